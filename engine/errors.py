@@ -1,0 +1,44 @@
+"""Exceptions that cross module boundaries. Each subclasses a builtin so that
+callers who do not know RAGDoll can still catch it sensibly."""
+
+from __future__ import annotations
+
+
+class RagdollError(Exception):
+    """Base of every RAGDoll error."""
+
+
+class ParseError(RagdollError, ValueError):
+    """A document could not be read; `reason` is shown to the person."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ModelLoadError(RagdollError, RuntimeError):
+    """A language model could not be found or loaded."""
+
+
+class EmbedderError(RagdollError, RuntimeError):
+    """The embedder could not be loaded."""
+
+
+class EngineUnavailableError(RagdollError, ConnectionError):
+    """The engine process is not running and could not be started."""
+
+
+class EngineRequestError(RagdollError, RuntimeError):
+    """The engine answered a request with an error."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UnsupportedArchitectureError(RagdollError, ValueError):
+    """A model's config names an architecture the planner does not know."""
+
+
+class PlacementError(RagdollError, ValueError):
+    """Nothing fits: the message says how much memory is missing."""

@@ -1,0 +1,80 @@
+"""Where the app keeps what it writes.
+
+Every path RAGDoll writes lives under the folders of one `Paths` value. The
+environment variable RAGDOLL_HOME moves all of them under one folder (tests,
+portable installs); otherwise they follow the platform's conventions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "RAGDoll"
+HOME_ENV = "RAGDOLL_HOME"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Paths:
+    data: Path
+    config: Path
+    cache: Path
+    logs: Path
+    runtime: Path
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data / "index"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config / "settings.json"
+
+    @property
+    def token_file(self) -> Path:
+        return self.config / "engine.token"
+
+    @property
+    def endpoint_file(self) -> Path:
+        return self.runtime / "engine.json"
+
+    @property
+    def engine_lock(self) -> Path:
+        return self.runtime / "engine.lock"
+
+    @property
+    def engine_log(self) -> Path:
+        return self.logs / "engine.log"
+
+    def ensure(self) -> Paths:
+        for folder in (self.data, self.config, self.cache, self.logs, self.runtime):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+def resolve_paths(*, env: dict[str, str] | None = None) -> Paths:
+    """The app's folders, honouring RAGDOLL_HOME when it is set."""
+    environ = os.environ if env is None else env
+    home = environ.get(HOME_ENV)
+    if home:
+        root = Path(home).expanduser().resolve()
+        return Paths(
+            data=root / "data",
+            config=root / "config",
+            cache=root / "cache",
+            logs=root / "logs",
+            runtime=root / "run",
+        )
+    dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
+    return Paths(
+        data=Path(dirs.user_data_dir),
+        config=Path(dirs.user_config_dir),
+        cache=Path(dirs.user_cache_dir),
+        logs=Path(dirs.user_log_dir),
+        # The runtime folder holds the endpoint file; keep it with the config so
+        # that it survives where XDG_RUNTIME_DIR is missing.
+        runtime=Path(dirs.user_config_dir) / "run",
+    )

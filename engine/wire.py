@@ -1,0 +1,163 @@
+"""The wire contract between the engine and its clients (GUI, CLI, others).
+
+Every value that crosses the HTTP boundary is one of these frozen dataclasses,
+turned into JSON with `to_json_dict` and back with `from_json_dict`. The server
+and the client both import this module; nothing else defines the shapes.
+
+Streams are server-sent events. `/v1/ask` sends, in order:
+  event: citations  data: {"citations": [Citation, ...]}
+  event: token      data: {"text": "..."}            (repeated)
+  event: done       data: AnswerDone
+  event: error      data: {"message": "..."}         (instead of done, on failure)
+`/v1/ingest/{job_id}/events` sends `event: progress` with an IngestProgress each
+time it changes, the last one with a final `state`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, get_type_hints
+
+T = TypeVar("T")
+
+AnswerMode = Literal["extractive", "generative", "none"]
+JobState = Literal["queued", "running", "done", "cancelled", "failed"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Citation:
+    """One source behind an answer; `index` is the n of its [n] marker."""
+
+    index: int
+    chunk_id: str
+    path: str
+    page: int | None  # 1-based; None for formats without pages
+    text: str  # the passage (the chunk's text)
+    score: float
+    char_start: int  # span of the passage within its page's text
+    char_end: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerDone:
+    answer: str
+    mode: AnswerMode
+    note: str | None = None  # e.g. "No language model is installed: ..."
+    model: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """A whole answer, as `ragdoll ask --json` prints it."""
+
+    answer: str
+    citations: list[Citation]
+    mode: AnswerMode
+    note: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AskRequest:
+    question: str
+    k: int = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileError:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestRequest:
+    paths: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestProgress:
+    job_id: str
+    state: JobState
+    files_total: int = 0
+    files_done: int = 0
+    current: str | None = None
+    chunks_added: int = 0
+    files_skipped: int = 0  # unchanged since the last ingest
+    errors: list[FileError] = field(default_factory=list)
+    message: str | None = None  # why a job failed, when it did
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceView:
+    """What the viewer shows for a citation: the page's text and the span."""
+
+    chunk_id: str
+    path: str
+    page: int | None
+    page_count: int | None
+    page_text: str
+    char_start: int
+    char_end: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentInfo:
+    doc_id: str
+    path: str
+    size: int
+    mtime: float
+    status: str  # "indexed" | "error"
+    error: str | None
+    chunks: int
+    pages: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    model: str | None = None  # local folder or Hugging Face id; None = extractive
+    embedder: str = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineStatus:
+    version: str
+    pid: int
+    documents: int
+    chunks: int
+    embedder: str
+    model: str | None
+    answer_mode: AnswerMode
+
+
+def to_json_dict(value: Any) -> dict[str, Any]:
+    return dataclasses.asdict(value)
+
+
+def from_json_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build a wire dataclass from JSON, nested dataclasses and lists included.
+    Unknown keys are ignored so that an older client survives a newer engine."""
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(hint):
+            if arg is not type(None):
+                return _convert(arg, value)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return [_convert(item, v) for v in value]
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return from_json_dict(hint, value)  # type: ignore[arg-type]
+    return value
