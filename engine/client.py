@@ -48,8 +48,13 @@ class Endpoint:
 
 
 class EngineClient:
-    def __init__(self, *, endpoint: Endpoint, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, *, endpoint: Endpoint, started_here: bool = False, timeout_s: float = 30.0
+    ) -> None:
         self.endpoint = endpoint
+        # True when connect() started the engine: the caller then owns it and
+        # should shut it down when done (unless the person keeps it running).
+        self.started_here = started_here
         self._http = httpx.Client(
             base_url=endpoint.base_url,
             headers={"Authorization": f"Bearer {endpoint.token}"},
@@ -62,7 +67,8 @@ class EngineClient:
         """Attach to the user's engine, starting one when `start` and none runs."""
         from engine.launcher import ensure_engine
 
-        return cls(endpoint=ensure_engine(paths=paths, start=start, wait_s=wait_s))
+        handle = ensure_engine(paths=paths, start=start, wait_s=wait_s)
+        return cls(endpoint=handle.endpoint, started_here=handle.started_here)
 
     def close(self) -> None:
         self._http.close()

@@ -130,6 +130,7 @@ class EngineStatus:
     embedder: str
     model: str | None
     answer_mode: AnswerMode
+    model_error: str | None = None  # why the chosen model is not in use
 
 
 def to_json_dict(value: Any) -> dict[str, Any]:

@@ -20,3 +20,21 @@ def ragdoll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     home = tmp_path / "ragdoll-home"
     monkeypatch.setenv("RAGDOLL_HOME", str(home))
     yield home
+
+
+@pytest.fixture
+def engine(ragdoll_home: Path):  # type: ignore[no-untyped-def]
+    """A real engine process of its own, in this test's RAGDOLL_HOME."""
+    from tests.support.engine import running_engine
+
+    with running_engine(home=ragdoll_home) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def shared_engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One engine for a whole session's read-mostly tests (faster than one each)."""
+    from tests.support.engine import running_engine
+
+    with running_engine(home=tmp_path_factory.mktemp("shared-home")) as running:
+        yield running

@@ -1,0 +1,60 @@
+"""`ragdoll ingest PATH...`: add files or folders and wait until they are in."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.commands.session import engine_session, fail
+from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.wire import IngestProgress
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="add files or folders to the collection",
+        description="Ingest files or folders and return when done. Exit code 0: all "
+        "ingested; 2: done, but some files could not be read (listed); 1: failed.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--keep-engine", action="store_true",
+                   help="leave an engine started for this call running")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with engine_session(keep=args.keep_engine) as client:
+            job = client.ingest(paths=list(args.paths))
+            last = job
+            for progress in client.ingest_events(job_id=job.job_id):
+                _show(progress)
+                last = progress
+    except (EngineUnavailableError, EngineRequestError) as e:
+        return fail(str(e))
+    except KeyboardInterrupt:
+        return fail("interrupted; files already ingested are kept", code=130)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return _summary(last)
+
+
+def _show(p: IngestProgress) -> None:
+    if not sys.stderr.isatty() or p.files_total == 0:
+        return
+    current = (p.current or "")[-60:]
+    print(f"\r{p.files_done}/{p.files_total} files  {p.chunks_added} chunks  {current:<60}",
+          end="", file=sys.stderr, flush=True)
+
+
+def _summary(p: IngestProgress) -> int:
+    indexed = p.files_done - p.files_skipped - sum(
+        1 for e in p.errors if e.reason not in ("not found",))
+    print(f"{p.files_total} files: {max(indexed, 0)} ingested, {p.files_skipped} unchanged, "
+          f"{len(p.errors)} errors; {p.chunks_added} chunks added")
+    for e in p.errors:
+        print(f"  error: {e.path}: {e.reason}")
+    if p.state != "done":
+        return fail(f"ingestion {p.state}: {p.message or ''}".strip())
+    return 2 if p.errors else 0

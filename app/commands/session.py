@@ -1,0 +1,31 @@
+"""The engine a command talks to: the running one, or one started for the call."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from engine.client import EngineClient
+from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.paths import resolve_paths
+
+
+@contextmanager
+def engine_session(*, keep: bool = False) -> Iterator[EngineClient]:
+    """Yield a client; an engine started here is stopped afterwards unless `keep`."""
+    client = EngineClient.connect(paths=resolve_paths(), start=True)
+    try:
+        yield client
+    finally:
+        if client.started_here and not keep:
+            try:
+                client.shutdown()
+            except (EngineUnavailableError, EngineRequestError):
+                pass
+        client.close()
+
+
+def fail(message: str, *, code: int = 1) -> int:
+    print(f"ragdoll: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,39 @@
+"""`ragdoll status`: is an engine running, and what does it hold."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from app.commands.session import fail
+from engine.errors import EngineRequestError, EngineUnavailableError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="show the running engine's state")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.client import EngineClient
+    from engine.paths import resolve_paths
+    from engine.wire import to_json_dict
+
+    paths = resolve_paths()
+    try:
+        with EngineClient.connect(paths=paths, start=False) as client:
+            status = client.status()
+    except (EngineUnavailableError, EngineRequestError) as e:
+        return fail(str(e))
+    if args.json:
+        print(json.dumps(to_json_dict(status)))
+        return 0
+    print(f"engine {status.version} (pid {status.pid})\n"
+          f"documents: {status.documents}, chunks: {status.chunks}\n"
+          f"embedder: {status.embedder}\n"
+          f"answers: {status.answer_mode}" + (f" with {status.model}" if status.model else ""))
+    if status.model_error:
+        print(f"model not in use: {status.model_error}")
+    print(f"data: {paths.data}")
+    return 0

@@ -1,0 +1,214 @@
+"""The engine as a plain object: ingest, ask, look up sources, choose a model.
+
+The HTTP server (engine/server.py) is a thin layer over this; tests can call it
+in-process. Heavy parts (the embedder, a language model) load lazily, in the
+background where possible, so the engine answers /v1/status at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from engine.answer.extractive import NO_MODEL_NOTE, ExtractiveAnswerer
+from engine.answer.passages import Passage
+from engine.ingest.embedder import Embedder
+from engine.ingest.jobs import IngestJob, IngestQueue
+from engine.paths import Paths
+from engine.settings import load_settings, save_settings, with_changes
+from engine.store.lance_store import LanceStore
+from engine.store.records import SearchHit
+from engine.wire import (
+    AnswerDone,
+    Citation,
+    DocumentInfo,
+    EngineSettings,
+    EngineStatus,
+    FileError,
+    SourceView,
+)
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+# Below this cosine similarity (all-MiniLM-L6-v2) the best chunk is unrelated
+# to the question; measured on the test corpora (tests/engine/test_core.py).
+NOT_FOUND_SIMILARITY = 0.22
+NOT_FOUND_ANSWER = (
+    "I could not find anything about this in your documents, so I will not guess. "
+    "Try other words, or add the documents that cover it."
+)
+AskEventT = tuple[str, Any]  # ("citations", list[Citation]) | ("token", str) | ("done", AnswerDone)
+
+
+class Engine:
+    def __init__(self, *, paths: Paths, warm_up: bool = True) -> None:
+        self.paths = paths.ensure()
+        self.settings = load_settings(file=paths.settings_file)
+        self.store = LanceStore(folder=paths.index_dir)
+        self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
+        self._generator: Any = None  # GenerativeAnswerer when a model is chosen
+        self._generator_error: str | None = None
+        self._model_lock = threading.Lock()
+        # One answer at a time: a language model is the scarcest resource here.
+        self._answer_lock = threading.Lock()
+        self.ingest = IngestQueue(store=self.store, embedder=self.embedder)
+        if warm_up:
+            threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
+
+    # -- lazily loaded parts ----------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        with self._embedder_lock:
+            if self._embedder is None:
+                embedder = Embedder(model=self.settings.embedder)
+                stale = self.store.ensure_embedder(
+                    embedder_id=embedder.info.id, dimension=embedder.info.dimension
+                )
+                if stale:
+                    self._reembed(embedder)
+                self._embedder = embedder
+            return self._embedder
+
+    def _reembed(self, embedder: Embedder) -> None:
+        old = self.store.meta
+        log.warning("the embedder changed from %s to %s: re-embedding every chunk",
+                    old.embedder_id if old else "?", embedder.info.id)
+        for done in self.store.reembed(embedder_id=embedder.info.id,
+                                       dimension=embedder.info.dimension, embed=embedder.embed):
+            log.info("re-embedded %d chunks", done)
+
+    def _warm_up(self) -> None:
+        try:
+            self.embedder()
+            if self.settings.model:
+                self._load_generator(self.settings.model)
+        except Exception as e:  # shown in status; the engine keeps serving
+            log.exception("warm-up failed")
+            self._generator_error = str(e)
+
+    def _load_generator(self, model: str) -> Any:
+        from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+
+        with self._model_lock:
+            path = resolve_model_path(model=model)
+            generator = GenerativeAnswerer(model_path=path)
+            self._generator, self._generator_error = generator, None
+            return generator
+
+    # -- settings ------------------------------------------------------------------
+
+    def set_model(self, *, model: str | None) -> EngineSettings:
+        """Load the model first: a model that does not load is never saved."""
+        if model:
+            model = os.path.expanduser(model)
+            self._load_generator(model)
+        else:
+            with self._model_lock:
+                self._generator = None
+        self.settings = with_changes(self.settings, model=model or None)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
+
+    # -- reading -----------------------------------------------------------------------
+
+    def status(self) -> EngineStatus:
+        documents, chunks = self.store.counts()
+        return EngineStatus(
+            version=VERSION,
+            pid=os.getpid(),
+            documents=documents,
+            chunks=chunks,
+            embedder=self.settings.embedder,
+            model=self.settings.model,
+            answer_mode="generative" if self._generator is not None else "extractive",
+            model_error=self._generator_error,
+        )
+
+    def documents(self) -> list[DocumentInfo]:
+        return [
+            DocumentInfo(doc_id=d.doc_id, path=d.path, size=d.size, mtime=d.mtime,
+                         status=d.status, error=d.error, chunks=d.chunks, pages=d.pages)
+            for d in self.store.list_documents()
+        ]
+
+    def errors(self) -> list[FileError]:
+        return [FileError(path=d.path, reason=d.error or "unknown error")
+                for d in self.store.list_documents() if d.status == "error"]
+
+    def source(self, *, chunk_id: str) -> SourceView | None:
+        chunk = self.store.chunk(chunk_id=chunk_id)
+        if chunk is None:
+            return None
+        page = self.store.page(doc_id=chunk.doc_id, page=chunk.page)
+        doc = self.store.document_by_path(path=chunk.path)
+        return SourceView(
+            chunk_id=chunk_id,
+            path=chunk.path,
+            page=chunk.page,
+            page_count=doc.pages if doc else None,
+            page_text=page.text if page else chunk.text,
+            char_start=chunk.char_start if page else 0,
+            char_end=chunk.char_end if page else len(chunk.text),
+        )
+
+    # -- ingestion ------------------------------------------------------------------------
+
+    def start_ingest(self, *, paths: list[str]) -> IngestJob:
+        return self.ingest.submit(paths=paths)
+
+    # -- answering ------------------------------------------------------------------------
+
+    def retrieve(self, *, question: str, k: int) -> list[SearchHit]:
+        embedder = self.embedder()
+        vector = embedder.embed([question])[0]
+        return self.store.hybrid_search(vector=vector, text=question, k=k)
+
+    def ask_stream(
+        self, *, question: str, k: int = 5, cancel: threading.Event | None = None
+    ) -> Iterator[AskEventT]:
+        question = question.strip()
+        if not question:
+            raise ValueError("the question is empty")
+        hits = self.retrieve(question=question, k=max(1, min(k, 50)))
+        generator = self._generator
+        mode = "generative" if generator is not None else "extractive"
+        if not hits or hits[0].similarity < NOT_FOUND_SIMILARITY and not _strong_lexical(hits):
+            yield "citations", []
+            yield "done", AnswerDone(answer=NOT_FOUND_ANSWER, mode="none")
+            return
+        citations = [_citation(i + 1, h) for i, h in enumerate(hits)]
+        yield "citations", citations
+        passages = [Passage(index=c.index, text=c.text, path=c.path, page=c.page)
+                    for c in citations]
+        if generator is None:
+            result = ExtractiveAnswerer(embed=self.embedder().embed).answer(
+                question=question, passages=passages)
+            text = result.text if result.found else NOT_FOUND_ANSWER
+            yield "token", text
+            yield "done", AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+            return
+        pieces: list[str] = []
+        with self._answer_lock:
+            for piece in generator.stream(question=question, passages=passages, cancel=cancel):
+                pieces.append(piece)
+                yield "token", piece
+        yield "done", AnswerDone(answer="".join(pieces), mode=mode, model=generator.name)
+
+    def close(self) -> None:
+        self.ingest.stop()
+
+
+def _strong_lexical(hits: list[SearchHit]) -> bool:
+    # A chunk found by both searches near the top is relevant even when the
+    # embedder scores it low (names, codes, rare words).
+    return hits[0].fused >= 2.0 / 63
+
+
+def _citation(index: int, hit: SearchHit) -> Citation:
+    c = hit.chunk
+    return Citation(index=index, chunk_id=c.chunk_id, path=c.path, page=c.page, text=c.text,
+                    score=round(hit.similarity, 4), char_start=c.char_start, char_end=c.char_end)

@@ -1,0 +1,80 @@
+"""Which files a request to ingest some paths means, and which it cannot."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.wire import FileError
+
+# Editor backups and office lock files are never documents.
+_IGNORED_PREFIXES = ("~$", ".~lock", ".#")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Discovery:
+    files: list[Path]
+    errors: list[FileError] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # walked, for removing vanished files
+
+
+def is_ignored(name: str) -> bool:
+    return name.startswith(".") or name.startswith(_IGNORED_PREFIXES) or name.endswith("~")
+
+
+def discover(*, paths: list[str], suffixes: frozenset[str]) -> Discovery:
+    files: list[Path] = []
+    errors: list[FileError] = []
+    folders: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw).expanduser()
+        try:
+            path = path.resolve(strict=True)
+        except (FileNotFoundError, RuntimeError, OSError) as e:
+            reason = "not found" if isinstance(e, FileNotFoundError) else f"cannot open: {e}"
+            errors.append(FileError(path=str(path), reason=reason))
+            continue
+        if path.is_dir():
+            folders.append(path)
+            _walk(folder=path, suffixes=suffixes, files=files, errors=errors, seen=seen)
+        elif path.suffix.lower() in suffixes:
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+        else:
+            errors.append(
+                FileError(path=str(path), reason=f"unsupported file type {path.suffix or '(none)'}")
+            )
+    return Discovery(files=files, errors=errors, folders=folders)
+
+
+def _walk(
+    *,
+    folder: Path,
+    suffixes: frozenset[str],
+    files: list[Path],
+    errors: list[FileError],
+    seen: set[Path],
+) -> None:
+    def on_error(e: OSError) -> None:
+        errors.append(FileError(path=str(e.filename or folder), reason=f"cannot read folder: "
+                                f"{e.strerror or e}"))
+
+    # followlinks=False: a symlink loop must not walk forever.
+    for root, dirnames, filenames in os.walk(folder, onerror=on_error, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not is_ignored(d))
+        for name in sorted(filenames):
+            if is_ignored(name) or Path(name).suffix.lower() not in suffixes:
+                continue
+            path = Path(root) / name
+            if path.is_symlink():
+                try:
+                    path = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    errors.append(FileError(path=str(path), reason="broken symbolic link"))
+                    continue
+            if path not in seen:
+                seen.add(path)
+                files.append(path)

@@ -1,0 +1,139 @@
+"""Find the user's engine, or start one: one engine per user, found through an
+endpoint file in the runtime folder and guarded by a lock file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from engine.client import Endpoint
+from engine.errors import EngineUnavailableError
+from engine.paths import Paths
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineHandle:
+    endpoint: Endpoint
+    started_here: bool
+
+
+class EngineLock:
+    """An exclusive lock on a file, released by the OS when the process dies,
+    so a killed engine never blocks the next one."""
+
+    def __init__(self, *, file: Path) -> None:
+        self.file = file
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> bool:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.file.open("a+")
+        try:
+            _lock_file(handle)
+        except OSError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def _lock_file(handle: IO[str]) -> None:
+    if os.name == "nt":
+        import msvcrt
+
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def write_endpoint(*, paths: Paths, url: str, pid: int) -> None:
+    paths.runtime.mkdir(parents=True, exist_ok=True)
+    tmp = paths.endpoint_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"url": url, "pid": pid}))
+    os.replace(tmp, paths.endpoint_file)
+
+
+def remove_endpoint(*, paths: Paths, pid: int) -> None:
+    try:
+        if json.loads(paths.endpoint_file.read_text()).get("pid") == pid:
+            paths.endpoint_file.unlink()
+    except (FileNotFoundError, ValueError):
+        pass
+
+
+def read_endpoint(*, paths: Paths) -> Endpoint | None:
+    try:
+        data = json.loads(paths.endpoint_file.read_text())
+        token = paths.token_file.read_text().strip()
+    except (FileNotFoundError, ValueError):
+        return None
+    if not token or "url" not in data:
+        return None
+    return Endpoint(base_url=data["url"], token=token)
+
+
+def engine_alive(*, endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
+    try:
+        r = httpx.get(f"{endpoint.base_url}/v1/status", timeout=timeout_s, trust_env=False,
+                      headers={"Authorization": f"Bearer {endpoint.token}"})
+    except httpx.HTTPError:
+        return False
+    return r.status_code == 200
+
+
+def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineHandle:
+    endpoint = read_endpoint(paths=paths)
+    if endpoint is not None and engine_alive(endpoint=endpoint):
+        return EngineHandle(endpoint=endpoint, started_here=False)
+    if not start:
+        raise EngineUnavailableError("no engine is running (start one with `ragdoll engine`)")
+    process = start_engine_process(paths=paths)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        endpoint = read_endpoint(paths=paths)
+        if endpoint is not None and engine_alive(endpoint=endpoint, timeout_s=1.0):
+            return EngineHandle(endpoint=endpoint, started_here=process.poll() is None)
+        if process.poll() is not None and process.returncode != 3:
+            raise EngineUnavailableError(
+                f"the engine stopped while starting (exit code {process.returncode}); "
+                f"its log is {paths.engine_log}"
+            )
+        time.sleep(0.1)
+    raise EngineUnavailableError(
+        f"the engine did not start within {wait_s:.0f} s; its log is {paths.engine_log}"
+    )
+
+
+def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
+    """A detached `python -m engine`: it outlives the window when asked to."""
+    paths.ensure()
+    log = paths.engine_log.open("ab")
+    kwargs: dict[str, object] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "engine"],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        env=env,
+        **kwargs,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,62 @@
+"""Rows of the store, as the rest of the engine sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkRecord:
+    chunk_id: str
+    doc_id: str
+    path: str
+    ordinal: int
+    page: int | None
+    char_start: int
+    char_end: int
+    text: str
+    text_hash: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentRecord:
+    doc_id: str
+    path: str
+    size: int
+    mtime: float
+    content_hash: str
+    status: str  # "indexed" | "error"
+    error: str | None
+    pages: int | None
+    chunks: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageRecord:
+    doc_id: str
+    page: int | None
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchHit:
+    chunk: ChunkRecord
+    similarity: float  # cosine similarity of the chunk to the question
+    fused: float  # reciprocal-rank fusion of the vector and full-text ranks
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexMeta:
+    embedder_id: str
+    dimension: int
+    chunks_table: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddedChunks:
+    """A document's new chunks with their vectors, ready to replace the old."""
+
+    chunks: list[ChunkRecord]
+    vectors: np.ndarray  # (len(chunks), dimension) float32, L2-normalised

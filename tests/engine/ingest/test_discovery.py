@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.ingest.discovery import discover
+
+SUFFIXES = frozenset({".pdf", ".txt", ".md"})
+
+
+def test_walks_folders_skipping_hidden_locks_and_other_types(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / ".hidden").mkdir()
+    for name in ("a.txt", "sub/b.md", "sub/deeper/c.PDF", ".hidden/d.txt", "~$lock.txt",
+                 ".~lock.e.txt#", "notes.txt~", "image.png", "sub/.secret.md"):
+        (tmp_path / name).write_text("x")
+    found = discover(paths=[str(tmp_path)], suffixes=SUFFIXES)
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in found.files)
+    assert names == ["a.txt", "sub/b.md", "sub/deeper/c.PDF"]
+    assert found.errors == []
+    assert found.folders == [tmp_path.resolve()]
+
+
+def test_missing_and_unsupported_paths_are_errors_not_crashes(tmp_path: Path) -> None:
+    (tmp_path / "x.png").write_text("x")
+    found = discover(paths=[str(tmp_path / "gone.pdf"), str(tmp_path / "x.png")],
+                     suffixes=SUFFIXES)
+    assert found.files == []
+    reasons = sorted(e.reason for e in found.errors)
+    assert reasons == ["not found", "unsupported file type .png"]
+
+
+def test_symlink_loop_terminates_and_duplicates_collapse(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("x")
+    os.symlink(tmp_path, tmp_path / "docs" / "loop")
+    os.symlink(tmp_path / "docs" / "a.txt", tmp_path / "docs" / "alias.txt")
+    found = discover(paths=[str(tmp_path), str(tmp_path / "docs" / "a.txt")], suffixes=SUFFIXES)
+    assert [p.name for p in found.files] == ["a.txt"]
+
+
+def test_unreadable_folder_is_reported(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "ok.txt").write_text("x")
+
+    def fake_walk(top, onerror=None, followlinks=False):  # type: ignore[no-untyped-def]
+        onerror(PermissionError(13, "Permission denied", str(tmp_path / "locked")))
+        yield str(tmp_path), [], ["ok.txt"]
+
+    monkeypatch.setattr(os, "walk", fake_walk)
+    found = discover(paths=[str(tmp_path)], suffixes=SUFFIXES)
+    assert [p.name for p in found.files] == ["ok.txt"]
+    assert found.errors[0].path.endswith("locked")
+    assert "Permission denied" in found.errors[0].reason
