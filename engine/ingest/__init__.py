@@ -1,0 +1,1 @@
+"""Turning files into indexed passages: parsers, chunker, embedder, ingestion jobs."""
