@@ -1,0 +1,97 @@
+"""Turning answer text and citations into what the chat pane shows.
+
+Pure functions (no widgets) so that the tricky parts — markers split across
+streamed tokens, HTML escaping, links that survive odd chunk ids — are tested
+without a window.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import PurePath
+from urllib.parse import quote, unquote
+
+from engine.wire import Citation
+
+CITE_SCHEME = "cite"
+
+# "[1]" and also "[1, 2]": models write both.
+_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SPACE = re.compile(r"\s+")
+
+
+def citation_href(*, chunk_id: str) -> str:
+    # Chunk ids are the engine's business (they may hold "/" or "#"): quote
+    # everything so the URL survives QUrl's parsing unchanged.
+    return f"{CITE_SCHEME}:{quote(chunk_id, safe='')}"
+
+
+def chunk_id_from_href(href: str) -> str | None:
+    """The chunk id behind a citation link, or None for any other link."""
+    prefix = f"{CITE_SCHEME}:"
+    if not href.startswith(prefix):
+        return None
+    return unquote(href[len(prefix) :]) or None
+
+
+def answer_html(*, text: str, citations: list[Citation]) -> str:
+    """The answer as inline HTML: escaped, line breaks kept, [n] markers as links.
+
+    Inline only (no <p>): the chat pane replaces the answer in place on every
+    token, and block-level HTML would split it into several blocks."""
+    by_index = {c.index: c for c in citations}
+    out: list[str] = []
+    pos = 0
+    for match in _MARKER.finditer(text):
+        out.append(_escape_inline(text[pos : match.start()]))
+        out.append(_marker_html(numbers=match.group(1), by_index=by_index))
+        pos = match.end()
+    out.append(_escape_inline(text[pos:]))
+    return "".join(out)
+
+
+def _marker_html(*, numbers: str, by_index: dict[int, Citation]) -> str:
+    links = []
+    for part in numbers.split(","):
+        n = int(part.strip())
+        citation = by_index.get(n)
+        if citation is None:
+            # A marker the model invented: show it, but do not pretend it links.
+            links.append(str(n))
+        else:
+            title = html.escape(source_title(citation=citation), quote=True)
+            href = citation_href(chunk_id=citation.chunk_id)
+            links.append(f'<a href="{href}" title="{title}">{n}</a>')
+    return "[" + ", ".join(links) + "]"
+
+
+def _escape_inline(text: str) -> str:
+    return html.escape(text, quote=False).replace("\n", "<br>")
+
+
+def file_name(path: str) -> str:
+    # PurePath splits on "/" only on POSIX; an engine on Windows sends "\".
+    return PurePath(path.replace("\\", "/")).name or path
+
+
+def source_title(*, citation: Citation) -> str:
+    """ "report.pdf — page 3", or just the file name for formats without pages."""
+    return page_title(path=citation.path, page=citation.page)
+
+
+def page_title(*, path: str, page: int | None) -> str:
+    name = file_name(path)
+    return name if page is None else f"{name} — page {page}"
+
+
+def elide(text: str, *, limit: int) -> str:
+    """Whitespace collapsed and cut at a word boundary near `limit` characters."""
+    flat = _SPACE.sub(" ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"

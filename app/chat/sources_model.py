@@ -1,0 +1,118 @@
+"""The list of sources under an answer: a Qt model and a two-line delegate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+)
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from app.chat.answer_render import elide, source_title
+from engine.wire import Citation
+
+CHUNK_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+CITATION_ROLE = Qt.ItemDataRole.UserRole + 2
+
+_PASSAGE_CHARS = 400  # the delegate elides to the width; this only bounds the work
+
+_Index = QModelIndex | QPersistentModelIndex
+
+
+class SourcesModel(QAbstractListModel):
+    """The citations of the answer on screen, in marker order."""
+
+    def __init__(self, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._citations: list[Citation] = []
+
+    def set_citations(self, citations: list[Citation]) -> None:
+        self.beginResetModel()
+        self._citations = sorted(citations, key=lambda c: c.index)
+        self.endResetModel()
+
+    def citation(self, row: int) -> Citation:
+        return self._citations[row]
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._citations)
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._citations):
+            return None
+        c = self._citations[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"[{c.index}] {source_title(citation=c)}\n{elide(c.text, limit=160)}"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{c.path}\n\n{elide(c.text, limit=_PASSAGE_CHARS)}"
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return f"Source {c.index}: {source_title(citation=c)}"
+        if role == CHUNK_ID_ROLE:
+            return c.chunk_id
+        if role == CITATION_ROLE:
+            return c
+        return None
+
+
+class SourceDelegate(QStyledItemDelegate):
+    """Title in bold over one line of the passage in a quieter colour."""
+
+    _PAD = 6
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:
+        line = QFontMetrics(option.font).lineSpacing()
+        return QSize(200, 2 * line + 2 * self._PAD + 2)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
+        citation = index.data(CITATION_ROLE)
+        if not isinstance(citation, Citation):
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""
+        style = opt.widget.style() if opt.widget is not None else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        group = QPalette.ColorGroup.Active
+        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        text_colour = opt.palette.color(group, text_role)
+        quiet = opt.palette.color(group, QPalette.ColorRole.PlaceholderText)
+        if selected:
+            quiet = text_colour
+
+        rect = opt.rect.adjusted(self._PAD + 2, self._PAD, -self._PAD, -self._PAD)
+        line = QFontMetrics(opt.font).lineSpacing()
+        painter.save()
+        bold = QFont(opt.font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(text_colour)
+        title = f"[{citation.index}]  {source_title(citation=citation)}"
+        title = QFontMetrics(bold).elidedText(title, Qt.TextElideMode.ElideMiddle, rect.width())
+        painter.drawText(
+            QRect(rect.left(), rect.top(), rect.width(), line),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            title,
+        )
+        painter.setFont(opt.font)
+        painter.setPen(quiet)
+        passage = QFontMetrics(opt.font).elidedText(
+            elide(citation.text, limit=_PASSAGE_CHARS), Qt.TextElideMode.ElideRight, rect.width()
+        )
+        painter.drawText(
+            QRect(rect.left(), rect.top() + line, rect.width(), line),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            passage,
+        )
+        painter.restore()

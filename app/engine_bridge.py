@@ -1,0 +1,421 @@
+"""The GUI's one facade onto the engine.
+
+Every EngineClient call blocks (HTTP on loopback, sometimes seconds: loading a
+model, a first ask), so none runs on the GUI thread. Each call runs in a daemon
+thread and reports back by a `sig_*` signal that Qt delivers on the GUI thread.
+Daemon threads rather than a QThreadPool: a stream stuck in a read must never
+keep the app from quitting, and QThreadPool waits for its runnables on exit.
+
+Failures are never swallowed: a worker logs the traceback and emits `sig_error`
+with a message a person can read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Protocol, TypeVar
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from app.qt_compat import emit, emit_drops_a_reference
+from engine.client import AskEvent, EngineClient
+from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.paths import resolve_paths
+from engine.wire import (
+    DocumentInfo,
+    EngineSettings,
+    EngineStatus,
+    FileError,
+    IngestProgress,
+    SourceView,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FINAL_JOB_STATES = frozenset({"done", "cancelled", "failed"})
+
+
+class EngineClientLike(Protocol):
+    """What the GUI needs of EngineClient; tests pass a fake with these methods."""
+
+    def status(self) -> EngineStatus: ...
+    def settings(self) -> EngineSettings: ...
+    def set_model(self, *, model: str | None) -> EngineSettings: ...
+    def documents(self) -> list[DocumentInfo]: ...
+    def errors(self) -> list[FileError]: ...
+    def source(self, *, chunk_id: str) -> SourceView: ...
+    def ingest(self, *, paths: list[str]) -> IngestProgress: ...
+    def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
+    def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
+    def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]: ...
+    def shutdown(self) -> None: ...
+
+
+ClientFactory = Callable[[], EngineClientLike]
+
+
+def connect_default() -> EngineClient:
+    """Attach to the person's engine, starting one if none runs."""
+    return EngineClient.connect(paths=resolve_paths(), start=True)
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for a person: what failed, without a traceback."""
+    text = str(error).strip() or type(error).__name__
+    if isinstance(error, EngineRequestError):
+        return text
+    if isinstance(error, EngineUnavailableError):
+        return f"The engine is not running: {text}"
+    return f"{type(error).__name__}: {text}"
+
+
+class _MainThreadInvoker(QObject):
+    """Runs closures on the thread this object lives in (the GUI thread).
+
+    A signal emitted from a worker thread to a receiver in the GUI thread is
+    queued by Qt, which is the whole trick: workers never touch widgets."""
+
+    sig_call = Signal(object)
+
+    def __init__(self, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.sig_call.connect(self._run)
+
+    @Slot(object)
+    def _run(self, fn: Callable[[], None]) -> None:
+        fn()
+
+
+class _Gate:
+    """The one door from worker threads into Qt, shut for good on close.
+
+    Without the lock a worker could pass the "still open?" check, the window
+    could close and delete the invoker, and the worker would then emit on a
+    dead object (a crash, not an exception). Emitting a queued signal only
+    posts an event, so holding the lock across it costs nothing."""
+
+    def __init__(self, *, invoker: _MainThreadInvoker) -> None:
+        self._invoker = invoker
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._closed.is_set():
+                emit(self._invoker.sig_call, fn)
+
+    def close(self, *_: object) -> None:
+        with self._lock:
+            self._closed.set()
+
+
+class EngineBridge(QObject):
+    """Runs engine calls off the GUI thread and reports back with signals."""
+
+    sig_connecting = Signal()
+    sig_connected = Signal(object)  # EngineStatus
+    sig_connect_failed = Signal(str)
+    sig_status = Signal(object)  # EngineStatus
+    sig_documents = Signal(object)  # list[DocumentInfo]
+    sig_file_errors = Signal(object)  # list[FileError], the engine's persistent list
+    sig_ingest_progress = Signal(object)  # IngestProgress
+    sig_ingest_finished = Signal(object)  # IngestProgress, in a final state
+    sig_ask_citations = Signal(int, object)  # request id, list[Citation]
+    sig_ask_token = Signal(int, str)
+    sig_ask_done = Signal(int, object)  # request id, AnswerDone
+    sig_ask_failed = Signal(int, str)
+    sig_source = Signal(object)  # SourceView
+    sig_model_busy = Signal(bool)
+    sig_model_changed = Signal(object)  # EngineSettings
+    sig_model_failed = Signal(str)
+    sig_error = Signal(str, str)  # what was being done, why it failed
+
+    def __init__(
+        self,
+        *,
+        client_factory: ClientFactory = connect_default,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._client_factory = client_factory
+        self._client: EngineClientLike | None = None
+        self._started_engine = False
+        self._connecting = False
+        emit_drops_a_reference()  # probe on the GUI thread, before any worker emits
+        self._gate = _Gate(invoker=_MainThreadInvoker(parent=self))
+        # Shut the gate even if the bridge is deleted without close().
+        self.destroyed.connect(self._gate.close)
+        self._post = self._gate.post
+        self._ask_ids = itertools.count(1)
+        self._ask_stops: dict[int, threading.Event] = {}
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    @property
+    def started_engine(self) -> bool:
+        return self._started_engine
+
+    # -- plumbing --------------------------------------------------------------
+
+    def _spawn(self, *, name: str, target: Callable[[], None]) -> None:
+        threading.Thread(target=target, name=f"ragdoll-gui-{name}", daemon=True).start()
+
+    def _submit(
+        self,
+        *,
+        what: str,
+        call: Callable[[EngineClientLike], T],
+        on_result: Callable[[T], None],
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> bool:
+        """Run `call(client)` in a worker; `on_result` or `on_error` run on the GUI thread.
+        Without `on_error`, a failure is reported as `sig_error(what, message)`."""
+        client = self._client
+        if client is None:
+            emit(self.sig_error, what, "The engine is not connected yet.")
+            return False
+
+        def work() -> None:
+            try:
+                value = call(client)
+            except Exception as e:
+                log.exception("engine call failed: %s", what)
+                self._post(lambda err=e: self._fail(what=what, error=err, on_error=on_error))
+                return
+            self._post(lambda: on_result(value))
+
+        self._spawn(name=what, target=work)
+        return True
+
+    def _fail(
+        self,
+        *,
+        what: str,
+        error: BaseException,
+        on_error: Callable[[BaseException], None] | None,
+    ) -> None:
+        if on_error is not None:
+            on_error(error)
+        else:
+            emit(self.sig_error, what, describe_error(error))
+
+    # -- connection -------------------------------------------------------------
+
+    def connect_engine(self) -> None:
+        """Attach to (or start) the engine in the background."""
+        if self._connecting or self._client is not None:
+            return
+        self._connecting = True
+        emit(self.sig_connecting)
+        factory = self._client_factory
+
+        def work() -> None:
+            try:
+                client = factory()
+                status = client.status()
+            except Exception as e:
+                log.exception("could not connect to the engine")
+                self._post(lambda err=e: self._connect_failed(error=err))
+                return
+            self._post(lambda: self._connect_done(client=client, status=status))
+
+        self._spawn(name="connect", target=work)
+
+    def _connect_done(self, *, client: EngineClientLike, status: EngineStatus) -> None:
+        self._connecting = False
+        self._client = client
+        # Only an engine this window started is stopped when it closes: one the
+        # CLI or another window started must outlive us.
+        self._started_engine = bool(getattr(client, "started_here", False))
+        emit(self.sig_connected, status)
+        emit(self.sig_status, status)
+        self.refresh_library()
+
+    def _connect_failed(self, *, error: BaseException) -> None:
+        self._connecting = False
+        emit(self.sig_connect_failed, describe_error(error))
+
+    # -- plain calls -----------------------------------------------------------
+
+    def refresh_status(self) -> None:
+        self._submit(
+            what="Reading the engine status",
+            call=lambda c: c.status(),
+            on_result=lambda value: emit(self.sig_status, value),
+        )
+
+    def refresh_library(self) -> None:
+        """Documents and the engine's list of files it could not read."""
+        self._submit(
+            what="Listing documents",
+            call=lambda c: c.documents(),
+            on_result=lambda value: emit(self.sig_documents, value),
+        )
+        self._submit(
+            what="Listing unreadable files",
+            call=lambda c: c.errors(),
+            on_result=lambda value: emit(self.sig_file_errors, value),
+        )
+
+    def open_source(self, *, chunk_id: str) -> None:
+        self._submit(
+            what="Opening the source",
+            call=lambda c: c.source(chunk_id=chunk_id),
+            on_result=lambda value: emit(self.sig_source, value),
+        )
+
+    def set_model(self, *, model: str | None) -> None:
+        """Switch the answer model; loading one can take many seconds."""
+
+        def done(settings: EngineSettings) -> None:
+            emit(self.sig_model_busy, False)
+            emit(self.sig_model_changed, settings)
+            self.refresh_status()
+
+        def failed(error: BaseException) -> None:
+            emit(self.sig_model_busy, False)
+            emit(self.sig_model_failed, describe_error(error))
+
+        if self._submit(
+            what="Changing the model",
+            call=lambda c: c.set_model(model=model),
+            on_result=done,
+            on_error=failed,
+        ):
+            emit(self.sig_model_busy, True)
+
+    # -- ingestion ---------------------------------------------------------------
+
+    def ingest(self, *, paths: list[str]) -> None:
+        """Queue files or folders and follow the job's progress to its end."""
+
+        def follow(client: EngineClientLike) -> IngestProgress:
+            last = client.ingest(paths=paths)
+            self._post(lambda: emit(self.sig_ingest_progress, last))
+            if last.state in FINAL_JOB_STATES:
+                return last
+            for progress in client.ingest_events(job_id=last.job_id):
+                if self._gate.closed:
+                    break
+                last = progress
+                self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
+                if progress.state in FINAL_JOB_STATES:
+                    break
+            if last.state not in FINAL_JOB_STATES and not self._gate.closed:
+                # The event stream ended early (say, a proxy cut it): ask once.
+                last = client.ingest_progress(job_id=last.job_id)
+            return last
+
+        def finished(progress: IngestProgress) -> None:
+            emit(self.sig_ingest_finished, progress)
+            self.refresh_library()
+            self.refresh_status()
+
+        self._submit(what="Adding documents", call=follow, on_result=finished)
+
+    # -- asking -------------------------------------------------------------------
+
+    def ask(self, *, question: str, k: int = 5) -> int:
+        """Stream an answer; returns the request id its signals carry (0 if not sent)."""
+        request_id = next(self._ask_ids)
+        stop = threading.Event()
+        self._ask_stops[request_id] = stop
+
+        def stream(client: EngineClientLike) -> None:
+            events = client.ask_stream(question=question, k=k)
+            try:
+                for event in events:
+                    if stop.is_set() or self._gate.closed:
+                        return
+                    self._post(lambda ev=event: self._deliver(request_id=request_id, event=ev))
+                    if event.done is not None or event.error is not None:
+                        return
+            finally:
+                # Closing the generator closes the HTTP stream, so the engine
+                # sees the reader leave and can stop generating.
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()
+            self._post(
+                lambda: emit(
+                    self.sig_ask_failed, request_id, "The answer stream ended without a result."
+                )
+            )
+
+        def failed(error: BaseException) -> None:
+            self._ask_stops.pop(request_id, None)
+            if not stop.is_set():
+                emit(self.sig_ask_failed, request_id, describe_error(error))
+
+        sent = self._submit(
+            what="Asking",
+            call=stream,
+            on_result=lambda _none: self._ask_stops.pop(request_id, None),
+            on_error=failed,
+        )
+        return request_id if sent else 0
+
+    def stop_ask(self, *, request_id: int) -> None:
+        """Stop reading an answer; later events of that request are dropped."""
+        stop = self._ask_stops.pop(request_id, None)
+        if stop is not None:
+            stop.set()
+
+    def _deliver(self, *, request_id: int, event: AskEvent) -> None:
+        stop = self._ask_stops.get(request_id)
+        if stop is None or stop.is_set():
+            return
+        if event.citations is not None:
+            emit(self.sig_ask_citations, request_id, event.citations)
+        elif event.token is not None:
+            emit(self.sig_ask_token, request_id, event.token)
+        elif event.done is not None:
+            self._ask_stops.pop(request_id, None)
+            emit(self.sig_ask_done, request_id, event.done)
+        elif event.error is not None:
+            self._ask_stops.pop(request_id, None)
+            emit(self.sig_ask_failed, request_id, event.error)
+
+    # -- quitting -------------------------------------------------------------------
+
+    def close(self, *, shutdown_timeout_s: float = 3.0) -> None:
+        """Stop every stream; stop the engine if this window started it.
+
+        Waits at most `shutdown_timeout_s` for the engine to acknowledge: the
+        window is already hidden, and an engine that does not answer will stop
+        by itself once its clients are gone or be found stale by the launcher."""
+        self._gate.close()
+        for stop in self._ask_stops.values():
+            stop.set()
+        self._ask_stops.clear()
+        client, self._client = self._client, None
+        if client is None:
+            return
+
+        def stop_engine() -> None:
+            try:
+                if self._started_engine:
+                    client.shutdown()
+            except Exception:
+                log.exception("the engine did not acknowledge the shutdown")
+            finally:
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
+
+        worker = threading.Thread(target=stop_engine, name="ragdoll-gui-quit", daemon=True)
+        worker.start()
+        worker.join(timeout=shutdown_timeout_s)

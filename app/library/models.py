@@ -1,0 +1,111 @@
+"""Qt models for the library pane: the indexed documents and the unreadable files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+)
+
+from app.chat.answer_render import file_name
+from engine.wire import DocumentInfo, FileError
+
+_Index = QModelIndex | QPersistentModelIndex
+PATH_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class DocumentsModel(QAbstractTableModel):
+    """One row per document the engine knows, sorted by file name."""
+
+    HEADERS = ("Document", "Pages", "Chunks")
+
+    def __init__(self, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._docs: list[DocumentInfo] = []
+
+    def set_documents(self, documents: list[DocumentInfo]) -> None:
+        self.beginResetModel()
+        self._docs = sorted(documents, key=lambda d: (file_name(d.path).lower(), d.path))
+        self.endResetModel()
+
+    def documents(self) -> list[DocumentInfo]:
+        return list(self._docs)
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._docs)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._docs):
+            return None
+        doc = self._docs[index.row()]
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == 0:
+                return file_name(doc.path)
+            if column == 1:
+                return "" if doc.pages is None else str(doc.pages)
+            return str(doc.chunks)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return doc.path if doc.error is None else f"{doc.path}\n{doc.error}"
+        if role == Qt.ItemDataRole.TextAlignmentRole and column > 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == PATH_ROLE:
+            return doc.path
+        return None
+
+
+class ErrorsModel(QAbstractListModel):
+    """Files that could not be read, with the reason, one row per path."""
+
+    def __init__(self, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._errors: dict[str, str] = {}
+
+    def errors(self) -> list[FileError]:
+        return [FileError(path=p, reason=r) for p, r in self._errors.items()]
+
+    def replace(self, errors: list[FileError]) -> None:
+        self.beginResetModel()
+        self._errors = {e.path: e.reason for e in errors}
+        self.endResetModel()
+
+    def merge(self, errors: list[FileError]) -> None:
+        """Add or update rows; a job reports its errors again with every progress event."""
+        changed = [e for e in errors if self._errors.get(e.path) != e.reason]
+        if not changed:
+            return
+        self.beginResetModel()
+        for e in changed:
+            self._errors[e.path] = e.reason
+        self.endResetModel()
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._errors)
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._errors):
+            return None
+        path, reason = list(self._errors.items())[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{file_name(path)} — {reason}"
+        if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
+            return f"{path}: {reason}"
+        if role == PATH_ROLE:
+            return path
+        return None

@@ -1,0 +1,326 @@
+"""The main window: library on the left, chat on the right, status and model below.
+
+The window owns no engine logic: it wires the panes' `sig_*` signals to the
+EngineBridge and the bridge's signals back to the panes. Nothing here calls the
+engine client, so nothing here can freeze the window.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.chat.chat_pane import ChatPane
+from app.engine_bridge import ClientFactory, EngineBridge, connect_default
+from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
+from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
+from app.qt_compat import emit
+from app.viewer.source_viewer import SourceViewer
+from engine.paths import resolve_paths
+from engine.wire import AnswerDone, Citation, EngineSettings, EngineStatus, IngestProgress
+
+
+class ErrorBanner(QFrame):
+    """A failure, in words, across the top of the window until dismissed.
+
+    A banner rather than a message box: it never blocks the event loop, it can
+    hold several lines (a log path), and a second error replaces the first."""
+
+    sig_retry = Signal()
+
+    def __init__(self, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorBanner")
+        self.label = QLabel()
+        self.label.setObjectName("errorText")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setAccessibleName("Error")
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setAccessibleName("Retry starting the engine")
+        self.retry_button.clicked.connect(self._retry)
+        dismiss = QPushButton("Dismiss")
+        dismiss.setAccessibleName("Dismiss the error")
+        dismiss.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 8, 8)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(dismiss, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    @property
+    def message(self) -> str:
+        return self.label.text() if self.isVisibleTo(self.parentWidget()) else ""
+
+    def show_error(self, message: str, *, can_retry: bool = False) -> None:
+        self.label.setText(message)
+        self.retry_button.setVisible(can_retry)
+        self.show()
+
+    def _retry(self) -> None:
+        self.hide()
+        emit(self.sig_retry)
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        *,
+        client_factory: ClientFactory = connect_default,
+        choose_folder: FolderChooser = choose_folder_dialog,
+        choose_model_folder: FolderChooser = choose_model_dialog,
+        connect: bool = True,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("RAGDoll")
+        self.resize(1200, 800)
+        self._ask_id = 0
+
+        self.bridge = EngineBridge(client_factory=client_factory, parent=self)
+        self.library = LibraryPane(choose_folder=choose_folder)
+        self.chat = ChatPane()
+        self.viewer = SourceViewer(parent=self)
+        self.banner = ErrorBanner()
+        self.model_chooser = ModelChooser(choose_folder=choose_model_folder)
+
+        self._build_layout()
+        self._build_status_bar()
+        self._build_menus()
+        self._wire()
+        self._set_ready(False)
+        if connect:
+            # After the first paint: the window must appear before the engine does.
+            QTimer.singleShot(0, self.bridge.connect_engine)
+
+    # -- construction ---------------------------------------------------------------
+
+    def _build_layout(self) -> None:
+        library_box = QWidget()
+        library_box.setObjectName("libraryPane")
+        lib_layout = QVBoxLayout(library_box)
+        lib_layout.setContentsMargins(14, 12, 10, 12)
+        lib_layout.addWidget(self.library)
+
+        chat_box = QWidget()
+        chat_box.setObjectName("chatPane")
+        chat_layout = QVBoxLayout(chat_box)
+        chat_layout.setContentsMargins(10, 12, 14, 12)
+        chat_layout.addWidget(self.chat)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(library_box)
+        self.splitter.addWidget(chat_box)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([400, 800])
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.engine_label = QLabel("")
+        self.engine_label.setAccessibleName("Engine state")
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(90)
+        self.busy.setMaximumHeight(12)
+        self.busy.setTextVisible(False)
+        self.busy.setAccessibleName("Working")
+        self.busy.hide()
+        self.mode_label = QLabel("")
+        self.mode_label.setAccessibleName("Answer mode")
+        bar.addWidget(self.busy)
+        bar.addWidget(self.engine_label, 1)
+        bar.addPermanentWidget(self.mode_label)
+        bar.addPermanentWidget(self.model_chooser)
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.add_folder_action = QAction("Add &folder…", self)
+        self.add_folder_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.add_folder_action.triggered.connect(self.library.choose_and_add_folder)
+        self.add_samples_action = QAction("Add the &sample collection", self)
+        self.add_samples_action.triggered.connect(self.library.add_sample_collection)
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(self.add_folder_action)
+        file_menu.addAction(self.add_samples_action)
+        file_menu.addSeparator()
+        file_menu.addAction(quit_action)
+
+        model_menu = self.menuBar().addMenu("&Model")
+        model_menu.addAction(self.model_chooser.choose_action)
+        model_menu.addAction(self.model_chooser.extractive_action)
+
+    def _wire(self) -> None:
+        b = self.bridge
+        b.sig_connecting.connect(self._on_connecting)
+        b.sig_connected.connect(self._on_connected)
+        b.sig_connect_failed.connect(self._on_connect_failed)
+        b.sig_status.connect(self._on_status)
+        b.sig_documents.connect(self.library.set_documents)
+        b.sig_file_errors.connect(self.library.set_file_errors)
+        b.sig_ingest_progress.connect(self.library.show_progress)
+        b.sig_ingest_finished.connect(self._on_ingest_finished)
+        b.sig_ask_citations.connect(self._on_citations)
+        b.sig_ask_token.connect(self._on_token)
+        b.sig_ask_done.connect(self._on_done)
+        b.sig_ask_failed.connect(self._on_ask_failed)
+        b.sig_source.connect(self.viewer.show_source)
+        b.sig_model_busy.connect(self._on_model_busy)
+        b.sig_model_changed.connect(self._on_model_changed)
+        b.sig_model_failed.connect(self._on_model_failed)
+        b.sig_error.connect(self._on_error)
+
+        self.library.sig_add_paths.connect(self._add_paths)
+        self.chat.sig_ask.connect(self._ask)
+        self.chat.sig_stop.connect(self._stop)
+        self.chat.sig_open_source.connect(self._open_source)
+        self.model_chooser.sig_model_requested.connect(self._set_model)
+        self.banner.sig_retry.connect(self.bridge.connect_engine)
+
+    # -- actions ---------------------------------------------------------------------
+
+    def _set_ready(self, ready: bool) -> None:
+        self.library.set_ready(ready)
+        self.chat.set_ready(ready)
+        self.model_chooser.setEnabled(ready)
+        for action in (self.add_folder_action, self.add_samples_action):
+            action.setEnabled(ready)
+
+    def _add_paths(self, paths: list[str]) -> None:
+        self.library.start_job()
+        self.bridge.ingest(paths=paths)
+
+    def _ask(self, question: str) -> None:
+        self.chat.begin_answer(question=question)
+        self._ask_id = self.bridge.ask(question=question)
+        if not self._ask_id:
+            self.chat.fail_answer(message="the engine is not connected")
+
+    def _stop(self) -> None:
+        self.bridge.stop_ask(request_id=self._ask_id)
+        self._ask_id = 0
+        self.chat.stop_answer()
+
+    def _open_source(self, chunk_id: str) -> None:
+        self.engine_label.setText("Opening the source…")
+        self.bridge.open_source(chunk_id=chunk_id)
+
+    def _set_model(self, model: str | None) -> None:
+        self.bridge.set_model(model=model)
+
+    # -- what the bridge reports --------------------------------------------------------
+
+    def _on_connecting(self) -> None:
+        self.engine_label.setText("Starting engine…")
+        self.busy.show()
+
+    def _on_connected(self, status: EngineStatus) -> None:
+        self.busy.hide()
+        self.banner.hide()
+        self.engine_label.setText("Engine ready")
+        self._set_ready(True)
+        self.chat.question.setFocus()
+
+    def _on_connect_failed(self, message: str) -> None:
+        self.busy.hide()
+        self.engine_label.setText("Engine not running")
+        log = resolve_paths().engine_log
+        self.banner.show_error(
+            f"Could not start the engine: {message}\nThe engine's log is at {log}",
+            can_retry=True,
+        )
+
+    def _on_status(self, status: EngineStatus) -> None:
+        self.model_chooser.show_status(status)
+        self.mode_label.setText(
+            mode_text(mode=status.answer_mode, model=status.model, model_error=status.model_error)
+        )
+        self.mode_label.setToolTip(self.model_chooser.toolTip())
+        if not self.busy.isVisible():
+            docs = "document" if status.documents == 1 else "documents"
+            self.engine_label.setText(
+                f"Engine ready · {status.documents} {docs}, {status.chunks} chunks"
+            )
+
+    def _on_ingest_finished(self, progress: IngestProgress) -> None:
+        self.library.finish_job(progress)
+        if progress.state == "failed":
+            self.banner.show_error(
+                f"Adding documents failed: {progress.message or 'the engine gave no reason'}"
+            )
+
+    def _on_citations(self, request_id: int, citations: list[Citation]) -> None:
+        if request_id == self._ask_id:
+            self.chat.set_citations(citations)
+
+    def _on_token(self, request_id: int, text: str) -> None:
+        if request_id == self._ask_id:
+            self.chat.append_token(text)
+
+    def _on_done(self, request_id: int, done: AnswerDone) -> None:
+        if request_id == self._ask_id:
+            self._ask_id = 0
+            self.chat.finish_answer(done=done)
+
+    def _on_ask_failed(self, request_id: int, message: str) -> None:
+        if request_id == self._ask_id:
+            self._ask_id = 0
+            self.chat.fail_answer(message=message)
+            self.statusBar().showMessage(f"The answer failed: {message}", 10_000)
+
+    def _on_model_busy(self, busy: bool) -> None:
+        self.model_chooser.set_busy(busy)
+        self.busy.setVisible(busy)
+        if busy:
+            self.engine_label.setText("Loading the model…")
+            self.chat.set_ready(False)
+        else:
+            self.chat.set_ready(self.bridge.connected)
+
+    def _on_model_changed(self, settings: EngineSettings) -> None:
+        self.banner.hide()
+        self.engine_label.setText(
+            f"Model loaded: {settings.model}" if settings.model else "Extractive answers"
+        )
+
+    def _on_model_failed(self, message: str) -> None:
+        self.engine_label.setText("The model could not be loaded")
+        self.banner.show_error(f"Could not load the model: {message}")
+
+    def _on_error(self, what: str, message: str) -> None:
+        self.engine_label.setText(f"{what} failed")
+        self.banner.show_error(f"{what} failed: {message}")
+
+    # -- quitting -----------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        # Hide first so that quitting feels instant while the engine is told to stop.
+        self.viewer.close()
+        self.hide()
+        self.bridge.close()
+        event.accept()

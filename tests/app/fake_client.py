@@ -1,0 +1,208 @@
+"""A stand-in for EngineClient: same methods, wire values, no engine.
+
+Calls are recorded; `delay_s` makes every call (and every streamed event) slow,
+as a busy engine is; `fail` makes a named method raise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from engine.client import AskEvent
+from engine.errors import EngineRequestError
+from engine.wire import (
+    AnswerDone,
+    Citation,
+    DocumentInfo,
+    EngineSettings,
+    EngineStatus,
+    FileError,
+    IngestProgress,
+    SourceView,
+)
+
+PAGE_TEXT = (
+    "Chapter 2. Care of the garden.\n\n"
+    "Water the tomatoes early in the morning so the leaves dry before noon.\n"
+    "Tomatoes need at least six hours of sun a day to ripen well.\n"
+    "Prune the side shoots every week during the summer."
+)
+PASSAGE = "Tomatoes need at least six hours of sun a day to ripen well."
+PASSAGE_START = PAGE_TEXT.index(PASSAGE)
+
+CITATIONS = [
+    Citation(
+        index=1,
+        chunk_id="doc-a/p2#0",
+        path="/docs/garden guide.pdf",
+        page=2,
+        text=PASSAGE,
+        score=0.91,
+        char_start=PASSAGE_START,
+        char_end=PASSAGE_START + len(PASSAGE),
+    ),
+    Citation(
+        index=2,
+        chunk_id="doc-b#3",
+        path="/docs/notes.md",
+        page=None,
+        text="Tomatoes like warm soil; do not plant them before May.",
+        score=0.74,
+        char_start=0,
+        char_end=52,
+    ),
+]
+
+ANSWER_TOKENS = ["Tomatoes need ", "six hours of sun [", "1]", " and warm soil [2", "]."]
+ANSWER = "".join(ANSWER_TOKENS)
+
+INGEST_PATHS = ["/docs/a.md", "/docs/broken.pdf", "/docs/c.txt"]
+INGEST_ERROR = FileError(path="/docs/broken.pdf", reason="the PDF is encrypted")
+
+
+@dataclass(kw_only=True)
+class FakeClient:
+    delay_s: float = 0.0
+    fail: dict[str, BaseException] = field(default_factory=dict)
+    started_here: bool = False
+    model: str | None = None
+    note: str | None = "No language model is installed: answers quote your documents."
+    tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
+    token_delay_s: float = 0.0
+    calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    _docs: list[DocumentInfo] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _call(self, name: str, **kwargs: object) -> None:
+        with self._lock:
+            self.calls.append((name, kwargs))
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        error = self.fail.get(name)
+        if error is not None:
+            raise error
+
+    def called(self, name: str) -> list[dict[str, object]]:
+        with self._lock:
+            return [kw for n, kw in self.calls if n == name]
+
+    # -- plain calls -----------------------------------------------------------
+
+    def status(self) -> EngineStatus:
+        self._call("status")
+        return EngineStatus(
+            version="0-test",
+            pid=4242,
+            documents=len(self._docs),
+            chunks=sum(d.chunks for d in self._docs),
+            embedder="fake-embedder",
+            model=self.model,
+            answer_mode="generative" if self.model else "extractive",
+        )
+
+    def settings(self) -> EngineSettings:
+        self._call("settings")
+        return EngineSettings(model=self.model)
+
+    def set_model(self, *, model: str | None) -> EngineSettings:
+        self._call("set_model", model=model)
+        self.model = model
+        return EngineSettings(model=model)
+
+    def documents(self) -> list[DocumentInfo]:
+        self._call("documents")
+        return list(self._docs)
+
+    def errors(self) -> list[FileError]:
+        self._call("errors")
+        return [INGEST_ERROR] if self._docs else []
+
+    def source(self, *, chunk_id: str) -> SourceView:
+        self._call("source", chunk_id=chunk_id)
+        citation = next(c for c in CITATIONS if c.chunk_id == chunk_id)
+        text = PAGE_TEXT if citation.page is not None else citation.text
+        return SourceView(
+            chunk_id=chunk_id,
+            path=citation.path,
+            page=citation.page,
+            page_count=4 if citation.page is not None else None,
+            page_text=text,
+            char_start=citation.char_start,
+            char_end=citation.char_end,
+        )
+
+    def ingest(self, *, paths: list[str]) -> IngestProgress:
+        self._call("ingest", paths=paths)
+        return IngestProgress(job_id="job-1", state="queued")
+
+    def ingest_progress(self, *, job_id: str) -> IngestProgress:
+        self._call("ingest_progress", job_id=job_id)
+        return self._progress(job_id=job_id, done=3)
+
+    def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
+        self._call("ingest_events", job_id=job_id)
+        for done in range(4):
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            if done == 3:
+                self._docs = [
+                    DocumentInfo(
+                        doc_id="a",
+                        path="/docs/a.md",
+                        size=10,
+                        mtime=0.0,
+                        status="indexed",
+                        error=None,
+                        chunks=4,
+                        pages=None,
+                    ),
+                    DocumentInfo(
+                        doc_id="c",
+                        path="/docs/c.txt",
+                        size=10,
+                        mtime=0.0,
+                        status="indexed",
+                        error=None,
+                        chunks=3,
+                        pages=None,
+                    ),
+                ]
+            yield self._progress(job_id=job_id, done=done)
+
+    def _progress(self, *, job_id: str, done: int) -> IngestProgress:
+        return IngestProgress(
+            job_id=job_id,
+            state="done" if done == 3 else "running",
+            files_total=3,
+            files_done=done,
+            current=INGEST_PATHS[done] if done < 3 else None,
+            chunks_added=[0, 4, 4, 7][done],
+            errors=[INGEST_ERROR] if done >= 2 else [],
+        )
+
+    def shutdown(self) -> None:
+        self._call("shutdown")
+
+    def close(self) -> None:
+        with self._lock:
+            self.calls.append(("close", {}))
+
+    # -- streams -----------------------------------------------------------
+
+    def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]:
+        self._call("ask_stream", question=question, k=k)
+        yield AskEvent(citations=list(CITATIONS))
+        for token in self.tokens:
+            if self.token_delay_s or self.delay_s:
+                time.sleep(self.token_delay_s or self.delay_s)
+            yield AskEvent(token=token)
+        yield AskEvent(
+            done=AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
+        )
+
+
+def request_error(message: str) -> EngineRequestError:
+    return EngineRequestError(message, status=400)
