@@ -1,0 +1,251 @@
+"""The planner over a table of machines and models: the memory constraints of
+RAGDoll §4.4 hold in every plan that fits, and the policy behaves as documented."""
+
+from pathlib import Path
+
+import pytest
+
+from engine.errors import PlacementError
+from engine.hardware.profile import HardwareProfile, synthetic_profile
+from engine.planner import StoreSpec, Workload, load_model_spec, plan
+from engine.planner.model_spec import ModelSpec
+from engine.planner.placement import Placement
+from engine.planner.planner import DISK_MARGIN, GPU_MARGIN, RAM_MARGIN
+from engine.planner.sizes import format_gib
+
+CONFIGS = Path(__file__).resolve().parents[3] / "resources" / "model_configs"
+GIB = 2**30
+GB = 10**9
+
+MACHINES = {
+    # The paper's platforms (§6): A30 24 GB + 256 GB RAM, A5000 12 GB + 176 GB RAM.
+    "pf-high": {"gpu_bytes": 24 * GIB, "ram_bytes": 256 * GIB, "disk_bytes": 8000 * GB},
+    "pf-low": {"gpu_bytes": 12 * GIB, "ram_bytes": 176 * GIB, "disk_bytes": 2000 * GB},
+    "laptop-8g": {"gpu_bytes": 8 * GIB, "ram_bytes": 16 * GIB, "disk_bytes": 500 * GB},
+    "cpu-16g": {"gpu_bytes": 0, "ram_bytes": 16 * GIB, "disk_bytes": 500 * GB},
+    "apple-16g": {
+        "gpu_bytes": 16 * GIB,
+        "ram_bytes": 16 * GIB,
+        "disk_bytes": 500 * GB,
+        "unified": True,
+    },
+}
+MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen2-7b", "mistral-7b-v0.1")
+PAPER_STORE = StoreSpec.from_index(index_bytes=256 * GB, partition_count=32)
+
+
+def _spec(name: str) -> ModelSpec:
+    return load_model_spec(source=CONFIGS / f"{name}.json")
+
+
+def _machine(name: str) -> HardwareProfile:
+    return synthetic_profile(**MACHINES[name])
+
+
+def _store(machine: str) -> StoreSpec:
+    return PAPER_STORE if machine.startswith("pf-") else StoreSpec.default()
+
+
+def assert_constraints(p: Placement, model: ModelSpec, workload: Workload) -> None:
+    """Constraints (2) and (3), recomputed from the placement's own figures."""
+    kv_total = model.kv_bytes(batch=p.batch, tokens=workload.context_tokens)
+    assert p.weights.total == model.weight_bytes
+    assert p.kv.total == kv_total
+    assert p.workspace_prefill_bytes == model.prefill_workspace_bytes(
+        batch=p.batch, prompt_tokens=workload.context_tokens
+    )
+    streams = p.stream_slot_bytes > 0
+    buffers_prefill = (p.prefetch_depth_prefill + 1) * p.stream_slot_bytes if streams else 0
+    buffers_decode = (p.prefetch_depth_decode + 1) * p.stream_slot_bytes if streams else 0
+    compute = max(
+        p.workspace_prefill_bytes + buffers_prefill, p.workspace_decode_bytes + buffers_decode
+    )
+    index = p.resident_partition_bytes + p.retrieval_workspace_bytes
+    b = p.budgets
+    if p.memory_model == "discrete":
+        assert p.weights.gpu + p.kv.gpu + compute <= b.gpu  # (2)
+        assert p.weights.cpu + p.kv.cpu + index <= b.cpu  # (3)
+    elif p.memory_model == "unified":
+        assert p.weights.cpu == p.kv.cpu == 0
+        assert p.weights.gpu + p.kv.gpu + compute + index <= b.gpu
+    else:
+        assert p.weights.gpu == p.kv.gpu == 0 and p.compute_tier == "cpu"
+        assert p.weights.cpu + p.kv.cpu + compute + index <= b.cpu
+    assert p.weights.disk + p.kv.disk <= b.disk
+    for tier in ("gpu", "cpu", "disk"):
+        assert p.used.get(tier) <= b.get(tier)
+    # The margins are real: budgets stay below capacity by at least the fraction.
+    for tier, (fraction, _) in (("gpu", GPU_MARGIN), ("cpu", RAM_MARGIN), ("disk", DISK_MARGIN)):
+        cap = p.capacities.get(tier)
+        assert b.get(tier) <= cap * (1 - fraction)
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+@pytest.mark.parametrize("model_name", MODELS)
+@pytest.mark.parametrize("batch", [1, 4])
+def test_constraints_hold_in_every_plan(machine: str, model_name: str, batch: int) -> None:
+    model = _spec(model_name)
+    workload = Workload(batch=batch, context_tokens=2048)
+    p = plan(hardware=_machine(machine), model=model, store=_store(machine), workload=workload)
+    # Totals add up exactly, fitting or not.
+    assert p.weights.total == model.weight_bytes
+    assert len(p.layer_tiers) == model.num_layers
+    if not p.fits:
+        assert p.missing_bytes > 0 and "more memory is needed" in p.message
+        return
+    assert_constraints(p, model, workload)
+    assert p.max_batch >= batch
+    assert p.max_retrieval_batch >= workload.retrieval_batch
+    assert p.resident_partitions >= 1
+
+
+@pytest.mark.parametrize(
+    ("machine", "model_name"),
+    [
+        ("pf-high", "llama-3.1-8b"),
+        ("pf-high", "llama-3.1-70b"),
+        ("pf-low", "llama-3.1-8b"),
+        ("pf-low", "llama-3.1-70b"),
+        ("laptop-8g", "llama-3.1-8b"),
+        ("cpu-16g", "mistral-7b-v0.1"),
+        ("apple-16g", "qwen2-7b"),
+    ],
+)
+def test_paper_and_consumer_machines_fit_at_batch_two(machine: str, model_name: str) -> None:
+    p = plan(
+        hardware=_machine(machine),
+        model=_spec(model_name),
+        store=_store(machine),
+        workload=Workload(batch=2),
+    )
+    assert p.fits, p.message
+
+
+@pytest.mark.parametrize("model_name", [*MODELS, "gemma-2-9b"])
+def test_more_gpu_memory_never_moves_weights_off_the_gpu(model_name: str) -> None:
+    model = _spec(model_name)
+    previous_bytes, previous_layers = -1, -1
+    for half_gib in range(1, 2 * 100, 3):
+        hw = synthetic_profile(
+            gpu_bytes=half_gib * GIB // 2, ram_bytes=64 * GIB, disk_bytes=1000 * GB
+        )
+        p = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=Workload(batch=2))
+        on_gpu = sum(1 for t in p.layer_tiers if t == "gpu")
+        assert p.weights.gpu >= previous_bytes
+        assert on_gpu >= previous_layers
+        assert p.weights.total == model.weight_bytes
+        previous_bytes, previous_layers = p.weights.gpu, on_gpu
+
+
+@pytest.mark.parametrize(
+    ("gpu", "model_name", "batch"),
+    [
+        (80 * GIB, "llama-3.1-8b", 8),
+        (24 * GIB, "mistral-7b-v0.1", 4),
+        (24 * GIB, "qwen2-7b", 4),
+        (160 * GIB, "llama-3.1-70b", 2),
+    ],
+)
+def test_a_model_that_fits_is_entirely_on_the_gpu(gpu: int, model_name: str, batch: int) -> None:
+    model = _spec(model_name)
+    workload = Workload(batch=batch)
+    hw = synthetic_profile(gpu_bytes=gpu, ram_bytes=256 * GIB, disk_bytes=1000 * GB)
+    p = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=workload)
+    assert p.fits
+    assert p.weights.gpu == model.weight_bytes
+    assert p.kv.gpu == model.kv_bytes(batch=batch, tokens=workload.context_tokens)
+    assert set(p.layer_tiers) == {"gpu"} and p.embed_tier == p.head_tier == "gpu"
+    assert p.stream_slot_bytes == 0 and p.prefetch_depth_decode == 0
+    assert_constraints(p, model, workload)
+
+
+def test_offloaded_plans_prefetch_deeper_in_decode() -> None:
+    model = _spec("llama-3.1-70b")
+    p = plan(
+        hardware=_machine("pf-high"), model=model, store=PAPER_STORE, workload=Workload(batch=2)
+    )
+    assert p.fits and p.weights.cpu > 0
+    runs = p.layer_ranges()
+    assert runs[0][0] == "gpu" and runs[-1][0] == "cpu"  # first layers stay on the GPU
+    assert p.embed_tier == "gpu"
+    assert 1 <= p.prefetch_depth_prefill <= p.prefetch_depth_decode
+    # The index keeps a real share of the RAM left after weights and KV.
+    assert p.resident_partitions >= 2
+    assert p.resident_partition_bytes == p.resident_partitions * PAPER_STORE.partition_bytes
+
+
+def test_cpu_only_computes_from_ram_and_offloads_to_disk() -> None:
+    model = _spec("llama-3.1-8b")
+    p = plan(
+        hardware=_machine("cpu-16g"),
+        model=model,
+        store=StoreSpec.default(),
+        workload=Workload(batch=1),
+    )
+    assert p.fits and p.memory_model == "cpu_only" and p.compute_tier == "cpu"
+    assert p.weights.gpu == 0 and p.weights.cpu > 0 and p.weights.disk > 0
+    assert "gpu" not in p.layer_tiers
+
+
+def test_unified_memory_is_one_pool() -> None:
+    model = _spec("mistral-7b-v0.1")
+    p = plan(
+        hardware=_machine("apple-16g"),
+        model=model,
+        store=StoreSpec.default(),
+        workload=Workload(batch=1),
+    )
+    assert p.fits and p.memory_model == "unified"
+    assert p.weights.cpu == 0 and p.kv.cpu == 0 and p.budgets.cpu == 0
+    assert p.weights.gpu > 0
+
+
+def test_kv_moves_down_before_weights_when_the_batch_grows() -> None:
+    model = _spec("llama-3.1-8b")
+    hw = synthetic_profile(gpu_bytes=24 * GIB, ram_bytes=64 * GIB, disk_bytes=1000 * GB)
+    small = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=Workload(batch=1))
+    assert small.kv.cpu == 0 and small.weights.gpu == model.weight_bytes
+
+
+def test_does_not_fit_says_how_much_is_missing() -> None:
+    model = _spec("llama-3.1-70b")
+    hw = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=50 * GB)
+    p = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=Workload())
+    assert not p.fits
+    assert p.missing_bytes > 80 * GIB
+    assert format_gib(p.missing_bytes) in p.message
+    assert "disk" in p.message and "llama-3.1-70b" in p.message
+    assert p.weights.total == model.weight_bytes
+    with pytest.raises(PlacementError, match="more memory is needed"):
+        p.raise_if_unfit()
+
+
+def test_a_batch_too_large_for_the_workspace_names_one_that_fits() -> None:
+    model = _spec("llama-3.1-8b")
+    hw = synthetic_profile(gpu_bytes=8 * GIB, ram_bytes=64 * GIB, disk_bytes=500 * GB)
+    p = plan(
+        hardware=hw,
+        model=model,
+        store=StoreSpec.default(),
+        workload=Workload(batch=64, context_tokens=4096),
+    )
+    assert not p.fits and "short on GPU" in p.message
+    assert 0 < p.max_batch < 64
+    assert f"A batch of {p.max_batch} would fit" in p.message
+    smaller = plan(
+        hardware=hw,
+        model=model,
+        store=StoreSpec.default(),
+        workload=Workload(batch=p.max_batch, context_tokens=4096),
+    )
+    assert smaller.fits
+
+
+def test_store_spec_from_index() -> None:
+    store = StoreSpec.from_index(index_bytes=1000, partition_count=3)
+    assert store.partition_bytes * store.partition_count >= 1000
+    empty = StoreSpec.from_index(index_bytes=0, partition_count=8)
+    assert empty.partition_count == 0
+    model = _spec("qwen2-7b")
+    p = plan(hardware=_machine("pf-high"), model=model, store=empty, workload=Workload())
+    assert p.fits and p.resident_partitions == 0 and p.resident_partition_bytes == 0
