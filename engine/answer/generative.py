@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub import snapshot_download
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -71,8 +72,6 @@ def _hub_cache() -> Path:
 
 
 def _cached_snapshot(*, repo_id: str, cache: Path) -> Path | None:
-    from huggingface_hub import snapshot_download
-
     try:
         return Path(snapshot_download(repo_id, cache_dir=cache, local_files_only=True))
     except Exception:
