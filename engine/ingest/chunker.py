@@ -114,9 +114,10 @@ def _windows(*, tokens: _Tokens, max_tokens: int, overlap: int) -> list[tuple[in
     """Token ranges [start, end) of the chunks of one page."""
     count = len(tokens.starts)
     windows: list[tuple[int, int]] = []
-    start = 0
+    start, end = 0, 0
     while start < count:
-        end = _snap_end(tokens=tokens, start=start, limit=min(start + max_tokens, count))
+        limit = min(start + max_tokens, count)
+        end = _snap_end(tokens=tokens, start=start, limit=limit, previous_end=end)
         windows.append((start, end))
         if end >= count:
             break
@@ -124,39 +125,38 @@ def _windows(*, tokens: _Tokens, max_tokens: int, overlap: int) -> list[tuple[in
     return windows
 
 
-def _snap_end(*, tokens: _Tokens, start: int, limit: int) -> int:
+def _snap_end(*, tokens: _Tokens, start: int, limit: int, previous_end: int) -> int:
+    """The end of the window [start, limit): the last paragraph or sentence end in
+    its second half, else the last word boundary there, else `limit` itself.
+
+    Boundaries further back are not "near": taking them would make chunks short,
+    and on text without spaces (glued table-of-contents lines) it would make
+    every following window end at the same place. The end also always moves
+    past the previous chunk's end, which bounds the number of chunks."""
     if limit >= len(tokens.starts):
         return limit
     strength = tokens.strength
-    half = start + max(1, (limit - start) // 2)
-    best = max(range(half, limit + 1), key=lambda k: (strength[k] >= _SENTENCE, k))
-    if strength[best] >= _SENTENCE:
-        return best
-    for k in range(limit, start, -1):
-        if strength[k] >= _WORD:
-            return k
-    return limit  # one "word" longer than the window (a URL, a hash): cut it
+    lowest = max(start + max(1, (limit - start) // 2), previous_end + 1)
+    candidates = range(limit, lowest - 1, -1)
+    for wanted in (_SENTENCE, _WORD):
+        for k in candidates:
+            if strength[k] >= wanted:
+                return k
+    return limit  # no boundary near: cut inside a very long "word"
 
 
 def _next_start(*, tokens: _Tokens, start: int, end: int, overlap: int) -> int:
     """Where the next chunk starts: `overlap` tokens before `end`, moved to a
-    sentence start if one is close, else back to a word start."""
+    sentence start or else a word start if one is within half the overlap."""
     strength = tokens.strength
     target = max(start + 1, end - overlap)
     if overlap == 0 or target >= end:
         return end
     reach = max(1, overlap // 2)
-    sentence_starts = [
-        k
-        for k in range(max(start + 1, target - reach), min(end, target + reach + 1))
-        if strength[k] >= _SENTENCE
-    ]
-    if sentence_starts:
-        return min(sentence_starts, key=lambda k: abs(k - target))
-    for k in range(target, start, -1):
-        if strength[k] >= _WORD:
-            return k
-    for k in range(target + 1, end):
-        if strength[k] >= _WORD:
-            return k
+    low, high = max(start + 1, target - reach), min(end - 1, target + reach)
+    nearest_first = sorted(range(low, high + 1), key=lambda k: (abs(k - target), k))
+    for wanted in (_SENTENCE, _WORD):
+        for k in nearest_first:
+            if strength[k] >= wanted:
+                return k
     return target

@@ -150,3 +150,17 @@ def test_five_hundred_pages_chunk_fast(tokenizer: Any) -> None:
     elapsed = time.perf_counter() - started
     assert len(chunks) >= 500
     assert elapsed < 3.0, elapsed
+
+
+def test_glued_text_without_spaces_does_not_multiply_chunks(tokenizer: Any) -> None:
+    # Table-of-contents pages of some PDFs: a few words, then thousands of
+    # characters glued together. Every window used to end at the last space.
+    glued = "".join(f"param.name{i}.extension" for i in range(100))
+    text = f"Table of contents {glued} end"
+    doc = _doc(text)
+    chunks = chunk_document(doc=doc, tokenizer=tokenizer, max_tokens=100, overlap_tokens=20)
+    total = _count(tokenizer, text)
+    assert len(chunks) <= total // 80 + 2
+    for prev, cur in pairwise(chunks):
+        assert cur.char_end > prev.char_end
+        assert text[cur.char_start : cur.char_end] == cur.text
