@@ -89,6 +89,12 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
         self._ask_id = 0
+        self._files_done = 0
+        # While a job runs, show its documents as they land, but ask the engine
+        # at most every 1.5 s however many files finish in between.
+        self._library_refresh = QTimer(self)
+        self._library_refresh.setSingleShot(True)
+        self._library_refresh.setInterval(1500)
 
         self.bridge = EngineBridge(client_factory=client_factory, parent=self)
         self.library = LibraryPane(choose_folder=choose_folder)
@@ -183,7 +189,7 @@ class MainWindow(QMainWindow):
         b.sig_status.connect(self._on_status)
         b.sig_documents.connect(self.library.set_documents)
         b.sig_file_errors.connect(self.library.set_file_errors)
-        b.sig_ingest_progress.connect(self.library.show_progress)
+        b.sig_ingest_progress.connect(self._on_ingest_progress)
         b.sig_ingest_finished.connect(self._on_ingest_finished)
         b.sig_ask_citations.connect(self._on_citations)
         b.sig_ask_token.connect(self._on_token)
@@ -201,6 +207,7 @@ class MainWindow(QMainWindow):
         self.chat.sig_open_source.connect(self._open_source)
         self.model_chooser.sig_model_requested.connect(self._set_model)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
+        self._library_refresh.timeout.connect(self.bridge.refresh_library)
 
     # -- actions ---------------------------------------------------------------------
 
@@ -212,6 +219,7 @@ class MainWindow(QMainWindow):
             action.setEnabled(ready)
 
     def _add_paths(self, paths: list[str]) -> None:
+        self._files_done = 0
         self.library.start_job()
         self.bridge.ingest(paths=paths)
 
@@ -267,7 +275,15 @@ class MainWindow(QMainWindow):
                 f"Engine ready · {status.documents} {docs}, {status.chunks} chunks"
             )
 
+    def _on_ingest_progress(self, progress: IngestProgress) -> None:
+        self.library.show_progress(progress)
+        if progress.files_done > self._files_done and progress.state == "running":
+            self._files_done = progress.files_done
+            if not self._library_refresh.isActive():
+                self._library_refresh.start()
+
     def _on_ingest_finished(self, progress: IngestProgress) -> None:
+        self._library_refresh.stop()  # the bridge refreshes once the job has ended
         self.library.finish_job(progress)
         if progress.state == "failed":
             self.banner.show_error(

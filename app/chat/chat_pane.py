@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QModelIndex, QUrl, Signal
-from PySide6.QtGui import QTextCharFormat, QTextCursor
+from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -105,7 +105,7 @@ class ChatPane(QWidget):
         split.addWidget(sources_box)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
-        split.setSizes([520, 200])
+        split.setSizes([430, 290])
 
         ask_row = QHBoxLayout()
         ask_row.setSpacing(6)
@@ -153,15 +153,16 @@ class ChatPane(QWidget):
         self.sources_model.set_citations([])
         self.sources_label.setText("Sources")
         cursor = self._end_cursor()
-        if not self.transcript.document().isEmpty():
-            cursor.insertBlock()
-            cursor.insertHtml("<br>")
+        if self.transcript.document().isEmpty():
+            cursor.setBlockFormat(_spaced(top=0))
+        else:
+            cursor.insertBlock(_spaced(top=22))
         cursor.insertHtml('<span class="who">You</span>')
-        cursor.insertBlock()
+        cursor.insertBlock(_spaced(top=2))
         cursor.insertHtml(f'<span class="question">{_escape(question)}</span>')
-        cursor.insertBlock()
+        cursor.insertBlock(_spaced(top=14))
         cursor.insertHtml('<span class="who">RAGDoll</span>')
-        cursor.insertBlock()
+        cursor.insertBlock(_spaced(top=2))
         self._answer_start = cursor.position()
         cursor.insertHtml('<span class="pending">Searching your documents…</span>')
         self._scroll_to_end()
@@ -189,7 +190,7 @@ class ChatPane(QWidget):
             self._replace_answer('<span class="note">(no answer)</span>')
         if done.note:
             cursor = self._end_cursor()
-            cursor.insertBlock()
+            cursor.insertBlock(_spaced(top=8))
             cursor.insertHtml(f'<span class="note">{_escape(done.note)}</span>')
         self._end_stream()
 
@@ -273,6 +274,12 @@ class ChatPane(QWidget):
         chunk_id = index.data(CHUNK_ID_ROLE)
         if isinstance(chunk_id, str):
             emit(self.sig_open_source, chunk_id)
+
+
+def _spaced(*, top: float) -> QTextBlockFormat:
+    fmt = QTextBlockFormat()
+    fmt.setTopMargin(top)
+    return fmt
 
 
 def _escape(text: str) -> str:

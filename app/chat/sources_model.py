@@ -13,7 +13,7 @@ from PySide6.QtCore import (
     QSize,
     Qt,
 )
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.chat.answer_render import elide, source_title
@@ -22,6 +22,7 @@ from engine.wire import Citation
 CHUNK_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 CITATION_ROLE = Qt.ItemDataRole.UserRole + 2
 
+_QUIET = QColor("#57606a")
 _PASSAGE_CHARS = 400  # the delegate elides to the width; this only bounds the work
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -87,9 +88,8 @@ class SourceDelegate(QStyledItemDelegate):
         group = QPalette.ColorGroup.Active
         text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
         text_colour = opt.palette.color(group, text_role)
-        quiet = opt.palette.color(group, QPalette.ColorRole.PlaceholderText)
-        if selected:
-            quiet = text_colour
+        # Darker than the palette's placeholder grey, which is below 4.5:1 on white.
+        quiet = text_colour if selected else _QUIET
 
         rect = opt.rect.adjusted(self._PAD + 2, self._PAD, -self._PAD, -self._PAD)
         line = QFontMetrics(opt.font).lineSpacing()

@@ -230,7 +230,7 @@ class LibraryPane(QWidget):
         self.documents_label.setText(
             f"Documents ({count} · {chunks} chunks)" if count else "Documents"
         )
-        self.empty_label.setVisible(count == 0 and self._ready)
+        self.empty_label.setVisible(count == 0 and self._ready and not self._busy)
         errors = self.errors_model.rowCount()
         self.errors_label.setText(f"Files that could not be read ({errors})")
         self.errors_label.setVisible(errors > 0)
@@ -241,7 +241,7 @@ def _job_title(p: IngestProgress) -> str:
     if p.state == "queued":
         return "Adding documents (queued)"
     if p.state == "running":
-        return f"Adding documents: {p.files_done} of {p.files_total} files"
+        return "Adding documents"  # the bar under the title carries the count
     if p.state == "done":
         return "Documents added"
     if p.state == "cancelled":

@@ -21,7 +21,8 @@ PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class DocumentsModel(QAbstractTableModel):
-    """One row per document the engine knows, sorted by file name."""
+    """One row per indexed document, sorted by file name. Files the engine
+    could not read are left to the errors list, which says why."""
 
     HEADERS = ("Document", "Pages", "Chunks")
 
@@ -31,7 +32,8 @@ class DocumentsModel(QAbstractTableModel):
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
         self.beginResetModel()
-        self._docs = sorted(documents, key=lambda d: (file_name(d.path).lower(), d.path))
+        readable = [d for d in documents if d.status != "error"]
+        self._docs = sorted(readable, key=lambda d: (file_name(d.path).lower(), d.path))
         self.endResetModel()
 
     def documents(self) -> list[DocumentInfo]:

@@ -46,7 +46,7 @@ class SourceViewer(QDialog):
         self.setObjectName("sourceViewer")
         self.setWindowTitle("Source")
         self.setModal(False)
-        self.resize(760, 680)
+        self.resize(860, 700)
         self._source: SourceView | None = None
 
         self.title_label = QLabel()
@@ -70,8 +70,11 @@ class SourceViewer(QDialog):
         self.open_button.setAccessibleName("Open the file in its own application")
         self.open_button.clicked.connect(self._open_file)
         buttons.addButton(self.open_button, QDialogButtonBox.ButtonRole.ActionRole)
-        close = buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        # A plain button: the standard Close carries an icon on some styles and
+        # would not match "Open file" beside it.
+        close = QPushButton("Close")
         close.clicked.connect(self.close)
+        buttons.addButton(close, QDialogButtonBox.ButtonRole.RejectRole)
 
         layout = QVBoxLayout(self)
         layout.setSpacing(6)

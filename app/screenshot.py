@@ -1,0 +1,142 @@
+"""Screenshots for the docs: the real window on a real engine, driven like a person would.
+
+    python -m app.screenshot --out docs/screenshots
+
+It adds the sample collection, asks a question, waits for the answer, saves the
+main window, opens the first source and saves the viewer. Without --home it
+uses a fresh temporary RAGDOLL_HOME, so the person's own library is never
+touched, and the engine it starts there is stopped at the end. Run it on a
+real display or under Xvfb (QT_QPA_PLATFORM=xcb): the offscreen platform has
+no window decorations and fonts may differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_QUESTION = "What happens when a file cannot be read?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--home", type=Path, help="RAGDOLL_HOME to use (default: a temporary one)")
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument(
+        "--source-row",
+        type=int,
+        default=-1,
+        help="which source to open (default: a cited one, on a page if possible)",
+    )
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="ragdoll-shots-") as scratch:
+        # Before any engine import: resolve_paths() reads it on every call.
+        os.environ["RAGDOLL_HOME"] = str(args.home or Path(scratch) / "home")
+        return take_screenshots(out=args.out, question=args.question, source_row=args.source_row)
+
+
+def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from app.main import configure_app
+    from app.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    configure_app(app)
+    window = MainWindow()
+    window.show()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _wait(app, lambda: window.bridge.connected or window.banner.isVisible(), 180, "engine")
+        if not window.bridge.connected:
+            print(window.banner.label.text(), file=sys.stderr)
+            return 1
+        _wait(app, lambda: window.library.documents_model.rowCount() > 0, 3, "documents", ok=True)
+        if window.library.documents_model.rowCount() == 0:
+            window.library.add_sample_collection()
+            _wait(app, lambda: window.library.progress_bar.value() >= 1, 600, "first file")
+            _settle(app, 0.2)
+            _save(window, out / "ingesting.png")
+            _wait(app, lambda: not window.library.ingesting, 600, "ingestion")
+            _wait(app, lambda: window.library.documents_model.rowCount() > 0, 30, "documents")
+
+        window.chat.question.setText(question)
+        window.chat.ask_button.click()
+        _wait(app, lambda: window.chat.streaming, 5, "answer start", ok=True)
+        _wait(app, lambda: not window.chat.streaming, 300, "answer")
+        _settle(app)
+        _save(window, out / "main-window.png")
+
+        sources = window.chat.sources_model
+        if sources.rowCount() == 0:
+            print("the answer has no sources to open", file=sys.stderr)
+            return 1
+        if source_row < 0:
+            # A source the answer actually cites, on a numbered page if there is one.
+            rows = range(sources.rowCount())
+            cited = [r for r in rows if f"[{sources.citation(r).index}]" in window.chat.answer_text]
+            paged = [r for r in cited or rows if sources.citation(r).page is not None]
+            source_row = (paged or cited or [0])[0]
+        view = window.chat.sources
+        index = window.chat.sources_model.index(source_row, 0)
+        QTest.mouseClick(
+            view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center()
+        )
+        _wait(
+            app,
+            lambda: window.viewer.isVisible() and window.viewer.source is not None,
+            30,
+            "viewer",
+        )
+        _settle(app)
+        _save(window.viewer, out / "viewer.png")
+        return 0
+    finally:
+        window.close()
+        _settle(app)
+
+
+def _save(widget: object, path: Path) -> None:
+    from PySide6.QtWidgets import QWidget
+
+    assert isinstance(widget, QWidget)
+    if not widget.grab().save(str(path)):
+        raise OSError(f"could not write {path}")
+    print(f"saved {path}")
+
+
+def _wait(
+    app: object, predicate: Callable[[], bool], timeout_s: float, what: str, *, ok: bool = False
+) -> None:
+    """Run the event loop until `predicate` holds; `ok`: a timeout is not an error."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    assert isinstance(app, QApplication)
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            if ok:
+                return
+            raise TimeoutError(f"gave up waiting for the {what} after {timeout_s:.0f} s")
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+
+
+def _settle(app: object, seconds: float = 0.5) -> None:
+    """Let layouts, scrolling and painting finish before a grab."""
+    _wait(app, lambda: False, seconds, "paint", ok=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
