@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -47,12 +49,30 @@ def configure_app(app: QApplication) -> None:
 def run_gui(*, argv: list[str]) -> int:
     """Show the window at once; the engine is attached to (or started) behind it."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise
     app = QApplication.instance() or QApplication(argv)
     assert isinstance(app, QApplication)
     configure_app(app)
     window = MainWindow()
     window.show()
-    return app.exec()
+    _quit_on_terminal_signals(app)
+    code = app.exec()
+    # app.quit() (Ctrl+C, SIGTERM) skips closeEvent: run its clean-up, which
+    # stops an engine this window started. Closing twice is harmless.
+    window.close()
+    return code
+
+
+def _quit_on_terminal_signals(app: QApplication) -> None:
+    """Ctrl+C in the terminal, or SIGTERM, quits like the Quit menu item.
+
+    Python only runs signal handlers when the interpreter gets control, which a
+    blocked Qt event loop never gives it: a timer hands it back 5 times a second."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: app.quit())
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QModelIndex, QUrl, Signal
-from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
+from PySide6.QtGui import (
+    QKeySequence,
+    QShortcut,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -90,6 +96,10 @@ class ChatPane(QWidget):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setAccessibleName("Stop the answer")
         self.stop_button.clicked.connect(self._on_stop)
+        self.stop_button.setToolTip("Stop the answer (Esc)")
+        stop_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        stop_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        stop_key.activated.connect(self._on_stop)
 
         sources_box = QWidget()
         sources_layout = QVBoxLayout(sources_box)

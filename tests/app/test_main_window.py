@@ -213,7 +213,7 @@ def test_stop_keeps_what_arrived_and_ignores_the_rest(
     window = make_window(client)
     ask(qtbot, window)
     qtbot.waitUntil(lambda: bool(window.chat.answer_text), timeout=5000)
-    qtbot.mouseClick(window.chat.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(window.chat.question, Qt.Key.Key_Escape)
 
     assert not window.chat.streaming
     assert "(stopped)" in window.chat.transcript.toPlainText()
