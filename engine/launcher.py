@@ -89,8 +89,12 @@ def read_endpoint(*, paths: Paths) -> Endpoint | None:
 
 def engine_alive(*, endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
     try:
-        r = httpx.get(f"{endpoint.base_url}/v1/status", timeout=timeout_s, trust_env=False,
-                      headers={"Authorization": f"Bearer {endpoint.token}"})
+        r = httpx.get(
+            f"{endpoint.base_url}/v1/status",
+            timeout=timeout_s,
+            trust_env=False,
+            headers={"Authorization": f"Bearer {endpoint.token}"},
+        )
     except httpx.HTTPError:
         return False
     return r.status_code == 200
@@ -129,7 +133,7 @@ def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
     else:
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
-    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
+    return subprocess.Popen(
         [sys.executable, "-m", "engine"],
         stdin=subprocess.DEVNULL,
         stdout=log,

@@ -40,9 +40,7 @@ class ModelBody(BaseModel):
     model: str | None = Field(default=None, max_length=4096)
 
 
-def create_app(
-    *, engine: Engine, token: str, request_shutdown: Callable[[], None]
-) -> FastAPI:
+def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], None]) -> FastAPI:
     app = FastAPI(title="RAGDoll engine", version=VERSION)
 
     @app.middleware("http")
@@ -50,8 +48,11 @@ def create_app(
         if not host_is_loopback(request.headers.get("host")):
             return JSONResponse({"detail": "forbidden host"}, status_code=403)
         if not token_matches(header=request.headers.get("authorization"), token=token):
-            return JSONResponse({"detail": "missing or wrong token"}, status_code=401,
-                                headers={"WWW-Authenticate": "Bearer"})
+            return JSONResponse(
+                {"detail": "missing or wrong token"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
             return JSONResponse({"detail": "request too large"}, status_code=413)
@@ -128,8 +129,9 @@ def create_app(
 
         def events() -> Iterator[str]:
             try:
-                for name, value in engine.ask_stream(question=body.question, k=body.k,
-                                                     cancel=cancel):
+                for name, value in engine.ask_stream(
+                    question=body.question, k=body.k, cancel=cancel
+                ):
                     if name == "citations":
                         payload = {"citations": [to_json_dict(c) for c in value]}
                         yield encode_sse(event="citations", value=payload)
@@ -178,8 +180,9 @@ def serve(*, paths: Paths, host: str = "127.0.0.1", port: int = 0) -> int:
             holder["server"].should_exit = True
 
         app = create_app(engine=engine, token=token, request_shutdown=request_shutdown)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+        )
         server = uvicorn.Server(config)
         holder["server"] = server
         url = f"http://127.0.0.1:{bound_port}"

@@ -17,8 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("question")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--k", type=int, default=5, help="how many passages to retrieve (1-50)")
-    p.add_argument("--keep-engine", action="store_true",
-                   help="leave an engine started for this call running")
+    p.add_argument(
+        "--keep-engine", action="store_true", help="leave an engine started for this call running"
+    )
     p.set_defaults(func=run)
 
 
@@ -48,8 +49,11 @@ def _stream(client, *, question: str, k: int) -> int:  # type: ignore[no-untyped
             return fail(ev.error)
         elif ev.done is not None:
             print()
-            _sources(Answer(answer=ev.done.answer, citations=citations, mode=ev.done.mode,
-                            note=ev.done.note))
+            _sources(
+                Answer(
+                    answer=ev.done.answer, citations=citations, mode=ev.done.mode, note=ev.done.note
+                )
+            )
     return 0
 
 

@@ -18,8 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ingested; 2: done, but some files could not be read (listed); 1: failed.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--keep-engine", action="store_true",
-                   help="leave an engine started for this call running")
+    p.add_argument(
+        "--keep-engine", action="store_true", help="leave an engine started for this call running"
+    )
     p.set_defaults(func=run)
 
 
@@ -44,15 +45,22 @@ def _show(p: IngestProgress) -> None:
     if not sys.stderr.isatty() or p.files_total == 0:
         return
     current = (p.current or "")[-60:]
-    print(f"\r{p.files_done}/{p.files_total} files  {p.chunks_added} chunks  {current:<60}",
-          end="", file=sys.stderr, flush=True)
+    print(
+        f"\r{p.files_done}/{p.files_total} files  {p.chunks_added} chunks  {current:<60}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _summary(p: IngestProgress) -> int:
-    indexed = p.files_done - p.files_skipped - sum(
-        1 for e in p.errors if e.reason not in ("not found",))
-    print(f"{p.files_total} files: {max(indexed, 0)} ingested, {p.files_skipped} unchanged, "
-          f"{len(p.errors)} errors; {p.chunks_added} chunks added")
+    indexed = (
+        p.files_done - p.files_skipped - sum(1 for e in p.errors if e.reason not in ("not found",))
+    )
+    print(
+        f"{p.files_total} files: {max(indexed, 0)} ingested, {p.files_skipped} unchanged, "
+        f"{len(p.errors)} errors; {p.chunks_added} chunks added"
+    )
     for e in p.errors:
         print(f"  error: {e.path}: {e.reason}")
     if p.state != "done":

@@ -10,9 +10,12 @@ from engine.errors import EngineRequestError, EngineUnavailableError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model", help="show or choose the language model")
-    p.add_argument("model", nargs="?",
-                   help="a local folder with a Hugging Face causal LM, or a model id "
-                        "already in the Hugging Face cache")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help="a local folder with a Hugging Face causal LM, or a model id "
+        "already in the Hugging Face cache",
+    )
     p.add_argument("--none", action="store_true", help="no model: extractive answers")
     p.set_defaults(func=run)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
@@ -19,10 +19,8 @@ def engine_session(*, keep: bool = False) -> Iterator[EngineClient]:
         yield client
     finally:
         if client.started_here and not keep:
-            try:
+            with suppress(EngineUnavailableError, EngineRequestError):
                 client.shutdown()
-            except (EngineUnavailableError, EngineRequestError):
-                pass
         client.close()
 
 

@@ -29,10 +29,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json_dict(status)))
         return 0
-    print(f"engine {status.version} (pid {status.pid})\n"
-          f"documents: {status.documents}, chunks: {status.chunks}\n"
-          f"embedder: {status.embedder}\n"
-          f"answers: {status.answer_mode}" + (f" with {status.model}" if status.model else ""))
+    print(
+        f"engine {status.version} (pid {status.pid})\n"
+        f"documents: {status.documents}, chunks: {status.chunks}\n"
+        f"embedder: {status.embedder}\n"
+        f"answers: {status.answer_mode}" + (f" with {status.model}" if status.model else "")
+    )
     if status.model_error:
         print(f"model not in use: {status.model_error}")
     print(f"data: {paths.data}")

@@ -59,8 +59,11 @@ def _walk(
     seen: set[Path],
 ) -> None:
     def on_error(e: OSError) -> None:
-        errors.append(FileError(path=str(e.filename or folder), reason=f"cannot read folder: "
-                                f"{e.strerror or e}"))
+        errors.append(
+            FileError(
+                path=str(e.filename or folder), reason=f"cannot read folder: {e.strerror or e}"
+            )
+        )
 
     # followlinks=False: a symlink loop must not walk forever.
     for root, dirnames, filenames in os.walk(folder, onerror=on_error, followlinks=False):

@@ -54,29 +54,43 @@ def index_file(
         stat = path.stat()
         known = store.document_by_path(path=str(path))
         if known and (known.size, known.mtime) == (stat.st_size, stat.st_mtime):
-            return FileOutcome(status="unchanged" if known.status == "indexed" else "error",
-                               chunks=known.chunks, reason=known.error)
+            return FileOutcome(
+                status="unchanged" if known.status == "indexed" else "error",
+                chunks=known.chunks,
+                reason=known.error,
+            )
         digest = content_hash(path)
         if known and known.content_hash == digest and known.status == "indexed":
             # Touched but not changed: remember the new mtime, embed nothing.
             store.record_document(doc=_with_stat(known, stat.st_size, stat.st_mtime))
             return FileOutcome(status="unchanged", chunks=known.chunks)
         parsed = parse_file(path=path)
-        chunks = chunk_document(doc=parsed, tokenizer=embedder.tokenizer,
-                                max_tokens=params.max_tokens,
-                                overlap_tokens=params.overlap_tokens)
+        chunks = chunk_document(
+            doc=parsed,
+            tokenizer=embedder.tokenizer,
+            max_tokens=params.max_tokens,
+            overlap_tokens=params.overlap_tokens,
+        )
         if not chunks:
             raise ParseError("no text found in the file")
     except ParseError as e:
         return _record_error(store=store, path=path, doc_id=doc_id, reason=e.reason)
     except FileNotFoundError:
-        return _record_error(store=store, path=path, doc_id=doc_id,
-                             reason="the file disappeared while it was being read")
+        return _record_error(
+            store=store,
+            path=path,
+            doc_id=doc_id,
+            reason="the file disappeared while it was being read",
+        )
     except PermissionError:
         return _record_error(store=store, path=path, doc_id=doc_id, reason="permission denied")
     except OSError as e:
-        return _record_error(store=store, path=path, doc_id=doc_id,
-                             reason=f"could not read the file: {e.strerror or e}")
+        return _record_error(
+            store=store,
+            path=path,
+            doc_id=doc_id,
+            reason=f"could not read the file: {e.strerror or e}",
+        )
 
     records = [
         ChunkRecord(
@@ -92,8 +106,9 @@ def index_file(
         )
         for c in chunks
     ]
-    vectors, embedded = _vectors_for(records=records, store=store, embedder=embedder,
-                                     doc_id=doc_id, reuse=known is not None)
+    vectors, embedded = _vectors_for(
+        records=records, store=store, embedder=embedder, doc_id=doc_id, reuse=known is not None
+    )
     doc = DocumentRecord(
         doc_id=doc_id,
         path=str(path),
@@ -106,13 +121,18 @@ def index_file(
         chunks=len(records),
     )
     pages = [PageRecord(doc_id=doc_id, page=p.number, text=p.text) for p in parsed.pages]
-    store.replace_document(doc=doc, pages=pages,
-                           embedded=EmbeddedChunks(chunks=records, vectors=vectors))
+    store.replace_document(
+        doc=doc, pages=pages, embedded=EmbeddedChunks(chunks=records, vectors=vectors)
+    )
     return FileOutcome(status="indexed", chunks=len(records), embedded=embedded)
 
 
 def _vectors_for(
-    *, records: list[ChunkRecord], store: LanceStore, embedder: Embedder, doc_id: str,
+    *,
+    records: list[ChunkRecord],
+    store: LanceStore,
+    embedder: Embedder,
+    doc_id: str,
     reuse: bool,
 ) -> tuple[np.ndarray, int]:
     """Vectors for every chunk; those whose text did not change are reused."""
@@ -138,8 +158,17 @@ def _record_error(*, store: LanceStore, path: Path, doc_id: str, reason: str) ->
     # The old chunks of a file that became unreadable go: its content is unknown.
     store.remove_document(doc_id=doc_id)
     store.record_document(
-        doc=DocumentRecord(doc_id=doc_id, path=str(path), size=size, mtime=mtime,
-                           content_hash="", status="error", error=reason, pages=None, chunks=0)
+        doc=DocumentRecord(
+            doc_id=doc_id,
+            path=str(path),
+            size=size,
+            mtime=mtime,
+            content_hash="",
+            status="error",
+            error=reason,
+            pages=None,
+            chunks=0,
+        )
     )
     return FileOutcome(status="error", reason=reason)
 

@@ -115,16 +115,21 @@ class IngestQueue:
                 job.update(state="cancelled", current=None)
                 return
             job.update(current=str(path))
-            outcome = index_file(path=path, store=self._store, embedder=embedder,
-                                 params=self._params)
+            outcome = index_file(
+                path=path, store=self._store, embedder=embedder, params=self._params
+            )
             if outcome.status == "indexed":
                 chunks_added += outcome.chunks
             elif outcome.status == "unchanged":
                 skipped += 1
             else:
                 errors.append(FileError(path=str(path), reason=outcome.reason or "unknown error"))
-            job.update(files_done=done + 1, chunks_added=chunks_added, files_skipped=skipped,
-                       errors=list(errors))
+            job.update(
+                files_done=done + 1,
+                chunks_added=chunks_added,
+                files_skipped=skipped,
+                errors=list(errors),
+            )
         self._forget_vanished(folders=found.folders, present=set(found.files))
         self._store.refresh_fulltext_index()
         job.update(state="done", current=None)
@@ -135,6 +140,6 @@ class IngestQueue:
             return
         for doc in self._store.list_documents():
             path = Path(doc.path)
-            if path not in present and any(path.is_relative_to(f) for f in folders):
-                if not path.exists():
-                    self._store.remove_document(doc_id=doc.doc_id)
+            in_folder = any(path.is_relative_to(f) for f in folders)
+            if path not in present and in_folder and not path.exists():
+                self._store.remove_document(doc_id=doc.doc_id)

@@ -124,8 +124,9 @@ class LanceStore:
             self._chunks = self._db.create_table(
                 table, schema=chunks_schema(dimension), mode="overwrite"
             )
-            self._write_meta(IndexMeta(embedder_id=embedder_id, dimension=dimension,
-                                       chunks_table=table))
+            self._write_meta(
+                IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=table)
+            )
             return False
         return (self.meta.embedder_id, self.meta.dimension) != (embedder_id, dimension)
 
@@ -140,8 +141,7 @@ class LanceStore:
         new_table = f"chunks_{_slug(embedder_id)}_{dimension}"
         if new_table == old_table:
             new_table += "_new"
-        target = self._db.create_table(new_table, schema=chunks_schema(dimension),
-                                       mode="overwrite")
+        target = self._db.create_table(new_table, schema=chunks_schema(dimension), mode="overwrite")
         rows = self._chunks.to_arrow().drop_columns(["vector"]).to_pylist()
         for start in range(0, len(rows), batch):
             part = rows[start : start + batch]
@@ -152,8 +152,9 @@ class LanceStore:
             yield start + len(part)
         with self._write_lock:
             self._chunks = target
-            self._write_meta(IndexMeta(embedder_id=embedder_id, dimension=dimension,
-                                       chunks_table=new_table))
+            self._write_meta(
+                IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=new_table)
+            )
             self._db.drop_table(old_table)
         self.refresh_fulltext_index(force=True)
 
@@ -188,8 +189,7 @@ class LanceStore:
         """Swap in a document's new pages and chunks, then its journal row."""
         doc_filter = f"doc_id = {_quote(doc.doc_id)}"
         page_rows = [
-            {"page_key": f"{p.doc_id}:{p.page}", "doc_id": p.doc_id, "page": p.page,
-             "text": p.text}
+            {"page_key": f"{p.doc_id}:{p.page}", "doc_id": p.doc_id, "page": p.page, "text": p.text}
             for p in pages
         ]
         chunk_rows = [
@@ -197,10 +197,20 @@ class LanceStore:
             for c, v in zip(embedded.chunks, embedded.vectors.tolist(), strict=True)
         ]
         with self._write_lock:
-            _replace_rows(self.pages, key="page_key", rows=page_rows, doc_filter=doc_filter,
-                          schema=PAGES_SCHEMA)
-            _replace_rows(self.chunks, key="chunk_id", rows=chunk_rows, doc_filter=doc_filter,
-                          schema=self.chunks.schema)
+            _replace_rows(
+                self.pages,
+                key="page_key",
+                rows=page_rows,
+                doc_filter=doc_filter,
+                schema=PAGES_SCHEMA,
+            )
+            _replace_rows(
+                self.chunks,
+                key="chunk_id",
+                rows=chunk_rows,
+                doc_filter=doc_filter,
+                schema=self.chunks.schema,
+            )
             (
                 self.documents.merge_insert("doc_id")
                 .when_matched_update_all()

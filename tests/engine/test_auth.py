@@ -33,6 +33,12 @@ def test_token_check() -> None:
 def test_only_loopback_hosts_pass() -> None:
     for ok in ("127.0.0.1:8000", "localhost", "LOCALHOST:1", "[::1]:9000"):
         assert host_is_loopback(ok), ok
-    for bad in ("evil.example", "evil.example:8000", "192.168.1.2:80", "", None,
-                "127.0.0.1.evil.example"):
+    for bad in (
+        "evil.example",
+        "evil.example:8000",
+        "192.168.1.2:80",
+        "",
+        None,
+        "127.0.0.1.evil.example",
+    ):
         assert not host_is_loopback(bad), bad

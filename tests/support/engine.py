@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,11 @@ class RunningEngine:
     def ragdoll(self, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "app.cli", *args],
-            env=self.env(), capture_output=True, text=True, timeout=timeout_s, check=False,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         )
 
 
@@ -62,10 +66,8 @@ def running_engine(*, home: Path) -> Iterator[RunningEngine]:
 
 
 def _stop(*, client: EngineClient, pid: int, endpoint_file: Path) -> None:
-    try:
+    with suppress(EngineUnavailableError, EngineRequestError):
         client.shutdown()
-    except (EngineUnavailableError, EngineRequestError):
-        pass
     client.close()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _alive(pid):

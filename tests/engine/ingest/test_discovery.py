@@ -11,8 +11,17 @@ SUFFIXES = frozenset({".pdf", ".txt", ".md"})
 def test_walks_folders_skipping_hidden_locks_and_other_types(tmp_path: Path) -> None:
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
     (tmp_path / ".hidden").mkdir()
-    for name in ("a.txt", "sub/b.md", "sub/deeper/c.PDF", ".hidden/d.txt", "~$lock.txt",
-                 ".~lock.e.txt#", "notes.txt~", "image.png", "sub/.secret.md"):
+    for name in (
+        "a.txt",
+        "sub/b.md",
+        "sub/deeper/c.PDF",
+        ".hidden/d.txt",
+        "~$lock.txt",
+        ".~lock.e.txt#",
+        "notes.txt~",
+        "image.png",
+        "sub/.secret.md",
+    ):
         (tmp_path / name).write_text("x")
     found = discover(paths=[str(tmp_path)], suffixes=SUFFIXES)
     names = sorted(p.relative_to(tmp_path).as_posix() for p in found.files)
@@ -23,8 +32,7 @@ def test_walks_folders_skipping_hidden_locks_and_other_types(tmp_path: Path) -> 
 
 def test_missing_and_unsupported_paths_are_errors_not_crashes(tmp_path: Path) -> None:
     (tmp_path / "x.png").write_text("x")
-    found = discover(paths=[str(tmp_path / "gone.pdf"), str(tmp_path / "x.png")],
-                     suffixes=SUFFIXES)
+    found = discover(paths=[str(tmp_path / "gone.pdf"), str(tmp_path / "x.png")], suffixes=SUFFIXES)
     assert found.files == []
     reasons = sorted(e.reason for e in found.errors)
     assert reasons == ["not found", "unsupported file type .png"]

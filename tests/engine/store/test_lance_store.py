@@ -17,12 +17,29 @@ def _unit(seed: int) -> np.ndarray:
 
 
 def _doc(doc_id: str, texts: list[str], *, page: int | None = 1) -> tuple:
-    doc = DocumentRecord(doc_id=doc_id, path=f"/docs/{doc_id}.pdf", size=10, mtime=1.0,
-                         content_hash="h", status="indexed", error=None, pages=1,
-                         chunks=len(texts))
+    doc = DocumentRecord(
+        doc_id=doc_id,
+        path=f"/docs/{doc_id}.pdf",
+        size=10,
+        mtime=1.0,
+        content_hash="h",
+        status="indexed",
+        error=None,
+        pages=1,
+        chunks=len(texts),
+    )
     chunks = [
-        ChunkRecord(chunk_id=f"{doc_id}:{i}", doc_id=doc_id, path=doc.path, ordinal=i,
-                    page=page, char_start=0, char_end=len(t), text=t, text_hash=f"{doc_id}{t}")
+        ChunkRecord(
+            chunk_id=f"{doc_id}:{i}",
+            doc_id=doc_id,
+            path=doc.path,
+            ordinal=i,
+            page=page,
+            char_start=0,
+            char_end=len(t),
+            text=t,
+            text_hash=f"{doc_id}{t}",
+        )
         for i, t in enumerate(texts)
     ]
     vectors = np.stack([_unit(hash(t) % 1000) for t in texts])
@@ -54,8 +71,10 @@ def test_hybrid_search_finds_by_words_and_vectors(store: LanceStore) -> None:
     store.replace_document(doc=doc, pages=pages, embedded=emb)
     store.refresh_fulltext_index()
     hits = store.hybrid_search(vector=emb.vectors[1], text="zirconium gasket?", k=2)
-    assert {h.chunk.text for h in hits} == {"the pump needs a zirconium gasket",
-                                            "unrelated filler text"}
+    assert {h.chunk.text for h in hits} == {
+        "the pump needs a zirconium gasket",
+        "unrelated filler text",
+    }
     # Found by both searches, the gasket chunk would fuse highest; here the vector
     # points at the filler, so each wins one list and both are returned.
     assert hits[0].similarity <= 1.0 + 1e-5
@@ -85,8 +104,13 @@ def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> N
     s.replace_document(doc=doc, pages=pages, embedded=emb)
     reopened = LanceStore(folder=tmp_path / "index")
     assert reopened.ensure_embedder(embedder_id="new", dimension=4) is True
-    done = list(reopened.reembed(embedder_id="new", dimension=4,
-                                 embed=lambda texts: np.ones((len(texts), 4), np.float32) / 2))
+    done = list(
+        reopened.reembed(
+            embedder_id="new",
+            dimension=4,
+            embed=lambda texts: np.ones((len(texts), 4), np.float32) / 2,
+        )
+    )
     assert done[-1] == 2
     assert reopened.meta is not None and reopened.meta.dimension == 4
     again = LanceStore(folder=tmp_path / "index")
