@@ -395,8 +395,8 @@ class EngineBridge(QObject):
         """Stop every stream; stop the engine if this window started it.
 
         Waits at most `shutdown_timeout_s` for the engine to acknowledge: the
-        window is already hidden, and an engine that does not answer will stop
-        by itself once its clients are gone or be found stale by the launcher."""
+        window is already hidden, and quitting must not hang on an engine that
+        does not answer."""
         self._gate.close()
         for stop in self._ask_stops.values():
             stop.set()

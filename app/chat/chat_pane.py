@@ -148,7 +148,8 @@ class ChatPane(QWidget):
 
     def _update_buttons(self) -> None:
         can_ask = self._ready and not self._streaming
-        self.question.setReadOnly(self._streaming)
+        # The question box stays editable while an answer streams: the next
+        # question can be typed meanwhile; only sending it waits.
         self.ask_button.setEnabled(can_ask and bool(self.question.text().strip()))
         self.stop_button.setEnabled(self._streaming)
         self.stop_button.setVisible(self._streaming)

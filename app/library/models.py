@@ -105,9 +105,18 @@ class ErrorsModel(QAbstractListModel):
             return None
         path, reason = list(self._errors.items())[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return f"{file_name(path)} — {reason}"
+            # The name and reason first; the folder under it, since two files
+            # of the same name in different folders are common.
+            return f"{file_name(path)} — {reason}\n{_folder(path)}"
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             return f"{path}: {reason}"
         if role == PATH_ROLE:
             return path
         return None
+
+
+def _folder(path: str) -> str:
+    name = file_name(path)
+    if name and path.endswith(name):
+        return path[: -len(name)].rstrip("/\\")
+    return path

@@ -128,6 +128,8 @@ def test_adding_a_folder_shows_progress_documents_and_errors(
     assert "7 chunks added" in lib.counts_label.text()
     assert "1 could not be read" in lib.counts_label.text()
     assert lib.errors_model.errors() == [INGEST_ERROR]
+    shown = lib.errors_model.index(0, 0).data()
+    assert shown == "broken.pdf — the PDF is encrypted\n/docs"
     assert lib.errors_view.isVisible()
     assert lib.documents_label.text() == "Documents (2 · 7 chunks)"
     qtbot.waitUntil(lambda: "2 documents, 7 chunks" in window.engine_label.text(), timeout=5000)
