@@ -85,6 +85,7 @@ class IngestProgress:
     files_done: int = 0
     current: str | None = None
     chunks_added: int = 0
+    files_indexed: int = 0  # read and (re)indexed by this job
     files_skipped: int = 0  # unchanged since the last ingest
     errors: list[FileError] = field(default_factory=list)
     message: str | None = None  # why a job failed, when it did

@@ -54,11 +54,8 @@ def _show(p: IngestProgress) -> None:
 
 
 def _summary(p: IngestProgress) -> int:
-    indexed = (
-        p.files_done - p.files_skipped - sum(1 for e in p.errors if e.reason not in ("not found",))
-    )
     print(
-        f"{p.files_total} files: {max(indexed, 0)} ingested, {p.files_skipped} unchanged, "
+        f"{p.files_total} files: {p.files_indexed} ingested, {p.files_skipped} unchanged, "
         f"{len(p.errors)} errors; {p.chunks_added} chunks added"
     )
     for e in p.errors:

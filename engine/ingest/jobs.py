@@ -109,7 +109,7 @@ class IngestQueue:
         errors: list[FileError] = list(found.errors)
         job.update(files_total=len(found.files), errors=list(errors), message=None)
         embedder = self._embedder()
-        chunks_added = skipped = 0
+        chunks_added = skipped = indexed = 0
         for done, path in enumerate(found.files):
             if job.cancel_requested.is_set():
                 job.update(state="cancelled", current=None)
@@ -119,6 +119,7 @@ class IngestQueue:
                 path=path, store=self._store, embedder=embedder, params=self._params
             )
             if outcome.status == "indexed":
+                indexed += 1
                 chunks_added += outcome.chunks
             elif outcome.status == "unchanged":
                 skipped += 1
@@ -128,6 +129,7 @@ class IngestQueue:
                 files_done=done + 1,
                 chunks_added=chunks_added,
                 files_skipped=skipped,
+                files_indexed=indexed,
                 errors=list(errors),
             )
         self._forget_vanished(folders=found.folders, present=set(found.files))
