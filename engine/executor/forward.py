@@ -1,0 +1,209 @@
+"""Layer-by-layer forward of a Hugging Face causal LM whose weights stream from tiers.
+
+The model's modules are built on the meta device (no memory); every call passes the
+unit's tensors with `torch.func.functional_call`, so a module never owns weights and a
+streamed layer holds nothing once its call returns. Masks, rotary embeddings and the KV
+cache are those of the installed transformers (5.x), so the arithmetic is the library's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import nn
+from torch.func import functional_call
+from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
+from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+
+from engine.executor.prefetch import Prefetcher
+from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
+from engine.planner.placement import Placement
+
+Phase = Literal["prefill", "decode"]
+
+
+class _Head(nn.Module):
+    """Final norm + LM head as one unit (they always travel together)."""
+
+    def __init__(self, *, norm: nn.Module, lm_head: nn.Module) -> None:
+        super().__init__()
+        self.norm = norm
+        self.lm_head = lm_head
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.norm(hidden))
+
+
+def compute_device(placement: Placement) -> torch.device:
+    if placement.compute_tier == "gpu":
+        if placement.memory_model == "unified":
+            return torch.device("mps")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+class StreamingModel:
+    """One model under one Placement. Not thread-safe: one forward at a time."""
+
+    def __init__(
+        self,
+        *,
+        model_dir: Path,
+        placement: Placement,
+        dtype: torch.dtype | None = None,
+        device: torch.device | None = None,
+        evict_after_read: bool = False,
+    ) -> None:
+        if len(placement.layer_tiers) == 0:
+            raise ValueError("placement has no layers")
+        config = AutoConfig.from_pretrained(model_dir)
+        if config.num_hidden_layers != len(placement.layer_tiers):
+            raise ValueError(
+                f"placement is for {len(placement.layer_tiers)} layers, "
+                f"the model has {config.num_hidden_layers}"
+            )
+        self.config: PretrainedConfig = config
+        self.device = device or compute_device(placement)
+        self.dtype = dtype or _config_dtype(config)
+        self.placement = placement
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, dtype=self.dtype)
+        self._embed: nn.Module = model.model.embed_tokens
+        self._layers = list(model.model.layers)
+        self._head = _Head(norm=model.model.norm, lm_head=model.lm_head)
+        # Rotary tables are computed from the config, not stored: build them for real.
+        self._rotary: nn.Module = type(model.model.rotary_emb)(config=config).to(self.device)
+        self._layer_types: list[str] = _layer_types(config)
+        self.store = WeightStore(
+            model_dir=model_dir,
+            homes=unit_homes(placement),
+            compute_tier=placement.compute_tier,
+            device=self.device,
+            dtype=self.dtype,
+            tied_head=bool(getattr(config, "tie_word_embeddings", False)),
+            evict_after_read=evict_after_read,
+        )
+        self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
+        streamed = [u for u in self._order if self.store.is_streamed(u)]
+        self.prefetcher: Prefetcher | None = None
+        if streamed:
+            self.prefetcher = Prefetcher(
+                store=self.store,
+                units=streamed,
+                depth=placement.prefetch_depth_prefill,
+                device=self.device,
+            )
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        eos = self.config.eos_token_id
+        if eos is None:
+            return ()
+        return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)
+
+    def new_cache(self) -> DynamicCache:
+        return DynamicCache(config=self.config)
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        *,
+        input_ids: torch.Tensor,  # (B, T) new tokens
+        attention_mask: torch.Tensor,  # (B, past + T), 0 at left padding
+        position_ids: torch.Tensor,  # (B, T)
+        cache: DynamicCache,
+        phase: Phase,
+        last_only: bool = True,
+    ) -> torch.Tensor:
+        """Logits (B, 1, V) for the last position, or (B, T, V) with last_only=False.
+        `cache` grows by T positions."""
+        if self.prefetcher is not None:
+            self.prefetcher.set_depth(
+                self.placement.prefetch_depth_prefill
+                if phase == "prefill"
+                else self.placement.prefetch_depth_decode
+            )
+        input_ids = input_ids.to(self.device)
+        attention_mask = attention_mask.to(self.device)
+        position_ids = position_ids.to(self.device)
+
+        hidden = self._call(EMBED, self._embed, input_ids)  # (B, T, H)
+        masks = self._masks(hidden, attention_mask, position_ids, cache)
+        rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
+        for i, layer in enumerate(self._layers):
+            hidden = self._call(
+                layer_unit(i),
+                layer,
+                hidden,
+                attention_mask=masks[self._layer_types[i]],
+                position_embeddings=rotary,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+            )
+        if last_only:
+            hidden = hidden[:, -1:, :]
+        return self._call(HEAD, self._head, hidden)  # (B, T', V)
+
+    def close(self) -> None:
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+            self.prefetcher = None
+        self.store.close()
+
+    def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:
+        if not self.store.is_streamed(unit):
+            return functional_call(module, self.store.resident(unit), args, kwargs)
+        assert self.prefetcher is not None
+        tensors = self.prefetcher.get(unit)
+        try:
+            out = functional_call(module, tensors, args, kwargs)
+        finally:
+            del tensors  # our reference goes before the slot is handed back
+            self.prefetcher.release(unit)
+        return out
+
+    def _masks(
+        self,
+        hidden: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: DynamicCache,
+    ) -> dict[str, torch.Tensor | None]:
+        kwargs = {
+            "config": self.config,
+            "inputs_embeds": hidden,
+            "attention_mask": attention_mask,
+            "past_key_values": cache,
+            "position_ids": position_ids,
+        }
+        masks: dict[str, torch.Tensor | None] = {}
+        if "full_attention" in self._layer_types:
+            masks["full_attention"] = create_causal_mask(**kwargs)  # type: ignore[arg-type]
+        if "sliding_attention" in self._layer_types:
+            masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
+        return masks
+
+
+def _layer_types(config: PretrainedConfig) -> list[str]:
+    types = getattr(config, "layer_types", None)
+    if types:
+        return list(types)
+    # Mistral has no layer_types: every layer uses the window when one is set.
+    kind = (
+        "sliding_attention"
+        if config.model_type == "mistral" and getattr(config, "sliding_window", None)
+        else "full_attention"
+    )
+    return [kind] * config.num_hidden_layers
+
+
+def _config_dtype(config: PretrainedConfig) -> torch.dtype:
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
+        return getattr(torch, dtype)
+    return torch.float32

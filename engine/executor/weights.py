@@ -1,0 +1,310 @@
+"""The tiered weight store: where each unit's tensors live and how they reach the compute tier.
+
+A *unit* is what the executor streams as one piece: the embedding, one decoder layer, or
+the head (final norm + LM head). Each unit has a home tier from the Placement. Units whose
+home is the compute tier are loaded once and held; the others ("streamed") are fetched into
+the compute tier when needed and dropped after use, so between uses they hold no memory.
+
+The store only knows *where* tensors are and *how* to read them; *when* they move is the
+prefetcher's business (FlexGen's split of policy / device / loop).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from engine.planner.placement import Placement, Tier
+
+EMBED = "embed"
+HEAD = "head"
+
+
+def layer_unit(index: int) -> str:
+    return f"layer.{index}"
+
+
+def unit_of(name: str) -> tuple[str, str] | None:
+    """(unit, parameter name inside the unit's module) for a checkpoint tensor name."""
+    if name.startswith("model.layers."):
+        rest = name[len("model.layers.") :]
+        index, _, param = rest.partition(".")
+        return layer_unit(int(index)), param
+    if name.startswith("model.embed_tokens."):
+        return EMBED, name[len("model.embed_tokens.") :]
+    if name.startswith("model.norm."):
+        return HEAD, "norm." + name[len("model.norm.") :]
+    if name.startswith("lm_head."):
+        return HEAD, "lm_head." + name[len("lm_head.") :]
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorSource:
+    """One checkpoint tensor: which file holds it and where its bytes lie in that file."""
+
+    file: Path
+    name: str  # name inside the file
+    param: str  # name inside the unit's module
+    start: int  # absolute byte offset of the data in the file
+    end: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreStats:
+    """What the store holds right now and has held at most (instrumentation for tests and
+    benchmarks: memory bounds are asserted on these, not on RSS)."""
+
+    resident_units: int
+    streamed_live: int  # streamed units holding tensors now
+    streamed_peak: int  # most streamed units holding tensors at once
+    fetches: int
+    bytes_fetched: int
+
+
+def checkpoint_files(model_dir: Path) -> list[Path]:
+    """The safetensors files of a checkpoint (sharded with an index, or a single file)."""
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        return [model_dir / f for f in sorted(set(weight_map.values()))]
+    single = model_dir / "model.safetensors"
+    if single.is_file():
+        return [single]
+    raise FileNotFoundError(f"no safetensors weights in {model_dir}")
+
+
+def read_header(path: Path) -> tuple[int, dict[str, dict]]:
+    """(offset where data begins, header) of a safetensors file, read without mmap."""
+    with path.open("rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    header.pop("__metadata__", None)
+    return 8 + size, header
+
+
+def index_checkpoint(model_dir: Path) -> dict[str, list[TensorSource]]:
+    """Each unit's tensors, with their files and byte ranges (for page-cache eviction)."""
+    units: dict[str, list[TensorSource]] = {}
+    for file in checkpoint_files(model_dir):
+        base, header = read_header(file)
+        for name, info in header.items():
+            where = unit_of(name)
+            if where is None:
+                continue  # e.g. rotary inv_freq saved by old checkpoints: recomputed instead
+            unit, param = where
+            start, end = info["data_offsets"]
+            units.setdefault(unit, []).append(
+                TensorSource(file=file, name=name, param=param, start=base + start, end=base + end)
+            )
+    return units
+
+
+def evict_page_cache(*, files: list[Path]) -> None:
+    """Drop `files` from the OS page cache so the next read comes from the disk itself.
+
+    Benchmarks call this before every run so that "disk" means disk, for every system
+    compared. A no-op where posix_fadvise does not exist (macOS, Windows).
+    """
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for file in files:
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def _evict_ranges(sources: list[TensorSource]) -> None:
+    if not hasattr(os, "posix_fadvise"):
+        return
+    by_file: dict[Path, list[TensorSource]] = {}
+    for s in sources:
+        by_file.setdefault(s.file, []).append(s)
+    for file, items in by_file.items():
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            for s in items:
+                os.posix_fadvise(fd, s.start, s.end - s.start, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+class WeightStore:
+    """Tensors per unit, by home tier.
+
+    - compute-tier units: loaded at open, held until close;
+    - "cpu" units on a GPU machine: held in (pinned) host memory, copied per use;
+    - "disk" units: read from the checkpoint through mmap per use; with
+      `evict_after_read` their pages are dropped after each read so that a model larger
+      than RAM is simulated honestly (otherwise the page cache quietly keeps them in RAM).
+    """
+
+    def __init__(
+        self,
+        *,
+        model_dir: Path,
+        homes: dict[str, Tier],
+        compute_tier: Tier,
+        device: torch.device,
+        dtype: torch.dtype,
+        tied_head: bool = False,
+        evict_after_read: bool = False,
+    ) -> None:
+        self._sources = index_checkpoint(model_dir)
+        self._homes = dict(homes)
+        self._compute_tier = compute_tier
+        self._device = device
+        self._dtype = dtype
+        self._tied_head = tied_head
+        self._evict_after_read = evict_after_read
+        self._pin = device.type == "cuda"
+        self._lock = threading.Lock()
+        self._held: dict[str, dict[str, torch.Tensor]] = {}  # compute-tier units
+        self._host: dict[str, dict[str, torch.Tensor]] = {}  # host copies of "cpu" units
+        self._live: set[str] = set()
+        self._peak = 0
+        self._fetches = 0
+        self._bytes = 0
+        missing = [u for u in homes if u not in self._sources and u != HEAD]
+        if missing:
+            raise ValueError(f"checkpoint in {model_dir} has no tensors for {missing[:3]}")
+        self._load_resident()
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted({s.file for sources in self._sources.values() for s in sources})
+
+    def home(self, unit: str) -> Tier:
+        return self._homes[unit]
+
+    def is_streamed(self, unit: str) -> bool:
+        return self._homes[unit] != self._compute_tier
+
+    def disk_files(self) -> list[Path]:
+        """Files holding at least one tensor of a unit whose home is disk."""
+        files = {
+            s.file
+            for unit, tier in self._homes.items()
+            if tier == "disk"
+            for s in self._sources_of(unit)
+        }
+        return sorted(files)
+
+    def resident(self, unit: str) -> dict[str, torch.Tensor]:
+        """The tensors of a compute-tier unit (held; never copied)."""
+        return self._held[unit]
+
+    def fetch(self, unit: str) -> dict[str, torch.Tensor]:
+        """Bring a streamed unit into the compute tier. Called from the copy thread; the
+        caller must `release` it after use. On CUDA the copies are queued on the current
+        stream (the prefetcher's copy stream) without blocking the host."""
+        if unit in self._held:
+            return self._held[unit]
+        with self._lock:
+            self._live.add(unit)
+            self._peak = max(self._peak, len(self._live))
+        on_disk = self._homes[unit] == "disk"
+        host = self._read(unit, pin=self._pin) if on_disk else self._host[unit]
+        if self._device.type == "cpu":
+            tensors = host
+        else:
+            tensors = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
+        with self._lock:
+            self._fetches += 1
+            self._bytes += sum(t.numel() * t.element_size() for t in tensors.values())
+        return tensors
+
+    def release(self, unit: str) -> None:
+        """Forget a streamed unit's compute-tier copy (the caller drops its references)."""
+        with self._lock:
+            self._live.discard(unit)
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            return StoreStats(
+                resident_units=len(self._held),
+                streamed_live=len(self._live),
+                streamed_peak=self._peak,
+                fetches=self._fetches,
+                bytes_fetched=self._bytes,
+            )
+
+    def held_bytes(self) -> dict[str, int]:
+        """Bytes held between uses per unit (resident + host copies); streamed-from-disk
+        units hold nothing."""
+        out: dict[str, int] = {}
+        for unit in self._homes:
+            tensors = self._held.get(unit) or self._host.get(unit) or {}
+            out[unit] = sum(t.numel() * t.element_size() for t in tensors.values())
+        return out
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self._peak = len(self._live)
+
+    def close(self) -> None:
+        self._held.clear()
+        self._host.clear()
+
+    def _sources_of(self, unit: str) -> list[TensorSource]:
+        if unit == HEAD and self._tied_head:
+            # Tied models store no lm_head: the head reads the embedding matrix.
+            head = list(self._sources.get(HEAD, []))
+            head += [
+                TensorSource(
+                    file=s.file, name=s.name, param="lm_head.weight", start=s.start, end=s.end
+                )
+                for s in self._sources[EMBED]
+                if s.param == "weight"
+            ]
+            return head
+        return self._sources[unit]
+
+    def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
+        sources = self._sources_of(unit)
+        out: dict[str, torch.Tensor] = {}
+        by_file: dict[Path, list[TensorSource]] = {}
+        for s in sources:
+            by_file.setdefault(s.file, []).append(s)
+        for file, items in by_file.items():
+            # safe_open maps the file; get_tensor copies only these tensors' bytes, so
+            # one unit at a time is in memory, never the whole shard.
+            with safe_open(str(file), framework="pt", device="cpu") as f:
+                for s in items:
+                    t = f.get_tensor(s.name)
+                    if t.dtype != self._dtype:
+                        t = t.to(self._dtype)
+                    out[s.param] = t.pin_memory() if pin else t
+        if self._evict_after_read:
+            _evict_ranges(sources)
+        return out
+
+    def _load_resident(self) -> None:
+        # Shard by shard (the order of _read's grouping), one unit at a time: peak memory
+        # is the resident units plus one unit, not the checkpoint.
+        for unit, tier in self._homes.items():
+            if tier == self._compute_tier:
+                tensors = self._read(unit, pin=False)
+                if self._device.type != "cpu":
+                    tensors = {k: v.to(self._device) for k, v in tensors.items()}
+                self._held[unit] = tensors
+            elif tier == "cpu":
+                self._host[unit] = self._read(unit, pin=self._pin)
+
+
+def unit_homes(placement: Placement) -> dict[str, Tier]:
+    """Home tier of each unit under a Placement."""
+    homes: dict[str, Tier] = {EMBED: placement.embed_tier}
+    for i, tier in enumerate(placement.layer_tiers):
+        homes[layer_unit(i)] = tier
+    homes[HEAD] = placement.head_tier
+    return homes

@@ -1,0 +1,147 @@
+"""The streamed forward computes what transformers computes, under every placement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from engine.executor.forward import StreamingModel
+from engine.executor.generate import GenerationRequest, generate_ids, left_pad, positions_of
+from engine.executor.weights import EMBED, HEAD, layer_unit
+from tests.engine.executor.conftest import make_placement
+
+PROMPTS = [[1, 40, 41, 42, 43, 44, 45, 46], [1, 50, 51, 52], [1, 60, 61, 62, 63, 64]]
+
+PLACEMENTS = {
+    "resident": {"layer_tiers": ["cpu"] * 4},
+    "half_disk": {"layer_tiers": ["cpu", "disk", "cpu", "disk"]},
+    "all_disk_no_prefetch": {
+        "layer_tiers": ["disk"] * 4,
+        "embed_tier": "disk",
+        "head_tier": "disk",
+        "depth_prefill": 0,
+        "depth_decode": 0,
+    },
+    "all_disk_deep": {
+        "layer_tiers": ["disk"] * 4,
+        "head_tier": "disk",
+        "depth_prefill": 2,
+        "depth_decode": 5,
+    },
+}
+
+
+@pytest.fixture(params=["llama", "qwen2", "mistral"])
+def model_dir(request: pytest.FixtureRequest) -> Path:
+    return request.getfixturevalue(f"{request.param}_dir")
+
+
+@pytest.fixture(scope="module")
+def references() -> dict[Path, torch.nn.Module]:
+    return {}
+
+
+def _reference(model_dir: Path, cache: dict[Path, torch.nn.Module]) -> torch.nn.Module:
+    if model_dir not in cache:
+        cache[model_dir] = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    return cache[model_dir]
+
+
+@pytest.mark.parametrize("placement_name", list(PLACEMENTS))
+def test_logits_match_transformers(
+    model_dir: Path, placement_name: str, references: dict[Path, torch.nn.Module]
+) -> None:
+    ref = _reference(model_dir, references)
+    placement = make_placement(model_dir=model_dir, **PLACEMENTS[placement_name])
+    model = StreamingModel(model_dir=model_dir, placement=placement)
+    try:
+        ids, mask = left_pad(PROMPTS, pad=0)
+        positions = positions_of(mask)
+        cache = model.new_cache()
+        ours = model.forward(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            phase="prefill",
+            last_only=False,
+        )
+        with torch.no_grad():
+            theirs = ref(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+        real = mask.bool()
+        assert ours.shape == theirs.shape
+        assert torch.isfinite(ours[real]).all()
+        assert (ours - theirs)[real].abs().max().item() < 1e-4
+
+        # One decode step on the cache must match a full forward over the longer input.
+        step = torch.tensor([[7], [8], [9]])
+        mask2 = torch.cat([mask, torch.ones(3, 1, dtype=mask.dtype)], dim=1)
+        ours_step = model.forward(
+            input_ids=step,
+            attention_mask=mask2,
+            position_ids=positions[:, -1:] + 1,
+            cache=cache,
+            phase="decode",
+        )
+        with torch.no_grad():
+            full = ref(
+                input_ids=torch.cat([ids, step], dim=1),
+                attention_mask=mask2,
+                position_ids=positions_of(mask2),
+            ).logits[:, -1:, :]
+        assert (ours_step - full).abs().max().item() < 1e-4
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize("placement_name", ["resident", "half_disk", "all_disk_deep"])
+def test_greedy_tokens_match_transformers_generate(
+    model_dir: Path, placement_name: str, references: dict[Path, torch.nn.Module]
+) -> None:
+    ref = _reference(model_dir, references)
+    placement = make_placement(model_dir=model_dir, **PLACEMENTS[placement_name])
+    model = StreamingModel(model_dir=model_dir, placement=placement)
+    try:
+        new = 10
+        ours = generate_ids(
+            model=model,
+            requests=[GenerationRequest(prompt_ids=tuple(p), max_new_tokens=new) for p in PROMPTS],
+        )
+    finally:
+        model.close()
+    eos = ref.config.eos_token_id
+    for prompt, got in zip(PROMPTS, ours, strict=True):
+        with torch.no_grad():
+            out = ref.generate(
+                torch.tensor([prompt]),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                max_new_tokens=new,
+                do_sample=False,
+            )
+        expected = out[0, len(prompt) :].tolist()
+        if eos in expected:
+            expected = expected[: expected.index(eos) + 1]
+        assert got == expected
+
+
+def test_units_follow_the_placement(llama_dir: Path) -> None:
+    placement = make_placement(
+        model_dir=llama_dir, layer_tiers=["cpu", "disk", "cpu", "disk"], head_tier="disk"
+    )
+    model = StreamingModel(model_dir=llama_dir, placement=placement)
+    try:
+        store = model.store
+        assert not store.is_streamed(EMBED)
+        assert [store.is_streamed(layer_unit(i)) for i in range(4)] == [False, True, False, True]
+        assert store.is_streamed(HEAD)
+    finally:
+        model.close()
+
+
+def test_placement_for_another_model_is_refused(llama_dir: Path) -> None:
+    placement = make_placement(model_dir=llama_dir, layer_tiers=["cpu"] * 3)
+    with pytest.raises(ValueError, match="3 layers"):
+        StreamingModel(model_dir=llama_dir, placement=placement)

@@ -1,0 +1,94 @@
+"""Batched generation: padding, per-request stops, sampling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.executor.forward import StreamingModel
+from engine.executor.generate import (
+    GenerationRequest,
+    Sampling,
+    generate,
+    generate_ids,
+    sample,
+)
+from tests.engine.executor.conftest import make_placement
+
+PROMPTS = [(1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49), (1, 50), (1, 60, 61, 62, 63)]
+
+
+@pytest.fixture(params=["llama", "qwen2"])
+def model(request: pytest.FixtureRequest) -> Iterator[StreamingModel]:
+    model_dir: Path = request.getfixturevalue(f"{request.param}_dir")
+    placement = make_placement(model_dir=model_dir, layer_tiers=["disk", "cpu", "disk", "cpu"])
+    m = StreamingModel(model_dir=model_dir, placement=placement)
+    yield m
+    m.close()
+
+
+def test_batched_equals_each_alone(model: StreamingModel) -> None:
+    requests = [GenerationRequest(prompt_ids=p, max_new_tokens=8) for p in PROMPTS]
+    together = generate_ids(model=model, requests=requests)
+    alone = [generate_ids(model=model, requests=[r])[0] for r in requests]
+    assert together == alone
+    assert all(len(t) >= 1 for t in together)
+
+
+def test_each_request_stops_at_its_own_budget(model: StreamingModel) -> None:
+    eos = set(model.eos_token_ids)
+    requests = [
+        GenerationRequest(prompt_ids=PROMPTS[0], max_new_tokens=3),
+        GenerationRequest(prompt_ids=PROMPTS[1], max_new_tokens=7),
+        GenerationRequest(prompt_ids=PROMPTS[2], max_new_tokens=0),
+    ]
+    events = list(generate(model=model, requests=requests))
+    per = {i: [e for e in events if e.request == i] for i in range(3)}
+    assert per[2] == []
+    for i, budget in ((0, 3), (1, 7)):
+        tokens = per[i]
+        assert 1 <= len(tokens) <= budget
+        assert [e.finished for e in tokens] == [False] * (len(tokens) - 1) + [True]
+        # Short of its budget only by stopping on eos.
+        assert len(tokens) == budget or tokens[-1].token_id in eos
+
+
+def test_eos_stops_a_request(model: StreamingModel) -> None:
+    # Make the first greedy token eos by declaring it the eos: the request stops there.
+    first = generate_ids(
+        model=model, requests=[GenerationRequest(prompt_ids=PROMPTS[1], max_new_tokens=1)]
+    )[0][0]
+    model.config.eos_token_id = first
+    got = generate_ids(
+        model=model, requests=[GenerationRequest(prompt_ids=PROMPTS[1], max_new_tokens=6)]
+    )
+    assert got == [[first]]
+
+
+def test_sampling_is_seeded_and_top_k_1_is_greedy(model: StreamingModel) -> None:
+    requests = [GenerationRequest(prompt_ids=p, max_new_tokens=6) for p in PROMPTS]
+    hot = Sampling(temperature=1.5, top_p=0.95, seed=7)
+    assert generate_ids(model=model, requests=requests, sampling=hot) == generate_ids(
+        model=model, requests=requests, sampling=hot
+    )
+    greedy = generate_ids(model=model, requests=requests)
+    top1 = generate_ids(model=model, requests=requests, sampling=Sampling(temperature=1.0, top_k=1))
+    assert top1 == greedy
+
+
+def test_sample_respects_top_p() -> None:
+    logits = torch.log(torch.tensor([[0.6, 0.3, 0.05, 0.05]]))
+    gen = torch.Generator().manual_seed(0)
+    draws = {
+        int(sample(logits, sampling=Sampling(temperature=1.0, top_p=0.8), generator=gen))
+        for _ in range(200)
+    }
+    assert draws == {0, 1}
+
+
+def test_empty_prompt_is_refused(model: StreamingModel) -> None:
+    with pytest.raises(ValueError, match="at least one token"):
+        list(generate(model=model, requests=[GenerationRequest(prompt_ids=(), max_new_tokens=2)]))
