@@ -64,7 +64,7 @@ def connect_default() -> EngineClient:
     return EngineClient.connect(paths=resolve_paths(), start=True)
 
 
-def describe_error(error: BaseException) -> str:
+def describe_error(*, error: BaseException) -> str:
     """One line for a person: what failed, without a traceback."""
     text = str(error).strip() or type(error).__name__
     if isinstance(error, EngineRequestError):
@@ -210,7 +210,7 @@ class EngineBridge(QObject):
         if on_error is not None:
             on_error(error)
         else:
-            emit(self.sig_error, what, describe_error(error))
+            emit(self.sig_error, what, describe_error(error=error))
 
     # -- connection -------------------------------------------------------------
 
@@ -246,7 +246,7 @@ class EngineBridge(QObject):
 
     def _connect_failed(self, *, error: BaseException) -> None:
         self._connecting = False
-        emit(self.sig_connect_failed, describe_error(error))
+        emit(self.sig_connect_failed, describe_error(error=error))
 
     # -- plain calls -----------------------------------------------------------
 
@@ -287,7 +287,7 @@ class EngineBridge(QObject):
 
         def failed(error: BaseException) -> None:
             emit(self.sig_model_busy, False)
-            emit(self.sig_model_failed, describe_error(error))
+            emit(self.sig_model_failed, describe_error(error=error))
 
         if self._submit(
             what="Changing the model",
@@ -358,7 +358,7 @@ class EngineBridge(QObject):
         def failed(error: BaseException) -> None:
             self._ask_stops.pop(request_id, None)
             if not stop.is_set():
-                emit(self.sig_ask_failed, request_id, describe_error(error))
+                emit(self.sig_ask_failed, request_id, describe_error(error=error))
 
         sent = self._submit(
             what="Asking",

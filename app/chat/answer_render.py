@@ -27,7 +27,7 @@ def citation_href(*, chunk_id: str) -> str:
     return f"{CITE_SCHEME}:{quote(chunk_id, safe='')}"
 
 
-def chunk_id_from_href(href: str) -> str | None:
+def chunk_id_from_href(*, href: str) -> str | None:
     """The chunk id behind a citation link, or None for any other link."""
     prefix = f"{CITE_SCHEME}:"
     if not href.startswith(prefix):
@@ -70,7 +70,7 @@ def _escape_inline(text: str) -> str:
     return html.escape(text, quote=False).replace("\n", "<br>")
 
 
-def file_name(path: str) -> str:
+def file_name(*, path: str) -> str:
     # PurePath splits on "/" only on POSIX; an engine on Windows sends "\".
     return PurePath(path.replace("\\", "/")).name or path
 
@@ -81,11 +81,11 @@ def source_title(*, citation: Citation) -> str:
 
 
 def page_title(*, path: str, page: int | None) -> str:
-    name = file_name(path)
+    name = file_name(path=path)
     return name if page is None else f"{name} — page {page}"
 
 
-def elide(text: str, *, limit: int) -> str:
+def elide(*, text: str, limit: int) -> str:
     """Whitespace collapsed and cut at a word boundary near `limit` characters."""
     flat = _SPACE.sub(" ", text).strip()
     if len(flat) <= limit:

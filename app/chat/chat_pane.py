@@ -277,7 +277,9 @@ class ChatPane(QWidget):
             emit(self.sig_stop)
 
     def _on_anchor(self, url: QUrl) -> None:
-        chunk_id = chunk_id_from_href(url.toString(QUrl.ComponentFormattingOption.FullyEncoded))
+        chunk_id = chunk_id_from_href(
+            href=url.toString(QUrl.ComponentFormattingOption.FullyEncoded)
+        )
         if chunk_id is not None:
             emit(self.sig_open_source, chunk_id)
 

@@ -51,9 +51,9 @@ class SourcesModel(QAbstractListModel):
             return None
         c = self._citations[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return f"[{c.index}] {source_title(citation=c)}\n{elide(c.text, limit=160)}"
+            return f"[{c.index}] {source_title(citation=c)}\n{elide(text=c.text, limit=160)}"
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{c.path}\n\n{elide(c.text, limit=_PASSAGE_CHARS)}"
+            return f"{c.path}\n\n{elide(text=c.text, limit=_PASSAGE_CHARS)}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
             return f"Source {c.index}: {source_title(citation=c)}"
         if role == CHUNK_ID_ROLE:
@@ -108,7 +108,9 @@ class SourceDelegate(QStyledItemDelegate):
         painter.setFont(opt.font)
         painter.setPen(quiet)
         passage = QFontMetrics(opt.font).elidedText(
-            elide(citation.text, limit=_PASSAGE_CHARS), Qt.TextElideMode.ElideRight, rect.width()
+            elide(text=citation.text, limit=_PASSAGE_CHARS),
+            Qt.TextElideMode.ElideRight,
+            rect.width(),
         )
         painter.drawText(
             QRect(rect.left(), rect.top() + line, rect.width(), line),

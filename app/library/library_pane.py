@@ -210,7 +210,7 @@ class LibraryPane(QWidget):
         if p.state in _FINAL_STATES:
             self.current_label.setText(_final_line(p))
         elif p.current:
-            self.current_label.setText(f"Reading {file_name(p.current)}")
+            self.current_label.setText(f"Reading {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)
         else:
             self.current_label.setText("Waiting for the engine…")

@@ -33,7 +33,7 @@ class DocumentsModel(QAbstractTableModel):
     def set_documents(self, documents: list[DocumentInfo]) -> None:
         self.beginResetModel()
         readable = [d for d in documents if d.status != "error"]
-        self._docs = sorted(readable, key=lambda d: (file_name(d.path).lower(), d.path))
+        self._docs = sorted(readable, key=lambda d: (file_name(path=d.path).lower(), d.path))
         self.endResetModel()
 
     def documents(self) -> list[DocumentInfo]:
@@ -59,7 +59,7 @@ class DocumentsModel(QAbstractTableModel):
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if column == 0:
-                return file_name(doc.path)
+                return file_name(path=doc.path)
             if column == 1:
                 return "" if doc.pages is None else str(doc.pages)
             return str(doc.chunks)
@@ -107,7 +107,7 @@ class ErrorsModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             # The name and reason first; the folder under it, since two files
             # of the same name in different folders are common.
-            return f"{file_name(path)} — {reason}\n{_folder(path)}"
+            return f"{file_name(path=path)} — {reason}\n{_folder(path=path)}"
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             return f"{path}: {reason}"
         if role == PATH_ROLE:
@@ -115,8 +115,8 @@ class ErrorsModel(QAbstractListModel):
         return None
 
 
-def _folder(path: str) -> str:
-    name = file_name(path)
+def _folder(*, path: str) -> str:
+    name = file_name(path=path)
     if name and path.endswith(name):
         return path[: -len(name)].rstrip("/\\")
     return path

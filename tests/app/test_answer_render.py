@@ -39,16 +39,16 @@ def test_answer_text_is_escaped_and_keeps_line_breaks() -> None:
 
 def test_href_round_trips_odd_chunk_ids() -> None:
     for chunk_id in ("doc-a/p2#0", "a b?c=d&e", "ünï"):
-        assert chunk_id_from_href(citation_href(chunk_id=chunk_id)) == chunk_id
-    assert chunk_id_from_href("https://example.com") is None
+        assert chunk_id_from_href(href=citation_href(chunk_id=chunk_id)) == chunk_id
+    assert chunk_id_from_href(href="https://example.com") is None
 
 
 def test_titles_and_eliding() -> None:
     assert source_title(citation=CITATIONS[0]) == "garden guide.pdf — page 2"
     assert source_title(citation=CITATIONS[1]) == "notes.md"
-    assert file_name(r"C:\Users\me\report.pdf") == "report.pdf"
+    assert file_name(path=r"C:\Users\me\report.pdf") == "report.pdf"
     text = "word " * 100
-    short = elide(text, limit=40)
+    short = elide(text=text, limit=40)
     assert len(short) <= 40
     assert short.endswith("…")
-    assert elide("  a\n\n b  ", limit=40) == "a b"
+    assert elide(text="  a\n\n b  ", limit=40) == "a b"

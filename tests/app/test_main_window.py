@@ -166,7 +166,7 @@ def test_an_answer_streams_in_with_clickable_citations(
     assert ANSWER in text
     assert "No language model is installed" in text
     links = anchors(transcript.document())
-    assert [chunk_id_from_href(h) for h in links] == [c.chunk_id for c in CITATIONS]
+    assert [chunk_id_from_href(href=h) for h in links] == [c.chunk_id for c in CITATIONS]
     assert window.chat.sources_model.rowCount() == 2
     assert window.chat.sources_label.text() == "Sources (2)"
     assert not window.chat.stop_button.isVisible()
