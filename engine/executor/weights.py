@@ -276,14 +276,18 @@ class WeightStore:
         for s in sources:
             by_file.setdefault(s.file, []).append(s)
         for file, items in by_file.items():
-            # safe_open maps the file; get_tensor copies only these tensors' bytes, so
-            # one unit at a time is in memory, never the whole shard.
+            # safe_open maps the file and get_tensor returns a view of the mapping
+            # (safetensors 0.8: nothing is read yet). Copy here, in the copy thread, so the
+            # disk reads happen now and not as page faults inside the layer's matmuls, and
+            # so that what the store holds is its own memory, not evictable page cache.
+            # One unit at a time is copied, never the whole shard.
             with safe_open(str(file), framework="pt", device="cpu") as f:
                 for s in items:
                     t = f.get_tensor(s.name)
-                    if t.dtype != self._dtype:
-                        t = t.to(self._dtype)
-                    out[s.param] = t.pin_memory() if pin else t
+                    if pin:
+                        out[s.param] = t.to(self._dtype).pin_memory()  # pin_memory copies
+                    else:
+                        out[s.param] = t.to(self._dtype, copy=True)
         if self._evict_after_read:
             _evict_ranges(sources)
         return out
