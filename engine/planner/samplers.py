@@ -1,0 +1,173 @@
+"""The real timing functions behind active profiling, and the in-process run.
+
+`run_active_profile` only orchestrates; the functions here time this machine:
+decode of a batch with the chosen model, and hybrid search over the index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.planner.profiling import (
+    DEFAULT_BATCHES,
+    DEFAULT_PARTITIONS,
+    ProfileResult,
+    Progress,
+    run_active_profile,
+    save_profile,
+)
+
+if TYPE_CHECKING:
+    from engine.paths import Paths
+    from engine.store.lance_store import LanceStore
+
+PROBE_PROMPT = "Summarise in one sentence why the sky looks blue during the day."
+PROBE_QUESTION = "what does the document say about the main topic"
+DECODE_TOKENS = 8
+RETRIEVAL_BATCH = 8  # questions per timed retrieval batch (the Workload default)
+_READ_CHUNK = 1 << 20
+
+
+def generation_sampler(
+    *, model: Any, tokenizer: Any, max_new_tokens: int = DECODE_TOKENS
+) -> Callable[[int], float]:
+    """Seconds to greedily decode `max_new_tokens` for a batch of B identical prompts.
+
+    Identical prompts need no padding, so no pad token is needed either (many
+    checkpoints have none). The first call is a warm-up: it pays for kernel
+    selection and allocator growth, which the fit must not see."""
+    import torch
+
+    ids = tokenizer(PROBE_PROMPT, return_tensors="pt").input_ids.to(model.device)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def decode(batch: int) -> float:
+        inputs = ids.repeat(batch, 1)
+        _sync(torch)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(
+                input_ids=inputs,
+                attention_mask=torch.ones_like(inputs),
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=max_new_tokens,  # an early EOS would make a batch look fast
+                do_sample=False,
+                pad_token_id=pad,
+            )
+        _sync(torch)
+        return time.perf_counter() - start
+
+    decode(1)
+    return decode
+
+
+def _sync(torch: Any) -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def retrieval_sampler(
+    *,
+    store: LanceStore,
+    partition_count: int = max(DEFAULT_PARTITIONS),
+    questions: int = RETRIEVAL_BATCH,
+    seed: int = 0,
+) -> Callable[[int], float]:
+    """Seconds for one retrieval batch with P of `partition_count` partitions resident.
+
+    The store searches its whole table and has no partitions of its own, so a
+    partition that is not resident is modelled by what paging it costs: reading
+    its share of the chunk table's files from disk. The searches use random unit
+    vectors (what a question embeds to does not change the cost of a scan)."""
+    meta = store.meta
+    if meta is None:
+        raise ValueError("the index is empty: nothing to time")
+    rng = np.random.default_rng(seed)
+    files = sorted(
+        p for p in (store.folder / f"{meta.chunks_table}.lance").rglob("*") if p.is_file()
+    )
+    table_bytes = sum(p.stat().st_size for p in files)
+
+    def search(resident: int) -> float:
+        vectors = rng.standard_normal((questions, meta.dimension)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        paged = max(partition_count - resident, 0) / max(partition_count, 1)
+        start = time.perf_counter()
+        _read_prefix(files, int(table_bytes * paged))
+        for v in vectors:
+            store.hybrid_search(vector=v, text=PROBE_QUESTION, k=5)
+        return time.perf_counter() - start
+
+    search(partition_count)  # warm-up: opens the table and the full-text index
+    return search
+
+
+def _read_prefix(files: list[Path], limit: int) -> None:
+    left = limit
+    for path in files:
+        if left <= 0:
+            return
+        with path.open("rb") as f:
+            while left > 0:
+                block = f.read(min(_READ_CHUNK, left))
+                if not block:
+                    break
+                left -= len(block)
+
+
+def profile_in_process(
+    *,
+    paths: Paths,
+    progress: Progress | None = None,
+    budget_s: float = 120.0,
+    batches: tuple[int, ...] = DEFAULT_BATCHES,
+    partitions: tuple[int, ...] = DEFAULT_PARTITIONS,
+) -> ProfileResult:
+    """Profile the index and the model chosen in the settings, and store the result.
+
+    Runs beside the engine rather than through it: it opens the index read-only
+    and loads its own copy of the model, so the engine keeps answering meanwhile."""
+    from engine.hardware.profile import load_profile
+    from engine.settings import load_settings
+    from engine.store.lance_store import LanceStore
+
+    settings = load_settings(file=paths.settings_file)
+    hardware = load_profile(paths=paths, measure=False)
+    store = LanceStore(folder=paths.index_dir)
+    _, chunks = store.counts()
+
+    sample_retrieval = None
+    if chunks > 0:
+        _report(progress, "opening the index", 0.0)
+        sample_retrieval = retrieval_sampler(store=store, partition_count=max(partitions))
+    sample_generation = None
+    if settings.model:
+        from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+
+        _report(progress, f"loading {settings.model}", 0.0)
+        answerer = GenerativeAnswerer(model_path=resolve_model_path(model=settings.model))
+        sample_generation = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
+
+    result = run_active_profile(
+        sample_generation=sample_generation,
+        sample_retrieval=sample_retrieval,
+        batches=batches,
+        partitions=partitions,
+        progress=progress,
+        budget_s=budget_s,
+        model_id=settings.model,
+        hardware_fingerprint=hardware.fingerprint,
+        collection_chunks=chunks,
+    )
+    save_profile(data_dir=paths.data, result=result)
+    return result
+
+
+def _report(progress: Progress | None, message: str, fraction: float) -> None:
+    if progress is not None:
+        progress(message, fraction)
