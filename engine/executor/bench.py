@@ -196,6 +196,20 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{name:>20}: {medians[name]:6.2f} ({min(speeds):.2f}-{max(speeds):.2f}), "
             f"{medians[name] / medians['resident']:.2f} x resident"
         )
+    # Overlap efficiency (design.md): (T_xfer + T_comp - T) / min(T_xfer, T_comp), with
+    # T_comp the resident decode time (all layers computing, nothing streamed) and T_xfer
+    # the copy thread's busy time: 1 is perfect overlap, 0 is none.
+    t_comp = statistics.median(r.decode_seconds for r in runs["resident"])
+    for name, rs in runs.items():
+        if name == "resident":
+            continue
+        t = statistics.median(r.decode_seconds for r in rs)
+        t_xfer = statistics.median(r.prefetch_load_seconds for r in rs)
+        overlap = (t_xfer + t_comp - t) / min(t_xfer, t_comp)
+        print(
+            f"{name:>20}: overlap efficiency {overlap:.2f} (T={t:.2f} s, "
+            f"T_xfer={t_xfer:.2f} s, T_comp={t_comp:.2f} s)"
+        )
 
 
 if __name__ == "__main__":
