@@ -25,6 +25,10 @@ test: $(STAMP)
 test-full: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests
 
+# Screenshots of the real window under Xvfb (Debian: apt-get install xvfb).
+screenshots: $(STAMP)
+	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb $(BIN)/python -m app.screenshot --out docs/screenshots
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -21,7 +21,7 @@ from engine.answer.sentences import split_sentences
 NO_MODEL_NOTE = (
     "No language model is installed, so answers are quoted from your documents. "
     'To get written answers, add one with "ragdoll model /path/to/model" '
-    "or the Models button in the window."
+    "or the 'Model…' button in the window."
 )
 NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 

@@ -196,7 +196,7 @@ def test_shared_rare_words_lift_a_sentence_the_embedder_misses() -> None:
 def test_no_model_note_says_how_to_add_a_model() -> None:
     assert "\n" not in NO_MODEL_NOTE
     assert "ragdoll model /path/to/model" in NO_MODEL_NOTE
-    assert "Models button" in NO_MODEL_NOTE
+    assert "Model…" in NO_MODEL_NOTE
 
 
 @pytest.fixture(scope="module")
