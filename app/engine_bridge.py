@@ -29,6 +29,7 @@ from engine.wire import (
     EngineSettings,
     EngineStatus,
     FileError,
+    HardwareInfo,
     IngestProgress,
     SourceView,
 )
@@ -49,6 +50,7 @@ class EngineClientLike(Protocol):
     def documents(self) -> list[DocumentInfo]: ...
     def errors(self) -> list[FileError]: ...
     def source(self, *, chunk_id: str) -> SourceView: ...
+    def hardware(self) -> HardwareInfo: ...
     def ingest(self, *, paths: list[str]) -> IngestProgress: ...
     def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
@@ -134,6 +136,8 @@ class EngineBridge(QObject):
     sig_ask_done = Signal(int, object)  # request id, AnswerDone
     sig_ask_failed = Signal(int, str)
     sig_source = Signal(object)  # SourceView
+    sig_hardware = Signal(object)  # HardwareInfo
+    sig_hardware_failed = Signal(str)
     sig_model_busy = Signal(bool)
     sig_model_changed = Signal(object)  # EngineSettings
     sig_model_failed = Signal(str)
@@ -275,6 +279,15 @@ class EngineBridge(QObject):
             what="Opening the source",
             call=lambda c: c.source(chunk_id=chunk_id),
             on_result=lambda value: emit(self.sig_source, value),
+        )
+
+    def refresh_hardware(self) -> None:
+        """Profile, placement and fit; the engine's first answer measures the disk (seconds)."""
+        self._submit(
+            what="Reading the hardware profile",
+            call=lambda c: c.hardware(),
+            on_result=lambda value: emit(self.sig_hardware, value),
+            on_error=lambda e: emit(self.sig_hardware_failed, describe_error(error=e)),
         )
 
     def set_model(self, *, model: str | None) -> None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
+from app.hardware.hardware_panel import HardwarePanel
 from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.qt_compat import emit
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
         self.library = LibraryPane(choose_folder=choose_folder)
         self.chat = ChatPane()
         self.viewer = SourceViewer(parent=self)
+        self.hardware_panel = HardwarePanel(parent=self)
         self.banner = ErrorBanner()
         self.model_chooser = ModelChooser(choose_folder=choose_model_folder)
 
@@ -181,6 +183,11 @@ class MainWindow(QMainWindow):
         model_menu.addAction(self.model_chooser.choose_action)
         model_menu.addAction(self.model_chooser.extractive_action)
 
+        hardware_menu = self.menuBar().addMenu("&Hardware")
+        self.hardware_action = QAction("Show &hardware and placement…", self)
+        self.hardware_action.triggered.connect(self.show_hardware)
+        hardware_menu.addAction(self.hardware_action)
+
     def _wire(self) -> None:
         b = self.bridge
         b.sig_connecting.connect(self._on_connecting)
@@ -200,6 +207,9 @@ class MainWindow(QMainWindow):
         b.sig_model_changed.connect(self._on_model_changed)
         b.sig_model_failed.connect(self._on_model_failed)
         b.sig_error.connect(self._on_error)
+        b.sig_hardware.connect(self.hardware_panel.show_info)
+        b.sig_hardware_failed.connect(self.hardware_panel.show_error)
+        self.hardware_panel.sig_refresh.connect(self.show_hardware)
 
         self.library.sig_add_paths.connect(self._add_paths)
         self.chat.sig_ask.connect(self._ask)
@@ -233,6 +243,15 @@ class MainWindow(QMainWindow):
         self.bridge.stop_ask(request_id=self._ask_id)
         self._ask_id = 0
         self.chat.stop_answer()
+
+    def show_hardware(self) -> None:
+        self.hardware_panel.show_loading()
+        self.hardware_panel.show()
+        self.hardware_panel.raise_()
+        if not self.bridge.connected:
+            self.hardware_panel.show_error("the engine is not connected yet")
+            return
+        self.bridge.refresh_hardware()
 
     def _open_source(self, chunk_id: str) -> None:
         self.engine_label.setText("Opening the source…")
@@ -337,6 +356,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         # Hide first so that quitting feels instant while the engine is told to stop.
         self.viewer.close()
+        self.hardware_panel.close()
         self.hide()
         self.bridge.close()
         event.accept()

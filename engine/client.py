@@ -24,6 +24,7 @@ from engine.wire import (
     EngineSettings,
     EngineStatus,
     FileError,
+    HardwareInfo,
     IngestProgress,
     SourceView,
     from_json_dict,
@@ -92,6 +93,12 @@ class EngineClient:
         for extractive answers. The engine checks it loads before saving."""
         body = self._request("PUT", "/v1/settings/model", json={"model": model})
         return from_json_dict(EngineSettings, body)
+
+    def hardware(self) -> HardwareInfo:
+        """The machine's profile, the placement for the chosen model (None in
+        extractive mode) and the active-profile fit (None until one was run).
+        The engine's first call measures disk bandwidth: seconds."""
+        return from_json_dict(HardwareInfo, self._request("GET", "/v1/hardware"))
 
     def documents(self) -> list[DocumentInfo]:
         body = self._request("GET", "/v1/documents")

@@ -73,6 +73,22 @@ def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], Non
         except ModelLoadError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
 
+    @app.get("/v1/hardware")
+    def hardware() -> dict:
+        # A sync endpoint runs in the server's thread pool: the first call measures
+        # disk bandwidth (seconds) without holding up other requests.
+        from engine.planner.report import hardware_info
+
+        _, chunks = engine.store.counts()
+        meta = engine.store.meta
+        info = hardware_info(
+            paths=engine.paths,
+            model=engine.settings.model,
+            chunks=chunks,
+            vector_dim=meta.dimension if meta else None,
+        )
+        return to_json_dict(info)
+
     @app.get("/v1/documents")
     def documents() -> dict:
         return {"documents": [to_json_dict(d) for d in engine.documents()]}

@@ -20,8 +20,14 @@ from engine.wire import (
     EngineSettings,
     EngineStatus,
     FileError,
+    FitSummary,
+    GpuSummary,
+    HardwareInfo,
+    HardwareSummary,
     IngestProgress,
+    PlacementSummary,
     SourceView,
+    TierSizes,
 )
 
 PAGE_TEXT = (
@@ -62,6 +68,59 @@ ANSWER = "".join(ANSWER_TOKENS)
 INGEST_PATHS = ["/docs/a.md", "/docs/broken.pdf", "/docs/c.txt"]
 INGEST_ERROR = FileError(path="/docs/broken.pdf", reason="the PDF is encrypted")
 
+GIB = 2**30
+HARDWARE = HardwareInfo(
+    profile=HardwareSummary(
+        platform="Linux x86_64",
+        gpus=[
+            GpuSummary(
+                index=0,
+                name="Fake RTX 4060",
+                backend="cuda",
+                total_bytes=8 * GIB,
+                free_bytes=7 * GIB,
+                unified_memory=False,
+                h2d_bytes_per_s=12e9,
+            )
+        ],
+        ram_total_bytes=32 * GIB,
+        ram_available_bytes=24 * GIB,
+        cpu_cores_logical=16,
+        cpu_cores_physical=8,
+        disk_path="/home/me/.local/share/RAGDoll",
+        disk_total_bytes=1000 * GIB,
+        disk_free_bytes=400 * GIB,
+        disk_read_bytes_per_s=2.1e9,
+        fingerprint="fake",
+    ),
+    placement=PlacementSummary(
+        model="llama-3.1-8b",
+        fits=True,
+        message="",
+        memory_model="discrete",
+        batch=4,
+        weights=TierSizes(gpu=5 * GIB, cpu=10 * GIB, disk=0),
+        kv=TierSizes(gpu=GIB // 2, cpu=GIB, disk=0),
+        workspace=TierSizes(gpu=GIB // 4),
+        partitions=TierSizes(cpu=2 * GIB),
+        resident_partitions=4,
+        capacities=TierSizes(gpu=7 * GIB, cpu=24 * GIB, disk=400 * GIB),
+        budgets=TierSizes(gpu=int(6.5 * GIB), cpu=21 * GIB, disk=380 * GIB),
+        used=TierSizes(gpu=int(5.75 * GIB), cpu=13 * GIB, disk=0),
+    ),
+    fit=FitSummary(
+        a=0.25,
+        c=0.6,
+        r2=0.998,
+        samples=[[1.0, 0.25], [2.0, 0.37], [4.0, 0.58], [8.0, 0.86]],
+        retrieval_samples=[[1.0, 0.4], [8.0, 0.1]],
+        batch=4,
+        resident_partitions=4,
+        model="llama-3.1-8b",
+        measured_at=1_700_000_000.0,
+    ),
+)
+
 
 @dataclass(kw_only=True)
 class FakeClient:
@@ -72,6 +131,7 @@ class FakeClient:
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
+    hardware_info: HardwareInfo = HARDWARE
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     _docs: list[DocumentInfo] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -133,6 +193,10 @@ class FakeClient:
             char_start=citation.char_start,
             char_end=citation.char_end,
         )
+
+    def hardware(self) -> HardwareInfo:
+        self._call("hardware")
+        return self.hardware_info
 
     def ingest(self, *, paths: list[str]) -> IngestProgress:
         self._call("ingest", paths=paths)

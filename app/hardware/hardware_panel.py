@@ -1,0 +1,182 @@
+"""The Hardware panel: the machine's profile, the placement as stacked bars per tier,
+and the active-profile fit T(B) as a plot.
+
+A window of its own (like the source viewer) opened from the Hardware menu. It never
+asks the engine itself: the main window asks the bridge and hands the answer to
+`show_info` (or a failure to `show_error`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.hardware.charts import FitPlot, Legend, TierBar, gib, tier_segments
+from app.qt_compat import emit
+from engine.wire import HardwareInfo, HardwareSummary, PlacementSummary
+
+
+def _label(*, name: str) -> QLabel:
+    label = QLabel()
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setWordWrap(True)
+    label.setAccessibleName(name)
+    return label
+
+
+def _rate(value: float | None) -> str:
+    return f"{value / 1e9:.2f} GB/s" if value else "not measured yet"
+
+
+class HardwarePanel(QDialog):
+    sig_refresh = Signal()
+
+    def __init__(self, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("hardwarePanel")
+        self.setWindowTitle("Hardware")
+        self.setModal(False)
+        self.resize(820, 780)
+        self.info: HardwareInfo | None = None
+
+        self.state_label = _label(name="Hardware panel state")
+        self.state_label.setObjectName("quiet")
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setAccessibleName("Read the hardware profile again")
+        self.refresh_button.clicked.connect(lambda: emit(self.sig_refresh))
+
+        self.gpu_value = _label(name="GPUs")
+        self.ram_value = _label(name="RAM")
+        self.disk_value = _label(name="Disk")
+        self.cores_value = _label(name="CPU cores")
+        machine = QGroupBox("This machine")
+        form = QFormLayout(machine)
+        form.addRow("GPU", self.gpu_value)
+        form.addRow("RAM", self.ram_value)
+        form.addRow("Disk", self.disk_value)
+        form.addRow("CPU", self.cores_value)
+
+        self.placement_title = _label(name="Placement")
+        self.bars = {tier: TierBar(tier=tier) for tier in ("gpu", "cpu", "disk")}
+        placement = QGroupBox("Where the model and the index live")
+        pl = QVBoxLayout(placement)
+        pl.addWidget(self.placement_title)
+        for bar in self.bars.values():
+            pl.addWidget(bar)
+        pl.addWidget(Legend())
+
+        self.fit_label = _label(name="Active profile")
+        self.plot = FitPlot()
+        fit_box = QGroupBox("Generation time per batch (active profile)")
+        fl = QVBoxLayout(fit_box)
+        fl.addWidget(self.fit_label)
+        fl.addWidget(self.plot, 1)
+
+        top = QHBoxLayout()
+        top.addWidget(self.state_label, 1)
+        top.addWidget(self.refresh_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(machine)
+        layout.addWidget(placement)
+        layout.addWidget(fit_box, 1)
+        self.show_loading()
+
+    # -- what the main window hands over --------------------------------------------
+
+    def show_loading(self) -> None:
+        self.refresh_button.setEnabled(False)
+        self.state_label.setText(
+            "Reading the hardware profile… (the first time, the disk is measured)"
+        )
+
+    def show_error(self, message: str) -> None:
+        self.refresh_button.setEnabled(True)
+        self.state_label.setText(f"Could not read the hardware profile: {message}")
+
+    def show_info(self, info: HardwareInfo) -> None:
+        self.info = info
+        self.refresh_button.setEnabled(True)
+        self.state_label.setText("")
+        self._show_profile(info.profile)
+        self._show_placement(info.placement, profile=info.profile, note=info.note)
+        fit = info.fit
+        self.plot.set_fit(fit)
+        self.plot.setVisible(fit is not None and fit.a is not None)
+        if fit is None:
+            self.fit_label.setText(
+                "No active profile yet: run `ragdoll profile --active` to time this machine."
+            )
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(fit.measured_at))
+            notes = "; ".join(fit.notes)
+            self.fit_label.setText(
+                f"Measured {when} for {fit.model or 'extractive mode'}: batch {fit.batch}, "
+                f"{fit.resident_partitions} resident index partitions"
+                + (f". {notes}" if notes else "")
+            )
+
+    def _show_profile(self, p: HardwareSummary) -> None:
+        if p.gpus:
+            self.gpu_value.setText(
+                "\n".join(
+                    f"{g.name}{' (unified memory)' if g.unified_memory else ''}: "
+                    f"{gib(g.free_bytes)} free of {gib(g.total_bytes)}; "
+                    f"host→device {_rate(g.h2d_bytes_per_s)}"
+                    for g in p.gpus
+                )
+            )
+        else:
+            self.gpu_value.setText("none: RAM computes, the disk holds what does not fit")
+        self.ram_value.setText(
+            f"{gib(p.ram_available_bytes)} available of {gib(p.ram_total_bytes)}"
+        )
+        self.disk_value.setText(
+            f"{gib(p.disk_free_bytes)} free of {gib(p.disk_total_bytes)}; "
+            f"read {_rate(p.disk_read_bytes_per_s)} ({p.disk_path})"
+        )
+        physical = f" ({p.cpu_cores_physical} physical)" if p.cpu_cores_physical else ""
+        self.cores_value.setText(f"{p.cpu_cores_logical} logical cores{physical}; {p.platform}")
+
+    def _show_placement(
+        self, placement: PlacementSummary | None, *, profile: HardwareSummary, note: str | None
+    ) -> None:
+        if placement is None:
+            self.placement_title.setText(note or "No placement.")
+            capacities = {
+                "gpu": sum(g.free_bytes for g in profile.gpus),
+                "cpu": profile.ram_available_bytes,
+                "disk": profile.disk_free_bytes,
+            }
+            budgets = dict.fromkeys(capacities, 0)
+        else:
+            fits = "fits" if placement.fits else f"does not fit: {placement.message}"
+            self.placement_title.setText(
+                f"{placement.model}, batch {placement.batch}: {fits}. "
+                f"{placement.resident_partitions} index partitions resident."
+            )
+            capacities = vars(placement.capacities)
+            budgets = vars(placement.budgets)
+        unified = placement is not None and placement.memory_model == "unified"
+        titles = {"gpu": "Unified" if unified else "GPU", "cpu": "RAM", "disk": "Disk"}
+        for tier, bar in self.bars.items():
+            bar.set_data(
+                title=titles[tier],
+                segments=tier_segments(placement=placement, tier=tier),
+                capacity=capacities[tier],
+                budget=budgets[tier],
+            )
+        # No GPU: its bar would be an empty, zero-capacity line.
+        self.bars["gpu"].setVisible(bool(profile.gpus) or unified)

@@ -1,0 +1,149 @@
+"""What `GET /v1/hardware` answers: the profile, the placement for the chosen model,
+and the stored active-profile fit, as wire values.
+
+Kept apart from the server so that the conversion from planner values to wire values
+is testable without HTTP, and the wire module needs no planner import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.hardware.profile import HardwareProfile, load_profile
+from engine.paths import Paths
+from engine.planner.placement import (
+    DEFAULT_PARTITION_COUNT,
+    DEFAULT_VECTOR_DIM,
+    Placement,
+    StoreSpec,
+    TierBytes,
+    Workload,
+)
+from engine.planner.profiling import ProfileResult, load_current_profile
+from engine.wire import (
+    FitSummary,
+    GpuSummary,
+    HardwareInfo,
+    HardwareSummary,
+    PlacementSummary,
+    TierSizes,
+)
+
+
+def hardware_info(
+    *, paths: Paths, model: str | None, chunks: int, vector_dim: int | None = None
+) -> HardwareInfo:
+    """The first call on a machine measures disk bandwidth (seconds); later ones
+    reuse the cached measurements."""
+    hardware = load_profile(paths=paths)
+    fit = load_current_profile(
+        data_dir=paths.data,
+        model_id=model,
+        hardware_fingerprint=hardware.fingerprint,
+        collection_chunks=chunks,
+    )
+    store = store_spec(chunks=chunks, vector_dim=vector_dim or DEFAULT_VECTOR_DIM)
+    placement, note = None, None
+    if model is None:
+        note = "Extractive answers: no language model to place."
+    else:
+        try:
+            placement = _plan_for(model=model, hardware=hardware, store=store, fit=fit)
+        except (OSError, ValueError) as e:  # UnsupportedArchitectureError is a ValueError
+            note = f"No placement for {model}: {e}"
+    return HardwareInfo(
+        profile=hardware_summary(hardware),
+        placement=placement,
+        fit=fit_summary(fit) if fit else None,
+        note=note,
+    )
+
+
+def store_spec(*, chunks: int, vector_dim: int) -> StoreSpec:
+    """The index as the planner sees it: float32 vectors in the default partition count."""
+    if chunks <= 0:
+        return StoreSpec.default()
+    return StoreSpec.from_index(
+        index_bytes=chunks * vector_dim * 4,
+        partition_count=DEFAULT_PARTITION_COUNT,
+        vector_dim=vector_dim,
+    )
+
+
+def _plan_for(
+    *, model: str, hardware: HardwareProfile, store: StoreSpec, fit: ProfileResult | None
+) -> PlacementSummary:
+    from engine.answer.generative import resolve_model_path
+    from engine.planner import load_model_spec, plan
+
+    spec = load_model_spec(source=resolve_model_path(model=model))
+    # The fitted batch when there is one: that is the batch the engine will run.
+    workload = Workload(batch=fit.batch) if fit and fit.generation else Workload()
+    placement = plan(hardware=hardware, model=spec, store=store, workload=workload)
+    return placement_summary(placement, model=Path(model).name or model)
+
+
+def placement_summary(p: Placement, *, model: str) -> PlacementSummary:
+    pool = "gpu" if p.memory_model == "unified" else "cpu"
+    return PlacementSummary(
+        model=model,
+        fits=p.fits,
+        message=p.message,
+        memory_model=p.memory_model,
+        batch=p.batch,
+        weights=_sizes(p.weights),
+        kv=_sizes(p.kv),
+        workspace=TierSizes(**{p.compute_tier: p.workspace_bytes}),
+        partitions=TierSizes(**{pool: p.resident_partition_bytes}),
+        resident_partitions=p.resident_partitions,
+        capacities=_sizes(p.capacities),
+        budgets=_sizes(p.budgets),
+        used=_sizes(p.used),
+    )
+
+
+def hardware_summary(h: HardwareProfile) -> HardwareSummary:
+    return HardwareSummary(
+        platform=h.platform,
+        gpus=[
+            GpuSummary(
+                index=g.index,
+                name=g.name,
+                backend=g.backend,
+                total_bytes=g.total_bytes,
+                free_bytes=g.free_bytes,
+                unified_memory=g.unified_memory,
+                h2d_bytes_per_s=g.h2d_bytes_per_s,
+            )
+            for g in h.gpus
+        ],
+        ram_total_bytes=h.ram_total_bytes,
+        ram_available_bytes=h.ram_available_bytes,
+        cpu_cores_logical=h.cpu_cores_logical,
+        cpu_cores_physical=h.cpu_cores_physical,
+        disk_path=h.disk.path,
+        disk_total_bytes=h.disk.total_bytes,
+        disk_free_bytes=h.disk.free_bytes,
+        disk_read_bytes_per_s=h.disk.read_bytes_per_s,
+        fingerprint=h.fingerprint,
+    )
+
+
+def fit_summary(r: ProfileResult) -> FitSummary:
+    g = r.generation
+    return FitSummary(
+        a=g.a if g else None,
+        c=g.c if g else None,
+        r2=g.r2 if g else None,
+        samples=[[float(b), t] for b, t in g.samples] if g else [],
+        retrieval_samples=[[float(p), t] for p, t in r.retrieval.samples] if r.retrieval else [],
+        batch=r.batch,
+        resident_partitions=r.resident_partitions,
+        model=r.model_id,
+        measured_at=r.measured_at,
+        notes=list(r.notes),
+    )
+
+
+def _sizes(t: TierBytes) -> TierSizes:
+    return TierSizes(gpu=t.gpu, cpu=t.cpu, disk=t.disk)
