@@ -3,7 +3,10 @@
     python -m app.screenshot --out docs/screenshots
 
 It adds the sample collection, asks a question, waits for the answer, saves the
-main window, opens the first source and saves the viewer. Without --home it
+main window, opens the first source and saves the viewer, then opens the Hardware
+panel and saves it (`--hardware-only` skips the rest; `--model` chooses a model
+first so that the panel has a placement; `--profile` runs the active profile first
+so that it has a T(B) fit). Without --home it
 uses a fresh temporary RAGDOLL_HOME, so the person's own library is never
 touched, and the engine it starts there is stopped at the end. Run it on a
 real display or under Xvfb (QT_QPA_PLATFORM=xcb): the offscreen platform has
@@ -34,12 +37,74 @@ def main(argv: list[str] | None = None) -> int:
         default=-1,
         help="which source to open (default: a cited one, on a page if possible)",
     )
+    parser.add_argument("--hardware-only", action="store_true", help="only the Hardware panel")
+    parser.add_argument("--model", help="language model folder to choose before starting")
+    parser.add_argument("--profile", action="store_true", help="run the active profile first")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="ragdoll-shots-") as scratch:
         # Before any engine import: resolve_paths() reads it on every call.
         os.environ["RAGDOLL_HOME"] = str(args.home or Path(scratch) / "home")
-        return take_screenshots(out=args.out, question=args.question, source_row=args.source_row)
+        if args.model:
+            _choose_model(args.model)
+        if args.hardware_only:
+            return take_hardware_screenshot(out=args.out, profile=args.profile)
+        code = take_screenshots(out=args.out, question=args.question, source_row=args.source_row)
+        return code or take_hardware_screenshot(out=args.out, profile=args.profile)
+
+
+def _choose_model(model: str) -> None:
+    """In the settings, before the engine starts: it loads the model as it warms up."""
+    from engine.paths import resolve_paths
+    from engine.settings import load_settings, save_settings, with_changes
+
+    paths = resolve_paths().ensure()
+    settings = load_settings(file=paths.settings_file)
+    save_settings(
+        file=paths.settings_file,
+        settings=with_changes(settings, model=str(Path(model).expanduser().resolve())),
+    )
+
+
+def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from app.main import configure_app
+    from app.main_window import MainWindow
+    from engine.paths import resolve_paths
+
+    if profile:
+        from engine.planner.samplers import profile_in_process
+
+        # Blocking is fine in this script: no window is up yet.
+        profile_in_process(paths=resolve_paths(), budget_s=60, progress=_print_progress)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    configure_app(app)
+    window = MainWindow()
+    window.show()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _wait(app, lambda: window.bridge.connected or window.banner.isVisible(), 180, "engine")
+        if not window.bridge.connected:
+            print(window.banner.label.text(), file=sys.stderr)
+            return 1
+        window.show_hardware()
+        panel = window.hardware_panel
+        _wait(app, lambda: panel.info is not None or panel.refresh_button.isEnabled(), 120, "hw")
+        if panel.info is None:
+            print(panel.state_label.text(), file=sys.stderr)
+            return 1
+        _settle(app)
+        _save(panel, out / "hardware.png")
+        return 0
+    finally:
+        window.close()
+        _settle(app)
+
+
+def _print_progress(message: str, fraction: float) -> None:
+    print(f"profiling {fraction:4.0%} {message}", flush=True)
 
 
 def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
@@ -100,6 +165,7 @@ def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
         )
         _settle(app)
         _save(window.viewer, out / "viewer.png")
+        window.viewer.close()
         return 0
     finally:
         window.close()

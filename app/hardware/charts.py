@@ -194,26 +194,29 @@ def plot_geometry(*, fit: FitSummary, width: int, height: int) -> PlotGeometry |
         return None
     a, c = fit.a, fit.c
     area = QRectF(58, 28, max(width - 78, 10), max(height - 72, 10))
-    x_max = _nice_ceiling(max(b for b, _ in fit.samples) * 1.1)
+    # Batch sizes are whole numbers: an axis end divisible by the 4 tick intervals.
+    x_max = float(4 * math.ceil(max(b for b, _ in fit.samples) * 1.1 / 4))
     y_top = max(max(t for _, t in fit.samples), a * x_max**c)
-    y_max = _nice_ceiling(y_top * 1.1)
+    y_max = 4 * _nice_ceiling(y_top * 1.1 / 4)
     empty = PlotGeometry(area=area, x_max=x_max, y_max=y_max, points=[], curve=[])
     points = [empty.to_pixel(b, t) for b, t in fit.samples]
     steps = 80
     curve = [
         empty.to_pixel(b, a * b**c)
-        for b in (x_max * max(i, 1) / steps for i in range(steps + 1))
+        # From B = 1: a batch smaller than one question means nothing.
+        for b in (1 + (x_max - 1) * i / steps for i in range(steps + 1))
         if a * b**c <= y_max
     ]
     return PlotGeometry(area=area, x_max=x_max, y_max=y_max, points=points, curve=curve)
 
 
 def _nice_ceiling(value: float) -> float:
-    """1, 2, 2.5 or 5 times a power of ten, at least `value`: round axis ends."""
+    """A round tick step at least `value` (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k),
+    so that four steps make round axis labels."""
     if value <= 0:
         return 1.0
     power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if value <= step * power:
             return step * power
     return 10 * power
@@ -291,7 +294,7 @@ class FitPlot(QWidget):
             p.drawText(
                 QRectF(0, y - 8, a.left() - 6, 16),
                 Qt.AlignmentFlag.AlignRight,
-                f"{g.y_max * i / 4:.2g}",
+                f"{g.y_max * i / 4:.3g}",
             )
         p.drawText(
             QRectF(a.left(), a.bottom() + 22, a.width(), 18),

@@ -26,6 +26,8 @@ from app.hardware.charts import FitPlot, Legend, TierBar, gib, tier_segments
 from app.qt_compat import emit
 from engine.wire import HardwareInfo, HardwareSummary, PlacementSummary
 
+NOISY_R2 = 0.8
+
 
 def _label(*, name: str) -> QLabel:
     label = QLabel()
@@ -122,6 +124,11 @@ class HardwarePanel(QDialog):
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(fit.measured_at))
             notes = "; ".join(fit.notes)
+            if fit.r2 is not None and fit.r2 < NOISY_R2:
+                # A poor fit is usually a busy machine, not a strange model.
+                notes = "; ".join(
+                    [*fit.notes, f"the points scatter (R² {fit.r2:.2f}): profile again when idle"]
+                )
             self.fit_label.setText(
                 f"Measured {when} for {fit.model or 'extractive mode'}: batch {fit.batch}, "
                 f"{fit.resident_partitions} resident index partitions"
@@ -166,6 +173,7 @@ class HardwarePanel(QDialog):
             self.placement_title.setText(
                 f"{placement.model}, batch {placement.batch}: {fits}. "
                 f"{placement.resident_partitions} index partitions resident."
+                + (f" {note}" if note else "")
             )
             capacities = vars(placement.capacities)
             budgets = vars(placement.budgets)

@@ -47,6 +47,8 @@ def hardware_info(
     if model is None:
         note = "Extractive answers: no language model to place."
     else:
+        if chunks <= 0:
+            note = "No documents yet: the index is planned at a default size."
         try:
             placement = _plan_for(model=model, hardware=hardware, store=store, fit=fit)
         except (OSError, ValueError) as e:  # UnsupportedArchitectureError is a ValueError
