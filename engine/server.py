@@ -3,7 +3,6 @@ answers and ingestion progress streamed as server-sent events."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -223,7 +222,3 @@ def _setup_logging(file: Path) -> None:
     root.setLevel(logging.INFO)
     for noisy in ("httpx", "pypdf", "urllib3", "sentence_transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def dump_openapi(*, app: FastAPI) -> str:
-    return json.dumps(app.openapi(), indent=2)
