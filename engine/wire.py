@@ -134,7 +134,6 @@ class EngineStatus:
     model_error: str | None = None  # why the chosen model is not in use
 
 
-
 # -- /v1/hardware: the machine, where things live, and the active-profile fit ----------
 
 
