@@ -20,8 +20,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 DEFAULT_QUESTION = "What happens when a file cannot be read?"
 
@@ -67,10 +69,6 @@ def _choose_model(model: str) -> None:
 
 
 def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
-    from PySide6.QtWidgets import QApplication
-
-    from app.main import configure_app
-    from app.main_window import MainWindow
     from engine.paths import resolve_paths
 
     if profile:
@@ -78,16 +76,8 @@ def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
 
         # Blocking is fine in this script: no window is up yet.
         profile_in_process(paths=resolve_paths(), budget_s=60, progress=_print_progress)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(app, QApplication)
-    configure_app(app)
-    window = MainWindow()
-    window.show()
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        _wait(app, lambda: window.bridge.connected or window.banner.isVisible(), 180, "engine")
-        if not window.bridge.connected:
-            print(window.banner.label.text(), file=sys.stderr)
+    with _connected_window(out=out) as (app, window):
+        if window is None:
             return 1
         window.show_hardware()
         panel = window.hardware_panel
@@ -98,9 +88,6 @@ def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
         _settle(app)
         _save(panel, out / "hardware.png")
         return 0
-    finally:
-        window.close()
-        _settle(app)
 
 
 def _print_progress(message: str, fraction: float) -> None:
@@ -110,21 +97,9 @@ def _print_progress(message: str, fraction: float) -> None:
 def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QApplication
 
-    from app.main import configure_app
-    from app.main_window import MainWindow
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(app, QApplication)
-    configure_app(app)
-    window = MainWindow()
-    window.show()
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        _wait(app, lambda: window.bridge.connected or window.banner.isVisible(), 180, "engine")
-        if not window.bridge.connected:
-            print(window.banner.label.text(), file=sys.stderr)
+    with _connected_window(out=out) as (app, window):
+        if window is None:
             return 1
         _wait(app, lambda: window.library.documents_model.rowCount() > 0, 3, "documents", ok=True)
         if window.library.documents_model.rowCount() == 0:
@@ -167,6 +142,30 @@ def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
         _save(window.viewer, out / "viewer.png")
         window.viewer.close()
         return 0
+
+
+@contextmanager
+def _connected_window(*, out: Path) -> Iterator[tuple[Any, Any]]:
+    """The main window, shown and connected to its engine, closed on exit.
+    Yields window=None, after printing why, when the engine did not start."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.main import configure_app
+    from app.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    configure_app(app)
+    window = MainWindow()
+    window.show()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _wait(app, lambda: window.bridge.connected or window.banner.isVisible(), 180, "engine")
+        if not window.bridge.connected:
+            print(window.banner.label.text(), file=sys.stderr)
+            yield app, None
+        else:
+            yield app, window
     finally:
         window.close()
         _settle(app)

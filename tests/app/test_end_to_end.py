@@ -19,7 +19,7 @@ from app.main_window import MainWindow
 from engine.client import EngineClient
 from engine.paths import resolve_paths
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
-from tests.support.engine import RunningEngine
+from tests.support.engine import RunningEngine, process_alive
 
 BRIDGE_FINDING = (
     "The inspection of the Alder Street bridge found corrosion on the north pylon, "
@@ -127,17 +127,17 @@ def test_the_window_starts_the_engine_and_stops_it_on_quit(
         qtbot.waitUntil(lambda: window.bridge.connected, timeout=90_000)
         assert window.bridge.started_engine
         (pid,) = pids
-        assert _alive(pid)
+        assert process_alive(pid)
         started = time.monotonic()
         window.close()
         assert time.monotonic() - started < 5, "quitting blocked the window"
         deadline = time.monotonic() + 30
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(pid), "the engine outlived the window that started it"
+        assert not process_alive(pid), "the engine outlived the window that started it"
     finally:
         for pid in pids:
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -171,15 +171,3 @@ def test_a_chosen_model_streams_a_generated_answer(
     assert "The answer failed" not in window.chat.transcript.toPlainText()
     assert window.chat.sources_model.rowCount() >= 1
     window.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return False

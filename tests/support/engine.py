@@ -70,9 +70,9 @@ def _stop(*, client: EngineClient, pid: int, endpoint_file: Path) -> None:
         client.shutdown()
     client.close()
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and process_alive(pid):
         time.sleep(0.1)
-    if _alive(pid):
+    if process_alive(pid):
         os.kill(pid, 9)
     try:
         if json.loads(endpoint_file.read_text()).get("pid") == pid:
@@ -81,7 +81,7 @@ def _stop(*, client: EngineClient, pid: int, endpoint_file: Path) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
