@@ -14,7 +14,17 @@ import sys
 from collections.abc import Sequence
 
 # Module names under app.commands, in the order `ragdoll --help` lists them.
-COMMAND_MODULES = ("gui", "engine_cmd", "ingest", "ask", "model", "status", "profile", "plan")
+COMMAND_MODULES = (
+    "gui",
+    "engine_cmd",
+    "ingest",
+    "ask",
+    "model",
+    "status",
+    "profile",
+    "plan",
+    "bench",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,10 +11,12 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from engine.answer.extractive import NO_MODEL_NOTE, ExtractiveAnswerer
 from engine.answer.passages import Passage
+from engine.folders import FolderRegistry
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.paths import Paths
@@ -29,6 +31,7 @@ from engine.wire import (
     EngineStatus,
     FileError,
     SourceView,
+    WatchedFolder,
 )
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,7 @@ class Engine:
         self.paths = paths.ensure()
         self.settings = load_settings(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir)
+        self.folders = FolderRegistry(file=paths.folders_file)
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
         self._generator: Any = None  # GenerativeAnswerer when a model is chosen
@@ -176,6 +180,28 @@ class Engine:
 
     def start_ingest(self, *, paths: list[str]) -> IngestJob:
         return self.ingest.submit(paths=paths)
+
+    def add_folder(
+        self, *, path: str, collection: str = "default"
+    ) -> tuple[WatchedFolder, IngestJob]:
+        """Register a folder and index it. Raises FileNotFoundError or
+        NotADirectoryError for a path that is not an existing folder."""
+        folder = self.folders.add(path=path, collection=collection)
+        return folder, self.ingest.submit(paths=[folder.path])
+
+    def remove_folder(self, *, path: str) -> WatchedFolder | None:
+        """Forget a folder: its documents leave the index; the files are never touched."""
+        removed = self.folders.remove(path=path)
+        if removed is None:
+            return None
+        root = Path(removed.path)
+        for doc in self.store.list_documents():
+            if (
+                Path(doc.path).is_relative_to(root)
+                and self.folders.containing(path=doc.path) is None
+            ):
+                self.store.remove_document(doc_id=doc.doc_id)
+        return removed
 
     # -- answering ------------------------------------------------------------------------
 

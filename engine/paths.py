@@ -34,6 +34,10 @@ class Paths:
         return self.config / "settings.json"
 
     @property
+    def folders_file(self) -> Path:
+        return self.config / "folders.json"
+
+    @property
     def token_file(self) -> Path:
         return self.config / "engine.token"
 

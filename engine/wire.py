@@ -117,6 +117,16 @@ class DocumentInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WatchedFolder:
+    """A folder the person added: its files are indexed and kept in step with
+    it. Requests that name paths are confined to these folders."""
+
+    path: str  # absolute, symlinks resolved
+    collection: str = "default"
+    added_at: float = 0.0  # seconds since the epoch
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineSettings:
     model: str | None = None  # local folder or Hugging Face id; None = extractive
     embedder: str = "all-MiniLM-L6-v2"

@@ -1,0 +1,60 @@
+"""`ragdoll bench KIND`: the benchmarks, each side by side in one run.
+
+Each kind lives in `engine.bench.<kind>` with `add_arguments(parser)` for its own
+options and `run(args) -> dict`, which measures, prints a human report unless
+`--json` is given, and returns the figures. This command prints the figures as
+JSON with `--json` and writes them to `--out` when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+KINDS = {
+    "offload": "the layer-streaming executor against Accelerate offloading and all-resident",
+    "retrieval": "partitioned search: latency and recall by resident budget, batched queries",
+    "ingest": "ingestion pages/s and chunks/s, and the rescan of an unchanged folder",
+    "pipeline": "decoupled pipelines with adaptive batches against serial RAG",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a benchmark", description=__doc__)
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, summary in KINDS.items():
+        kp = kinds.add_parser(kind, help=summary, description=summary)
+        kp.add_argument("--quick", action="store_true", help="a small form that runs in minutes")
+        kp.add_argument("--json", action="store_true", help="print the figures as JSON")
+        kp.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+        module = _module(kind)
+        if module is not None:
+            module.add_arguments(kp)
+        kp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    module = _module(args.kind)
+    if module is None:
+        print(f"ragdoll bench {args.kind}: not built yet", file=sys.stderr)
+        return 2
+    figures = module.run(args)
+    text = json.dumps(figures, indent=2, sort_keys=True, default=str)
+    if args.json:
+        print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _module(kind: str):  # type: ignore[no-untyped-def]
+    try:
+        return importlib.import_module(f"engine.bench.{kind}")
+    except ModuleNotFoundError as e:
+        if e.name != f"engine.bench.{kind}":
+            raise
+        return None
