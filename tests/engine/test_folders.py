@@ -50,7 +50,6 @@ def test_a_damaged_file_is_kept_aside(tmp_path: Path) -> None:
     assert (tmp_path / "folders.broken").exists()
 
 
-
 def test_removing_a_folder_removes_its_documents_and_keeps_its_files(tmp_path: Path) -> None:
     from engine.core import Engine
     from engine.paths import resolve_paths
@@ -59,7 +58,9 @@ def test_removing_a_folder_removes_its_documents_and_keeps_its_files(tmp_path: P
     for folder in (kept, dropped):
         folder.mkdir()
         (folder / "note.txt").write_text(f"The {folder.name} folder holds one short note.")
-    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), warm_up=False)
+    engine = Engine(
+        paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), warm_up=False
+    )
     try:
         for folder in (kept, dropped):
             _, job = engine.add_folder(path=str(folder))
