@@ -26,6 +26,7 @@ from engine.wire import (
     FileError,
     HardwareInfo,
     IngestProgress,
+    ProfilingStatus,
     SourceView,
     from_json_dict,
     to_json_dict,
@@ -99,6 +100,11 @@ class EngineClient:
         extractive mode) and the active-profile fit (None until one was run).
         The engine's first call measures disk bandwidth: seconds."""
         return from_json_dict(HardwareInfo, self._request("GET", "/v1/hardware"))
+
+    def skip_profiling(self) -> ProfilingStatus:
+        """Decline active profiling (or stop a run): the planner's defaults are kept
+        until the model, the hardware or the collection size change."""
+        return from_json_dict(ProfilingStatus, self._request("POST", "/v1/profiling/skip"))
 
     def documents(self) -> list[DocumentInfo]:
         body = self._request("GET", "/v1/documents")

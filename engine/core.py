@@ -20,6 +20,7 @@ from engine.folders import FolderRegistry
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.paths import Paths
+from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchHit
@@ -62,6 +63,8 @@ class Engine:
         # One answer at a time: a language model is the scarcest resource here.
         self._answer_lock = threading.Lock()
         self.ingest = IngestQueue(store=self.store, embedder=self.embedder)
+        self._last_chunks = -1
+        self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
         if warm_up:
             threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
 
@@ -99,6 +102,44 @@ class Engine:
         except Exception as e:  # shown in status; the engine keeps serving
             log.exception("warm-up failed")
             self._generator_error = str(e)
+        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0":
+            self.profiler.start()
+
+    def _profiling_inputs(self) -> ProfilingInputs:
+        _, chunks = self.store.counts()
+        # Idle: no answer running and the collection did not change since the last
+        # check (an ingestion in progress would disturb every measurement).
+        idle = not self._answer_lock.locked() and chunks == self._last_chunks
+        self._last_chunks = chunks
+        return ProfilingInputs(
+            model_id=self.settings.model,
+            collection_chunks=chunks,
+            idle=idle,
+            sample_generation=self._generation_sampler,
+            sample_retrieval=lambda: self._retrieval_sampler(chunks=chunks),
+        )
+
+    def _generation_sampler(self) -> Sampler | None:
+        from engine.planner.samplers import generation_sampler
+
+        generator = self._generator
+        if generator is None:
+            return None
+        with self._answer_lock:
+            sample = generation_sampler(model=generator.model, tokenizer=generator.tokenizer)
+
+        def between_answers(batch: int) -> float:
+            # One timed batch at a time under the answer lock: a question waits
+            # seconds for a sample, never minutes for the whole profile.
+            with self._answer_lock:
+                return sample(batch)
+
+        return between_answers
+
+    def _retrieval_sampler(self, *, chunks: int) -> Sampler | None:
+        from engine.planner.samplers import retrieval_sampler
+
+        return retrieval_sampler(store=self.store) if chunks > 0 else None
 
     def _load_generator(self, model: str) -> Any:
         from engine.answer.generative import GenerativeAnswerer, resolve_model_path
@@ -136,6 +177,7 @@ class Engine:
             model=self.settings.model,
             answer_mode="generative" if self._generator is not None else "extractive",
             model_error=self._generator_error,
+            profiling=self.profiler.status(),
         )
 
     def documents(self) -> list[DocumentInfo]:
@@ -247,6 +289,7 @@ class Engine:
         yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=generator.name)
 
     def close(self) -> None:
+        self.profiler.stop()
         self.ingest.stop()
 
 

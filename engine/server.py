@@ -162,6 +162,10 @@ def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], Non
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
+    @app.post("/v1/profiling/skip")
+    def skip_profiling() -> dict:
+        return to_json_dict(engine.profiler.skip())
+
     @app.post("/v1/shutdown")
     def shutdown() -> dict:
         request_shutdown()

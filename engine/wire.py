@@ -133,6 +133,17 @@ class EngineSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProfilingStatus:
+    """Active profiling (first start, or after the setup changed markedly)."""
+
+    state: Literal["idle", "running", "done", "skipped", "failed"]
+    message: str = ""
+    fraction: float = 0.0
+    reason: str | None = None  # why it runs: "first start", "the model changed (…)", …
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineStatus:
     version: str
     pid: int
@@ -142,6 +153,7 @@ class EngineStatus:
     model: str | None
     answer_mode: AnswerMode
     model_error: str | None = None  # why the chosen model is not in use
+    profiling: ProfilingStatus | None = None
 
 
 # -- /v1/hardware: the machine, where things live, and the active-profile fit ----------
