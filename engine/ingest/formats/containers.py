@@ -25,8 +25,14 @@ _LEGACY_STREAMS = (
 # odfpy, EbookLib) must not be handed an archive that unpacks to more than this.
 MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 # What reading a member of a damaged archive raises (bad CRC, broken deflate
-# stream, cut-off data); parsers turn these into "damaged" reasons.
-DAMAGED_ZIP_ERRORS: tuple[type[Exception], ...] = (zipfile.BadZipFile, zlib.error, EOFError)
+# stream, cut-off data; a garbled header reads as a zip feature Python lacks);
+# parsers turn these into "damaged" reasons.
+DAMAGED_ZIP_ERRORS: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+)
 
 
 def open_zip(

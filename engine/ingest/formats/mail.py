@@ -64,7 +64,7 @@ def parse_mbox(*, path: Path) -> ParsedDocument:
             if total > MAX_MAILBOX_CHARS:
                 note = (
                     f"only the first {len(texts):,} messages were read "
-                    f"(limit: {MAX_MAILBOX_CHARS // (1024 * 1024)} M characters of text)"
+                    f"(limit: {MAX_MAILBOX_CHARS:,} characters of text)"
                 )
                 notes = (note,)
                 if texts:
@@ -80,8 +80,8 @@ def parse_mbox(*, path: Path) -> ParsedDocument:
 
 def _mbox_messages(*, stream: BinaryIO) -> Iterator[bytes]:
     """Raw messages of an mbox: each starts at a line beginning "From " (the
-    envelope line, dropped here). Body lines that begin ">From " are the
-    writer's escape for "From "; they are left as they are."""
+    envelope line, dropped here). A body line that begins ">From " (or
+    ">>From ") is the writer's escape for one with one ">" less."""
     lines: list[bytes] = []
     size = 0
     for line in stream:
@@ -90,6 +90,8 @@ def _mbox_messages(*, stream: BinaryIO) -> Iterator[bytes]:
                 yield b"".join(lines)
             lines, size = [], 0
             continue
+        if line.startswith(b">") and line.lstrip(b">").startswith(b"From "):
+            line = line[1:]
         if size < MAX_MESSAGE_BYTES:
             lines.append(line)
             size += len(line)

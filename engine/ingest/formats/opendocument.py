@@ -58,8 +58,10 @@ def parse_odt(*, path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(f".odt file is damaged ({type(e).__name__}: {e})"[:300]) from e
     except DAMAGED_ZIP_ERRORS as e:
         raise ParseError(f".odt file is damaged ({e})"[:300]) from e
-    if not str(document.mimetype).startswith(_TEXT_MIMETYPE) or document.text is None:
+    if not str(document.mimetype).startswith(_TEXT_MIMETYPE):
         raise ParseError(f"not an OpenDocument text file (it is {document.mimetype})"[:300])
+    if document.text is None:
+        raise ParseError(".odt file is damaged (content.xml holds no document body)")
     blocks = _blocks(node=document.text, depth=0, indent="")
     text = "\n\n".join(block for block in blocks if block.strip())
     return single_page(path=path, text=normalize_plain_text(text=text))

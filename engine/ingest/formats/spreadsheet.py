@@ -73,15 +73,12 @@ def parse_csv(*, path: Path, data: bytes) -> ParsedDocument:
     try:
         body = _render_csv(text=text, dialect=dialect, budget=budget, name=path.name)
     except csv.Error:
-        # An unbalanced quote swallows the rest of the file into one field;
-        # reading quotes as plain characters still gives every line.
+        # An unbalanced quote swallows the rest of the file into one field,
+        # past the csv module's field limit; splitting each line at the
+        # delimiter, quotes read as plain characters, still gives every line.
         budget = CellBudget()
-        try:
-            body = _render_csv(
-                text=text, dialect=_literal_quotes(dialect), budget=budget, name=path.name
-            )
-        except csv.Error as e:
-            raise ParseError(f"CSV file is malformed ({e})"[:300]) from e
+        rows = (line.split(dialect.delimiter) for line in text.splitlines())
+        body = render_rows(rows=rows, header=None, budget=budget, table_name=path.name)
     return single_page(path=path, text=normalize_plain_text(text=body), notes=tuple(budget.notes))
 
 
@@ -98,16 +95,3 @@ def _sniff_dialect(*, sample: str, tab_separated: bool) -> type[csv.Dialect]:
     except csv.Error:
         # One column, or too irregular to tell: plain comma-separated.
         return csv.excel
-
-
-def _literal_quotes(dialect: type[csv.Dialect]) -> type[csv.Dialect]:
-    class Literal(csv.Dialect):
-        delimiter = dialect.delimiter
-        quotechar = None
-        escapechar = None
-        doublequote = False
-        skipinitialspace = dialect.skipinitialspace
-        lineterminator = "\n"
-        quoting = csv.QUOTE_NONE
-
-    return Literal

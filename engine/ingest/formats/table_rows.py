@@ -25,7 +25,9 @@ MAX_CELL_CHARS = 2_000
 class CellBudget:
     """Cells left for the rest of one document (a workbook's sheets share it)."""
 
-    cells_left: int = MAX_CELLS_PER_DOCUMENT
+    # Read when a budget is made (not when this module loads), so a test can
+    # lower the limit.
+    cells_left: int = field(default_factory=lambda: MAX_CELLS_PER_DOCUMENT)
     notes: list[str] = field(default_factory=list)
 
 
@@ -78,23 +80,24 @@ def render_rows(
     table_name: str,
 ) -> str:
     """Lines for the rows, numbered as in the source (1-based, blank rows
-    counted). `header=None` decides by looks_like_header on the first non-blank
-    row; the header row is shown once as "Columns: ..."."""
+    counted). The header is the first row with two or more cells, when only
+    one-cell rows (titles) come before it and, if `header` is None, it
+    looks_like_header; it is shown once, as "Columns: ..."."""
     lines: list[str] = []
     names: list[str] | None = None
+    seeking_header = header is not False
     rendered = 0
     for number, row in enumerate(rows, start=1):
         values = [cell_text(value) for value in row[:MAX_COLUMNS]]
-        if not any(values):
-            continue
-        is_header = header if header is not None else looks_like_header(row)
-        if names is None and rendered == 0 and is_header:
-            names = [value or _column_letters(i) for i, value in enumerate(values)]
-            lines.append("Columns: " + " | ".join(value for value in values if value))
-            header = False  # decided
-            continue
-        header = False
         filled = sum(1 for value in values if value)
+        if not filled:
+            continue
+        if seeking_header and filled >= 2:
+            seeking_header = False
+            if header or looks_like_header(row[:MAX_COLUMNS]):
+                names = [value or _column_letters(i) for i, value in enumerate(values)]
+                lines.append("Columns: " + " | ".join(value for value in values if value))
+                continue
         if rendered >= MAX_ROWS_PER_TABLE or filled > budget.cells_left:
             note = (
                 f"{table_name}: only the first {rendered:,} rows were read "
