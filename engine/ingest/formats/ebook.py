@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import posixpath
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -28,9 +27,7 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
     with open_zip(data=data, kind=".epub") as archive:
         _refuse_drm(archive=archive)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # EbookLib's deprecation notices
-            book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
+        book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
         texts = [text for text in _chapter_texts(book=book) if text.strip()]
     except epub.EpubException as e:
         raise ParseError(f".epub file is damaged ({e.msg})"[:300]) from e

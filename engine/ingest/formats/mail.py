@@ -34,6 +34,7 @@ _BINARY_START = (b"%PDF-", b"PK\x03\x04", b"\xd0\xcf\x11\xe0", b"\x89PNG", b"\x1
 MAX_MAILBOX_CHARS = 64 * 1024 * 1024
 # One message larger than this (huge attachments) is read only this far.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_MAX_LINE_BYTES = 1024 * 1024
 
 
 def parse_eml(*, path: Path, data: bytes) -> ParsedDocument:
@@ -84,7 +85,9 @@ def _mbox_messages(*, stream: BinaryIO) -> Iterator[bytes]:
     ">>From ") is the writer's escape for one with one ">" less."""
     lines: list[bytes] = []
     size = 0
-    for line in stream:
+    # Lines are read in bounded pieces: a file without newlines must not be
+    # read into memory as one "line".
+    for line in iter(lambda: stream.readline(_MAX_LINE_BYTES), b""):
         if line.startswith(b"From "):
             if lines:
                 yield b"".join(lines)
