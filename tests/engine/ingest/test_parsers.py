@@ -54,7 +54,24 @@ def _encrypted(source: Path, target: Path, *, user_password: str) -> Path:
 
 
 def test_supported_suffixes() -> None:
-    assert {".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".docx"} == SUPPORTED_SUFFIXES
+    assert {
+        ".pdf",
+        ".txt",
+        ".md",
+        ".markdown",
+        ".html",
+        ".htm",
+        ".docx",
+        ".pptx",
+        ".xlsx",
+        ".csv",
+        ".tsv",
+        ".odt",
+        ".epub",
+        ".rtf",
+        ".eml",
+        ".mbox",
+    } == SUPPORTED_SUFFIXES
 
 
 def test_pdf_pages_keep_their_numbers_and_lose_running_lines(tmp_path: Path) -> None:
@@ -160,8 +177,8 @@ def test_missing_file_directory_and_unsupported_type(tmp_path: Path) -> None:
     folder = tmp_path / "folder.md"
     folder.mkdir()
     assert _reason(folder) == "is a folder, not a file"
-    (tmp_path / "slides.pptx").write_bytes(b"PK\x03\x04")
-    assert _reason(tmp_path / "slides.pptx") == "unsupported file type .pptx"
+    (tmp_path / "slides.odp").write_bytes(b"PK\x03\x04")
+    assert _reason(tmp_path / "slides.odp") == "unsupported file type .odp"
     (tmp_path / "README").write_text("x")
     assert _reason(tmp_path / "README") == "unsupported file type (no extension)"
 
@@ -186,7 +203,7 @@ def test_unexpected_library_errors_become_parse_errors(
     def boom(**_: object) -> ParsedDocument:
         raise RuntimeError("something deep inside broke")
 
-    monkeypatch.setattr(parsers, "_PARSERS", {".txt": boom})
+    monkeypatch.setattr(parsers, "_FORMATS", {".txt": parsers.FileFormat(parse=boom)})
     (tmp_path / "a.txt").write_text("hello")
     assert "something deep inside broke" in _reason(tmp_path / "a.txt")
 

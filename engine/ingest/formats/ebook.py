@@ -1,0 +1,70 @@
+"""EPUB through EbookLib: one page per chapter (spine document) with text, in
+reading order; page = the chapter's position among those with text. Chapter
+XHTML goes through html_page.html_to_text."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import zipfile
+from pathlib import Path
+
+import ebooklib
+from ebooklib import epub
+from lxml import etree
+
+from engine.errors import ParseError
+from engine.ingest.formats.base import ParsedDocument, numbered_pages
+from engine.ingest.formats.containers import DAMAGED_ZIP_ERRORS, open_zip
+from engine.ingest.formats.html_page import html_to_text
+
+_ENCRYPTION = "META-INF/encryption.xml"
+_CIPHER_REFERENCE = "{http://www.w3.org/2001/04/xmlenc#}CipherReference"
+_DOCUMENT_SUFFIXES = (".xhtml", ".html", ".htm", ".xml")
+
+
+def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
+    with open_zip(data=data, kind=".epub") as archive:
+        _refuse_drm(archive=archive)
+    try:
+        book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
+        texts = [text for text in _chapter_texts(book=book) if text.strip()]
+    except epub.EpubException as e:
+        raise ParseError(f".epub file is damaged ({e.msg})"[:300]) from e
+    except (KeyError, IndexError, AttributeError, etree.LxmlError) as e:
+        raise ParseError(f".epub file is damaged ({type(e).__name__}: {e})"[:300]) from e
+    except DAMAGED_ZIP_ERRORS as e:
+        raise ParseError(f".epub file is damaged ({e})"[:300]) from e
+    return numbered_pages(path=path, texts=texts, empty_reason="no text in the book")
+
+
+def _chapter_texts(*, book: epub.EpubBook) -> list[str]:
+    texts: list[str] = []
+    seen: set[str] = set()
+    for entry in book.spine:
+        idref = entry[0] if isinstance(entry, tuple) else entry
+        item = book.get_item_with_id(idref)
+        if item is None or idref in seen or item.get_type() != ebooklib.ITEM_DOCUMENT:
+            continue
+        seen.add(idref)
+        # <title> is usually the book's title on every chapter: a running header.
+        texts.append(html_to_text(data=item.get_content(), keep_title=False))
+    return texts
+
+
+def _refuse_drm(*, archive: zipfile.ZipFile) -> None:
+    """DRM (Adobe ADEPT, Apple FairPlay, ...) encrypts the chapters and lists
+    them in META-INF/encryption.xml. Font obfuscation lists only fonts there;
+    those books read fine."""
+    try:
+        listing = archive.read(_ENCRYPTION)
+    except KeyError:
+        return
+    try:
+        root = etree.fromstring(listing, parser=etree.XMLParser(resolve_entities=False))
+    except etree.XMLSyntaxError:
+        return
+    for reference in root.iter(_CIPHER_REFERENCE):
+        uri = posixpath.basename(reference.get("URI", "")).lower()
+        if uri.endswith(_DOCUMENT_SUFFIXES):
+            raise ParseError(".epub file is DRM-protected (its chapters are encrypted)")

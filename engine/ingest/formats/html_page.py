@@ -1,0 +1,151 @@
+"""HTML through BeautifulSoup: visible text with paragraph and line breaks where
+the blocks are, without scripts, styles and navigation. EPUB chapters and HTML
+e-mail bodies use html_to_text too."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction, Tag
+
+from engine.errors import ParseError
+from engine.ingest.formats.base import ParsedDocument, single_page
+from engine.ingest.text_cleanup import normalize_plain_text
+
+# Elements whose text is never document content.
+_HTML_DROP = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "nav",
+        "svg",
+        "canvas",
+        "iframe",
+        "head",
+        "button",
+        "select",
+        "form",
+        "object",
+        "embed",
+        "math",
+    }
+)
+# Elements that start a new paragraph (blank line) or a new line.
+_HTML_PARAGRAPHS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "footer",
+        "aside",
+        "blockquote",
+        "pre",
+        "table",
+        "ul",
+        "ol",
+        "dl",
+        "figure",
+        "figcaption",
+        "address",
+        "details",
+        "summary",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "body",
+    }
+)
+_HTML_LINES = frozenset({"li", "dt", "dd", "tr", "br", "caption", "option"})
+_HTML_CELLS = frozenset({"td", "th"})
+_WHITESPACE_RUN = re.compile(r"\s+")
+# Break markers from the private-use area, resolved in _join_html_parts.
+_PARAGRAPH_MARK, _LINE_MARK, _CELL_MARK = "\ue000", "\ue001", "\ue002"
+_NO_MARKERS = {0xE000: None, 0xE001: None, 0xE002: None}
+_MARK_RUN = re.compile(r"\s*[\ue000-\ue002](?:[\s\ue000-\ue002])*")
+
+
+def parse_html(*, path: Path, data: bytes) -> ParsedDocument:
+    if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError("not an HTML file (binary content)")
+    return single_page(path=path, text=html_to_text(data=data))
+
+
+def html_to_text(*, data: bytes | str, keep_title: bool = True) -> str:
+    """Cleaned visible text of an HTML document. Given bytes, BeautifulSoup
+    honours a BOM or <meta charset> and otherwise guesses, which beats assuming
+    UTF-8 for old saved pages. `keep_title=False` drops <title>, for pages whose
+    title is the same on every page (EPUB chapters)."""
+    soup = BeautifulSoup(data, "html.parser")
+    title = [_html_title(soup=soup)] if keep_title else []
+    return _join_html_parts(parts=[*title, *_html_text_parts(root=soup)])
+
+
+def _html_title(*, soup: BeautifulSoup) -> str:
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    first_heading = soup.find(["h1", "h2"])
+    if title and first_heading and first_heading.get_text(" ", strip=True) == title:
+        return ""  # the page repeats it as its heading
+    return f"{title}{_PARAGRAPH_MARK}" if title else ""
+
+
+def _html_text_parts(*, root: Tag) -> list[str]:
+    """Text of the tree with break markers where blocks begin and end. Iterative,
+    because unclosed tags in real pages nest thousands deep."""
+    parts: list[str] = []
+    # Nodes still to visit; plain str entries are markers to emit on the way out.
+    stack: list[Tag | NavigableString | str] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, NavigableString):
+            if not isinstance(node, (Comment, Doctype, ProcessingInstruction)):
+                # Spaces between inline elements matter ("a <b>b</b>"); runs of
+                # them, source newlines and stray marker characters do not.
+                parts.append(_WHITESPACE_RUN.sub(" ", node.translate(_NO_MARKERS)))
+            continue
+        if isinstance(node, str):
+            parts.append(node)
+            continue
+        name = node.name.lower() if node.name else ""
+        if name in _HTML_DROP:
+            continue
+        marker = ""
+        if name in _HTML_PARAGRAPHS:
+            marker = _PARAGRAPH_MARK
+        elif name in _HTML_LINES:
+            marker = _LINE_MARK
+        elif name in _HTML_CELLS:
+            marker = _CELL_MARK
+        if marker and marker != _CELL_MARK:
+            parts.append(marker)
+        stack.append(marker)
+        stack.extend(reversed(list(node.children)))
+    return parts
+
+
+def _join_html_parts(*, parts: list[str]) -> str:
+    """Resolve the markers: a run of them is one paragraph break if any of them
+    asks for one, else one line break (so list items do not get blank lines)."""
+
+    def resolve(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if _PARAGRAPH_MARK in run:
+            return "\n\n"
+        if _LINE_MARK in run:
+            return "\n"
+        return " | "
+
+    text = _MARK_RUN.sub(resolve, "".join(parts))
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    # A row's last cell leaves a separator behind, the first cell one in front.
+    lines = [line.strip("| ").strip() if "|" in line else line for line in lines]
+    return normalize_plain_text(text="\n".join(lines))
