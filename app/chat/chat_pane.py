@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
+import time
 from dataclasses import replace
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, QUrl, Signal
@@ -50,12 +51,14 @@ log = logging.getLogger(__name__)
 
 # Tokens arrive faster than anyone reads: re-render the answer at most this often.
 RENDER_INTERVAL_MS = 50
+# Writing a long conversation yields to the event loop after this long.
+FILL_BUDGET_S = 0.03
 
 
 class _Loader(QObject):
     """Reads the conversations in a worker and hands them to the GUI thread."""
 
-    sig_loaded = Signal(object)  # list[Conversation]
+    sig_loaded = Signal(object)  # list[tuple[Conversation, str]]: each with its search text
 
     def __init__(self, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -65,7 +68,8 @@ class _Loader(QObject):
     def start(self, *, store: ConversationStore) -> None:
         def work() -> None:
             try:
-                found = store.load_all()
+                # The search texts too: case-folding megabytes is work for a worker.
+                found = [(c, c.search_text()) for c in store.load_all()]
             except Exception:
                 log.exception("could not read the conversations in %s", store.folder)
                 found = []
@@ -102,6 +106,11 @@ class ChatPane(QWidget):
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self._render_answer)
+        self._fill_next = 0  # exchanges of the current conversation written so far
+        self._fill_timer = QTimer(self)
+        self._fill_timer.setSingleShot(True)
+        self._fill_timer.setInterval(0)
+        self._fill_timer.timeout.connect(self._fill_step)
 
         self.conversation_list = ConversationList()
         self.conversation_list.sig_selected.connect(self.switch_to)
@@ -277,11 +286,11 @@ class ChatPane(QWidget):
 
     # -- conversations --------------------------------------------------------------
 
-    def _on_loaded(self, found: list[Conversation]) -> None:
-        for c in found:
+    def _on_loaded(self, found: list[tuple[Conversation, str]]) -> None:
+        for c, text in found:
             # A conversation started before the files were read wins.
             self._conversations.setdefault(c.id, c)
-            self._search_text.setdefault(c.id, c.search_text())
+            self._search_text.setdefault(c.id, text)
         self._loaded = True
         self._refresh_list()
         emit(self.sig_conversations_loaded)
@@ -365,24 +374,61 @@ class ChatPane(QWidget):
     # -- showing a conversation ------------------------------------------------------
 
     def _show_current(self) -> None:
-        """Write the whole current conversation into the transcript."""
+        """Write the whole current conversation into the transcript.
+
+        A long conversation is written a few exchanges at a time, yielding to
+        the event loop in between, so that opening it never freezes the window;
+        a short one is written at once."""
         self._render_timer.stop()
-        doc = self.transcript.document()
-        doc.clear()
+        self._fill_timer.stop()
+        self.transcript.document().clear()
         self._answer_start = -1
-        cursor = QTextCursor(doc)
+        self._fill_next = 0
         exchanges = self._current.exchanges
+        self._show_sources(list(exchanges[-1].citations) if exchanges else [])
+        self._update_buttons()
+        self._fill_step()
+
+    def _fill_step(self) -> None:
+        started = time.monotonic()
+        exchanges = self._current.exchanges
+        cursor = QTextCursor(self.transcript.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
         dark = is_dark()
-        for i, exchange in enumerate(exchanges):
-            write_question(cursor=cursor, question=exchange.question, first=i == 0)
+        while self._fill_next < len(exchanges):
+            i = self._fill_next
+            write_question(cursor=cursor, question=exchanges[i].question, first=i == 0)
             streaming = self._streaming_here() and i == len(exchanges) - 1
             if streaming:
                 self._answer_start = cursor.position()
-            write_answer(cursor=cursor, exchange=exchange, streaming=streaming, dark=dark)
-        last = exchanges[-1] if exchanges else None
-        self._show_sources(list(last.citations) if last is not None else [])
+            write_answer(cursor=cursor, exchange=exchanges[i], streaming=streaming, dark=dark)
+            self._fill_next += 1
+            if time.monotonic() - started > FILL_BUDGET_S and self._fill_next < len(exchanges):
+                self._fill_timer.start()
+                break
         self._scroll_to_end()
-        self._update_buttons()
+
+    def _filled(self) -> bool:
+        return not self._fill_timer.isActive() and self._fill_next == len(self._current.exchanges)
+
+    def _rewrite_last_answer(self, *, streaming: bool) -> None:
+        """Replace the answer being streamed, in place, with its current state."""
+        if self._answer_start < 0 or not self._current.exchanges:
+            return
+        bar = self.transcript.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        cursor = QTextCursor(self.transcript.document())
+        cursor.setPosition(self._answer_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        write_answer(
+            cursor=cursor,
+            exchange=self._current.exchanges[-1],
+            streaming=streaming,
+            dark=is_dark(),
+        )
+        if at_end:
+            self._scroll_to_end()
 
     def _show_sources(self, citations: list[Citation]) -> None:
         self.sources_model.set_citations(citations)
@@ -425,9 +471,15 @@ class ChatPane(QWidget):
         self._answer_text = ""
         self._citations = []
         self._streaming_id = self._current.id
+        complete = self._filled()
         self._put(with_exchange(self._current, exchange=Exchange(question=question)))
         self._refresh_list()
-        self._show_current()
+        if complete:  # write only the new exchange, not the whole conversation again
+            self._show_sources([])
+            self._update_buttons()
+            self._fill_step()
+        else:
+            self._show_current()
 
     def set_citations(self, citations: list[Citation]) -> None:
         self._citations = list(citations)
@@ -464,27 +516,19 @@ class ChatPane(QWidget):
         here = self._streaming_here()
         self._streaming = False
         self._streaming_id = ""
-        if here:
-            self._show_current()
+        if here and self._answer_start >= 0:
+            self._rewrite_last_answer(streaming=False)
+            last = self._current.exchanges[-1]
+            self._show_sources(list(last.citations))
+        self._answer_start = -1
         self._refresh_list()
         self._update_buttons()
         self.question.setFocus()
 
     def _render_answer(self) -> None:
         self._update_streaming(save=False, answer=self._answer_text)
-        if self._answer_start < 0 or not self._streaming_here():
-            return
-        bar = self.transcript.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        cursor = QTextCursor(self.transcript.document())
-        cursor.setPosition(self._answer_start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.removeSelectedText()
-        write_answer(
-            cursor=cursor, exchange=self._current.exchanges[-1], streaming=True, dark=is_dark()
-        )
-        if at_end:
-            self._scroll_to_end()
+        if self._streaming_here():
+            self._rewrite_last_answer(streaming=True)
 
     def _scroll_to_end(self) -> None:
         bar = self.transcript.verticalScrollBar()
