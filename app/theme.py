@@ -53,10 +53,12 @@ def style_sheet(*, scheme: Scheme) -> str:
     name = "app-dark.qss" if scheme == "dark" else "app.qss"
     path = styles_dir() / name
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError:
         log.warning("no style sheet at %s", path)
         return ""
+    # Qt resolves url() against the working directory, not the sheet's folder.
+    return text.replace("@STYLES@", styles_dir().as_posix())
 
 
 def dark_palette() -> QPalette:

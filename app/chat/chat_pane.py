@@ -123,7 +123,8 @@ class ChatPane(QWidget):
         self.transcript.setObjectName("transcript")
         self.transcript.setAccessibleName("Conversation")
         self.transcript.setOpenLinks(False)  # citation links are ours, not URLs to follow
-        self.transcript.document().setDefaultStyleSheet(transcript_css(dark=is_dark()))
+        self._dark = is_dark()
+        self.transcript.document().setDefaultStyleSheet(transcript_css(dark=self._dark))
         self.transcript.document().setDocumentMargin(14)
         self.transcript.anchorClicked.connect(self._on_anchor)
         self.transcript.viewport().installEventFilter(self)
@@ -449,6 +450,16 @@ class ChatPane(QWidget):
         return f"<b>[{citation.index}] {_html(source_title(citation=citation))}</b><br>" + _html(
             elide(text=citation.text, limit=400)
         )
+
+    def changeEvent(self, event: QEvent) -> None:
+        """The theme changed (the app's palette did): rewrite in the new colours."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            dark = is_dark()
+            if dark != self._dark:
+                self._dark = dark
+                self.transcript.document().setDefaultStyleSheet(transcript_css(dark=dark))
+                self._show_current()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.transcript.viewport() and event.type() == QEvent.Type.ToolTip:

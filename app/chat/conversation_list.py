@@ -72,6 +72,8 @@ class ConversationList(QWidget):
         self.list.setObjectName("conversations")
         self.list.setAccessibleName("Conversations")
         self.list.setUniformItemSizes(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setEditTriggers(
             QListWidget.EditTrigger.EditKeyPressed | QListWidget.EditTrigger.DoubleClicked
         )

@@ -13,7 +13,8 @@ from app.chat.answer_render import chunk_id_from_href
 from app.chat.chat_pane import ChatPane
 from app.chat.conversations import ConversationStore
 from engine.wire import AnswerDone
-from tests.app.fake_client import ANSWER_TOKENS, CITATIONS
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import ANSWER_TOKENS, CITATIONS, FakeClient
 
 
 def make_pane(qtbot: QtBot, folder: Path) -> ChatPane:
@@ -177,3 +178,19 @@ def test_controls_have_accessible_names(qtbot: QtBot, tmp_path: Path) -> None:
         pane.conversation_list.delete_button,
     ):
         assert widget.accessibleName(), widget
+
+
+def test_in_the_window_regenerate_streams_a_new_answer_and_keeps_one_exchange(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient()
+    window = make_window(client)
+    qtbot.keyClicks(window.chat.question, "What do tomatoes need?")
+    qtbot.keyClick(window.chat.question, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.chat.streaming, timeout=5000)
+    window.chat.regenerate_button.click()
+    qtbot.waitUntil(lambda: len(client.called("ask_stream")) == 2, timeout=5000)
+    qtbot.waitUntil(lambda: not window.chat.streaming, timeout=5000)
+    (only,) = window.chat.current.exchanges
+    assert only.answer == "".join(ANSWER_TOKENS)
+    assert window.chat.transcript.toPlainText().count("What do tomatoes need?") == 1

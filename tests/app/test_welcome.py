@@ -75,6 +75,7 @@ def test_each_theme_has_its_style_sheet_and_palette(qtbot: QtBot, scheme: str) -
         assert is_dark() == (scheme == "dark")
         assert app.styleSheet() == style_sheet(scheme=scheme)  # type: ignore[arg-type]
         assert "QTextBrowser#transcript" in app.styleSheet()
+        assert "@STYLES@" not in app.styleSheet()  # icon urls point into the package
         window_colour = app.palette().window().color().lightness()
         assert (window_colour < 100) == (scheme == "dark")
     finally:
