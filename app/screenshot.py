@@ -250,7 +250,7 @@ def _connected_window(*, out: Path) -> Iterator[tuple[Any, Any]]:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     configure_app(app)
-    window = MainWindow()
+    window = MainWindow(show_welcome=False)  # shot on its own, not over the others
     window.show()
     out.mkdir(parents=True, exist_ok=True)
     try:

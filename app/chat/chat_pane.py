@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import logging
-import threading
 import time
 from dataclasses import replace
 
@@ -40,9 +39,9 @@ from app.chat.conversations import (
     with_last_exchange,
     without_last_exchange,
 )
+from app.chat.loader import ConversationLoader
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
 from app.chat.transcript import transcript_css, write_answer, write_question
-from app.door import Door
 from app.qt_compat import emit
 from app.theme import is_dark
 from engine.wire import AnswerDone, Citation
@@ -53,29 +52,6 @@ log = logging.getLogger(__name__)
 RENDER_INTERVAL_MS = 50
 # Writing a long conversation yields to the event loop after this long.
 FILL_BUDGET_S = 0.03
-
-
-class _Loader(QObject):
-    """Reads the conversations in a worker and hands them to the GUI thread."""
-
-    sig_loaded = Signal(object)  # list[tuple[Conversation, str]]: each with its search text
-
-    def __init__(self, *, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._door = Door()
-        self.destroyed.connect(self._door.close)
-
-    def start(self, *, store: ConversationStore) -> None:
-        def work() -> None:
-            try:
-                # The search texts too: case-folding megabytes is work for a worker.
-                found = [(c, c.search_text()) for c in store.load_all()]
-            except Exception:
-                log.exception("could not read the conversations in %s", store.folder)
-                found = []
-            self._door.call(lambda: emit(self.sig_loaded, found))
-
-        threading.Thread(target=work, name="ragdoll-gui-conversations", daemon=True).start()
 
 
 class ChatPane(QWidget):
@@ -128,9 +104,7 @@ class ChatPane(QWidget):
         self.transcript.document().setDocumentMargin(14)
         self.transcript.anchorClicked.connect(self._on_anchor)
         self.transcript.viewport().installEventFilter(self)
-        self.transcript.setPlaceholderText(
-            "Ask a question about your documents. Answers cite their sources as [1], [2]…"
-        )
+        self.transcript.setPlaceholderText("Ask about your documents: answers cite [1], [2]…")
 
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.setAccessibleName("Regenerate the last answer")
@@ -173,7 +147,7 @@ class ChatPane(QWidget):
         self._build_layout()
         self._build_shortcuts()
         self._update_buttons()
-        self._loader = _Loader(parent=self)
+        self._loader = ConversationLoader(parent=self)
         self._loader.sig_loaded.connect(self._on_loaded)
         self._loader.start(store=self.store)
 
