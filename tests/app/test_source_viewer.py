@@ -3,6 +3,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app.viewer.passage_match import locate
@@ -168,6 +171,23 @@ def test_the_viewer_shows_the_pdf_page_pages_zooms_and_toggles_to_text(
         viewer.pdf.zoom_in_button.click()
     assert viewer.pdf.zoom > before
     assert viewer.pdf.shown is not None and viewer.pdf.shown.image.width() > shown.image.width()
+
+    zoomed = viewer.pdf.zoom
+    viewport = viewer.pdf.scroll.viewport()
+    centre = QPointF(viewport.rect().center())
+    wheel = QWheelEvent(
+        centre,
+        QPointF(viewport.mapToGlobal(centre.toPoint())),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.ControlModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    with qtbot.waitSignal(viewer.pdf.sig_rendered, timeout=10_000):
+        QApplication.sendEvent(viewport, wheel)
+    assert viewer.pdf.zoom > zoomed
 
     viewer.open_page_button.click()
     assert opened == [{"path": str(path), "page": 3}]
