@@ -12,6 +12,8 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.main_window import MainWindow
+from app.qt_compat import keep_none_alive
+from app.theme import follow_system_theme
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +39,14 @@ def app_style_sheet() -> str:
 
 
 def configure_app(app: QApplication) -> None:
+    keep_none_alive()
     app.setApplicationName("RAGDoll")
     app.setApplicationDisplayName("RAGDoll")
     app.setOrganizationName("RAGDoll")
     app.setDesktopFileName("ragdoll")
     app.setWindowIcon(app_icon())
     app.setStyle("Fusion")  # the same look everywhere, which the style sheet assumes
-    app.setStyleSheet(app_style_sheet())
+    follow_system_theme(app)  # app.qss or its dark variant, as the system asks
 
 
 def run_gui(*, argv: list[str]) -> int:

@@ -27,7 +27,9 @@ from app.hardware.hardware_panel import HardwarePanel
 from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.qt_compat import emit
+from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome_seen
 from app.viewer.source_viewer import SourceViewer
+from app.welcome.welcome_dialog import WelcomeDialog
 from engine.paths import resolve_paths
 from engine.wire import AnswerDone, Citation, EngineSettings, EngineStatus, IngestProgress
 
@@ -84,9 +86,13 @@ class MainWindow(QMainWindow):
         choose_folder: FolderChooser = choose_folder_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
         connect: bool = True,
+        show_welcome: bool = True,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self._show_welcome = show_welcome
+        self._choose_model_folder = choose_model_folder
+        self.welcome: WelcomeDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
         self._ask_id = 0
@@ -110,6 +116,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._wire()
         self._set_ready(False)
+        restore_window(window=self, splitters=self._splitters())
         if connect:
             # After the first paint: the window must appear before the engine does.
             QTimer.singleShot(0, self.bridge.connect_engine)
@@ -272,6 +279,8 @@ class MainWindow(QMainWindow):
         self.engine_label.setText("Engine ready")
         self._set_ready(True)
         self.chat.question.setFocus()
+        if self._show_welcome and not welcome_seen():
+            self.show_welcome()
 
     def _on_connect_failed(self, message: str) -> None:
         self.busy.hide()
@@ -351,9 +360,38 @@ class MainWindow(QMainWindow):
         self.engine_label.setText(f"{what} failed")
         self.banner.show_error(f"{what} failed: {message}")
 
+    # -- first start and remembered layout -------------------------------------------------
+
+    def show_welcome(self) -> WelcomeDialog:
+        """The welcome, window-modal and not blocking: its choices apply when it closes."""
+        self.welcome = WelcomeDialog(choose_model_folder=self._choose_model_folder, parent=self)
+        self.welcome.finished.connect(self._on_welcome_finished)
+        self.welcome.open()
+        return self.welcome
+
+    def _on_welcome_finished(self, result: int) -> None:
+        mark_welcome_seen()
+        dialog, self.welcome = self.welcome, None
+        if dialog is None or result != WelcomeDialog.DialogCode.Accepted:
+            return
+        choice = dialog.choice()
+        if choice.add_samples:
+            self.library.add_sample_collection()
+        if choice.model:
+            self._set_model(choice.model)
+
+    def _splitters(self) -> dict[str, QSplitter]:
+        return {
+            "main": self.splitter,
+            "conversations": self.chat.outer_split,
+            "chat": self.chat.split,
+        }
+
     # -- quitting -----------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.isVisible():
+            save_window(window=self, splitters=self._splitters())
         # Hide first so that quitting feels instant while the engine is told to stop.
         self.viewer.close()
         self.hardware_panel.close()

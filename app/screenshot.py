@@ -138,10 +138,104 @@ def take_screenshots(*, out: Path, question: str, source_row: int) -> int:
             30,
             "viewer",
         )
+        _wait_for_page_image(app, window.viewer)
         _settle(app)
         _save(window.viewer, out / "viewer.png")
         window.viewer.close()
-        return 0
+        return take_chat_screenshots(app=app, window=window, out=out, source_row=source_row)
+
+
+MARKDOWN_QUESTION = "Summarise how RAGDoll handles files, as a list and a table."
+
+
+def markdown_answer(*, citations: list[Any]) -> str:
+    """An answer written the way a language model writes one, citing real sources.
+
+    The screenshots run without a model (the test models are random weights), so
+    this shows what the chat does with such an answer: Markdown rendered, the
+    markers linked to the sources the engine really returned."""
+    n = [c.index for c in citations] + [1, 1, 1]
+    return (
+        f"RAGDoll reads your files **on this computer** and cites them [{n[0]}]:\n\n"
+        f"1. Add a folder; every supported file in it is indexed [{n[1]}].\n"
+        f"2. Ask a question; the answer quotes the passages it used [{n[0]}].\n"
+        "3. Click a marker to open the page with the passage highlighted.\n\n"
+        "| Situation | What happens |\n"
+        "|---|---|\n"
+        f"| A file cannot be read | It is listed with the reason [{n[2]}] |\n"
+        "| A file changes | It is indexed again |\n\n"
+        "From the command line:\n\n"
+        '```sh\nragdoll ask "What happens when a file cannot be read?"\n```\n'
+    )
+
+
+def take_chat_screenshots(*, app: Any, window: Any, out: Path, source_row: int) -> int:
+    """Conversations, a Markdown answer, the welcome; then all of it again in dark."""
+    from app.theme import apply_theme
+    from engine.wire import AnswerDone
+
+    chat = window.chat
+    first = chat.current.id
+    citations = [chat.sources_model.citation(r) for r in range(chat.sources_model.rowCount())]
+
+    chat.new_chat()
+    chat.question.setText("How do I add my own documents?")
+    chat.ask_button.click()
+    _wait(app, lambda: chat.streaming, 5, "answer start", ok=True)
+    _wait(app, lambda: not chat.streaming, 300, "answer")
+
+    chat.new_chat()
+    answer = markdown_answer(citations=citations)
+    chat.begin_answer(question=MARKDOWN_QUESTION)
+    chat.set_citations(citations)
+    chat.append_token(answer)
+    chat.finish_answer(done=AnswerDone(answer=answer, mode="generative"))
+    markdown = chat.current.id
+
+    for scheme in ("light", "dark"):
+        suffix = "" if scheme == "light" else "-dark"
+        apply_theme(app, scheme=scheme)
+        if scheme == "dark":
+            chat.switch_to(first)
+            _settle(app)
+            _save(window, out / "main-window-dark.png")
+        chat.switch_to(markdown)
+        _settle(app)
+        _save(window, out / f"chat-markdown{suffix}.png")
+
+        chat.conversation_list.search.setText("list and a table")
+        _settle(app)
+        _save(chat, out / f"conversations{suffix}.png")
+        chat.conversation_list.search.clear()
+
+        if scheme == "dark":
+            chat.switch_to(first)
+            _settle(app, 0.2)
+            window._open_source(citations[_paged_row(citations)].chunk_id)
+            _wait(app, lambda: window.viewer.isVisible(), 30, "viewer")
+            _wait_for_page_image(app, window.viewer)
+            _settle(app)
+            _save(window.viewer, out / "viewer-dark.png")
+            window.viewer.close()
+
+        welcome = window.show_welcome()
+        _settle(app)
+        _save(welcome, out / f"welcome{suffix}.png")
+        welcome.reject()
+    apply_theme(app, scheme="light")
+    _settle(app, 0.2)
+    return 0
+
+
+def _paged_row(citations: list[Any]) -> int:
+    paged = [i for i, c in enumerate(citations) if str(c.path).lower().endswith(".pdf")]
+    return paged[0] if paged else 0
+
+
+def _wait_for_page_image(app: Any, viewer: Any) -> None:
+    """A PDF renders in a worker: wait for the page image (text formats have none)."""
+    if viewer.modes.isVisible():
+        _wait(app, lambda: viewer.pdf.shown is not None, 30, "page image")
 
 
 @contextmanager
@@ -156,7 +250,7 @@ def _connected_window(*, out: Path) -> Iterator[tuple[Any, Any]]:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     configure_app(app)
-    window = MainWindow()
+    window = MainWindow(show_welcome=False)  # shot on its own, not over the others
     window.show()
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -95,3 +95,51 @@ def elide(*, text: str, limit: int) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + "…"
+
+
+# Fenced code blocks and inline code spans: a "[1]" inside code is code.
+_CODE = re.compile(r"(```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`)", re.DOTALL)
+
+
+def answer_markdown(*, text: str, citations: list[Citation]) -> str:
+    """The answer as Markdown with each known [n] marker turned into a link.
+
+    The brackets stay outside the link, escaped, so "[1]" reads as before and
+    only the number is the link (as in `answer_html`). Markers inside code are
+    left alone. A marker not yet complete in a stream ("[1") stays plain text
+    until its "]" arrives."""
+    by_index = {c.index: c for c in citations}
+    out: list[str] = []
+    pos = 0
+    for code in _CODE.finditer(text):
+        out.append(_link_markers(text=text[pos : code.start()], by_index=by_index))
+        out.append(code.group(0))
+        pos = code.end()
+    out.append(_link_markers(text=text[pos:], by_index=by_index))
+    return "".join(out)
+
+
+def _link_markers(*, text: str, by_index: dict[int, Citation]) -> str:
+    def one(match: re.Match[str]) -> str:
+        links = []
+        for part in match.group(1).split(","):
+            n = int(part.strip())
+            citation = by_index.get(n)
+            if citation is None:
+                links.append(str(n))
+            else:
+                links.append(f"[{n}](<{citation_href(chunk_id=citation.chunk_id)}>)")
+        return "\\[" + ", ".join(links) + "\\]"
+
+    return _MARKER.sub(one, text)
+
+
+def copy_text(*, answer: str, citations: list[Citation]) -> str:
+    """An answer and its sources as plain text for the clipboard."""
+    lines = [answer.strip()]
+    if citations:
+        lines += ["", "Sources:"]
+        for c in sorted(citations, key=lambda c: c.index):
+            lines.append(f"[{c.index}] {source_title(citation=c)} ({c.path})")
+            lines.append(f"    {elide(text=c.text, limit=300)}")
+    return "\n".join(lines)

@@ -1,21 +1,19 @@
-"""The chat pane: the conversation, the question box, and the sources of the last answer.
+"""The chat pane: conversations, the transcript, the question box, and the sources.
 
 It knows nothing of the engine: the main window feeds it (`begin_answer`,
-`append_token`, ...) and listens to its `sig_*` signals.
+`append_token`, ...) and listens to its `sig_*` signals. It owns the
+conversations: loaded from disk in a worker, saved as each answer ends.
 """
 
 from __future__ import annotations
 
 import html
+import logging
+import time
+from dataclasses import replace
 
-from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
-from PySide6.QtGui import (
-    QKeySequence,
-    QShortcut,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-)
+from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QGuiApplication, QHelpEvent, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -24,23 +22,36 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTextBrowser,
+    QToolTip,
     QVBoxLayout,
     QWidget,
 )
 
-from app.chat.answer_render import answer_html, chunk_id_from_href
+from app.chat.answer_render import chunk_id_from_href, copy_text, elide, source_title
+from app.chat.conversation_list import ConversationList
+from app.chat.conversations import (
+    Conversation,
+    ConversationStore,
+    Exchange,
+    default_folder,
+    new_conversation,
+    with_exchange,
+    with_last_exchange,
+    without_last_exchange,
+)
+from app.chat.loader import ConversationLoader
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
+from app.chat.transcript import transcript_css, write_answer, write_question
 from app.qt_compat import emit
+from app.theme import is_dark
 from engine.wire import AnswerDone, Citation
 
-_TRANSCRIPT_CSS = """
-.question { font-weight: 600; }
-.who { color: #5b6472; font-size: small; }
-.note { color: #6b7280; font-size: small; }
-.failed { color: #b42318; }
-.pending { color: #6b7280; font-style: italic; }
-a { color: #1d5fd1; text-decoration: none; }
-"""
+log = logging.getLogger(__name__)
+
+# Tokens arrive faster than anyone reads: re-render the answer at most this often.
+RENDER_INTERVAL_MS = 50
+# Writing a long conversation yields to the event loop after this long.
+FILL_BUDGET_S = 0.03
 
 
 class ChatPane(QWidget):
@@ -49,25 +60,60 @@ class ChatPane(QWidget):
     sig_ask = Signal(str)
     sig_stop = Signal()
     sig_open_source = Signal(str)  # chunk id
+    sig_conversations_loaded = Signal()
 
-    def __init__(self, *, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, *, store: ConversationStore | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
+        self.store = store or ConversationStore(folder=default_folder())
+        self._conversations: dict[str, Conversation] = {}
+        self._search_text: dict[str, str] = {}
+        self._current: Conversation = new_conversation()
+        self._streaming_id = ""  # the conversation an answer is streaming into
         self._answer_start = -1  # document position where the streaming answer begins
         self._answer_text = ""
         self._citations: list[Citation] = []
         self._streaming = False
         self._ready = False
+        self._loaded = False
+        self._filter = ""
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.setInterval(RENDER_INTERVAL_MS)
+        self._render_timer.timeout.connect(self._render_answer)
+        self._fill_next = 0  # exchanges of the current conversation written so far
+        self._fill_timer = QTimer(self)
+        self._fill_timer.setSingleShot(True)
+        self._fill_timer.setInterval(0)
+        self._fill_timer.timeout.connect(self._fill_step)
+
+        self.conversation_list = ConversationList()
+        self.conversation_list.sig_selected.connect(self.switch_to)
+        self.conversation_list.sig_new.connect(self.new_chat)
+        self.conversation_list.sig_renamed.connect(self.rename)
+        self.conversation_list.sig_deleted.connect(self.delete)
+        self.conversation_list.sig_search.connect(self.set_filter)
 
         self.transcript = QTextBrowser()
         self.transcript.setObjectName("transcript")
         self.transcript.setAccessibleName("Conversation")
         self.transcript.setOpenLinks(False)  # citation links are ours, not URLs to follow
-        self.transcript.document().setDefaultStyleSheet(_TRANSCRIPT_CSS)
+        self._dark = is_dark()
+        self.transcript.document().setDefaultStyleSheet(transcript_css(dark=self._dark))
         self.transcript.document().setDocumentMargin(14)
         self.transcript.anchorClicked.connect(self._on_anchor)
-        self.transcript.setPlaceholderText(
-            "Ask a question about your documents. Answers cite their sources as [1], [2]…"
-        )
+        self.transcript.viewport().installEventFilter(self)
+        self.transcript.setPlaceholderText("Ask about your documents: answers cite [1], [2]…")
+
+        self.regenerate_button = QPushButton("Regenerate")
+        self.regenerate_button.setAccessibleName("Regenerate the last answer")
+        self.regenerate_button.setToolTip("Ask the last question again")
+        self.regenerate_button.clicked.connect(self.regenerate)
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setAccessibleName("Copy the answer with its sources")
+        self.copy_button.setToolTip("Copy the last answer and its sources (Ctrl+Shift+C)")
+        self.copy_button.clicked.connect(self.copy_answer)
 
         self.sources_label = QLabel("Sources")
         self.sources_label.setObjectName("sectionTitle")
@@ -84,7 +130,7 @@ class ChatPane(QWidget):
         self.question = QLineEdit()
         self.question.setObjectName("question")
         self.question.setAccessibleName("Question")
-        self.question.setPlaceholderText("Ask about your documents…")
+        self.question.setPlaceholderText("Ask about your documents…  (Enter to send)")
         self.question.setClearButtonEnabled(True)
         self.question.returnPressed.connect(self._on_ask)
         self.question.textChanged.connect(self._update_buttons)
@@ -97,25 +143,34 @@ class ChatPane(QWidget):
         self.stop_button.setAccessibleName("Stop the answer")
         self.stop_button.clicked.connect(self._on_stop)
         self.stop_button.setToolTip("Stop the answer (Esc)")
-        stop_key = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        stop_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        stop_key.activated.connect(self._on_stop)
 
+        self._build_layout()
+        self._build_shortcuts()
+        self._update_buttons()
+        self._loader = ConversationLoader(parent=self)
+        self._loader.sig_loaded.connect(self._on_loaded)
+        self._loader.start(store=self.store)
+
+    def _build_layout(self) -> None:
         sources_box = QWidget()
         sources_layout = QVBoxLayout(sources_box)
         sources_layout.setContentsMargins(0, 6, 0, 0)
         sources_layout.setSpacing(4)
-        sources_layout.addWidget(self.sources_label)
+        sources_head = QHBoxLayout()
+        sources_head.addWidget(self.sources_label, 1)
+        sources_head.addWidget(self.regenerate_button)
+        sources_head.addWidget(self.copy_button)
+        sources_layout.addLayout(sources_head)
         sources_layout.addWidget(self.sources)
 
-        split = QSplitter()
-        split.setOrientation(split.orientation().Vertical)
-        split.setChildrenCollapsible(False)
-        split.addWidget(self.transcript)
-        split.addWidget(sources_box)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
-        split.setSizes([430, 290])
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.setObjectName("chatSplitter")
+        self.split.setChildrenCollapsible(False)
+        self.split.addWidget(self.transcript)
+        self.split.addWidget(sources_box)
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 1)
+        self.split.setSizes([430, 290])
 
         ask_row = QHBoxLayout()
         ask_row.setSpacing(6)
@@ -123,12 +178,43 @@ class ChatPane(QWidget):
         ask_row.addWidget(self.ask_button)
         ask_row.addWidget(self.stop_button)
 
+        chat = QWidget()
+        chat_layout = QVBoxLayout(chat)
+        chat_layout.setContentsMargins(0, 0, 0, 0)
+        chat_layout.setSpacing(8)
+        chat_layout.addWidget(self.split, 1)
+        chat_layout.addLayout(ask_row)
+
+        self.outer_split = QSplitter(Qt.Orientation.Horizontal)
+        self.outer_split.setObjectName("conversationSplitter")
+        self.outer_split.setChildrenCollapsible(False)
+        self.outer_split.addWidget(self.conversation_list)
+        self.outer_split.addWidget(chat)
+        self.outer_split.setStretchFactor(0, 0)
+        self.outer_split.setStretchFactor(1, 1)
+        self.outer_split.setSizes([200, 600])
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(8)
-        layout.addWidget(split, 1)
-        layout.addLayout(ask_row)
-        self._update_buttons()
+        layout.addWidget(self.outer_split)
+
+    def _build_shortcuts(self) -> None:
+        def key(seq: QKeySequence | str, slot: object, *, window: bool = True) -> QShortcut:
+            shortcut = QShortcut(QKeySequence(seq), self)
+            shortcut.setContext(
+                Qt.ShortcutContext.WindowShortcut
+                if window
+                else Qt.ShortcutContext.WidgetWithChildrenShortcut
+            )
+            shortcut.activated.connect(slot)
+            return shortcut
+
+        key(QKeySequence(Qt.Key.Key_Escape), self._on_stop, window=False)
+        key("Ctrl+N", self.new_chat)
+        key("Ctrl+F", self.conversation_list.focus_search)
+        key("Ctrl+Shift+C", self.copy_answer)
+        key("Ctrl+Return", self._on_ask)
+        key("Ctrl+Enter", self._on_ask)
 
     # -- state -------------------------------------------------------------------
 
@@ -140,6 +226,19 @@ class ChatPane(QWidget):
     def answer_text(self) -> str:
         """The raw text of the answer being (or last) streamed."""
         return self._answer_text
+
+    @property
+    def current(self) -> Conversation:
+        return self._current
+
+    @property
+    def conversations(self) -> list[Conversation]:
+        """Saved conversations, most recently updated first."""
+        return sorted(self._conversations.values(), key=lambda c: c.updated, reverse=True)
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
 
     def set_ready(self, ready: bool) -> None:
         """Whether the engine can take questions."""
@@ -153,93 +252,143 @@ class ChatPane(QWidget):
         self.ask_button.setEnabled(can_ask and bool(self.question.text().strip()))
         self.stop_button.setEnabled(self._streaming)
         self.stop_button.setVisible(self._streaming)
+        has_answer = bool(self._current.exchanges) and not self._streaming_here()
+        self.regenerate_button.setEnabled(can_ask and has_answer)
+        self.copy_button.setEnabled(has_answer and bool(self._current.exchanges[-1].answer))
 
-    # -- the conversation ---------------------------------------------------------
+    def _streaming_here(self) -> bool:
+        return self._streaming and self._streaming_id == self._current.id
 
-    def begin_answer(self, *, question: str) -> None:
-        """Show the question and a placeholder where the answer will stream in."""
-        self._streaming = True
-        self._answer_text = ""
-        self._citations = []
-        self.sources_model.set_citations([])
-        self.sources_label.setText("Sources")
-        cursor = self._end_cursor()
-        if self.transcript.document().isEmpty():
-            cursor.setBlockFormat(_spaced(top=0))
-        else:
-            cursor.insertBlock(_spaced(top=22))
-        cursor.insertHtml('<span class="who">You</span>')
-        cursor.insertBlock(_spaced(top=2))
-        cursor.insertHtml(f'<span class="question">{_escape(question)}</span>')
-        cursor.insertBlock(_spaced(top=14))
-        cursor.insertHtml('<span class="who">RAGDoll</span>')
-        cursor.insertBlock(_spaced(top=2))
-        self._answer_start = cursor.position()
-        cursor.insertHtml('<span class="pending">Searching your documents…</span>')
-        self._scroll_to_end()
-        self._update_buttons()
+    # -- conversations --------------------------------------------------------------
 
-    def set_citations(self, citations: list[Citation]) -> None:
-        self._citations = list(citations)
-        self.sources_model.set_citations(self._citations)
-        self.sources_label.setText(f"Sources ({len(citations)})" if citations else "Sources")
-        if self._answer_text:
-            self._render_answer()
+    def _on_loaded(self, found: list[tuple[Conversation, str]]) -> None:
+        for c, text in found:
+            # A conversation started before the files were read wins.
+            self._conversations.setdefault(c.id, c)
+            self._search_text.setdefault(c.id, text)
+        self._loaded = True
+        self._refresh_list()
+        emit(self.sig_conversations_loaded)
 
-    def append_token(self, text: str) -> None:
-        if not self._streaming:
+    def _refresh_list(self) -> None:
+        words = self._filter.casefold().split()
+        shown = [
+            c
+            for c in self.conversations
+            if all(w in self._search_text.get(c.id, "") for w in words)
+        ]
+        self.conversation_list.show_conversations(shown, current=self._current.id)
+
+    def set_filter(self, text: str) -> None:
+        self._filter = text
+        self._refresh_list()
+
+    def new_chat(self) -> None:
+        """An empty conversation; it is saved once it has a question."""
+        if not self._current.exchanges and not self._streaming_here():
+            self.question.setFocus()
             return
-        self._answer_text += text
-        self._render_answer()
-
-    def finish_answer(self, *, done: AnswerDone) -> None:
-        """The final text replaces the streamed one (they agree unless tokens were lost)."""
-        if done.answer:
-            self._answer_text = done.answer
-        self._render_answer()
-        if not self._answer_text:
-            self._replace_answer('<span class="note">(no answer)</span>')
-        if done.note:
-            cursor = self._end_cursor()
-            cursor.insertBlock(_spaced(top=8))
-            cursor.insertHtml(f'<span class="note">{_escape(done.note)}</span>')
-        self._end_stream()
-
-    def fail_answer(self, *, message: str) -> None:
-        if not self._answer_text:
-            self._replace_answer("")
-        cursor = self._end_cursor()
-        if self._answer_text:
-            cursor.insertBlock()
-        cursor.insertHtml(f'<span class="failed">The answer failed: {_escape(message)}</span>')
-        self._end_stream()
-
-    def stop_answer(self) -> None:
-        """The person pressed Stop: keep what arrived, say it was cut short."""
-        if not self._streaming:
-            return
-        if not self._answer_text:
-            self._replace_answer("")
-        cursor = self._end_cursor()
-        cursor.insertHtml(' <span class="note">(stopped)</span>')
-        self._end_stream()
-
-    def _end_stream(self) -> None:
-        self._streaming = False
-        self._answer_start = -1
-        self._scroll_to_end()
-        self._update_buttons()
+        self._current = new_conversation()
+        self._show_current()
+        self._refresh_list()
         self.question.setFocus()
 
-    def _render_answer(self) -> None:
-        if self._answer_start < 0:
+    def switch_to(self, conversation_id: str) -> None:
+        if conversation_id == self._current.id:
             return
-        self._replace_answer(answer_html(text=self._answer_text, citations=self._citations))
+        found = self._conversations.get(conversation_id)
+        if found is None:
+            return
+        self._current = found
+        self._show_current()
 
-    def _replace_answer(self, fragment: str) -> None:
-        """Re-render the whole answer in place: a marker like "[12]" may arrive
-        split over tokens, so it only becomes a link once it is complete."""
-        if self._answer_start < 0:
+    def rename(self, conversation_id: str, title: str) -> None:
+        found = self._conversations.get(conversation_id)
+        if found is not None and title and title != found.title:
+            self._put(replace(found, title=title))
+        self._refresh_list()
+
+    def delete(self, conversation_id: str) -> None:
+        self._conversations.pop(conversation_id, None)
+        self._search_text.pop(conversation_id, None)
+        try:
+            self.store.delete(conversation_id=conversation_id)
+        except OSError:
+            log.exception("could not delete conversation %s", conversation_id)
+        if conversation_id == self._streaming_id and self._streaming:
+            self._on_stop()
+        if conversation_id == self._current.id:
+            remaining = self.conversations
+            self._current = remaining[0] if remaining else new_conversation()
+            self._show_current()
+        self._refresh_list()
+
+    def _put(self, conversation: Conversation, *, save: bool = True) -> None:
+        """Keep a changed conversation (in memory, and on disk when `save`)."""
+        self._conversations[conversation.id] = conversation
+        self._search_text[conversation.id] = conversation.search_text()
+        if conversation.id == self._current.id:
+            self._current = conversation
+        if save:
+            try:
+                self.store.save(conversation)
+            except OSError as e:
+                log.exception("could not save conversation %s", conversation.id)
+                self.sources_label.setText(f"Could not save the conversation: {e}")
+
+    def _streaming_conversation(self) -> Conversation | None:
+        return self._conversations.get(self._streaming_id)
+
+    def _update_streaming(self, *, save: bool, **changes: object) -> None:
+        conv = self._streaming_conversation()
+        if conv is None or not conv.exchanges:
+            return
+        last = replace(conv.exchanges[-1], **changes)  # type: ignore[arg-type]
+        self._put(with_last_exchange(conv, exchange=last), save=save)
+
+    # -- showing a conversation ------------------------------------------------------
+
+    def _show_current(self) -> None:
+        """Write the whole current conversation into the transcript.
+
+        A long conversation is written a few exchanges at a time, yielding to
+        the event loop in between, so that opening it never freezes the window;
+        a short one is written at once."""
+        self._render_timer.stop()
+        self._fill_timer.stop()
+        self.transcript.document().clear()
+        self._answer_start = -1
+        self._fill_next = 0
+        exchanges = self._current.exchanges
+        self._show_sources(list(exchanges[-1].citations) if exchanges else [])
+        self._update_buttons()
+        self._fill_step()
+
+    def _fill_step(self) -> None:
+        started = time.monotonic()
+        exchanges = self._current.exchanges
+        cursor = QTextCursor(self.transcript.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        dark = is_dark()
+        while self._fill_next < len(exchanges):
+            i = self._fill_next
+            write_question(cursor=cursor, question=exchanges[i].question, first=i == 0)
+            streaming = self._streaming_here() and i == len(exchanges) - 1
+            if streaming:
+                self._answer_start = cursor.position()
+            write_answer(cursor=cursor, exchange=exchanges[i], streaming=streaming, dark=dark)
+            self._fill_next += 1
+            if time.monotonic() - started > FILL_BUDGET_S and self._fill_next < len(exchanges):
+                self._fill_timer.start()
+                break
+        self._scroll_to_end()
+
+    def _filled(self) -> bool:
+        return not self._fill_timer.isActive() and self._fill_next == len(self._current.exchanges)
+
+    def _rewrite_last_answer(self, *, streaming: bool) -> None:
+        """Replace the answer being streamed, in place, with its current state."""
+        if self._answer_start < 0 or not self._current.exchanges:
             return
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
@@ -247,21 +396,150 @@ class ChatPane(QWidget):
         cursor.setPosition(self._answer_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
-        # Start from a plain format, not the one of the text just removed.
-        cursor.setCharFormat(QTextCharFormat())
-        if fragment:
-            cursor.insertHtml(fragment)
+        write_answer(
+            cursor=cursor,
+            exchange=self._current.exchanges[-1],
+            streaming=streaming,
+            dark=is_dark(),
+        )
         if at_end:
             self._scroll_to_end()
 
-    def _end_cursor(self) -> QTextCursor:
-        cursor = QTextCursor(self.transcript.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        return cursor
+    def _show_sources(self, citations: list[Citation]) -> None:
+        self.sources_model.set_citations(citations)
+        self.sources_label.setText(f"Sources ({len(citations)})" if citations else "Sources")
+
+    def _known_citations(self) -> dict[str, Citation]:
+        known: dict[str, Citation] = {}
+        for exchange in self._current.exchanges:
+            for c in exchange.citations:
+                known[c.chunk_id] = c
+        return known
+
+    def marker_tooltip(self, *, chunk_id: str) -> str:
+        """What hovering a [n] marker shows: where the passage is, and the passage."""
+        citation = self._known_citations().get(chunk_id)
+        if citation is None:
+            return ""
+        return f"<b>[{citation.index}] {_html(source_title(citation=citation))}</b><br>" + _html(
+            elide(text=citation.text, limit=400)
+        )
+
+    def changeEvent(self, event: QEvent) -> None:
+        """The theme changed (the app's palette did): rewrite in the new colours."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            dark = is_dark()
+            if dark != self._dark:
+                self._dark = dark
+                self.transcript.document().setDefaultStyleSheet(transcript_css(dark=dark))
+                self._show_current()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.transcript.viewport() and event.type() == QEvent.Type.ToolTip:
+            assert isinstance(event, QHelpEvent)
+            chunk_id = chunk_id_from_href(href=self.transcript.anchorAt(event.pos()))
+            tip = self.marker_tooltip(chunk_id=chunk_id) if chunk_id else ""
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self.transcript.viewport())
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().eventFilter(watched, event)
+
+    # -- the answer being streamed ---------------------------------------------------
+
+    def begin_answer(self, *, question: str) -> None:
+        """Show the question and a placeholder where the answer will stream in."""
+        self._streaming = True
+        self._answer_text = ""
+        self._citations = []
+        self._streaming_id = self._current.id
+        complete = self._filled()
+        self._put(with_exchange(self._current, exchange=Exchange(question=question)))
+        self._refresh_list()
+        if complete:  # write only the new exchange, not the whole conversation again
+            self._show_sources([])
+            self._update_buttons()
+            self._fill_step()
+        else:
+            self._show_current()
+
+    def set_citations(self, citations: list[Citation]) -> None:
+        self._citations = list(citations)
+        self._update_streaming(save=False, citations=tuple(self._citations))
+        if self._streaming_here():
+            self._show_sources(self._citations)
+            if self._answer_text:
+                self._render_answer()
+
+    def append_token(self, text: str) -> None:
+        if not self._streaming:
+            return
+        self._answer_text += text
+        if not self._render_timer.isActive():
+            self._render_timer.start()
+
+    def finish_answer(self, *, done: AnswerDone) -> None:
+        """The final text replaces the streamed one (they agree unless tokens were lost)."""
+        if done.answer:
+            self._answer_text = done.answer
+        self._end_stream(answer=self._answer_text, note=done.note or "")
+
+    def fail_answer(self, *, message: str) -> None:
+        self._end_stream(answer=self._answer_text, error=message)
+
+    def stop_answer(self) -> None:
+        """The person pressed Stop: keep what arrived, say it was cut short."""
+        if self._streaming:
+            self._end_stream(answer=self._answer_text, stopped=True)
+
+    def _end_stream(self, **changes: object) -> None:
+        self._render_timer.stop()
+        self._update_streaming(save=True, citations=tuple(self._citations), **changes)
+        here = self._streaming_here()
+        self._streaming = False
+        self._streaming_id = ""
+        if here and self._answer_start >= 0:
+            self._rewrite_last_answer(streaming=False)
+            last = self._current.exchanges[-1]
+            self._show_sources(list(last.citations))
+        self._answer_start = -1
+        self._refresh_list()
+        self._update_buttons()
+        self.question.setFocus()
+
+    def _render_answer(self) -> None:
+        self._update_streaming(save=False, answer=self._answer_text)
+        if self._streaming_here():
+            self._rewrite_last_answer(streaming=True)
 
     def _scroll_to_end(self) -> None:
         bar = self.transcript.verticalScrollBar()
         bar.setValue(bar.maximum())
+
+    # -- actions -------------------------------------------------------------------------
+
+    def regenerate(self) -> None:
+        """Ask the last question again; the new answer replaces the old one."""
+        if self._streaming or not self._ready or not self._current.exchanges:
+            return
+        question = self._current.exchanges[-1].question
+        self._put(without_last_exchange(self._current))
+        self._show_current()
+        emit(self.sig_ask, question)
+
+    def copy_answer(self) -> str:
+        """The last answer of this conversation, with its sources, to the clipboard."""
+        if not self._current.exchanges:
+            return ""
+        last = self._current.exchanges[-1]
+        if not last.answer:
+            return ""
+        text = copy_text(answer=last.answer, citations=list(last.citations))
+        QGuiApplication.clipboard().setText(text)
+        return text
 
     # -- input ---------------------------------------------------------------------
 
@@ -289,11 +567,5 @@ class ChatPane(QWidget):
             emit(self.sig_open_source, chunk_id)
 
 
-def _spaced(*, top: float) -> QTextBlockFormat:
-    fmt = QTextBlockFormat()
-    fmt.setTopMargin(top)
-    return fmt
-
-
-def _escape(text: str) -> str:
-    return html.escape(text, quote=False).replace("\n", "<br>")
+def _html(text: str) -> str:
+    return html.escape(text, quote=False)

@@ -17,12 +17,14 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.chat.answer_render import elide, source_title
+from app.theme import is_dark
 from engine.wire import Citation
 
 CHUNK_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 CITATION_ROLE = Qt.ItemDataRole.UserRole + 2
 
 _QUIET = QColor("#57606a")
+_QUIET_DARK = QColor("#a0a8b4")
 _PASSAGE_CHARS = 400  # the delegate elides to the width; this only bounds the work
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -89,7 +91,7 @@ class SourceDelegate(QStyledItemDelegate):
         text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
         text_colour = opt.palette.color(group, text_role)
         # Darker than the palette's placeholder grey, which is below 4.5:1 on white.
-        quiet = text_colour if selected else _QUIET
+        quiet = text_colour if selected else (_QUIET_DARK if is_dark() else _QUIET)
 
         rect = opt.rect.adjusted(self._PAD + 2, self._PAD, -self._PAD, -self._PAD)
         line = QFontMetrics(opt.font).lineSpacing()

@@ -1,25 +1,53 @@
-"""The source viewer: one page's text with the cited passage highlighted."""
+"""The source viewer: the cited page with the passage highlighted.
+
+A PDF shows its page rendered (pypdfium2, in a worker) with the passage drawn
+over it, and can switch to the page's text; other formats show their text,
+scrolled to the passage and highlighted."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor, QDesktopServices, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
+    QButtonGroup,
     QDialog,
     QDialogButtonBox,
+    QHBoxLayout,
     QLabel,
     QPushButton,
+    QStackedWidget,
     QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from app.chat.answer_render import page_title
+from app.viewer.pdf_render import RenderedPage
+from app.viewer.pdf_view import PdfPageView
 from engine.wire import SourceView
 
+log = logging.getLogger(__name__)
+
 HIGHLIGHT = QColor("#ffe58a")
+
+OpenAtPage = Callable[..., object]
+
+
+def native_open_at_page() -> OpenAtPage | None:
+    """native.open_at_page(path=, page=) when the installed app has it."""
+    try:
+        from native import open_at_page  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return open_at_page  # type: ignore[no-any-return]
+
+
+def is_pdf(*, path: str) -> bool:
+    return path.lower().endswith(".pdf") and Path(path).is_file()
 
 
 def qt_span(*, text: str, start: int, end: int) -> tuple[str, int, int]:
@@ -41,13 +69,17 @@ def qt_span(*, text: str, start: int, end: int) -> tuple[str, int, int]:
 class SourceViewer(QDialog):
     """Non-modal, reused for every click so that sources do not pile up in windows."""
 
-    def __init__(self, *, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, *, open_at_page: OpenAtPage | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("sourceViewer")
         self.setWindowTitle("Source")
         self.setModal(False)
-        self.resize(860, 700)
+        self.resize(900, 760)
         self._source: SourceView | None = None
+        self._open_at_page = open_at_page or native_open_at_page()
+        self._page_texts: dict[int, str] = {}
 
         self.title_label = QLabel()
         self.title_label.setObjectName("viewerTitle")
@@ -58,6 +90,25 @@ class SourceViewer(QDialog):
         self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.path_label.setWordWrap(True)
 
+        self.image_mode = QPushButton("Page image")
+        self.image_mode.setAccessibleName("Show the page as an image")
+        self.text_mode = QPushButton("Page text")
+        self.text_mode.setAccessibleName("Show the page as text")
+        self.mode_group = QButtonGroup(self)
+        for i, button in enumerate((self.image_mode, self.text_mode)):
+            button.setCheckable(True)
+            self.mode_group.addButton(button, i)
+        self.image_mode.setChecked(True)
+        self.mode_group.idToggled.connect(self._on_mode)
+        modes = QHBoxLayout()
+        modes.setSpacing(0)
+        modes.addWidget(self.image_mode)
+        modes.addWidget(self.text_mode)
+        modes.addStretch(1)
+        self.modes = QWidget()
+        self.modes.setLayout(modes)
+        modes.setContentsMargins(0, 0, 0, 0)
+
         self.text = QTextEdit()
         self.text.setObjectName("pageText")
         self.text.setAccessibleName("Page text")
@@ -65,7 +116,19 @@ class SourceViewer(QDialog):
         self.text.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
         self.text.document().setDocumentMargin(16)
 
+        self.pdf = PdfPageView()
+        self.pdf.sig_page_changed.connect(self._on_pdf_page)
+        self.pdf.sig_rendered.connect(self._on_pdf_rendered)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.text)
+        self.stack.addWidget(self.pdf)
+
         buttons = QDialogButtonBox()
+        self.open_page_button = QPushButton("Open at this page")
+        self.open_page_button.setAccessibleName("Open the file in the system viewer at this page")
+        self.open_page_button.setToolTip("Open the document in the system's viewer at this page")
+        self.open_page_button.clicked.connect(self.open_at_page)
+        buttons.addButton(self.open_page_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.open_button = QPushButton("Open file")
         self.open_button.setAccessibleName("Open the file in its own application")
         self.open_button.clicked.connect(self._open_file)
@@ -80,34 +143,113 @@ class SourceViewer(QDialog):
         layout.setSpacing(6)
         layout.addWidget(self.title_label)
         layout.addWidget(self.path_label)
-        layout.addWidget(self.text, 1)
+        layout.addWidget(self.modes)
+        layout.addWidget(self.stack, 1)
         layout.addWidget(buttons)
 
     @property
     def source(self) -> SourceView | None:
         return self._source
 
+    @property
+    def showing_image(self) -> bool:
+        return self.stack.currentWidget() is self.pdf
+
     def show_source(self, source: SourceView) -> None:
         self._source = source
-        title = page_title(path=source.path, page=source.page)
-        self.setWindowTitle(title)
-        self.title_label.setText(title)
-        where = source.path
-        if source.page is not None and source.page_count is not None:
-            where = f"{source.path}  ·  page {source.page} of {source.page_count}"
-        self.path_label.setText(where)
-        self.open_button.setEnabled(Path(source.path).exists())
+        self._page_texts = {}
+        self.setWindowTitle(page_title(path=source.path, page=source.page))
+        exists = Path(source.path).exists()
+        self.open_button.setEnabled(exists)
+        self.open_page_button.setEnabled(exists)
+        self.open_page_button.setVisible(source.page is not None)
+        self._show_where(page=source.page)
 
-        text, start, end = qt_span(
-            text=source.page_text, start=source.char_start, end=source.char_end
-        )
-        self.text.setPlainText(text)
-        self._highlight(start=start, end=end)
+        pdf = is_pdf(path=source.path) and source.page is not None
+        self.modes.setVisible(pdf)
+        self._show_text(text=source.page_text, start=source.char_start, end=source.char_end)
+        if pdf:
+            assert source.page is not None
+            passage = source.page_text[source.char_start : source.char_end]
+            self.pdf.show_page(
+                path=source.path,
+                page=source.page,
+                page_count=source.page_count or source.page,
+                passage=passage,
+            )
+        self.stack.setCurrentWidget(self.pdf if pdf and self.image_mode.isChecked() else self.text)
         self.show()
         self.raise_()
         self.activateWindow()
-        # Scroll once the dialog has its size, or "centre" means nothing.
-        self._scroll_to(start=start, end=end)
+        if not self.showing_image:
+            # Scroll once the dialog has its size, or "centre" means nothing.
+            self._scroll_to_highlight()
+
+    def _show_where(self, *, page: int | None) -> None:
+        source = self._source
+        if source is None:
+            return
+        title = page_title(path=source.path, page=page)
+        self.title_label.setText(title)
+        where = source.path
+        if page is not None and source.page_count is not None:
+            where = f"{source.path}  ·  page {page} of {source.page_count}"
+        self.path_label.setText(where)
+
+    def _show_text(self, *, text: str, start: int, end: int) -> None:
+        qt_text, qs, qe = qt_span(text=text, start=start, end=end)
+        self.text.setPlainText(qt_text)
+        self._highlight(start=qs, end=qe)
+
+    def _on_mode(self, button_id: int, checked: bool) -> None:
+        if not checked or self._source is None or not self.modes.isVisible():
+            return
+        self.stack.setCurrentWidget(self.pdf if button_id == 0 else self.text)
+        if button_id == 1:
+            self._scroll_to_highlight()
+
+    def _on_pdf_page(self, page: int) -> None:
+        """Paging in the image: the text view follows with pdfium's text of that page."""
+        source = self._source
+        if source is None:
+            return
+        self._show_where(page=page)
+        if page == source.page:
+            self._show_text(text=source.page_text, start=source.char_start, end=source.char_end)
+        else:
+            self._show_text(text=self._page_texts.get(page, ""), start=0, end=0)
+
+    def _on_pdf_rendered(self, rendered: object) -> None:
+        if not isinstance(rendered, RenderedPage) or self._source is None:
+            return
+        page = rendered.request.page
+        self._page_texts[page] = rendered.text
+        if page != self._source.page and self.pdf.page == page:
+            self._show_text(text=rendered.text, start=0, end=0)
+
+    def _scroll_to_highlight(self) -> None:
+        selections = self.text.extraSelections()
+        if selections:
+            c = selections[0].cursor
+            self._scroll_to(start=c.selectionStart(), end=c.selectionEnd())
+
+    def current_page(self) -> int | None:
+        if self._source is None:
+            return None
+        return self.pdf.page if self.modes.isVisible() else self._source.page
+
+    def open_at_page(self) -> None:
+        """The system's viewer at the page on screen; without a page if it cannot."""
+        if self._source is None:
+            return
+        page = self.current_page()
+        if self._open_at_page is not None and page is not None:
+            try:
+                self._open_at_page(path=self._source.path, page=page)
+                return
+            except Exception:
+                log.exception("could not open %s at page %s", self._source.path, page)
+        self._open_file()
 
     def _highlight(self, *, start: int, end: int) -> None:
         cursor = QTextCursor(self.text.document())

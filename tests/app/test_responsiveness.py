@@ -1,16 +1,24 @@
-"""The window never freezes: engine calls that take a second each leave the
-event loop free to run a 10 ms timer without a noticeable gap."""
+"""The window never freezes: engine calls that take a second each, PDF pages
+rendering and hundreds of conversations loading leave the event loop free to
+run a 10 ms timer without a noticeable gap."""
 
 from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from pytestqt.qtbot import QtBot
 
+from app.chat.chat_pane import ChatPane
+from app.chat.conversation_list import SEARCH_DELAY_MS
+from app.chat.conversations import ConversationStore, Exchange, new_conversation, with_exchange
+from app.viewer.source_viewer import SourceViewer
+from engine.wire import SourceView
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient
+from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 MAX_GAP_S = 0.1
 
@@ -37,3 +45,95 @@ def test_the_event_loop_keeps_running_while_the_engine_is_slow(
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) > 100
     assert max(gaps) < MAX_GAP_S, f"the GUI thread stalled for {max(gaps) * 1000:.0f} ms"
+
+
+class _Ticker:
+    """A 10 ms timer whose tick times show any stall of the GUI thread."""
+
+    def __init__(self) -> None:
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.monotonic()))
+        self.timer.start()
+
+    def max_gap(self) -> float:
+        self.timer.stop()
+        return max(b - a for a, b in itertools.pairwise(self.ticks))
+
+
+def test_rendering_pdf_pages_never_stalls_the_window(qtbot: QtBot, tmp_path: Path) -> None:
+    paragraph = "Every page of this manual has plenty of text to lay out and draw. " * 30
+    path = write_pdf(
+        path=tmp_path / "long.pdf",
+        pages=[PdfPage(heading=f"Chapter {i}", paragraphs=[paragraph]) for i in range(1, 9)],
+    )
+    viewer = SourceViewer(open_at_page=lambda **kw: None)
+    qtbot.addWidget(viewer)
+    ticker = _Ticker()
+    with qtbot.waitSignal(viewer.pdf.sig_rendered, timeout=20_000):
+        viewer.show_source(
+            SourceView(
+                chunk_id="c",
+                path=str(path),
+                page=1,
+                page_count=8,
+                page_text=paragraph,
+                char_start=0,
+                char_end=60,
+            )
+        )
+    for _ in range(3):  # page and zoom through the file as a person would
+        with qtbot.waitSignal(viewer.pdf.sig_rendered, timeout=20_000):
+            viewer.pdf.next_button.click()
+        with qtbot.waitSignal(viewer.pdf.sig_rendered, timeout=20_000):
+            viewer.pdf.zoom_in_button.click()
+    gap = ticker.max_gap()
+    assert viewer.pdf.page == 4
+    assert len(ticker.ticks) >= 2
+    assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"
+
+
+def test_loading_and_searching_many_conversations_never_stalls_the_window(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    store = ConversationStore(folder=tmp_path)
+    words = [
+        "tomato",
+        "pepper",
+        "budget",
+        "garden",
+        "invoice",
+        "soil",
+        "compost",
+        "river",
+        "bridge",
+    ]
+    for i in range(300):
+        conv = new_conversation(title=f"Conversation {i}")
+        for j in range(10):
+            conv = with_exchange(
+                conv,
+                exchange=Exchange(
+                    question=f"Question {j} about the {words[(i + j) % len(words)]}?",
+                    answer=("A long answer with many words in it. " * 40) + f"needle-{i}-{j}",
+                ),
+            )
+        store.save(conv)
+
+    ticker = _Ticker()
+    pane = ChatPane(store=store)
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.loaded, timeout=30_000)
+    assert len(pane.conversations) == 300
+    for query in ("needle-123-4", "garden", "tomato pepper", ""):
+        pane.conversation_list.search.setText(query)
+        qtbot.wait(SEARCH_DELAY_MS + 60)
+    pane.conversation_list.search.setText("needle-123-4")
+    qtbot.waitUntil(lambda: len(pane.conversation_list.ids()) == 1, timeout=2000)
+    pane.conversation_list.list.setCurrentRow(0)  # open it: ten Markdown answers
+    qtbot.wait(50)
+    gap = ticker.max_gap()
+    assert "needle-123-4" in pane.transcript.toPlainText()
+    assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"

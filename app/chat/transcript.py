@@ -1,0 +1,124 @@
+"""Writing a conversation into the transcript's QTextDocument.
+
+Answers are Markdown (code blocks, lists, tables) with the [n] markers turned
+into `cite:` links before parsing, so a marker stays clickable wherever the
+Markdown puts it. Model output may hold HTML: it is parsed with HTML off, so it
+shows as text and never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtGui import (
+    QColor,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextDocumentFragment,
+    QTextFormat,
+)
+
+from app.chat.answer_render import answer_markdown
+from app.chat.conversations import Exchange
+from engine.wire import Citation
+
+
+def transcript_css(*, dark: bool) -> str:
+    quiet = "#a0a8b4" if dark else "#5b6472"
+    failed = "#ff8a80" if dark else "#b42318"
+    link = "#7fb0ff" if dark else "#1d5fd1"
+    return f"""
+.question {{ font-weight: 600; }}
+.who {{ color: {quiet}; font-size: small; }}
+.note {{ color: {quiet}; font-size: small; }}
+.failed {{ color: {failed}; }}
+.pending {{ color: {quiet}; font-style: italic; }}
+a {{ color: {link}; text-decoration: none; }}
+"""
+
+
+def spaced(*, top: float) -> QTextBlockFormat:
+    fmt = QTextBlockFormat()
+    fmt.setTopMargin(top)
+    return fmt
+
+
+def escape(text: str) -> str:
+    return html.escape(text, quote=False).replace("\n", "<br>")
+
+
+def markdown_fragment(*, text: str, citations: list[Citation], dark: bool) -> QTextDocumentFragment:
+    """The answer parsed as Markdown, code blocks shaded, as a fragment to insert."""
+    doc = QTextDocument()
+    doc.setMarkdown(
+        answer_markdown(text=text, citations=citations),
+        QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+        | QTextDocument.MarkdownFeature.MarkdownNoHTML,
+    )
+    code_bg = QColor("#2b2f36" if dark else "#f3f4f6")
+    link = QColor("#7fb0ff" if dark else "#1d5fd1")
+    block = doc.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        if fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.hasProperty(
+            QTextFormat.Property.BlockCodeLanguage
+        ):
+            fmt.setBackground(code_bg)
+            fmt.setLeftMargin(6)
+            cursor = QTextCursor(block)
+            cursor.setBlockFormat(fmt)
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            if frag.isValid() and frag.charFormat().isAnchor():
+                cursor = QTextCursor(doc)
+                cursor.setPosition(frag.position())
+                cursor.setPosition(frag.position() + frag.length(), QTextCursor.MoveMode.KeepAnchor)
+                cf = QTextCharFormat()
+                cf.setForeground(link)
+                cf.setFontUnderline(False)
+                cursor.mergeCharFormat(cf)
+            it += 1
+        block = block.next()
+    return QTextDocumentFragment(doc)
+
+
+def write_question(*, cursor: QTextCursor, question: str, first: bool) -> None:
+    if first:
+        cursor.setBlockFormat(spaced(top=0))
+    else:
+        cursor.insertBlock(spaced(top=22))
+    cursor.insertHtml('<span class="who">You</span>')
+    cursor.insertBlock(spaced(top=2))
+    cursor.insertHtml(f'<span class="question">{escape(question)}</span>')
+    cursor.insertBlock(spaced(top=14))
+    cursor.insertHtml('<span class="who">RAGDoll</span>')
+    cursor.insertBlock(spaced(top=2))
+    cursor.setCharFormat(QTextCharFormat())
+
+
+def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, dark: bool) -> None:
+    """The answer part of an exchange, at `cursor` (the end of the document)."""
+    cursor.setCharFormat(QTextCharFormat())
+    citations = list(exchange.citations)
+    if exchange.answer:
+        cursor.insertFragment(
+            markdown_fragment(text=exchange.answer, citations=citations, dark=dark)
+        )
+    elif streaming:
+        cursor.insertHtml('<span class="pending">Searching your documents…</span>')
+    elif not exchange.error and not exchange.stopped:
+        cursor.insertHtml('<span class="note">(no answer)</span>')
+    if exchange.stopped:
+        cursor.insertHtml(' <span class="note">(stopped)</span>')
+    if exchange.error:
+        if exchange.answer:
+            cursor.insertBlock()
+        cursor.insertHtml(
+            f'<span class="failed">The answer failed: {escape(exchange.error)}</span>'
+        )
+    if exchange.note:
+        cursor.insertBlock(spaced(top=8))
+        cursor.insertHtml(f'<span class="note">{escape(exchange.note)}</span>')

@@ -1,0 +1,93 @@
+"""Answers as Markdown with clickable markers (pure functions, then the document)."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QTextCursor, QTextDocument
+from pytestqt.qtbot import QtBot
+
+from app.chat.answer_render import answer_markdown, chunk_id_from_href, copy_text
+from app.chat.transcript import markdown_fragment
+from tests.app.fake_client import CITATIONS
+
+ANSWER = """Tomatoes need sun [1] and warm soil [1, 2].
+
+- water early [2]
+- prune weekly
+
+| month | task |
+|-------|------|
+| May   | plant [1] |
+
+```python
+x = items[1]
+```
+An invented marker [7] stays text, and `code [2]` stays code.
+"""
+
+
+def _anchors(doc: QTextDocument) -> list[str]:
+    out = []
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fmt = it.fragment().charFormat()
+            if fmt.isAnchor():
+                out.append(fmt.anchorHref())
+            it += 1
+        block = block.next()
+    return out
+
+
+def test_markers_become_links_outside_code_only() -> None:
+    md = answer_markdown(text=ANSWER, citations=CITATIONS)
+    assert "x = items[1]" in md  # inside the fence, untouched
+    assert "`code [2]`" in md
+    assert "\\[7\\]" in md  # no such citation: escaped text, no link
+    assert md.count("(<cite:") == 5
+
+
+def test_a_half_streamed_marker_is_plain_text_until_it_closes() -> None:
+    assert "cite:" not in answer_markdown(text="sun [1", citations=CITATIONS)
+    assert "cite:" in answer_markdown(text="sun [1]", citations=CITATIONS)
+
+
+def test_the_rendered_answer_has_a_list_a_table_code_and_working_links(qtbot: QtBot) -> None:
+    doc = QTextDocument()
+    QTextCursor(doc).insertFragment(markdown_fragment(text=ANSWER, citations=CITATIONS, dark=False))
+    text = doc.toPlainText()
+    assert "Tomatoes need sun [1] and warm soil [1, 2]." in text
+    assert "x = items[1]" in text and "[7]" in text
+    hrefs = [chunk_id_from_href(href=h) for h in _anchors(doc)]
+    assert hrefs == ["doc-a/p2#0", "doc-a/p2#0", "doc-b#3", "doc-b#3", "doc-a/p2#0"]
+    block = doc.begin()
+    kinds = set()
+    while block.isValid():
+        if block.textList() is not None:
+            kinds.add("list")
+        if block.blockFormat().background().color().name() == "#f3f4f6":
+            kinds.add("code")
+        block = block.next()
+    frame_tables = [
+        f for f in doc.rootFrame().childFrames() if f.__class__.__name__ == "QTextTable"
+    ]
+    assert kinds == {"list", "code"}
+    assert len(frame_tables) == 1
+
+
+def test_html_in_an_answer_shows_as_text_never_as_markup(qtbot: QtBot) -> None:
+    doc = QTextDocument()
+    QTextCursor(doc).insertFragment(
+        markdown_fragment(text="<b>bold</b> <img src='x'>", citations=[], dark=False)
+    )
+    assert "<b>bold</b>" in doc.toPlainText()
+
+
+def test_copy_text_lists_the_sources_under_the_answer() -> None:
+    text = copy_text(answer="Sun [1].\n", citations=list(reversed(CITATIONS)))
+    lines = text.splitlines()
+    assert lines[0] == "Sun [1]."
+    assert lines[2] == "Sources:"
+    assert lines[3] == "[1] garden guide.pdf — page 2 (/docs/garden guide.pdf)"
+    assert "Tomatoes need at least six hours" in lines[4]
+    assert lines[5].startswith("[2] notes.md")

@@ -1,0 +1,196 @@
+"""The chat pane on its own: conversations, streaming, tooltips, regenerate, copy, keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QHelpEvent, QTextCursor
+from PySide6.QtWidgets import QApplication, QToolTip
+from pytestqt.qtbot import QtBot
+
+from app.chat.answer_render import chunk_id_from_href
+from app.chat.chat_pane import ChatPane
+from app.chat.conversations import ConversationStore
+from engine.wire import AnswerDone
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import ANSWER_TOKENS, CITATIONS, FakeClient
+
+
+def make_pane(qtbot: QtBot, folder: Path) -> ChatPane:
+    pane = ChatPane(store=ConversationStore(folder=folder))
+    qtbot.addWidget(pane)
+    pane.resize(900, 600)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.loaded, timeout=5000)
+    pane.set_ready(True)
+    return pane
+
+
+def answer(pane: ChatPane, *, question: str, text: str = "") -> None:
+    """What the main window does with the bridge's events for one question."""
+    pane.begin_answer(question=question)
+    pane.set_citations(CITATIONS)
+    for token in [text] if text else ANSWER_TOKENS:
+        pane.append_token(token)
+    pane.finish_answer(done=AnswerDone(answer="", note="", mode="extractive"))
+
+
+def anchor_point(pane: ChatPane, *, chunk_id: str) -> QPoint:
+    doc = pane.transcript.document()
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            if chunk_id_from_href(href=frag.charFormat().anchorHref()) == chunk_id:
+                cursor = QTextCursor(doc)
+                cursor.setPosition(frag.position() + 1)
+                return pane.transcript.cursorRect(cursor).center() + QPoint(-2, 0)
+            it += 1
+        block = block.next()
+    raise AssertionError(f"no link to {chunk_id}")
+
+
+def test_conversations_are_kept_switched_renamed_deleted_and_reloaded(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="What do tomatoes need?")
+    answer(pane, question="And peppers?")
+    first = pane.current.id
+    qtbot.keyClick(pane.question, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    assert pane.current.id != first and pane.transcript.toPlainText() == ""
+    answer(pane, question="Where is the budget?", text="In **the plan**.")
+    second = pane.current.id
+    assert pane.conversation_list.ids() == [second, first]  # newest first
+
+    pane.conversation_list.list.setCurrentRow(1)
+    assert pane.current.id == first
+    assert "And peppers?" in pane.transcript.toPlainText()
+    assert pane.sources_model.rowCount() == 2
+    pane.rename(first, "Vegetables")
+    pane.delete(second)
+    assert pane.conversation_list.ids() == [first]
+
+    again = make_pane(qtbot, tmp_path)
+    (kept,) = again.conversations
+    assert kept.title == "Vegetables"
+    assert [e.question for e in kept.exchanges] == ["What do tomatoes need?", "And peppers?"]
+    assert kept.exchanges[0].answer == "".join(ANSWER_TOKENS)
+    assert kept.exchanges[0].citations == tuple(CITATIONS)
+
+
+def test_the_search_box_filters_by_title_and_message_text(qtbot: QtBot, tmp_path: Path) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="tomatoes", text="They need sun.")
+    tomatoes = pane.current.id
+    pane.new_chat()
+    answer(pane, question="budget", text="The plan has a total.")
+    qtbot.keyClick(pane, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert pane.conversation_list.search.hasFocus()
+    qtbot.keyClicks(pane.conversation_list.search, "need SUN")
+    qtbot.waitUntil(lambda: pane.conversation_list.ids() == [tomatoes], timeout=2000)
+    pane.conversation_list.search.clear()
+    qtbot.waitUntil(lambda: len(pane.conversation_list.ids()) == 2, timeout=2000)
+
+
+def test_a_marker_shows_its_snippet_on_hover(qtbot: QtBot, tmp_path: Path) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="q")
+    assert "six hours of sun" in pane.marker_tooltip(chunk_id=CITATIONS[0].chunk_id)
+    point = anchor_point(pane, chunk_id=CITATIONS[1].chunk_id)
+    viewport = pane.transcript.viewport()
+    event = QHelpEvent(QEvent.Type.ToolTip, point, viewport.mapToGlobal(point))
+    QApplication.sendEvent(viewport, event)
+    assert "warm soil" in QToolTip.text()
+    assert "notes.md" in QToolTip.text()
+
+
+def test_regenerate_asks_the_last_question_again_in_place(qtbot: QtBot, tmp_path: Path) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="first")
+    answer(pane, question="second")
+    asked: list[str] = []
+    pane.sig_ask.connect(asked.append)
+    assert pane.regenerate_button.isEnabled()
+    pane.regenerate_button.click()
+    assert asked == ["second"]
+    assert [e.question for e in pane.current.exchanges] == ["first"]
+    answer(pane, question="second", text="better")
+    assert [e.answer for e in pane.current.exchanges][-1] == "better"
+    assert len(pane.current.exchanges) == 2
+
+
+def test_copy_puts_the_answer_and_its_sources_on_the_clipboard(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    assert not pane.copy_button.isEnabled()
+    answer(pane, question="q")
+    qtbot.keyClick(
+        pane.question,
+        Qt.Key.Key_C,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
+    text = QGuiApplication.clipboard().text()
+    assert text.startswith("".join(ANSWER_TOKENS))
+    assert "Sources:" in text and "[2] notes.md" in text
+
+
+def test_ctrl_enter_sends_and_a_stream_can_go_on_in_another_conversation(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    asked: list[str] = []
+    pane.sig_ask.connect(asked.append)
+    qtbot.keyClicks(pane.question, "hello")
+    qtbot.keyClick(pane.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert asked == ["hello"]
+
+    pane.begin_answer(question="hello")
+    streaming_into = pane.current.id
+    pane.set_citations(CITATIONS)
+    pane.append_token("Half ")
+    pane.new_chat()  # the person moves on while the answer streams
+    pane.append_token("and the rest.")
+    pane.finish_answer(done=AnswerDone(answer="", note="done", mode="extractive"))
+    assert pane.transcript.toPlainText() == ""
+    pane.switch_to(streaming_into)
+    assert "Half and the rest." in pane.transcript.toPlainText()
+    assert "done" in pane.transcript.toPlainText()
+
+
+def test_controls_have_accessible_names(qtbot: QtBot, tmp_path: Path) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    for widget in (
+        pane.question,
+        pane.ask_button,
+        pane.stop_button,
+        pane.regenerate_button,
+        pane.copy_button,
+        pane.sources,
+        pane.transcript,
+        pane.conversation_list.search,
+        pane.conversation_list.list,
+        pane.conversation_list.new_button,
+        pane.conversation_list.rename_button,
+        pane.conversation_list.delete_button,
+    ):
+        assert widget.accessibleName(), widget
+
+
+def test_in_the_window_regenerate_streams_a_new_answer_and_keeps_one_exchange(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient()
+    window = make_window(client)
+    qtbot.keyClicks(window.chat.question, "What do tomatoes need?")
+    qtbot.keyClick(window.chat.question, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.chat.streaming, timeout=5000)
+    window.chat.regenerate_button.click()
+    qtbot.waitUntil(lambda: len(client.called("ask_stream")) == 2, timeout=5000)
+    qtbot.waitUntil(lambda: not window.chat.streaming, timeout=5000)
+    (only,) = window.chat.current.exchanges
+    assert only.answer == "".join(ANSWER_TOKENS)
+    assert window.chat.transcript.toPlainText().count("What do tomatoes need?") == 1

@@ -1,0 +1,84 @@
+"""The first-start welcome, the remembered window layout, and the themes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from app.theme import apply_theme, is_dark, style_sheet
+from app.ui_state import welcome_seen
+from app.welcome.welcome_dialog import WelcomeDialog
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import FakeClient
+
+
+def test_the_dialog_returns_the_samples_and_the_chosen_model(qtbot: QtBot) -> None:
+    dialog = WelcomeDialog(choose_model_folder=lambda parent: "/models/tiny-llama")
+    qtbot.addWidget(dialog)
+    assert dialog.choice().add_samples and dialog.choice().model is None
+    dialog.choose_button.click()
+    assert dialog.generative.isChecked() and dialog.model_label.text() == "tiny-llama"
+    dialog.samples.setChecked(False)
+    choice = dialog.choice()
+    assert not choice.add_samples and choice.model == "/models/tiny-llama"
+    dialog.extractive.setChecked(True)
+    assert dialog.choice().model is None
+
+
+def test_the_welcome_shows_once_and_its_choices_are_carried_out(
+    qtbot: QtBot, make_window: MakeWindow, ragdoll_home: Path
+) -> None:
+    client = FakeClient()
+    window = make_window(
+        client, show_welcome=True, choose_model_folder=lambda parent: "/models/tiny"
+    )
+    qtbot.waitUntil(lambda: window.welcome is not None and window.welcome.isVisible(), timeout=5000)
+    welcome = window.welcome
+    assert welcome is not None
+    welcome.choose_button.click()
+    welcome.start_button.click()
+    qtbot.waitUntil(
+        lambda: bool(client.called("ingest")) and bool(client.called("set_model")), timeout=5000
+    )
+    assert client.called("ingest")[0]["paths"][0].endswith("samples")
+    assert client.called("set_model")[0]["model"] == "/models/tiny"
+    assert welcome_seen()
+
+    again = make_window(FakeClient(), show_welcome=True)
+    qtbot.wait(200)
+    assert again.welcome is None
+
+
+def test_window_geometry_and_splitters_are_remembered(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(FakeClient())
+    window.resize(760, 560)
+    window.splitter.setSizes([250, 500])
+    qtbot.wait(50)
+    sizes = window.splitter.sizes()
+    window.close()
+    again = make_window(FakeClient())
+    assert (again.width(), again.height()) == (760, 560)
+    assert again.splitter.sizes() == sizes
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_each_theme_has_its_style_sheet_and_palette(qtbot: QtBot, scheme: str) -> None:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    try:
+        apply_theme(app, scheme=scheme)  # type: ignore[arg-type]
+        assert is_dark() == (scheme == "dark")
+        assert app.styleSheet() == style_sheet(scheme=scheme)  # type: ignore[arg-type]
+        assert "QTextBrowser#transcript" in app.styleSheet()
+        assert "@STYLES@" not in app.styleSheet()  # icon urls point into the package
+        window_colour = app.palette().window().color().lightness()
+        assert (window_colour < 100) == (scheme == "dark")
+    finally:
+        apply_theme(app, scheme="light")
+        app.setStyleSheet("")
+        app.setPalette(app.style().standardPalette())
