@@ -7,8 +7,8 @@ plist; Windows: a value under HKCU\\...\\Run. Those two are generated here as te
 
 from __future__ import annotations
 
-import plistlib
 import platform
+import plistlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +61,9 @@ def windows_reg_file(*, launcher: str, identity: AppIdentity = IDENTITY) -> str:
     """A .reg file adding the Run value (regedit's format: backslashes and quotes escaped)."""
     name, command = windows_run_value(launcher=launcher, identity=identity)
     data = command.replace("\\", "\\\\").replace('"', '\\"')
-    return f'Windows Registry Editor Version 5.00\r\n\r\n[{WINDOWS_RUN_KEY}]\r\n"{name}"="{data}"\r\n'
+    return (
+        f'Windows Registry Editor Version 5.00\r\n\r\n[{WINDOWS_RUN_KEY}]\r\n"{name}"="{data}"\r\n'
+    )
 
 
 def enable(*, launcher: Path, dirs: XdgDirs | None = None) -> Path:

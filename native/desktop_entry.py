@@ -14,7 +14,7 @@ from native.identity import IDENTITY, AppIdentity
 # Characters that force an Exec argument into double quotes (Desktop Entry spec,
 # "The Exec key"); inside quotes, these four need a backslash.
 _RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
-_ESCAPE_IN_QUOTES = ('\\', '"', "`", "$")
+_ESCAPE_IN_QUOTES = ("\\", '"', "`", "$")
 
 
 def exec_quote(arg: str) -> str:

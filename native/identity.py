@@ -16,7 +16,7 @@ class AppIdentity:
     reverse_dns: str = "org.ragdoll.RAGDoll"  # macOS bundle id, LaunchAgent label stem
     comment: str = "Ask questions about your own documents, on your own machine"
     generic_name: str = "Document Assistant"
-    categories: tuple[str, ...] = ("Office", "Utility")
+    categories: tuple[str, ...] = ("Office",)
     keywords: tuple[str, ...] = ("RAG", "documents", "search", "question", "PDF")
     # Documents RAGDoll reads; "Open with RAGDoll" adds them and opens the window.
     mime_types: tuple[str, ...] = (

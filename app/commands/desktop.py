@@ -8,6 +8,7 @@ with the given folders or files added once it is connected to the engine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -175,14 +176,15 @@ def run_uninstall(args: argparse.Namespace) -> int:
         print("nothing removed")
         return 1
     _stop_engine(paths=paths)
-    try:
+    # Windows: the installer's Run value goes with its own uninstaller.
+    with contextlib.suppress(NotImplementedError):
         autostart.disable(launcher=layout.launcher, dirs=dirs)
-    except NotImplementedError:
-        pass  # Windows: the installer's Run value goes with its own uninstaller
     for path in remove_integration(layout=layout, dirs=dirs):
         print(f"  removed {path}")
     carry_out(plan=plan)
-    print("RAGDoll is uninstalled." + ("" if remove_index else f" The index stays in {paths.data}."))
+    print(
+        "RAGDoll is uninstalled." + ("" if remove_index else f" The index stays in {paths.data}.")
+    )
     return 0
 
 

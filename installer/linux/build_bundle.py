@@ -111,7 +111,9 @@ def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True) -> Path:
     for name in ("install.sh", "install.py"):
         shutil.copy2(here / name, bundle / name)
     shutil.copy2(REPO / "native" / "torch_choice.py", bundle / "torch_choice.py")
-    shutil.copy2(spec.icon_png_dir / "256x256" / "apps" / f"{spec.app_id}.png", bundle / "ragdoll.png")
+    shutil.copy2(
+        spec.icon_png_dir / "256x256" / "apps" / f"{spec.app_id}.png", bundle / "ragdoll.png"
+    )
     (bundle / "constraints.txt").write_text(
         constraints_without_torch(text=(REPO / "constraints.txt").read_text(encoding="utf-8"))
     )

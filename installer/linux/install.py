@@ -158,8 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         body = {
             "prefix": str(prefix),
             "version": bundle_version(),
-            "torch": {"variant": choice.variant, "requirement": choice.requirement,
-                      "index_url": choice.index_url, "reason": choice.reason},
+            "torch": {
+                "variant": choice.variant,
+                "requirement": choice.requirement,
+                "index_url": choice.index_url,
+                "reason": choice.reason,
+            },
             "commands": commands,
         }
         print(json.dumps(body, indent=2))
@@ -168,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"PyTorch: {choice.requirement} ({choice.reason})", flush=True)
     run_install(prefix=prefix, choice=choice, commands=commands)
     launcher = prefix / "venv" / ("Scripts" if platform.system() == "Windows" else "bin")
-    print(f"RAGDoll is installed. Start it from the applications menu, or run {launcher / 'ragdoll'}.")
+    print(
+        f"RAGDoll is installed. Start it from the applications menu, or run {launcher / 'ragdoll'}."
+    )
     if integrate:
         print(f"To remove it: {prefix / 'uninstall.sh'} (your documents are never touched).")
     return 0

@@ -35,9 +35,9 @@ def home_env(*, home: Path) -> dict[str, str]:
 def exec_argv(*, entry: Path, files: list[str] | None = None) -> list[str]:
     """The command a launcher runs for this entry's Exec line, with %F expanded
     to `files` (Desktop Entry spec: unescape, split, quotes, field codes)."""
-    line = next(
-        line for line in entry.read_text().splitlines() if line.startswith("Exec=")
-    )[len("Exec=") :]
+    line = next(line for line in entry.read_text().splitlines() if line.startswith("Exec="))[
+        len("Exec=") :
+    ]
     line = line.replace("\\\\", "\\")
     args: list[str] = []
     current: str | None = None

@@ -32,7 +32,10 @@ def test_the_committed_icons_cover_every_hicolor_size() -> None:
     for size in SIZES:
         png = icons_dir() / "hicolor" / f"{size}x{size}" / "apps" / "ragdoll.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
-        width, height = int.from_bytes(png.read_bytes()[16:20]), int.from_bytes(png.read_bytes()[20:24])
+        width, height = (
+            int.from_bytes(png.read_bytes()[16:20]),
+            int.from_bytes(png.read_bytes()[20:24]),
+        )
         assert (width, height) == (size, size)
 
 

@@ -68,6 +68,6 @@ def test_open_at_page_launches_the_command_and_refuses_a_missing_file(tmp_path: 
         path=doc, page=2, system="Linux", which=only("okular"), launch=launched.append
     )
     assert launched == [cmd.argv] == [["/usr/bin/okular", "--page", "2", str(doc)]]
-    with pytest.raises(FileNotFoundError, match="missing.pdf"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.pdf"):
         open_at_page(path=tmp_path / "missing.pdf", page=1, launch=launched.append)
     assert len(launched) == 1

@@ -34,7 +34,9 @@ def test_keep_index_removes_only_the_program(tmp_path: Path) -> None:
 
 def test_remove_index_removes_the_apps_state_but_never_the_documents(tmp_path: Path) -> None:
     home, paths, program, docs = setup(tmp_path)
-    plan = plan_uninstall(paths=paths, remove_index=True, program_dir=program, watched=[docs], home=home)
+    plan = plan_uninstall(
+        paths=paths, remove_index=True, program_dir=program, watched=[docs], home=home
+    )
     assert set(plan.remove) == {program.resolve(), *state_dirs(paths=paths)}
     carry_out(plan=plan)
     assert not paths.index_dir.exists() and not paths.config.exists()
@@ -42,7 +44,7 @@ def test_remove_index_removes_the_apps_state_but_never_the_documents(tmp_path: P
 
 
 def test_a_folder_holding_watched_documents_or_home_is_never_removed(tmp_path: Path) -> None:
-    home, paths, program, _docs = setup(tmp_path)
+    home, paths, _program, _docs = setup(tmp_path)
     inside = paths.data / "my-notes"  # someone put documents in the data folder
     inside.mkdir()
     (inside / "n.md").write_text("keep me")
