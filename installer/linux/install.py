@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from torch_choice import choose_torch, probe_machine  # noqa: E402
+from torch_choice import TorchChoice, choose_torch, probe_machine  # noqa: E402
 
 MIN_PYTHON = (3, 11)
 INFO = "install-info.json"
@@ -65,7 +65,9 @@ def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def plan(*, prefix: Path, offline: bool, torch_override: str | None, integrate: bool):
+def plan(
+    *, prefix: Path, offline: bool, torch_override: str | None, integrate: bool
+) -> tuple[TorchChoice, list[list[str]]]:
     """The commands an install runs, in order, and the torch choice behind them."""
     env = dict(os.environ)
     if torch_override:
@@ -97,7 +99,7 @@ def installed_version(prefix: Path) -> str | None:
         return None
 
 
-def run_install(*, prefix: Path, choice, commands: list[list[str]]) -> None:
+def run_install(*, prefix: Path, choice: TorchChoice, commands: list[list[str]]) -> None:
     venv = prefix / "venv"
     old = prefix / "venv.old"
     prefix.mkdir(parents=True, exist_ok=True)
