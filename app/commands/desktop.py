@@ -12,6 +12,7 @@ import contextlib
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from app.commands.session import fail
 
@@ -71,15 +72,13 @@ def run_open(args: argparse.Namespace) -> int:
 
 
 def _open_window(*, paths: list[str], choose_folder: bool, samples: bool) -> int:
-    """The window of `ragdoll gui`, which adds `paths` once the engine is connected:
-    through the library pane, so progress shows as if they were added by hand."""
+    """The window of `ragdoll gui`, which adds `paths` once the engine is connected."""
     import logging
 
     from PySide6.QtWidgets import QApplication
 
     from app.main import _quit_on_terminal_signals, configure_app
     from app.main_window import MainWindow
-    from app.qt_compat import emit
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -87,10 +86,23 @@ def _open_window(*, paths: list[str], choose_folder: bool, samples: bool) -> int
     assert isinstance(app, QApplication)
     configure_app(app)
     window = MainWindow()
+    add_on_connect(window=window, paths=paths, choose_folder=choose_folder, samples=samples)
+    window.show()
+    _quit_on_terminal_signals(app)
+    code = app.exec()
+    window.close()
+    return code
+
+
+def add_on_connect(*, window: Any, paths: list[str], choose_folder: bool, samples: bool) -> None:
+    """On the window's first connection to the engine, add `paths` (and ask for a
+    folder, or add the samples) through its library pane, so that progress shows as
+    if they were added by hand. A reconnect does not add them again."""
+    from app.qt_compat import emit
+
     pending = {"first": True}
 
     def on_connected(_status: object) -> None:
-        # Only on the first connection: a reconnect must not add the folders again.
         if not pending.pop("first", False):
             return
         if choose_folder:
@@ -101,11 +113,6 @@ def _open_window(*, paths: list[str], choose_folder: bool, samples: bool) -> int
             emit(window.library.sig_add_paths, list(paths))
 
     window.bridge.sig_connected.connect(on_connected)
-    window.show()
-    _quit_on_terminal_signals(app)
-    code = app.exec()
-    window.close()
-    return code
 
 
 def _launcher() -> Path:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pytestqt.qtbot import QtBot
 
 from app.cli import main
 from native.linux import InstallLayout, integrate
@@ -85,3 +86,26 @@ def test_open_with_only_missing_paths_fails_before_any_window(
     assert main(["ask-folder", str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
     assert "not found, not added" in err and "nothing to open" in err
+
+
+def test_open_adds_the_paths_once_the_window_is_connected_and_only_once(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    from app.commands.desktop import add_on_connect
+    from app.main_window import MainWindow
+    from tests.app.fake_client import FakeClient
+
+    client = FakeClient()
+    chosen = str(tmp_path / "chosen")
+    window = MainWindow(client_factory=lambda: client, choose_folder=lambda _parent: chosen)
+    qtbot.addWidget(window)
+    add_on_connect(window=window, paths=["/docs/a"], choose_folder=True, samples=True)
+    window.show()
+    qtbot.waitUntil(lambda: len(client.called("ingest")) == 3, timeout=10_000)
+    added = [call["paths"] for call in client.called("ingest")]
+    assert ["/docs/a"] in added and [chosen] in added
+    assert any(p[0].endswith("samples") for p in added)
+    window.bridge.connect_engine()  # a reconnect
+    qtbot.waitUntil(lambda: window.bridge.connected, timeout=5000)
+    qtbot.wait(300)
+    assert len(client.called("ingest")) == 3
