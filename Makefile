@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-full lint setup clean screenshots
+.PHONY: run test test-full lint setup clean screenshots dist
 
 setup: $(STAMP)
 
@@ -29,9 +29,14 @@ test-full: $(STAMP)
 screenshots: $(STAMP)
 	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb $(BIN)/python -m app.screenshot --out docs/screenshots
 
+# The Linux bundle (dist/ragdoll-VERSION-linux[.tar.gz]: ./install.sh is the one step) and
+# the Windows/macOS recipes rendered from installer/app_spec.toml (docs/install.md).
+dist: $(STAMP)
+	$(BIN)/python -m installer.linux.build_bundle --out dist --recipes dist/installer
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "profile",
     "plan",
     "bench",
+    "desktop",
 )
 
 

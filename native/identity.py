@@ -1,0 +1,32 @@
+"""Who the app is to the desktop: one value that every integration file uses.
+
+installer/app_spec.toml holds the same fields for the packaging recipes; a test
+keeps the two equal (the wheel does not carry installer/, so this copy is needed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppIdentity:
+    name: str = "RAGDoll"
+    app_id: str = "ragdoll"  # desktop file basename, icon name, WM class
+    reverse_dns: str = "org.ragdoll.RAGDoll"  # macOS bundle id, LaunchAgent label stem
+    comment: str = "Ask questions about your own documents, on your own machine"
+    generic_name: str = "Document Assistant"
+    categories: tuple[str, ...] = ("Office",)
+    keywords: tuple[str, ...] = ("RAG", "documents", "search", "question", "PDF")
+    # Documents RAGDoll reads; "Open with RAGDoll" adds them and opens the window.
+    mime_types: tuple[str, ...] = (
+        "application/pdf",
+        "text/plain",
+        "text/markdown",
+        "text/html",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    )
+    ask_folder_label: str = "Ask RAGDoll about this folder"
+
+
+IDENTITY = AppIdentity()

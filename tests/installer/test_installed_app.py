@@ -1,0 +1,173 @@
+"""The whole path a person takes: build the Linux bundle, install it into a fresh
+HOME, start the app through its .desktop entry under Xvfb, see the window, ingest
+the sample collection and ask through the installed `ragdoll`, quit, uninstall.
+
+Slow (a real install: a private environment with PyTorch, Qt, LanceDB — minutes).
+pip runs with this machine's configuration (find-links with the CPU torch wheel,
+its index); the quick form is tests/installer/test_bundle.py.
+Set RAGDOLL_SCREENSHOT_DIR to keep the screenshots (docs/screenshots/installed-app.png).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from installer.linux.build_bundle import build
+from tests.installer.desktop_session import (
+    exec_argv,
+    home_env,
+    missing_tools,
+    screenshot,
+    wait_for_window,
+    xvfb,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTION = "How do I add a folder?"
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def run(argv: list[str], *, env: dict[str, str], timeout: float = 900) -> str:
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{argv}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+def pip_cache() -> str | None:
+    out = subprocess.run(
+        ["python3", "-m", "pip", "cache", "dir"], capture_output=True, text=True
+    ).stdout.strip()
+    return out or None
+
+
+def keep_screenshot(shot: Path, name: str) -> None:
+    target = os.environ.get("RAGDOLL_SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(target) / name)
+
+
+def test_build_install_start_ask_quit_uninstall(tmp_path: Path) -> None:
+    if missing_tools():
+        pytest.skip(
+            f"needs {', '.join(missing_tools())} (apt-get install xvfb xdotool imagemagick)"
+        )
+    if shutil.which("desktop-file-validate") is None:
+        pytest.skip("desktop-file-validate is not installed (apt-get install desktop-file-utils)")
+
+    # Build and unpack, as a person who downloaded the tarball would.
+    bundle = build(out=tmp_path / "dist", wheelhouse=True, tarball=True)
+    with tarfile.open(bundle.with_name(bundle.name + ".tar.gz")) as tar:
+        tar.extractall(tmp_path / "download", filter="data")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = home_env(home=home)
+    cache = pip_cache()
+    if cache:
+        env["PIP_CACHE_DIR"] = cache  # the same downloads as the rest of the machine
+    docs = home / "Documents" / "samples"
+    shutil.copytree(REPO / "resources" / "samples", docs)
+    before = {p.name: p.read_bytes() for p in docs.iterdir()}
+
+    # The one step.
+    started = time.monotonic()
+    log = run(
+        [str(tmp_path / "download" / bundle.name / "install.sh"), "--offline"],
+        env=env,
+        timeout=1500,
+    )
+    install_s = time.monotonic() - started
+    print(f"install took {install_s:.0f} s")
+    assert "PyTorch: torch==" in log
+    data = home / ".local" / "share"
+    app_dir = data / "ragdoll-desktop"
+    info = json.loads((app_dir / "install-info.json").read_text())
+    assert info["version"] == "0.1.0"
+    # No NVIDIA GPU here: the CPU build, and no CUDA runtime in the environment.
+    assert info["torch"].endswith("+cpu")
+    site = next((app_dir / "venv" / "lib").glob("python3*/site-packages"))
+    assert not list(site.glob("nvidia*")) and not list(site.glob("triton*"))
+
+    entry = data / "applications" / "ragdoll.desktop"
+    subprocess.run(["desktop-file-validate", str(entry)], check=True)
+    assert (data / "icons" / "hicolor" / "256x256" / "apps" / "ragdoll.png").is_file()
+
+    endpoint = home / ".config" / "RAGDoll" / "run" / "engine.json"
+    with xvfb(size="1200x800x24") as display:
+        gui_env = {**env, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}
+        xenv = {**os.environ, "DISPLAY": display}
+
+        # 1. Start from the menu entry: the window appears, the engine behind it.
+        gui = subprocess.Popen(
+            exec_argv(entry=entry),
+            env=gui_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_window(display=display, name="RAGDoll", timeout_s=180)
+            deadline = time.monotonic() + 300
+            while not endpoint.exists() and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert endpoint.exists(), "the window did not start the engine"
+            keep_screenshot(
+                screenshot(display=display, out=tmp_path / "first.png"),
+                "installed-app-first-start.png",
+            )
+
+            # 2. The installed command line, against the engine the window started.
+            ragdoll = str(home / ".local" / "bin" / "ragdoll")
+            out = run([ragdoll, "ingest", str(docs)], env=env)
+            assert "2 ingested" in out, out
+            answer = json.loads(run([ragdoll, "ask", QUESTION, "--json"], env=env))
+            assert answer["citations"], answer
+            assert any(c["path"].startswith(str(docs)) for c in answer["citations"])
+        finally:
+            gui.send_signal(signal.SIGTERM)
+            assert gui.wait(timeout=120) == 0
+        assert not endpoint.exists(), "quitting the window left its engine running"
+
+        # 3. "Ask RAGDoll about this folder": the entry's Exec with the folder as %F.
+        gui = subprocess.Popen(
+            exec_argv(entry=entry, files=[str(docs)]),
+            env=gui_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            window = wait_for_window(display=display, name="RAGDoll", timeout_s=180)
+            time.sleep(20)  # the engine starts, re-reads the folder (unchanged)
+            subprocess.run(["xdotool", "windowfocus", "--sync", window], env=xenv, check=True)
+            subprocess.run(
+                ["xdotool", "mousemove", "700", "740", "click", "1"], env=xenv, check=True
+            )
+            subprocess.run(["xdotool", "type", "--delay", "30", QUESTION], env=xenv, check=True)
+            subprocess.run(["xdotool", "key", "Return"], env=xenv, check=True)
+            time.sleep(20)
+            shot = screenshot(display=display, out=tmp_path / "installed-app.png")
+            keep_screenshot(shot, "installed-app.png")
+            assert shot.stat().st_size > 10_000  # a drawn window, not a black screen
+        finally:
+            gui.send_signal(signal.SIGTERM)
+            assert gui.wait(timeout=120) == 0
+
+    # 4. Uninstall, keeping the index: the program goes, documents and index stay.
+    index = data / "RAGDoll" / "index"
+    assert index.is_dir()
+    out = run([str(app_dir / "uninstall.sh"), "--keep-index"], env=env)
+    assert "uninstalled" in out
+    assert not app_dir.exists() and not entry.exists()
+    assert not (home / ".local" / "bin" / "ragdoll").is_symlink()
+    assert not (data / "icons" / "hicolor" / "256x256" / "apps" / "ragdoll.png").exists()
+    assert index.is_dir() and any(index.iterdir())
+    assert {p.name: p.read_bytes() for p in docs.iterdir()} == before
