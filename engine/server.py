@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, HTTPException
@@ -23,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from engine.api.lifecycle import Lifecycle
-from engine.api.openai_routes import openai_router
+from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
 from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
@@ -35,6 +36,7 @@ from engine.errors import ModelLoadError
 from engine.ingest.jobs import FINAL_STATES, IngestJob
 from engine.paths import Paths
 from engine.wire import (
+    ApiError,
     DocumentInfo,
     EngineSettings,
     EngineStatus,
@@ -47,11 +49,19 @@ from engine.wire import (
 
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
-SSE_RESPONSE = {
+SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events (see engine/wire.py)",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {}},
     }
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ApiError, "description": "Not found"}}
+# What the guard or the body parser may answer on any route.
+COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "A body that is not JSON, or a request refused"},
+    401: {"model": ApiError, "description": "No token, or the wrong one"},
+    403: {"model": ApiError, "description": "A foreign Host or Origin, or a path not granted"},
+    413: {"model": ApiError, "description": "A body over 1 MiB"},
 }
 
 
@@ -79,7 +89,14 @@ def create_app(
 ) -> FastAPI:
     # No /docs or /redoc: their pages load scripts from a CDN, and nothing leaves
     # the machine. /openapi.json is served (behind the token like everything else).
-    app = FastAPI(title="RAGDoll engine", version=VERSION, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="RAGDoll engine",
+        version=VERSION,
+        docs_url=None,
+        redoc_url=None,
+        responses=COMMON_RESPONSES,
+    )
+    install_openai_error_handlers(app)
     lifecycle = lifecycle or Lifecycle()
     if server_settings is None:
         server_settings = ServerSettingsStore(file=engine.paths.config / "server.json")
@@ -105,7 +122,7 @@ def create_app(
     def set_model(body: ModelBody) -> dict:
         try:
             return to_json_dict(engine.set_model(model=body.model))
-        except ModelLoadError as e:
+        except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 
     @app.get("/v1/hardware", response_model=HardwareInfo)
@@ -132,7 +149,7 @@ def create_app(
     def errors() -> dict:
         return {"errors": [to_json_dict(e) for e in engine.errors()]}
 
-    @app.get("/v1/chunks/{chunk_id}/source", response_model=SourceView)
+    @app.get("/v1/chunks/{chunk_id}/source", response_model=SourceView, responses=NOT_FOUND)
     def source(chunk_id: str) -> dict:
         view = engine.source(chunk_id=chunk_id)
         if view is None:
@@ -162,18 +179,18 @@ def create_app(
             raise HTTPException(status_code=404, detail="no such ingestion job")
         return job
 
-    @app.get("/v1/ingest/{job_id}", response_model=IngestProgress)
+    @app.get("/v1/ingest/{job_id}", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_progress(job_id: str) -> dict:
         return to_json_dict(job_or_404(job_id).snapshot())
 
-    @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress)
+    @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
         job_or_404(job_id)
         job = engine.ingest.cancel(job_id=job_id)
         assert job is not None
         return to_json_dict(job.snapshot())
 
-    @app.get("/v1/ingest/{job_id}/events", responses=SSE_RESPONSE)
+    @app.get("/v1/ingest/{job_id}/events", responses={**SSE_RESPONSE, **NOT_FOUND})
     def ingest_events(job_id: str) -> StreamingResponse:
         job = job_or_404(job_id)
 

@@ -347,8 +347,8 @@ class OpenAIChatCompletion:
     created: int
     model: str
     choices: list[OpenAIChoice]
-    usage: OpenAIUsage
     citations: list[Citation]
+    usage: OpenAIUsage | None = None  # not counted: the extractive mode has no tokenizer
     object: Literal["chat.completion"] = "chat.completion"
 
 
@@ -409,3 +409,10 @@ class OpenAIErrorDetail:
 @dataclass(frozen=True, kw_only=True)
 class OpenAIError:
     error: OpenAIErrorDetail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiError:
+    """The body of a refusal from the engine's own routes (4xx)."""
+
+    detail: str

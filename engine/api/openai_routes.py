@@ -22,9 +22,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exception_handlers import (
+    http_exception_handler,
+    request_validation_exception_handler,
+)
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.lifecycle import Lifecycle
 from engine.core import Engine
@@ -51,9 +57,11 @@ log = logging.getLogger(__name__)
 EXTRACTIVE_MODEL_ID = "ragdoll-extractive"
 MAX_QUESTION_CHARS = 8000
 MAX_EMBEDDING_INPUTS = 2048
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/embeddings", "/v1/models")
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": OpenAIError, "description": "The request cannot be answered"},
+    400: {"model": OpenAIError, "description": "The request is malformed or cannot be answered"},
     404: {"model": OpenAIError, "description": "No such model"},
+    422: {"model": OpenAIError, "description": "Not used: invalid requests get 400"},
 }
 
 
@@ -115,7 +123,7 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
             200: {
                 "description": "The answer; with `stream: true`, server-sent events of "
                 "chat.completion.chunk objects ending in `data: [DONE]`",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "content": {"text/event-stream": {}},
             },
         },
     )
@@ -196,6 +204,32 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         )
 
     return router
+
+
+def install_openai_error_handlers(app: FastAPI) -> None:
+    """Errors on the OpenAI-compatible routes in OpenAI's shape (`{"error": {...}}`,
+    400 for an invalid request), which its clients turn into their own exceptions;
+    the engine's other routes keep FastAPI's `{"detail": ...}`."""
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if not request.url.path.startswith(OPENAI_PATHS):
+            return await request_validation_exception_handler(request, exc)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in exc.errors()[:5]
+        )
+        return _error(400, f"invalid request: {problems}")
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if not request.url.path.startswith(OPENAI_PATHS):
+            return await http_exception_handler(request, exc)
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return _error(exc.status_code, str(exc.detail), kind=kind)
+
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
 
 
 def _models(engine: Engine) -> list[OpenAIModel]:
