@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.lifecycle import Lifecycle
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
@@ -66,15 +66,18 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 class AskBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
     k: int = Field(default=5, ge=1, le=50)
 
 
 class IngestBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     paths: list[str] = Field(min_length=1, max_length=10000)
 
 
 class ModelBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     model: str | None = Field(default=None, max_length=4096)
 
 

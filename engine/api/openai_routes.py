@@ -66,13 +66,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     type: str = Field(max_length=64)
     text: str | None = None
 
 
 class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
 
@@ -80,12 +80,14 @@ class ChatMessageIn(BaseModel):
 class RagdollChatOptions(BaseModel):
     """RAGDoll's extension of a chat request (`extra_body={"ragdoll": {...}}`)."""
 
+    model_config = ConfigDict(strict=True)
+
     retrieval: bool = True
     k: int = Field(default=5, ge=1, le=50)
 
 
 class ChatCompletionBody(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
     stream: bool = False
@@ -94,7 +96,7 @@ class ChatCompletionBody(BaseModel):
 
 
 class EmbeddingsBody(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     input: str | list[str] = Field(max_length=MAX_EMBEDDING_INPUTS)
     model: str = Field(default="", max_length=4096)
     encoding_format: Literal["float", "base64"] = "float"

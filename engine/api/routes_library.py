@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.core import Engine
 from engine.store.records import SearchHit
@@ -26,12 +26,14 @@ UNFILED = "(not in a watched folder)"
 
 
 class FolderBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     path: str = Field(min_length=1, max_length=4096)
     collection: str = Field(default="default", min_length=1, max_length=200)
     ingest: bool = True  # false: only the grant (the caller ingests what it chooses)
 
 
 class SearchBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     query: str = Field(min_length=1, max_length=8000)
     k: int = Field(default=5, ge=1, le=50)
     collection: str | None = Field(default=None, max_length=200)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.lifecycle import Lifecycle
 from engine.api.server_settings import ServerSettingsStore
@@ -14,6 +14,8 @@ from engine.wire import QueueStatus, ServerSettings
 
 class ServerSettingsBody(BaseModel):
     """Fields left out keep their value."""
+
+    model_config = ConfigDict(strict=True)
 
     allowed_origins: list[str] | None = Field(default=None, max_length=32)
     keep_engine_running: bool | None = None
