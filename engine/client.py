@@ -267,8 +267,8 @@ def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[st
     for raw in paths:
         path = Path(raw).expanduser().resolve()
         folder = path if path.is_dir() else path.parent
-        if not folder.is_dir():
-            continue  # the engine reports what is missing
+        if not folder.is_dir() or folder == Path(folder.anchor):
+            continue  # the engine reports what is missing; a whole drive is never granted
         inside = [*roots, *wanted]
         if any(folder == r or folder.is_relative_to(r) for r in inside):
             continue
