@@ -318,6 +318,10 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()
         super().handle_exit(sig, frame)
+        # uvicorn re-raises the signal once it has shut down, which would kill the
+        # process before the engine is closed and the endpoint file removed: we end
+        # by returning from serve() instead (exit code 0, a clean stop).
+        self._captured_signals.clear()
 
 
 def _local_address(host: str) -> str:
