@@ -90,6 +90,8 @@ def test_lists_models(api_engine: RunningEngine) -> None:
 def test_embeddings_as_floats_and_base64(api_engine: RunningEngine) -> None:
     client = _client(api_engine)
     single = client.embeddings.create(model="all-MiniLM-L6-v2", input="raised beds")
+    long = client.embeddings.create(model="all-MiniLM-L6-v2", input="raised beds " * 2000)
+    assert len(long.data[0].embedding) == 384
     assert len(single.data) == 1 and len(single.data[0].embedding) == 384
     assert single.usage.prompt_tokens > 0
     many = client.embeddings.create(
