@@ -8,6 +8,11 @@ keep the app from quitting, and QThreadPool waits for its runnables on exit.
 
 Failures are never swallowed: a worker logs the traceback and emits `sig_error`
 with a message a person can read.
+
+The bridge also keeps the engine alive: it probes it every few seconds, and when
+the engine has died (a crash, kill -9) it says so (`sig_engine_lost`), starts a
+new one and reports back (`sig_engine_restarted`). The index is on disk, so
+nothing indexed is lost; an answer being streamed fails and can be asked again.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from app.qt_compat import emit, emit_drops_a_reference
-from engine.client import AskEvent, EngineClient
+from engine.client import AskEvent, EngineClient, grant_folders
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
 from engine.wire import (
@@ -29,9 +35,12 @@ from engine.wire import (
     EngineSettings,
     EngineStatus,
     FileError,
+    FolderAdded,
     HardwareInfo,
     IngestProgress,
+    ServerSettings,
     SourceView,
+    WatchedFolder,
 )
 
 log = logging.getLogger(__name__)
@@ -39,6 +48,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FINAL_JOB_STATES = frozenset({"done", "cancelled", "failed"})
+HEALTH_INTERVAL_MS = 2000
+# More deaths than this within the window: something is wrong that a restart
+# does not fix (a broken install); stop trying and say so.
+MAX_RESTARTS = 3
+RESTART_WINDOW_S = 120.0
 
 
 class EngineClientLike(Protocol):
@@ -56,6 +70,15 @@ class EngineClientLike(Protocol):
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
     def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]: ...
     def shutdown(self) -> None: ...
+    def alive(self, *, timeout_s: float = 5.0) -> bool: ...
+    def folders(self) -> list[WatchedFolder]: ...
+    def add_folder(
+        self, *, path: str, collection: str = "default", ingest: bool = True
+    ) -> FolderAdded: ...
+    def server_settings(self) -> ServerSettings: ...
+    def set_server_settings(
+        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
+    ) -> ServerSettings: ...
 
 
 ClientFactory = Callable[[], EngineClientLike]
@@ -142,11 +165,15 @@ class EngineBridge(QObject):
     sig_model_changed = Signal(object)  # EngineSettings
     sig_model_failed = Signal(str)
     sig_error = Signal(str, str)  # what was being done, why it failed
+    sig_engine_lost = Signal(str)  # the engine died; a new one is being started
+    sig_engine_restarted = Signal(object)  # EngineStatus of the new engine
+    sig_keep_running = Signal(bool)  # whether quitting leaves the engine running
 
     def __init__(
         self,
         *,
         client_factory: ClientFactory = connect_default,
+        health_interval_ms: int = HEALTH_INTERVAL_MS,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -154,6 +181,13 @@ class EngineBridge(QObject):
         self._client: EngineClientLike | None = None
         self._started_engine = False
         self._connecting = False
+        self._keep_running = False
+        self._probing = False
+        self._restarting = False
+        self._restarts: list[float] = []
+        self._health = QTimer(self)
+        self._health.setInterval(health_interval_ms)
+        self._health.timeout.connect(self._probe)
         emit_drops_a_reference()  # probe on the GUI thread, before any worker emits
         self._gate = _Gate(invoker=_MainThreadInvoker(parent=self))
         # Shut the gate even if the bridge is deleted without close().
@@ -171,6 +205,14 @@ class EngineBridge(QObject):
     @property
     def started_engine(self) -> bool:
         return self._started_engine
+
+    @property
+    def keep_running(self) -> bool:
+        return self._keep_running
+
+    @property
+    def restarting(self) -> bool:
+        return self._restarting
 
     # -- plumbing --------------------------------------------------------------
 
@@ -244,13 +286,84 @@ class EngineBridge(QObject):
         # Only an engine this window started is stopped when it closes: one the
         # CLI or another window started must outlive us.
         self._started_engine = bool(getattr(client, "started_here", False))
+        restarted, self._restarting = self._restarting, False
         emit(self.sig_connected, status)
+        if restarted:
+            emit(self.sig_engine_restarted, status)
         emit(self.sig_status, status)
         self.refresh_library()
+        self.refresh_keep_running()
+        self._health.start()
 
     def _connect_failed(self, *, error: BaseException) -> None:
         self._connecting = False
+        self._restarting = False
         emit(self.sig_connect_failed, describe_error(error=error))
+
+    # -- keeping the engine alive ---------------------------------------------------
+
+    def _probe(self) -> None:
+        """Is the engine still there? Runs off the GUI thread; one probe at a time."""
+        client = self._client
+        if client is None or self._probing or self._gate.closed:
+            return
+        self._probing = True
+
+        def work() -> None:
+            try:
+                alive = client.alive(timeout_s=5.0)
+            except Exception:
+                log.exception("probing the engine failed")
+                alive = True  # a bug in the probe is no reason to restart the engine
+            self._post(lambda: self._probed(client=client, alive=alive))
+
+        self._spawn(name="probe", target=work)
+
+    def _probed(self, *, client: EngineClientLike, alive: bool) -> None:
+        self._probing = False
+        if not alive and client is self._client:
+            self._engine_lost()
+
+    def _engine_lost(self) -> None:
+        """The engine died: say so, forget it, start a new one."""
+        self._health.stop()
+        client, self._client = self._client, None
+        if client is not None:
+            close = getattr(client, "close", None)
+            if close is not None:
+                self._spawn(name="close", target=close)
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S] + [now]
+        if len(self._restarts) > MAX_RESTARTS:
+            emit(
+                self.sig_connect_failed,
+                f"The engine stopped {len(self._restarts)} times within "
+                f"{RESTART_WINDOW_S:.0f} s, so it was not restarted again.",
+            )
+            return
+        emit(self.sig_engine_lost, "The engine stopped unexpectedly. Restarting it…")
+        self._restarting = True
+        self.connect_engine()
+
+    def refresh_keep_running(self) -> None:
+        self._submit(
+            what="Reading the engine settings",
+            call=lambda c: c.server_settings(),
+            on_result=self._keep_running_read,
+        )
+
+    def set_keep_running(self, *, keep: bool) -> None:
+        """Whether quitting the window leaves the engine running (to keep watching
+        folders). Stored by the engine, so that the choice survives restarts."""
+        self._submit(
+            what="Saving the engine settings",
+            call=lambda c: c.set_server_settings(keep_engine_running=keep),
+            on_result=self._keep_running_read,
+        )
+
+    def _keep_running_read(self, settings: ServerSettings) -> None:
+        self._keep_running = settings.keep_engine_running
+        emit(self.sig_keep_running, settings.keep_engine_running)
 
     # -- plain calls -----------------------------------------------------------
 
@@ -316,6 +429,9 @@ class EngineBridge(QObject):
         """Queue files or folders and follow the job's progress to its end."""
 
         def follow(client: EngineClientLike) -> IngestProgress:
+            # The folders the person picked become watched folders: the engine
+            # reads nothing outside them.
+            grant_folders(client=client, paths=paths)
             last = client.ingest(paths=paths)
             self._post(lambda: emit(self.sig_ingest_progress, last))
             if last.state in FINAL_JOB_STATES:
@@ -372,6 +488,8 @@ class EngineBridge(QObject):
             self._ask_stops.pop(request_id, None)
             if not stop.is_set():
                 emit(self.sig_ask_failed, request_id, describe_error(error=error))
+            if isinstance(error, EngineUnavailableError):
+                self._probe()  # the engine may have died: find out now
 
         sent = self._submit(
             what="Asking",
@@ -411,6 +529,7 @@ class EngineBridge(QObject):
         window is already hidden, and quitting must not hang on an engine that
         does not answer."""
         self._gate.close()
+        self._health.stop()
         for stop in self._ask_stops.values():
             stop.set()
         self._ask_stops.clear()
@@ -420,7 +539,9 @@ class EngineBridge(QObject):
 
         def stop_engine() -> None:
             try:
-                if self._started_engine:
+                # An engine this window started stops with it, unless the person
+                # keeps it running to watch folders.
+                if self._started_engine and not self._keep_running:
                     client.shutdown()
             except Exception:
                 log.exception("the engine did not acknowledge the shutdown")

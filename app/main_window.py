@@ -178,11 +178,22 @@ class MainWindow(QMainWindow):
         self.add_folder_action.triggered.connect(self.library.choose_and_add_folder)
         self.add_samples_action = QAction("Add the &sample collection", self)
         self.add_samples_action.triggered.connect(self.library.add_sample_collection)
+        self.keep_running_action = QAction("&Keep the engine running after quitting", self)
+        self.keep_running_action.setCheckable(True)
+        self.keep_running_action.setToolTip(
+            "Leave the engine running when this window closes, so that it keeps "
+            "watching your folders and serving other programs"
+        )
+        self.keep_running_action.triggered.connect(
+            lambda checked: self.bridge.set_keep_running(keep=checked)
+        )
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(self.add_folder_action)
         file_menu.addAction(self.add_samples_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.keep_running_action)
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
 
@@ -214,6 +225,9 @@ class MainWindow(QMainWindow):
         b.sig_model_changed.connect(self._on_model_changed)
         b.sig_model_failed.connect(self._on_model_failed)
         b.sig_error.connect(self._on_error)
+        b.sig_engine_lost.connect(self._on_engine_lost)
+        b.sig_engine_restarted.connect(self._on_engine_restarted)
+        b.sig_keep_running.connect(self.keep_running_action.setChecked)
         b.sig_hardware.connect(self.hardware_panel.show_info)
         b.sig_hardware_failed.connect(self.hardware_panel.show_error)
         self.hardware_panel.sig_refresh.connect(self.show_hardware)
@@ -232,7 +246,7 @@ class MainWindow(QMainWindow):
         self.library.set_ready(ready)
         self.chat.set_ready(ready)
         self.model_chooser.setEnabled(ready)
-        for action in (self.add_folder_action, self.add_samples_action):
+        for action in (self.add_folder_action, self.add_samples_action, self.keep_running_action):
             action.setEnabled(ready)
 
     def _add_paths(self, paths: list[str]) -> None:
@@ -355,6 +369,20 @@ class MainWindow(QMainWindow):
     def _on_model_failed(self, message: str) -> None:
         self.engine_label.setText("The model could not be loaded")
         self.banner.show_error(f"Could not load the model: {message}")
+
+    def _on_engine_lost(self, message: str) -> None:
+        self._set_ready(False)
+        self.busy.show()
+        self.engine_label.setText("Engine stopped · restarting…")
+        self.banner.show_error(message)
+
+    def _on_engine_restarted(self, status: EngineStatus) -> None:
+        docs = "document" if status.documents == 1 else "documents"
+        self.banner.show_error(
+            "The engine stopped unexpectedly and was restarted. Your library is intact "
+            f"({status.documents} {docs}); an answer that was being written was lost: "
+            "ask again."
+        )
 
     def _on_error(self, what: str, message: str) -> None:
         self.engine_label.setText(f"{what} failed")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.paths import resolve_paths
-from engine.server import serve
+from engine.server import main
 
 if __name__ == "__main__":
-    sys.exit(serve(paths=resolve_paths()))
+    sys.exit(main(sys.argv[1:]))

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import secrets
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
@@ -41,9 +46,94 @@ def host_is_loopback(host_header: str | None) -> bool:
     127.0.0.1 still sends Host: evil.example."""
     if not host_header:
         return False
-    host = host_header.strip().lower()
+    return _strip_port(host_header.strip().lower()) in LOOPBACK_HOSTS
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostPolicy:
+    """Which Host headers the engine answers.
+
+    On loopback (the default) only loopback names pass. An engine asked to listen
+    on the network also answers IP literals and this machine's own names: DNS
+    rebinding needs a name the attacker controls, and the token is still required."""
+
+    network: bool = False
+    names: frozenset[str] = frozenset()  # lower-case host names, without port
+
+    @classmethod
+    def for_listen_address(cls, *, address: str, extra: Iterable[str] = ()) -> HostPolicy:
+        if is_loopback_address(address):
+            return cls()
+        names = {socket.gethostname().lower(), socket.getfqdn().lower(), *extra}
+        names |= {f"{n.split('.')[0]}.local" for n in list(names) if n}
+        return cls(network=True, names=frozenset(n.lower() for n in names if n))
+
+
+def host_allowed(host_header: str | None, *, policy: HostPolicy) -> bool:
+    if host_is_loopback(host_header):
+        return True
+    if not policy.network or not host_header:
+        return False
+    host = _strip_port(host_header.strip().lower())
+    if host in policy.names:
+        return True
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback_address(address: str) -> bool:
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _strip_port(host: str) -> str:
     if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
+        return host[: host.find("]") + 1]
+    if host.count(":") == 1:
+        return host.split(":", 1)[0]
+    return host
+
+
+def normalize_origin(origin: str) -> str | None:
+    """`scheme://host[:port]` in lower case, or None for anything that is not an
+    origin (a path, a wildcard, "null", user info)."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def origin_is_local(origin: str) -> bool:
+    normal = normalize_origin(origin)
+    if normal is None:
+        return False
+    host = _strip_port(normal.split("://", 1)[1])
     return host in LOOPBACK_HOSTS
+
+
+def origin_allowed(origin: str | None, *, allowed: Iterable[str]) -> bool:
+    """A browser page's origin may call the API only when it is on this machine
+    (a loopback origin) or one the person allowed; no Origin header (curl, SDKs)
+    passes. Cross-site requests from other pages are refused (CSRF)."""
+    if origin is None:
+        return True
+    if origin_is_local(origin):
+        return True
+    normal = normalize_origin(origin)
+    return normal is not None and normal in {normalize_origin(a) for a in allowed}

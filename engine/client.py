@@ -8,9 +8,10 @@ failure surfaces as EngineUnavailableError (no engine) or EngineRequestError
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 
@@ -20,14 +21,20 @@ from engine.wire import (
     Answer,
     AnswerDone,
     Citation,
+    CollectionInfo,
     DocumentInfo,
     EngineSettings,
     EngineStatus,
     FileError,
+    FolderAdded,
     HardwareInfo,
     IngestProgress,
     ProfilingStatus,
+    QueueStatus,
+    SearchResult,
+    ServerSettings,
     SourceView,
+    WatchedFolder,
     from_json_dict,
     to_json_dict,
 )
@@ -132,6 +139,66 @@ class EngineClient:
     def shutdown(self) -> None:
         self._request("POST", "/v1/shutdown")
 
+    def alive(self, *, timeout_s: float = 5.0) -> bool:
+        """False only when nothing answers at the engine's address (it died); an
+        engine too busy to answer within `timeout_s` counts as alive."""
+        try:
+            self._http.get("/v1/status", timeout=timeout_s)
+        except httpx.TimeoutException:
+            return True
+        except httpx.TransportError:
+            return False
+        return True
+
+    # -- watched folders, collections, search --------------------------------
+
+    def folders(self) -> list[WatchedFolder]:
+        body = self._request("GET", "/v1/folders")
+        return [from_json_dict(WatchedFolder, f) for f in body["folders"]]
+
+    def add_folder(
+        self, *, path: str, collection: str = "default", ingest: bool = True
+    ) -> FolderAdded:
+        """Watch a folder: the grant that lets requests name paths in it. With
+        `ingest`, its documents are indexed too (the job is in the result)."""
+        body = {"path": path, "collection": collection, "ingest": ingest}
+        return from_json_dict(FolderAdded, self._request("POST", "/v1/folders", json=body))
+
+    def remove_folder(self, *, path: str) -> WatchedFolder:
+        body = self._request("DELETE", "/v1/folders", params={"path": path})
+        return from_json_dict(WatchedFolder, body)
+
+    def collections(self) -> list[CollectionInfo]:
+        body = self._request("GET", "/v1/collections")
+        return [from_json_dict(CollectionInfo, c) for c in body["collections"]]
+
+    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResult:
+        body = {"query": query, "k": k, "collection": collection}
+        return from_json_dict(SearchResult, self._request("POST", "/v1/search", json=body))
+
+    def add_paths(self, *, paths: list[str]) -> IngestProgress:
+        """Ingest files or folders the person named, watching their folders first
+        (see `grant_folders`)."""
+        grant_folders(client=self, paths=paths)
+        return self.ingest(paths=paths)
+
+    # -- work in progress and the API's own settings ---------------------------
+
+    def queue(self) -> QueueStatus:
+        return from_json_dict(QueueStatus, self._request("GET", "/v1/queue"))
+
+    def server_settings(self) -> ServerSettings:
+        return from_json_dict(ServerSettings, self._request("GET", "/v1/settings/server"))
+
+    def set_server_settings(
+        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
+    ) -> ServerSettings:
+        body = {"allowed_origins": allowed_origins, "keep_engine_running": keep_engine_running}
+        body = {k: v for k, v in body.items() if v is not None}
+        return from_json_dict(
+            ServerSettings, self._request("PUT", "/v1/settings/server", json=body)
+        )
+
     # -- streams -----------------------------------------------------------
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
@@ -186,6 +253,44 @@ class EngineClient:
                 yield from _parse_sse(response.iter_lines())
         except httpx.TransportError as e:
             raise EngineUnavailableError(f"the engine stopped answering: {e}") from e
+
+
+class FolderGranting(Protocol):
+    def folders(self) -> list[WatchedFolder]: ...
+    def add_folder(
+        self, *, path: str, collection: str = "default", ingest: bool = True
+    ) -> FolderAdded: ...
+
+
+def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[str]:
+    """The folders to watch so that the engine may read `paths`: each folder
+    itself, a file's parent folder; none already inside a watched folder.
+
+    Paths are resolved here, on the same machine as the engine, as the engine
+    resolves them (symlinks, `..`)."""
+    roots = [Path(w) for w in watched]
+    wanted: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        folder = path if path.is_dir() else path.parent
+        if not folder.is_dir() or folder == Path(folder.anchor):
+            continue  # the engine reports what is missing; a whole drive is never granted
+        inside = [*roots, *wanted]
+        if any(folder == r or folder.is_relative_to(r) for r in inside):
+            continue
+        wanted = [w for w in wanted if not w.is_relative_to(folder)] + [folder]
+    return [str(w) for w in wanted]
+
+
+def grant_folders(*, client: FolderGranting, paths: list[str]) -> list[str]:
+    """Watch the folders of paths the person named on this machine (a CLI
+    argument, a folder picked in the window): naming them is the grant. Their
+    documents are not ingested by this call. Returns the folders added."""
+    watched = [f.path for f in client.folders()]
+    added = folders_to_grant(paths=paths, watched=watched)
+    for folder in added:
+        client.add_folder(path=folder, ingest=False)
+    return added
 
 
 def _raise_for_status(response: httpx.Response) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.answer.extractive import NO_MODEL_NOTE, ExtractiveAnswerer
 from engine.answer.passages import Passage
+from engine.errors import ModelLoadError
 from engine.folders import FolderRegistry
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob, IngestQueue
@@ -287,6 +288,17 @@ class Engine:
                 pieces.append(piece)
                 yield "token", piece
         yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=generator.name)
+
+    def generate_stream(
+        self, *, question: str, cancel: threading.Event | None = None
+    ) -> Iterator[str]:
+        """The chosen model's answer without retrieval (the API's `retrieval: false`).
+        Raises ModelLoadError when no language model is in use."""
+        generator = self._generator
+        if generator is None:
+            raise ModelLoadError("no language model is in use: answers need retrieval")
+        with self._answer_lock:
+            yield from generator.stream(question=question.strip(), passages=[], cancel=cancel)
 
     def close(self) -> None:
         self.profiler.stop()

@@ -1,78 +1,135 @@
 """The engine's HTTP server: loopback only, a bearer token on every request,
-answers and ingestion progress streamed as server-sent events."""
+answers and ingestion progress streamed as server-sent events.
+
+`create_app` is the app factory: the core routes live here, the OpenAI-compatible,
+library and system routes in engine/api/, and every request first passes
+engine/api/security.py's guard (Host, Origin, token, body size)."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+import uvicorn
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
-from engine.auth import host_is_loopback, load_or_create_token, token_matches
+from engine.api.lifecycle import Lifecycle
+from engine.api.openai_routes import install_openai_error_handlers, openai_router
+from engine.api.routes_library import library_router
+from engine.api.routes_system import system_router
+from engine.api.security import MAX_BODY_BYTES, ApiGuard
+from engine.api.server_settings import ServerSettingsStore
+from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.client import encode_sse
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
 from engine.ingest.jobs import FINAL_STATES, IngestJob
 from engine.paths import Paths
-from engine.wire import to_json_dict
+from engine.wire import (
+    ApiError,
+    DocumentInfo,
+    EngineSettings,
+    EngineStatus,
+    FileError,
+    HardwareInfo,
+    IngestProgress,
+    ProfilingStatus,
+    SourceView,
+    to_json_dict,
+)
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 1 << 20
+__all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
+SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events (see engine/wire.py)",
+        "content": {"text/event-stream": {}},
+    }
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ApiError, "description": "Not found"}}
+# What the guard or the body parser may answer on any route.
+COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "A body that is not JSON, or a request refused"},
+    401: {"model": ApiError, "description": "No token, or the wrong one"},
+    403: {"model": ApiError, "description": "A foreign Host or Origin, or a path not granted"},
+    413: {"model": ApiError, "description": "A body over 1 MiB"},
+}
 
 
 class AskBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
     k: int = Field(default=5, ge=1, le=50)
 
 
 class IngestBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     paths: list[str] = Field(min_length=1, max_length=10000)
 
 
 class ModelBody(BaseModel):
+    model_config = ConfigDict(strict=True)
     model: str | None = Field(default=None, max_length=4096)
 
 
-def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], None]) -> FastAPI:
-    app = FastAPI(title="RAGDoll engine", version=VERSION)
+def create_app(
+    *,
+    engine: Engine,
+    token: str,
+    request_shutdown: Callable[[], None],
+    host_policy: HostPolicy | None = None,
+    server_settings: ServerSettingsStore | None = None,
+    lifecycle: Lifecycle | None = None,
+) -> FastAPI:
+    # No /docs or /redoc: their pages load scripts from a CDN, and nothing leaves
+    # the machine. /openapi.json is served (behind the token like everything else).
+    app = FastAPI(
+        title="RAGDoll engine",
+        version=VERSION,
+        docs_url=None,
+        redoc_url=None,
+        responses=COMMON_RESPONSES,
+    )
+    install_openai_error_handlers(app)
+    lifecycle = lifecycle or Lifecycle()
+    if server_settings is None:
+        server_settings = ServerSettingsStore(file=engine.paths.config / "server.json")
+    app.add_middleware(
+        ApiGuard,
+        token=token,
+        host_policy=host_policy or HostPolicy(),
+        allowed_origins=server_settings.allowed_origins,
+    )
+    app.include_router(openai_router(engine=engine, lifecycle=lifecycle))
+    app.include_router(library_router(engine=engine))
+    app.include_router(system_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
-        if not host_is_loopback(request.headers.get("host")):
-            return JSONResponse({"detail": "forbidden host"}, status_code=403)
-        if not token_matches(header=request.headers.get("authorization"), token=token):
-            return JSONResponse(
-                {"detail": "missing or wrong token"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return JSONResponse({"detail": "request too large"}, status_code=413)
-        return await call_next(request)
-
-    @app.get("/v1/status")
+    @app.get("/v1/status", response_model=EngineStatus)
     def status() -> dict:
         return to_json_dict(engine.status())
 
-    @app.get("/v1/settings")
+    @app.get("/v1/settings", response_model=EngineSettings)
     def settings() -> dict:
         return to_json_dict(engine.settings)
 
-    @app.put("/v1/settings/model")
+    @app.put("/v1/settings/model", response_model=EngineSettings)
     def set_model(body: ModelBody) -> dict:
         try:
             return to_json_dict(engine.set_model(model=body.model))
-        except ModelLoadError as e:
+        except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 
-    @app.get("/v1/hardware")
+    @app.get("/v1/hardware", response_model=HardwareInfo)
     def hardware() -> dict:
         # A sync endpoint runs in the server's thread pool: the first call measures
         # disk bandwidth (seconds) without holding up other requests.
@@ -88,23 +145,36 @@ def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], Non
         )
         return to_json_dict(info)
 
-    @app.get("/v1/documents")
+    @app.get("/v1/documents", response_model=dict[str, list[DocumentInfo]])
     def documents() -> dict:
         return {"documents": [to_json_dict(d) for d in engine.documents()]}
 
-    @app.get("/v1/documents/errors")
+    @app.get("/v1/documents/errors", response_model=dict[str, list[FileError]])
     def errors() -> dict:
         return {"errors": [to_json_dict(e) for e in engine.errors()]}
 
-    @app.get("/v1/chunks/{chunk_id}/source")
+    @app.get("/v1/chunks/{chunk_id}/source", response_model=SourceView, responses=NOT_FOUND)
     def source(chunk_id: str) -> dict:
         view = engine.source(chunk_id=chunk_id)
         if view is None:
             raise HTTPException(status_code=404, detail="no such passage (re-indexed?)")
         return to_json_dict(view)
 
-    @app.post("/v1/ingest")
+    @app.post(
+        "/v1/ingest",
+        response_model=IngestProgress,
+        responses={403: {"description": "A path outside every watched folder"}},
+    )
     def ingest(body: IngestBody) -> dict:
+        # Confinement: the API reads only what lies in a folder the person added
+        # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
+        for path in body.paths:
+            if "\x00" in path or engine.folders.containing(path=path) is None:
+                raise HTTPException(
+                    status_code=403,
+                    detail=f"{path} is outside every watched folder; add its folder first "
+                    "(POST /v1/folders)",
+                )
         return to_json_dict(engine.start_ingest(paths=body.paths).snapshot())
 
     def job_or_404(job_id: str) -> IngestJob:
@@ -113,18 +183,18 @@ def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], Non
             raise HTTPException(status_code=404, detail="no such ingestion job")
         return job
 
-    @app.get("/v1/ingest/{job_id}")
+    @app.get("/v1/ingest/{job_id}", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_progress(job_id: str) -> dict:
         return to_json_dict(job_or_404(job_id).snapshot())
 
-    @app.post("/v1/ingest/{job_id}/cancel")
+    @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
         job_or_404(job_id)
         job = engine.ingest.cancel(job_id=job_id)
         assert job is not None
         return to_json_dict(job.snapshot())
 
-    @app.get("/v1/ingest/{job_id}/events")
+    @app.get("/v1/ingest/{job_id}/events", responses={**SSE_RESPONSE, **NOT_FOUND})
     def ingest_events(job_id: str) -> StreamingResponse:
         job = job_or_404(job_id)
 
@@ -138,91 +208,187 @@ def create_app(*, engine: Engine, token: str, request_shutdown: Callable[[], Non
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    @app.post("/v1/ask")
+    @app.post("/v1/ask", responses=SSE_RESPONSE)
     def ask(body: AskBody) -> StreamingResponse:
-        cancel = threading.Event()
-
         def events() -> Iterator[str]:
             try:
-                for name, value in engine.ask_stream(
-                    question=body.question, k=body.k, cancel=cancel
-                ):
-                    if name == "citations":
-                        payload = {"citations": [to_json_dict(c) for c in value]}
-                        yield encode_sse(event="citations", value=payload)
-                    elif name == "token":
-                        yield encode_sse(event="token", value={"text": value})
-                    else:
-                        yield encode_sse(event="done", value=value)
+                with lifecycle.answer() as cancel:
+                    yield from answer_events(cancel)
             except Exception as e:  # the stream has begun: report in-band
                 log.exception("answering failed")
                 yield encode_sse(event="error", value={"message": f"{type(e).__name__}: {e}"})
-            finally:
-                cancel.set()  # the client went away or we finished: stop generating
+
+        def answer_events(cancel: threading.Event) -> Iterator[str]:
+            for name, value in engine.ask_stream(question=body.question, k=body.k, cancel=cancel):
+                lifecycle.check()
+                if name == "citations":
+                    payload = {"citations": [to_json_dict(c) for c in value]}
+                    yield encode_sse(event="citations", value=payload)
+                elif name == "token":
+                    yield encode_sse(event="token", value={"text": value})
+                else:
+                    lifecycle.check()
+                    yield encode_sse(event="done", value=value)
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    @app.post("/v1/profiling/skip")
+    @app.post("/v1/profiling/skip", response_model=ProfilingStatus)
     def skip_profiling() -> dict:
         return to_json_dict(engine.profiler.skip())
 
-    @app.post("/v1/shutdown")
+    @app.post("/v1/shutdown", response_model=dict[str, bool])
     def shutdown() -> dict:
+        lifecycle.begin_shutdown()
         request_shutdown()
         return {"ok": True}
 
     return app
 
 
-def serve(*, paths: Paths, host: str = "127.0.0.1", port: int = 0) -> int:
-    """Run the engine until shutdown. Returns the process exit code."""
-    import uvicorn
+def serve(
+    *, paths: Paths, host: str = "127.0.0.1", port: int = 0, allow_hosts: tuple[str, ...] = ()
+) -> int:
+    """Run the engine until shutdown. Returns the process exit code.
 
+    `host` other than a loopback address exposes the engine to the network: only
+    on explicit request (`ragdoll engine --listen`), with a warning, and still
+    token-only."""
     from engine.launcher import EngineLock, remove_endpoint, write_endpoint
 
     paths.ensure()
-    _setup_logging(paths.engine_log)
     lock = EngineLock(file=paths.engine_lock)
     if not lock.acquire():
         print("An engine is already running for this user (see `ragdoll status`).")
         return 3
     try:
         token = load_or_create_token(file=paths.token_file)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        _setup_logging(paths.engine_log, secret=token)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
+        sock.bind((host.strip("[]"), port))
         bound_port = sock.getsockname()[1]
+        if not is_loopback_address(host):
+            _warn_network(host=host, port=bound_port, token_file=paths.token_file)
         engine = Engine(paths=paths)
-        holder: dict[str, uvicorn.Server] = {}
+        lifecycle = Lifecycle()
+        holder: dict[str, _Server] = {}
 
         def request_shutdown() -> None:
             holder["server"].should_exit = True
 
-        app = create_app(engine=engine, token=token, request_shutdown=request_shutdown)
+        app = create_app(
+            engine=engine,
+            token=token,
+            request_shutdown=request_shutdown,
+            host_policy=HostPolicy.for_listen_address(address=host, extra=allow_hosts),
+            lifecycle=lifecycle,
+        )
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
         )
-        server = uvicorn.Server(config)
+        server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server
-        url = f"http://127.0.0.1:{bound_port}"
+        url = f"http://{_local_address(host)}:{bound_port}"
         write_endpoint(paths=paths, url=url, pid=os.getpid())
         log.info("engine %s listening on %s (pid %d)", VERSION, url, os.getpid())
         try:
             server.run(sockets=[sock])
         finally:
+            _begin_shutdown(engine, lifecycle)
             engine.close()
             remove_endpoint(paths=paths, pid=os.getpid())
+            log.info("engine stopped")
         return 0
     finally:
         lock.release()
 
 
-def _setup_logging(file: Path) -> None:
+def _begin_shutdown(engine: Engine, lifecycle: Lifecycle) -> None:
+    """End answer streams now, and cancel ingestion after the file in hand, so that
+    the server's graceful wait for open responses is short."""
+    lifecycle.begin_shutdown()
+    for job in engine.ingest.jobs():
+        engine.ingest.cancel(job_id=job.id)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's Server, telling us about SIGTERM/SIGINT before it starts to wait
+    for open responses (which our streams end at once when told)."""
+
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises the signal once it has shut down, which would kill the
+        # process before the engine is closed and the endpoint file removed: we end
+        # by returning from serve() instead (exit code 0, a clean stop).
+        self._captured_signals.clear()
+
+
+def _local_address(host: str) -> str:
+    """The address this machine's own clients use to reach the engine."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host in ("::", "[::]"):
+        return "[::1]"
+    return f"[{host.strip('[]')}]" if ":" in host else host
+
+
+def _warn_network(*, host: str, port: int, token_file: Path) -> None:
+    lines = [
+        "!" * 78,
+        f"WARNING: the engine listens on {host}:{port}, NOT only on this machine.",
+        "Other machines on the network can reach it. Every request still needs the",
+        f"token in {token_file}; anyone who has it can read your documents.",
+        "Stop the engine and run it without --listen to keep it private.",
+        "!" * 78,
+    ]
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    log.warning("listening on a non-loopback address %s:%d on explicit request", host, port)
+
+
+class _Redact(logging.Filter):
+    """The token never reaches a log, whatever a message or traceback contains."""
+
+    def __init__(self, secret: str) -> None:
+        super().__init__()
+        self._secret = secret
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self._secret in message:
+            record.msg, record.args = message.replace(self._secret, "[token]"), None
+        return True
+
+
+def _setup_logging(file: Path, *, secret: str | None = None) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(file, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if secret:
+        handler.addFilter(_Redact(secret))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     for noisy in ("httpx", "pypdf", "urllib3", "sentence_transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str]) -> int:
+    from engine.api.listen_args import add_listen_arguments
+    from engine.paths import resolve_paths
+
+    parser = argparse.ArgumentParser(prog="python -m engine")
+    add_listen_arguments(parser)
+    args = parser.parse_args(argv)
+    return serve(
+        paths=resolve_paths(),
+        host=args.listen,
+        port=args.port,
+        allow_hosts=tuple(n.lower() for n in args.allow_host),
+    )

@@ -264,3 +264,167 @@ def _convert(hint: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return from_json_dict(hint, value)  # type: ignore[arg-type]
     return value
+
+
+# -- watched folders, collections, search, queue, server settings -------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FolderAdded:
+    """POST /v1/folders: the folder as registered and the job indexing it (None
+    when the request asked only for the grant)."""
+
+    folder: WatchedFolder
+    job: IngestProgress | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectionInfo:
+    """A named group of watched folders and what is indexed from them."""
+
+    name: str
+    folders: list[str]
+    documents: int
+    chunks: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchResult:
+    """POST /v1/search: the passages that match, best first, as citations."""
+
+    query: str
+    hits: list[Citation]
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueStatus:
+    """Work in the engine now: ingestion jobs not finished, answers being written."""
+
+    ingest_jobs: list[IngestProgress]
+    answers_active: int
+    shutting_down: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    """Who may reach the API besides the user's own programs, and whether the
+    window leaves the engine running when it closes (to keep watching folders)."""
+
+    allowed_origins: list[str] = field(default_factory=list)  # e.g. "http://localhost:3000"
+    keep_engine_running: bool = False
+
+
+# -- OpenAI-compatible shapes (/v1/chat/completions, /v1/models, /v1/embeddings) -------
+# Field names follow the OpenAI API so that its clients parse them unchanged;
+# `citations` is RAGDoll's extension, ignored by clients that do not know it.
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIModel:
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "ragdoll"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIModelList:
+    data: list[OpenAIModel]
+    object: Literal["list"] = "list"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIUsage:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIMessage:
+    role: Literal["assistant"]
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIChoice:
+    index: int
+    message: OpenAIMessage
+    finish_reason: Literal["stop", "length"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIChatCompletion:
+    id: str
+    created: int
+    model: str
+    choices: list[OpenAIChoice]
+    citations: list[Citation]
+    usage: OpenAIUsage | None = None  # not counted: the extractive mode has no tokenizer
+    object: Literal["chat.completion"] = "chat.completion"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIDelta:
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIChunkChoice:
+    index: int
+    delta: OpenAIDelta
+    finish_reason: Literal["stop", "length"] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIChatCompletionChunk:
+    """One `data:` line of a streamed chat; the first carries the citations."""
+
+    id: str
+    created: int
+    model: str
+    choices: list[OpenAIChunkChoice]
+    citations: list[Citation] | None = None
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIEmbedding:
+    index: int
+    embedding: list[float] | str  # a base64 string of float32s when asked for "base64"
+    object: Literal["embedding"] = "embedding"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIEmbeddingUsage:
+    prompt_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIEmbeddingList:
+    data: list[OpenAIEmbedding]
+    model: str
+    usage: OpenAIEmbeddingUsage
+    object: Literal["list"] = "list"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIErrorDetail:
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIError:
+    error: OpenAIErrorDetail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiError:
+    """The body of a refusal from the engine's own routes (4xx)."""
+
+    detail: str

@@ -6,7 +6,15 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("engine", help="run the engine headless (for other programs)")
+    from engine.api.listen_args import add_listen_arguments
+
+    p = sub.add_parser(
+        "engine",
+        help="run the engine headless (for other programs)",
+        description="Run the engine in the foreground. It listens on 127.0.0.1 only and "
+        "answers requests carrying the token in the config folder (see docs/api.md).",
+    )
+    add_listen_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -14,4 +22,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.paths import resolve_paths
     from engine.server import serve
 
-    return serve(paths=resolve_paths())
+    return serve(
+        paths=resolve_paths(),
+        host=args.listen,
+        port=args.port,
+        allow_hosts=tuple(n.lower() for n in args.allow_host),
+    )

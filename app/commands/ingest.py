@@ -14,8 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ingest",
         help="add files or folders to the collection",
-        description="Ingest files or folders and return when done. Exit code 0: all "
-        "ingested; 2: done, but some files could not be read (listed); 1: failed.",
+        description="Ingest files or folders and return when done. The folders named "
+        "(a file's folder, for a file) become watched folders: the engine reads only "
+        "inside those. Exit code 0: all ingested; 2: done, but some files could not be "
+        "read (listed); 1: failed.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument(
@@ -27,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         with engine_session(keep=args.keep_engine) as client:
-            job = client.ingest(paths=list(args.paths))
+            job = client.add_paths(paths=list(args.paths))
             last = job
             for progress in client.ingest_events(job_id=job.job_id):
                 _show(progress)

@@ -76,6 +76,9 @@ class IngestQueue:
     def job(self, *, job_id: str) -> IngestJob | None:
         return self._jobs.get(job_id)
 
+    def jobs(self) -> list[IngestJob]:
+        return list(self._jobs.values())
+
     def cancel(self, *, job_id: str) -> IngestJob | None:
         job = self._jobs.get(job_id)
         if job is not None:

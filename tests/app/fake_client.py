@@ -21,13 +21,16 @@ from engine.wire import (
     EngineStatus,
     FileError,
     FitSummary,
+    FolderAdded,
     GpuSummary,
     HardwareInfo,
     HardwareSummary,
     IngestProgress,
     PlacementSummary,
+    ServerSettings,
     SourceView,
     TierSizes,
+    WatchedFolder,
 )
 
 PAGE_TEXT = (
@@ -127,6 +130,7 @@ class FakeClient:
     delay_s: float = 0.0
     fail: dict[str, BaseException] = field(default_factory=dict)
     started_here: bool = False
+    keep_running: bool = False
     model: str | None = None
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
@@ -249,6 +253,29 @@ class FakeClient:
 
     def shutdown(self) -> None:
         self._call("shutdown")
+
+    def alive(self, *, timeout_s: float = 5.0) -> bool:
+        return True
+
+    def folders(self) -> list[WatchedFolder]:
+        return []  # every path is granted anew; add_folder records which
+
+    def add_folder(
+        self, *, path: str, collection: str = "default", ingest: bool = True
+    ) -> FolderAdded:
+        self._call("add_folder", path=path, ingest=ingest)
+        return FolderAdded(folder=WatchedFolder(path=path, collection=collection))
+
+    def server_settings(self) -> ServerSettings:
+        return ServerSettings(keep_engine_running=self.keep_running)
+
+    def set_server_settings(
+        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
+    ) -> ServerSettings:
+        self._call("set_server_settings", keep_engine_running=keep_engine_running)
+        if keep_engine_running is not None:
+            self.keep_running = keep_engine_running
+        return self.server_settings()
 
     def close(self) -> None:
         with self._lock:

@@ -4,7 +4,15 @@ import os
 import stat
 from pathlib import Path
 
-from engine.auth import host_is_loopback, load_or_create_token, token_matches
+from engine.auth import (
+    HostPolicy,
+    host_allowed,
+    host_is_loopback,
+    load_or_create_token,
+    normalize_origin,
+    origin_allowed,
+    token_matches,
+)
 
 
 def test_token_file_is_private_and_stable(tmp_path: Path) -> None:
@@ -42,3 +50,47 @@ def test_only_loopback_hosts_pass() -> None:
         "127.0.0.1.evil.example",
     ):
         assert not host_is_loopback(bad), bad
+
+
+def test_origins_local_or_allowed_pass() -> None:
+    allowed = ["http://notes.example:8080"]
+    for ok in (
+        None,  # curl, SDKs: no Origin header
+        "http://127.0.0.1:5173",
+        "http://localhost:3000",
+        "http://LOCALHOST",
+        "http://[::1]:8000",
+        "https://localhost:8443",
+        "http://notes.example:8080",
+        "http://NOTES.example:8080/",
+    ):
+        assert origin_allowed(ok, allowed=allowed), ok
+    for bad in (
+        "http://evil.example",
+        "http://localhost.evil.example",
+        "http://127.0.0.1.evil.example",
+        "http://notes.example:9090",  # another port is another origin
+        "https://notes.example:8080",
+        "null",
+        "",
+        "file://",
+        "http://user@localhost:3000",
+    ):
+        assert not origin_allowed(bad, allowed=allowed), bad
+
+
+def test_origin_normal_form() -> None:
+    assert normalize_origin("HTTP://Notes.Example:8080") == "http://notes.example:8080"
+    for not_an_origin in ("*", "notes.example", "http://x.example/path", "ftp://x.example"):
+        assert normalize_origin(not_an_origin) is None, not_an_origin
+
+
+def test_network_listening_adapts_the_host_check() -> None:
+    loopback = HostPolicy.for_listen_address(address="127.0.0.1")
+    assert not loopback.network
+    assert not host_allowed("192.168.1.5:8000", policy=loopback)
+    network = HostPolicy.for_listen_address(address="0.0.0.0", extra=["ragdoll.lan"])
+    for ok in ("192.168.1.5:8000", "[fe80::1]:8000", "ragdoll.lan", "localhost:1"):
+        assert host_allowed(ok, policy=network), ok
+    for bad in ("evil.example", "evil.example:8000", "", None):
+        assert not host_allowed(bad, policy=network), bad

@@ -29,7 +29,7 @@ class RunningEngine:
         return {**os.environ, "RAGDOLL_HOME": str(self.home), "HF_HUB_OFFLINE": "1"}
 
     def ingest(self, *paths: Path) -> IngestProgress:
-        job = self.client.ingest(paths=[str(p) for p in paths])
+        job = self.client.add_paths(paths=[str(p) for p in paths])
         last = job
         for last in self.client.ingest_events(job_id=job.job_id):  # noqa: B007
             pass

@@ -1,0 +1,166 @@
+"""The guard every request passes before any route sees it.
+
+A plain ASGI middleware rather than FastAPI's `@app.middleware("http")`: it must
+see a chunked body as it arrives to cap its size, and answer CORS preflights
+(which carry no token) for the origins the person allowed, and only those.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from engine.auth import HostPolicy, host_allowed, normalize_origin, origin_allowed, token_matches
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_BODY_BYTES = 1 << 20
+CORS_MAX_AGE_S = 600
+
+
+class ApiGuard:
+    """Host, Origin, token and body size, in that order; CORS for allowed origins.
+
+    `allowed_origins` is read on every request so that a change in the
+    settings takes effect without a restart."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        host_policy: HostPolicy,
+        allowed_origins: Callable[[], list[str]],
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.app = app
+        self._token = token
+        self._host_policy = host_policy
+        self._allowed_origins = allowed_origins
+        self._max_body = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no route uses one: refuse before any check
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), policy=self._host_policy):
+            await _reply(send, status=403, detail="forbidden host")
+            return
+        origin = headers.get("origin")
+        allowed = self._allowed_origins()
+        if not origin_allowed(origin, allowed=allowed):
+            await _reply(send, status=403, detail="forbidden origin")
+            return
+        cors_origin = _cors_origin(origin, allowed=allowed)
+        if (
+            scope["method"] == "OPTIONS"
+            and cors_origin is not None
+            and "access-control-request-method" in headers
+        ):
+            await _reply(send, status=204, detail=None, extra=_preflight_headers(cors_origin))
+            return
+        cors = _cors_headers(cors_origin) if cors_origin else []
+        if not token_matches(header=headers.get("authorization"), token=self._token):
+            await _reply(
+                send,
+                status=401,
+                detail="missing or wrong token",
+                extra=[(b"www-authenticate", b"Bearer"), *cors],
+            )
+            return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self._max_body):
+            await _reply(send, status=413, detail="request too large", extra=cors)
+            return
+        if length is None and "transfer-encoding" in headers:
+            body = await _read_capped(receive, limit=self._max_body)
+            if body is None:
+                await _reply(send, status=413, detail="request too large", extra=cors)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, _with_headers(send, cors) if cors else send)
+
+
+async def _read_capped(receive: Receive, *, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it passes `limit` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(parts)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # then wait for the disconnect, as the server would
+
+    return replay
+
+
+def _cors_origin(origin: str | None, *, allowed: list[str]) -> str | None:
+    """The origin to echo in CORS headers: only one the person allowed by name."""
+    if origin is None:
+        return None
+    normal = normalize_origin(origin)
+    if normal is None or normal not in {normalize_origin(a) for a in allowed}:
+        return None
+    return origin
+
+
+def _cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
+
+
+def _preflight_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    return [
+        *_cors_headers(origin),
+        (b"access-control-allow-methods", b"GET, POST, PUT, DELETE, OPTIONS"),
+        (b"access-control-allow-headers", b"authorization, content-type"),
+        (b"access-control-max-age", str(CORS_MAX_AGE_S).encode()),
+    ]
+
+
+def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return wrapped
+
+
+async def _reply(
+    send: Send, *, status: int, detail: str | None, extra: list[tuple[bytes, bytes]] = ()
+) -> None:
+    body = b"" if detail is None else json.dumps({"detail": detail}).encode()
+    headers = [(b"content-length", str(len(body)).encode()), *extra]
+    if body:
+        headers.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
