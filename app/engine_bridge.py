@@ -38,6 +38,7 @@ from engine.wire import (
     FolderAdded,
     HardwareInfo,
     IngestProgress,
+    ProfilingStatus,
     ServerSettings,
     SourceView,
     WatchedFolder,
@@ -71,6 +72,7 @@ class EngineClientLike(Protocol):
     def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]: ...
     def shutdown(self) -> None: ...
     def alive(self, *, timeout_s: float = 5.0) -> bool: ...
+    def skip_profiling(self) -> ProfilingStatus: ...
     def folders(self) -> list[WatchedFolder]: ...
     def add_folder(
         self, *, path: str, collection: str = "default", ingest: bool = True
@@ -372,6 +374,14 @@ class EngineBridge(QObject):
             what="Reading the engine status",
             call=lambda c: c.status(),
             on_result=lambda value: emit(self.sig_status, value),
+        )
+
+    def skip_profiling(self) -> None:
+        """Decline active profiling; the status that follows hides its banner."""
+        self._submit(
+            what="Skipping the machine timing",
+            call=lambda c: c.skip_profiling(),
+            on_result=lambda _: self.refresh_status(),
         )
 
     def refresh_library(self) -> None:

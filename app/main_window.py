@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.hardware.hardware_panel import HardwarePanel
+from app.hardware.profiling_banner import ProfilingBanner
 from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.qt_compat import emit
@@ -109,6 +110,11 @@ class MainWindow(QMainWindow):
         self.viewer = SourceViewer(parent=self)
         self.hardware_panel = HardwarePanel(parent=self)
         self.banner = ErrorBanner()
+        self.profiling_banner = ProfilingBanner()
+        # While the engine times the machine, read its status every 2 s for progress.
+        self._profiling_poll = QTimer(self)
+        self._profiling_poll.setSingleShot(True)
+        self._profiling_poll.setInterval(2000)
         self.model_chooser = ModelChooser(choose_folder=choose_model_folder)
 
         self._build_layout()
@@ -150,6 +156,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.banner)
+        layout.addWidget(self.profiling_banner)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
@@ -212,6 +219,8 @@ class MainWindow(QMainWindow):
         b.sig_connected.connect(self._on_connected)
         b.sig_connect_failed.connect(self._on_connect_failed)
         b.sig_status.connect(self._on_status)
+        self._profiling_poll.timeout.connect(b.refresh_status)
+        self.profiling_banner.sig_skip.connect(b.skip_profiling)
         b.sig_documents.connect(self.library.set_documents)
         b.sig_file_errors.connect(self.library.set_file_errors)
         b.sig_ingest_progress.connect(self._on_ingest_progress)
@@ -307,6 +316,9 @@ class MainWindow(QMainWindow):
 
     def _on_status(self, status: EngineStatus) -> None:
         self.model_chooser.show_status(status)
+        self.profiling_banner.show_status(status.profiling)
+        if status.profiling is not None and status.profiling.state == "running":
+            self._profiling_poll.start()
         self.mode_label.setText(
             mode_text(mode=status.answer_mode, model=status.model, model_error=status.model_error)
         )

@@ -27,6 +27,7 @@ from engine.wire import (
     HardwareSummary,
     IngestProgress,
     PlacementSummary,
+    ProfilingStatus,
     ServerSettings,
     SourceView,
     TierSizes,
@@ -136,6 +137,7 @@ class FakeClient:
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
     hardware_info: HardwareInfo = HARDWARE
+    profiling: ProfilingStatus | None = None
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     _docs: list[DocumentInfo] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -165,7 +167,13 @@ class FakeClient:
             embedder="fake-embedder",
             model=self.model,
             answer_mode="generative" if self.model else "extractive",
+            profiling=self.profiling,
         )
+
+    def skip_profiling(self) -> ProfilingStatus:
+        self._call("skip_profiling")
+        self.profiling = ProfilingStatus(state="skipped")
+        return self.profiling
 
     def settings(self) -> EngineSettings:
         self._call("settings")

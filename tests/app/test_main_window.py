@@ -298,3 +298,21 @@ def test_quitting_leaves_an_engine_someone_else_started(make_window: MakeWindow)
     window.close()
     assert client.called("shutdown") == []
     assert QApplication.instance() is not None
+
+
+def test_active_profiling_shows_progress_and_can_be_skipped(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    from engine.wire import ProfilingStatus
+
+    client = FakeClient(
+        profiling=ProfilingStatus(
+            state="running", message="timing retrieval", fraction=0.5, reason="first start"
+        )
+    )
+    window = make_window(client)
+    qtbot.waitUntil(lambda: window.profiling_banner.isVisible(), timeout=5000)
+    assert window.profiling_banner.progress.value() == 50
+    window.profiling_banner.skip_button.click()
+    qtbot.waitUntil(lambda: bool(client.called("skip_profiling")), timeout=5000)
+    qtbot.waitUntil(lambda: not window.profiling_banner.isVisible(), timeout=5000)
