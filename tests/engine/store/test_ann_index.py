@@ -76,7 +76,7 @@ def test_index_is_built_in_the_background_past_the_threshold(
         while not store.index_state().indexed and time.monotonic() < deadline:
             time.sleep(0.2)
         state = store.index_state()
-        assert state.indexed and state.kind == "IVF_PQ" and state.indexed_rows == ROWS
+        assert state.indexed and state.kind == "IVF_SQ" and state.indexed_rows == ROWS
         assert store.maintainer.last_error is None
         assert _recall(store, vectors, queries) >= 0.9
 
@@ -120,7 +120,9 @@ def test_resident_bytes_stay_within_the_budget(
 
 
 def test_index_config_kinds() -> None:
-    pq = index_config(policy=IndexPolicy(), rows=100_000, dimension=384)
+    sq = index_config(policy=IndexPolicy(), rows=100_000, dimension=384)
+    assert sq.num_partitions == 25
+    pq = index_config(policy=IndexPolicy(kind="IVF_PQ"), rows=100_000, dimension=384)
     assert pq.num_partitions == 25 and pq.num_sub_vectors == 48
     hnsw = index_config(policy=IndexPolicy(kind="IVF_HNSW_SQ"), rows=10, dimension=384)
     assert hnsw.num_partitions == 1
