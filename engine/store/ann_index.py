@@ -145,6 +145,7 @@ class IndexMaintainer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_optimize = time.monotonic()
+        self._writes = 0  # since the last optimize
         self.last_error: str | None = None
         self._thread: threading.Thread | None = None
         if background:
@@ -154,6 +155,8 @@ class IndexMaintainer:
             self._thread.start()
 
     def wake(self) -> None:
+        """A write happened: check soon whether to build, fold in or compact."""
+        self._writes += 1
         self._wake.set()
 
     def stop(self, *, timeout: float = 30.0) -> None:
@@ -182,16 +185,17 @@ class IndexMaintainer:
         with self._lock:
             self._scalar_indices()
             state = index_state(table)
-            if not state.indexed:
-                if state.unindexed_rows < self.policy.min_rows:
-                    return "none"
+            due = time.monotonic() - self._last_optimize >= self.policy.optimize_interval_s
+            if not state.indexed and state.unindexed_rows >= self.policy.min_rows:
                 self.build(table=table, rows=state.unindexed_rows)
                 return "built"
-            due = time.monotonic() - self._last_optimize >= self.policy.optimize_interval_s
+            # Below the threshold there is no index to fold rows into, but each
+            # document write leaves a small file; compaction keeps scans fast.
+            stale = state.unindexed_rows > 0 if state.indexed else self._writes > 0
             if (
                 force_optimize
-                or state.unindexed_rows >= self.policy.optimize_after_rows
-                or (due and state.unindexed_rows > 0)
+                or (state.indexed and state.unindexed_rows >= self.policy.optimize_after_rows)
+                or (due and stale)
             ):
                 self._optimize(table)
                 return "optimized"
@@ -211,6 +215,8 @@ class IndexMaintainer:
 
     def _optimize(self, table: Any) -> None:
         started = time.perf_counter()
+        writes = self._writes
         table.optimize(cleanup_older_than=datetime.timedelta(seconds=self.policy.keep_versions_s))
         self._last_optimize = time.monotonic()
+        self._writes -= writes
         log.info("optimized the chunks table in %.1f s", time.perf_counter() - started)

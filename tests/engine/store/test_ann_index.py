@@ -126,3 +126,20 @@ def test_index_config_kinds() -> None:
     assert pq.num_partitions == 25 and pq.num_sub_vectors == 48
     hnsw = index_config(policy=IndexPolicy(kind="IVF_HNSW_SQ"), rows=10, dimension=384)
     assert hnsw.num_partitions == 1
+
+
+def test_small_tables_are_compacted_on_schedule(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, _ = data
+    store = _store(tmp_path / "i", background=False)
+    for start in range(0, 500, 50):  # ten small writes: ten small files
+        store.chunks.add(pa.Table.from_pylist(_rows(vectors[start : start + 50], start=start)))
+        store.maintainer.wake()
+    before = store.chunks.stats()["fragment_stats"]["num_fragments"]
+    assert store.maintain_index() == "none"  # not due yet
+    store.maintainer.policy = IndexPolicy(min_rows=ROWS, optimize_interval_s=0.0)
+    assert store.maintain_index() == "optimized"
+    assert store.chunks.stats()["fragment_stats"]["num_fragments"] < before
+    assert store.chunks.count_rows() == 500
+    assert not store.index_state().indexed
