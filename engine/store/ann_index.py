@@ -149,6 +149,7 @@ class IndexMaintainer:
         self.last_error: str | None = None
         self._thread: threading.Thread | None = None
         if background:
+            self._wake.set()  # a store opened past the threshold gets its index soon
             self._thread = threading.Thread(
                 target=self._loop, name="store-index-maintainer", daemon=True
             )

@@ -9,6 +9,7 @@ import pytest
 
 from engine.store.ann_index import IndexPolicy, index_config
 from engine.store.lance_store import LanceStore
+from engine.store.records import SearchFilters
 
 DIM = 32
 ROWS = 3_000
@@ -87,6 +88,14 @@ def test_index_is_built_in_the_background_past_the_threshold(
         (r,) = store.search_batch(vectors=fresh, texts=[""], k=3)
         assert r.hits[0].chunk.chunk_id == f"c{10**6}"
         assert r.hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+
+        # Filters apply before the ANN search, so they hold on an indexed table too.
+        only = SearchFilters(folders=("/docs",), types=("pdf",))
+        (r,) = store.search_batch(vectors=queries[:1], texts=[""], k=10, filters=only)
+        assert len(r.hits) == 10
+        none = SearchFilters(types=("md",))
+        (r,) = store.search_batch(vectors=queries[:1], texts=[""], k=10, filters=none)
+        assert r.hits == () and r.not_found
 
         assert store.maintain_index(force_optimize=True) == "optimized"
         assert store.index_state().unindexed_rows == 0
