@@ -141,7 +141,7 @@ class IndexMaintainer:
         self._dimension = dimension
         self._scalar_indices = scalar_indices
         self.policy = policy
-        self._lock = threading.Lock()  # one maintenance step at a time
+        self.lock = threading.Lock()  # one maintenance step at a time
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_optimize = time.monotonic()
@@ -183,7 +183,7 @@ class IndexMaintainer:
         table = self._table()
         if table is None:
             return "none"
-        with self._lock:
+        with self.lock:
             self._scalar_indices()
             state = index_state(table)
             due = time.monotonic() - self._last_optimize >= self.policy.optimize_interval_s

@@ -13,7 +13,9 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,9 @@ class LanceStore:
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
         self._fts_lock = threading.Lock()
+        self._search_pool = ThreadPoolExecutor(
+            max_workers=min(8, os.cpu_count() or 2), thread_name_prefix="store-fts"
+        )
         self._connect(resident_bytes)
         self.meta: IndexMeta | None = self._read_meta()
         self._chunks = self._open_chunks()
@@ -209,14 +214,29 @@ class LanceStore:
                 row["ext"] = file_type(row["path"])
             target.add(part)
             yield start + len(part)
-        with self._write_lock:
+        # The maintainer's lock too: it must not be writing index files into
+        # the old table while that is dropped.
+        with self._write_lock, self.maintainer.lock:
             self._chunks = target
             self._write_meta(
                 IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=new_table)
             )
-            self._db.drop_table(old_table)
+            self._drop_table(old_table)
         self.refresh_fulltext_index(force=True)
         self.maintainer.wake()
+
+    def _drop_table(self, name: str) -> None:
+        # Another process with this index open (`ragdoll profile` beside the
+        # engine) may still be writing into it; the meta no longer names it,
+        # so a table left behind is only disk space, dropped on the next try.
+        for attempt in range(3):
+            try:
+                self._db.drop_table(name)
+                return
+            except (OSError, RuntimeError, ValueError) as e:
+                if attempt == 2:
+                    log.warning("could not remove the old chunks table %s: %s", name, e)
+                time.sleep(0.2 * (attempt + 1))
 
     @property
     def chunks(self) -> Any:
@@ -368,6 +388,7 @@ class LanceStore:
             candidates=candidates,
             params=self.maintainer.policy.search_params,
             not_found_below=not_found_below,
+            pool=self._search_pool,
         )
 
     def hybrid_search(
@@ -438,6 +459,7 @@ class LanceStore:
 
     def close(self) -> None:
         self.maintainer.stop()
+        self._search_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _replace_rows(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,7 @@ def search_batch(
     candidates: int = 40,
     params: VectorParams | None = None,
     not_found_below: float = NOT_FOUND_SIMILARITY,
+    pool: Executor | None = None,
 ) -> list[SearchResult]:
     """For each question i (vectors[i], texts[i]): its top k chunks."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -95,10 +97,17 @@ def search_batch(
         return []
     where = filter_expression(filters)
     limit = max(k, candidates)
+    # BM25 runs in the pool while the vector query runs here: LanceDB releases
+    # the GIL, so on a multi-core machine the two and the questions overlap.
+    fts = [
+        pool.submit(_fulltext, table, text=t, limit=limit, where=where) if pool else None
+        for t in texts
+    ]
     vec_lists = _vector_candidates(table, vectors=vectors, limit=limit, where=where, params=params)
     results = []
     for i, text in enumerate(texts):
-        fts_rows = _fulltext(table, text=text, limit=limit, where=where)
+        job = fts[i]
+        fts_rows = job.result() if job else _fulltext(table, text=text, limit=limit, where=where)
         results.append(
             _fuse(
                 vec_rows=vec_lists[i],
