@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -122,6 +123,11 @@ def test_resident_bytes_stay_within_the_budget(
         recall = _recall(store, vectors, queries)
         measured[share] = store.resident_bytes()
         assert recall >= 0.9  # a small budget costs time, never answers
+    # The planner's Placement sets the budget the same way.
+    store.apply_placement(placement=SimpleNamespace(resident_partition_bytes=index_bytes // 4))
+    assert store.resident_budget == index_bytes // 4 and store.resident_bytes() < index_bytes // 8
+    _recall(store, vectors, queries)
+    assert 0 < store.resident_bytes() <= index_bytes // 4
     # The caches grow to what the searches touched, never past the budget.
     assert 0 < measured[0.25] <= int(index_bytes * 0.25)
     assert measured[4.0] <= int(index_bytes * 4.0)
