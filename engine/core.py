@@ -24,7 +24,7 @@ from engine.paths import Paths
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
-from engine.store.records import SearchHit
+from engine.store.records import SearchFilters, SearchHit
 from engine.wire import (
     AnswerDone,
     Citation,
@@ -248,18 +248,34 @@ class Engine:
 
     # -- answering ------------------------------------------------------------------------
 
-    def retrieve(self, *, question: str, k: int) -> list[SearchHit]:
+    def retrieve(
+        self,
+        *,
+        question: str,
+        k: int,
+        folders: tuple[str, ...] = (),
+        types: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """The top k chunks, only from `folders` (and below) and of file `types`
+        (extensions) when given."""
         embedder = self.embedder()
         vector = embedder.embed([question])[0]
-        return self.store.hybrid_search(vector=vector, text=question, k=k)
+        filters = SearchFilters(folders=tuple(folders), types=tuple(types))
+        return self.store.hybrid_search(vector=vector, text=question, k=k, filters=filters)
 
     def ask_stream(
-        self, *, question: str, k: int = 5, cancel: threading.Event | None = None
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        cancel: threading.Event | None = None,
+        folders: tuple[str, ...] = (),
+        types: tuple[str, ...] = (),
     ) -> Iterator[AskEventT]:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
-        hits = self.retrieve(question=question, k=max(1, min(k, 50)))
+        hits = self.retrieve(question=question, k=max(1, min(k, 50)), folders=folders, types=types)
         passages = [
             Passage(index=i + 1, text=h.chunk.text, path=h.chunk.path, page=h.chunk.page)
             for i, h in enumerate(hits)
@@ -303,6 +319,7 @@ class Engine:
     def close(self) -> None:
         self.profiler.stop()
         self.ingest.stop()
+        self.store.close()
 
 
 def _citation(index: int, hit: SearchHit) -> Citation:

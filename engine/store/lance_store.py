@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +23,28 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+from engine.store import search as _search
+from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.store.records import (
     ChunkRecord,
     DocumentRecord,
     EmbeddedChunks,
     IndexMeta,
     PageRecord,
+    SearchFilters,
     SearchHit,
+    SearchResult,
 )
+from engine.store.search import NOT_FOUND_SIMILARITY, file_type
+from engine.store.search import quote as _quote
 
-RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al.)
-_FTS_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+log = logging.getLogger(__name__)
+# Columns with a scalar index once the table has rows: point lookups (chunk(),
+# a document's rows) and the file-type filter then read an index, not the table.
+_CHUNK_SCALAR_INDICES = {"chunk_id": "BTREE", "doc_id": "BTREE", "ext": "BITMAP"}
+# SQL for the `ext` column of a store written before it existed: the lower-case
+# extension with its dot, as `search.file_type` computes it for new rows.
+_EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
 
 DOCUMENTS_SCHEMA = pa.schema(
     [
@@ -68,29 +82,78 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("text", pa.string()),
             pa.field("text_hash", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
+            pa.field("ext", pa.string()),
         ]
     )
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class LanceStore:
-    """One index folder. Writes are serialised by a lock; reads run freely."""
+    """One index folder. Writes are serialised by a lock; reads run freely.
 
-    def __init__(self, *, folder: Path) -> None:
+    `resident_bytes` caps what the store keeps in memory of its vector index
+    (LanceDB's index cache holds the IVF partitions a search has loaded, least
+    recently used out first); it comes from the planner's Placement
+    (`apply_placement`). None: LanceDB's own default. `index_policy` says when
+    the partitioned index is built; `background=False` leaves maintenance to
+    explicit `maintain_index()` calls.
+    """
+
+    def __init__(
+        self,
+        *,
+        folder: Path,
+        resident_bytes: int | None = None,
+        index_policy: IndexPolicy | None = None,
+        background: bool = True,
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self._meta_file = folder / "meta.json"
-        # Strong consistency: a search right after an ingest sees its rows.
-        self._db = lancedb.connect(str(folder), read_consistency_interval=datetime.timedelta(0))
         self._write_lock = threading.Lock()
         self._fts_lock = threading.Lock()
+        self._search_pool = ThreadPoolExecutor(
+            max_workers=min(8, os.cpu_count() or 2), thread_name_prefix="store-fts"
+        )
+        self._connect(resident_bytes)
+        self.meta: IndexMeta | None = self._read_meta()
+        self._chunks = self._open_chunks()
+        self.maintainer = IndexMaintainer(
+            table=lambda: self._chunks,
+            dimension=lambda: self.meta.dimension if self.meta else 0,
+            scalar_indices=self._ensure_scalar_indices,
+            policy=index_policy or IndexPolicy(),
+            background=background,
+        )
+
+    def _connect(self, resident_bytes: int | None) -> None:
+        self.resident_budget = resident_bytes
+        self._session = lancedb.Session()
+        if resident_bytes is not None:
+            # Manifests and fragment lists get an eighth (at most 64 MiB), the
+            # index partitions the rest: together they stay within the budget.
+            metadata = min(64 * 2**20, max(0, resident_bytes) // 8)
+            self._session = lancedb.Session(
+                index_cache_size_bytes=max(0, resident_bytes) - metadata,
+                metadata_cache_size_bytes=metadata,
+            )
+        # Strong consistency: a search right after an ingest sees its rows.
+        self._db = lancedb.connect(
+            str(self.folder),
+            read_consistency_interval=datetime.timedelta(0),
+            session=self._session,
+        )
         self.documents = self._open_or_create("documents", DOCUMENTS_SCHEMA)
         self.pages = self._open_or_create("pages", PAGES_SCHEMA)
-        self.meta: IndexMeta | None = self._read_meta()
-        self._chunks = self._db.open_table(self.meta.chunks_table) if self.meta else None
+
+    def _open_chunks(self) -> Any:
+        if self.meta is None:
+            return None
+        table = self._db.open_table(self.meta.chunks_table)
+        if "ext" not in table.schema.names:
+            # A store from before file-type filters: derive the column in place.
+            log.info("adding the file-type column to %s", self.meta.chunks_table)
+            table.add_columns({"ext": _EXT_SQL})
+        return table
 
     # -- schema and the embedder it was built with -------------------------
 
@@ -142,21 +205,38 @@ class LanceStore:
         if new_table == old_table:
             new_table += "_new"
         target = self._db.create_table(new_table, schema=chunks_schema(dimension), mode="overwrite")
-        rows = self._chunks.to_arrow().drop_columns(["vector"]).to_pylist()
+        rows = self._chunks.to_arrow().drop_columns(["vector", "ext"]).to_pylist()
         for start in range(0, len(rows), batch):
             part = rows[start : start + batch]
             vectors = embed([r["text"] for r in part])
             for row, vec in zip(part, vectors, strict=True):
                 row["vector"] = vec.tolist()
+                row["ext"] = file_type(row["path"])
             target.add(part)
             yield start + len(part)
-        with self._write_lock:
+        # The maintainer's lock too: it must not be writing index files into
+        # the old table while that is dropped.
+        with self._write_lock, self.maintainer.lock:
             self._chunks = target
             self._write_meta(
                 IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=new_table)
             )
-            self._db.drop_table(old_table)
+            self._drop_table(old_table)
         self.refresh_fulltext_index(force=True)
+        self.maintainer.wake()
+
+    def _drop_table(self, name: str) -> None:
+        # Another process with this index open (`ragdoll profile` beside the
+        # engine) may still be writing into it; the meta no longer names it,
+        # so a table left behind is only disk space, dropped on the next try.
+        for attempt in range(3):
+            try:
+                self._db.drop_table(name)
+                return
+            except (OSError, RuntimeError, ValueError) as e:
+                if attempt == 2:
+                    log.warning("could not remove the old chunks table %s: %s", name, e)
+                time.sleep(0.2 * (attempt + 1))
 
     @property
     def chunks(self) -> Any:
@@ -193,7 +273,7 @@ class LanceStore:
             for p in pages
         ]
         chunk_rows = [
-            {**c.__dict__, "vector": v}
+            {**c.__dict__, "vector": v, "ext": file_type(c.path)}
             for c, v in zip(embedded.chunks, embedded.vectors.tolist(), strict=True)
         ]
         with self._write_lock:
@@ -217,6 +297,7 @@ class LanceStore:
                 .when_not_matched_insert_all()
                 .execute([doc.__dict__])
             )
+        self.maintainer.wake()
 
     def remove_document(self, *, doc_id: str) -> None:
         doc_filter = f"doc_id = {_quote(doc_id)}"
@@ -278,68 +359,107 @@ class LanceStore:
 
                 self.chunks.create_index("text", config=FTS(), replace=True)
 
-    def hybrid_search(
-        self, *, vector: np.ndarray, text: str, k: int, candidates: int = 40
-    ) -> list[SearchHit]:
-        """Vector and BM25 candidates fused by reciprocal rank."""
-        if self._chunks is None or self.chunks.count_rows() == 0:
-            return []
-        cols = list(ChunkRecord.__dataclass_fields__)
-        vec_rows = (
-            self.chunks.search(vector.astype(np.float32), vector_column_name="vector")
-            .distance_type("cosine")
-            .select(cols)
-            .limit(candidates)
-            .to_list()
+    def search_batch(
+        self,
+        *,
+        vectors: np.ndarray,
+        texts: Sequence[str],
+        k: int,
+        filters: SearchFilters | None = None,
+        candidates: int = 40,
+        not_found_below: float = NOT_FOUND_SIMILARITY,
+    ) -> list[SearchResult]:
+        """A batch of questions in one call: for question i (vectors[i] with
+        texts[i]) its top k chunks, vector and BM25 candidates fused by
+        reciprocal rank, and `not_found` when the best similarity is below
+        `not_found_below`. `filters` restrict results to folders and file types."""
+        if len(vectors) != len(texts):
+            raise ValueError("search_batch needs one text per vector")
+        if self._chunks is None or len(texts) == 0:
+            return [SearchResult(hits=(), best_similarity=-1.0, not_found=True) for _ in texts]
+        # No count or index check per call: ANN settings are ignored by a flat
+        # scan, and an empty table returns no rows.
+        return _search.search_batch(
+            self.chunks,
+            vectors=np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1),
+            texts=texts,
+            k=k,
+            filters=filters,
+            candidates=candidates,
+            params=self.maintainer.policy.search_params,
+            not_found_below=not_found_below,
+            pool=self._search_pool,
         )
-        fts_rows = self._fulltext(text=text, limit=candidates, cols=cols)
-        fused: dict[str, float] = {}
-        rows: dict[str, dict[str, Any]] = {}
-        for rank, r in enumerate(vec_rows):
-            fused[r["chunk_id"]] = fused.get(r["chunk_id"], 0.0) + 1.0 / (RRF_K + rank + 1)
-            rows[r["chunk_id"]] = r
-        for rank, r in enumerate(fts_rows):
-            fused[r["chunk_id"]] = fused.get(r["chunk_id"], 0.0) + 1.0 / (RRF_K + rank + 1)
-            rows.setdefault(r["chunk_id"], r)
-        best = sorted(fused, key=fused.__getitem__, reverse=True)[:k]
-        similarity = self._similarities(ids=best, rows=rows, vector=vector)
-        return [
-            SearchHit(chunk=_chunk(rows[cid]), similarity=similarity[cid], fused=fused[cid])
-            for cid in best
-        ]
 
-    def _fulltext(self, *, text: str, limit: int, cols: list[str]) -> list[dict[str, Any]]:
-        # The FTS parser treats quotes, colons and AND/OR as syntax; a person's
-        # question is plain words.
-        words = [w for w in _FTS_WORD.findall(text) if w.upper() not in {"AND", "OR", "NOT"}]
-        if not words:
-            return []
-        try:
-            return (
-                self.chunks.search(" ".join(words), query_type="fts")
-                .select(cols)
-                .limit(limit)
-                .to_list()
+    def hybrid_search(
+        self,
+        *,
+        vector: np.ndarray,
+        text: str,
+        k: int,
+        candidates: int = 40,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """One question: `search_batch` with a batch of one."""
+        (result,) = self.search_batch(
+            vectors=np.asarray(vector, dtype=np.float32)[None, :],
+            texts=[text],
+            k=k,
+            candidates=candidates,
+            filters=filters,
+        )
+        return list(result.hits)
+
+    # -- the partitioned index and what of it stays resident ------------------
+
+    def index_state(self) -> IndexState:
+        if self._chunks is None:
+            return IndexState(
+                indexed=False,
+                kind=None,
+                indexed_rows=0,
+                unindexed_rows=0,
+                partitions=None,
+                index_bytes=0,
             )
-        except (ValueError, RuntimeError, OSError):
-            return []  # no FTS index yet on an old table: vector search alone
+        return index_state(self._chunks)
 
-    def _similarities(
-        self, *, ids: list[str], rows: dict[str, dict[str, Any]], vector: np.ndarray
-    ) -> dict[str, float]:
-        out: dict[str, float] = {}
-        missing = []
-        for cid in ids:
-            dist = rows[cid].get("_distance")
-            if dist is None:
-                missing.append(cid)
-            else:
-                out[cid] = 1.0 - float(dist)
-        if missing:
-            where = "chunk_id IN (" + ", ".join(_quote(c) for c in missing) + ")"
-            for r in self.chunks.search().where(where).select(["chunk_id", "vector"]).to_list():
-                out[r["chunk_id"]] = float(np.dot(np.asarray(r["vector"]), vector))
-        return out
+    def maintain_index(self, *, force_optimize: bool = False) -> str:
+        """Run one maintenance step now, in this thread (see IndexMaintainer)."""
+        return self.maintainer.run_once(force_optimize=force_optimize)
+
+    def _ensure_scalar_indices(self) -> None:
+        from lancedb.index import Bitmap, BTree
+
+        configs = {"BTREE": BTree, "BITMAP": Bitmap}
+        wanted = [(self._chunks, col, kind) for col, kind in _CHUNK_SCALAR_INDICES.items()]
+        wanted.append((self.pages, "page_key", "BTREE"))
+        for table, column, kind in wanted:
+            if table is None or table.count_rows() == 0:
+                continue
+            have = {tuple(getattr(i, "columns", [])) for i in table.list_indices()}
+            if (column,) not in have:
+                table.create_index(column, config=configs[kind](), replace=True)
+
+    def resident_bytes(self) -> int:
+        """Bytes held in the store's caches now: index partitions and table metadata."""
+        return int(self._session.size_bytes)
+
+    def set_resident_budget(self, *, resident_bytes: int | None) -> None:
+        """Change the memory cap between retrieval batches. The index cache is
+        sized when a connection opens, so this reopens the tables on a new one;
+        the old cache (and the partitions in it) is released."""
+        with self._write_lock:
+            self._connect(resident_bytes)
+            self._chunks = self._open_chunks()
+
+    def apply_placement(self, *, placement: Any) -> None:
+        """Honour the planner's budget for resident index partitions."""
+        self.set_resident_budget(resident_bytes=int(placement.resident_partition_bytes))
+
+    def close(self) -> None:
+        self.maintainer.stop()
+        self._search_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _replace_rows(

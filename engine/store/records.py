@@ -60,3 +60,27 @@ class EmbeddedChunks:
 
     chunks: list[ChunkRecord]
     vectors: np.ndarray  # (len(chunks), dimension) float32, L2-normalised
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchFilters:
+    """Which chunks a search may return. Empty means no restriction.
+
+    `folders` are path prefixes (a folder and everything under it); `types` are
+    file extensions, with or without the dot, in any case ("pdf", ".PDF")."""
+
+    folders: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.folders and not self.types
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchResult:
+    """One question's hits, best first, and whether they are too weak to use."""
+
+    hits: tuple[SearchHit, ...]
+    best_similarity: float  # highest cosine similarity among the hits; -1.0 when none
+    not_found: bool  # nothing in the documents relates to the question
