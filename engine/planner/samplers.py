@@ -85,10 +85,16 @@ def retrieval_sampler(
 ) -> Callable[[int], float]:
     """Seconds for one retrieval batch with P of `partition_count` partitions resident.
 
-    The store searches its whole table and has no partitions of its own, so a
-    partition that is not resident is modelled by what paging it costs: reading
-    its share of the chunk table's files from disk. The searches use random unit
-    vectors (what a question embeds to does not change the cost of a scan)."""
+    With a vector index, P/count of the index's bytes become the store's resident
+    budget for the timed batch (the cache is emptied and the index files dropped
+    from the page cache first, so what is not resident is read from disk), and the
+    store's own budget is put back afterwards. Without one (a small collection,
+    searched by a flat scan) a partition that is not resident is modelled by what
+    paging it costs: reading its share of the chunk table's files from disk. The
+    searches use random unit vectors: what a question embeds to does not change
+    the cost."""
+    from engine.executor.weights import evict_page_cache
+
     meta = store.meta
     if meta is None:
         raise ValueError("the index is empty: nothing to time")
@@ -97,16 +103,29 @@ def retrieval_sampler(
         p for p in (store.folder / f"{meta.chunks_table}.lance").rglob("*") if p.is_file()
     )
     table_bytes = sum(p.stat().st_size for p in files)
+    state = store.index_state()
 
     def search(resident: int) -> float:
         vectors = rng.standard_normal((questions, meta.dimension)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        paged = max(partition_count - resident, 0) / max(partition_count, 1)
-        start = time.perf_counter()
-        _read_prefix(files, int(table_bytes * paged))
-        for v in vectors:
-            store.hybrid_search(vector=v, text=PROBE_QUESTION, k=5)
-        return time.perf_counter() - start
+        share = min(max(resident, 0), partition_count) / max(partition_count, 1)
+        if not state.indexed:
+            start = time.perf_counter()
+            _read_prefix(files, int(table_bytes * (1 - share)))
+            store.search_batch(vectors=vectors, texts=[PROBE_QUESTION] * questions, k=5)
+            return time.perf_counter() - start
+        own_budget = store.resident_budget
+        store.set_resident_budget(resident_bytes=int(state.index_bytes * share))
+        try:
+            # Warm what may stay resident, then drop the files: the timed batch
+            # reads from the disk exactly what the budget could not keep.
+            store.search_batch(vectors=vectors, texts=[PROBE_QUESTION] * questions, k=5)
+            evict_page_cache(files=files)
+            start = time.perf_counter()
+            store.search_batch(vectors=vectors, texts=[PROBE_QUESTION] * questions, k=5)
+            return time.perf_counter() - start
+        finally:
+            store.set_resident_budget(resident_bytes=own_budget)
 
     search(partition_count)  # warm-up: opens the table and the full-text index
     return search
@@ -143,7 +162,8 @@ def profile_in_process(
 
     settings = load_settings(file=paths.settings_file)
     hardware = load_profile(paths=paths, measure=False)
-    store = LanceStore(folder=paths.index_dir)
+    # background=False: the engine's own store keeps the index fresh.
+    store = LanceStore(folder=paths.index_dir, background=False)
     _, chunks = store.counts()
 
     sample_retrieval = None

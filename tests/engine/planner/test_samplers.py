@@ -45,3 +45,49 @@ def test_profile_active_in_extractive_mode_with_an_empty_index(ragdoll_home: Pat
     )
     assert shown.returncode == 0, shown.stderr
     assert "active profile" in shown.stdout and "chosen: batch 4" in shown.stdout
+
+
+def test_retrieval_sampler_times_an_indexed_store_under_partial_budgets(tmp_path: Path) -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from engine.planner.samplers import retrieval_sampler
+    from engine.store.ann_index import IndexPolicy
+    from engine.store.lance_store import LanceStore
+
+    dim, rows = 32, 2_000
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(rows, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    policy = IndexPolicy(min_rows=rows, rows_per_partition=250)
+    store = LanceStore(folder=tmp_path / "index", index_policy=policy, background=False)
+    try:
+        store.ensure_embedder(embedder_id="test", dimension=dim)
+        store.chunks.add(
+            pa.Table.from_pylist(
+                [
+                    {
+                        "chunk_id": f"c{i}",
+                        "doc_id": f"d{i // 50}",
+                        "path": f"/docs/d{i // 50}.txt",
+                        "ordinal": i,
+                        "page": None,
+                        "char_start": 0,
+                        "char_end": 4,
+                        "text": f"word{i % 97} filler",
+                        "text_hash": f"h{i}",
+                        "vector": v.tolist(),
+                        "ext": ".txt",
+                    }
+                    for i, v in enumerate(vectors)
+                ]
+            )
+        )
+        assert store.maintain_index() == "built"
+        store.set_resident_budget(resident_bytes=123_456)
+        sample = retrieval_sampler(store=store, partition_count=8, questions=4)
+        times = [sample(p) for p in (1, 8)]
+        assert all(t > 0 for t in times)
+        assert store.resident_budget == 123_456  # the store's own budget is put back
+    finally:
+        store.close()
