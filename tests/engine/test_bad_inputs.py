@@ -11,6 +11,7 @@ from pypdf import PdfReader, PdfWriter
 
 from engine.ingest.embedder import Embedder
 from engine.ingest.indexer import ChunkingParams, index_file
+from engine.ingest.parsers import parse_file
 from engine.store.lance_store import LanceStore
 from tests.support.engine import RunningEngine
 
@@ -74,23 +75,20 @@ def test_missing_path_and_unsupported_file_are_errors(
     assert "unsupported file type .jpg" in result.stdout
 
 
-def test_file_that_vanishes_mid_read_is_an_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_file_that_vanishes_mid_read_is_an_error(tmp_path: Path) -> None:
     doc = tmp_path / "short-lived.txt"
     doc.write_text("This file will be gone by the time it is read.")
     store = LanceStore(folder=tmp_path / "index")
     embedder = Embedder()
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
 
-    import engine.ingest.indexer as indexer
-
-    real_parse = indexer.parse_file
-
     def vanish_then_parse(*, path: Path):  # type: ignore[no-untyped-def]
         path.unlink()
-        return real_parse(path=path)
+        return parse_file(path=path)
 
-    monkeypatch.setattr(indexer, "parse_file", vanish_then_parse)
-    outcome = index_file(path=doc, store=store, embedder=embedder, params=ChunkingParams())
+    outcome = index_file(
+        path=doc, store=store, embedder=embedder, params=ChunkingParams(), parse=vanish_then_parse
+    )
     assert outcome.status == "error"
     assert outcome.reason
     assert store.counts() == (0, 0)
