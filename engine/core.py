@@ -79,6 +79,8 @@ class Engine:
             accept=lambda p: self.folders.containing(path=p) is not None,
         )
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
+        self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
+        self.watching = threading.Event()  # set when every folder is watched
         if watch:
             threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
         if warm_up:
@@ -209,7 +211,8 @@ class Engine:
             self.watcher.watch(folder=folder)
         present = [str(f) for f in folders if f.is_dir()]
         if present:
-            self.ingest.submit_changes(paths=present, origin="rescan")
+            self.rescan = self.ingest.submit_changes(paths=present, origin="rescan")
+        self.watching.set()
 
     def _on_folder_changes(self, changes: FolderChanges) -> None:
         self.ingest.submit_changes(paths=changes.upserted, removed=changes.removed)

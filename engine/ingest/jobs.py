@@ -30,6 +30,7 @@ from engine.wire import IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
 FINAL_STATES = frozenset({"done", "cancelled", "failed"})
+KEEP_FINISHED_JOBS = 200  # the watcher makes many small jobs; old ones are forgotten
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +154,9 @@ class IngestQueue:
         )
 
     def _enqueue(self, job: IngestJob) -> IngestJob:
+        finished = [j for j in self._jobs.values() if j.snapshot().state in FINAL_STATES]
+        for old in finished[: max(0, len(finished) - KEEP_FINISHED_JOBS)]:
+            del self._jobs[old.id]
         self._jobs[job.id] = job
         if not self._resumed.is_set():
             job.update(paused=True)
@@ -163,6 +167,10 @@ class IngestQueue:
 
     def job(self, *, job_id: str) -> IngestJob | None:
         return self._jobs.get(job_id)
+
+    def jobs(self) -> list[IngestJob]:
+        """Queued, running and recently finished jobs, oldest first."""
+        return list(self._jobs.values())
 
     def cancel(self, *, job_id: str) -> IngestJob | None:
         job = self._jobs.get(job_id)
