@@ -122,9 +122,7 @@ def triage(
         digest = content_hash(path)
         if known and known.content_hash == digest and known.status == "indexed":
             # Touched but not changed: remember the new mtime, embed nothing.
-            touched = dataclasses.replace(known, size=stat.size, mtime=stat.mtime)
-            store.record_document(doc=touched)
-            journal.remember(touched)
+            journal.touch(dataclasses.replace(known, size=stat.size, mtime=stat.mtime))
             return FileOutcome(status="unchanged", chunks=known.chunks)
         source = journal.with_content(digest=digest)
         if source is not None and source.doc_id != doc_id:
@@ -253,6 +251,7 @@ def index_file(
     """All steps for one file, parsing in this process (tests, tools)."""
     journal = journal or Journal(store=store)
     step = triage(path=path, store=store, journal=journal, rules=rules or IgnoreRules())
+    journal.flush()
     if isinstance(step, FileOutcome):
         return step
     try:

@@ -18,6 +18,7 @@ from engine.store.lance_store import LanceStore
 from engine.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
 
 log = logging.getLogger(__name__)
+TOUCH_BATCH = 1000
 
 
 def _quote(value: str) -> str:
@@ -26,8 +27,10 @@ def _quote(value: str) -> str:
 
 class Journal:
     def __init__(self, *, store: LanceStore) -> None:
+        self._store = store
         self._by_path: dict[str, DocumentRecord] = {}
         self._by_hash: dict[str, DocumentRecord] = {}
+        self._touched: dict[str, DocumentRecord] = {}
         for doc in store.list_documents():
             self.remember(doc)
 
@@ -48,6 +51,24 @@ class Journal:
         self._by_path[doc.path] = doc
         if doc.status == "indexed" and doc.content_hash:
             self._by_hash[doc.content_hash] = doc
+
+    def touch(self, doc: DocumentRecord) -> None:
+        """A file with a new mtime and the same content: its row is updated
+        with others in one commit (`flush`). Losing it costs one more hash."""
+        self.remember(doc)
+        self._touched[doc.doc_id] = doc
+        if len(self._touched) >= TOUCH_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._touched:
+            return
+        rows, self._touched = list(self._touched.values()), {}
+        (
+            self._store.documents.merge_insert("doc_id")
+            .when_matched_update_all()
+            .execute([dataclasses.asdict(d) for d in rows])
+        )
 
     def forget(self, *, path: str) -> None:
         old = self._by_path.pop(path, None)

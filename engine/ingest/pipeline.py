@@ -79,7 +79,10 @@ class JobRun:
         self.job.update(files_total=len(files), errors=list(self.errors), message=None)  # type: ignore[attr-defined]
         journal = Journal(store=self.ctx.store)
         todo: deque[Path] = deque(files)
-        state = self._files(todo=todo, journal=journal)
+        try:
+            state = self._files(todo=todo, journal=journal)
+        finally:
+            journal.flush()
         if state == "cancelled":
             return state
         present = set(files)

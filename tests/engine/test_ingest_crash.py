@@ -16,7 +16,7 @@ import pytest
 from engine.store.lance_store import LanceStore
 from tests.support.engine import process_alive, running_engine
 
-WORDS = "amber basil cedar delta ember fjord garnet harbor indigo juniper kestrel lagoon".split()
+WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo")
 
 
 def _corpus(folder: Path, count: int) -> dict[str, str]:
