@@ -108,8 +108,11 @@ def _walk(
             if path.is_symlink():
                 try:
                     path = path.resolve(strict=True)
-                except (OSError, RuntimeError):
+                except FileNotFoundError:
                     errors.append(FileError(path=str(path), reason="broken symbolic link"))
+                    continue
+                except (OSError, RuntimeError):  # Python 3.11 says RuntimeError for a loop
+                    errors.append(FileError(path=str(path), reason="symbolic link loop"))
                     continue
             if path not in seen:
                 seen.add(path)
