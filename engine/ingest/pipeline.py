@@ -8,6 +8,7 @@ kill -9 loses at most the files not yet committed, never half of one.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -71,7 +72,10 @@ class JobRun:
     def run(self) -> str:
         """Returns the final state: "done" or "cancelled"."""
         spec = self.job.spec  # type: ignore[attr-defined]
-        found = discover(paths=spec.paths, suffixes=SUPPORTED_SUFFIXES)
+        paths = spec.paths
+        if spec.origin != "request":  # gone again since the event: the removal covers it
+            paths = [p for p in paths if os.path.lexists(p)]
+        found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES)
         files = found.files
         if self.ctx.accept is not None:
             files = [f for f in files if self.ctx.accept(f)]

@@ -44,6 +44,8 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         kind = event.event_type
         src = Path(os.fsdecode(event.src_path))
+        if event.is_directory and kind in ("modified", "closed"):
+            return  # a folder's own mtime changes with every file in it: no news
         if kind in ("created", "modified", "closed"):
             self._watcher.note(root=self._root, path=src, directory=event.is_directory, gone=False)
         elif kind == "deleted":
