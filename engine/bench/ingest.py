@@ -155,6 +155,8 @@ def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[st
         "chunks": progress.chunks_added,
         "ingest_seconds": round(seconds, 3),
         "embed_seconds": round(embedder.seconds, 3),
+        # Discovery, parsing, chunking and the LanceDB commits: the rest of the time.
+        "non_embed_seconds": round(seconds - embedder.seconds, 3),
         "pages_per_s": round(page_count / seconds, 3),
         "chunks_per_s": round(progress.chunks_added / seconds, 3),
         "files_per_s": round(len(docs) / seconds, 3),
