@@ -115,9 +115,13 @@ def remove_orphans(*, store: LanceStore) -> int:
         return 0
     known = {d.doc_id for d in store.list_documents() if d.status == "indexed"}
     found: set[str] = set()
-    for table in (store.chunks, store.pages):
-        ids = table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id")
-        found.update(ids.unique().to_pylist())
+    try:
+        for table in (store.chunks, store.pages):
+            ids = table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id")
+            found.update(ids.unique().to_pylist())
+    except (OSError, RuntimeError, ValueError):  # a repair must never stop the engine
+        log.exception("could not look for unfinished documents")
+        return 0
     orphans = sorted(found - known)
     for doc_id in orphans:
         log.info("removing the rows of an unfinished document %s", doc_id)

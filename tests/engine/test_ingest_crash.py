@@ -54,6 +54,11 @@ def _kill_mid_ingest(*, home: Path, folder: Path, after_files: int) -> int:
 
 def _check_whole(*, home: Path, texts: dict[str, str]) -> None:
     with running_engine(home=home) as engine:
+        # The interrupted job is back by itself; pause and resume it over HTTP.
+        held = engine.client.pause_ingest()
+        assert held.paused and {j.origin for j in held.jobs} == {"request"}
+        assert engine.client.ingest_queue().jobs[0].paused
+        assert not engine.client.resume_ingest().paused
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if not engine.client.ingest_queue().jobs:
