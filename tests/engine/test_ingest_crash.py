@@ -34,16 +34,17 @@ def _corpus(folder: Path, count: int) -> dict[str, str]:
     return texts
 
 
-def _kill_mid_ingest(*, home: Path, folder: Path, after_files: int) -> int:
-    """Start ingesting, kill -9 once `after_files` are done; returns that count."""
+def _kill_mid_ingest(*, home: Path, folder: Path | None, after_documents: int) -> int:
+    """Start the engine (and an ingestion of `folder`, when given), kill -9 it
+    once `after_documents` are in; returns how many were in."""
     with running_engine(home=home) as engine:
-        job = engine.client.ingest(paths=[str(folder)])
+        if folder is not None:
+            engine.client.ingest(paths=[str(folder)])
         deadline = time.monotonic() + 180
         done = 0
         while time.monotonic() < deadline:
-            progress = engine.client.ingest_progress(job_id=job.job_id)
-            done = progress.files_done
-            if done >= after_files or progress.state == "done":
+            done = engine.client.status().documents
+            if done >= after_documents or not engine.client.ingest_queue().jobs:
                 break
             time.sleep(0.02)
         os.kill(engine.pid, signal.SIGKILL)
@@ -81,7 +82,7 @@ def _check_whole(*, home: Path, texts: dict[str, str]) -> None:
 def test_kill_9_mid_ingest_then_restart_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     texts = _corpus(tmp_path / "archive", 200)
     home = tmp_path / "home"
-    done = _kill_mid_ingest(home=home, folder=tmp_path / "archive", after_files=40)
+    done = _kill_mid_ingest(home=home, folder=tmp_path / "archive", after_documents=40)
     assert 0 < done < len(texts), "the kill must land mid-job"
     _check_whole(home=home, texts=texts)
 
@@ -91,6 +92,10 @@ def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
     texts = _corpus(tmp_path / "archive", 600)
     home = tmp_path / "home"
     rng = random.Random(11)
-    for _ in range(4):
-        _kill_mid_ingest(home=home, folder=tmp_path / "archive", after_files=rng.randint(1, 200))
+    # Each start resumes the interrupted job by itself, and is killed again later on.
+    folder: Path | None = tmp_path / "archive"
+    for threshold in sorted(rng.sample(range(20, 580), 4)):
+        done = _kill_mid_ingest(home=home, folder=folder, after_documents=threshold)
+        assert done < len(texts), "each kill must land mid-job"
+        folder = None
     _check_whole(home=home, texts=texts)
