@@ -223,13 +223,20 @@ class Engine:
     def resume_ingest(self) -> IngestQueueState:
         return self.ingest.resume()
 
+    def watch_folder(self, *, path: str, collection: str = "default") -> WatchedFolder:
+        """Register a folder and follow its changes, without ingesting what is
+        in it now (the caller does, or the next start's rescan). Raises like
+        `add_folder`."""
+        folder = self.folders.add(path=path, collection=collection)
+        self.watcher.watch(folder=Path(folder.path))
+        return folder
+
     def add_folder(
         self, *, path: str, collection: str = "default"
     ) -> tuple[WatchedFolder, IngestJob]:
         """Register a folder and index it. Raises FileNotFoundError or
         NotADirectoryError for a path that is not an existing folder."""
-        folder = self.folders.add(path=path, collection=collection)
-        self.watcher.watch(folder=Path(folder.path))
+        folder = self.watch_folder(path=path, collection=collection)
         return folder, self.ingest.submit(paths=[folder.path])
 
     def remove_folder(self, *, path: str) -> WatchedFolder | None:

@@ -57,7 +57,7 @@ def _check_whole(*, home: Path, texts: dict[str, str]) -> None:
     with running_engine(home=home) as engine:
         # The interrupted job is back by itself; pause and resume it over HTTP.
         held = engine.client.pause_ingest()
-        assert held.paused and {j.origin for j in held.jobs} == {"request"}
+        assert held.paused and "request" in {j.origin for j in held.jobs}
         assert engine.client.ingest_queue().jobs[0].paused
         assert not engine.client.resume_ingest().paused
         deadline = time.monotonic() + 300

@@ -96,6 +96,10 @@ def test_changes_are_followed_live_and_caught_up_at_the_next_start(tmp_path: Pat
         _write(folder, "epsilon.md", "eels")
         time.sleep(2.0)
         assert _names(engine) == {}
+        jobs = len(engine.ingest.jobs())
+        engine.watch_folder(path=str(folder))  # watched again, nothing ingested now
+        assert engine.watcher.watched() == [folder.resolve()]
+        assert len(engine.ingest.jobs()) == jobs
     finally:
         engine.close()
 
