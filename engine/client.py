@@ -29,6 +29,7 @@ from engine.wire import (
     FolderAdded,
     HardwareInfo,
     IngestProgress,
+    IngestQueueState,
     ProfilingStatus,
     QueueStatus,
     SearchResult,
@@ -135,6 +136,17 @@ class EngineClient:
     def cancel_ingest(self, *, job_id: str) -> IngestProgress:
         body = self._request("POST", f"/v1/ingest/{job_id}/cancel")
         return from_json_dict(IngestProgress, body)
+
+    def ingest_queue(self) -> IngestQueueState:
+        """Whether ingestion is paused, and the jobs queued or running."""
+        return from_json_dict(IngestQueueState, self._request("GET", "/v1/ingest/queue"))
+
+    def pause_ingest(self) -> IngestQueueState:
+        """Pause all ingestion after the file at hand (watched folders too)."""
+        return from_json_dict(IngestQueueState, self._request("POST", "/v1/ingest/pause"))
+
+    def resume_ingest(self) -> IngestQueueState:
+        return from_json_dict(IngestQueueState, self._request("POST", "/v1/ingest/resume"))
 
     def shutdown(self) -> None:
         self._request("POST", "/v1/shutdown")

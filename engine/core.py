@@ -18,8 +18,12 @@ from engine.answer.extractive import NO_MODEL_NOTE, ExtractiveAnswerer
 from engine.answer.passages import Passage
 from engine.errors import ModelLoadError
 from engine.folders import FolderRegistry
+from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob, IngestQueue
+from engine.ingest.journal import remove_orphans
+from engine.ingest.sandbox import SandboxLimits
+from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.settings import load_settings, save_settings, with_changes
@@ -32,6 +36,7 @@ from engine.wire import (
     EngineSettings,
     EngineStatus,
     FileError,
+    IngestQueueState,
     SourceView,
     WatchedFolder,
 )
@@ -51,7 +56,7 @@ AskEventT = tuple[str, Any]  # ("citations", list[Citation]) | ("token", str) | 
 
 
 class Engine:
-    def __init__(self, *, paths: Paths, warm_up: bool = True) -> None:
+    def __init__(self, *, paths: Paths, warm_up: bool = True, watch: bool = True) -> None:
         self.paths = paths.ensure()
         self.settings = load_settings(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir)
@@ -63,7 +68,23 @@ class Engine:
         self._model_lock = threading.Lock()
         # One answer at a time: a language model is the scarcest resource here.
         self._answer_lock = threading.Lock()
-        self.ingest = IngestQueue(store=self.store, embedder=self.embedder)
+        # A killed engine may have left a new document's rows without its journal row.
+        remove_orphans(store=self.store)
+        self.ingest = IngestQueue(
+            store=self.store,
+            embedder=self.embedder,
+            limits=SandboxLimits(
+                time_s=self.settings.parse_time_limit_s, memory_mb=self.settings.parse_memory_mb
+            ),
+            rules=IgnoreRules(max_file_bytes=self.settings.max_file_mb * 1024 * 1024),
+            pending_file=paths.data / "ingest-queue.json",
+            accept=lambda p: self.folders.containing(path=p) is not None,
+        )
+        self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
+        self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
+        self.watching = threading.Event()  # set when every folder is watched
+        if watch:
+            threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
         self._last_chunks = -1
         self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
         if warm_up:
@@ -224,12 +245,41 @@ class Engine:
     def start_ingest(self, *, paths: list[str]) -> IngestJob:
         return self.ingest.submit(paths=paths)
 
+    def _watch_all(self) -> None:
+        """Watch every registered folder, then rescan them against the journal:
+        what changed while the engine was off (or was pending when it was
+        killed) is brought up to date; unchanged files cost one stat each."""
+        folders = [Path(f.path) for f in self.folders.list()]
+        for folder in folders:
+            self.watcher.watch(folder=folder)
+        present = [str(f) for f in folders if f.is_dir()]
+        if present:
+            self.rescan = self.ingest.submit_changes(paths=present, origin="rescan")
+        self.watching.set()
+
+    def _on_folder_changes(self, changes: FolderChanges) -> None:
+        self.ingest.submit_changes(paths=changes.upserted, removed=changes.removed)
+
+    def pause_ingest(self) -> IngestQueueState:
+        return self.ingest.pause()
+
+    def resume_ingest(self) -> IngestQueueState:
+        return self.ingest.resume()
+
+    def watch_folder(self, *, path: str, collection: str = "default") -> WatchedFolder:
+        """Register a folder and follow its changes, without ingesting what is
+        in it now (the caller does, or the next start's rescan). Raises like
+        `add_folder`."""
+        folder = self.folders.add(path=path, collection=collection)
+        self.watcher.watch(folder=Path(folder.path))
+        return folder
+
     def add_folder(
         self, *, path: str, collection: str = "default"
     ) -> tuple[WatchedFolder, IngestJob]:
         """Register a folder and index it. Raises FileNotFoundError or
         NotADirectoryError for a path that is not an existing folder."""
-        folder = self.folders.add(path=path, collection=collection)
+        folder = self.watch_folder(path=path, collection=collection)
         return folder, self.ingest.submit(paths=[folder.path])
 
     def remove_folder(self, *, path: str) -> WatchedFolder | None:
@@ -238,6 +288,7 @@ class Engine:
         if removed is None:
             return None
         root = Path(removed.path)
+        self.watcher.unwatch(folder=root)
         for doc in self.store.list_documents():
             if (
                 Path(doc.path).is_relative_to(root)
@@ -318,6 +369,7 @@ class Engine:
 
     def close(self) -> None:
         self.profiler.stop()
+        self.watcher.close()
         self.ingest.stop()
         self.store.close()
 

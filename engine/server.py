@@ -177,6 +177,19 @@ def create_app(
                 )
         return to_json_dict(engine.start_ingest(paths=body.paths).snapshot())
 
+    # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
+    @app.get("/v1/ingest/queue")
+    def ingest_queue() -> dict:
+        return to_json_dict(engine.ingest.state())
+
+    @app.post("/v1/ingest/pause")
+    def ingest_pause() -> dict:
+        return to_json_dict(engine.pause_ingest())
+
+    @app.post("/v1/ingest/resume")
+    def ingest_resume() -> dict:
+        return to_json_dict(engine.resume_ingest())
+
     def job_or_404(job_id: str) -> IngestJob:
         job = engine.ingest.job(job_id=job_id)
         if job is None:

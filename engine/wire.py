@@ -89,6 +89,20 @@ class IngestProgress:
     files_skipped: int = 0  # unchanged since the last ingest
     errors: list[FileError] = field(default_factory=list)
     message: str | None = None  # why a job failed, when it did
+    paused: bool = False  # the queue is paused: the job waits between files
+    chunks_embedded: int = 0  # vectors computed (the rest were reused)
+    files_per_s: float = 0.0  # since the job started, paused time excluded
+    chunks_per_s: float = 0.0
+    eta_s: float | None = None  # None until there is a rate to go by
+    origin: str = "request"  # "request" | "watcher" (a folder changed) | "rescan" (at start)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestQueueState:
+    """`/v1/ingest/queue`, `/pause`, `/resume`: the whole ingestion queue."""
+
+    paused: bool
+    jobs: list[IngestProgress] = field(default_factory=list)  # queued and running
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +144,9 @@ class WatchedFolder:
 class EngineSettings:
     model: str | None = None  # local folder or Hugging Face id; None = extractive
     embedder: str = "all-MiniLM-L6-v2"
+    max_file_mb: int = 512  # larger files are listed as errors, never read
+    parse_time_limit_s: float = 120.0  # per file, in the parsing child
+    parse_memory_mb: int = 2048  # address space of the parsing child
 
 
 @dataclass(frozen=True, kw_only=True)

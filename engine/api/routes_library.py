@@ -66,7 +66,7 @@ def library_router(*, engine: Engine) -> APIRouter:
             if body.ingest:
                 folder, job = engine.add_folder(path=str(resolved), collection=body.collection)
                 return FolderAdded(folder=folder, job=job.snapshot())
-            folder = engine.folders.add(path=resolved, collection=body.collection)
+            folder = engine.watch_folder(path=str(resolved), collection=body.collection)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         return FolderAdded(folder=folder)

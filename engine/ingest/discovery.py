@@ -8,8 +8,24 @@ from pathlib import Path
 
 from engine.wire import FileError
 
-# Editor backups and office lock files are never documents.
-_IGNORED_PREFIXES = ("~$", ".~lock", ".#")
+# Editor backups, office lock files and the temporary files editors save
+# through are never documents. Hidden names (".x") are ignored as a whole.
+_IGNORED_PREFIXES = ("~$", ".~lock", ".#", "#", "~WRL", "~WRD")
+_IGNORED_SUFFIXES = ("~", "#", ".tmp", ".temp", ".swp", ".swx", ".part", ".crdownload")
+DEFAULT_MAX_FILE_MB = 512
+
+
+@dataclass(frozen=True, kw_only=True)
+class IgnoreRules:
+    """What ingestion and the folder watcher leave alone; the one place for it."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_MB * 1024 * 1024
+
+    def too_large(self, size: int) -> str | None:
+        """The reason a file of `size` bytes is refused, or None."""
+        if size <= self.max_file_bytes:
+            return None
+        return f"larger than the size limit ({self.max_file_bytes // (1024 * 1024)} MB)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,7 +36,24 @@ class Discovery:
 
 
 def is_ignored(name: str) -> bool:
-    return name.startswith(".") or name.startswith(_IGNORED_PREFIXES) or name.endswith("~")
+    lowered = name.lower()
+    return (
+        name.startswith(".")
+        or name.startswith(_IGNORED_PREFIXES)
+        or lowered.endswith(_IGNORED_SUFFIXES)
+    )
+
+
+def is_candidate(*, path: Path, root: Path, suffixes: frozenset[str]) -> bool:
+    """Whether a file under a watched `root` may be a document: a supported
+    suffix, and no ignored name on the way down from the root."""
+    if path.suffix.lower() not in suffixes:
+        return False
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return False
+    return not any(is_ignored(part) for part in parts)
 
 
 def discover(*, paths: list[str], suffixes: frozenset[str]) -> Discovery:
@@ -75,8 +108,11 @@ def _walk(
             if path.is_symlink():
                 try:
                     path = path.resolve(strict=True)
-                except (OSError, RuntimeError):
+                except FileNotFoundError:
                     errors.append(FileError(path=str(path), reason="broken symbolic link"))
+                    continue
+                except (OSError, RuntimeError):  # Python 3.11 says RuntimeError for a loop
+                    errors.append(FileError(path=str(path), reason="symbolic link loop"))
                     continue
             if path not in seen:
                 seen.add(path)

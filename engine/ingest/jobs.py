@@ -1,38 +1,54 @@
-"""Ingestion jobs: a queue served by one background worker.
+"""Ingestion jobs: a durable queue served by one background worker.
 
 A job's progress is an immutable IngestProgress replaced as work advances;
 readers wait on a condition for the next version (the server streams them).
+Jobs people asked for are written to a small file until they end, so that an
+engine killed mid-job picks them up again at its next start; jobs from the
+folder watcher need no such file, since the start-up rescan finds the same work.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import os
 import queue
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.ingest.discovery import discover
+from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
-from engine.ingest.indexer import ChunkingParams, index_file
-from engine.ingest.parsers import SUPPORTED_SUFFIXES
+from engine.ingest.indexer import ChunkingParams
+from engine.ingest.pipeline import JobContext, JobRun
+from engine.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.store.lance_store import LanceStore
-from engine.wire import FileError, IngestProgress
+from engine.wire import IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
 FINAL_STATES = frozenset({"done", "cancelled", "failed"})
+KEEP_FINISHED_JOBS = 200  # the watcher makes many small jobs; old ones are forgotten
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    paths: list[str]  # files and folders to bring up to date
+    removed: list[str] = field(default_factory=list)  # gone: their documents leave
+    origin: str = "request"  # "request" | "watcher" | "rescan"
 
 
 class IngestJob:
-    def __init__(self, *, paths: list[str]) -> None:
-        self.id = uuid.uuid4().hex[:12]
-        self.paths = paths
+    def __init__(self, *, spec: JobSpec, job_id: str | None = None) -> None:
+        self.id = job_id or uuid.uuid4().hex[:12]
+        self.spec = spec
+        self.paths = spec.paths
         self.cancel_requested = threading.Event()
         self._cond = threading.Condition()
         self._version = 0
-        self._progress = IngestProgress(job_id=self.id, state="queued")
+        self._progress = IngestProgress(job_id=self.id, state="queued", origin=spec.origin)
 
     def snapshot(self) -> IngestProgress:
         with self._cond:
@@ -51,6 +67,47 @@ class IngestJob:
             return self._version, self._progress
 
 
+class PendingJobs:
+    """The jobs people asked for and that have not ended, as JSON on disk."""
+
+    def __init__(self, *, file: Path | None) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+
+    def load(self) -> list[tuple[str, JobSpec]]:
+        if self._file is None:
+            return []
+        try:
+            data = json.loads(self._file.read_text(encoding="utf-8"))
+            return [(j["id"], JobSpec(paths=list(j["paths"]))) for j in data["jobs"]]
+        except FileNotFoundError:
+            return []
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("the pending ingestion jobs file was unreadable (%s); ignored", e)
+            return []
+
+    def add(self, job: IngestJob) -> None:
+        self._change(lambda jobs: [*jobs, {"id": job.id, "paths": job.spec.paths}])
+
+    def remove(self, job: IngestJob) -> None:
+        self._change(lambda jobs: [j for j in jobs if j.get("id") != job.id])
+
+    def _change(self, edit: Callable[[list[dict]], list[dict]]) -> None:
+        if self._file is None:
+            return
+        with self._lock:
+            try:
+                jobs = json.loads(self._file.read_text(encoding="utf-8"))["jobs"]
+            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                jobs = []
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._file.with_suffix(".tmp")
+            # surrogateescape: a path is bytes on disk, and must come back the same.
+            text = json.dumps({"jobs": edit(jobs)}, ensure_ascii=True)
+            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, self._file)
+
+
 class IngestQueue:
     def __init__(
         self,
@@ -58,93 +115,164 @@ class IngestQueue:
         store: LanceStore,
         embedder: Callable[[], Embedder],
         params: ChunkingParams | None = None,
+        limits: SandboxLimits | None = None,
+        rules: IgnoreRules | None = None,
+        pending_file: Path | None = None,
+        accept: Callable[[Path], bool] | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._params = params or ChunkingParams()
+        self._limits = limits or SandboxLimits()
+        self._rules = rules or IgnoreRules()
+        self._accept = accept
+        self._pending = PendingJobs(file=pending_file)
         self._jobs: dict[str, IngestJob] = {}
         self._queue: queue.Queue[IngestJob | None] = queue.Queue()
+        self._resumed = threading.Event()
+        self._resumed.set()
+        self._wake = threading.Condition()
+        for job_id, spec in self._pending.load():  # an engine killed mid-job
+            self._enqueue(IngestJob(spec=spec, job_id=job_id))
         self._worker = threading.Thread(target=self._serve, name="ingest-worker", daemon=True)
         self._worker.start()
 
+    # -- submitting --------------------------------------------------------------
+
     def submit(self, *, paths: list[str]) -> IngestJob:
-        job = IngestJob(paths=paths)
+        job = IngestJob(spec=JobSpec(paths=paths))
+        self._pending.add(job)
+        return self._enqueue(job)
+
+    def submit_changes(
+        self, *, paths: list[str], removed: list[str] | None = None, origin: str = "watcher"
+    ) -> IngestJob:
+        """Work the folder watcher found (or the start-up rescan): not written
+        down, since the next start's rescan would find it again."""
+        return self._enqueue(
+            IngestJob(spec=JobSpec(paths=paths, removed=removed or [], origin=origin))
+        )
+
+    def _enqueue(self, job: IngestJob) -> IngestJob:
+        finished = [j for j in self._jobs.values() if j.snapshot().state in FINAL_STATES]
+        for old in finished[: max(0, len(finished) - KEEP_FINISHED_JOBS)]:
+            del self._jobs[old.id]
         self._jobs[job.id] = job
+        if not self._resumed.is_set():
+            job.update(paused=True)
         self._queue.put(job)
         return job
+
+    # -- controlling ---------------------------------------------------------------
 
     def job(self, *, job_id: str) -> IngestJob | None:
         return self._jobs.get(job_id)
 
     def jobs(self) -> list[IngestJob]:
+        """Queued, running and recently finished jobs, oldest first."""
         return list(self._jobs.values())
 
     def cancel(self, *, job_id: str) -> IngestJob | None:
         job = self._jobs.get(job_id)
         if job is not None:
             job.cancel_requested.set()
+            with self._wake:
+                self._wake.notify_all()
             if job.snapshot().state == "queued":
                 job.update(state="cancelled")
+                self._pending.remove(job)
         return job
 
+    def pause(self) -> IngestQueueState:
+        """The running job stops after the file at hand; queued jobs wait."""
+        self._resumed.clear()
+        for job in self._active():
+            job.update(paused=True)
+        return self.state()
+
+    def resume(self) -> IngestQueueState:
+        self._resumed.set()
+        with self._wake:
+            self._wake.notify_all()
+        for job in self._active():
+            job.update(paused=False)
+        return self.state()
+
+    @property
+    def paused(self) -> bool:
+        return not self._resumed.is_set()
+
+    def state(self) -> IngestQueueState:
+        return IngestQueueState(paused=self.paused, jobs=[job.snapshot() for job in self._active()])
+
+    def _active(self) -> list[IngestJob]:
+        return [j for j in list(self._jobs.values()) if j.snapshot().state not in FINAL_STATES]
+
     def stop(self, *, timeout_s: float = 10.0) -> None:
+        """Stop serving; jobs people asked for stay pending for the next start."""
         for job in list(self._jobs.values()):
             job.cancel_requested.set()
+        self._stopping = True
+        self._resumed.set()
+        with self._wake:
+            self._wake.notify_all()
         self._queue.put(None)
         self._worker.join(timeout=timeout_s)
 
+    # -- the worker -----------------------------------------------------------------
+
+    _stopping = False
+
+    def _checkpoint(self, job: IngestJob) -> bool:
+        """Wait while paused; True when the job must stop (cancelled, shutdown)."""
+        with self._wake:
+            self._wake.wait_for(lambda: self._resumed.is_set() or job.cancel_requested.is_set())
+        return job.cancel_requested.is_set()
+
     def _serve(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            if job.snapshot().state == "cancelled":
-                continue
-            try:
-                self._run(job)
-            except Exception as e:  # a bug must not kill the worker: the job says so
-                log.exception("ingestion job %s failed", job.id)
-                job.update(state="failed", current=None, message=f"{type(e).__name__}: {e}")
+        sandbox = ParseSandbox(limits=self._limits)
+        try:
+            while True:
+                job = self._queue.get()
+                if job is None:
+                    return
+                if job.snapshot().state == "cancelled":
+                    continue
+                if self._checkpoint(job):
+                    self._finish(job, state="cancelled")
+                    continue
+                self._run(job, sandbox)
+        finally:
+            sandbox.close()
 
-    def _run(self, job: IngestJob) -> None:
+    def _run(self, job: IngestJob, sandbox: ParseSandbox) -> None:
         job.update(state="running", message="Looking for documents…")
-        found = discover(paths=job.paths, suffixes=SUPPORTED_SUFFIXES)
-        errors: list[FileError] = list(found.errors)
-        job.update(files_total=len(found.files), errors=list(errors), message=None)
-        embedder = self._embedder()
-        chunks_added = skipped = indexed = 0
-        for done, path in enumerate(found.files):
-            if job.cancel_requested.is_set():
-                job.update(state="cancelled", current=None)
-                return
-            job.update(current=str(path))
-            outcome = index_file(
-                path=path, store=self._store, embedder=embedder, params=self._params
+        try:
+            ctx = JobContext(
+                store=self._store,
+                embedder=self._embedder(),
+                sandbox=sandbox,
+                params=self._params,
+                rules=self._rules,
+                checkpoint=lambda: self._checkpoint(job),
+                paused=lambda: self.paused,
+                accept=self._accept if job.spec.origin != "request" else None,
             )
-            if outcome.status == "indexed":
-                indexed += 1
-                chunks_added += outcome.chunks
-            elif outcome.status == "unchanged":
-                skipped += 1
-            else:
-                errors.append(FileError(path=str(path), reason=outcome.reason or "unknown error"))
-            job.update(
-                files_done=done + 1,
-                chunks_added=chunks_added,
-                files_skipped=skipped,
-                files_indexed=indexed,
-                errors=list(errors),
-            )
-        self._forget_vanished(folders=found.folders, present=set(found.files))
-        self._store.refresh_fulltext_index()
-        job.update(state="done", current=None)
-
-    def _forget_vanished(self, *, folders: list[Path], present: set[Path]) -> None:
-        """A file that was in a re-ingested folder and is gone loses its chunks."""
-        if not folders:
+            state = JobRun(job=job, ctx=ctx).run()
+        except Exception as e:  # a bug must not kill the worker: the job says so
+            log.exception("ingestion job %s failed", job.id)
+            sandbox.abort()
+            self._finish(job, state="failed", message=f"{type(e).__name__}: {e}")
             return
-        for doc in self._store.list_documents():
-            path = Path(doc.path)
-            in_folder = any(path.is_relative_to(f) for f in folders)
-            if path not in present and in_folder and not path.exists():
-                self._store.remove_document(doc_id=doc.doc_id)
+        self._finish(job, state=state)
+
+    def _finish(self, job: IngestJob, *, state: str, message: str | None = None) -> None:
+        changes: dict[str, object] = {"state": state, "current": None, "paused": False}
+        if message is not None:
+            changes["message"] = message
+        if state == "done":
+            changes["eta_s"] = 0.0
+        # A job cut short by shutdown stays pending; one the person cancelled does not.
+        if not (self._stopping and state == "cancelled"):
+            self._pending.remove(job)
+        job.update(**changes)

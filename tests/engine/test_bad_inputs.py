@@ -4,14 +4,19 @@ engine keeps running."""
 from __future__ import annotations
 
 import io
+import json
+import os
 from pathlib import Path
 
+import pytest
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
 
 from engine.ingest.embedder import Embedder
 from engine.ingest.indexer import ChunkingParams, index_file
+from engine.ingest.parsers import parse_file
 from engine.store.lance_store import LanceStore
+from tests.fixtures.pdf_factory import write_deeply_nested_pdf
 from tests.support.engine import RunningEngine
 
 
@@ -74,25 +79,117 @@ def test_missing_path_and_unsupported_file_are_errors(
     assert "unsupported file type .jpg" in result.stdout
 
 
-def test_file_that_vanishes_mid_read_is_an_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_file_that_vanishes_mid_read_is_an_error(tmp_path: Path) -> None:
     doc = tmp_path / "short-lived.txt"
     doc.write_text("This file will be gone by the time it is read.")
     store = LanceStore(folder=tmp_path / "index")
     embedder = Embedder()
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
 
-    import engine.ingest.indexer as indexer
-
-    real_parse = indexer.parse_file
-
     def vanish_then_parse(*, path: Path):  # type: ignore[no-untyped-def]
         path.unlink()
-        return real_parse(path=path)
+        return parse_file(path=path)
 
-    monkeypatch.setattr(indexer, "parse_file", vanish_then_parse)
-    outcome = index_file(path=doc, store=store, embedder=embedder, params=ChunkingParams())
+    outcome = index_file(
+        path=doc, store=store, embedder=embedder, params=ChunkingParams(), parse=vanish_then_parse
+    )
     assert outcome.status == "error"
     assert outcome.reason
     assert store.counts() == (0, 0)
     [recorded] = store.list_documents()
     assert recorded.status == "error"
+
+
+def _hostile_folder(root: Path) -> tuple[Path, dict[str, str]]:
+    """Files that have broken other local-document apps, and good files with
+    awkward names. Returns the folder and the good files' texts by raw name."""
+    folder = root / "awkward folder"
+    (folder / "sub dir").mkdir(parents=True)
+    good = {
+        "name with  spaces.md": "The ferry to the island leaves at seven from pier four.",
+        "sub dir/plain notes.txt": "Bees swarm in late spring when the hive grows crowded.",
+    }
+    for name, text in good.items():
+        (folder / name).write_text(text)
+    # A name that is not UTF-8 (Latin-1 bytes), as old archives and USB sticks have.
+    latin1 = os.fsdecode(b"caf\xe9 r\xe9sum\xe9.txt")
+    (folder / latin1).write_text("The bakery sells rye bread on Thursdays only.")
+    good[latin1] = "The bakery sells rye bread on Thursdays only."
+    write_deeply_nested_pdf(path=folder / "deep tree.pdf", depth=5000)
+    padded = _pdf_bytes("A manual padded to a huge size. " * 20) + b"%" + b"x" * (3 << 20)
+    (folder / "huge.pdf").write_bytes(padded)
+    os.symlink(folder, folder / "sub dir" / "loop")  # a folder loop: not followed
+    os.symlink(folder / "self loop.txt", folder / "self loop.txt")  # a file loop
+    return folder, good
+
+
+def test_hostile_files_and_awkward_names(ragdoll_home: Path, tmp_path: Path) -> None:
+    from engine.ingest.fspath import from_store
+    from engine.paths import resolve_paths
+    from tests.support.engine import running_engine
+
+    folder, good = _hostile_folder(tmp_path)
+    settings = resolve_paths().ensure().settings_file
+    settings.write_text(json.dumps({"max_file_mb": 2}))
+    with running_engine(home=ragdoll_home) as engine:
+        result = engine.ragdoll("ingest", str(folder))
+        assert result.returncode == 2, result.stdout + result.stderr
+        reasons = {Path(e.path).name: e.reason for e in engine.client.errors()}
+        job_reasons = {
+            Path(line.removeprefix("  error: ").split(": ")[0]).name: line
+            for line in result.stdout.splitlines()
+            if line.startswith("  error:")
+        }
+        assert "page tree depth" in reasons["deep tree.pdf"]
+        assert "size limit (2 MB)" in reasons["huge.pdf"]
+        assert "symbolic link loop" in job_reasons["self loop.txt"]
+        docs = {os.fsencode(from_store(d.path)): d for d in engine.client.documents()}
+        for name in good:
+            raw = os.fsencode(folder / name)
+            assert docs[raw].status == "indexed", name
+        answer = engine.client.ask(question="On which day is rye bread sold?")
+        assert os.fsencode(from_store(answer.citations[0].path)).endswith(
+            b"caf\xe9 r\xe9sum\xe9.txt"
+        )
+        assert engine.client.status().documents == len(good)
+
+
+def test_a_permission_denied_file_is_an_error(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    doc = tmp_path / "private.txt"
+    doc.write_text("Only the owner may read this.")
+    store = LanceStore(folder=tmp_path / "index")
+    embedder = Embedder()
+    store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
+    if os.geteuid() != 0:
+        doc.chmod(0)
+    else:  # root reads everything: act out what the kernel says to others
+        import engine.ingest.indexer as indexer
+
+        def denied(path: Path) -> str:
+            raise PermissionError(13, "Permission denied", str(path))
+
+        monkeypatch.setattr(indexer, "content_hash", denied)
+    outcome = index_file(path=doc, store=store, embedder=embedder, params=ChunkingParams())
+    assert (outcome.status, outcome.reason) == ("error", "permission denied")
+    assert store.list_documents()[0].error == "permission denied"
+
+
+@pytest.mark.slow
+def test_a_long_pdf_is_ingested_whole(tmp_path: Path) -> None:
+    from engine.ingest.parsers import parse_file
+    from engine.ingest.sandbox import ParseSandbox
+    from tests.fixtures.pdf_factory import PdfPage, write_pdf
+
+    pages = [
+        PdfPage(heading=f"Section {n}", paragraphs=[f"Page {n} describes part {n} of the pump."])
+        for n in range(1, 1201)
+    ]
+    path = write_pdf(path=tmp_path / "long manual.pdf", pages=pages)
+    sandbox = ParseSandbox()
+    try:
+        parsed = sandbox.parse(path=path)
+    finally:
+        sandbox.close()
+    assert parsed.page_count == 1200
+    assert "part 1200 of the pump" in parsed.pages[-1].text
+    assert parsed.pages == parse_file(path=path).pages

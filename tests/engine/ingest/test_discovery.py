@@ -59,3 +59,31 @@ def test_unreadable_folder_is_reported(tmp_path: Path, monkeypatch) -> None:  # 
     assert [p.name for p in found.files] == ["ok.txt"]
     assert found.errors[0].path.endswith("locked")
     assert "Permission denied" in found.errors[0].reason
+
+
+def test_one_set_of_rules_for_scans_and_the_watcher(tmp_path: Path) -> None:
+    from engine.ingest.discovery import IgnoreRules, is_candidate, is_ignored
+
+    for name in ("~$report.docx", ".~lock.a.odt#", "#draft.md#", "save.TMP", "x.swp", "a.md~"):
+        assert is_ignored(name), name
+    for name in ("report.docx", "notes #3.md", "tmp notes.txt"):
+        assert not is_ignored(name), name
+    root = tmp_path / "docs"
+    assert is_candidate(path=root / "sub" / "a.md", root=root, suffixes=SUFFIXES)
+    assert not is_candidate(path=root / ".git" / "a.md", root=root, suffixes=SUFFIXES)
+    assert not is_candidate(path=root / "a.png", root=root, suffixes=SUFFIXES)
+    assert not is_candidate(path=tmp_path / "elsewhere.md", root=root, suffixes=SUFFIXES)
+    rules = IgnoreRules(max_file_bytes=1024 * 1024)
+    assert rules.too_large(1024 * 1024) is None
+    assert rules.too_large(1024 * 1024 + 1) == "larger than the size limit (1 MB)"
+
+
+def test_a_file_symlink_loop_is_reported_as_such(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "loop.txt", tmp_path / "loop.txt")
+    os.symlink(tmp_path / "missing.txt", tmp_path / "dangling.txt")
+    found = discover(paths=[str(tmp_path)], suffixes=SUFFIXES)
+    assert found.files == []
+    assert sorted((Path(e.path).name, e.reason) for e in found.errors) == [
+        ("dangling.txt", "broken symbolic link"),
+        ("loop.txt", "symbolic link loop"),
+    ]

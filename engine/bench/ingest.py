@@ -1,0 +1,243 @@
+"""`ragdoll bench ingest`: how fast documents go in, and what a rescan of an
+unchanged folder costs.
+
+1. Ingestion: a generated corpus of text PDFs (fpdf2, fixed seed) through the
+   real path — discovery, the parsing child, chunking, the bundled embedder,
+   LanceDB on disk — timed from submit to done: pages/s and chunks/s.
+2. Rescan: a folder of small text files whose journal says they are indexed,
+   rescanned as at engine start; seconds, and how many texts reached the
+   embedder (counted at the embedder itself, so it must be 0). Then again after
+   touching every file (new mtimes, same content: each file is hashed).
+   The journal and chunks of this folder are written in bulk with synthetic
+   vectors — ingesting 10,000 files for real would take an hour on 2 cores and
+   says nothing about the rescan; the rescan itself is the real job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_VOCABULARY = (
+    "the valve pressure gauge inspection schedule winter harbour ferry timetable engine "
+    "filter pump seal gasket manual section warranty battery charger voltage current "
+    "garden soil compost seedlings irrigation greenhouse frost cover ventilation roof "
+    "invoice payment account balance tenant lease deposit heating boiler service record "
+    "recipe flour butter oven minutes temperature bicycle chain brake tyre lever cable"
+)
+WORDS = _VOCABULARY.split()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pdfs", type=int, help="PDF files in the ingestion corpus")
+    parser.add_argument("--pages", type=int, help="pages per PDF")
+    parser.add_argument("--rescan-files", type=int, help="files in the rescanned folder")
+
+
+class _CountingEmbedder:
+    """The real embedder, counting every text it is asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.info = inner.info
+        self.tokenizer = inner.tokenizer
+        self.texts = 0
+        self.seconds = 0.0
+
+    def embed(self, texts: list[str], **kw: Any) -> np.ndarray:
+        started = time.perf_counter()
+        self.texts += len(texts)
+        try:
+            return self._inner.embed(texts, **kw)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from engine.ingest.embedder import Embedder
+
+    pdfs = args.pdfs or (6 if args.quick else 40)
+    pages = args.pages or (5 if args.quick else 10)
+    rescan_files = args.rescan_files or (1_000 if args.quick else 10_000)
+    say = (lambda *a: None) if args.json else print
+    root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-ingest-"))
+    try:
+        embedder = _CountingEmbedder(Embedder())
+        say(f"generating {pdfs} PDFs x {pages} pages…")
+        corpus = _write_pdf_corpus(folder=root / "pdfs", files=pdfs, pages=pages)
+        figures = _ingest(root=root, corpus=corpus, embedder=embedder)
+        say(
+            f"ingestion: {figures['pdf_pages']} pages, {figures['chunks']} chunks in "
+            f"{figures['ingest_seconds']:.1f} s = {figures['pages_per_s']:.2f} pages/s, "
+            f"{figures['chunks_per_s']:.2f} chunks/s (embedding {figures['embed_seconds']:.1f} s)"
+        )
+        say(f"writing {rescan_files} files and their journal…")
+        figures |= _rescan(root=root, files=rescan_files, embedder=embedder)
+        say(
+            f"rescan of {figures['rescan_files']} unchanged files: "
+            f"{figures['rescan_seconds']:.2f} s, {figures['rescan_embeddings']} embeddings; "
+            f"after touching every file: {figures['rescan_touched_seconds']:.2f} s, "
+            f"{figures['rescan_touched_embeddings']} embeddings"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    say(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
+    return figures
+
+
+def _write_pdf_corpus(*, folder: Path, files: int, pages: int) -> Path:
+    from fpdf import FPDF
+
+    folder.mkdir(parents=True)
+    rng = random.Random(2026)
+    for n in range(files):
+        pdf = FPDF(format="A4")
+        pdf.set_auto_page_break(auto=False)
+        for p in range(pages):
+            pdf.add_page()
+            pdf.set_font("Helvetica", style="B", size=13)
+            pdf.cell(0, 8, f"Manual {n}, section {p + 1}", new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("Helvetica", size=10)
+            for _ in range(5):  # about 350 words a page, like a dense manual
+                words = [rng.choice(WORDS) for _ in range(70)]
+                pdf.multi_cell(0, 4.6, " ".join(words).capitalize() + ".")
+                pdf.ln(2)
+        pdf.output(str(folder / f"manual {n:03d}.pdf"))
+    return folder
+
+
+def _queue(*, root: Path, name: str, embedder: Any) -> tuple[Any, Any]:
+    from engine.ingest.jobs import IngestQueue
+    from engine.store.lance_store import LanceStore
+
+    store = LanceStore(folder=root / name)
+    store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
+    return store, IngestQueue(store=store, embedder=lambda: embedder)
+
+
+def _wait(job: Any) -> Any:
+    version = -1
+    while True:
+        version, progress = job.wait_next(after=version, timeout_s=5.0)
+        if progress.state in ("done", "failed", "cancelled"):
+            if progress.state != "done":
+                raise RuntimeError(f"the benchmark job ended {progress.state}: {progress.message}")
+            return progress
+
+
+def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[str, Any]:
+    store, queue = _queue(root=root, name="index-pdfs", embedder=embedder)
+    try:
+        embedder.texts, embedder.seconds = 0, 0.0
+        started = time.perf_counter()
+        progress = _wait(queue.submit(paths=[str(corpus)]))
+        seconds = time.perf_counter() - started
+    finally:
+        queue.stop()
+    docs = store.list_documents()
+    page_count = sum(d.pages or 0 for d in docs)
+    if progress.errors:
+        raise RuntimeError(f"generated PDFs failed: {progress.errors[:3]}")
+    return {
+        "pdf_files": len(docs),
+        "pdf_pages": page_count,
+        "chunks": progress.chunks_added,
+        "ingest_seconds": round(seconds, 3),
+        "embed_seconds": round(embedder.seconds, 3),
+        # Discovery, parsing, chunking and the LanceDB commits: the rest of the time.
+        "non_embed_seconds": round(seconds - embedder.seconds, 3),
+        "pages_per_s": round(page_count / seconds, 3),
+        "chunks_per_s": round(progress.chunks_added / seconds, 3),
+        "files_per_s": round(len(docs) / seconds, 3),
+        "ingest_embeddings": embedder.texts,
+    }
+
+
+def _rescan(*, root: Path, files: int, embedder: _CountingEmbedder) -> dict[str, Any]:
+    folder = root / "notes"
+    paths = _write_notes(folder=folder, files=files)
+    store, queue = _queue(root=root, name="index-notes", embedder=embedder)
+    try:
+        _bulk_journal(store=store, paths=paths, dimension=embedder.info.dimension)
+        out: dict[str, Any] = {"rescan_files": files}
+        for label in ("rescan", "rescan_touched"):
+            if label == "rescan_touched":
+                for p in paths:
+                    os.utime(p)
+            embedder.texts = 0
+            started = time.perf_counter()
+            progress = _wait(queue.submit_changes(paths=[str(folder)], origin="rescan"))
+            out[f"{label}_seconds"] = round(time.perf_counter() - started, 3)
+            out[f"{label}_embeddings"] = embedder.texts
+            if progress.files_skipped != files:
+                raise RuntimeError(f"{label}: {progress.files_skipped} of {files} files skipped")
+        return out
+    finally:
+        queue.stop()
+
+
+def _write_notes(*, folder: Path, files: int) -> list[Path]:
+    rng = random.Random(7)
+    paths = []
+    for i in range(files):
+        sub = folder / f"year {2000 + i % 20}" / f"month {i % 12 + 1:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        path = sub / f"note {i:05d}.txt"
+        path.write_text(f"Note {i}: " + " ".join(rng.choice(WORDS) for _ in range(20)) + ".")
+        paths.append(path)
+    return paths
+
+
+def _bulk_journal(*, store: Any, paths: list[Path], dimension: int) -> None:
+    """The rows ingestion would have written for these files (one chunk each)."""
+    from engine.ingest.fspath import to_store
+    from engine.ingest.indexer import content_hash, doc_id_for
+
+    rng = np.random.default_rng(3)
+    docs, pages, chunks = [], [], []
+    for path in paths:
+        st = path.stat()
+        doc_id, key, text = doc_id_for(path), to_store(path), path.read_text()
+        docs.append(
+            {
+                "doc_id": doc_id,
+                "path": key,
+                "size": st.st_size,
+                "mtime": st.st_mtime,
+                "content_hash": content_hash(path),
+                "status": "indexed",
+                "error": None,
+                "pages": None,
+                "chunks": 1,
+            }
+        )
+        pages.append({"page_key": f"{doc_id}:None", "doc_id": doc_id, "page": None, "text": text})
+        vector = rng.standard_normal(dimension).astype(np.float32)
+        chunks.append(
+            {
+                "chunk_id": f"{doc_id}:0",
+                "doc_id": doc_id,
+                "path": key,
+                "ordinal": 0,
+                "page": None,
+                "char_start": 0,
+                "char_end": len(text),
+                "text": text,
+                "text_hash": hashlib.sha1(text.encode()).hexdigest(),
+                "vector": (vector / np.linalg.norm(vector)).tolist(),
+            }
+        )
+    store.documents.add(pa.Table.from_pylist(docs, schema=store.documents.schema))
+    store.pages.add(pa.Table.from_pylist(pages, schema=store.pages.schema))
+    store.chunks.add(pa.Table.from_pylist(chunks, schema=store.chunks.schema))

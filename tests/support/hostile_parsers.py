@@ -1,0 +1,37 @@
+"""Test-only parsers run inside the parsing child (SandboxLimits.parser) to
+act out what pathological files do to real parsers: hang, eat memory, crash,
+or be rewritten while they are read. Any other file goes to the real parser."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from engine.ingest.parsers import ParsedDocument, parse_file
+
+
+def parse(*, path: Path) -> ParsedDocument:
+    name = path.name
+    if "hang" in name:
+        while True:
+            time.sleep(1)
+    if "bloat" in name:
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 * 1024 * 1024))
+    if "crash" in name:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if "churn" in name:
+        # Rewritten by someone else while this parser reads it: every time for
+        # "churn-always", only the first time for "churn-once".
+        marker = path.with_name(path.name + ".seen")
+        if "always" in name or not marker.exists():
+            marker.write_text("x")
+            doc = parse_file(path=path)
+            with path.open("a") as f:
+                f.write(" More text arrived while the file was read.")
+            time.sleep(0.05)
+            return doc
+    return parse_file(path=path)
