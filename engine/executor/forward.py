@@ -8,6 +8,8 @@ cache are those of the installed transformers (5.x), so the arithmetic is the li
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +21,7 @@ from transformers.masking_utils import create_causal_mask, create_sliding_window
 
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
-from engine.planner.placement import Placement
+from engine.planner.placement import Placement, Tier
 
 Phase = Literal["prefill", "decode"]
 
@@ -55,7 +57,9 @@ class StreamingModel:
         dtype: torch.dtype | None = None,
         device: torch.device | None = None,
         evict_after_read: bool = False,
+        fault_hook: Callable[[str], None] | None = None,
     ) -> None:
+        """`fault_hook(unit)` runs before each unit computes (tests inject faults there)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -86,15 +90,53 @@ class StreamingModel:
             evict_after_read=evict_after_read,
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
-        streamed = [u for u in self._order if self.store.is_streamed(u)]
+        self._fault_hook = fault_hook
+        self.forward_calls = 0  # instrumentation: forwards run by this model
         self.prefetcher: Prefetcher | None = None
+        self._start_prefetcher()
+
+    def _start_prefetcher(self) -> None:
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+            self.prefetcher = None
+        streamed = [u for u in self._order if self.store.is_streamed(u)]
         if streamed:
             self.prefetcher = Prefetcher(
                 store=self.store,
                 units=streamed,
-                depth=placement.prefetch_depth_prefill,
+                depth=self.placement.prefetch_depth_prefill,
                 device=self.device,
             )
+
+    def apply_placement(self, placement: Placement) -> int:
+        """Run under `placement` from the next forward on; only units whose home changed
+        move (a demoted unit's memory is freed now, a promoted one is read when first
+        needed). Returns how many units changed home. Call between forwards."""
+        if placement.layer_tiers == self.placement.layer_tiers and (
+            placement.embed_tier,
+            placement.head_tier,
+        ) == (self.placement.embed_tier, self.placement.head_tier):
+            self.placement = placement  # depths, KV or batch limits only
+            return 0
+        if len(placement.layer_tiers) != len(self._layers):
+            raise ValueError("a placement for another model")
+        if placement.compute_tier != self.placement.compute_tier:
+            raise ValueError("the compute tier cannot change under a loaded model")
+        moved = self.store.set_homes(unit_homes(placement))
+        self.placement = placement
+        self._start_prefetcher()  # the streamed units are another set now
+        return moved
+
+    def degrade(self) -> bool:
+        """Free compute-tier memory after an out-of-memory: move the later half of the
+        resident layers one tier down (compute → host on a GPU, compute → disk on a CPU).
+        False when nothing is left to move. The KV cache lives on the compute tier with
+        the batch and is rebuilt from the checkpoint by the caller, so it goes first."""
+        smaller = demoted_placement(self.placement)
+        if smaller is None:
+            return False
+        self.apply_placement(smaller)
+        return True
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -125,10 +167,30 @@ class StreamingModel:
                 if phase == "prefill"
                 else self.placement.prefetch_depth_decode
             )
-        input_ids = input_ids.to(self.device)
-        attention_mask = attention_mask.to(self.device)
-        position_ids = position_ids.to(self.device)
+        self.forward_calls += 1
+        try:
+            return self._forward(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                position_ids=position_ids.to(self.device),
+                cache=cache,
+                last_only=last_only,
+            )
+        except BaseException:
+            # A forward cut short leaves the copy thread mid-cycle: start it afresh so the
+            # next forward (a retry from the checkpoint) asks in order again.
+            self._start_prefetcher()
+            raise
 
+    def _forward(
+        self,
+        *,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: DynamicCache,
+        last_only: bool,
+    ) -> torch.Tensor:
         hidden = self._call(EMBED, self._embed, input_ids)  # (B, T, H)
         masks = self._masks(hidden, attention_mask, position_ids, cache)
         rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
@@ -154,6 +216,8 @@ class StreamingModel:
         self.store.close()
 
     def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:
+        if self._fault_hook is not None:
+            self._fault_hook(unit)
         if not self.store.is_streamed(unit):
             return functional_call(module, self.store.resident(unit), args, kwargs)
         assert self.prefetcher is not None
@@ -185,6 +249,25 @@ class StreamingModel:
         if "sliding_attention" in self._layer_types:
             masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
         return masks
+
+
+def demoted_placement(placement: Placement) -> Placement | None:
+    """`placement` with the later half (at least one) of its compute-tier layers one tier
+    down; None when no layer is on the compute tier."""
+    compute = placement.compute_tier
+    lower: Tier = "cpu" if compute == "gpu" and placement.memory_model == "discrete" else "disk"
+    resident = [i for i, t in enumerate(placement.layer_tiers) if t == compute]
+    if not resident:
+        return None
+    move = set(resident[len(resident) // 2 :])
+    tiers = tuple(lower if i in move else t for i, t in enumerate(placement.layer_tiers))
+    depth = max(placement.prefetch_depth_decode, 1)
+    return dataclasses.replace(
+        placement,
+        layer_tiers=tiers,
+        prefetch_depth_prefill=min(placement.prefetch_depth_prefill, 1),
+        prefetch_depth_decode=depth,
+    )
 
 
 def _layer_types(config: PretrainedConfig) -> list[str]:

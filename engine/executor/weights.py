@@ -67,6 +67,8 @@ class StoreStats:
     streamed_peak: int  # most streamed units holding tensors at once
     fetches: int
     bytes_fetched: int
+    moves: int  # units whose home changed under a new placement
+    lazy_loads: int  # promoted units read on first use
 
 
 def checkpoint_files(model_dir: Path) -> list[Path]:
@@ -171,6 +173,9 @@ class WeightStore:
         self._held: dict[str, dict[str, torch.Tensor]] = {}  # compute-tier units
         self._host: dict[str, dict[str, torch.Tensor]] = {}  # host copies of "cpu" units
         self._live: set[str] = set()
+        self._pending: set[str] = set()  # promoted to the compute tier, not read yet
+        self._moves = 0
+        self._lazy_loads = 0
         self._peak = 0
         self._fetches = 0
         self._bytes = 0
@@ -201,7 +206,41 @@ class WeightStore:
 
     def resident(self, unit: str) -> dict[str, torch.Tensor]:
         """The tensors of a compute-tier unit (held; never copied)."""
+        if unit in self._pending:
+            self._held[unit] = self._load_home(unit)
+            self._host.pop(unit, None)
+            self._pending.discard(unit)
+            self._lazy_loads += 1
         return self._held[unit]
+
+    def set_homes(self, homes: dict[str, Tier]) -> int:
+        """New home tiers; only units whose home changed move. A demoted unit's copy goes
+        now (freeing memory is why a placement shrinks); a unit promoted to the compute
+        tier is read the first time it is used, not here. Returns the units moved."""
+        if set(homes) != set(self._homes):
+            raise ValueError("new homes name other units")
+        moved = 0
+        for unit, tier in homes.items():
+            if self._homes[unit] == tier:
+                continue
+            moved += 1
+            held = self._held.pop(unit, None)
+            self._pending.discard(unit)
+            self._homes[unit] = tier
+            if tier == self._compute_tier:
+                self._pending.add(unit)  # a host copy, if any, stays until then
+                continue
+            self._host.pop(unit, None)
+            if tier == "cpu":
+                # GPU → host keeps the bytes already here instead of reading the disk.
+                self._host[unit] = (
+                    {k: _to_host(v, pin=self._pin) for k, v in held.items()}
+                    if held is not None
+                    else self._read(unit, pin=self._pin)
+                )
+        with self._lock:
+            self._moves += moved
+        return moved
 
     def fetch(self, unit: str) -> dict[str, torch.Tensor]:
         """Bring a streamed unit into the compute tier. Called from the copy thread; the
@@ -236,6 +275,8 @@ class WeightStore:
                 streamed_peak=self._peak,
                 fetches=self._fetches,
                 bytes_fetched=self._bytes,
+                moves=self._moves,
+                lazy_loads=self._lazy_loads,
             )
 
     def held_bytes(self) -> dict[str, int]:
@@ -254,6 +295,7 @@ class WeightStore:
     def close(self) -> None:
         self._held.clear()
         self._host.clear()
+        self._pending.clear()
 
     def _sources_of(self, unit: str) -> list[TensorSource]:
         if unit == HEAD and self._tied_head:
@@ -292,17 +334,26 @@ class WeightStore:
             _evict_ranges(sources)
         return out
 
+    def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
+        host = self._host.get(unit)
+        tensors = host if host is not None else self._read(unit, pin=False)
+        if self._device.type != "cpu":
+            tensors = {k: v.to(self._device) for k, v in tensors.items()}
+        return tensors
+
     def _load_resident(self) -> None:
         # Shard by shard (the order of _read's grouping), one unit at a time: peak memory
         # is the resident units plus one unit, not the checkpoint.
         for unit, tier in self._homes.items():
             if tier == self._compute_tier:
-                tensors = self._read(unit, pin=False)
-                if self._device.type != "cpu":
-                    tensors = {k: v.to(self._device) for k, v in tensors.items()}
-                self._held[unit] = tensors
+                self._held[unit] = self._load_home(unit)
             elif tier == "cpu":
                 self._host[unit] = self._read(unit, pin=self._pin)
+
+
+def _to_host(t: torch.Tensor, *, pin: bool) -> torch.Tensor:
+    host = t.to("cpu")
+    return host.pin_memory() if pin else host
 
 
 def unit_homes(placement: Placement) -> dict[str, Tier]:
