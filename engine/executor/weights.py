@@ -11,6 +11,7 @@ prefetcher's business (FlexGen's split of policy / device / loop).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import struct
@@ -55,6 +56,8 @@ class TensorSource:
     param: str  # name inside the unit's module
     start: int  # absolute byte offset of the data in the file
     end: int
+    dtype: str = ""  # safetensors dtype code ("F32", "BF16", ...)
+    shape: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +107,15 @@ def index_checkpoint(model_dir: Path) -> dict[str, list[TensorSource]]:
             unit, param = where
             start, end = info["data_offsets"]
             units.setdefault(unit, []).append(
-                TensorSource(file=file, name=name, param=param, start=base + start, end=base + end)
+                TensorSource(
+                    file=file,
+                    name=name,
+                    param=param,
+                    start=base + start,
+                    end=base + end,
+                    dtype=str(info["dtype"]),
+                    shape=tuple(int(d) for d in info["shape"]),
+                )
             )
     return units
 
@@ -125,7 +136,8 @@ def evict_page_cache(*, files: list[Path]) -> None:
             os.close(fd)
 
 
-def _evict_ranges(sources: list[TensorSource]) -> None:
+def evict_ranges(sources: list[TensorSource]) -> None:
+    """Drop these tensors' byte ranges from the page cache (no-op without posix_fadvise)."""
     if not hasattr(os, "posix_fadvise"):
         return
     by_file: dict[Path, list[TensorSource]] = {}
@@ -302,9 +314,7 @@ class WeightStore:
             # Tied models store no lm_head: the head reads the embedding matrix.
             head = list(self._sources.get(HEAD, []))
             head += [
-                TensorSource(
-                    file=s.file, name=s.name, param="lm_head.weight", start=s.start, end=s.end
-                )
+                dataclasses.replace(s, param="lm_head.weight")
                 for s in self._sources[EMBED]
                 if s.param == "weight"
             ]
@@ -313,6 +323,11 @@ class WeightStore:
 
     def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
         sources = self._sources_of(unit)
+        if all(s.dtype in _DTYPES for s in sources):
+            out = _read_direct(sources, dtype=self._dtype, pin=pin)
+            if self._evict_after_read:
+                evict_ranges(sources)
+            return out
         out: dict[str, torch.Tensor] = {}
         by_file: dict[Path, list[TensorSource]] = {}
         for s in sources:
@@ -331,7 +346,7 @@ class WeightStore:
                     else:
                         out[s.param] = t.to(self._dtype, copy=True)
         if self._evict_after_read:
-            _evict_ranges(sources)
+            evict_ranges(sources)
         return out
 
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
@@ -349,6 +364,55 @@ class WeightStore:
                 self._held[unit] = self._load_home(unit)
             elif tier == "cpu":
                 self._host[unit] = self._read(unit, pin=self._pin)
+
+
+# safetensors dtype codes the direct reader understands (the others go through safe_open).
+_DTYPES: dict[str, torch.dtype] = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+
+
+def _read_direct(
+    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool
+) -> dict[str, torch.Tensor]:
+    """Read each tensor's bytes with one `readinto` straight into its own (pinned, on
+    CUDA) buffer: large sequential reads the kernel can read ahead, no page faults in
+    4 KiB steps as with a memory map, one copy fewer. Little-endian files on a
+    little-endian host, as safetensors specifies."""
+    out: dict[str, torch.Tensor] = {}
+    by_file: dict[Path, list[TensorSource]] = {}
+    for s in sources:
+        by_file.setdefault(s.file, []).append(s)
+    for file, items in by_file.items():
+        with file.open("rb", buffering=0) as f:
+            for s in sorted(items, key=lambda s: s.start):
+                stored = _DTYPES[s.dtype]
+                same = stored == dtype
+                t = torch.empty(s.shape, dtype=stored, pin_memory=pin and same)
+                view = memoryview(t.view(-1).view(torch.uint8).numpy()) if t.numel() else None
+                if view is not None:
+                    f.seek(s.start)
+                    got = 0
+                    while got < len(view):
+                        n = f.readinto(view[got:])
+                        if not n:
+                            raise OSError(f"{file} ends inside tensor {s.name}")
+                        got += n
+                if not same:
+                    t = t.to(dtype)
+                    if pin:
+                        t = t.pin_memory()
+                out[s.param] = t
+    return out
 
 
 def _to_host(t: torch.Tensor, *, pin: bool) -> torch.Tensor:
