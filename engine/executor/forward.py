@@ -19,6 +19,13 @@ from torch.func import functional_call
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
+from engine.executor.kv import (
+    KvMode,
+    choose_kv_mode,
+    host_kv_layers,
+    tier_cache,
+    use_tiered_attention,
+)
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.placement import Placement, Tier
@@ -58,8 +65,12 @@ class StreamingModel:
         device: torch.device | None = None,
         evict_after_read: bool = False,
         fault_hook: Callable[[str], None] | None = None,
+        kv_host_layers: int | None = None,
+        kv_mode: KvMode | None = None,
     ) -> None:
-        """`fault_hook(unit)` runs before each unit computes (tests inject faults there)."""
+        """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
+        `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
+        choice of where host-resident KV is attended to."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -74,6 +85,16 @@ class StreamingModel:
         self.placement = placement
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=self.dtype)
+        self.kv_host_layers = (
+            kv_host_layers
+            if kv_host_layers is not None
+            else host_kv_layers(placement=placement, layers=config.num_hidden_layers)
+        )
+        self.kv_mode: KvMode = kv_mode or self._measured_kv_mode()
+        self._attn_config = model.config
+        if self.kv_host_layers:
+            # Attention runs where each layer's KV is (the same SDPA arithmetic).
+            use_tiered_attention(model.config)
         self._embed: nn.Module = model.model.embed_tokens
         self._layers = list(model.model.layers)
         self._head = _Head(norm=model.model.norm, lm_head=model.lm_head)
@@ -130,8 +151,17 @@ class StreamingModel:
     def degrade(self) -> bool:
         """Free compute-tier memory after an out-of-memory: move the later half of the
         resident layers one tier down (compute → host on a GPU, compute → disk on a CPU).
-        False when nothing is left to move. The KV cache lives on the compute tier with
-        the batch and is rebuilt from the checkpoint by the caller, so it goes first."""
+        On a GPU the KV cache goes first: half of the KV layers still on the GPU move to
+        the host. False when nothing is left to move."""
+        layers = len(self._layers)
+        if self.device.type == "cuda" and self.kv_host_layers < layers:
+            # KV first: the caller rebuilds the cache from the checkpoint, so moving it
+            # costs nothing now, and a KV byte on the host costs less per step than a
+            # weight byte (it is attended to where it is, or copied once per step).
+            self.kv_host_layers += max(1, (layers - self.kv_host_layers + 1) // 2)
+            self.kv_host_layers = min(self.kv_host_layers, layers)
+            use_tiered_attention(self._attn_config)
+            return True
         smaller = demoted_placement(self.placement)
         if smaller is None:
             return False
@@ -146,7 +176,32 @@ class StreamingModel:
         return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)
 
     def new_cache(self) -> DynamicCache:
-        return DynamicCache(config=self.config)
+        cache = DynamicCache(config=self.config)
+        if self.kv_host_layers:
+            tier_cache(
+                cache,
+                host_layers=self.kv_host_layers,
+                host=torch.device("cpu"),
+                compute=self.device,
+                mode=self.kv_mode,
+            )
+        return cache
+
+    def _measured_kv_mode(self) -> KvMode:
+        if not self.kv_host_layers or self.device.type != "cuda":
+            return "copy"
+        c = self.config
+        heads = int(c.num_attention_heads)
+        mode, _ = choose_kv_mode(
+            compute=self.device,
+            batch=max(1, self.placement.batch),
+            kv_heads=int(getattr(c, "num_key_value_heads", None) or heads),
+            heads=heads,
+            head_dim=int(getattr(c, "head_dim", None) or c.hidden_size // heads),
+            context=max(1, self.placement.context_tokens),
+            dtype=self.dtype,
+        )
+        return mode
 
     @torch.inference_mode()
     def forward(
