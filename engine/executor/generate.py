@@ -82,32 +82,43 @@ def generate(
     sampling: Sampling = Sampling(),
     pad_token_id: int | None = None,
     cancelled: Callable[[int], bool] | None = None,
+    incoming: Callable[[], Sequence[GenerationRequest]] | None = None,
 ) -> Iterator[TokenEvent]:
     """Yield each request's new tokens, step by step, until every request has stopped.
 
     `cancelled(i)` is asked at every step boundary; a request it answers True for leaves
-    the batch (no further events). Closing the iterator frees the whole batch."""
-    for r in requests:
-        if not r.prompt_ids:
-            raise ValueError("a prompt must have at least one token")
+    the batch (no further events). `incoming()` is asked at every step boundary too: the
+    requests it returns join the batch (numbered after those seen so far, in order) and
+    produce their first token in the next step. Closing the iterator frees the batch."""
     pad = pad_token_id if pad_token_id is not None else _pad_of(model)
     eos = frozenset(model.eos_token_ids)
-    rows = [
-        _Row(
-            index=i,
-            request=r,
-            sampling=r.sampling or sampling,
-            stops=frozenset(r.stop_token_ids) if r.stop_token_ids is not None else eos,
-            generator=torch.Generator().manual_seed((r.sampling or sampling).seed),
-        )
-        for i, r in enumerate(requests)
-        if r.max_new_tokens > 0  # a request for no tokens yields nothing
-    ]
-    if not rows:
-        return
+    arrived = 0
+
+    def admit(new: Sequence[GenerationRequest]) -> list[_Row]:
+        nonlocal arrived
+        for r in new:
+            if not r.prompt_ids:
+                raise ValueError("a prompt must have at least one token")
+        out: list[_Row] = []
+        for r in new:
+            row_sampling = r.sampling or sampling
+            if r.max_new_tokens > 0:  # a request for no tokens yields nothing
+                out.append(
+                    _Row(
+                        index=arrived,
+                        request=r,
+                        sampling=row_sampling,
+                        stops=frozenset(r.stop_token_ids) if r.stop_token_ids is not None else eos,
+                        generator=torch.Generator().manual_seed(row_sampling.seed),
+                    )
+                )
+            arrived += 1
+        return out
+
+    rows = admit(requests)
     state = _Batch(model=model, pad=pad)
-    logits = state.start(rows)  # (B, V)
-    while rows:
+    logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
+    while True:
         finished_now: list[int] = []
         for b, row in enumerate(rows):
             token = _next_token(logits[b], row=row)
@@ -124,12 +135,20 @@ def generate(
             for b, row in enumerate(rows)
             if b not in finished_now and not (cancelled is not None and cancelled(row.index))
         ]
-        if not keep:
-            return
         if len(keep) < len(rows):
             rows = [rows[b] for b in keep]
             state.select(keep)
-        logits = state.step(rows)
+        joining = admit(incoming()) if incoming is not None else []
+        if not rows and not joining:
+            return
+        if not rows:
+            rows, logits = joining, state.start(joining)
+        elif not joining:
+            logits = state.step(rows)
+        else:
+            logits = state.step(rows)
+            logits = torch.cat([logits, state.join(joining, rows_before=rows)], dim=0)
+            rows = rows + joining
 
 
 class _Batch:
@@ -183,6 +202,26 @@ class _Batch:
         self._mask, self._positions = mask, positions
         return logits[:, -1, :].float().cpu()
 
+    def join(self, rows: list[_Row], *, rows_before: list[_Row]) -> torch.Tensor:
+        """Prefill `rows` on their own and append them to the batch; their logits (B', V).
+        Plain KV layers are merged (left-padded to one length); a cache with sliding
+        window or other layers is rebuilt from every row's checkpoint instead."""
+        if not _mergeable(self._cache):
+            return self.start(rows_before + rows)[len(rows_before) :]
+        other = _Batch(model=self._model, pad=self._pad)
+        logits = other.start(rows)
+        width = max(self._mask.shape[1], other._mask.shape[1])
+        for mine, theirs in zip(self._cache.layers, other._cache.layers, strict=True):
+            mine.keys = torch.cat([_pad_left(mine.keys, width), _pad_left(theirs.keys, width)])
+            mine.values = torch.cat(
+                [_pad_left(mine.values, width), _pad_left(theirs.values, width)]
+            )
+        self._mask = torch.cat(
+            [_pad_left(self._mask, width, dim=1), _pad_left(other._mask, width, dim=1)]
+        )
+        self._positions = torch.cat([self._positions, other._positions])
+        return logits
+
     def select(self, keep: list[int]) -> None:
         """Only the rows `keep` stay; the others' KV is dropped now."""
         index = torch.tensor(keep, dtype=torch.long)
@@ -195,6 +234,26 @@ class _Batch:
         self._recoveries += 1
         if self._recoveries > MAX_RECOVERIES or not self._model.degrade():
             raise error
+
+
+def _mergeable(cache: object) -> bool:
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", [])
+    return all(
+        type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel() > 0
+        for layer in layers
+    )
+
+
+def _pad_left(t: torch.Tensor, width: int, *, dim: int = -2) -> torch.Tensor:
+    """Zeros before `t` along `dim` up to `width` (masked out by the attention mask)."""
+    missing = width - t.shape[dim]
+    if missing <= 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return torch.cat([torch.zeros(shape, dtype=t.dtype, device=t.device), t], dim=dim)
 
 
 def generate_ids(
