@@ -16,6 +16,7 @@ import json
 import os
 import struct
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,7 @@ class StoreStats:
     streamed_peak: int  # most streamed units holding tensors at once
     fetches: int
     bytes_fetched: int
+    pooled_bytes: int  # released read buffers kept for reuse (at most depth + 1 units)
     moves: int  # units whose home changed under a new placement
     lazy_loads: int  # promoted units read on first use
 
@@ -186,6 +188,12 @@ class WeightStore:
         self._host: dict[str, dict[str, torch.Tensor]] = {}  # host copies of "cpu" units
         self._live: set[str] = set()
         self._pending: set[str] = set()  # promoted to the compute tier, not read yet
+        # Read buffers of released disk units, reused by the next reads (CPU compute):
+        # a fresh buffer costs a page fault per 4 KiB inside the read, which on this
+        # kind of machine halves the read speed. At most depth + 1 units' worth, since
+        # only released units' buffers come back.
+        self._pool = BufferPool()
+        self._lent: dict[str, dict[str, torch.Tensor]] = {}
         self._moves = 0
         self._lazy_loads = 0
         self._peak = 0
@@ -252,6 +260,7 @@ class WeightStore:
                 )
         with self._lock:
             self._moves += moved
+        self._pool.clear()  # sized for the old set of streamed units
         return moved
 
     def fetch(self, unit: str) -> dict[str, torch.Tensor]:
@@ -267,6 +276,9 @@ class WeightStore:
         host = self._read(unit, pin=self._pin) if on_disk else self._host[unit]
         if self._device.type == "cpu":
             tensors = host
+            if on_disk:
+                with self._lock:
+                    self._lent[unit] = tensors
         else:
             tensors = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
         with self._lock:
@@ -278,6 +290,9 @@ class WeightStore:
         """Forget a streamed unit's compute-tier copy (the caller drops its references)."""
         with self._lock:
             self._live.discard(unit)
+            lent = self._lent.pop(unit, None)
+        if lent is not None:
+            self._pool.give(lent.values())
 
     def stats(self) -> StoreStats:
         with self._lock:
@@ -287,6 +302,7 @@ class WeightStore:
                 streamed_peak=self._peak,
                 fetches=self._fetches,
                 bytes_fetched=self._bytes,
+                pooled_bytes=self._pool.held_bytes(),
                 moves=self._moves,
                 lazy_loads=self._lazy_loads,
             )
@@ -308,6 +324,7 @@ class WeightStore:
         self._held.clear()
         self._host.clear()
         self._pending.clear()
+        self._pool.clear()
 
     def _sources_of(self, unit: str) -> list[TensorSource]:
         if unit == HEAD and self._tied_head:
@@ -324,7 +341,7 @@ class WeightStore:
     def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
         sources = self._sources_of(unit)
         if all(s.dtype in _DTYPES for s in sources):
-            out = _read_direct(sources, dtype=self._dtype, pin=pin)
+            out = _read_direct(sources, dtype=self._dtype, pin=pin, pool=self._pool)
             if self._evict_after_read:
                 evict_ranges(sources)
             return out
@@ -381,8 +398,36 @@ _DTYPES: dict[str, torch.dtype] = {
 }
 
 
+class BufferPool:
+    """Free CPU tensors by (shape, dtype), handed out again instead of allocating."""
+
+    def __init__(self) -> None:
+        self._free: dict[tuple[tuple[int, ...], torch.dtype], list[torch.Tensor]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        with self._lock:
+            free = self._free.get((tuple(shape), dtype))
+            if free:
+                return free.pop()
+        return torch.empty(shape, dtype=dtype)
+
+    def give(self, tensors: Iterable[torch.Tensor]) -> None:
+        with self._lock:
+            for t in tensors:
+                self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(t.numel() * t.element_size() for ts in self._free.values() for t in ts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._free.clear()
+
+
 def _read_direct(
-    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool
+    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool, pool: BufferPool
 ) -> dict[str, torch.Tensor]:
     """Read each tensor's bytes with one `readinto` straight into its own (pinned, on
     CUDA) buffer: large sequential reads the kernel can read ahead, no page faults in
@@ -397,7 +442,12 @@ def _read_direct(
             for s in sorted(items, key=lambda s: s.start):
                 stored = _DTYPES[s.dtype]
                 same = stored == dtype
-                t = torch.empty(s.shape, dtype=stored, pin_memory=pin and same)
+                # Pinned buffers come from torch's caching host allocator instead.
+                t = (
+                    torch.empty(s.shape, dtype=stored, pin_memory=same)
+                    if pin
+                    else pool.take(s.shape, stored)
+                )
                 view = memoryview(t.view(-1).view(torch.uint8).numpy()) if t.numel() else None
                 if view is not None:
                     f.seek(s.start)
@@ -408,9 +458,12 @@ def _read_direct(
                             raise OSError(f"{file} ends inside tensor {s.name}")
                         got += n
                 if not same:
-                    t = t.to(dtype)
+                    staged = t
+                    t = staged.to(dtype)
                     if pin:
                         t = t.pin_memory()
+                    else:
+                        pool.give([staged])
                 out[s.param] = t
     return out
 
