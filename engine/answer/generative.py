@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -319,6 +320,9 @@ class GenerativeAnswerer:
         self._pad_id = _pad_id(tokenizer=self.tokenizer, stop_ids=self._stop_ids)
         self._lock = threading.Lock()  # the executor runs one batch at a time
         self.last_generation: GenerationRecord | None = None
+        # The copy thread keeps the executor alive; when the engine drops this answerer
+        # (another model chosen, or none), stop it and free the weights.
+        self._finalizer = weakref.finalize(self, self.executor.close)
 
     def stream(
         self,
@@ -379,7 +383,7 @@ class GenerativeAnswerer:
                 )
 
     def close(self) -> None:
-        self.executor.close()
+        self._finalizer()
 
 
 def _this_machine(*, device: str | None) -> HardwareProfile:

@@ -224,8 +224,9 @@ class _Batch:
 
     def select(self, keep: list[int]) -> None:
         """Only the rows `keep` stay; the others' KV is dropped now."""
+        # A CPU index works for KV on any device (host-resident layers included).
         index = torch.tensor(keep, dtype=torch.long)
-        self._cache.batch_select_indices(index.to(self._model.device))
+        self._cache.batch_select_indices(index)
         self._mask = self._mask[index]
         self._positions = self._positions[index]
 

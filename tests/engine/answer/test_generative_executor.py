@@ -132,3 +132,21 @@ def test_cancel_frees_the_batch(tmp_path: Path, cancel_after: int) -> None:
     gc.collect()
     assert caches and all(ref() is None for ref in caches)  # the KV cache is gone
     assert answerer.last_generation is not None and answerer.last_generation.cancelled
+
+
+def test_dropping_an_answerer_stops_its_copy_thread(tmp_path: Path) -> None:
+    import dataclasses
+    import gc
+    import threading
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
+    first = GenerativeAnswerer(model_path=folder, device="cpu")
+    streamed = dataclasses.replace(first.placement, layer_tiers=("cpu", "disk"))
+    answerer = GenerativeAnswerer(model_path=folder, placement=streamed)
+    assert answerer.executor.prefetcher is not None
+    thread: threading.Thread = answerer.executor.prefetcher._thread
+    assert thread.is_alive()
+    del answerer, first
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
