@@ -1,32 +1,37 @@
 """Answers written by a local Hugging Face causal language model, with [n] citations.
 
-Plain transformers generation: the model is loaded whole onto one device. The prompt is
-built by `build_prompt` alone so that other executors can reuse it unchanged.
+The model runs on the layer-streaming executor (engine/executor) under the placement the
+planner makes for this machine, so a model larger than memory streams from the disk
+instead of failing to load. The prompt is built by `build_prompt` alone.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import os
 import re
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import torch
 from huggingface_hub import snapshot_download
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    StoppingCriteria,
-    StoppingCriteriaList,
-    TextIteratorStreamer,
-)
+from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
 from engine.answer.passages import Passage
 from engine.errors import ModelLoadError
+from engine.executor.compat import GenerateCompat
+from engine.executor.forward import StreamingModel
+from engine.executor.generate import GenerationRequest, Sampling, generate
+from engine.hardware.profile import HardwareProfile, load_profile
+from engine.paths import resolve_paths
+from engine.planner.model_spec import load_model_spec
+from engine.planner.placement import Placement, StoreSpec, Workload
+from engine.planner.planner import plan
 
 # A repo id is "name" or "org/name" (see huggingface_hub's validate_repo_id).
 _REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]+$")
@@ -34,6 +39,10 @@ _REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]+$")
 _MIN_SOURCE_TOKENS = 24
 # Used when neither the config nor the tokenizer says how long a context can be.
 _FALLBACK_CONTEXT = 2048
+# The context the placement is sized for: prompts of a few sources and an answer. A
+# model's full window (32k for Qwen2) would reserve KV that a RAG answer never fills
+# and push weights off the compute tier for nothing.
+PLANNED_CONTEXT = 4096
 
 
 def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
@@ -214,41 +223,106 @@ def _truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
     return tokenizer.decode(ids).rstrip("\ufffd").rstrip()
 
 
-class _EventStop(StoppingCriteria):
-    """Stops generation as soon as any of the events is set."""
+@dataclass(frozen=True, kw_only=True)
+class GenerationRecord:
+    """What the last `stream` fed the executor and got back (instrumentation)."""
 
-    def __init__(self, *, events: list[threading.Event]) -> None:
-        self._events = events
+    prompt_tokens: int
+    generated_tokens: int
+    cancelled: bool
 
-    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        stop = any(e.is_set() for e in self._events)
-        return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
+
+class IncrementalDetokenizer:
+    """Text of a growing token sequence, piece by piece, decoding only a short window.
+
+    A token may end inside a multi-byte character (U+FFFD when decoded alone), and a
+    tokenizer may render a token differently after its neighbour; so text is released
+    only once it decodes cleanly, from a window that starts at the last release (the
+    scheme of vLLM's detokenize_incrementally)."""
+
+    def __init__(self, *, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        self._ids: list[int] = []
+        self._prefix = 0  # window start
+        self._read = 0  # end of what has been released
+
+    def add(self, token_id: int) -> str:
+        self._ids.append(token_id)
+        return self._release(final=False)
+
+    def flush(self) -> str:
+        return self._release(final=True)
+
+    def _release(self, *, final: bool) -> str:
+        before = self._decode(self._ids[self._prefix : self._read])
+        text = self._decode(self._ids[self._prefix :])
+        if len(text) <= len(before) or (text.endswith("\ufffd") and not final):
+            return ""
+        piece = text[len(before) :] if text.startswith(before) else text
+        self._prefix, self._read = self._read, len(self._ids)
+        return piece.rstrip("\ufffd") if final else piece
+
+    def _decode(self, ids: list[int]) -> str:
+        if not ids:
+            return ""
+        return self._tokenizer.decode(ids, skip_special_tokens=True)
 
 
 class GenerativeAnswerer:
-    """A loaded causal LM that streams answers to questions about passages."""
+    """A causal LM under the planner's placement for this machine, run by the
+    layer-streaming executor, that streams answers to questions about passages.
 
-    def __init__(self, *, model_path: Path, device: str | None = None, dtype: str | None = None):
+    Nothing loads the whole model: the executor builds it on the meta device and reads
+    each unit's tensors into its home tier (held, or streamed per use from the disk)."""
+
+    def __init__(
+        self,
+        *,
+        model_path: Path,
+        device: str | None = None,
+        dtype: str | None = None,
+        hardware: HardwareProfile | None = None,
+        placement: Placement | None = None,
+        fault_hook: Callable[[str], None] | None = None,
+    ):
         _check_model_folder(model_path)
         self.model_path = model_path
         self.name = display_name(model_path=model_path)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # "auto" keeps the checkpoint's own dtype: converting a bf16 model to float32
-        # would double its memory.
-        torch_dtype: torch.dtype | str = _torch_dtype(dtype) if dtype else "auto"
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                model_path,
-                local_files_only=True,
-                use_safetensors=True,
-                dtype=torch_dtype,
+            config = AutoConfig.from_pretrained(model_path, local_files_only=True)
+            self.context_length = _context_length(config=config, tokenizer=self.tokenizer)
+            if placement is None:
+                hardware = hardware or _this_machine(device=device)
+                placement = _plan(
+                    model_path=model_path,
+                    hardware=hardware,
+                    dtype=_compute_dtype(config=config, dtype=dtype, cpu=hardware.gpu is None),
+                    context_tokens=min(self.context_length, PLANNED_CONTEXT),
+                )
+            cpu = placement.compute_tier == "cpu"
+            self.placement = placement
+            self.executor = StreamingModel(
+                model_dir=model_path,
+                placement=placement,
+                dtype=_compute_dtype(config=config, dtype=dtype, cpu=cpu),
+                fault_hook=fault_hook,
             )
-            self.model.to(self.device)
-            self.model.eval()
+        except ModelLoadError:
+            raise
         except Exception as e:
             raise ModelLoadError(f"Could not load the language model in {model_path}: {e}") from e
-        self.context_length = _context_length(model=self.model, tokenizer=self.tokenizer)
+        self.model = GenerateCompat(model=self.executor)  # for code written against HF
+        self.device = str(self.executor.device)
+        self._stop_ids = _stop_ids(
+            model_path=model_path, executor=self.executor, tokenizer=self.tokenizer
+        )
+        self._pad_id = _pad_id(tokenizer=self.tokenizer, stop_ids=self._stop_ids)
+        self._lock = threading.Lock()  # the executor runs one batch at a time
+        self.last_generation: GenerationRecord | None = None
+        # The copy thread keeps the executor alive; when the engine drops this answerer
+        # (another model chosen, or none), stop it and free the weights.
+        self._finalizer = weakref.finalize(self, self.executor.close)
 
     def stream(
         self,
@@ -258,8 +332,10 @@ class GenerativeAnswerer:
         max_new_tokens: int = 256,
         temperature: float = 0.0,
         cancel: threading.Event | None = None,
+        seed: int = 0,
     ) -> Iterator[str]:
-        """Yield the answer's text piece by piece; stops early when `cancel` is set."""
+        """Yield the answer's text piece by piece; stops early when `cancel` is set or
+        the caller stops reading (the batch and its KV cache are freed then)."""
         # Keep at least half the context for the sources: an answer without them is useless.
         max_new_tokens = max(1, min(max_new_tokens, self.context_length // 2))
         prompt = build_prompt(
@@ -268,68 +344,111 @@ class GenerativeAnswerer:
             passages=passages,
             max_prompt_tokens=self.context_length - max_new_tokens,
         )
-        inputs = _encode_prompt(tokenizer=self.tokenizer, prompt=prompt, return_tensors="pt")
-        inputs = {k: v.to(self.device) for k, v in inputs.items()}
-
-        stop = threading.Event()  # set when the caller stops reading
-        events = [stop] if cancel is None else [stop, cancel]
-        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
-        generation_config = self._generation_config(
-            temperature=temperature, max_new_tokens=max_new_tokens
+        ids = _encode_prompt(tokenizer=self.tokenizer, prompt=prompt, return_tensors=None)
+        request = GenerationRequest(
+            prompt_ids=tuple(ids["input_ids"]),
+            max_new_tokens=max_new_tokens,
+            stop_token_ids=self._stop_ids,
         )
-        failure: list[BaseException] = []
-
-        def run() -> None:
+        sampling = Sampling(temperature=max(temperature, 0.0), seed=seed)
+        generated = 0
+        stopped = cancel is not None and cancel.is_set()
+        with self._lock:
+            events = generate(
+                model=self.executor,
+                requests=[request],
+                sampling=sampling,
+                pad_token_id=self._pad_id,
+            )
+            detokenizer = IncrementalDetokenizer(tokenizer=self.tokenizer)
             try:
-                with torch.inference_mode():
-                    self.model.generate(
-                        **inputs,
-                        generation_config=generation_config,
-                        streamer=streamer,
-                        stopping_criteria=StoppingCriteriaList([_EventStop(events=events)]),
-                    )
-            except BaseException as e:
-                failure.append(e)
-                # generate() ends the streamer only when it succeeds; without this the
-                # reader would wait forever.
-                streamer.end()
+                if not stopped:
+                    for event in events:
+                        generated += 1
+                        piece = detokenizer.add(event.token_id)
+                        if piece:
+                            yield piece
+                        if cancel is not None and cancel.is_set():
+                            stopped = True
+                            break
+                    tail = "" if stopped else detokenizer.flush()
+                    if tail:
+                        yield tail
+            finally:
+                events.close()  # frees the batch's KV cache now, not at garbage collection
+                self.last_generation = GenerationRecord(
+                    prompt_tokens=len(request.prompt_ids),
+                    generated_tokens=generated,
+                    cancelled=stopped,
+                )
 
-        thread = threading.Thread(target=run, name="ragdoll-generate", daemon=True)
-        thread.start()
-        try:
-            for piece in streamer:
-                if cancel is not None and cancel.is_set():
-                    break
-                if piece:
-                    yield piece
-        finally:
-            stop.set()
-            thread.join()
-        if failure:
-            raise failure[0]
-
-    def _generation_config(self, *, temperature: float, max_new_tokens: int) -> Any:
-        config = copy.deepcopy(self.model.generation_config)
-        config.max_new_tokens = max_new_tokens
-        config.max_length = None
-        if config.pad_token_id is None:
-            config.pad_token_id = self.tokenizer.pad_token_id or self.tokenizer.eos_token_id
-        if temperature > 0:
-            config.do_sample = True
-            config.temperature = temperature
-        else:
-            # Greedy: drop the sampling settings a model ships with so that transformers
-            # does not warn that they are ignored.
-            config.do_sample = False
-            config.temperature = None
-            config.top_p = None
-            config.top_k = None
-        return config
+    def close(self) -> None:
+        self._finalizer()
 
 
-def _context_length(*, model: Any, tokenizer: Any) -> int:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else None
-    length = getattr(config or model.config, "max_position_embeddings", None)
+def _this_machine(*, device: str | None) -> HardwareProfile:
+    """The cached hardware profile (never a slow measurement here); without a cache,
+    the counts alone."""
+    hardware = load_profile(paths=resolve_paths(), measure=False)
+    if device == "cpu" and hardware.gpus:
+        hardware = dataclasses.replace(hardware, gpus=())
+    return hardware
+
+
+def _plan(
+    *, model_path: Path, hardware: HardwareProfile, dtype: torch.dtype, context_tokens: int
+) -> Placement:
+    spec = load_model_spec(source=model_path, dtype=str(dtype).removeprefix("torch."))
+    placement = plan(
+        hardware=hardware,
+        model=spec,
+        store=StoreSpec.default(),
+        workload=Workload(batch=1, context_tokens=context_tokens),
+    )
+    if not placement.fits:
+        raise ModelLoadError(
+            f"The language model in {model_path} does not fit: {placement.message}"
+        )
+    return placement
+
+
+def _compute_dtype(*, config: Any, dtype: str | None, cpu: bool) -> torch.dtype:
+    """The dtype asked for; else the checkpoint's, except bf16/f16 on a CPU, which run
+    several times slower there than float32 (few CPUs have fast half-precision math)."""
+    if dtype:
+        return _torch_dtype(dtype)
+    stored = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(stored, str):
+        stored = getattr(torch, stored, None)
+    if not isinstance(stored, torch.dtype):
+        return torch.float32
+    if cpu and stored in (torch.bfloat16, torch.float16):
+        return torch.float32
+    return stored
+
+
+def _stop_ids(*, model_path: Path, executor: StreamingModel, tokenizer: Any) -> tuple[int, ...]:
+    ids = set(executor.eos_token_ids)
+    try:
+        eos = GenerationConfig.from_pretrained(model_path, local_files_only=True).eos_token_id
+    except OSError:  # no generation_config.json
+        eos = None
+    if eos is not None:
+        ids.update(eos if isinstance(eos, list | tuple) else [eos])
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return tuple(sorted(int(i) for i in ids))
+
+
+def _pad_id(*, tokenizer: Any, stop_ids: tuple[int, ...]) -> int:
+    if tokenizer.pad_token_id is not None:
+        return int(tokenizer.pad_token_id)
+    return stop_ids[0] if stop_ids else 0
+
+
+def _context_length(*, config: Any, tokenizer: Any) -> int:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else None
+    length = getattr(text or config, "max_position_embeddings", None)
     if not length:
         # Tokenizers without a limit report a huge sentinel (int(1e30)).
         limit = getattr(tokenizer, "model_max_length", None)

@@ -8,6 +8,8 @@ cache are those of the installed transformers (5.x), so the arithmetic is the li
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -17,9 +19,16 @@ from torch.func import functional_call
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
+from engine.executor.kv import (
+    KvMode,
+    choose_kv_mode,
+    host_kv_layers,
+    tier_cache,
+    use_tiered_attention,
+)
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
-from engine.planner.placement import Placement
+from engine.planner.placement import Placement, Tier
 
 Phase = Literal["prefill", "decode"]
 
@@ -55,7 +64,13 @@ class StreamingModel:
         dtype: torch.dtype | None = None,
         device: torch.device | None = None,
         evict_after_read: bool = False,
+        fault_hook: Callable[[str], None] | None = None,
+        kv_host_layers: int | None = None,
+        kv_mode: KvMode | None = None,
     ) -> None:
+        """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
+        `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
+        choice of where host-resident KV is attended to."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -70,6 +85,16 @@ class StreamingModel:
         self.placement = placement
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=self.dtype)
+        self.kv_host_layers = (
+            kv_host_layers
+            if kv_host_layers is not None
+            else host_kv_layers(placement=placement, layers=config.num_hidden_layers)
+        )
+        self.kv_mode: KvMode = kv_mode or self._measured_kv_mode()
+        self._attn_config = model.config
+        if self.kv_host_layers:
+            # Attention runs where each layer's KV is (the same SDPA arithmetic).
+            use_tiered_attention(model.config)
         self._embed: nn.Module = model.model.embed_tokens
         self._layers = list(model.model.layers)
         self._head = _Head(norm=model.model.norm, lm_head=model.lm_head)
@@ -86,15 +111,62 @@ class StreamingModel:
             evict_after_read=evict_after_read,
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
-        streamed = [u for u in self._order if self.store.is_streamed(u)]
+        self._fault_hook = fault_hook
+        self.forward_calls = 0  # instrumentation: forwards run by this model
         self.prefetcher: Prefetcher | None = None
+        self._start_prefetcher()
+
+    def _start_prefetcher(self) -> None:
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+            self.prefetcher = None
+        streamed = [u for u in self._order if self.store.is_streamed(u)]
         if streamed:
             self.prefetcher = Prefetcher(
                 store=self.store,
                 units=streamed,
-                depth=placement.prefetch_depth_prefill,
+                depth=self.placement.prefetch_depth_prefill,
                 device=self.device,
             )
+
+    def apply_placement(self, placement: Placement) -> int:
+        """Run under `placement` from the next forward on; only units whose home changed
+        move (a demoted unit's memory is freed now, a promoted one is read when first
+        needed). Returns how many units changed home. Call between forwards."""
+        if placement.layer_tiers == self.placement.layer_tiers and (
+            placement.embed_tier,
+            placement.head_tier,
+        ) == (self.placement.embed_tier, self.placement.head_tier):
+            self.placement = placement  # depths, KV or batch limits only
+            return 0
+        if len(placement.layer_tiers) != len(self._layers):
+            raise ValueError("a placement for another model")
+        if placement.compute_tier != self.placement.compute_tier:
+            raise ValueError("the compute tier cannot change under a loaded model")
+        moved = self.store.set_homes(unit_homes(placement))
+        self.placement = placement
+        self._start_prefetcher()  # the streamed units are another set now
+        return moved
+
+    def degrade(self) -> bool:
+        """Free compute-tier memory after an out-of-memory: move the later half of the
+        resident layers one tier down (compute → host on a GPU, compute → disk on a CPU).
+        On a GPU the KV cache goes first: half of the KV layers still on the GPU move to
+        the host. False when nothing is left to move."""
+        layers = len(self._layers)
+        if self.device.type == "cuda" and self.kv_host_layers < layers:
+            # KV first: the caller rebuilds the cache from the checkpoint, so moving it
+            # costs nothing now, and a KV byte on the host costs less per step than a
+            # weight byte (it is attended to where it is, or copied once per step).
+            self.kv_host_layers += max(1, (layers - self.kv_host_layers + 1) // 2)
+            self.kv_host_layers = min(self.kv_host_layers, layers)
+            use_tiered_attention(self._attn_config)
+            return True
+        smaller = demoted_placement(self.placement)
+        if smaller is None:
+            return False
+        self.apply_placement(smaller)
+        return True
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -104,7 +176,32 @@ class StreamingModel:
         return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)
 
     def new_cache(self) -> DynamicCache:
-        return DynamicCache(config=self.config)
+        cache = DynamicCache(config=self.config)
+        if self.kv_host_layers:
+            tier_cache(
+                cache,
+                host_layers=self.kv_host_layers,
+                host=torch.device("cpu"),
+                compute=self.device,
+                mode=self.kv_mode,
+            )
+        return cache
+
+    def _measured_kv_mode(self) -> KvMode:
+        if not self.kv_host_layers or self.device.type != "cuda":
+            return "copy"
+        c = self.config
+        heads = int(c.num_attention_heads)
+        mode, _ = choose_kv_mode(
+            compute=self.device,
+            batch=max(1, self.placement.batch),
+            kv_heads=int(getattr(c, "num_key_value_heads", None) or heads),
+            heads=heads,
+            head_dim=int(getattr(c, "head_dim", None) or c.hidden_size // heads),
+            context=max(1, self.placement.context_tokens),
+            dtype=self.dtype,
+        )
+        return mode
 
     @torch.inference_mode()
     def forward(
@@ -125,10 +222,30 @@ class StreamingModel:
                 if phase == "prefill"
                 else self.placement.prefetch_depth_decode
             )
-        input_ids = input_ids.to(self.device)
-        attention_mask = attention_mask.to(self.device)
-        position_ids = position_ids.to(self.device)
+        self.forward_calls += 1
+        try:
+            return self._forward(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                position_ids=position_ids.to(self.device),
+                cache=cache,
+                last_only=last_only,
+            )
+        except BaseException:
+            # A forward cut short leaves the copy thread mid-cycle: start it afresh so the
+            # next forward (a retry from the checkpoint) asks in order again.
+            self._start_prefetcher()
+            raise
 
+    def _forward(
+        self,
+        *,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: DynamicCache,
+        last_only: bool,
+    ) -> torch.Tensor:
         hidden = self._call(EMBED, self._embed, input_ids)  # (B, T, H)
         masks = self._masks(hidden, attention_mask, position_ids, cache)
         rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
@@ -154,6 +271,8 @@ class StreamingModel:
         self.store.close()
 
     def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:
+        if self._fault_hook is not None:
+            self._fault_hook(unit)
         if not self.store.is_streamed(unit):
             return functional_call(module, self.store.resident(unit), args, kwargs)
         assert self.prefetcher is not None
@@ -185,6 +304,25 @@ class StreamingModel:
         if "sliding_attention" in self._layer_types:
             masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
         return masks
+
+
+def demoted_placement(placement: Placement) -> Placement | None:
+    """`placement` with the later half (at least one) of its compute-tier layers one tier
+    down; None when no layer is on the compute tier."""
+    compute = placement.compute_tier
+    lower: Tier = "cpu" if compute == "gpu" and placement.memory_model == "discrete" else "disk"
+    resident = [i for i, t in enumerate(placement.layer_tiers) if t == compute]
+    if not resident:
+        return None
+    move = set(resident[len(resident) // 2 :])
+    tiers = tuple(lower if i in move else t for i, t in enumerate(placement.layer_tiers))
+    depth = max(placement.prefetch_depth_decode, 1)
+    return dataclasses.replace(
+        placement,
+        layer_tiers=tiers,
+        prefetch_depth_prefill=min(placement.prefetch_depth_prefill, 1),
+        prefetch_depth_decode=depth,
+    )
 
 
 def _layer_types(config: PretrainedConfig) -> list[str]:

@@ -3,34 +3,53 @@
 Requests of different lengths share a batch with left padding: every row's last prompt
 token sits in the last column, so one decode step appends one column for all rows.
 Positions count real tokens only (cumsum of the mask), which makes a padded row compute
-exactly what it would alone. A row stops on eos or at its max_new_tokens; the loop ends
-when every row has stopped. Token ids are yielded as soon as each step is sampled.
+exactly what it would alone. A row stops on one of its stop tokens (after its
+`min_new_tokens`), at its `max_new_tokens`, or when the caller cancels it; a stopped row
+leaves the batch at once (`DynamicCache.batch_select_indices`), so its KV is freed and
+it costs nothing in later steps. Token ids are yielded as soon as each step is sampled.
+
+Out of memory (RAGDoll §5): the checkpoint of a batch is each row's prompt plus the
+tokens it has generated. When a forward raises `torch.OutOfMemoryError` or
+`MemoryError`, the model is asked to `degrade()` (KV, then weights, down a tier) and
+the batch is prefilled again from its checkpoint; the person gets a slower answer, and
+the greedy tokens are those of an undisturbed run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
 from engine.executor.forward import StreamingModel
+
+# After this many recoveries in one generation the fault is not memory pressure any
+# more but something degrading cannot fix: let it surface.
+MAX_RECOVERIES = 4
+OOM_ERRORS: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """temperature 0 is greedy; otherwise top-k / top-p sampling with a seeded generator.
+    `repetition_penalty` > 1 divides (multiplies, when negative) the logits of every token
+    already in the row's prompt or answer, as transformers does."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0: no limit
+    top_p: float = 1.0
+    repetition_penalty: float = 1.0
+    seed: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationRequest:
     prompt_ids: tuple[int, ...]
     max_new_tokens: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Sampling:
-    """temperature 0 is greedy; otherwise top-k / top-p sampling with a seeded generator."""
-
-    temperature: float = 0.0
-    top_k: int = 0  # 0: no limit
-    top_p: float = 1.0
-    seed: int = 0
+    min_new_tokens: int = 0  # stop tokens are ignored before this many
+    stop_token_ids: tuple[int, ...] | None = None  # None: the model's eos tokens
+    sampling: Sampling | None = None  # None: the batch's sampling
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,60 +59,202 @@ class TokenEvent:
     finished: bool  # this is the request's last token
 
 
+@dataclass(kw_only=True)
+class _Row:
+    """One request's state while it is in the batch."""
+
+    index: int
+    request: GenerationRequest
+    sampling: Sampling
+    stops: frozenset[int]
+    generator: torch.Generator
+    generated: list[int] = field(default_factory=list)
+
+    @property
+    def checkpoint(self) -> list[int]:
+        return list(self.request.prompt_ids) + self.generated
+
+
 def generate(
     *,
     model: StreamingModel,
     requests: Sequence[GenerationRequest],
     sampling: Sampling = Sampling(),
     pad_token_id: int | None = None,
+    cancelled: Callable[[int], bool] | None = None,
+    incoming: Callable[[], Sequence[GenerationRequest]] | None = None,
 ) -> Iterator[TokenEvent]:
-    """Yield each request's new tokens, step by step, until every request has stopped."""
-    if not requests:
-        return
-    for r in requests:
-        if not r.prompt_ids:
-            raise ValueError("a prompt must have at least one token")
-    pad = pad_token_id if pad_token_id is not None else _pad_of(model)
-    eos = set(model.eos_token_ids)
-    ids, mask = left_pad([list(r.prompt_ids) for r in requests], pad=pad)  # (B, T)
-    batch = len(requests)
-    budget = torch.tensor([r.max_new_tokens for r in requests])
-    done = budget <= 0  # a request for no tokens yields nothing
-    if bool(done.all()):
-        return
-    produced = torch.zeros(batch, dtype=torch.long)
-    generator = torch.Generator().manual_seed(sampling.seed)
-    cache = model.new_cache()
+    """Yield each request's new tokens, step by step, until every request has stopped.
 
-    positions = positions_of(mask)  # (B, T)
-    logits = model.forward(
-        input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, phase="prefill"
-    )  # (B, 1, V)
-    while not bool(done.all()):
-        next_ids = sample(logits[:, -1, :].float().cpu(), sampling=sampling, generator=generator)
-        for i in range(batch):
-            if done[i]:
-                continue
-            token = int(next_ids[i])
-            produced[i] += 1
-            finished = token in eos or int(produced[i]) >= int(budget[i])
+    `cancelled(i)` is asked at every step boundary; a request it answers True for leaves
+    the batch (no further events). `incoming()` is asked at every step boundary too: the
+    requests it returns join the batch (numbered after those seen so far, in order) and
+    produce their first token in the next step. Closing the iterator frees the batch."""
+    pad = pad_token_id if pad_token_id is not None else _pad_of(model)
+    eos = frozenset(model.eos_token_ids)
+    arrived = 0
+
+    def admit(new: Sequence[GenerationRequest]) -> list[_Row]:
+        nonlocal arrived
+        for r in new:
+            if not r.prompt_ids:
+                raise ValueError("a prompt must have at least one token")
+        out: list[_Row] = []
+        for r in new:
+            row_sampling = r.sampling or sampling
+            if r.max_new_tokens > 0:  # a request for no tokens yields nothing
+                out.append(
+                    _Row(
+                        index=arrived,
+                        request=r,
+                        sampling=row_sampling,
+                        stops=frozenset(r.stop_token_ids) if r.stop_token_ids is not None else eos,
+                        generator=torch.Generator().manual_seed(row_sampling.seed),
+                    )
+                )
+            arrived += 1
+        return out
+
+    rows = admit(requests)
+    state = _Batch(model=model, pad=pad)
+    logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
+    while True:
+        finished_now: list[int] = []
+        for b, row in enumerate(rows):
+            token = _next_token(logits[b], row=row)
+            row.generated.append(token)
+            count = len(row.generated)
+            finished = count >= row.request.max_new_tokens or (
+                token in row.stops and count > row.request.min_new_tokens
+            )
             if finished:
-                done[i] = True
-            yield TokenEvent(request=i, token_id=token, finished=finished)
-        if bool(done.all()):
-            break
-        # Stopped rows keep computing with pad tokens (cheaper than reshaping the cache
-        # every time a row stops); their tokens are not yielded.
-        step_ids = torch.where(done, torch.tensor(pad), next_ids).unsqueeze(1)  # (B, 1)
-        mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype)], dim=1)
-        positions = positions[:, -1:] + 1  # (B, 1)
-        logits = model.forward(
-            input_ids=step_ids,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=cache,
-            phase="decode",
+                finished_now.append(b)
+            yield TokenEvent(request=row.index, token_id=token, finished=finished)
+        keep = [
+            b
+            for b, row in enumerate(rows)
+            if b not in finished_now and not (cancelled is not None and cancelled(row.index))
+        ]
+        if len(keep) < len(rows):
+            rows = [rows[b] for b in keep]
+            state.select(keep)
+        joining = admit(incoming()) if incoming is not None else []
+        if not rows and not joining:
+            return
+        if not rows:
+            rows, logits = joining, state.start(joining)
+        elif not joining:
+            logits = state.step(rows)
+        else:
+            logits = state.step(rows)
+            logits = torch.cat([logits, state.join(joining, rows_before=rows)], dim=0)
+            rows = rows + joining
+
+
+class _Batch:
+    """The tensors of the rows in flight: mask, positions, KV cache; and the recovery
+    from out-of-memory by re-prefilling from the rows' checkpoints."""
+
+    def __init__(self, *, model: StreamingModel, pad: int) -> None:
+        self._model = model
+        self._pad = pad
+        self._recoveries = 0
+        self._cache = model.new_cache()
+        self._mask = torch.zeros(0, 0, dtype=torch.long)
+        self._positions = torch.zeros(0, 0, dtype=torch.long)
+
+    def start(self, rows: list[_Row]) -> torch.Tensor:
+        """Prefill the rows' checkpoints (prompt + tokens so far); logits (B, V)."""
+        while True:
+            ids, mask = left_pad([row.checkpoint for row in rows], pad=self._pad)  # (B, T)
+            positions = positions_of(mask)
+            self._cache = self._model.new_cache()
+            try:
+                logits = self._model.forward(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    cache=self._cache,
+                    phase="prefill",
+                )  # (B, 1, V)
+            except OOM_ERRORS as e:
+                self._recover(e)
+                continue
+            self._mask, self._positions = mask, positions[:, -1:]
+            return logits[:, -1, :].float().cpu()
+
+    def step(self, rows: list[_Row]) -> torch.Tensor:
+        """Feed each row's last token; logits (B, V)."""
+        step_ids = torch.tensor([[row.generated[-1]] for row in rows], dtype=torch.long)  # (B, 1)
+        mask = torch.cat([self._mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
+        positions = self._positions + 1  # (B, 1)
+        try:
+            logits = self._model.forward(
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                cache=self._cache,
+                phase="decode",
+            )
+        except OOM_ERRORS as e:
+            self._recover(e)
+            return self.start(rows)
+        self._mask, self._positions = mask, positions
+        return logits[:, -1, :].float().cpu()
+
+    def join(self, rows: list[_Row], *, rows_before: list[_Row]) -> torch.Tensor:
+        """Prefill `rows` on their own and append them to the batch; their logits (B', V).
+        Plain KV layers are merged (left-padded to one length); a cache with sliding
+        window or other layers is rebuilt from every row's checkpoint instead."""
+        if not _mergeable(self._cache):
+            return self.start(rows_before + rows)[len(rows_before) :]
+        other = _Batch(model=self._model, pad=self._pad)
+        logits = other.start(rows)
+        width = max(self._mask.shape[1], other._mask.shape[1])
+        for mine, theirs in zip(self._cache.layers, other._cache.layers, strict=True):
+            mine.keys = torch.cat([_pad_left(mine.keys, width), _pad_left(theirs.keys, width)])
+            mine.values = torch.cat(
+                [_pad_left(mine.values, width), _pad_left(theirs.values, width)]
+            )
+        self._mask = torch.cat(
+            [_pad_left(self._mask, width, dim=1), _pad_left(other._mask, width, dim=1)]
         )
+        self._positions = torch.cat([self._positions, other._positions])
+        return logits
+
+    def select(self, keep: list[int]) -> None:
+        """Only the rows `keep` stay; the others' KV is dropped now."""
+        # A CPU index works for KV on any device (host-resident layers included).
+        index = torch.tensor(keep, dtype=torch.long)
+        self._cache.batch_select_indices(index)
+        self._mask = self._mask[index]
+        self._positions = self._positions[index]
+
+    def _recover(self, error: BaseException) -> None:
+        self._cache = self._model.new_cache()  # drop the partial KV before anything else
+        self._recoveries += 1
+        if self._recoveries > MAX_RECOVERIES or not self._model.degrade():
+            raise error
+
+
+def _mergeable(cache: object) -> bool:
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", [])
+    return all(
+        type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel() > 0
+        for layer in layers
+    )
+
+
+def _pad_left(t: torch.Tensor, width: int, *, dim: int = -2) -> torch.Tensor:
+    """Zeros before `t` along `dim` up to `width` (masked out by the attention mask)."""
+    missing = width - t.shape[dim]
+    if missing <= 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return torch.cat([torch.zeros(shape, dtype=t.dtype, device=t.device), t], dim=dim)
 
 
 def generate_ids(
@@ -123,6 +284,31 @@ def left_pad(prompts: list[list[int]], *, pad: int) -> tuple[torch.Tensor, torch
 def positions_of(mask: torch.Tensor) -> torch.Tensor:
     """Position of each token among its row's real tokens; padding gets 0 (as HF does)."""
     return (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def _next_token(logits: torch.Tensor, *, row: _Row) -> int:
+    """(V,) float logits of one row → its next token id."""
+    if row.sampling.repetition_penalty != 1.0:
+        logits = penalize_repetition(
+            logits.unsqueeze(0),
+            seen=[row.checkpoint],
+            penalty=row.sampling.repetition_penalty,
+        )[0]
+    return int(sample(logits.unsqueeze(0), sampling=row.sampling, generator=row.generator)[0])
+
+
+def penalize_repetition(
+    logits: torch.Tensor, *, seen: list[list[int]], penalty: float
+) -> torch.Tensor:
+    """(B, V) logits with every seen token's logit made less likely (CTRL's penalty)."""
+    out = logits.clone()
+    for b, tokens in enumerate(seen):
+        if not tokens:
+            continue
+        index = torch.tensor(sorted(set(tokens)), dtype=torch.long)
+        values = out[b, index]
+        out[b, index] = torch.where(values > 0, values / penalty, values * penalty)
+    return out
 
 
 def sample(logits: torch.Tensor, *, sampling: Sampling, generator: torch.Generator) -> torch.Tensor:

@@ -31,7 +31,25 @@ PLACEMENTS = {
         "depth_prefill": 2,
         "depth_decode": 5,
     },
+    # KV of the last two layers kept on the host. On a machine without a GPU the host is
+    # the compute device: the tiered cache layers and the tiered attention run, but no
+    # bytes cross a link (that part needs a GPU).
+    "kv_half_host_copy": {"kv_host_layers": 2, "kv_mode": "copy"},
+    "kv_half_host_cpu_compute": {
+        "layer_tiers": ["cpu", "disk", "cpu", "disk"],
+        "kv_host_layers": 2,
+        "kv_mode": "cpu_compute",
+    },
 }
+MODEL_KEYS = ("kv_host_layers", "kv_mode")
+
+
+def _open(model_dir: Path, name: str) -> StreamingModel:
+    spec = dict(PLACEMENTS[name])
+    extra = {k: spec.pop(k) for k in MODEL_KEYS if k in spec}
+    return StreamingModel(
+        model_dir=model_dir, placement=make_placement(model_dir=model_dir, **spec), **extra
+    )
 
 
 @pytest.fixture(params=["llama", "qwen2", "mistral"])
@@ -55,8 +73,7 @@ def test_logits_match_transformers(
     model_dir: Path, placement_name: str, references: dict[Path, torch.nn.Module]
 ) -> None:
     ref = _reference(model_dir, references)
-    placement = make_placement(model_dir=model_dir, **PLACEMENTS[placement_name])
-    model = StreamingModel(model_dir=model_dir, placement=placement)
+    model = _open(model_dir, placement_name)
     try:
         ids, mask = left_pad(PROMPTS, pad=0)
         positions = positions_of(mask)
@@ -97,13 +114,14 @@ def test_logits_match_transformers(
         model.close()
 
 
-@pytest.mark.parametrize("placement_name", ["resident", "half_disk", "all_disk_deep"])
+@pytest.mark.parametrize(
+    "placement_name", ["resident", "half_disk", "all_disk_deep", "kv_half_host_cpu_compute"]
+)
 def test_greedy_tokens_match_transformers_generate(
     model_dir: Path, placement_name: str, references: dict[Path, torch.nn.Module]
 ) -> None:
     ref = _reference(model_dir, references)
-    placement = make_placement(model_dir=model_dir, **PLACEMENTS[placement_name])
-    model = StreamingModel(model_dir=model_dir, placement=placement)
+    model = _open(model_dir, placement_name)
     try:
         new = 10
         ours = generate_ids(
@@ -145,3 +163,16 @@ def test_placement_for_another_model_is_refused(llama_dir: Path) -> None:
     placement = make_placement(model_dir=llama_dir, layer_tiers=["cpu"] * 3)
     with pytest.raises(ValueError, match="3 layers"):
         StreamingModel(model_dir=llama_dir, placement=placement)
+
+
+def test_kv_half_on_the_host_uses_tiered_layers_and_attention(llama_dir: Path) -> None:
+    from engine.executor.kv import TIERED_ATTENTION, is_host_layer
+
+    model = _open(llama_dir, "kv_half_host_cpu_compute")
+    try:
+        cache = model.new_cache()
+        host = [is_host_layer(layer) for layer in cache.layers]
+        assert host == [False, False, True, True]
+        assert model._attn_config._attn_implementation == TIERED_ATTENTION
+    finally:
+        model.close()

@@ -92,3 +92,86 @@ def test_sample_respects_top_p() -> None:
 def test_empty_prompt_is_refused(model: StreamingModel) -> None:
     with pytest.raises(ValueError, match="at least one token"):
         list(generate(model=model, requests=[GenerationRequest(prompt_ids=(), max_new_tokens=2)]))
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral"])  # merged KV / rebuilt from checkpoints
+def test_a_request_joining_at_a_step_boundary_gets_what_it_would_alone(
+    arch: str, request: pytest.FixtureRequest
+) -> None:
+    model_dir: Path = request.getfixturevalue(f"{arch}_dir")
+    placement = make_placement(model_dir=model_dir, layer_tiers=["cpu", "disk", "cpu", "disk"])
+    model = StreamingModel(model_dir=model_dir, placement=placement)
+    try:
+        first = GenerationRequest(prompt_ids=PROMPTS[0], max_new_tokens=8)
+        late = [
+            GenerationRequest(prompt_ids=PROMPTS[1], max_new_tokens=6),
+            GenerationRequest(prompt_ids=PROMPTS[2], max_new_tokens=4),
+        ]
+        alone = [generate_ids(model=model, requests=[r])[0] for r in [first, *late]]
+        boundaries = {"n": 0}
+
+        def incoming() -> list[GenerationRequest]:
+            boundaries["n"] += 1
+            return late if boundaries["n"] == 3 else []
+
+        got: dict[int, list[int]] = {0: [], 1: [], 2: []}
+        for event in generate(model=model, requests=[first], incoming=incoming):
+            got[event.request].append(event.token_id)
+        assert [got[0], got[1], got[2]] == alone
+    finally:
+        model.close()
+
+
+def test_cancelling_one_request_frees_its_row_and_leaves_the_others_alone(
+    model: StreamingModel,
+) -> None:
+    requests = [GenerationRequest(prompt_ids=p, max_new_tokens=8) for p in PROMPTS]
+    alone = generate_ids(model=model, requests=requests)
+    batch_sizes: list[int] = []
+    forward = model.forward
+
+    def recording_forward(**kwargs: object) -> torch.Tensor:
+        batch_sizes.append(kwargs["input_ids"].shape[0])  # type: ignore[union-attr]
+        return forward(**kwargs)  # type: ignore[arg-type]
+
+    model.forward = recording_forward  # type: ignore[method-assign]
+    seen: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    for event in generate(
+        model=model, requests=requests, cancelled=lambda i: i == 1 and len(seen[1]) >= 2
+    ):
+        seen[event.request].append(event.token_id)
+    assert seen[1] == alone[1][:2]
+    assert seen[0] == alone[0] and seen[2] == alone[2]
+    assert batch_sizes[:2] == [3, 3] and 2 in batch_sizes  # the cancelled row left the batch
+    assert max(batch_sizes[2:]) <= 2
+
+
+def test_per_request_stops_sampling_and_repetition_penalty(model: StreamingModel) -> None:
+    greedy = generate_ids(
+        model=model, requests=[GenerationRequest(prompt_ids=PROMPTS[0], max_new_tokens=6)]
+    )[0]
+    stop_at_third = GenerationRequest(
+        prompt_ids=PROMPTS[0], max_new_tokens=6, stop_token_ids=(greedy[2],)
+    )
+    ignore_until_min = GenerationRequest(
+        prompt_ids=PROMPTS[0], max_new_tokens=6, stop_token_ids=(greedy[0],), min_new_tokens=3
+    )
+    got = generate_ids(model=model, requests=[stop_at_third, ignore_until_min])
+    assert got[0] == greedy[: greedy.index(greedy[2]) + 1]
+    assert got[1][:3] == greedy[:3] and len(got[1]) >= 3
+
+    hot = Sampling(temperature=1.2, seed=3)
+    a = GenerationRequest(prompt_ids=PROMPTS[2], max_new_tokens=6, sampling=hot)
+    b = GenerationRequest(prompt_ids=PROMPTS[2], max_new_tokens=6, sampling=Sampling(seed=0))
+    together = generate_ids(model=model, requests=[a, b])
+    assert together[0] == generate_ids(model=model, requests=[a])[0]  # its own seed
+    assert together[1] == generate_ids(model=model, requests=[b])[0]  # greedy stays greedy
+
+    penalised = GenerationRequest(
+        prompt_ids=PROMPTS[0],
+        max_new_tokens=12,
+        sampling=Sampling(repetition_penalty=1e6),
+    )
+    tokens = generate_ids(model=model, requests=[penalised])[0]
+    assert not set(tokens) & set(PROMPTS[0])
+    assert len(set(tokens)) == len(tokens)  # a huge penalty never repeats a token

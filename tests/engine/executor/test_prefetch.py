@@ -132,6 +132,9 @@ def test_generation_respects_the_placement_depths(
         stats = model.store.stats()
         streamed = 4  # three layers and the head
         assert stats.streamed_peak <= max(d_prefill, d_decode) + 1
+        # Reused read buffers are the released slots, never more than the bound allows.
+        biggest = max(model.store.held_bytes().values())
+        assert stats.pooled_bytes <= (max(d_prefill, d_decode) + 1) * biggest
         assert stats.streamed_peak <= streamed
         assert stats.resident_units == 2  # the embedding and layer 0
         assert stats.fetches >= 6 * streamed  # every step streamed every disk unit

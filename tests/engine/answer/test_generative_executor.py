@@ -1,0 +1,152 @@
+"""The product path: an engine with a model chosen answers through the layer-streaming
+executor, under the planner's placement, and a forced out-of-memory still answers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.answer.generative import GenerativeAnswerer, IncrementalDetokenizer
+from engine.answer.passages import Passage
+from engine.core import Engine
+from engine.executor.forward import StreamingModel
+from engine.models.synthetic import write_random_model
+from engine.paths import resolve_paths
+
+QUESTION = "When is the honey extracted?"
+PASSAGES = [
+    Passage(index=1, text="The honey is extracted in late August.", path="bees.md", page=None)
+]
+
+
+def _wait_for_ingest(engine: Engine, paths: list[str], timeout_s: float = 120) -> None:
+    job = engine.start_ingest(paths=paths)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = job.snapshot().state
+        if state in ("done", "failed", "cancelled"):
+            assert state == "done"
+            return
+        time.sleep(0.1)
+    raise AssertionError("ingestion did not finish")
+
+
+def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "bees.md").write_text(
+        "# Apiary\n\nThe hives are inspected every Saturday morning. The honey is "
+        "extracted in late August and stored in the cellar.\n"
+    )
+    model = write_random_model(folder=tmp_path / "tiny-llama", architecture="llama")
+    engine = Engine(paths=resolve_paths(), warm_up=False)
+    try:
+        _wait_for_ingest(engine, [str(notes)])
+        engine.set_model(model=str(model))
+        answerer = engine._generator
+        assert isinstance(answerer, GenerativeAnswerer)
+        assert isinstance(answerer.executor, StreamingModel)
+        assert answerer.placement.fits and answerer.executor.placement == answerer.placement
+        before = answerer.executor.forward_calls
+
+        events = list(engine.ask_stream(question=QUESTION))
+
+        done = events[-1][1]
+        assert done.mode == "generative"
+        assert answerer.executor.forward_calls > before  # the executor computed the answer
+        assert answerer.last_generation is not None
+        assert answerer.last_generation.generated_tokens > 0
+    finally:
+        engine.close()
+
+
+def test_bf16_checkpoint_computes_in_float32_on_the_cpu(tmp_path: Path) -> None:
+    folder = write_random_model(folder=tmp_path / "bf16", hidden_size=32, dtype="bfloat16")
+    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    assert answerer.executor.dtype == torch.float32
+    assert "".join(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=4))
+
+
+def test_a_forced_out_of_memory_recovers_with_the_same_answer(tmp_path: Path) -> None:
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=4)
+    calm = GenerativeAnswerer(model_path=folder, device="cpu")
+    expected = "".join(calm.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    calls = {"n": 0}
+
+    def fault(unit: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 30:  # mid-decode, once
+            raise torch.OutOfMemoryError("injected")
+
+    faulty = GenerativeAnswerer(model_path=folder, device="cpu", fault_hook=fault)
+    assert "disk" not in faulty.placement.layer_tiers
+    got = "".join(faulty.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    assert got == expected
+    assert calls["n"] > 30
+    # The recovery moved weights down a tier and the answer went on from there.
+    assert "disk" in faulty.executor.placement.layer_tiers
+    assert faulty.executor.store.stats().moves > 0
+
+
+def test_incremental_detokenizer_releases_the_whole_text_once(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    folder = write_random_model(folder=tmp_path / "tok", hidden_size=32)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    text = "Héllo wörld — the pump runs quietly. 日本"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    detokenizer = IncrementalDetokenizer(tokenizer=tokenizer)
+    pieces = [detokenizer.add(i) for i in ids] + [detokenizer.flush()]
+    assert "".join(pieces) == tokenizer.decode(ids, skip_special_tokens=True)
+    assert not any("\ufffd" in p for p in pieces)
+
+
+@pytest.mark.parametrize("cancel_after", [1, 3])
+def test_cancel_frees_the_batch(tmp_path: Path, cancel_after: int) -> None:
+    import gc
+    import threading
+    import weakref
+
+    from transformers import DynamicCache
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32)
+    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    caches: list[weakref.ref[DynamicCache]] = []
+    new_cache = answerer.executor.new_cache
+
+    def tracked() -> DynamicCache:
+        cache = new_cache()
+        caches.append(weakref.ref(cache))
+        return cache
+
+    answerer.executor.new_cache = tracked  # type: ignore[method-assign]
+    cancel = threading.Event()
+    for n, _ in enumerate(
+        answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=200, cancel=cancel)
+    ):
+        if n + 1 >= cancel_after:
+            cancel.set()
+    gc.collect()
+    assert caches and all(ref() is None for ref in caches)  # the KV cache is gone
+    assert answerer.last_generation is not None and answerer.last_generation.cancelled
+
+
+def test_dropping_an_answerer_stops_its_copy_thread(tmp_path: Path) -> None:
+    import dataclasses
+    import gc
+    import threading
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
+    first = GenerativeAnswerer(model_path=folder, device="cpu")
+    streamed = dataclasses.replace(first.placement, layer_tiers=("cpu", "disk"))
+    answerer = GenerativeAnswerer(model_path=folder, placement=streamed)
+    assert answerer.executor.prefetcher is not None
+    thread: threading.Thread = answerer.executor.prefetcher._thread
+    assert thread.is_alive()
+    del answerer, first
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()

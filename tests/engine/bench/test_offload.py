@@ -1,0 +1,48 @@
+"""The offload benchmark's quick form, end to end on a tiny model (figures, not speed)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engine.bench import offload
+
+
+def test_quick_offload_benchmark_reports_every_figure(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    offload.add_arguments(parser)
+    tiny = "--layers 4 --hidden 64 --intermediate 128 --tokens 3 --prompt-tokens 8"
+    args = parser.parse_args(
+        [
+            "--quick",
+            "--json",
+            "--folder",
+            str(tmp_path / "model"),
+            *tiny.split(),
+            "--batches",
+            "1,2",
+        ]
+    )
+
+    figures = offload.run(args)
+
+    for key in (
+        "speedup_vs_accelerate_b1",
+        "overlap_efficiency",
+        "roofline_efficiency",
+        "batch_amortization",
+        "disk_read_bytes_per_s",
+    ):
+        assert isinstance(figures[key], float), key
+    assert figures["speedup_vs_accelerate_b1"] > 0
+    assert figures["roofline_efficiency"] > 0
+    assert figures["tokens_match_reference"] is True
+    assert figures["accelerate_tokens_match_reference"] is True
+    assert set(figures["systems"]) == set(offload.SYSTEMS)
+    for by_batch in figures["systems"].values():
+        assert set(by_batch) == {"1", "2"}
+        assert all(v["decode_tok_s"] > 0 and v["prefill_tok_s"] > 0 for v in by_batch.values())
+    assert figures["model"]["offloaded_layers"] == [1, 3]
+    assert 0 < figures["model"]["offloaded_bytes"] < figures["model"]["checkpoint_bytes"]
