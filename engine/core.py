@@ -165,10 +165,21 @@ class Engine:
 
     def _load_generator(self, model: str) -> Any:
         from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+        from engine.planner.placement import DEFAULT_VECTOR_DIM
+        from engine.planner.report import store_spec
 
         with self._model_lock:
             path = resolve_model_path(model=model)
-            generator = GenerativeAnswerer(model_path=path)
+            _, chunks = self.store.counts()
+            meta = self.store.meta
+            # One placement for both pipelines: the model's tiers and the index's
+            # resident budget come from the same plan (RAGDoll §4.2).
+            store = store_spec(
+                chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM
+            )
+            generator = GenerativeAnswerer(model_path=path, store=store)
+            if chunks > 0:
+                self.store.apply_placement(placement=generator.placement)
             self._generator, self._generator_error = generator, None
             return generator
 

@@ -283,6 +283,7 @@ class GenerativeAnswerer:
         dtype: str | None = None,
         hardware: HardwareProfile | None = None,
         placement: Placement | None = None,
+        store: StoreSpec | None = None,
         fault_hook: Callable[[str], None] | None = None,
     ):
         _check_model_folder(model_path)
@@ -297,6 +298,7 @@ class GenerativeAnswerer:
                 placement = _plan(
                     model_path=model_path,
                     hardware=hardware,
+                    store=store or StoreSpec.default(),
                     dtype=_compute_dtype(config=config, dtype=dtype, cpu=hardware.gpu is None),
                     context_tokens=min(self.context_length, PLANNED_CONTEXT),
                 )
@@ -396,13 +398,18 @@ def _this_machine(*, device: str | None) -> HardwareProfile:
 
 
 def _plan(
-    *, model_path: Path, hardware: HardwareProfile, dtype: torch.dtype, context_tokens: int
+    *,
+    model_path: Path,
+    hardware: HardwareProfile,
+    store: StoreSpec,
+    dtype: torch.dtype,
+    context_tokens: int,
 ) -> Placement:
     spec = load_model_spec(source=model_path, dtype=str(dtype).removeprefix("torch."))
     placement = plan(
         hardware=hardware,
         model=spec,
-        store=StoreSpec.default(),
+        store=store,
         workload=Workload(batch=1, context_tokens=context_tokens),
     )
     if not placement.fits:
