@@ -80,9 +80,22 @@ def source_title(*, citation: Citation) -> str:
     return page_title(path=citation.path, page=citation.page)
 
 
+# What a "page" is in formats that have none (docs/formats.md).
+_PAGE_WORDS = {
+    ".pptx": "slide",
+    ".xlsx": "sheet",
+    ".epub": "chapter",
+    ".mbox": "message",
+}
+
+
+def page_word(*, path: str) -> str:
+    return _PAGE_WORDS.get(PurePath(path).suffix.lower(), "page")
+
+
 def page_title(*, path: str, page: int | None) -> str:
     name = file_name(path=path)
-    return name if page is None else f"{name} — page {page}"
+    return name if page is None else f"{name} — {page_word(path=path)} {page}"
 
 
 def elide(*, text: str, limit: int) -> str:

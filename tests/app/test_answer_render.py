@@ -52,3 +52,12 @@ def test_titles_and_eliding() -> None:
     assert len(short) <= 40
     assert short.endswith("…")
     assert elide(text="  a\n\n b  ", limit=40) == "a b"
+
+
+def test_page_titles_name_slides_sheets_chapters_and_messages() -> None:
+    from app.chat.answer_render import page_title
+
+    assert page_title(path="/d/deck.pptx", page=3) == "deck.pptx — slide 3"
+    assert page_title(path="/d/book.EPUB", page=2) == "book.EPUB — chapter 2"
+    assert page_title(path="/d/a.pdf", page=1) == "a.pdf — page 1"
+    assert page_title(path="/d/notes.txt", page=None) == "notes.txt"
