@@ -21,6 +21,7 @@ TORCH_VERSION = "2.13.0"
 TORCH_INDEX = "https://download.pytorch.org/whl"
 OVERRIDE_ENV = "RAGDOLL_TORCH"
 
+NVML_REQUIREMENT = "nvidia-ml-py>=12"  # free GPU memory and the PCIe link
 # CUDA builds of PyTorch, newest first, with the oldest Linux/Windows driver that
 # runs each (NVIDIA's CUDA toolkit release notes, table 3). A driver older than
 # every entry gets the CPU build rather than a build that fails at first use.
@@ -47,8 +48,12 @@ class TorchChoice:
     reason: str  # one sentence a person can read in the install log
 
     def pip_args(self, *, offline: bool) -> list[str]:
-        """pip arguments after `pip install`; offline leaves pip's own configuration alone."""
+        """pip arguments after `pip install`; offline leaves pip's own configuration alone.
+        A CUDA build brings NVML's bindings, which the hardware profile uses for free
+        GPU memory and the PCIe link (engine/hardware/gpus.py)."""
         args = [self.requirement]
+        if self.variant.startswith("cu"):
+            args.append(NVML_REQUIREMENT)
         if self.index_url and not offline:
             args += ["--extra-index-url", self.index_url]
         return args

@@ -43,6 +43,7 @@ def test_an_nvidia_driver_gets_the_newest_cuda_build_it_can_run(
     assert choice.variant == variant
     assert choice.requirement == f"torch==2.13.0+{variant}"
     assert choice.index_url is not None and choice.index_url.endswith(f"/{variant}")
+    assert "nvidia-ml-py>=12" in choice.pip_args(offline=True)
 
 
 def test_a_driver_too_old_for_every_cuda_build_gets_the_cpu_build_and_says_why() -> None:
