@@ -230,6 +230,8 @@ class MainWindow(QMainWindow):
         b.sig_ask_done.connect(self._on_done)
         b.sig_ask_failed.connect(self._on_ask_failed)
         b.sig_source.connect(self.viewer.show_source)
+        # The status line said "Opening the source…": put the engine's state back.
+        b.sig_source.connect(lambda _source: b.refresh_status())
         b.sig_model_busy.connect(self._on_model_busy)
         b.sig_model_changed.connect(self._on_model_changed)
         b.sig_model_failed.connect(self._on_model_failed)

@@ -195,6 +195,8 @@ def test_clicking_a_source_shows_the_page_with_the_passage_highlighted(
     # Scrolled so the passage is on screen.
     rect = viewer.text.cursorRect(selection.cursor)
     assert viewer.text.viewport().rect().intersects(rect)
+    # The status line does not keep saying "Opening the source…".
+    qtbot.waitUntil(lambda: "Opening" not in window.engine_label.text(), timeout=5000)
 
 
 def test_a_marker_in_the_answer_opens_its_source(qtbot: QtBot, make_window: MakeWindow) -> None:
