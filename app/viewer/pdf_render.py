@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QRectF, Signal
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QImage, QPainter
 
 from app.door import Door
 from app.qt_compat import emit
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 CACHE_PAGES = 12
 MAX_SCALE = 8.0
+HIGHLIGHT_FILL = QColor(255, 200, 0, 90)
+HIGHLIGHT_EDGE = QColor(230, 150, 0, 200)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +84,7 @@ def render_page(request: PageRequest) -> RenderedPage:
                     x1, y1 = conv.to_bitmap(right, bottom)
                     highlights.append(QRectF(x0, y0, x1 - x0, y1 - y0).normalized())
             textpage.close()
+            _paint_highlights(image=image, rects=highlights)
         finally:
             page.close()
     finally:
@@ -95,6 +98,20 @@ def render_page(request: PageRequest) -> RenderedPage:
         found=span is not None,
         text="".join(chars).replace("\r\n", "\n"),
     )
+
+
+def _paint_highlights(*, image: QImage, rects: list[QRectF]) -> None:
+    """Here in the worker, not on the GUI thread: at high zoom a page is tens of
+    megabytes and multiply-blending boxes onto it takes longer than a frame."""
+    if not rects:
+        return
+    painter = QPainter(image)
+    painter.setPen(HIGHLIGHT_EDGE)
+    painter.setBrush(HIGHLIGHT_FILL)
+    painter.setCompositionMode(QPainter.CompositionMode.CompositionMode_Multiply)
+    for rect in rects:
+        painter.drawRect(rect.adjusted(-1, -1, 1, 1))
+    painter.end()
 
 
 class PdfRenderer(QObject):

@@ -7,7 +7,7 @@ Zoom is "fit width" until the person zooms by hand (buttons or Ctrl+wheel).
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeySequence, QPainter, QPixmap, QShortcut, QWheelEvent
+from PySide6.QtGui import QKeySequence, QPixmap, QShortcut, QWheelEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -21,8 +21,6 @@ from PySide6.QtWidgets import (
 from app.qt_compat import emit
 from app.viewer.pdf_render import PageRequest, PdfRenderer, RenderedPage
 
-HIGHLIGHT_FILL = QColor(255, 200, 0, 90)
-HIGHLIGHT_EDGE = QColor(230, 150, 0, 200)
 ZOOM_STEP = 1.25
 MIN_ZOOM, MAX_ZOOM = 0.25, 5.0
 
@@ -214,15 +212,7 @@ class PdfPageView(QWidget):
         if first_size and self._fit_width:
             # The first render used a guess; now the page's width is known.
             self._refit()
-        pixmap = QPixmap.fromImage(page.image)
-        if page.highlights:
-            painter = QPainter(pixmap)
-            painter.setPen(HIGHLIGHT_EDGE)
-            painter.setBrush(HIGHLIGHT_FILL)
-            painter.setCompositionMode(QPainter.CompositionMode.CompositionMode_Multiply)
-            for rect in page.highlights:
-                painter.drawRect(rect.adjusted(-1, -1, 1, 1))
-            painter.end()
+        pixmap = QPixmap.fromImage(page.image)  # the passage is already painted in
         pixmap.setDevicePixelRatio(self.devicePixelRatioF())
         self.image.setPixmap(pixmap)
         self.shown = page
