@@ -85,7 +85,6 @@ class Engine:
         self.watching = threading.Event()  # set when every folder is watched
         if watch:
             threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
-        self._last_chunks = -1
         self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
         if warm_up:
             threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
@@ -129,10 +128,9 @@ class Engine:
 
     def _profiling_inputs(self) -> ProfilingInputs:
         _, chunks = self.store.counts()
-        # Idle: no answer running and the collection did not change since the last
-        # check (an ingestion in progress would disturb every measurement).
-        idle = not self._answer_lock.locked() and chunks == self._last_chunks
-        self._last_chunks = chunks
+        # Idle: no answer being written and no ingestion job queued or running
+        # (either would disturb every measurement, and ingestion changes the size).
+        idle = not self._answer_lock.locked() and not self.ingest.state().jobs
         return ProfilingInputs(
             model_id=self.settings.model,
             collection_chunks=chunks,
