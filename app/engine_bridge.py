@@ -38,6 +38,7 @@ from engine.wire import (
     FolderAdded,
     HardwareInfo,
     IngestProgress,
+    IngestQueueState,
     ProfilingStatus,
     ServerSettings,
     SourceView,
@@ -69,6 +70,9 @@ class EngineClientLike(Protocol):
     def ingest(self, *, paths: list[str]) -> IngestProgress: ...
     def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
+    def cancel_ingest(self, *, job_id: str) -> IngestProgress: ...
+    def pause_ingest(self) -> IngestQueueState: ...
+    def resume_ingest(self) -> IngestQueueState: ...
     def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]: ...
     def shutdown(self) -> None: ...
     def alive(self, *, timeout_s: float = 5.0) -> bool: ...
@@ -77,6 +81,7 @@ class EngineClientLike(Protocol):
     def add_folder(
         self, *, path: str, collection: str = "default", ingest: bool = True
     ) -> FolderAdded: ...
+    def remove_folder(self, *, path: str) -> WatchedFolder: ...
     def server_settings(self) -> ServerSettings: ...
     def set_server_settings(
         self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
@@ -156,6 +161,11 @@ class EngineBridge(QObject):
     sig_file_errors = Signal(object)  # list[FileError], the engine's persistent list
     sig_ingest_progress = Signal(object)  # IngestProgress
     sig_ingest_finished = Signal(object)  # IngestProgress, in a final state
+    sig_ingest_paused = Signal(bool)  # whether the engine's ingestion queue is paused
+    sig_cancel_failed = Signal(str)
+    sig_folders = Signal(object)  # list[WatchedFolder]
+    sig_folder_removed = Signal(object)  # WatchedFolder
+    sig_folder_remove_failed = Signal(str, str)  # the folder's path, why
     sig_ask_citations = Signal(int, object)  # request id, list[Citation]
     sig_ask_token = Signal(int, str)
     sig_ask_done = Signal(int, object)  # request id, AnswerDone
@@ -385,7 +395,12 @@ class EngineBridge(QObject):
         )
 
     def refresh_library(self) -> None:
-        """Documents and the engine's list of files it could not read."""
+        """Watched folders, documents and the engine's list of files it could not read."""
+        self._submit(
+            what="Listing watched folders",
+            call=lambda c: c.folders(),
+            on_result=lambda value: emit(self.sig_folders, value),
+        )
         self._submit(
             what="Listing documents",
             call=lambda c: c.documents(),
@@ -464,6 +479,50 @@ class EngineBridge(QObject):
             self.refresh_status()
 
         self._submit(what="Adding documents", call=follow, on_result=finished)
+
+    def cancel_ingest(self, *, job_id: str) -> None:
+        """Ask the engine to stop a job; the job's own stream reports the end."""
+        self._submit(
+            what="Cancelling",
+            call=lambda c: c.cancel_ingest(job_id=job_id),
+            on_result=lambda value: emit(self.sig_ingest_progress, value),
+            on_error=lambda e: emit(self.sig_cancel_failed, describe_error(error=e)),
+        )
+
+    def pause_ingest(self) -> None:
+        """Pause all ingestion after the file at hand (watched folders too)."""
+        self._submit(
+            what="Pausing",
+            call=lambda c: c.pause_ingest(),
+            on_result=self._queue_state,
+        )
+
+    def resume_ingest(self) -> None:
+        self._submit(
+            what="Resuming",
+            call=lambda c: c.resume_ingest(),
+            on_result=self._queue_state,
+        )
+
+    def _queue_state(self, state: IngestQueueState) -> None:
+        emit(self.sig_ingest_paused, state.paused)
+
+    # -- watched folders ----------------------------------------------------------
+
+    def remove_folder(self, *, path: str) -> None:
+        """Stop watching a folder: its chunks leave the index; its files are untouched."""
+
+        def removed(folder: WatchedFolder) -> None:
+            emit(self.sig_folder_removed, folder)
+            self.refresh_library()
+            self.refresh_status()
+
+        self._submit(
+            what="Removing the folder",
+            call=lambda c: c.remove_folder(path=path),
+            on_result=removed,
+            on_error=lambda e: emit(self.sig_folder_remove_failed, path, describe_error(error=e)),
+        )
 
     # -- asking -------------------------------------------------------------------
 

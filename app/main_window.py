@@ -25,6 +25,7 @@ from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.hardware.hardware_panel import HardwarePanel
 from app.hardware.profiling_banner import ProfilingBanner
+from app.library.folders_box import Confirm, confirm_dialog
 from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.qt_compat import emit
@@ -32,7 +33,14 @@ from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
 from engine.paths import resolve_paths
-from engine.wire import AnswerDone, Citation, EngineSettings, EngineStatus, IngestProgress
+from engine.wire import (
+    AnswerDone,
+    Citation,
+    EngineSettings,
+    EngineStatus,
+    IngestProgress,
+    WatchedFolder,
+)
 
 
 class ErrorBanner(QFrame):
@@ -85,6 +93,7 @@ class MainWindow(QMainWindow):
         *,
         client_factory: ClientFactory = connect_default,
         choose_folder: FolderChooser = choose_folder_dialog,
+        confirm_remove: Confirm = confirm_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
         connect: bool = True,
         show_welcome: bool = True,
@@ -105,7 +114,7 @@ class MainWindow(QMainWindow):
         self._library_refresh.setInterval(1500)
 
         self.bridge = EngineBridge(client_factory=client_factory, parent=self)
-        self.library = LibraryPane(choose_folder=choose_folder)
+        self.library = LibraryPane(choose_folder=choose_folder, confirm=confirm_remove)
         self.chat = ChatPane()
         self.viewer = SourceViewer(parent=self)
         self.hardware_panel = HardwarePanel(parent=self)
@@ -225,6 +234,11 @@ class MainWindow(QMainWindow):
         b.sig_file_errors.connect(self.library.set_file_errors)
         b.sig_ingest_progress.connect(self._on_ingest_progress)
         b.sig_ingest_finished.connect(self._on_ingest_finished)
+        b.sig_ingest_paused.connect(self.library.set_paused)
+        b.sig_cancel_failed.connect(self._on_cancel_failed)
+        b.sig_folders.connect(self.library.set_folders)
+        b.sig_folder_removed.connect(self._on_folder_removed)
+        b.sig_folder_remove_failed.connect(self._on_folder_remove_failed)
         b.sig_ask_citations.connect(self._on_citations)
         b.sig_ask_token.connect(self._on_token)
         b.sig_ask_done.connect(self._on_done)
@@ -244,6 +258,11 @@ class MainWindow(QMainWindow):
         self.hardware_panel.sig_refresh.connect(self.show_hardware)
 
         self.library.sig_add_paths.connect(self._add_paths)
+        self.library.sig_reindex.connect(lambda path: self._add_paths([path]))
+        self.library.sig_remove_folder.connect(lambda path: self.bridge.remove_folder(path=path))
+        self.library.sig_pause.connect(self.bridge.pause_ingest)
+        self.library.sig_resume.connect(self.bridge.resume_ingest)
+        self.library.sig_cancel.connect(lambda job_id: self.bridge.cancel_ingest(job_id=job_id))
         self.chat.sig_ask.connect(self._ask)
         self.chat.sig_stop.connect(self._stop)
         self.chat.sig_open_source.connect(self._open_source)
@@ -337,6 +356,17 @@ class MainWindow(QMainWindow):
             self._files_done = progress.files_done
             if not self._library_refresh.isActive():
                 self._library_refresh.start()
+
+    def _on_folder_removed(self, folder: WatchedFolder) -> None:
+        self.engine_label.setText(f"Stopped watching {folder.path}; its files were not touched")
+
+    def _on_folder_remove_failed(self, path: str, message: str) -> None:
+        self.library.folder_removal_failed(path)
+        self.banner.show_error(f"Could not remove the folder {path}: {message}")
+
+    def _on_cancel_failed(self, message: str) -> None:
+        self.library.cancel_failed()
+        self.banner.show_error(f"Could not cancel adding documents: {message}")
 
     def _on_ingest_finished(self, progress: IngestProgress) -> None:
         self._library_refresh.stop()  # the bridge refreshes once the job has ended

@@ -1,11 +1,13 @@
-"""The library pane: add folders, follow ingestion, see documents and unreadable files."""
+"""The library pane: watched folders, ingestion with its pace and controls,
+documents (re-index one) and unreadable files."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -14,6 +16,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QListView,
+    QMenu,
     QProgressBar,
     QPushButton,
     QTableView,
@@ -22,9 +25,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.answer_render import file_name
-from app.library.models import DocumentsModel, ErrorsModel
+from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
+from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
+from app.library.progress_text import pace_line
 from app.qt_compat import emit
-from engine.wire import DocumentInfo, FileError, IngestProgress
+from engine.wire import DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
 
@@ -48,15 +53,24 @@ def sample_collection_dir() -> Path:
 
 class LibraryPane(QWidget):
     sig_add_paths = Signal(list)  # list[str]
+    sig_remove_folder = Signal(str)  # a watched folder's path
+    sig_reindex = Signal(str)  # a document's path
+    sig_pause = Signal()
+    sig_resume = Signal()
+    sig_cancel = Signal(str)  # the job id
 
     def __init__(
         self,
         *,
         choose_folder: FolderChooser = choose_folder_dialog,
+        confirm: Confirm = confirm_dialog,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._choose_folder = choose_folder
+        self._paused = False
+        self._cancelling = False
+        self._last: IngestProgress | None = None
         self._job_id: str | None = None
         self._ready = False
         self._busy = False
@@ -77,6 +91,10 @@ class LibraryPane(QWidget):
         buttons.addWidget(self.add_samples_button)
         buttons.addStretch(1)
 
+        # -- watched folders
+        self.folders_box = FoldersBox(confirm=confirm)
+        self.folders_box.sig_remove_folder.connect(lambda path: emit(self.sig_remove_folder, path))
+
         # -- progress of the current ingestion job
         self.progress_box = QGroupBox("Adding documents")
         self.progress_bar = QProgressBar()
@@ -88,11 +106,30 @@ class LibraryPane(QWidget):
         self.current_label.setTextFormat(Qt.TextFormat.PlainText)
         self.counts_label = QLabel("")
         self.counts_label.setObjectName("quiet")
+        self.pace_label = QLabel("")
+        self.pace_label.setObjectName("quiet")
+        self.pace_label.setAccessibleName("Speed and time left")
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setAccessibleName("Pause adding documents")
+        self.pause_button.clicked.connect(self._pause)
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.setAccessibleName("Resume adding documents")
+        self.resume_button.clicked.connect(self._resume)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setAccessibleName("Cancel adding documents")
+        self.cancel_button.clicked.connect(self._cancel)
+        controls = QHBoxLayout()
+        controls.setSpacing(6)
+        controls.addWidget(self.pace_label, 1)
+        controls.addWidget(self.pause_button)
+        controls.addWidget(self.resume_button)
+        controls.addWidget(self.cancel_button)
         progress_layout = QVBoxLayout(self.progress_box)
         progress_layout.setSpacing(4)
         progress_layout.addWidget(self.progress_bar)
         progress_layout.addWidget(self.current_label)
         progress_layout.addWidget(self.counts_label)
+        progress_layout.addLayout(controls)
         self.progress_box.setVisible(False)
 
         # -- documents
@@ -107,6 +144,13 @@ class LibraryPane(QWidget):
         self.documents_view.setShowGrid(False)
         self.documents_view.setAlternatingRowColors(True)
         self.documents_view.verticalHeader().setVisible(False)
+        self.documents_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.documents_view.customContextMenuRequested.connect(self._document_menu)
+        self.reindex_button = QPushButton("Re-index")
+        self.reindex_button.setAccessibleName("Re-index the selected document")
+        self.reindex_button.setToolTip("Read the file again; an unchanged file is skipped.")
+        self.reindex_button.clicked.connect(self.reindex_selected)
+        self.documents_view.selectionModel().selectionChanged.connect(lambda *_: self._update())
         header = self.documents_view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -132,7 +176,12 @@ class LibraryPane(QWidget):
         layout.addWidget(title)
         layout.addLayout(buttons)
         layout.addWidget(self.progress_box)
-        layout.addWidget(self.documents_label)
+        layout.addWidget(self.folders_box)
+        docs_row = QHBoxLayout()
+        docs_row.addWidget(self.documents_label)
+        docs_row.addStretch(1)
+        docs_row.addWidget(self.reindex_button)
+        layout.addLayout(docs_row)
         layout.addWidget(self.empty_label)
         layout.addWidget(self.documents_view, 1)
         layout.addWidget(self.errors_label)
@@ -155,6 +204,55 @@ class LibraryPane(QWidget):
 
     def set_ready(self, ready: bool) -> None:
         self._ready = ready
+        self.folders_box.set_ready(ready)
+        self._update()
+
+    def selected_document(self) -> str | None:
+        rows = self.documents_view.selectionModel().selectedRows()
+        return rows[0].data(PATH_ROLE) if rows else None
+
+    def reindex_selected(self) -> None:
+        path = self.selected_document()
+        if path is not None and self._ready:
+            emit(self.sig_reindex, path)
+
+    def reindex_menu(self, *, path: str) -> QMenu:
+        """The documents' context menu; built apart from showing it, for tests."""
+        menu = QMenu(self)
+        action = menu.addAction("Re-index this file")
+        action.setEnabled(self._ready)
+        action.setToolTip(path)
+        action.triggered.connect(lambda: emit(self.sig_reindex, path))
+        return menu
+
+    def _document_menu(self, pos: QPoint) -> None:
+        index = self.documents_view.indexAt(pos)
+        if not index.isValid():
+            return
+        self.documents_view.selectRow(index.row())
+        path = index.data(PATH_ROLE)
+        if path:
+            # popup(), not exec(): no nested event loop held open by the menu.
+            menu = self.reindex_menu(path=path)
+            menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            menu.popup(self.documents_view.viewport().mapToGlobal(pos))
+
+    def _pause(self) -> None:
+        self.pause_button.setEnabled(False)
+        emit(self.sig_pause)
+
+    def _resume(self) -> None:
+        self.resume_button.setEnabled(False)
+        emit(self.sig_resume)
+
+    def _cancel(self) -> None:
+        if self._job_id is not None and not self._cancelling:
+            self._cancelling = True
+            self._update()
+            emit(self.sig_cancel, self._job_id)
+
+    def cancel_failed(self) -> None:
+        self._cancelling = False
         self._update()
 
     # -- what the engine reports -----------------------------------------------------
@@ -164,6 +262,9 @@ class LibraryPane(QWidget):
         self._job_id = None
         self._job_errors = []
         self._busy = True
+        self._last = None
+        self._cancelling = False
+        self.pace_label.setText("")
         self.progress_box.setTitle("Adding documents")
         self.progress_bar.setRange(0, 0)  # busy until the engine has counted the files
         self.current_label.setText("Looking for documents…")
@@ -188,8 +289,32 @@ class LibraryPane(QWidget):
         self._update()
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
+        selected = self.selected_document()
         self.documents_model.set_documents(documents)
+        self.folders_box.set_documents(documents)
+        if selected is not None:
+            self._select_document(path=selected)
         self._update()
+
+    def set_folders(self, folders: list[WatchedFolder]) -> None:
+        self.folders_box.set_folders(folders)
+        self._update()
+
+    def folder_removal_failed(self, path: str) -> None:
+        self.folders_box.removal_failed(path)
+
+    def set_paused(self, paused: bool) -> None:
+        """The engine's queue is paused (or not): it holds for every job."""
+        self._paused = paused
+        if self._last is not None:
+            self.pace_label.setText(pace_line(progress=replace(self._last, paused=paused)))
+        self._update()
+
+    def _select_document(self, *, path: str) -> None:
+        for row in range(self.documents_model.rowCount()):
+            if self.documents_model.index(row, 0).data(PATH_ROLE) == path:
+                self.documents_view.selectRow(row)
+                return
 
     def set_file_errors(self, errors: list[FileError]) -> None:
         """The engine's list is the truth, but a job's own errors stay visible
@@ -200,6 +325,9 @@ class LibraryPane(QWidget):
 
     def _render_progress(self, p: IngestProgress) -> None:
         self.progress_box.setVisible(True)
+        self._last = p
+        self._paused = p.paused
+        self.pace_label.setText(pace_line(progress=p))
         total = max(p.files_total, 0)
         if p.state in ("queued",) or (p.state == "running" and total == 0):
             self.progress_bar.setRange(0, 0)
@@ -235,6 +363,18 @@ class LibraryPane(QWidget):
         self.errors_label.setText(f"Files that could not be read ({errors})")
         self.errors_label.setVisible(errors > 0)
         self.errors_view.setVisible(errors > 0)
+        running = self._busy and (self._last is None or self._last.state not in _FINAL_STATES)
+        self.pause_button.setVisible(running and not self._paused)
+        self.resume_button.setVisible(running and self._paused)
+        self.cancel_button.setVisible(running)
+        if running:
+            self.pause_button.setEnabled(enabled)
+            self.resume_button.setEnabled(enabled)
+            self.cancel_button.setEnabled(
+                enabled and self._job_id is not None and not self._cancelling
+            )
+        self.cancel_button.setText("Cancelling…" if self._cancelling else "Cancel")
+        self.reindex_button.setEnabled(enabled and self.selected_document() is not None)
 
 
 def _job_title(p: IngestProgress) -> str:

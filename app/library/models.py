@@ -1,4 +1,4 @@
-"""Qt models for the library pane: the indexed documents and the unreadable files."""
+"""Qt models for the library pane: watched folders, indexed documents, unreadable files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from PySide6.QtCore import (
 )
 
 from app.chat.answer_render import file_name
-from engine.wire import DocumentInfo, FileError
+from engine.wire import DocumentInfo, FileError, WatchedFolder
 
 _Index = QModelIndex | QPersistentModelIndex
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -72,6 +72,71 @@ class DocumentsModel(QAbstractTableModel):
         return None
 
 
+class FoldersModel(QAbstractTableModel):
+    """One row per watched folder with how many of its documents are indexed.
+
+    The count comes from the documents list the pane already has, so showing
+    it costs no extra engine call."""
+
+    HEADERS = ("Folder", "Collection", "Documents")
+
+    def __init__(self, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._folders: list[WatchedFolder] = []
+        self._counts: dict[str, int] = {}
+        self._docs: list[DocumentInfo] = []
+
+    def set_folders(self, folders: list[WatchedFolder]) -> None:
+        self.beginResetModel()
+        self._folders = sorted(folders, key=lambda f: (f.collection.lower(), f.path.lower()))
+        self._counts = _count_documents(folders=self._folders, documents=self._docs)
+        self.endResetModel()
+
+    def set_documents(self, documents: list[DocumentInfo]) -> None:
+        self.beginResetModel()
+        self._docs = [d for d in documents if d.status == "indexed"]
+        self._counts = _count_documents(folders=self._folders, documents=self._docs)
+        self.endResetModel()
+
+    def folders(self) -> list[WatchedFolder]:
+        return list(self._folders)
+
+    def document_count(self, *, path: str) -> int:
+        return self._counts.get(path, 0)
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._folders)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._folders):
+            return None
+        folder = self._folders[index.row()]
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == 0:
+                return folder.path
+            if column == 1:
+                return folder.collection
+            return str(self._counts.get(folder.path, 0))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return folder.path
+        if role == Qt.ItemDataRole.TextAlignmentRole and column == 2:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == PATH_ROLE:
+            return folder.path
+        return None
+
+
 class ErrorsModel(QAbstractListModel):
     """Files that could not be read, with the reason, one row per path."""
 
@@ -113,6 +178,27 @@ class ErrorsModel(QAbstractListModel):
         if role == PATH_ROLE:
             return path
         return None
+
+
+def _count_documents(
+    *, folders: list[WatchedFolder], documents: list[DocumentInfo]
+) -> dict[str, int]:
+    """Documents under each folder; a document in nested folders counts once,
+    for the innermost."""
+    counts = dict.fromkeys((f.path for f in folders), 0)
+    deepest_first = sorted(counts, key=len, reverse=True)
+    for doc in documents:
+        owner = next((f for f in deepest_first if _inside(path=doc.path, folder=f)), None)
+        if owner is not None:
+            counts[owner] += 1
+    return counts
+
+
+def _inside(*, path: str, folder: str) -> bool:
+    # Both are absolute paths as the engine wrote them; compare as text so that
+    # a folder that no longer exists on disk still gets its count.
+    base = folder.rstrip("/\\")
+    return path.startswith(base) and path[len(base) : len(base) + 1] in ("/", "\\")
 
 
 def _folder(*, path: str) -> str:

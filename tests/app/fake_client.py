@@ -1,7 +1,8 @@
 """A stand-in for EngineClient: same methods, wire values, no engine.
 
 Calls are recorded; `delay_s` makes every call (and every streamed event) slow,
-as a busy engine is; `fail` makes a named method raise.
+as a busy engine is; `fail` makes a named method raise. `step_s` spaces the
+ingestion events so that a test can pause, resume or cancel a job in between.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.client import AskEvent
 from engine.errors import EngineRequestError
@@ -26,6 +27,7 @@ from engine.wire import (
     HardwareInfo,
     HardwareSummary,
     IngestProgress,
+    IngestQueueState,
     PlacementSummary,
     ProfilingStatus,
     ServerSettings,
@@ -71,6 +73,33 @@ ANSWER = "".join(ANSWER_TOKENS)
 
 INGEST_PATHS = ["/docs/a.md", "/docs/broken.pdf", "/docs/c.txt"]
 INGEST_ERROR = FileError(path="/docs/broken.pdf", reason="the PDF is encrypted")
+
+
+def indexed_docs() -> list[DocumentInfo]:
+    """What the engine holds once INGEST_PATHS were read (broken.pdf failed)."""
+    return [
+        DocumentInfo(
+            doc_id="a",
+            path="/docs/a.md",
+            size=10,
+            mtime=0.0,
+            status="indexed",
+            error=None,
+            chunks=4,
+            pages=None,
+        ),
+        DocumentInfo(
+            doc_id="c",
+            path="/docs/c.txt",
+            size=10,
+            mtime=0.0,
+            status="indexed",
+            error=None,
+            chunks=3,
+            pages=None,
+        ),
+    ]
+
 
 GIB = 2**30
 HARDWARE = HardwareInfo(
@@ -138,8 +167,12 @@ class FakeClient:
     token_delay_s: float = 0.0
     hardware_info: HardwareInfo = HARDWARE
     profiling: ProfilingStatus | None = None
+    step_s: float = 0.0
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    watched: list[WatchedFolder] = field(default_factory=list)
     _docs: list[DocumentInfo] = field(default_factory=list)
+    _paused: threading.Event = field(default_factory=threading.Event)
+    _cancelled: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _call(self, name: str, **kwargs: object) -> None:
@@ -212,7 +245,8 @@ class FakeClient:
 
     def ingest(self, *, paths: list[str]) -> IngestProgress:
         self._call("ingest", paths=paths)
-        return IngestProgress(job_id="job-1", state="queued")
+        self._cancelled.clear()
+        return IngestProgress(job_id="job-1", state="queued", paused=self._paused.is_set())
 
     def ingest_progress(self, *, job_id: str) -> IngestProgress:
         self._call("ingest_progress", job_id=job_id)
@@ -220,35 +254,41 @@ class FakeClient:
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
         self._call("ingest_events", job_id=job_id)
-        for done in range(4):
-            if self.delay_s:
-                time.sleep(self.delay_s)
+        done = 0
+        while done < 4:
+            if self.delay_s or self.step_s:
+                time.sleep(self.delay_s or self.step_s)
+            if self._cancelled.is_set():
+                yield replace(self._progress(job_id=job_id, done=done), state="cancelled")
+                return
+            if self._paused.is_set():
+                # As the engine does: say so once, then wait between files.
+                yield self._progress(job_id=job_id, done=done, paused=True)
+                while self._paused.is_set() and not self._cancelled.is_set():
+                    time.sleep(0.02)
+                continue
             if done == 3:
-                self._docs = [
-                    DocumentInfo(
-                        doc_id="a",
-                        path="/docs/a.md",
-                        size=10,
-                        mtime=0.0,
-                        status="indexed",
-                        error=None,
-                        chunks=4,
-                        pages=None,
-                    ),
-                    DocumentInfo(
-                        doc_id="c",
-                        path="/docs/c.txt",
-                        size=10,
-                        mtime=0.0,
-                        status="indexed",
-                        error=None,
-                        chunks=3,
-                        pages=None,
-                    ),
-                ]
+                self._docs = indexed_docs()
             yield self._progress(job_id=job_id, done=done)
+            done += 1
 
-    def _progress(self, *, job_id: str, done: int) -> IngestProgress:
+    def cancel_ingest(self, *, job_id: str) -> IngestProgress:
+        self._call("cancel_ingest", job_id=job_id)
+        self._cancelled.set()
+        return IngestProgress(job_id=job_id, state="running", files_total=3)
+
+    def pause_ingest(self) -> IngestQueueState:
+        self._call("pause_ingest")
+        self._paused.set()
+        return IngestQueueState(paused=True)
+
+    def resume_ingest(self) -> IngestQueueState:
+        self._call("resume_ingest")
+        self._paused.clear()
+        return IngestQueueState(paused=False)
+
+    def _progress(self, *, job_id: str, done: int, paused: bool = False) -> IngestProgress:
+        running = 0 < done < 3
         return IngestProgress(
             job_id=job_id,
             state="done" if done == 3 else "running",
@@ -257,6 +297,10 @@ class FakeClient:
             current=INGEST_PATHS[done] if done < 3 else None,
             chunks_added=[0, 4, 4, 7][done],
             errors=[INGEST_ERROR] if done >= 2 else [],
+            paused=paused,
+            files_per_s=2.0 if running else 0.0,
+            chunks_per_s=8.0 if running else 0.0,
+            eta_s=(3 - done) * 45.0 if running else None,
         )
 
     def shutdown(self) -> None:
@@ -266,13 +310,27 @@ class FakeClient:
         return True
 
     def folders(self) -> list[WatchedFolder]:
-        return []  # every path is granted anew; add_folder records which
+        with self._lock:
+            return list(self.watched)
 
     def add_folder(
         self, *, path: str, collection: str = "default", ingest: bool = True
     ) -> FolderAdded:
         self._call("add_folder", path=path, ingest=ingest)
-        return FolderAdded(folder=WatchedFolder(path=path, collection=collection))
+        folder = WatchedFolder(path=path, collection=collection)
+        with self._lock:
+            self.watched = [f for f in self.watched if f.path != path] + [folder]
+        return FolderAdded(folder=folder)
+
+    def remove_folder(self, *, path: str) -> WatchedFolder:
+        self._call("remove_folder", path=path)
+        with self._lock:
+            folder = next((f for f in self.watched if f.path == path), None)
+            if folder is None:
+                raise EngineRequestError(f"not a watched folder: {path}", status=404)
+            self.watched = [f for f in self.watched if f.path != path]
+            self._docs = [d for d in self._docs if not d.path.startswith(path + "/")]
+        return folder
 
     def server_settings(self) -> ServerSettings:
         return ServerSettings(keep_engine_running=self.keep_running)

@@ -18,6 +18,7 @@ from pytestqt.qtbot import QtBot
 from app.main_window import MainWindow
 from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.wire import IngestProgress
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 from tests.support.engine import RunningEngine, process_alive
 
@@ -62,6 +63,7 @@ def test_add_a_folder_ask_and_open_the_cited_page(
         client_factory=lambda: EngineClient.connect(paths=resolve_paths(), start=False),
         choose_folder=lambda parent: str(folder),
         choose_model_folder=lambda parent: str(not_a_model),
+        confirm_remove=lambda parent, question: "never touched" in question,
     )
     qtbot.addWidget(window)
     window.show()
@@ -110,8 +112,31 @@ def test_add_a_folder_ask_and_open_the_cited_page(
     assert window.model_chooser.isEnabled()
     assert engine.client.status().answer_mode == "extractive"
 
+    # Re-index one unchanged file: it goes through the ingest call and is skipped.
+    finished: list[IngestProgress] = []
+    window.bridge.sig_ingest_finished.connect(finished.append)
+    garden = str((folder / "garden.txt").resolve())
+    library.reindex_menu(path=garden).actions()[0].trigger()
+    qtbot.waitUntil(lambda: bool(finished), timeout=60_000)
+    assert finished[0].state == "done" and finished[0].files_skipped == 1
+
+    # Remove the folder: its documents leave the library, its files stay on disk.
+    box = library.folders_box
+    qtbot.waitUntil(lambda: box.model.rowCount() == 1, timeout=10_000)
+    assert box.model.document_count(path=str(folder.resolve())) == 3
+    box.select(path=str(folder.resolve()))
+    qtbot.mouseClick(box.remove_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: box.model.rowCount() == 0, timeout=30_000)
+    qtbot.waitUntil(lambda: library.documents_model.rowCount() == 0, timeout=10_000)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "bridge report.pdf",
+        "broken.pdf",
+        "garden.txt",
+        "lighthouse.md",
+    ]
+
     window.close()
-    assert engine.client.status().documents == 3  # the window left the engine running
+    assert engine.client.status().documents == 0  # the window left the engine running
 
 
 def test_the_window_starts_the_engine_and_stops_it_on_quit(
@@ -170,4 +195,39 @@ def test_a_chosen_model_streams_a_generated_answer(
     assert len(tokens) > 1  # streamed piece by piece, not delivered whole
     assert "The answer failed" not in window.chat.transcript.toPlainText()
     assert window.chat.sources_model.rowCount() >= 1
+    window.close()
+
+
+def test_pause_cancel_and_resume_reach_the_real_engine(
+    qtbot: QtBot, engine: RunningEngine, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "garden.txt").write_text("The garden budget is 4,200 euros for raised beds.\n")
+    window = MainWindow(
+        client_factory=lambda: EngineClient.connect(paths=resolve_paths(), start=False),
+        choose_folder=lambda parent: str(notes),
+    )
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.bridge.connected, timeout=30_000)
+    library = window.library
+    engine.client.pause_ingest()  # as if paused from another window: the job waits
+
+    qtbot.mouseClick(library.add_folder_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(library.resume_button.isVisible, timeout=10_000)
+    assert library.pace_label.text().startswith("Paused")
+    qtbot.waitUntil(library.cancel_button.isEnabled, timeout=10_000)
+    qtbot.mouseClick(library.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not library.ingesting, timeout=30_000)
+    assert library.progress_box.title() == "Adding documents was cancelled"
+    assert engine.client.status().documents == 0
+
+    qtbot.mouseClick(library.add_folder_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(library.resume_button.isVisible, timeout=10_000)
+    qtbot.mouseClick(library.resume_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not library.ingesting, timeout=60_000)
+    assert library.progress_box.title() == "Documents added"
+    assert not engine.client.ingest_queue().paused
+    qtbot.waitUntil(lambda: library.documents_model.rowCount() == 1, timeout=10_000)
     window.close()

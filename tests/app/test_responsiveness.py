@@ -15,9 +15,9 @@ from app.chat.chat_pane import ChatPane
 from app.chat.conversation_list import SEARCH_DELAY_MS
 from app.chat.conversations import ConversationStore, Exchange, new_conversation, with_exchange
 from app.viewer.source_viewer import SourceViewer
-from engine.wire import SourceView
+from engine.wire import SourceView, WatchedFolder
 from tests.app.conftest import MakeWindow
-from tests.app.fake_client import FakeClient
+from tests.app.fake_client import FakeClient, indexed_docs
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 MAX_GAP_S = 0.1
@@ -138,4 +138,28 @@ def test_loading_and_searching_many_conversations_never_stalls_the_window(
     qtbot.wait(50)
     gap = ticker.max_gap()
     assert "needle-123-4" in pane.transcript.toPlainText()
+    assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"
+
+
+def test_library_actions_on_a_slow_engine_never_stall_the_window(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(
+        delay_s=0.5,
+        watched=[WatchedFolder(path="/docs"), WatchedFolder(path="/other")],
+        _docs=indexed_docs(),
+    )
+    ticker = _Ticker()
+    window = make_window(client, confirm_remove=lambda parent, question: True)
+    lib = window.library
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 2, timeout=10_000)
+    lib.folders_box.select(path="/docs")
+    lib.folders_box.remove_button.click()
+    lib.set_ready(True)
+    lib.start_job()  # show the job controls, as while a folder is being added
+    lib.pause_button.click()
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(client.called("pause_ingest")), timeout=10_000)
+    gap = ticker.max_gap()
+    assert client.called("remove_folder") == [{"path": "/docs"}]
     assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"

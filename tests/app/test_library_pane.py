@@ -1,0 +1,190 @@
+"""The library pane in a real window on a fake engine: watched folders and
+removing one, the pace of a job with pause / resume / cancel, re-indexing a file."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMenu, QWidget
+from pytestqt.qtbot import QtBot
+
+from app.library.library_pane import LibraryPane
+from app.qt_compat import emit
+from engine.wire import WatchedFolder
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import FakeClient, indexed_docs, request_error
+
+DOCS = WatchedFolder(path="/docs", collection="garden")
+EMPTY = WatchedFolder(path="/other", collection="default")
+
+
+class _Asked:
+    """Stands in for the confirmation box: records the question, gives the answer."""
+
+    def __init__(self, *, answer: bool) -> None:
+        self.answer = answer
+        self.questions: list[str] = []
+
+    def __call__(self, parent: QWidget, question: str) -> bool:
+        self.questions.append(question)
+        return self.answer
+
+
+def _library_client(**kwargs: object) -> FakeClient:
+    return FakeClient(watched=[DOCS, EMPTY], _docs=indexed_docs(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_watched_folders_show_collection_and_document_count(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(_library_client())
+    box = window.library.folders_box
+    qtbot.waitUntil(lambda: box.model.rowCount() == 2, timeout=5000)
+    qtbot.waitUntil(lambda: box.model.document_count(path="/docs") == 2, timeout=5000)
+    rows = [[box.model.index(r, c).data() for c in range(3)] for r in range(box.model.rowCount())]
+    assert rows == [["/other", "default", "0"], ["/docs", "garden", "2"]]
+    assert box.isVisible()
+    assert box.label.text() == "Watched folders (2)"
+    assert not box.remove_button.isEnabled()  # nothing selected yet
+
+
+def test_removing_a_folder_asks_first_and_says_files_are_untouched(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = _library_client()
+    asked = _Asked(answer=True)
+    window = make_window(client, confirm_remove=asked)
+    lib = window.library
+    qtbot.waitUntil(lambda: lib.documents_model.rowCount() == 2, timeout=5000)
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 2, timeout=5000)
+    lib.folders_box.select(path="/docs")
+    assert lib.folders_box.remove_button.isEnabled()
+
+    qtbot.mouseClick(lib.folders_box.remove_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 1, timeout=5000)
+    qtbot.waitUntil(lambda: lib.documents_model.rowCount() == 0, timeout=5000)
+
+    (question,) = asked.questions
+    assert "/docs" in question and "2 documents" in question
+    assert "never touched" in question
+    assert client.called("remove_folder") == [{"path": "/docs"}]
+    assert [f.path for f in lib.folders_box.model.folders()] == ["/other"]
+
+
+def test_declining_the_question_removes_nothing(qtbot: QtBot, make_window: MakeWindow) -> None:
+    client = _library_client()
+    asked = _Asked(answer=False)
+    window = make_window(client, confirm_remove=asked)
+    box = window.library.folders_box
+    qtbot.waitUntil(lambda: box.model.rowCount() == 2, timeout=5000)
+    box.select(path="/docs")
+    qtbot.mouseClick(box.remove_button, Qt.MouseButton.LeftButton)
+    qtbot.wait(100)
+    assert len(asked.questions) == 1
+    assert client.called("remove_folder") == []
+    assert box.model.rowCount() == 2
+
+
+def test_a_refused_removal_is_reported_and_can_be_tried_again(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = _library_client(fail={"remove_folder": request_error("not a watched folder")})
+    window = make_window(client, confirm_remove=_Asked(answer=True))
+    box = window.library.folders_box
+    qtbot.waitUntil(lambda: box.model.rowCount() == 2, timeout=5000)
+    box.select(path="/docs")
+    qtbot.mouseClick(box.remove_button, Qt.MouseButton.LeftButton)
+    assert not box.remove_button.isEnabled()  # one removal at a time
+    qtbot.waitUntil(lambda: "not a watched folder" in window.banner.message, timeout=5000)
+    assert box.remove_button.isEnabled()
+    assert box.model.rowCount() == 2
+
+
+def test_progress_shows_rate_and_eta_and_pause_resume_reach_the_engine(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(step_s=0.3)
+    window = make_window(client, choose_folder=lambda parent: "/docs")
+    lib = window.library
+    qtbot.mouseClick(lib.add_folder_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "files/s" in lib.pace_label.text(), timeout=5000)
+    assert "2.0 files/s" in lib.pace_label.text()
+    assert "min left" in lib.pace_label.text() or "s left" in lib.pace_label.text()
+    assert lib.pause_button.isVisible() and lib.cancel_button.isVisible()
+    assert not lib.resume_button.isVisible()
+
+    qtbot.mouseClick(lib.pause_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: lib.resume_button.isVisible(), timeout=5000)
+    assert "Paused" in lib.pace_label.text()
+    assert not lib.pause_button.isVisible()
+    assert client.called("pause_ingest") == [{}]
+    qtbot.wait(700)  # the job waits while paused
+    assert lib.ingesting
+
+    qtbot.mouseClick(lib.resume_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not lib.ingesting, timeout=10_000)
+    assert client.called("resume_ingest") == [{}]
+    assert lib.documents_model.rowCount() == 2
+    assert lib.pace_label.text() == ""
+    assert not (lib.pause_button.isVisible() or lib.cancel_button.isVisible())
+
+
+def test_cancel_stops_the_job_through_the_engine(qtbot: QtBot, make_window: MakeWindow) -> None:
+    client = FakeClient(step_s=0.3)
+    window = make_window(client, choose_folder=lambda parent: "/docs")
+    lib = window.library
+    qtbot.mouseClick(lib.add_folder_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: lib.cancel_button.isEnabled(), timeout=5000)
+    qtbot.mouseClick(lib.cancel_button, Qt.MouseButton.LeftButton)
+    assert lib.cancel_button.text() == "Cancelling…"
+    qtbot.waitUntil(lambda: not lib.ingesting, timeout=5000)
+    assert client.called("cancel_ingest") == [{"job_id": "job-1"}]
+    assert lib.progress_box.title() == "Adding documents was cancelled"
+    assert lib.current_label.text().startswith("Stopped after")
+
+
+def test_reindex_resubmits_that_one_file(qtbot: QtBot, make_window: MakeWindow) -> None:
+    client = _library_client()
+    window = make_window(client)
+    lib = window.library
+    qtbot.waitUntil(lambda: lib.documents_model.rowCount() == 2, timeout=5000)
+
+    menu = lib.reindex_menu(path="/docs/c.txt")
+    (action,) = menu.actions()
+    assert action.text() == "Re-index this file" and action.isEnabled()
+    action.trigger()
+    qtbot.waitUntil(lambda: not lib.ingesting and bool(client.called("ingest")), timeout=5000)
+    assert client.called("ingest") == [{"paths": ["/docs/c.txt"]}]
+
+    # A right click on a row opens that menu for the row's file.
+    rect = lib.documents_view.visualRect(lib.documents_model.index(0, 0))
+    emit(lib.documents_view.customContextMenuRequested, rect.center())
+    qtbot.waitUntil(lambda: isinstance(QApplication.activePopupWidget(), QMenu), timeout=2000)
+    popup = QApplication.activePopupWidget()
+    assert isinstance(popup, QMenu)
+    popup.actions()[0].trigger()
+    popup.close()
+    qtbot.waitUntil(lambda: len(client.called("ingest")) == 2, timeout=5000)
+    assert client.called("ingest")[1] == {"paths": ["/docs/a.md"]}
+    qtbot.waitUntil(lambda: not lib.ingesting, timeout=5000)
+
+    # The button next to the documents does the same for the selected row.
+    lib.documents_view.clearSelection()
+    assert not lib.reindex_button.isEnabled()
+    lib.documents_view.selectRow(1)
+    assert lib.reindex_button.isEnabled()
+    qtbot.mouseClick(lib.reindex_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(client.called("ingest")) == 3, timeout=5000)
+    assert client.called("ingest")[2] == {"paths": ["/docs/c.txt"]}
+
+
+def test_paused_queue_reported_by_the_engine_switches_the_buttons(qtbot: QtBot) -> None:
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.set_ready(True)
+    pane.start_job()
+    assert pane.pause_button.isVisible() and not pane.resume_button.isVisible()
+    pane.set_paused(True)
+    assert pane.resume_button.isVisible() and not pane.pause_button.isVisible()
+    with qtbot.waitSignal(pane.sig_resume, timeout=1000):
+        pane.resume_button.click()
