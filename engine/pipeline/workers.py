@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -51,6 +52,7 @@ DONE: Final = _Done()  # the generate_batch marker: this request's answer is com
 DEFAULT_RETRIEVAL_CAP = 64
 DEFAULT_GENERATION_CAP = 8
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
+HISTORY = 64  # batches kept per worker for the status timeline
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +69,17 @@ ApplyPlacement = Callable[[Any], None]
 
 
 @dataclass(frozen=True, kw_only=True)
+class BatchRecord:
+    """One finished batch, for the batch-size / placement timeline (Figure 9)."""
+
+    started: float  # clock seconds
+    seconds: float
+    size: int
+    backlog: int  # requests waiting when it was formed, itself included
+    cap: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkerStatus:
     name: str
     queue_length: int
@@ -80,6 +93,7 @@ class WorkerStatus:
     fit_c: float | None
     fit_online: bool  # the fit in force comes from observed batches, not the profile
     placements_applied: int
+    recent: tuple[BatchRecord, ...]  # the last HISTORY batches, oldest first
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +144,8 @@ class BatchWorker:
         self._last: tuple[int, float] | None = None
         self._batches = 0
         self._placements = 0
+        self._placement_waiting = 0  # set_placement calls waiting for the lock
+        self._history: deque[BatchRecord] = deque(maxlen=HISTORY)
 
     # -- queue -------------------------------------------------------------------
 
@@ -194,18 +210,36 @@ class BatchWorker:
                 with self._cond:
                     self._running = 0
                     self._last = (len(batch), elapsed)
+                    self._history.append(
+                        BatchRecord(
+                            started=start,
+                            seconds=elapsed,
+                            size=len(batch),
+                            backlog=choice.backlog,
+                            cap=choice.cap,
+                        )
+                    )
                     self._batches += 1
         return True
 
     def set_placement(self, placement: Any) -> None:
-        """Apply between two batches: waits for the batch in flight, if any."""
-        with self._lock:
-            if self._apply_placement is not None:
-                self._apply_placement(placement)
-            cap = max(1, int(self._cap_of(placement)))
+        """Apply between two batches: waits for the batch in flight, if any, and the
+        worker starts no new batch meanwhile (a plain lock is not fair: a busy worker
+        could take it back before this thread woke)."""
+        with self._cond:
+            self._placement_waiting += 1
+        try:
+            with self._lock:
+                if self._apply_placement is not None:
+                    self._apply_placement(placement)
+                cap = max(1, int(self._cap_of(placement)))
+                with self._cond:
+                    self._cap = cap
+                    self._placements += 1
+        finally:
             with self._cond:
-                self._cap = cap
-                self._placements += 1
+                self._placement_waiting -= 1
+                self._cond.notify_all()
 
     # -- thread ----------------------------------------------------------------------
 
@@ -223,7 +257,7 @@ class BatchWorker:
                 self._drop_cancelled()
                 if self._stopping:
                     return
-                if not self._waiting:
+                if not self._waiting or self._placement_waiting:
                     self._cond.wait(_IDLE_POLL_S)
                     continue
             self.run_once()
@@ -255,6 +289,7 @@ class BatchWorker:
                 fit_c=fit.c if fit else None,
                 fit_online=self._model.online is not None,
                 placements_applied=self._placements,
+                recent=tuple(self._history),
             )
 
 
