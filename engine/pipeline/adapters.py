@@ -104,6 +104,16 @@ def executor_generate_batch(
     tokenizer = answerer.tokenizer
 
     def run(jobs: Sequence[GenerationJob]) -> Stream:
+        # Nothing relevant was found: say so rather than let the model invent an
+        # answer from no sources (engine/core.py's relevance gate does the same).
+        unanswerable = [j for j in jobs if isinstance(j.hits, SearchResult) and j.hits.not_found]
+        for job in unanswerable:
+            yield job.request_id, NOT_FOUND_TEXT
+            yield job.request_id, DONE
+        skipped = {j.request_id for j in unanswerable}
+        jobs = [j for j in jobs if j.request_id not in skipped]
+        if not jobs:
+            return
         requests = []
         for job in jobs:
             max_new = max(1, min(job.question.max_new_tokens, answerer.context_length // 2))

@@ -341,3 +341,29 @@ def test_placement_changes_mid_run_lose_no_request_and_land_between_batches() ->
         assert status.generation.cap == 3
     finally:
         pipe.close()
+
+
+def test_observed_batch_times_refit_the_curve_and_change_the_choice() -> None:
+    # Profiled: c = 0.2 (take the whole backlog). The machine really runs linearly.
+    clock = FakeClock()
+    fakes = Fakes(clock=clock, retrieval=law(0.5, 1.0), generation=law(1.0, 0.5))
+    pipe = Pipeline(
+        retrieve_batch=fakes.retrieve,
+        generate_batch=fakes.generate,
+        retrieval_fit=law(0.5, 0.2),
+        clock=clock,
+        start=False,
+    )
+    for n in (1, 2, 4, 8):
+        for i in range(n):
+            pipe.submit(question=f"warm{n}-{i}")
+        pipe.retrieval.run_once()
+    assert [len(b) for b in fakes.retrieval_batches] == [1, 2, 4, 8]
+    status = pipe.status().retrieval
+    assert status.fit_online
+    assert status.fit_c == pytest.approx(1.0)
+    assert status.fit_a == pytest.approx(0.5)
+    for i in range(8):
+        pipe.submit(question=f"late{i}")
+    pipe.retrieval.run_once()
+    assert len(fakes.retrieval_batches[-1]) == 1  # c = 1: batches of one minimise the mean
