@@ -199,14 +199,17 @@ class BatchWorker:
                 self._choice = choice
                 self._running = len(batch)
             start = self._clock()
+            failed = False
             try:
                 self._run_batch(batch)
             except Exception as e:  # one bad batch must not stop the worker
+                failed = True
                 for handle in batch:
                     handle.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
             finally:
                 elapsed = self._clock() - start
-                self._model = observe(self._model, batch=len(batch), seconds=elapsed)
+                if not failed:  # a failure's time says nothing about T(B)
+                    self._model = observe(self._model, batch=len(batch), seconds=elapsed)
                 with self._cond:
                     self._running = 0
                     self._last = (len(batch), elapsed)
