@@ -118,7 +118,12 @@ class RequestHandle:
                 self.hits = event.hits
         self._events.put(event)
         if self._on_event is not None:
-            self._on_event(event)
+            try:
+                self._on_event(event)
+            except Exception:
+                # A listener that fails is one that went away: stop this request, and
+                # only this one (the worker's batch goes on for the others).
+                self._cancel.set()
         if isinstance(event, Finished):
             self._finished.set()
 

@@ -191,11 +191,11 @@ class BatchWorker:
                     now=self._clock(),
                     policy=self._policy,
                 )
-                ids = [p.request_id for p in chosen]
-                by_id = {e.pending.request_id: e for e in self._waiting}
-                batch = [by_id[i].handle for i in ids]
-                taken = set(ids)
-                self._waiting = [e for e in self._waiting if e.pending.request_id not in taken]
+                # By identity: the scheduler returns the very Pending objects it was given.
+                by_pending = {id(e.pending): e for e in self._waiting}
+                batch = [by_pending[id(p)].handle for p in chosen]
+                taken = {id(p) for p in chosen}
+                self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
                 self._choice = choice
                 self._running = len(batch)
             start = self._clock()
@@ -322,6 +322,7 @@ class Pipeline:
         self._counts_lock = threading.Lock()
         self._submitted = 0
         self._finished = 0
+        self._live: set[str] = set()  # request ids not finished yet
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
@@ -362,6 +363,10 @@ class Pipeline:
         on_event: Callable[[Event], None] | None = None,
     ) -> RequestHandle:
         """Queue a question for retrieval; ValueError on an empty question or bad limits."""
+        if request_id is not None:
+            with self._counts_lock:
+                if request_id in self._live:
+                    raise ValueError(f"request {request_id!r} is already in the pipeline")
         q = new_question(
             text=question,
             priority=priority,
@@ -376,11 +381,15 @@ class Pipeline:
             if isinstance(event, Finished):
                 with self._counts_lock:
                     self._finished += 1
+                    self._live.discard(q.request_id)
             if on_event is not None:
                 on_event(event)
 
         handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted)
         with self._counts_lock:
+            if q.request_id in self._live:
+                raise ValueError(f"request {q.request_id!r} is already in the pipeline")
+            self._live.add(q.request_id)
             self._submitted += 1
         self.retrieval.enqueue(handle)
         return handle

@@ -367,3 +367,21 @@ def test_observed_batch_times_refit_the_curve_and_change_the_choice() -> None:
         pipe.submit(question=f"late{i}")
     pipe.retrieval.run_once()
     assert len(fakes.retrieval_batches[-1]) == 1  # c = 1: batches of one minimise the mean
+
+
+def test_duplicate_live_request_id_is_refused_and_a_failing_listener_cancels_only_its_own() -> None:
+    pipe, _, _ = manual()
+    pipe.submit(question="one", request_id="r1")
+    with pytest.raises(ValueError, match="already"):
+        pipe.submit(question="two", request_id="r1")
+
+    def broken(event: object) -> None:
+        raise RuntimeError("listener gone")
+
+    bad = pipe.submit(question="bad", on_event=broken)
+    pipe.retrieval.run_once()
+    pipe.generation.run_once()
+    assert bad.outcome == Finished(status="cancelled")
+    assert pipe.status().finished == 2
+    again = pipe.submit(question="one again", request_id="r1")  # r1 finished: free again
+    assert again.request_id == "r1"
