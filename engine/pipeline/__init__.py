@@ -1,0 +1,1 @@
+"""Decoupled retrieval and generation pipelines with backlog-aware batching (issue #6)."""

@@ -1,0 +1,177 @@
+"""The real batch functions the workers run: one embedding call and one batched search
+for a retrieval batch; one batched executor run (or extractive quotes) for a
+generation batch. engine/core.py is to build a Pipeline from these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
+from engine.answer.passages import Passage
+from engine.pipeline.requests import Question
+from engine.pipeline.workers import DONE, GenerationJob, _Done
+from engine.store.records import SearchFilters, SearchHit, SearchResult
+
+if TYPE_CHECKING:
+    from engine.answer.generative import GenerativeAnswerer
+    from engine.store.lance_store import LanceStore
+
+Embed = Callable[[list[str]], np.ndarray]
+Stream = Iterator[tuple[str, "str | _Done"]]
+
+
+def store_retrieve_batch(
+    *, store: LanceStore, embed: Embed
+) -> Callable[[Sequence[Question]], list[SearchResult]]:
+    """Embed the batch's questions in one call and search them in one search_batch.
+    Questions with different k or filters share the call at the largest k and are
+    cut to their own k; a question's `payload`, when a SearchFilters, filters it
+    (questions with different filters are searched in separate calls)."""
+
+    def retrieve(questions: Sequence[Question]) -> list[SearchResult]:
+        if not questions:
+            return []
+        vectors = embed([q.text for q in questions])
+        groups: dict[SearchFilters | None, list[int]] = {}
+        for i, q in enumerate(questions):
+            key = q.payload if isinstance(q.payload, SearchFilters) else None
+            groups.setdefault(key, []).append(i)
+        out: list[SearchResult | None] = [None] * len(questions)
+        for filters, rows in groups.items():
+            k = max(questions[i].k for i in rows)
+            results = store.search_batch(
+                vectors=vectors[rows],
+                texts=[questions[i].text for i in rows],
+                k=k,
+                filters=filters,
+            )
+            for i, result in zip(rows, results, strict=True):
+                out[i] = SearchResult(
+                    hits=result.hits[: questions[i].k],
+                    best_similarity=result.best_similarity,
+                    not_found=result.not_found,
+                )
+        return [r for r in out if r is not None]
+
+    return retrieve
+
+
+def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
+    return [
+        Passage(index=i + 1, text=h.chunk.text, path=h.chunk.path, page=h.chunk.page)
+        for i, h in enumerate(hits)
+    ]
+
+
+def _hits_of(result: Any) -> list[SearchHit]:
+    if isinstance(result, SearchResult):
+        return [] if result.not_found else list(result.hits)
+    return list(result or [])
+
+
+def extractive_generate_batch(*, embed: Embed) -> Callable[[Sequence[GenerationJob]], Stream]:
+    """Quotes the best sentences (no language model), one piece per request."""
+    answerer = ExtractiveAnswerer(embed=embed)
+
+    def generate(jobs: Sequence[GenerationJob]) -> Stream:
+        for job in jobs:
+            if job.cancel.is_set():
+                continue
+            hits = _hits_of(job.hits)
+            answer = answerer.answer(question=job.question.text, passages=passages_of(hits))
+            yield job.request_id, answer.text if answer.found else NOT_FOUND_TEXT
+            yield job.request_id, DONE
+
+    return generate
+
+
+def executor_generate_batch(
+    *, answerer: GenerativeAnswerer, temperature: float = 0.0
+) -> Callable[[Sequence[GenerationJob]], Stream]:
+    """One batched prefill + decode on the answerer's layer-streaming executor for the
+    whole batch (left-padded rows; a finished or cancelled row leaves the batch)."""
+    from engine.answer.generative import (
+        IncrementalDetokenizer,
+        _encode_prompt,
+        build_prompt,
+    )
+    from engine.executor.generate import GenerationRequest, Sampling, generate
+
+    tokenizer = answerer.tokenizer
+
+    def run(jobs: Sequence[GenerationJob]) -> Stream:
+        # Nothing relevant was found: say so rather than let the model invent an
+        # answer from no sources (engine/core.py's relevance gate does the same).
+        unanswerable = [j for j in jobs if isinstance(j.hits, SearchResult) and j.hits.not_found]
+        for job in unanswerable:
+            yield job.request_id, NOT_FOUND_TEXT
+            yield job.request_id, DONE
+        skipped = {j.request_id for j in unanswerable}
+        jobs = [j for j in jobs if j.request_id not in skipped]
+        if not jobs:
+            return
+        requests = []
+        for job in jobs:
+            max_new = max(1, min(job.question.max_new_tokens, answerer.context_length // 2))
+            prompt = build_prompt(
+                tokenizer=tokenizer,
+                question=job.question.text,
+                passages=passages_of(_hits_of(job.hits)),
+                max_prompt_tokens=answerer.context_length - max_new,
+            )
+            ids = _encode_prompt(tokenizer=tokenizer, prompt=prompt, return_tensors=None)
+            requests.append(
+                GenerationRequest(
+                    prompt_ids=tuple(ids["input_ids"]),
+                    max_new_tokens=max_new,
+                    stop_token_ids=answerer._stop_ids,
+                )
+            )
+        detok = [IncrementalDetokenizer(tokenizer=tokenizer) for _ in jobs]
+        # The answerer's lock: its own stream() and this batch share one executor.
+        with answerer._lock:
+            events = generate(
+                model=answerer.executor,
+                requests=requests,
+                sampling=Sampling(temperature=max(temperature, 0.0)),
+                pad_token_id=answerer._pad_id,
+                cancelled=lambda i: jobs[i].cancel.is_set(),
+            )
+            try:
+                for event in events:
+                    job = jobs[event.request]
+                    piece = detok[event.request].add(event.token_id)
+                    if piece:
+                        yield job.request_id, piece
+                    if event.finished:
+                        tail = detok[event.request].flush()
+                        if tail:
+                            yield job.request_id, tail
+                        yield job.request_id, DONE
+            finally:
+                events.close()
+
+    return run
+
+
+def executor_apply_placement(*, answerer: GenerativeAnswerer) -> Callable[[Any], None]:
+    """The generation worker's placement hook: move the executor's layers, if it can."""
+
+    def apply(placement: Any) -> None:
+        executor = getattr(answerer, "executor", None)
+        if executor is not None and hasattr(executor, "apply_placement"):
+            executor.apply_placement(placement)
+            answerer.placement = placement
+
+    return apply
+
+
+def store_apply_placement(*, store: LanceStore) -> Callable[[Any], None]:
+    def apply(placement: Any) -> None:
+        store.apply_placement(placement=placement)
+
+    return apply

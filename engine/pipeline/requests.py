@@ -1,0 +1,178 @@
+"""One question's life in the pipeline: what was asked, and the stream of its results.
+
+A `RequestHandle` is what `Pipeline.submit` returns: the caller reads events from it
+(the retrieved hits, then text pieces, then exactly one `Finished`), or gets them by
+callback, and can cancel it at any point. The workers write to it; its timestamps give
+the waiting / retrieval / generation breakdown of RAGDoll's Table 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.pipeline.scheduler import PRIORITIES, Priority
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    request_id: str
+    text: str
+    priority: Priority = "interactive"
+    k: int = 5
+    max_new_tokens: int = 256
+    cost_s: float = 0.0  # what this request is expected to add to a batch, if known
+    payload: Any = None  # anything the injected retrieve / generate functions need (filters)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retrieved:
+    hits: Any  # whatever retrieve_batch returned for this question
+
+
+@dataclass(frozen=True, kw_only=True)
+class Piece:
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    status: Literal["done", "cancelled", "error"]
+    error: str = ""
+
+
+Event = Retrieved | Piece | Finished
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestTimes:
+    """Clock readings (the pipeline's clock); None for a stage not reached."""
+
+    submitted: float
+    retrieval_started: float | None = None
+    retrieved: float | None = None
+    generation_started: float | None = None
+    finished: float | None = None
+
+
+class RequestHandle:
+    """The caller's side of one request. Thread-safe: workers emit, one reader reads."""
+
+    def __init__(
+        self,
+        *,
+        question: Question,
+        submitted: float,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.question = question
+        self._events: queue.Queue[Event] = queue.Queue()
+        self._on_event = on_event
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        self._lock = threading.Lock()
+        self._times = RequestTimes(submitted=submitted)
+        self.hits: Any = None
+        self.outcome: Finished | None = None
+
+    @property
+    def request_id(self) -> str:
+        return self.question.request_id
+
+    @property
+    def cancel_event(self) -> threading.Event:
+        return self._cancel
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def times(self) -> RequestTimes:
+        with self._lock:
+            return self._times
+
+    def mark(self, **stamps: float) -> None:
+        with self._lock:
+            self._times = dataclasses.replace(self._times, **stamps)
+
+    def emit(self, event: Event) -> None:
+        """Deliver one event; after a Finished, nothing more is delivered."""
+        with self._lock:
+            if self.outcome is not None:
+                return
+            if isinstance(event, Finished):
+                self.outcome = event
+            elif isinstance(event, Retrieved):
+                self.hits = event.hits
+        self._events.put(event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:
+                # A listener that fails is one that went away: stop this request, and
+                # only this one (the worker's batch goes on for the others).
+                self._cancel.set()
+        if isinstance(event, Finished):
+            self._finished.set()
+
+    def events(self, *, timeout: float | None = None) -> Iterator[Event]:
+        """Events in order, up to and including the Finished one. `timeout` bounds the
+        wait for each event (queue.Empty when it passes)."""
+        while True:
+            event = self._events.get(timeout=timeout)
+            yield event
+            if isinstance(event, Finished):
+                return
+
+    def wait(self, *, timeout: float | None = None) -> bool:
+        return self._finished.wait(timeout)
+
+    def text(self, *, timeout: float | None = None) -> str:
+        """The whole answer; RuntimeError when the request failed or was cancelled."""
+        pieces = [e.text for e in self.events(timeout=timeout) if isinstance(e, Piece)]
+        outcome = self.outcome
+        if outcome is None or outcome.status != "done":
+            status = outcome.status if outcome else "unfinished"
+            detail = f": {outcome.error}" if outcome and outcome.error else ""
+            raise RuntimeError(f"request {self.request_id} {status}{detail}")
+        return "".join(pieces)
+
+
+def new_question(
+    *,
+    text: str,
+    priority: Priority = "interactive",
+    k: int = 5,
+    max_new_tokens: int = 256,
+    cost_s: float = 0.0,
+    payload: Any = None,
+    request_id: str | None = None,
+) -> Question:
+    """A Question with a fresh id, after checking what a caller could get wrong."""
+    if not text.strip():
+        raise ValueError("the question is empty")
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {PRIORITIES}, not {priority!r}")
+    if k < 1 or max_new_tokens < 1:
+        raise ValueError("k and max_new_tokens must be at least 1")
+    return Question(
+        request_id=request_id or uuid.uuid4().hex,
+        text=text.strip(),
+        priority=priority,
+        k=k,
+        max_new_tokens=max_new_tokens,
+        cost_s=cost_s,
+        payload=payload,
+    )
