@@ -30,8 +30,10 @@ from engine.wire import (
     HardwareInfo,
     IngestProgress,
     IngestQueueState,
+    ModelDownload,
     ProfilingStatus,
     QueueStatus,
+    RecommendedModels,
     SearchResult,
     ServerSettings,
     SourceView,
@@ -245,6 +247,24 @@ class EngineClient:
                     answer=d.answer, citations=citations, mode=d.mode, note=d.note, model=d.model
                 )
         raise EngineRequestError("the answer stream ended without a result", status=502)
+
+    # -- models: recommendations and hub downloads -------------------------------
+
+    def recommended_models(self) -> RecommendedModels:
+        return from_json_dict(RecommendedModels, self._request("GET", "/v1/models/recommended"))
+
+    def download_model(self, *, repo_id: str) -> ModelDownload:
+        """Start (or join) a download from the Hugging Face hub; the person asked for it."""
+        body = self._request("POST", "/v1/models/download", json={"repo_id": repo_id})
+        return from_json_dict(ModelDownload, body)
+
+    def download_progress(self, *, download_id: str) -> ModelDownload:
+        body = self._request("GET", f"/v1/models/downloads/{download_id}")
+        return from_json_dict(ModelDownload, body)
+
+    def cancel_download(self, *, download_id: str) -> ModelDownload:
+        body = self._request("POST", f"/v1/models/downloads/{download_id}/cancel")
+        return from_json_dict(ModelDownload, body)
 
     # -- plumbing ----------------------------------------------------------
 
