@@ -2,6 +2,8 @@
 
 Nothing here reaches the network except `POST /v1/models/download`, which a person
 starts by hand; with HF_HUB_OFFLINE set the engine refuses it rather than try.
+The paths share /v1/models with the OpenAI-compatible routes, so their refusals come
+in OpenAI's error shape like everything under that prefix (see openai_routes).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import re
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.openai_routes import ERROR_RESPONSES
 from engine.core import Engine
 from engine.models.catalogue import download_folder, recommended
 from engine.models.download import Downloads
 from engine.planner.placement import DEFAULT_VECTOR_DIM
 from engine.planner.report import store_spec
-from engine.wire import ApiError, ModelDownload, RecommendedModels
+from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 
 # The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$"
@@ -39,7 +42,7 @@ def models_router(*, engine: Engine) -> APIRouter:
     downloads = Downloads(
         folder_of=lambda repo_id: download_folder(repo_id=repo_id, paths=engine.paths)
     )
-    not_found = {404: {"model": ApiError, "description": "No such download"}}
+    not_found = {**ERROR_RESPONSES, 404: {"model": OpenAIError, "description": "No such download"}}
 
     @router.get("/v1/models/recommended", response_model=RecommendedModels)
     def recommended_models() -> RecommendedModels:
@@ -51,7 +54,10 @@ def models_router(*, engine: Engine) -> APIRouter:
     @router.post(
         "/v1/models/download",
         response_model=ModelDownload,
-        responses={409: {"model": ApiError, "description": "The engine runs offline"}},
+        responses={
+            **ERROR_RESPONSES,
+            409: {"model": OpenAIError, "description": "The engine runs offline"},
+        },
     )
     def start_download(body: DownloadBody) -> ModelDownload:
         if not _REPO_ID.match(body.repo_id) or ".." in body.repo_id:
