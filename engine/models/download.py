@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import threading
 import uuid
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from engine.planner.sizes import format_gib
 from engine.wire import ModelDownload
 
 COMPLETE_MARKER = ".ragdoll-download-complete"
@@ -159,6 +161,8 @@ class DownloadJob:
         sizes = [f.size for f in files]
         total = sum(s for s in sizes if s is not None) if None not in sizes else None
         self._update(files_total=len(files), bytes_total=total)
+        if total is not None:
+            _check_room(folder=self.folder, needed=total - _bytes_on_disk(self.folder, files))
         for f in files:
             if self._cancel.is_set():
                 raise DownloadCancelled
@@ -222,6 +226,25 @@ class DownloadJob:
             state = self._state
         if self._on_change is not None:
             self._on_change(state)
+
+
+def _bytes_on_disk(folder: Path, files: list[RemoteFile]) -> int:
+    have = 0
+    for f in files:
+        for path in (folder / f.name, folder / (f.name + ".part")):
+            if path.is_file():
+                have += path.stat().st_size
+    return have
+
+
+def _check_room(*, folder: Path, needed: int) -> None:
+    """Refuse before fetching rather than fill the disk half-way."""
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise OSError(
+            f"not enough disk space in {folder}: the download needs {format_gib(needed)} "
+            f"more, {format_gib(free)} is free"
+        )
 
 
 def _raise_for_hub(response: httpx.Response, *, repo_id: str) -> None:

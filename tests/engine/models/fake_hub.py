@@ -18,6 +18,7 @@ class FakeRepo:
     sha: str = "0123456789abcdef0123456789abcdef01234567"
     gated: bool = False
     bytes_sent: int = 0
+    requests: int = 0
     ranges: list[str] = field(default_factory=list)
     slow_s: float = 0.0  # a pause between 64 KiB writes, so a test can cancel midway
 
@@ -32,6 +33,9 @@ def fake_hub(repos: list[FakeRepo]) -> Iterator[str]:
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
+            for repo in by_id.values():
+                if repo.repo_id in path:
+                    repo.requests += 1
             if path.startswith("/api/models/"):
                 repo = by_id.get(path.removeprefix("/api/models/"))
                 if repo is None:
