@@ -48,10 +48,14 @@ def speed_text(advice: ModelAdvice) -> str:
     return f"≈ {1 / s:.0f} s per token"
 
 
+def size_text(n_bytes: int) -> str:
+    return format_gib(n_bytes) if n_bytes >= 2**30 else f"{n_bytes / 2**20:.1f} MiB"
+
+
 def progress_text(d: ModelDownload) -> str:
-    size = f"{format_gib(d.bytes_done)}"
+    size = size_text(d.bytes_done)
     if d.bytes_total:
-        size += f" of {format_gib(d.bytes_total)}"
+        size += f" of {size_text(d.bytes_total)}"
     files = f"file {min(d.files_done + 1, d.files_total)} of {d.files_total}"
     if d.state == "done":
         return f"Downloaded {d.repo_id} ({size}) to {d.folder}"
@@ -59,7 +63,7 @@ def progress_text(d: ModelDownload) -> str:
         return f"Cancelled {d.repo_id} at {size}; Download resumes where it stopped."
     if d.state == "failed":
         return f"Download of {d.repo_id} failed: {d.error}"
-    resumed = f", {format_gib(d.bytes_resumed)} resumed" if d.bytes_resumed else ""
+    resumed = f", {size_text(d.bytes_resumed)} resumed" if d.bytes_resumed else ""
     return f"Downloading {d.repo_id}: {size}{resumed} ({files})"
 
 

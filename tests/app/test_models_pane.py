@@ -14,6 +14,7 @@ from app.models_pane.models_dialog import (
     ModelsDialog,
     attach_models_dialog,
     params_text,
+    progress_text,
     speed_text,
 )
 from tests.app.conftest import MakeWindow
@@ -143,3 +144,22 @@ def test_texts() -> None:
     assert params_text(70_553_706_496) == "70.6 B"
     slow = replace(RECOMMENDED.models[1], expected_tokens_per_s=0.02)
     assert speed_text(slow) == "≈ 50 s per token"
+
+
+def test_progress_text_counts_files_and_resumed_bytes() -> None:
+    from engine.wire import ModelDownload
+
+    d = ModelDownload(
+        download_id="d",
+        repo_id="org/m",
+        state="running",
+        folder="/m",
+        files_done=1,
+        files_total=3,
+        bytes_done=3 * 2**20,
+        bytes_total=2**31,
+        bytes_resumed=2**20,
+    )
+    assert progress_text(d) == (
+        "Downloading org/m: 3.0 MiB of 2.0 GiB, 1.0 MiB resumed (file 2 of 3)"
+    )
