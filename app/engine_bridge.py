@@ -39,7 +39,9 @@ from engine.wire import (
     HardwareInfo,
     IngestProgress,
     IngestQueueState,
+    ModelDownload,
     ProfilingStatus,
+    RecommendedModels,
     ServerSettings,
     SourceView,
     WatchedFolder,
@@ -55,6 +57,7 @@ HEALTH_INTERVAL_MS = 2000
 # does not fix (a broken install); stop trying and say so.
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 120.0
+DOWNLOAD_POLL_S = 0.5
 
 
 class EngineClientLike(Protocol):
@@ -86,6 +89,10 @@ class EngineClientLike(Protocol):
     def set_server_settings(
         self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
     ) -> ServerSettings: ...
+    def recommended_models(self) -> RecommendedModels: ...
+    def download_model(self, *, repo_id: str) -> ModelDownload: ...
+    def download_progress(self, *, download_id: str) -> ModelDownload: ...
+    def cancel_download(self, *, download_id: str) -> ModelDownload: ...
 
 
 ClientFactory = Callable[[], EngineClientLike]
@@ -180,6 +187,10 @@ class EngineBridge(QObject):
     sig_engine_lost = Signal(str)  # the engine died; a new one is being started
     sig_engine_restarted = Signal(object)  # EngineStatus of the new engine
     sig_keep_running = Signal(bool)  # whether quitting leaves the engine running
+    sig_recommended_models = Signal(object)  # RecommendedModels
+    sig_recommended_failed = Signal(str)
+    sig_download_progress = Signal(object)  # ModelDownload, the last one in a final state
+    sig_download_failed = Signal(str, str)  # repo id, why
 
     def __init__(
         self,
@@ -622,3 +633,41 @@ class EngineBridge(QObject):
         worker = threading.Thread(target=stop_engine, name="ragdoll-gui-quit", daemon=True)
         worker.start()
         worker.join(timeout=shutdown_timeout_s)
+
+    # -- models: recommendations and hub downloads ---------------------------------
+
+    def refresh_recommended_models(self) -> None:
+        self._submit(
+            what="Reading the recommended models",
+            call=lambda c: c.recommended_models(),
+            on_result=lambda value: emit(self.sig_recommended_models, value),
+            on_error=lambda e: emit(self.sig_recommended_failed, describe_error(error=e)),
+        )
+
+    def download_model(self, *, repo_id: str, poll_s: float = DOWNLOAD_POLL_S) -> None:
+        """Start a hub download (the person asked for it) and follow it to its end by
+        polling: a download runs for minutes, and polling survives an engine restart
+        with a clear failure instead of a stream stuck in a read."""
+
+        def follow(client: EngineClientLike) -> ModelDownload:
+            state = client.download_model(repo_id=repo_id)
+            while state.state not in FINAL_JOB_STATES and not self._gate.closed:
+                self._post(lambda s=state: emit(self.sig_download_progress, s))
+                time.sleep(poll_s)
+                state = client.download_progress(download_id=state.download_id)
+            return state
+
+        self._submit(
+            what="Downloading a model",
+            call=follow,
+            on_result=lambda value: emit(self.sig_download_progress, value),
+            on_error=lambda e: emit(self.sig_download_failed, repo_id, describe_error(error=e)),
+        )
+
+    def cancel_download(self, *, download_id: str) -> None:
+        """The follower sees the cancelled state on its next poll."""
+        self._submit(
+            what="Cancelling the download",
+            call=lambda c: c.cancel_download(download_id=download_id),
+            on_result=lambda _value: None,
+        )

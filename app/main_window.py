@@ -28,6 +28,7 @@ from app.hardware.profiling_banner import ProfilingBanner
 from app.library.folders_box import Confirm, confirm_dialog
 from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
+from app.models_pane.models_dialog import attach_models_dialog
 from app.qt_compat import emit
 from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome_seen
 from app.viewer.source_viewer import SourceViewer
@@ -130,6 +131,12 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._build_menus()
         self._wire()
+        self.models_dialog = attach_models_dialog(
+            chooser=self.model_chooser,
+            bridge=self.bridge,
+            choose_folder=choose_model_folder,
+            parent=self,
+        )
         self._set_ready(False)
         restore_window(window=self, splitters=self._splitters())
         if connect:
@@ -214,6 +221,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(quit_action)
 
         model_menu = self.menuBar().addMenu("&Model")
+        model_menu.addAction(self.model_chooser.models_action)
         model_menu.addAction(self.model_chooser.choose_action)
         model_menu.addAction(self.model_chooser.extractive_action)
 

@@ -30,8 +30,10 @@ from engine.wire import (
     HardwareInfo,
     IngestProgress,
     IngestQueueState,
+    ModelDownload,
     ProfilingStatus,
     QueueStatus,
+    RecommendedModels,
     SearchResult,
     ServerSettings,
     SourceView,
@@ -245,6 +247,35 @@ class EngineClient:
                     answer=d.answer, citations=citations, mode=d.mode, note=d.note, model=d.model
                 )
         raise EngineRequestError("the answer stream ended without a result", status=502)
+
+    # -- models: recommendations and hub downloads -------------------------------
+
+    def recommended_models(self) -> RecommendedModels:
+        return from_json_dict(RecommendedModels, self._models_request("GET", "/recommended"))
+
+    def download_model(self, *, repo_id: str) -> ModelDownload:
+        """Start (or join) a download from the Hugging Face hub; the person asked for it."""
+        body = self._models_request("POST", "/download", json={"repo_id": repo_id})
+        return from_json_dict(ModelDownload, body)
+
+    def download_progress(self, *, download_id: str) -> ModelDownload:
+        body = self._models_request("GET", f"/downloads/{download_id}")
+        return from_json_dict(ModelDownload, body)
+
+    def cancel_download(self, *, download_id: str) -> ModelDownload:
+        body = self._models_request("POST", f"/downloads/{download_id}/cancel")
+        return from_json_dict(ModelDownload, body)
+
+    def _models_request(self, method: str, url: str, **kw: Any) -> dict[str, Any]:
+        """/v1/models/* refuses in OpenAI's shape: keep only its message for people."""
+        try:
+            return self._request(method, f"/v1/models{url}", **kw)
+        except EngineRequestError as e:
+            try:
+                message = json.loads(str(e))["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                raise e from None
+            raise EngineRequestError(str(message), status=e.status) from None
 
     # -- plumbing ----------------------------------------------------------
 

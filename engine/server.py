@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.api.lifecycle import Lifecycle
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
+from engine.api.routes_models import models_router
 from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
@@ -110,6 +111,8 @@ def create_app(
         host_policy=host_policy or HostPolicy(),
         allowed_origins=server_settings.allowed_origins,
     )
+    # Before the OpenAI routes: their /v1/models/{model} would take /v1/models/recommended.
+    app.include_router(models_router(engine=engine))
     app.include_router(openai_router(engine=engine, lifecycle=lifecycle))
     app.include_router(library_router(engine=engine))
     app.include_router(system_router(engine=engine, lifecycle=lifecycle, settings=server_settings))

@@ -445,3 +445,58 @@ class ApiError:
     """The body of a refusal from the engine's own routes (4xx)."""
 
     detail: str
+
+
+# -- models: recommendations and downloads ---------------------------------------
+
+Verdict = Literal["gpu", "offloaded", "too_large", "ram"]
+DownloadState = Literal["queued", "running", "done", "cancelled", "failed"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelAdvice:
+    """One recommended model, as the planner sees it on this machine.
+
+    `verdict` says it in words ("fits on GPU", "offloaded 40%", "too large: 12.0 GiB
+    missing"); `verdict_kind` is the same for code. `expected_tokens_per_s` is a
+    roofline estimate for one sequence (`speed_note` says how it was made), never a
+    measurement; None when the model does not fit."""
+
+    id: str  # Hugging Face repo id
+    name: str
+    params: int
+    licence: str
+    description: str
+    weight_bytes: int
+    verdict: str
+    verdict_kind: Verdict
+    offloaded_percent: int
+    missing_bytes: int
+    expected_tokens_per_s: float | None
+    speed_note: str
+    installed: bool
+    installed_path: str | None = None  # the folder to choose when installed
+    chosen: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecommendedModels:
+    models: list[ModelAdvice]
+    hardware_note: str  # what the verdicts were computed for
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelDownload:
+    """A download from the Hugging Face hub, started only when a person asks."""
+
+    download_id: str
+    repo_id: str
+    state: DownloadState
+    folder: str  # where the files go; a model folder once done
+    files_done: int = 0
+    files_total: int = 0
+    bytes_done: int = 0
+    bytes_total: int | None = None
+    bytes_resumed: int = 0  # bytes already on disk from an earlier, interrupted try
+    current_file: str | None = None
+    error: str | None = None

@@ -56,6 +56,10 @@ class ModelChooser(QToolButton):
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
 
         menu = QMenu(self)
+        # Shown once a Models dialog is attached (`models_dialog.attach_models_dialog`).
+        self.models_action = QAction("Recommended models…", self)
+        self.models_action.setVisible(False)
+        menu.addAction(self.models_action)
         self.choose_action = QAction("Choose a model folder…", self)
         self.choose_action.triggered.connect(self.choose_folder)
         self.extractive_action = QAction("Extractive answers (no model)", self)

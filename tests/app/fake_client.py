@@ -28,8 +28,11 @@ from engine.wire import (
     HardwareSummary,
     IngestProgress,
     IngestQueueState,
+    ModelAdvice,
+    ModelDownload,
     PlacementSummary,
     ProfilingStatus,
+    RecommendedModels,
     ServerSettings,
     SourceView,
     TierSizes,
@@ -155,6 +158,59 @@ HARDWARE = HardwareInfo(
 )
 
 
+RECOMMENDED = RecommendedModels(
+    models=[
+        ModelAdvice(
+            id="Qwen/Qwen2-0.5B-Instruct",
+            name="Qwen2 0.5B Instruct",
+            params=494_032_768,
+            licence="Apache-2.0",
+            description="Tiny and quick.",
+            weight_bytes=988_065_536,
+            verdict="fits on GPU",
+            verdict_kind="gpu",
+            offloaded_percent=0,
+            missing_bytes=0,
+            expected_tokens_per_s=120.0,
+            speed_note="estimate: 0.9 GiB of weights read per token; limited by memory reads",
+            installed=True,
+            installed_path="/models/Qwen--Qwen2-0.5B-Instruct",
+        ),
+        ModelAdvice(
+            id="meta-llama/Llama-3.1-8B-Instruct",
+            name="Llama 3.1 8B Instruct",
+            params=8_030_261_248,
+            licence="Llama 3.1 Community License",
+            description="The usual first choice.",
+            weight_bytes=16_060_522_496,
+            verdict="offloaded 40%",
+            verdict_kind="offloaded",
+            offloaded_percent=40,
+            missing_bytes=0,
+            expected_tokens_per_s=2.5,
+            speed_note="estimate: 15.0 GiB of weights read per token; limited by streaming",
+            installed=False,
+        ),
+        ModelAdvice(
+            id="meta-llama/Llama-3.1-70B-Instruct",
+            name="Llama 3.1 70B Instruct",
+            params=70_553_706_496,
+            licence="Llama 3.1 Community License",
+            description="Much larger.",
+            weight_bytes=141_107_412_992,
+            verdict="too large: 12.0 GiB missing",
+            verdict_kind="too_large",
+            offloaded_percent=0,
+            missing_bytes=12 * GIB,
+            expected_tokens_per_s=None,
+            speed_note="does not fit: no speed to expect",
+            installed=False,
+        ),
+    ],
+    hardware_note="Planned for this machine: 8 GiB GPU. Speeds are estimates.",
+)
+
+
 @dataclass(kw_only=True)
 class FakeClient:
     delay_s: float = 0.0
@@ -168,6 +224,9 @@ class FakeClient:
     hardware_info: HardwareInfo = HARDWARE
     profiling: ProfilingStatus | None = None
     step_s: float = 0.0
+    recommended: RecommendedModels = field(default_factory=lambda: RECOMMENDED)
+    download_steps: int = 3  # polls before a download is done
+    _downloads: dict[str, ModelDownload] = field(default_factory=dict)
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     watched: list[WatchedFolder] = field(default_factory=list)
     _docs: list[DocumentInfo] = field(default_factory=list)
@@ -359,6 +418,48 @@ class FakeClient:
         yield AskEvent(
             done=AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
         )
+
+    # -- models ------------------------------------------------------------
+
+    def recommended_models(self) -> RecommendedModels:
+        self._call("recommended_models")
+        return self.recommended
+
+    def download_model(self, *, repo_id: str) -> ModelDownload:
+        self._call("download_model", repo_id=repo_id)
+        state = ModelDownload(
+            download_id=f"dl-{len(self._downloads) + 1}",
+            repo_id=repo_id,
+            state="running",
+            folder=f"/models/{repo_id.replace('/', '--')}",
+            files_total=self.download_steps,
+            bytes_total=self.download_steps * 100,
+        )
+        with self._lock:
+            self._downloads[state.download_id] = state
+        return state
+
+    def download_progress(self, *, download_id: str) -> ModelDownload:
+        self._call("download_progress", download_id=download_id)
+        with self._lock:
+            s = self._downloads[download_id]
+            if s.state == "running":
+                done = s.files_done + 1
+                s = replace(
+                    s,
+                    files_done=done,
+                    bytes_done=done * 100,
+                    state="done" if done >= s.files_total else "running",
+                )
+                self._downloads[download_id] = s
+            return s
+
+    def cancel_download(self, *, download_id: str) -> ModelDownload:
+        self._call("cancel_download", download_id=download_id)
+        with self._lock:
+            s = replace(self._downloads[download_id], state="cancelled")
+            self._downloads[download_id] = s
+            return s
 
 
 def request_error(message: str) -> EngineRequestError:

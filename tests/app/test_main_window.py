@@ -318,3 +318,11 @@ def test_active_profiling_shows_progress_and_can_be_skipped(
     window.profiling_banner.skip_button.click()
     qtbot.waitUntil(lambda: bool(client.called("skip_profiling")), timeout=5000)
     qtbot.waitUntil(lambda: not window.profiling_banner.isVisible(), timeout=5000)
+
+
+def test_the_model_menu_opens_the_recommended_models(qtbot: QtBot, make_window: MakeWindow) -> None:
+    window = make_window(FakeClient())
+    action = window.model_chooser.models_action
+    assert action.isVisible()
+    action.trigger()
+    qtbot.waitUntil(window.models_dialog.isVisible, timeout=5000)

@@ -1,0 +1,269 @@
+"""The Models dialog: recommended models with this machine's verdict and an expected
+speed, downloads from the Hugging Face hub, a local folder, or extractive answers.
+
+Everything it asks of the engine goes through the bridge (off the GUI thread); it
+only draws what the bridge's signals bring. Nothing is downloaded unless the person
+presses Download, and the button says where the files come from.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine_bridge import EngineBridge
+from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
+from app.qt_compat import emit
+from engine.planner.sizes import format_gib
+from engine.wire import ModelAdvice, ModelDownload, RecommendedModels
+
+COLUMNS = ("Model", "Parameters", "On this machine", "Expected speed", "Installed", "Licence")
+FINAL_STATES = frozenset({"done", "cancelled", "failed"})
+
+
+def params_text(params: int) -> str:
+    return f"{params / 1e9:.1f} B" if params >= 1e9 else f"{params / 1e6:.0f} M"
+
+
+def speed_text(advice: ModelAdvice) -> str:
+    s = advice.expected_tokens_per_s
+    if s is None:
+        return "—"
+    if s >= 10:
+        return f"≈ {s:.0f} tokens/s"
+    if s >= 0.1:
+        return f"≈ {s:.1f} tokens/s"
+    return f"≈ {1 / s:.0f} s per token"
+
+
+def size_text(n_bytes: int) -> str:
+    return format_gib(n_bytes) if n_bytes >= 2**30 else f"{n_bytes / 2**20:.1f} MiB"
+
+
+def progress_text(d: ModelDownload) -> str:
+    size = size_text(d.bytes_done)
+    if d.bytes_total:
+        size += f" of {size_text(d.bytes_total)}"
+    files = f"file {min(d.files_done + 1, d.files_total)} of {d.files_total}"
+    if d.state == "done":
+        return f"Downloaded {d.repo_id} ({size}) to {d.folder}"
+    if d.state == "cancelled":
+        return f"Cancelled {d.repo_id} at {size}; Download resumes where it stopped."
+    if d.state == "failed":
+        return f"Download of {d.repo_id} failed: {d.error}"
+    resumed = f", {size_text(d.bytes_resumed)} resumed" if d.bytes_resumed else ""
+    return f"Downloading {d.repo_id}: {size}{resumed} ({files})"
+
+
+class ModelsDialog(QDialog):
+    """Emits `sig_model_requested` with a folder or repo id, or None for extractive."""
+
+    sig_model_requested = Signal(object)  # str | None
+
+    def __init__(
+        self,
+        *,
+        bridge: EngineBridge,
+        choose_folder: FolderChooser = choose_model_dialog,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._choose_folder = choose_folder
+        self.models: list[ModelAdvice] = []
+        self.download: ModelDownload | None = None
+        self.setWindowTitle("Models")
+        self.setObjectName("modelsDialog")
+        self.resize(900, 420)
+
+        self.note = QLabel("Reading the recommendations…")
+        self.note.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setAccessibleName("Recommended models")
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.table.doubleClicked.connect(lambda _index: self.use_selected())
+
+        self.progress = QProgressBar()
+        self.progress.setAccessibleName("Download progress")
+        self.progress.setVisible(False)
+        self.progress_label = QLabel("")
+        self.progress_label.setWordWrap(True)
+
+        self.use_button = self._button("Use this model", "Answer with the selected model")
+        self.download_button = self._button(
+            "Download", "Download the selected model from huggingface.co (only when you ask)"
+        )
+        self.cancel_button = self._button("Cancel download", "Stop; a later Download resumes")
+        self.folder_button = self._button("Use a local folder…", "Choose a model folder")
+        self.extractive_button = self._button(
+            "Extractive (no model)", "Answers quote the passages that match best"
+        )
+        self.refresh_button = self._button("Refresh", "Plan the recommendations again")
+        self.use_button.clicked.connect(self.use_selected)
+        self.download_button.clicked.connect(self.download_selected)
+        self.cancel_button.clicked.connect(self.cancel_download)
+        self.folder_button.clicked.connect(self.choose_folder)
+        self.extractive_button.clicked.connect(self.use_extractive)
+        self.refresh_button.clicked.connect(self.refresh)
+
+        buttons = QHBoxLayout()
+        for b in (self.use_button, self.download_button, self.cancel_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        for b in (self.folder_button, self.extractive_button, self.refresh_button):
+            buttons.addWidget(b)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.note)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.progress_label)
+        layout.addLayout(buttons)
+
+        bridge.sig_recommended_models.connect(self.show_models)
+        bridge.sig_recommended_failed.connect(self.show_error)
+        bridge.sig_download_progress.connect(self.show_download)
+        bridge.sig_download_failed.connect(self._download_failed)
+        self._update_buttons()
+
+    def _button(self, text: str, tip: str) -> QPushButton:
+        b = QPushButton(text)
+        b.setToolTip(tip)
+        b.setAccessibleName(text.rstrip("…"))
+        return b
+
+    # -- engine results -----------------------------------------------------------
+
+    def refresh(self) -> None:
+        self.note.setText("Reading the recommendations…")
+        self._bridge.refresh_recommended_models()
+
+    def show_models(self, result: RecommendedModels) -> None:
+        selected = self.selected()
+        self.models = list(result.models)
+        self.note.setText(result.hardware_note)
+        self.table.setRowCount(len(self.models))
+        for row, m in enumerate(self.models):
+            installed = "in use" if m.chosen else ("yes" if m.installed else "no")
+            cells = (
+                m.name,
+                params_text(m.params),
+                m.verdict,
+                speed_text(m),
+                installed,
+                m.licence,
+            )
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setData(Qt.ItemDataRole.UserRole, m.id)
+                item.setToolTip(f"{m.id}\n{m.description}\n{m.speed_note}")
+                self.table.setItem(row, col, item)
+            if selected is not None and m.id == selected.id:
+                self.table.selectRow(row)
+        self._update_buttons()
+
+    def show_error(self, message: str) -> None:
+        self.note.setText(f"No recommendations: {message}")
+
+    def show_download(self, state: ModelDownload) -> None:
+        self.download = state
+        self.progress.setVisible(True)
+        total = state.bytes_total or 0
+        self.progress.setRange(0, 1000 if total else 0)  # busy bar when the size is unknown
+        if total:
+            self.progress.setValue(int(1000 * state.bytes_done / total))
+        self.progress_label.setText(progress_text(state))
+        if state.state in FINAL_STATES:
+            self.progress.setVisible(state.state != "done")
+            if state.state == "done":
+                self.refresh()  # it is installed now
+        self._update_buttons()
+
+    def _download_failed(self, repo_id: str, message: str) -> None:
+        self.download = None
+        self.progress.setVisible(False)
+        self.progress_label.setText(f"Download of {repo_id} failed: {message}")
+        self._update_buttons()
+
+    # -- actions --------------------------------------------------------------------
+
+    def selected(self) -> ModelAdvice | None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows or rows[0].row() >= len(self.models):
+            return None
+        return self.models[rows[0].row()]
+
+    def use_selected(self) -> None:
+        m = self.selected()
+        if m is None or not m.installed:
+            return
+        emit(self.sig_model_requested, m.installed_path or m.id)
+
+    def download_selected(self) -> None:
+        m = self.selected()
+        if m is None or self._downloading():
+            return
+        self.progress_label.setText(f"Asking huggingface.co for {m.id}…")
+        self._bridge.download_model(repo_id=m.id)
+
+    def cancel_download(self) -> None:
+        if self.download is not None and self._downloading():
+            self._bridge.cancel_download(download_id=self.download.download_id)
+
+    def choose_folder(self) -> None:
+        folder = self._choose_folder(self)
+        if folder:
+            emit(self.sig_model_requested, folder)
+
+    def use_extractive(self) -> None:
+        emit(self.sig_model_requested, None)
+
+    def _downloading(self) -> bool:
+        return self.download is not None and self.download.state not in FINAL_STATES
+
+    def _update_buttons(self) -> None:
+        m = self.selected()
+        busy = self._downloading()
+        self.use_button.setEnabled(m is not None and m.installed)
+        self.download_button.setEnabled(m is not None and not m.installed and not busy)
+        self.cancel_button.setEnabled(busy)
+
+
+def attach_models_dialog(
+    *,
+    chooser: ModelChooser,
+    bridge: EngineBridge,
+    choose_folder: FolderChooser = choose_model_dialog,
+    parent: QWidget | None = None,
+) -> ModelsDialog:
+    """A Models dialog opened from the chooser's "Recommended models…" item; what the
+    person picks there reaches whoever listens to `chooser.sig_model_requested`."""
+    dialog = ModelsDialog(bridge=bridge, choose_folder=choose_folder, parent=parent)
+
+    def open_dialog() -> None:
+        dialog.show()
+        dialog.raise_()
+        dialog.refresh()
+
+    chooser.models_action.triggered.connect(open_dialog)
+    chooser.models_action.setVisible(True)
+    dialog.sig_model_requested.connect(lambda model: emit(chooser.sig_model_requested, model))
+    return dialog

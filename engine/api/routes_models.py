@@ -1,0 +1,98 @@
+"""Recommended models with this machine's verdicts, and hub downloads on request.
+
+Nothing here reaches the network except `POST /v1/models/download`, which a person
+starts by hand; with HF_HUB_OFFLINE set the engine refuses it rather than try.
+The paths share /v1/models with the OpenAI-compatible routes, so their refusals come
+in OpenAI's error shape like everything under that prefix (see openai_routes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.api.openai_routes import ERROR_RESPONSES
+from engine.core import Engine
+from engine.models.catalogue import download_folder, recommended
+from engine.models.download import Downloads
+from engine.planner.placement import DEFAULT_VECTOR_DIM
+from engine.planner.report import store_spec
+from engine.wire import ModelDownload, OpenAIError, RecommendedModels
+
+# The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
+REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$"
+_REPO_ID = re.compile(REPO_ID)
+_OFFLINE_VALUES = {"1", "true", "yes", "on"}
+
+
+class DownloadBody(BaseModel):
+    model_config = ConfigDict(strict=True)
+    repo_id: str = Field(pattern=REPO_ID, max_length=200)
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _OFFLINE_VALUES
+
+
+def models_router(*, engine: Engine) -> APIRouter:
+    router = APIRouter(tags=["models"])
+    downloads = Downloads(
+        folder_of=lambda repo_id: download_folder(repo_id=repo_id, paths=engine.paths)
+    )
+    not_found = {**ERROR_RESPONSES, 404: {"model": OpenAIError, "description": "No such download"}}
+
+    @router.get("/v1/models/recommended", response_model=RecommendedModels)
+    def recommended_models() -> RecommendedModels:
+        _, chunks = engine.store.counts()
+        meta = engine.store.meta
+        store = store_spec(chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM)
+        return recommended(paths=engine.paths, chosen_model=engine.settings.model, store=store)
+
+    @router.post(
+        "/v1/models/download",
+        response_model=ModelDownload,
+        responses={
+            **ERROR_RESPONSES,
+            409: {"model": OpenAIError, "description": "The engine runs offline"},
+        },
+    )
+    def start_download(body: DownloadBody) -> ModelDownload:
+        if not _REPO_ID.match(body.repo_id) or ".." in body.repo_id:
+            raise HTTPException(
+                status_code=400, detail=f"not a Hugging Face repo id: {body.repo_id}"
+            )
+        if offline():
+            raise HTTPException(
+                status_code=409,
+                detail="The engine runs offline (HF_HUB_OFFLINE is set): nothing is downloaded.",
+            )
+        return downloads.start(repo_id=body.repo_id)
+
+    @router.get("/v1/models/downloads", response_model=dict[str, list[ModelDownload]])
+    def list_downloads() -> dict[str, list[ModelDownload]]:
+        return {"downloads": downloads.all()}
+
+    @router.get(
+        "/v1/models/downloads/{download_id}", response_model=ModelDownload, responses=not_found
+    )
+    def download_progress(download_id: str) -> ModelDownload:
+        job = downloads.get(download_id)
+        if job is None:
+            raise HTTPException(status_code=404, detail=f"no download {download_id}")
+        return job.snapshot()
+
+    @router.post(
+        "/v1/models/downloads/{download_id}/cancel",
+        response_model=ModelDownload,
+        responses=not_found,
+    )
+    def cancel_download(download_id: str) -> ModelDownload:
+        job = downloads.get(download_id)
+        if job is None:
+            raise HTTPException(status_code=404, detail=f"no download {download_id}")
+        return job.cancel()
+
+    return router

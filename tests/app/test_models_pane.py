@@ -1,0 +1,159 @@
+"""The Models dialog on a fake engine: verdicts, picking a model, downloads."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from app.main_window import MainWindow
+from app.models_pane.models_dialog import (
+    COLUMNS,
+    ModelsDialog,
+    attach_models_dialog,
+    params_text,
+    progress_text,
+    speed_text,
+)
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import RECOMMENDED, FakeClient
+
+
+def open_dialog(
+    make_window: MakeWindow, qtbot: QtBot, client: FakeClient, *, folder: str | None = None
+) -> tuple[MainWindow, ModelsDialog]:
+    window = make_window(client, choose_model_folder=lambda _parent: folder)
+    dialog = window.models_dialog  # the window's own, opened from its Model menu
+    assert window.model_chooser.models_action.isVisible()
+    window.model_chooser.models_action.trigger()
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == len(RECOMMENDED.models), timeout=5000)
+    return window, dialog
+
+
+def cell(dialog: ModelsDialog, row: int, column: str) -> str:
+    item = dialog.table.item(row, COLUMNS.index(column))
+    assert item is not None
+    return item.text()
+
+
+def test_rows_show_the_verdict_and_speed(make_window: MakeWindow, qtbot: QtBot) -> None:
+    _window, dialog = open_dialog(make_window, qtbot, FakeClient())
+    assert [cell(dialog, r, "On this machine") for r in range(3)] == [
+        "fits on GPU",
+        "offloaded 40%",
+        "too large: 12.0 GiB missing",
+    ]
+    assert [cell(dialog, r, "Expected speed") for r in range(3)] == [
+        "≈ 120 tokens/s",
+        "≈ 2.5 tokens/s",
+        "—",
+    ]
+    assert cell(dialog, 0, "Parameters") == "494 M" and cell(dialog, 1, "Parameters") == "8.0 B"
+    assert [cell(dialog, r, "Installed") for r in range(3)] == ["yes", "no", "no"]
+    assert "estimates" in dialog.note.text()
+    assert "estimate" in (dialog.table.item(1, 0).toolTip() or "")
+
+
+def test_fetched_off_the_gui_thread(make_window: MakeWindow, qtbot: QtBot) -> None:
+    client = FakeClient()
+    window = make_window(client)
+    dialog = attach_models_dialog(chooser=window.model_chooser, bridge=window.bridge)
+    qtbot.addWidget(dialog)
+    client.delay_s = 0.5
+    started = time.perf_counter()
+    window.model_chooser.models_action.trigger()
+    assert time.perf_counter() - started < 0.2  # the slow call runs in a worker
+    assert dialog.table.rowCount() == 0
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3, timeout=5000)
+
+
+def test_use_installed_model_folder_and_extractive(make_window: MakeWindow, qtbot: QtBot) -> None:
+    client = FakeClient()
+    _window, dialog = open_dialog(make_window, qtbot, client, folder="/models/mine")
+    dialog.table.selectRow(1)  # not installed
+    assert not dialog.use_button.isEnabled() and dialog.download_button.isEnabled()
+    dialog.table.selectRow(0)
+    assert dialog.use_button.isEnabled() and not dialog.download_button.isEnabled()
+    qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(client.called("set_model")) == 1, timeout=5000)
+    assert client.called("set_model")[0] == {"model": "/models/Qwen--Qwen2-0.5B-Instruct"}
+    dialog.folder_button.click()
+    qtbot.waitUntil(lambda: len(client.called("set_model")) == 2, timeout=5000)
+    assert client.called("set_model")[1] == {"model": "/models/mine"}
+    dialog.extractive_button.click()
+    qtbot.waitUntil(lambda: len(client.called("set_model")) == 3, timeout=5000)
+    assert client.called("set_model")[2] == {"model": None}
+
+
+def test_download_shows_progress_and_refreshes_when_done(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    client = FakeClient(download_steps=3)
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    seen: list[int] = []
+    dialog.progress.valueChanged.connect(seen.append)
+    dialog.table.selectRow(1)
+    dialog.download_button.click()
+    assert "huggingface.co" in dialog.progress_label.text()
+    qtbot.waitUntil(
+        lambda: dialog.download is not None and dialog.download.state == "done", timeout=10000
+    )
+    assert client.called("download_model") == [{"repo_id": "meta-llama/Llama-3.1-8B-Instruct"}]
+    assert dialog.progress_label.text().startswith("Downloaded meta-llama/Llama-3.1-8B-Instruct")
+    assert seen and seen == sorted(seen) and seen[-1] == 1000
+    qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
+
+
+def test_cancel_a_download(make_window: MakeWindow, qtbot: QtBot) -> None:
+    client = FakeClient(download_steps=1000)
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    dialog.table.selectRow(1)
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: dialog.cancel_button.isEnabled(), timeout=5000)
+    assert not dialog.download_button.isEnabled()
+    dialog.cancel_button.click()
+    qtbot.waitUntil(
+        lambda: dialog.download is not None and dialog.download.state == "cancelled",
+        timeout=10000,
+    )
+    assert client.called("cancel_download")
+    assert "resumes" in dialog.progress_label.text()
+    assert not dialog.cancel_button.isEnabled()
+
+
+def test_refusal_is_shown(make_window: MakeWindow, qtbot: QtBot) -> None:
+    from tests.app.fake_client import request_error
+
+    client = FakeClient(fail={"download_model": request_error("The engine runs offline")})
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    dialog.table.selectRow(1)
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: "offline" in dialog.progress_label.text(), timeout=5000)
+    assert "failed" in dialog.progress_label.text()
+
+
+def test_texts() -> None:
+    assert params_text(70_553_706_496) == "70.6 B"
+    slow = replace(RECOMMENDED.models[1], expected_tokens_per_s=0.02)
+    assert speed_text(slow) == "≈ 50 s per token"
+
+
+def test_progress_text_counts_files_and_resumed_bytes() -> None:
+    from engine.wire import ModelDownload
+
+    d = ModelDownload(
+        download_id="d",
+        repo_id="org/m",
+        state="running",
+        folder="/m",
+        files_done=1,
+        files_total=3,
+        bytes_done=3 * 2**20,
+        bytes_total=2**31,
+        bytes_resumed=2**20,
+    )
+    assert progress_text(d) == (
+        "Downloading org/m: 3.0 MiB of 2.0 GiB, 1.0 MiB resumed (file 2 of 3)"
+    )

@@ -1,0 +1,108 @@
+"""Hub downloads against a fake hub on loopback: progress, cancel, resume, refusals."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.models.download import CHUNK_BYTES, COMPLETE_MARKER, DownloadJob, wanted
+from tests.engine.models.fake_hub import FakeRepo, fake_hub
+
+REPO = "acme/tiny-model"
+
+
+def _repo(**kw: object) -> FakeRepo:
+    weights = os.urandom(3 * CHUNK_BYTES + 12345)
+    files = {
+        "config.json": b'{"model_type": "qwen2"}',
+        "model.safetensors": weights,
+        "tokenizer.json": b"{}",
+        "pytorch_model.bin": b"never fetched",
+        "README.md": b"# readme",
+    }
+    return FakeRepo(repo_id=REPO, files=files, **kw)  # type: ignore[arg-type]
+
+
+def test_only_loadable_files_are_wanted() -> None:
+    assert wanted("model-00001-of-00002.safetensors") and wanted("config.json")
+    assert wanted("model.safetensors.index.json") and wanted("tokenizer.model")
+    assert not wanted("pytorch_model.bin") and not wanted("model.gguf")
+
+
+def test_download_with_progress(tmp_path: Path) -> None:
+    repo = _repo()
+    seen = []
+    with fake_hub([repo]) as endpoint:
+        job = DownloadJob(
+            repo_id=REPO, folder=tmp_path / "m", endpoint=endpoint, on_change=seen.append
+        )
+        final = job.start().wait(timeout_s=30)
+    assert final.state == "done", final.error
+    folder = tmp_path / "m"
+    assert (folder / "model.safetensors").read_bytes() == repo.files["model.safetensors"]
+    assert (folder / COMPLETE_MARKER).is_file()
+    assert not (folder / "pytorch_model.bin").exists() and not list(folder.glob("*.part"))
+    assert final.files_done == final.files_total == 3
+    assert (
+        final.bytes_done
+        == final.bytes_total
+        == sum(len(repo.files[n]) for n in ("config.json", "model.safetensors", "tokenizer.json"))
+    )
+    done = [s.bytes_done for s in seen]
+    assert done == sorted(done) and len(set(done)) > 3  # progress came in steps
+
+
+def test_cancel_keeps_the_part_and_the_next_try_resumes(tmp_path: Path) -> None:
+    repo = _repo(slow_s=0.01)
+    folder = tmp_path / "m"
+    with fake_hub([repo]) as endpoint:
+        job = DownloadJob(repo_id=REPO, folder=folder, endpoint=endpoint).start()
+        state = job.snapshot()
+        while state.bytes_done < CHUNK_BYTES and state.state in ("queued", "running"):
+            state = job.wait_change(after=state, timeout_s=10)
+        cancelled = job.cancel() and job.wait(timeout_s=30)
+        assert cancelled.state == "cancelled"
+        part = folder / "model.safetensors.part"
+        kept = part.stat().st_size
+        assert 0 < kept < len(repo.files["model.safetensors"])
+        assert not (folder / COMPLETE_MARKER).exists()
+
+        repo.slow_s = 0.0
+        again = DownloadJob(repo_id=REPO, folder=folder, endpoint=endpoint).start()
+        final = again.wait(timeout_s=30)
+    assert final.state == "done", final.error
+    assert (folder / "model.safetensors").read_bytes() == repo.files["model.safetensors"]
+    assert repo.ranges == [f"bytes={kept}-"]
+    assert final.bytes_resumed >= kept
+
+
+def test_gated_repo_without_a_token_fails_with_a_reason(tmp_path: Path) -> None:
+    with fake_hub([_repo(gated=True)]) as endpoint:
+        final = (
+            DownloadJob(repo_id=REPO, folder=tmp_path / "m", endpoint=endpoint)
+            .start()
+            .wait(timeout_s=30)
+        )
+    assert final.state == "failed"
+    assert final.error is not None and "licence" in final.error
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({"config.json": b"{}", "model.bin": b"x"}, "safetensors"),
+        ({"a.safetensors": b"x"}, "config"),
+    ],
+)
+def test_repos_ragdoll_cannot_load_are_refused(
+    tmp_path: Path, files: dict[str, bytes], reason: str
+) -> None:
+    with fake_hub([FakeRepo(repo_id=REPO, files=files)]) as endpoint:
+        final = (
+            DownloadJob(repo_id=REPO, folder=tmp_path / "m", endpoint=endpoint)
+            .start()
+            .wait(timeout_s=30)
+        )
+    assert final.state == "failed" and reason in (final.error or "")
