@@ -119,7 +119,8 @@ class HardwarePanel(QDialog):
         self.plot.setVisible(fit is not None and fit.a is not None)
         if fit is None:
             self.fit_label.setText(
-                "No active profile yet: run `ragdoll profile --active` to time this machine."
+                "No active profile yet: the engine times this machine once it is idle "
+                "(or run `ragdoll profile --active`)."
             )
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(fit.measured_at))
