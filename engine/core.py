@@ -352,7 +352,7 @@ class Engine:
             yield "citations", []
             yield "done", AnswerDone(answer=NOT_FOUND_ANSWER, mode="none")
             return
-        yield "citations", [_citation(i + 1, h) for i, h in enumerate(hits)]
+        yield "citations", [citation_for(i + 1, h) for i, h in enumerate(hits)]
         generator = self._generator
         if generator is None:
             yield "token", extract.text
@@ -383,7 +383,8 @@ class Engine:
         self.store.close()
 
 
-def _citation(index: int, hit: SearchHit) -> Citation:
+def citation_for(index: int, hit: SearchHit) -> Citation:
+    """A search hit as the wire's Citation; `index` is the n of its [n] marker."""
     c = hit.chunk
     return Citation(
         index=index,

@@ -12,10 +12,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.core import Engine
+from engine.core import Engine, citation_for
 from engine.store.records import SearchHit
 from engine.wire import (
-    Citation,
     CollectionInfo,
     FolderAdded,
     SearchResult,
@@ -123,7 +122,7 @@ def library_router(*, engine: Engine) -> APIRouter:
         if body.collection is not None:
             hits = [h for h in hits if _collection(engine, h) == body.collection]
         return SearchResult(
-            query=query, hits=[_citation(i + 1, h) for i, h in enumerate(hits[: body.k])]
+            query=query, hits=[citation_for(i + 1, h) for i, h in enumerate(hits[: body.k])]
         )
 
     return router
@@ -132,17 +131,3 @@ def library_router(*, engine: Engine) -> APIRouter:
 def _collection(engine: Engine, hit: SearchHit) -> str | None:
     folder = engine.folders.containing(path=hit.chunk.path)
     return folder.collection if folder is not None else None
-
-
-def _citation(index: int, hit: SearchHit) -> Citation:
-    c = hit.chunk
-    return Citation(
-        index=index,
-        chunk_id=c.chunk_id,
-        path=c.path,
-        page=c.page,
-        text=c.text,
-        score=round(hit.similarity, 4),
-        char_start=c.char_start,
-        char_end=c.char_end,
-    )
