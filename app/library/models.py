@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import (
@@ -20,7 +21,30 @@ _Index = QModelIndex | QPersistentModelIndex
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-class DocumentsModel(QAbstractTableModel):
+class _HeaderedTable(QAbstractTableModel):
+    """A table of `_rows()` under fixed column HEADERS: the part of Qt's model
+    interface both library tables share."""
+
+    HEADERS: tuple[str, ...] = ()
+
+    def _rows(self) -> Sequence[object]:
+        raise NotImplementedError
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._rows())
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+
+class DocumentsModel(_HeaderedTable):
     """One row per indexed document, sorted by file name. Files the engine
     could not read are left to the errors list, which says why."""
 
@@ -39,18 +63,8 @@ class DocumentsModel(QAbstractTableModel):
     def documents(self) -> list[DocumentInfo]:
         return list(self._docs)
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._docs)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
+    def _rows(self) -> Sequence[object]:
+        return self._docs
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._docs):
@@ -72,7 +86,7 @@ class DocumentsModel(QAbstractTableModel):
         return None
 
 
-class FoldersModel(QAbstractTableModel):
+class FoldersModel(_HeaderedTable):
     """One row per watched folder with how many of its documents are indexed.
 
     The count comes from the documents list the pane already has, so showing
@@ -101,21 +115,11 @@ class FoldersModel(QAbstractTableModel):
     def folders(self) -> list[WatchedFolder]:
         return list(self._folders)
 
+    def _rows(self) -> Sequence[object]:
+        return self._folders
+
     def document_count(self, *, path: str) -> int:
         return self._counts.get(path, 0)
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._folders)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._folders):
