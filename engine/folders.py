@@ -4,15 +4,12 @@ config folder. Every request that names a path is checked against them."""
 from __future__ import annotations
 
 import json
-import logging
-import os
 import threading
 import time
 from pathlib import Path
 
+from engine.json_file import set_aside, write_json
 from engine.wire import WatchedFolder, from_json_dict, to_json_dict
-
-log = logging.getLogger(__name__)
 
 
 class FolderRegistry:
@@ -73,14 +70,8 @@ class FolderRegistry:
         except FileNotFoundError:
             return []
         except (ValueError, TypeError, KeyError) as e:
-            aside = self._file.with_suffix(".broken")
-            os.replace(self._file, aside)
-            log.warning("folders file was unreadable (%s); moved to %s", e, aside)
+            set_aside(file=self._file, what="folders file", error=e)
             return []
 
     def _save(self) -> None:
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._file.with_suffix(".tmp")
-        payload = {"folders": [to_json_dict(f) for f in self._folders]}
-        tmp.write_text(json.dumps(payload, indent=2), encoding="utf-8")
-        os.replace(tmp, self._file)
+        write_json(file=self._file, data={"folders": [to_json_dict(f) for f in self._folders]})

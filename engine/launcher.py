@@ -16,6 +16,7 @@ import httpx
 
 from engine.client import Endpoint
 from engine.errors import EngineUnavailableError
+from engine.json_file import write_json
 from engine.paths import Paths
 
 
@@ -62,10 +63,7 @@ def _lock_file(handle: IO[str]) -> None:
 
 
 def write_endpoint(*, paths: Paths, url: str, pid: int) -> None:
-    paths.runtime.mkdir(parents=True, exist_ok=True)
-    tmp = paths.endpoint_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"url": url, "pid": pid}))
-    os.replace(tmp, paths.endpoint_file)
+    write_json(file=paths.endpoint_file, data={"url": url, "pid": pid}, indent=None)
 
 
 def remove_endpoint(*, paths: Paths, pid: int) -> None:

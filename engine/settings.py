@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import os
 from pathlib import Path
 
+from engine.json_file import set_aside, write_json
 from engine.wire import EngineSettings, from_json_dict, to_json_dict
-
-log = logging.getLogger(__name__)
 
 
 def load_settings(*, file: Path) -> EngineSettings:
@@ -20,17 +17,12 @@ def load_settings(*, file: Path) -> EngineSettings:
         return EngineSettings()
     except (ValueError, TypeError) as e:
         # A damaged settings file must not stop the app: keep it aside, start fresh.
-        aside = file.with_suffix(".broken")
-        os.replace(file, aside)
-        log.warning("settings file was unreadable (%s); moved to %s", e, aside)
+        set_aside(file=file, what="settings file", error=e)
         return EngineSettings()
 
 
 def save_settings(*, file: Path, settings: EngineSettings) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(to_json_dict(settings), indent=2))
-    os.replace(tmp, file)
+    write_json(file=file, data=to_json_dict(settings))
 
 
 def with_changes(settings: EngineSettings, **changes: object) -> EngineSettings:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import os
 import threading
 from pathlib import Path
 
 from engine.auth import normalize_origin
+from engine.json_file import set_aside, write_json
 from engine.wire import ServerSettings, from_json_dict, to_json_dict
-
-log = logging.getLogger(__name__)
 
 
 class ServerSettingsStore:
@@ -64,13 +61,8 @@ class ServerSettingsStore:
             return ServerSettings()
         except (ValueError, TypeError, AttributeError) as e:
             # A damaged file must not open the API: keep it aside, allow nothing extra.
-            aside = self._file.with_suffix(".broken")
-            os.replace(self._file, aside)
-            log.warning("server settings were unreadable (%s); moved to %s", e, aside)
+            set_aside(file=self._file, what="server settings", error=e)
             return ServerSettings()
 
     def _save(self, value: ServerSettings) -> None:
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(to_json_dict(value), indent=2), encoding="utf-8")
-        os.replace(tmp, self._file)
+        write_json(file=self._file, data=to_json_dict(value))

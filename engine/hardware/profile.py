@@ -24,6 +24,7 @@ import psutil
 
 from engine.hardware import bandwidth, gpus
 from engine.hardware.gpus import GpuInfo
+from engine.json_file import write_json
 from engine.paths import Paths
 
 CACHE_FILE_NAME = "hardware_profile.json"
@@ -271,13 +272,7 @@ def _read_cache(cache_file: Path) -> HardwareProfile | None:
 
 
 def _write_cache(cache_file: Path, profile: HardwareProfile) -> None:
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_suffix(".tmp")
-    tmp.write_text(
-        json.dumps({"version": CACHE_VERSION, "profile": profile.as_dict()}, indent=2),
-        encoding="utf-8",
-    )
-    os.replace(tmp, cache_file)
+    write_json(file=cache_file, data={"version": CACHE_VERSION, "profile": profile.as_dict()})
 
 
 def _disk_device(folder: Path) -> str:

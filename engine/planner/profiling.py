@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from engine.json_file import write_json
 
 PROFILE_FILE_NAME = "active_profile.json"
 PROFILE_VERSION = 1
@@ -349,11 +350,7 @@ def profile_file(*, data_dir: Path) -> Path:
 
 def save_profile(*, data_dir: Path, result: ProfileResult) -> Path:
     file = profile_file(data_dir=data_dir)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(".tmp")
-    payload = {"version": PROFILE_VERSION, "profile": result.as_dict()}
-    tmp.write_text(json.dumps(payload, indent=2), encoding="utf-8")
-    os.replace(tmp, file)
+    write_json(file=file, data={"version": PROFILE_VERSION, "profile": result.as_dict()})
     return file
 
 

@@ -23,6 +23,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+from engine.json_file import write_json
 from engine.store import search as _search
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.store.records import (
@@ -174,9 +175,7 @@ class LanceStore:
         return meta if meta.chunks_table in self._table_names() else None
 
     def _write_meta(self, meta: IndexMeta) -> None:
-        tmp = self._meta_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta.__dict__))
-        os.replace(tmp, self._meta_file)
+        write_json(file=self._meta_file, data=meta.__dict__, indent=None)
         self.meta = meta
 
     def ensure_embedder(self, *, embedder_id: str, dimension: int) -> bool:
