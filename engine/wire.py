@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 AnswerMode = Literal["extractive", "generative", "none"]
 JobState = Literal["queued", "running", "done", "cancelled", "failed"]
+Priority = Literal["interactive", "background"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,9 @@ class Answer:
 class AskRequest:
     question: str
     k: int = 5
+    # "interactive": the chat a person is watching goes first; "background": batch
+    # questions and API clients (served in value order, never starved).
+    priority: Priority = "interactive"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +175,66 @@ class EngineStatus:
     answer_mode: AnswerMode
     model_error: str | None = None  # why the chosen model is not in use
     profiling: ProfilingStatus | None = None
+    pipeline: PipelineInfo | None = None  # None until the first question
+
+
+# -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineWorkerInfo:
+    """One worker (retrieval or generation) now."""
+
+    queue_length: int  # requests waiting for this worker
+    running: int  # requests in the batch being processed
+    cap: int  # largest batch the placement in force allows
+    batch_size: int | None  # size chosen for the current (or last) batch
+    batches: int  # batches run since the engine started
+    fit_a: float | None  # T(B) = a·B^c in force (None: no fit yet)
+    fit_c: float | None
+    fit_online: bool  # the fit comes from observed batches, not the profile
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchPoint:
+    """One finished batch, for the batch-size / placement timeline (Figure 9)."""
+
+    worker: Literal["retrieval", "generation"]
+    started: float  # seconds since the epoch
+    seconds: float
+    size: int
+    backlog: int  # requests waiting when it was formed, itself included
+    cap: int
+    placement: int  # placements applied before this batch (a step = a change)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestPoint:
+    """One finished request, for latency over time (Figure 7) and Table 1."""
+
+    finished: float  # seconds since the epoch
+    priority: Priority
+    status: Literal["done", "cancelled", "error"]
+    waiting_s: float  # in queues, before either worker took it
+    retrieval_s: float
+    generation_s: float
+    latency_s: float  # submitted -> finished
+    ttft_s: float | None  # submitted -> first token (None: no token)
+    tokens: int  # generated tokens (0 in extractive mode)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineInfo:
+    retrieval: PipelineWorkerInfo
+    generation: PipelineWorkerInfo
+    placement: str  # the Placement in force, in words ("extractive" without a model)
+    placement_batch: int | None  # its batch size
+    placements_applied: int
+    submitted: int
+    finished: int
+    tokens_per_s: float  # generated tokens per second over the last 30 s
+    batches: list[BatchPoint] = field(default_factory=list)  # the last 128, oldest first
+    requests: list[RequestPoint] = field(default_factory=list)  # the last 256, oldest first
 
 
 # -- /v1/hardware: the machine, where things live, and the active-profile fit ----------
