@@ -31,6 +31,7 @@ from engine.wire import (
     IngestProgress,
     IngestQueueState,
     ModelDownload,
+    Priority,
     ProfilingStatus,
     QueueStatus,
     RecommendedModels,
@@ -221,8 +222,10 @@ class EngineClient:
             if event == "progress":
                 yield from_json_dict(IngestProgress, data)
 
-    def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]:
-        body = {"question": question, "k": k}
+    def ask_stream(
+        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+    ) -> Iterator[AskEvent]:
+        body = {"question": question, "k": k, "priority": priority}
         for event, data in self._stream("POST", "/v1/ask", json=body):
             if event == "citations":
                 yield AskEvent(citations=[from_json_dict(Citation, c) for c in data["citations"]])

@@ -44,6 +44,7 @@ from engine.wire import (
     FileError,
     HardwareInfo,
     IngestProgress,
+    Priority,
     ProfilingStatus,
     SourceView,
     to_json_dict,
@@ -71,6 +72,7 @@ class AskBody(BaseModel):
     model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
     k: int = Field(default=5, ge=1, le=50)
+    priority: Priority = "interactive"
 
 
 class IngestBody(BaseModel):
