@@ -21,11 +21,12 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from app.batch.runner import BatchResult, BatchRun
 from app.qt_compat import emit, emit_drops_a_reference
 from engine.client import AskEvent, EngineClient, grant_folders
 from engine.errors import EngineRequestError, EngineUnavailableError
@@ -599,6 +600,44 @@ class EngineBridge(QObject):
         elif event.error is not None:
             self._ask_stops.pop(request_id, None)
             emit(self.sig_ask_failed, request_id, event.error)
+
+    # -- batch questions --------------------------------------------------------------
+
+    def ask_batch(
+        self,
+        *,
+        questions: Sequence[str],
+        k: int = 5,
+        on_result: Callable[[BatchResult, int], None],
+        on_finished: Callable[[list[BatchResult]], None],
+    ) -> BatchRun | None:
+        """Answer a list of questions together, as background work the engine may
+        batch (app/batch/runner.py). `on_result(result, finished)` as each answer
+        lands and `on_finished(results)` once, both on the GUI thread. Returns the
+        run, to cancel it; None when the engine is not connected."""
+        client = self._client
+        if client is None:
+            return None
+        gate = self._gate
+
+        def ask(question: str) -> Iterator[AskEvent]:
+            if gate.closed:  # the window closed: send nothing more
+                run.cancel()
+                raise EngineUnavailableError("the window was closed")
+            return client.ask_stream(question=question, k=k, priority="background")  # type: ignore[call-arg]
+
+        run = BatchRun(
+            questions=questions,
+            ask=ask,
+            on_result=lambda result, n: self._post(lambda: on_result(result, n)),
+        )
+
+        def answer_all(_client: EngineClientLike) -> list[BatchResult]:
+            run.start().wait()
+            return run.results()
+
+        self._submit(what="Answering the questions", call=answer_all, on_result=on_finished)
+        return run
 
     # -- quitting -------------------------------------------------------------------
 

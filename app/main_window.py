@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.batch.batch_dialog import BatchDialog
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.hardware.hardware_panel import HardwarePanel
@@ -104,6 +105,7 @@ class MainWindow(QMainWindow):
         self._show_welcome = show_welcome
         self._choose_model_folder = choose_model_folder
         self.welcome: WelcomeDialog | None = None
+        self.batch_dialog: BatchDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
         self._ask_id = 0
@@ -210,11 +212,16 @@ class MainWindow(QMainWindow):
         self.keep_running_action.triggered.connect(
             lambda checked: self.bridge.set_keep_running(keep=checked)
         )
+        self.batch_action = QAction("&Batch questions…", self)
+        self.batch_action.setShortcut(QKeySequence("Ctrl+Shift+B"))
+        self.batch_action.setToolTip("Answer a list of questions together, as a table with sources")
+        self.batch_action.triggered.connect(self.show_batch)
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(self.add_folder_action)
         file_menu.addAction(self.add_samples_action)
+        file_menu.addAction(self.batch_action)
         file_menu.addSeparator()
         file_menu.addAction(self.keep_running_action)
         file_menu.addSeparator()
@@ -311,6 +318,16 @@ class MainWindow(QMainWindow):
             self.hardware_panel.show_error("the engine is not connected yet")
             return
         self.bridge.refresh_hardware()
+
+    def show_batch(self) -> BatchDialog:
+        """The batch questions dialog; one per window, so a run survives closing it."""
+        if self.batch_dialog is None:
+            self.batch_dialog = BatchDialog(asker=self.bridge, parent=self)
+            self.batch_dialog.sig_open_source.connect(self._open_source)
+        self.batch_dialog.show()
+        self.batch_dialog.raise_()
+        self.batch_dialog.activateWindow()
+        return self.batch_dialog
 
     def _open_source(self, chunk_id: str) -> None:
         self.engine_label.setText("Opening the source…")

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         help="which source to open (default: a cited one, on a page if possible)",
     )
     parser.add_argument("--hardware-only", action="store_true", help="only the Hardware panel")
+    parser.add_argument("--batch-only", action="store_true", help="only the batch questions")
     parser.add_argument("--model", help="language model folder to choose before starting")
     parser.add_argument("--profile", action="store_true", help="run the active profile first")
     args = parser.parse_args(argv)
@@ -51,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
             _choose_model(args.model)
         if args.hardware_only:
             return take_hardware_screenshot(out=args.out, profile=args.profile)
+        if args.batch_only:
+            return take_batch_screenshots(out=args.out)
         code = take_screenshots(out=args.out, question=args.question, source_row=args.source_row)
+        code = code or take_batch_screenshots(out=args.out)
         return code or take_hardware_screenshot(out=args.out, profile=args.profile)
 
 
@@ -225,6 +229,42 @@ def take_chat_screenshots(*, app: Any, window: Any, out: Path, source_row: int) 
     apply_theme(app, scheme="light")
     _settle(app, 0.2)
     return 0
+
+
+BATCH_QUESTIONS = (
+    "What happens when a file cannot be read?",
+    "How do I add a folder of documents?",
+    "Which file formats can RAGDoll read?",
+    "Does anything leave my computer?",
+    "How do I choose a language model?",
+    "What happens when a file cannot be read?",
+)
+
+
+def take_batch_screenshots(*, out: Path) -> int:
+    """The batch questions dialog with its table filled in, light and dark."""
+    from app.theme import apply_theme
+
+    with _connected_window(out=out) as (app, window):
+        if window is None:
+            return 1
+        _wait(app, lambda: window.library.documents_model.rowCount() > 0, 3, "documents", ok=True)
+        if window.library.documents_model.rowCount() == 0:
+            window.library.add_sample_collection()
+            _wait(app, lambda: window.library.ingesting, 10, "ingestion start", ok=True)
+            _wait(app, lambda: not window.library.ingesting, 600, "ingestion")
+        dialog = window.show_batch()
+        dialog.questions.setPlainText("\n".join(BATCH_QUESTIONS))
+        dialog.run_button.click()
+        _wait(app, lambda: not dialog.running, 600, "batch answers")
+        dialog.table.selectRow(0)
+        for scheme in ("light", "dark"):
+            apply_theme(app, scheme=scheme)
+            _settle(app)
+            _save(dialog, out / ("batch.png" if scheme == "light" else "batch-dark.png"))
+        apply_theme(app, scheme="light")
+        dialog.close()
+        return 0
 
 
 def _paged_row(citations: list[Any]) -> int:

@@ -1,4 +1,8 @@
-"""`ragdoll ask "QUESTION"`: an answer with its sources."""
+"""`ragdoll ask "QUESTION"`: an answer with its sources.
+
+`ragdoll ask --file QUESTIONS.txt`: a list of questions answered together (the
+engine batches them), as a table with sources on stdout or in a CSV or Markdown file.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,36 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
+from app.batch.export import check_writable, format_for, render, write_results
+from app.batch.questions import QuestionsError, read_questions
+from app.batch.runner import BatchResult, BatchRun, summary
+from app.chat.answer_render import elide
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.wire import Answer, Citation, to_json_dict
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ask", help="ask a question about your documents")
-    p.add_argument("question")
+    p = sub.add_parser("ask", help="ask a question (or a file of questions) about your documents")
+    p.add_argument("question", nargs="?", help="the question (or use --file)")
+    p.add_argument(
+        "--file",
+        type=Path,
+        metavar="QUESTIONS.txt",
+        help="answer every question of a UTF-8 text file, one per line "
+        "(blank lines and lines starting with # are skipped)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="RESULTS",
+        help="with --file: write the table to this .csv or .md file (default: Markdown on stdout)",
+    )
+    p.add_argument("--format", choices=("csv", "md"), help="with --file: the table's format")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--k", type=int, default=5, help="how many passages to retrieve (1-50)")
+    p.add_argument("-k", "--k", type=int, default=5, help="how many passages to retrieve (1-50)")
     p.add_argument(
         "--keep-engine", action="store_true", help="leave an engine started for this call running"
     )
@@ -26,6 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= 50:
         return fail("--k must be between 1 and 50", code=2)
+    if args.file is not None:
+        return _run_file(args)
+    if args.question is None:
+        return fail("give a question, or --file QUESTIONS.txt", code=2)
+    if args.out is not None or args.format is not None:
+        return fail("--out and --format go with --file", code=2)
     try:
         with engine_session(keep=args.keep_engine) as client:
             if args.json:
@@ -66,3 +95,67 @@ def _sources(answer: Answer) -> None:
         print(f"  [{c.index}] {where}: {snippet}…")
     if answer.note:
         print(f"\n{answer.note}", file=sys.stderr)
+
+
+# -- a file of questions ---------------------------------------------------------------
+
+
+def _run_file(args: argparse.Namespace) -> int:
+    """Exit 0 when every question was answered, 1 when one failed, 130 after Ctrl-C
+    (the table then holds what was answered; the rest are marked not answered)."""
+    if args.question is not None:
+        return fail("give a question or --file, not both", code=2)
+    if args.json:
+        return fail("--json answers one question; with --file use --format csv or md", code=2)
+    try:
+        questions = read_questions(path=args.file)
+        fmt = format_for(path=args.out, requested=args.format) if args.out else args.format or "md"
+        if args.out is not None:
+            check_writable(path=args.out)
+    except (QuestionsError, ValueError) as e:
+        return fail(str(e), code=2)
+
+    interrupted = False
+    try:
+        with engine_session(keep=args.keep_engine) as client:
+            batch = BatchRun(
+                questions=[q.text for q in questions],
+                ask=lambda q: client.ask_stream(question=q, k=args.k, priority="background"),
+                on_result=lambda result, done: _progress(batch=batch, result=result, done=done),
+            )
+            try:
+                print(f"Answering {batch.total} questions…", file=sys.stderr)
+                batch.start().wait()
+            except KeyboardInterrupt:
+                batch.cancel()
+                interrupted = True
+                print("\nInterrupted: keeping the answers so far.", file=sys.stderr)
+            results = batch.results()
+            elapsed = batch.elapsed_s()
+    except (EngineUnavailableError, EngineRequestError) as e:
+        return fail(str(e))
+
+    if args.out is None:
+        sys.stdout.write(render(results=results, fmt=fmt))
+        sys.stdout.flush()
+    else:
+        try:
+            write_results(path=args.out, results=results, fmt=fmt)
+        except OSError as e:
+            sys.stdout.write(render(results=results, fmt=fmt))  # nothing answered is lost
+            return fail(f"could not write {args.out}: {e.strerror or e}; the table went to stdout")
+        print(f"Wrote {args.out}", file=sys.stderr)
+    print(f"{summary(results=results)} in {elapsed:.1f} s", file=sys.stderr)
+    if interrupted:
+        return 130
+    return 0 if all(r.status == "answered" for r in results) else 1
+
+
+def _progress(*, batch: BatchRun, result: BatchResult, done: int) -> None:
+    what = "" if result.status == "answered" else f" {result.status.upper()}: {result.error}"
+    print(
+        f"[{done}/{batch.total}] {batch.elapsed_s():6.1f} s  #{result.number} "
+        f"{elide(text=result.question, limit=60)}{what}",
+        file=sys.stderr,
+        flush=True,
+    )

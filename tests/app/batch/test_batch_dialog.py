@@ -1,0 +1,119 @@
+"""The batch dialog in the real window: on a real engine (the table fills in, the
+exports, a cited page opens) and on the fake client (the menu, bad input)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from pytestqt.qtbot import QtBot
+
+from app.batch.export import Format
+from app.main_window import MainWindow
+from engine.client import EngineClient
+from engine.paths import resolve_paths
+from tests.app.batch.conftest import QUESTIONS
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import FakeClient
+from tests.support.engine import RunningEngine
+
+
+def test_answers_fill_the_table_export_and_open_the_cited_page(
+    qtbot: QtBot, batch_engine: RunningEngine, tmp_path: Path
+) -> None:
+    window = MainWindow(
+        # The fixture's engine: attach, never start or stop it.
+        client_factory=lambda: EngineClient.connect(paths=resolve_paths(), start=False),
+        show_welcome=False,
+    )
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.bridge.connected, timeout=30_000)
+
+    window.batch_action.trigger()
+    dialog = window.batch_dialog
+    assert dialog is not None and dialog.isVisible()
+    dialog.questions.setPlainText(
+        "\n".join(["# the usual three, one twice", *QUESTIONS, QUESTIONS[0]])
+    )
+    qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
+    assert dialog.running and dialog.cancel_button.isEnabled()
+    assert not dialog.export_csv_button.isEnabled()
+    model = dialog.model
+    assert model.rowCount() == 4
+    qtbot.waitUntil(lambda: not dialog.running, timeout=60_000)
+
+    results = model.results()
+    assert [r.status for r in results] == ["answered"] * 4
+    assert dialog.progress.value() == dialog.progress.maximum() == 4
+    assert "4 answered" in dialog.status.text()
+    assert "corrosion" in model.index(0, 2).data()
+    assert "bridge report.pdf — page 2" in model.index(0, 3).data()
+    assert "Biscuit" in model.index(1, 2).data()
+    assert model.index(3, 1).data() == QUESTIONS[0]  # duplicates are kept
+
+    def chooser(parent: object, fmt: Format) -> str:
+        return str(tmp_path / f"answers.{fmt}")
+
+    dialog.choose_export = chooser
+    qtbot.mouseClick(dialog.export_csv_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(dialog.export_md_button, Qt.MouseButton.LeftButton)
+    with (tmp_path / "answers.csv").open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["question"] for r in rows] == [*QUESTIONS, QUESTIONS[0]]
+    assert "bridge report.pdf — page 2" in rows[0]["sources"]
+    markdown = (tmp_path / "answers.md").read_text(encoding="utf-8").splitlines()
+    assert len(markdown) == 2 + 4 and "Biscuit" in markdown[3]
+    assert "Saved" in dialog.status.text()
+
+    # The selected answer's sources; double-clicking one opens its page in the viewer.
+    dialog.table.selectRow(0)
+    sources = dialog.sources_model
+    titles = [
+        (Path(sources.citation(r).path).name, sources.citation(r).page)
+        for r in range(sources.rowCount())
+    ]
+    row = titles.index(("bridge report.pdf", 2))
+    view = dialog.sources
+    rect = view.visualRect(sources.index(row, 0))
+    # A person's double-click: a click, then the second press (QTest's mouseDClick
+    # alone sends no first press, and an item view then ignores it).
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: window.viewer.isVisible(), timeout=10_000)
+    assert window.viewer.windowTitle() == "bridge report.pdf — page 2"
+    window.close()
+
+
+def test_menu_action_bad_input_and_no_engine(
+    make_window: MakeWindow, qtbot: QtBot, tmp_path: Path
+) -> None:
+    window = make_window(FakeClient())
+    action = window.batch_action
+    assert action.shortcut() == QKeySequence("Ctrl+Shift+B")
+    assert action in window.menuBar().actions()[0].menu().actions()
+    dialog = window.show_batch()
+    assert window.show_batch() is dialog  # one dialog per window
+    for widget in (dialog.questions, dialog.run_button, dialog.table, dialog.sources):
+        assert widget.accessibleName()
+
+    dialog.questions.setPlainText("# only a comment\n\n")
+    dialog.start()
+    assert "no questions" in dialog.status.text() and not dialog.running
+
+    binary = tmp_path / "questions.txt"
+    binary.write_bytes(b"\x00\x01binary")
+    dialog.choose_questions = lambda parent: str(binary)
+    dialog.load_file()
+    assert "not a text file" in dialog.status.text()
+    good = tmp_path / "good.txt"
+    good.write_text("# mine\nFirst?\n\nSecond?\n")
+    dialog.choose_questions = lambda parent: str(good)
+    dialog.load_file()
+    assert dialog.questions.toPlainText() == "First?\nSecond?"
+
+    window.bridge.close()  # the engine is gone: the dialog says so and sends nothing
+    dialog.start()
+    assert "not connected" in dialog.status.text() and not dialog.running

@@ -1,0 +1,192 @@
+"""`ragdoll ask --file`: against a real engine, and in-process with a fake one for
+what a real engine will not do on demand (fail one question, be interrupted)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import app.commands.ask as ask_command
+from app.cli import main
+from engine.client import AskEvent
+from engine.wire import AnswerDone, Citation
+from tests.app.batch.conftest import QUESTIONS
+from tests.support.engine import RunningEngine
+
+
+def _questions_file(folder: Path, lines: list[str]) -> Path:
+    path = folder / "questions.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_file_of_questions_to_csv(batch_engine: RunningEngine, tmp_path: Path) -> None:
+    questions = _questions_file(tmp_path, ["# three questions", "", *QUESTIONS])
+    out = tmp_path / "answers.csv"
+    result = batch_engine.ragdoll("ask", "--file", str(questions), "--out", str(out), "-k", "3")
+    assert result.returncode == 0, result.stderr
+    assert "[3/3]" in result.stderr and "3 answered" in result.stderr
+    assert result.stdout == ""
+    with out.open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["question"] for r in rows] == QUESTIONS
+    assert all(r["status"] == "answered" and r["mode"] == "extractive" for r in rows)
+    bridge, cat, garden = rows
+    assert "corrosion" in bridge["answer"]
+    assert "bridge report.pdf — page 2" in bridge["sources"]
+    assert "Biscuit" in cat["answer"] and "lighthouse.md" in cat["sources"]
+    assert "4,200" in garden["answer"]
+
+
+# -- in-process, with a fake engine --------------------------------------------------------
+
+CITATION = Citation(
+    index=1,
+    chunk_id="c1",
+    path="/docs/report.pdf",
+    page=2,
+    text="passage",
+    score=1.0,
+    char_start=0,
+    char_end=7,
+)
+
+
+class FakeClient:
+    """Answers at once, except "refused" (an error) and "slow" (waits on `release`)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.priorities: list[str] = []
+
+    def ask_stream(
+        self, *, question: str, k: int = 5, priority: str = "interactive"
+    ) -> Iterator[AskEvent]:
+        self.priorities.append(priority)
+        yield AskEvent(citations=[CITATION])
+        if question == "refused":
+            yield AskEvent(error="the engine refused it")
+            return
+        if question == "slow":
+            self.release.wait(10)
+        yield AskEvent(token=f"answer to {question}")
+        yield AskEvent(done=AnswerDone(answer=f"answer to {question}", mode="extractive"))
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeClient:
+    client = FakeClient()
+
+    @contextmanager
+    def session(*, keep: bool = False) -> Iterator[FakeClient]:
+        yield client
+
+    monkeypatch.setattr(ask_command, "engine_session", session)
+    return client
+
+
+def test_a_failed_question_is_a_row_and_a_nonzero_exit(
+    fake: FakeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = _questions_file(tmp_path, ["first", "refused", "last"])
+    out = tmp_path / "answers.md"
+    assert main(["ask", "--file", str(questions), "--out", str(out)]) == 1
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert "answer to first" in lines[2] and "answer to last" in lines[4]
+    assert "**Failed:** the engine refused it" in lines[3]
+    err = capsys.readouterr().err
+    assert "FAILED: the engine refused it" in err and "2 answered, 1 failed" in err
+    assert fake.priorities == ["background"] * 3
+
+
+def test_without_out_the_markdown_table_goes_to_stdout(
+    fake: FakeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = _questions_file(tmp_path, ["first?", "# skipped", "second | third?"])
+    assert main(["ask", "--file", str(questions), "-k", "2"]) == 0
+    out = capsys.readouterr()
+    table = out.out.splitlines()
+    assert table[0] == "| # | Question | Answer | Sources |"
+    assert table[2] == "| 1 | first? | answer to first? | [1] report.pdf — page 2 |"
+    assert table[3].startswith("| 2 | second \\| third? |")
+    assert "[2/2]" in out.err and "2 answered" in out.err
+
+
+def test_one_question_still_streams_with_its_sources(
+    fake: FakeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "what is it?"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("answer to what is it?\n")
+    assert "Sources:\n  [1] report.pdf, page 2: passage" in out
+    assert fake.priorities == ["interactive"]
+
+
+def test_ctrl_c_writes_what_was_answered(
+    fake: FakeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    questions = _questions_file(tmp_path, ["one", "slow", "two"])
+    out = tmp_path / "answers.csv"
+    two_done = threading.Event()
+    progress = ask_command._progress
+
+    def counting_progress(**kw: object) -> None:
+        progress(**kw)  # type: ignore[arg-type]
+        if kw["done"] == 2:
+            two_done.set()
+
+    monkeypatch.setattr(ask_command, "_progress", counting_progress)
+
+    def interrupt() -> None:
+        if two_done.wait(10):  # "one" and "two" are in; "slow" waits
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        code = main(["ask", "--file", str(questions), "--out", str(out), "--format", "csv"])
+    finally:
+        fake.release.set()
+    assert code == 130
+    with out.open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["question"], r["status"]) for r in rows] == [
+        ("one", "answered"),
+        ("slow", "cancelled"),
+        ("two", "answered"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["ask", "--out", "x.csv", "why?"], "go with --file"),
+        (["ask", "why?", "--file", "{q}"], "not both"),
+        (["ask", "--file", "{q}", "--json"], "--json"),
+        (["ask", "--file", "{q}", "--out", "{tmp}/no/such/folder/a.csv"], "does not exist"),
+        (["ask", "--file", "{q}", "--out", "{tmp}/a.txt"], "--format"),
+        (["ask", "--file", "{tmp}/missing.txt"], "does not exist"),
+        (["ask", "--file", "{long}"], "line 2"),
+        (["ask"], "--file"),
+    ],
+)
+def test_bad_arguments_fail_before_any_question_is_sent(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    words: str,
+) -> None:
+    monkeypatch.setattr(ask_command, "engine_session", None)  # calling it would fail the test
+    q = _questions_file(tmp_path, ["a question?"])
+    long = tmp_path / "long.txt"
+    long.write_text("fine?\n" + "x" * 8001 + "\n")
+    args = [a.format(q=q, tmp=tmp_path, long=long) for a in argv]
+    assert main(args) == 2
+    assert words in capsys.readouterr().err
