@@ -237,7 +237,6 @@ BATCH_QUESTIONS = (
     "Which file formats can RAGDoll read?",
     "Does anything leave my computer?",
     "How do I choose a language model?",
-    "What happens when a file cannot be read?",
 )
 
 

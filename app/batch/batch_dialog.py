@@ -85,7 +85,7 @@ class BatchDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("batchDialog")
         self.setWindowTitle("Batch questions")
-        self.resize(1000, 680)
+        self.resize(1000, 760)
         self._asker = asker
         self.choose_questions = choose_questions
         self.choose_export = choose_export
@@ -110,7 +110,7 @@ class BatchDialog(QDialog):
         self.questions.setPlaceholderText(
             "What does the warranty cover?\nHow do I descale the machine?"
         )
-        self.questions.setMaximumHeight(130)
+        self.questions.setMaximumHeight(110)
         hint.setBuddy(self.questions)
 
         self.load_button = self._button("&Load from file…", "Load questions from a text file")
@@ -156,7 +156,7 @@ class BatchDialog(QDialog):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(1, 260)
-        header.resizeSection(3, 230)
+        header.resizeSection(3, 300)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.table.activated.connect(self._open_first_source)
         self.model.dataChanged.connect(lambda *_: self._fit_rows())
@@ -181,6 +181,7 @@ class BatchDialog(QDialog):
         self.split.addWidget(sources_box)
         self.split.setStretchFactor(0, 3)
         self.split.setStretchFactor(1, 1)
+        self.split.setSizes([330, 190])
 
         self.export_csv_button = self._button("Export &CSV…", "Export the table as CSV")
         self.export_csv_button.clicked.connect(lambda: self.export(fmt="csv"))

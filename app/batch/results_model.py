@@ -9,7 +9,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from PySide6.QtGui import QFont
 
 from app.batch.runner import BatchResult
-from app.chat.answer_render import elide, source_title
+from app.chat.answer_render import elide, file_name, page_word
 from app.qt_compat import emit
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -109,7 +109,7 @@ class BatchResultsModel(QAbstractTableModel):
             return _answer_cell(result=result, running=self._running)
         if result is None:
             return ""
-        return "\n".join(f"[{c.index}] {source_title(citation=c)}" for c in result.citations)
+        return sources_cell(result=result)
 
     def _tooltip(self, *, row: int, column: int, result: BatchResult | None) -> str | None:
         if column == 1:
@@ -129,3 +129,22 @@ def _answer_cell(*, result: BatchResult | None, running: bool) -> str:
     if result.status == "cancelled":
         return "Not answered (cancelled)"
     return elide(text=result.answer, limit=_EXCERPT_CHARS) or "(empty answer)"
+
+
+def sources_cell(*, result: BatchResult) -> str:
+    """One line per file with its pages: "guide.pdf — pages 1, 3" (the list under
+    the table has each passage with its [n])."""
+    pages: dict[str, list[int]] = {}
+    for c in sorted(result.citations, key=lambda c: c.index):
+        found = pages.setdefault(c.path, [])
+        if c.page is not None and c.page not in found:
+            found.append(c.page)
+    lines = []
+    for path, numbers in pages.items():
+        name = file_name(path=path)
+        if not numbers:
+            lines.append(name)
+            continue
+        word = page_word(path=path) + ("s" if len(numbers) > 1 else "")
+        lines.append(f"{name} — {word} {', '.join(map(str, sorted(numbers)))}")
+    return "\n".join(lines)

@@ -3,22 +3,31 @@ what a real engine will not do on demand (fail one question, be interrupted)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 import app.commands.ask as ask_command
-from app.cli import main
 from engine.client import AskEvent
 from engine.wire import AnswerDone, Citation
 from tests.app.batch.conftest import QUESTIONS
 from tests.support.engine import RunningEngine
+
+
+def main(argv: Sequence[str]) -> int:
+    """`ragdoll ARGV` in-process, with only `ask` registered: app.cli's parser also
+    registers the benchmarks, whose import of torch takes seconds on a busy machine."""
+    parser = argparse.ArgumentParser(prog="ragdoll")
+    ask_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
 
 
 def _questions_file(folder: Path, lines: list[str]) -> Path:
