@@ -636,7 +636,13 @@ class EngineBridge(QObject):
             run.start().wait()
             return run.results()
 
-        self._submit(what="Answering the questions", call=answer_all, on_result=on_finished)
+        def failed(error: BaseException) -> None:
+            emit(self.sig_error, "Answering the questions", describe_error(error=error))
+            on_finished(run.results())  # the dialog must not wait for ever
+
+        self._submit(
+            what="Answering the questions", call=answer_all, on_result=on_finished, on_error=failed
+        )
         return run
 
     # -- quitting -------------------------------------------------------------------

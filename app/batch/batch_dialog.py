@@ -90,6 +90,9 @@ class BatchDialog(QDialog):
         self.choose_questions = choose_questions
         self.choose_export = choose_export
         self._run: BatchRun | None = None
+        # Which run the bridge's callbacks belong to: a late answer of a cancelled
+        # run must not land in the next run's table.
+        self._generation = 0
         self._started = 0.0
         self._tick = QTimer(self)  # the elapsed time moves even while no answer lands
         self._tick.setInterval(500)
@@ -253,8 +256,12 @@ class BatchDialog(QDialog):
         self.sources_model.set_citations([])
         self.progress.setRange(0, len(texts))
         self.progress.setValue(0)
+        self._generation += 1
+        generation = self._generation
         run = self._asker.ask_batch(
-            questions=texts, on_result=self._on_result, on_finished=self._on_finished
+            questions=texts,
+            on_result=lambda result, n: self._on_result(result, n, generation=generation),
+            on_finished=lambda results: self._on_finished(results, generation=generation),
         )
         if run is None:
             self.model.finish([])
@@ -287,8 +294,8 @@ class BatchDialog(QDialog):
 
     # -- what the bridge reports -------------------------------------------------------
 
-    def _on_result(self, result: BatchResult, finished: int) -> None:
-        if self._run is None:
+    def _on_result(self, result: BatchResult, finished: int, *, generation: int) -> None:
+        if self._run is None or generation != self._generation:
             return
         self.model.set_result(result)
         self.progress.setValue(finished)
@@ -297,7 +304,9 @@ class BatchDialog(QDialog):
         if current.isValid() and current.row() == result.number - 1:
             self._on_row(current)
 
-    def _on_finished(self, results: list[BatchResult]) -> None:
+    def _on_finished(self, results: list[BatchResult], *, generation: int) -> None:
+        if generation != self._generation:
+            return
         self._run = None
         self._tick.stop()
         self.model.finish(results)

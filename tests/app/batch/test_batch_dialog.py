@@ -4,6 +4,7 @@ exports, a cited page opens) and on the fake client (the menu, bad input)."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -12,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from app.batch.export import Format
 from app.main_window import MainWindow
-from engine.client import EngineClient
+from engine.client import AskEvent, EngineClient
 from engine.paths import resolve_paths
 from tests.app.batch.conftest import QUESTIONS
 from tests.app.conftest import MakeWindow
@@ -117,3 +118,47 @@ def test_menu_action_bad_input_and_no_engine(
     window.bridge.close()  # the engine is gone: the dialog says so and sends nothing
     dialog.start()
     assert "not connected" in dialog.status.text() and not dialog.running
+
+
+class PrioritisedClient(FakeClient):
+    """The fake client, taking the priority the real one takes (and noting it)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.priorities: list[str] = []
+
+    def ask_stream(  # type: ignore[override]
+        self, *, question: str, k: int = 5, priority: str = "interactive"
+    ) -> Iterator[AskEvent]:
+        self.priorities.append(priority)
+        yield from super().ask_stream(question=question, k=k)
+
+
+def test_cancel_keeps_the_table_and_a_new_run_starts_clean(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    client = PrioritisedClient(token_delay_s=0.2)
+    window = make_window(client)
+    dialog = window.show_batch()
+    dialog.questions.setPlainText("\n".join(f"Question {n}?" for n in range(20)))
+    dialog.start()
+    assert dialog.running
+    qtbot.waitUntil(lambda: len(client.priorities) >= 2, timeout=5_000)
+    qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.running, timeout=5_000)
+    assert "20 not answered" in dialog.status.text()
+    assert dialog.model.index(19, 2).data() == "Not answered (cancelled)"
+    assert dialog.run_button.isEnabled() and dialog.export_csv_button.isEnabled()
+    assert set(client.priorities) == {"background"}
+    assert len(client.priorities) <= 16  # the bound: the rest were never sent
+
+    client.token_delay_s = 0.0
+    dialog.questions.setPlainText("Again?\nOnce more?")
+    dialog.start()
+    qtbot.waitUntil(lambda: not dialog.running, timeout=10_000)
+    qtbot.wait(600)  # the cancelled run's answers finish meanwhile; none may land here
+    assert dialog.model.rowCount() == 2
+    assert [r.status for r in dialog.model.results()] == ["answered", "answered"]
+    assert (
+        dialog.model.index(0, 2).data() == "Tomatoes need six hours of sun [1] and warm soil [2]."
+    )
