@@ -23,6 +23,8 @@ def test_quick_offload_benchmark_reports_every_figure(tmp_path: Path) -> None:
             *tiny.split(),
             "--batches",
             "1,2",
+            "--device",
+            "cpu",  # the CPU form even where CUDA exists (the GPU form: test_offload_gpu.py)
         ]
     )
 
@@ -46,3 +48,4 @@ def test_quick_offload_benchmark_reports_every_figure(tmp_path: Path) -> None:
         assert all(v["decode_tok_s"] > 0 and v["prefill_tok_s"] > 0 for v in by_batch.values())
     assert figures["model"]["offloaded_layers"] == [1, 3]
     assert 0 < figures["model"]["offloaded_bytes"] < figures["model"]["checkpoint_bytes"]
+    assert (figures["device"], figures["gpu_name"]) == ("cpu", None)
