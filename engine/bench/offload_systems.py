@@ -92,6 +92,7 @@ def run_systems(
     layer tiers Accelerate gets too; `executor_resident` runs it with every layer on the
     compute tier."""
     runs: dict[tuple[str, int], list[Run]] = {}
+    cuda = device.type == "cuda"
     offload_root = Path(tempfile.mkdtemp(prefix="ragdoll-accelerate-offload-"))
     try:
         for _ in range(max(1, repeats)):
@@ -99,17 +100,29 @@ def run_systems(
                 prompts = _prompts(batch=batch, length=prompt_tokens)
                 for system in SYSTEMS:
                     evict_page_cache(files=checkpoint_files(model_dir))
-                    r = _run_system(
-                        system=system,
-                        model_dir=model_dir,
-                        placement=placement,
-                        prompts=prompts,
-                        tokens=tokens,
-                        disk_sources=disk_sources,
-                        offload_folder=offload_root / f"{system}-{batch}",
-                        device=device,
-                        dtype=dtype,
-                    )
+                    if cuda:
+                        torch.cuda.reset_peak_memory_stats(device)
+                    try:
+                        r = _run_system(
+                            system=system,
+                            model_dir=model_dir,
+                            placement=placement,
+                            prompts=prompts,
+                            tokens=tokens,
+                            disk_sources=disk_sources,
+                            offload_folder=offload_root / f"{system}-{batch}",
+                            device=device,
+                            dtype=dtype,
+                        )
+                    finally:
+                        if cuda:
+                            # The next system starts from an empty GPU, not from this
+                            # one's cached blocks.
+                            gc.collect()
+                            torch.cuda.empty_cache()
+                    if cuda:
+                        peak = int(torch.cuda.max_memory_allocated(device))
+                        r = dataclasses.replace(r, peak_device_bytes=peak)
                     runs.setdefault((system, batch), []).append(r)
                     say(
                         f"{system:>18} B={batch}: decode {r.decode_tok_s:7.2f} tok/s, prefill "
@@ -160,43 +173,6 @@ def cold_read_bandwidth(*, sources: list[TensorSource]) -> float:
 
 
 def _run_system(
-    *,
-    system: str,
-    model_dir: Path,
-    placement: Placement,
-    prompts: torch.Tensor,
-    tokens: int,
-    disk_sources: list[TensorSource],
-    offload_folder: Path,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> Run:
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
-    try:
-        r = _run_one(
-            system=system,
-            model_dir=model_dir,
-            placement=placement,
-            prompts=prompts,
-            tokens=tokens,
-            disk_sources=disk_sources,
-            offload_folder=offload_folder,
-            device=device,
-            dtype=dtype,
-        )
-    finally:
-        if cuda:
-            # The next system starts from an empty GPU, not from this one's cached blocks.
-            gc.collect()
-            torch.cuda.empty_cache()
-    if not cuda:
-        return r
-    return dataclasses.replace(r, peak_device_bytes=int(torch.cuda.max_memory_allocated(device)))
-
-
-def _run_one(
     *,
     system: str,
     model_dir: Path,
