@@ -295,3 +295,24 @@ def report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
         f"tokens match the reference: {f['tokens_match_reference']} "
         f"(accelerate: {f['accelerate_tokens_match_reference']})"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m engine.bench.offload [--quick] [--json] [--out FILE] ...`: this benchmark
+    alone, for a machine that has only its dependencies (torch, transformers, accelerate,
+    safetensors, psutil, platformdirs): `ragdoll bench` loads every benchmark's module,
+    and some of those need the whole app (LanceDB...)."""
+    from app.commands.bench import run as print_and_write
+
+    parser = argparse.ArgumentParser(prog="python -m engine.bench.offload")
+    parser.add_argument("--quick", action="store_true", help="a small form")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.kind = "offload"
+    return print_and_write(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,13 @@ def offload_args(folder: Path, *extra: str) -> argparse.Namespace:
 def test_quick_offload_benchmark_reports_every_figure(tmp_path: Path) -> None:
     tiny = "--layers 4 --hidden 64 --intermediate 128 --tokens 3 --prompt-tokens 8"
     # --device cpu: the CPU form even where CUDA exists (the GPU form: test_offload_gpu.py).
-    args = offload_args(tmp_path / "model", *tiny.split(), "--batches", "1,2", "--device", "cpu")
+    out = tmp_path / "figures.json"
+    argv = ["--quick", "--json", "--folder", str(tmp_path / "model"), "--out", str(out)]
 
-    figures = offload.run(args)
+    # Through `python -m engine.bench.offload`'s entry, which also writes the JSON.
+    assert offload.main([*argv, *tiny.split(), "--batches", "1,2", "--device", "cpu"]) == 0
+
+    figures = json.loads(out.read_text(encoding="utf-8"))
 
     assert_every_figure(figures, batches={"1", "2"})
     assert figures["tokens_match_reference"] is True
