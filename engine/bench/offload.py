@@ -12,7 +12,9 @@ depend on the weight values), with the same memory budget, prompts and output le
 - `resident`: plain transformers with everything in RAM (the upper bound, and the
   reference the greedy tokens are compared with).
 
-On a machine without a GPU the tiers are RAM and disk. The disk layers' byte ranges are
+This is the CPU form (`--device cpu`, the default without CUDA): the tiers are RAM and
+disk. The GPU form (`--device cuda`, GPU / pinned RAM / disk) is engine/bench/offload_gpu.py
+and shares this module's systems, timing and figures. The disk layers' byte ranges are
 dropped from the page cache (posix_fadvise DONTNEED) before every run and after every
 read of a layer, for both offloading systems, so each decode step reads them from the
 disk itself. Figures (design.md, "Measuring"):
@@ -30,73 +32,33 @@ import argparse
 import dataclasses
 import os
 import platform
-import shutil
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM, DynamicCache
 
-from engine.executor.forward import StreamingModel
-from engine.executor.generate import positions_of
-from engine.executor.weights import (
-    TensorSource,
-    checkpoint_files,
-    evict_page_cache,
-    evict_ranges,
-    index_checkpoint,
-    layer_unit,
+from engine.bench.offload_systems import (
+    GIB,
+    MIB,
+    SYSTEMS,
+    Run,
+    Size,
+    cold_read_bandwidth,
+    forced_placement,
+    load_average,
+    run_systems,
+    write_model,
 )
+from engine.executor.weights import checkpoint_files, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
-from engine.models.synthetic import write_random_model
 from engine.planner.model_spec import load_model_spec
-from engine.planner.placement import Placement, StoreSpec, Tier, Workload
-from engine.planner.planner import plan
-
-GIB = 2**30
-MIB = 2**20
-SYSTEMS = ("executor", "accelerate", "executor_resident", "resident")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Size:
-    layers: int
-    hidden: int
-    intermediate: int
-    heads: int
-    kv_heads: int
-
+from engine.planner.placement import Tier
 
 FULL = Size(layers=8, hidden=2048, intermediate=5632, heads=16, kv_heads=4)  # ≈1.4 GiB
 QUICK = Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)  # ≈100 MiB
-
-
-@dataclass(frozen=True, kw_only=True)
-class Run:
-    system: str
-    batch: int
-    load_s: float
-    prefill_s: float
-    decode_s: float
-    prompt_tokens: int
-    decode_tokens: int  # per row
-    tokens: list[list[int]]  # greedy tokens per row (prefill's + decode's)
-    streamed_bytes: int = 0  # bytes the executor fetched during decode
-    copy_busy_s: float = 0.0  # the copy thread's loading time during decode
-    prefetch_waits: int = 0
-
-    @property
-    def decode_tok_s(self) -> float:
-        return self.batch * self.decode_tokens / self.decode_s
-
-    @property
-    def prefill_tok_s(self) -> float:
-        return self.batch * self.prompt_tokens / self.prefill_s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,11 +72,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layers", type=int, help="override the model's layer count")
     parser.add_argument("--hidden", type=int, help="override the hidden size")
     parser.add_argument("--intermediate", type=int, help="override the MLP size")
+    parser.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        help="cuda: GPU / pinned RAM / disk tiers; cpu: RAM / disk (default: cuda when "
+        "torch sees a CUDA device, else cpu)",
+    )
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    quick = bool(getattr(args, "quick", False))
-    base = QUICK if quick else FULL
+def resolve_device(*, requested: str | None, cuda_available: bool) -> str:
+    """The form to run; `--device cuda` without CUDA is a clear error, not a traceback."""
+    if requested is None:
+        return "cuda" if cuda_available else "cpu"
+    if requested == "cuda" and not cuda_available:
+        raise SystemExit(
+            "ragdoll bench offload --device cuda: torch sees no CUDA device on this machine "
+            "(torch.cuda.is_available() is False); use --device cpu for the RAM / disk form"
+        )
+    return requested
+
+
+def sized(args: argparse.Namespace, base: Size) -> Size:
+    """`base` with the --layers / --hidden / --intermediate overrides."""
     size = dataclasses.replace(
         base,
         layers=args.layers or base.layers,
@@ -123,6 +102,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     if size.hidden % size.heads:
         size = dataclasses.replace(size, heads=4, kv_heads=2)
+    return size
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    device = resolve_device(
+        requested=getattr(args, "device", None), cuda_available=torch.cuda.is_available()
+    )
+    if device == "cuda":
+        from engine.bench.offload_gpu import run_gpu
+
+        return run_gpu(args)
+    quick = bool(getattr(args, "quick", False))
+    size = sized(args, QUICK if quick else FULL)
     tokens = args.tokens or (8 if quick else 16)
     prompt_tokens = args.prompt_tokens or (32 if quick else 64)
     batches = [int(b) for b in (args.batches or ("1,4" if quick else "1,8")).split(",")]
@@ -133,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     folder = args.folder or Path(tempfile.gettempdir()) / (
         f"ragdoll-bench-offload-{size.layers}x{size.hidden}x{size.intermediate}"
     )
-    model_dir = _model(folder=folder, size=size)
+    model_dir = write_model(folder=folder, size=size, dtype="float32")
     n = size.layers
     half: list[Tier] = ["cpu" if i % 2 == 0 else "disk" for i in range(n)]
     disk_units = [layer_unit(i) for i, t in enumerate(half) if t == "disk"]
@@ -148,46 +140,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"float32, {checkpoint_bytes / MIB:.0f} MiB; {disk_bytes / MIB:.0f} MiB on disk "
         f"(layers {', '.join(u.split('.')[1] for u in disk_units)}); prompt {prompt_tokens}, "
         f"{tokens} decode tokens, batches {batches}; torch threads {torch.get_num_threads()}; "
-        f"cold disk read {bandwidth / MIB:.0f} MiB/s; load average {_load()}"
+        f"cold disk read {bandwidth / MIB:.0f} MiB/s; load average {load_average()}"
     )
 
-    runs: dict[tuple[str, int], list[Run]] = {}
-    offload_root = Path(tempfile.mkdtemp(prefix="ragdoll-accelerate-offload-"))
-    try:
-        for _ in range(max(1, args.repeats)):
-            for batch in batches:
-                prompts = _prompts(batch=batch, length=prompt_tokens)
-                for system in SYSTEMS:
-                    evict_page_cache(files=checkpoint_files(model_dir))
-                    r = _run_system(
-                        system=system,
-                        model_dir=model_dir,
-                        tiers=half,
-                        depth=args.depth,
-                        prompts=prompts,
-                        tokens=tokens,
-                        disk_sources=disk_sources,
-                        offload_folder=offload_root / f"{system}-{batch}",
-                    )
-                    runs.setdefault((system, batch), []).append(r)
-                    say(
-                        f"{system:>18} B={batch}: decode {r.decode_tok_s:7.2f} tok/s, prefill "
-                        f"{r.prefill_tok_s:8.1f} tok/s, load {r.load_s:5.2f} s"
-                        + (
-                            f", streamed {r.streamed_bytes / MIB:.0f} MiB, copy thread busy "
-                            f"{r.copy_busy_s:.2f} s of {r.decode_s:.2f} s, waits {r.prefetch_waits}"
-                            if system == "executor"
-                            else ""
-                        )
-                    )
-    finally:
-        shutil.rmtree(offload_root, ignore_errors=True)
-        evict_page_cache(files=checkpoint_files(model_dir))
+    placement = forced_placement(
+        hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
+        spec=load_model_spec(source=model_dir),
+        layer_tiers=half,
+        depth=args.depth,
+    )
+    runs = run_systems(
+        model_dir=model_dir,
+        placement=placement,
+        batches=batches,
+        prompt_tokens=prompt_tokens,
+        tokens=tokens,
+        repeats=args.repeats,
+        disk_sources=disk_sources,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        say=say,
+    )
     # Measured again after the runs: on a shared machine the disk's speed changes; the
     # faster figure gives the tighter (more demanding) roofline.
     bandwidth = max(bandwidth, *(cold_read_bandwidth(sources=disk_sources) for _ in range(2)))
 
-    figures = _figures(
+    figures = figures_of(
         runs=runs, batches=batches, bandwidth=bandwidth, tokens=tokens, prompt_tokens=prompt_tokens
     )
     figures.update(
@@ -206,26 +184,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "prefetch_depth_decode": args.depth,
             "torch_threads": torch.get_num_threads(),
             "repeats": max(1, args.repeats),
+            "device": "cpu",
+            "gpu_name": None,
             "machine": {
                 "platform": f"{platform.system()} {platform.machine()}",
                 "cpus": os.cpu_count(),
-                "load_average": _load(),
+                "load_average": load_average(),
                 "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             },
         }
     )
-    _report(figures, say=say)
+    report(figures, say=say)
     return figures
 
 
-def _figures(
+def figures_of(
     *,
     runs: dict[tuple[str, int], list[Run]],
     batches: list[int],
     bandwidth: float,
     tokens: int,
     prompt_tokens: int,
+    transfer_s: Callable[[float], float] | None = None,
 ) -> dict[str, Any]:
+    """`transfer_s(streamed bytes)`: the least time to move them (default: at `bandwidth`,
+    the disk's; the GPU form passes its two-tier bound)."""
+
     def med(system: str, batch: int, key: Callable[[Run], float]) -> float:
         return statistics.median(key(r) for r in runs[(system, batch)])
 
@@ -238,6 +222,7 @@ def _figures(
                 "decode_s": med(system, b, lambda r: r.decode_s),
                 "prefill_s": med(system, b, lambda r: r.prefill_s),
                 "load_s": med(system, b, lambda r: r.load_s),
+                "peak_device_bytes": med(system, b, lambda r: r.peak_device_bytes),
             }
             for b in batches
         }
@@ -250,7 +235,10 @@ def _figures(
         t_xfer = med("executor", b, lambda r: r.copy_busy_s)
         overlap[str(b)] = (t_xfer + t_comp - t) / max(min(t_xfer, t_comp), 1e-9)
         streamed = med("executor", b, lambda r: r.streamed_bytes)
-        t_bound = max(t_comp, streamed / bandwidth) if bandwidth > 0 else t_comp
+        if transfer_s is not None:
+            t_bound = max(t_comp, transfer_s(streamed))
+        else:
+            t_bound = max(t_comp, streamed / bandwidth) if bandwidth > 0 else t_comp
         roofline[str(b)] = t_bound / t
     ex = per["executor"]
     acc = per["accelerate"]
@@ -286,7 +274,7 @@ def _figures(
     }
 
 
-def _report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
+def report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
     b1, bmax = f["batches"][0], f["batches"][-1]
     say("median decode / prefill tok/s:")
     for system, by_batch in f["systems"].items():
@@ -309,274 +297,22 @@ def _report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
     )
 
 
-def cold_read_bandwidth(*, sources: list[TensorSource]) -> float:
-    """Bytes/s of reading `sources`' byte ranges after dropping them from the page cache:
-    what streaming those layers can get from this disk at best."""
-    if not sources:
-        return 0.0
-    evict_ranges(sources)
-    total = 0
-    # One reused buffer: a fresh one per block would page-fault inside the reads and
-    # measure the allocator, not the disk (the executor reuses its buffers too).
-    buffer = memoryview(bytearray(8 * MIB))
-    buffer[:] = bytes(len(buffer))
-    start = time.perf_counter()
-    for s in sorted(sources, key=lambda s: (str(s.file), s.start)):
-        with s.file.open("rb", buffering=0) as f:
-            f.seek(s.start)
-            left = s.end - s.start
-            while left > 0:
-                n = f.readinto(buffer[: min(len(buffer), left)])
-                if not n:
-                    break
-                left -= n
-                total += n
-    seconds = time.perf_counter() - start
-    evict_ranges(sources)
-    return total / seconds if seconds > 0 else 0.0
+def main(argv: list[str] | None = None) -> int:
+    """`python -m engine.bench.offload [--quick] [--json] [--out FILE] ...`: this benchmark
+    alone, for a machine that has only its dependencies (torch, transformers, accelerate,
+    safetensors, psutil, platformdirs): `ragdoll bench` loads every benchmark's module,
+    and some of those need the whole app (LanceDB...)."""
+    from app.commands.bench import run as print_and_write
+
+    parser = argparse.ArgumentParser(prog="python -m engine.bench.offload")
+    parser.add_argument("--quick", action="store_true", help="a small form")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.kind = "offload"
+    return print_and_write(args)
 
 
-def _run_system(
-    *,
-    system: str,
-    model_dir: Path,
-    tiers: list[Tier],
-    depth: int,
-    prompts: torch.Tensor,
-    tokens: int,
-    disk_sources: list[TensorSource],
-    offload_folder: Path,
-) -> Run:
-    start = time.perf_counter()
-    if system in ("executor", "executor_resident"):
-        layer_tiers = tiers if system == "executor" else ["cpu"] * len(tiers)
-        model = StreamingModel(
-            model_dir=model_dir,
-            placement=forced_placement(model_dir=model_dir, layer_tiers=layer_tiers, depth=depth),
-            dtype=torch.float32,
-            evict_after_read=system == "executor",
-        )
-        load_s = time.perf_counter() - start
-        try:
-            return _timed(
-                system=system,
-                load_s=load_s,
-                prompts=prompts,
-                tokens=tokens,
-                forward=_executor_forward(model),
-                new_cache=model.new_cache,
-                model=model,
-            )
-        finally:
-            model.close()
-    hf = _load_hf(
-        system=system,
-        model_dir=model_dir,
-        tiers=tiers,
-        disk_sources=disk_sources,
-        offload_folder=offload_folder,
-    )
-    load_s = time.perf_counter() - start
-    config = hf.config
-    try:
-        return _timed(
-            system=system,
-            load_s=load_s,
-            prompts=prompts,
-            tokens=tokens,
-            forward=_hf_forward(hf),
-            new_cache=lambda: DynamicCache(config=config),
-            model=None,
-        )
-    finally:
-        del hf
-
-
-Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, DynamicCache, str], torch.Tensor]
-
-
-def _executor_forward(model: StreamingModel) -> Forward:
-    def forward(
-        ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: DynamicCache, phase: str
-    ) -> torch.Tensor:
-        return model.forward(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=pos,
-            cache=cache,
-            phase=phase,  # type: ignore[arg-type]
-        )
-
-    return forward
-
-
-def _hf_forward(hf: Any) -> Forward:
-    @torch.inference_mode()
-    def forward(
-        ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: DynamicCache, phase: str
-    ) -> torch.Tensor:
-        out = hf(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=pos,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        return out.logits
-
-    return forward
-
-
-def _timed(
-    *,
-    system: str,
-    load_s: float,
-    prompts: torch.Tensor,
-    tokens: int,
-    forward: Forward,
-    new_cache: Callable[[], DynamicCache],
-    model: StreamingModel | None,
-) -> Run:
-    """Greedy: prefill (its logits give token 1), then `tokens` decode steps; eos ignored
-    so that every system produces the same number of tokens."""
-    batch, width = prompts.shape
-    mask = torch.ones_like(prompts)
-    positions = positions_of(mask)
-    cache = new_cache()
-    start = time.perf_counter()
-    logits = forward(prompts, mask, positions, cache, "prefill")
-    prefill_s = time.perf_counter() - start
-    out: list[list[int]] = [[] for _ in range(batch)]
-    before = model.store.stats() if model is not None else None
-    pf = model.prefetcher.stats() if model is not None and model.prefetcher else None
-    start = time.perf_counter()
-    for _ in range(tokens):
-        next_ids = logits[:, -1, :].argmax(-1, keepdim=True)  # (B, 1)
-        for b in range(batch):
-            out[b].append(int(next_ids[b, 0]))
-        mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype)], dim=1)
-        positions = positions[:, -1:] + 1
-        logits = forward(next_ids, mask, positions, cache, "decode")
-    decode_s = time.perf_counter() - start
-    for b in range(batch):
-        out[b].append(int(logits[b, -1].argmax()))
-    streamed = copy_s = 0.0
-    waits = 0
-    if model is not None and before is not None:
-        streamed = model.store.stats().bytes_fetched - before.bytes_fetched
-        if model.prefetcher is not None and pf is not None:
-            now = model.prefetcher.stats()
-            copy_s = now.load_seconds - pf.load_seconds
-            waits = now.waits - pf.waits
-    return Run(
-        system=system,
-        batch=batch,
-        load_s=load_s,
-        prefill_s=prefill_s,
-        decode_s=decode_s,
-        prompt_tokens=width,
-        decode_tokens=tokens,
-        tokens=out,
-        streamed_bytes=int(streamed),
-        copy_busy_s=copy_s,
-        prefetch_waits=waits,
-    )
-
-
-def _load_hf(
-    *,
-    system: str,
-    model_dir: Path,
-    tiers: list[Tier],
-    disk_sources: list[TensorSource],
-    offload_folder: Path,
-) -> Any:
-    if system == "resident":
-        hf = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    else:
-        device_map: dict[str, str] = {
-            "model.embed_tokens": "cpu",
-            "model.rotary_emb": "cpu",
-            "model.norm": "cpu",
-            "lm_head": "cpu",
-        }
-        for i, tier in enumerate(tiers):
-            device_map[f"model.layers.{i}"] = "disk" if tier == "disk" else "cpu"
-        hf = AutoModelForCausalLM.from_pretrained(
-            model_dir, dtype=torch.float32, device_map=device_map, offload_folder=offload_folder
-        )
-        # Accelerate reads a disk layer's tensors from the checkpoint at each forward of
-        # the layer; drop them again after it, as the executor does, so that every
-        # decode step reads the disk and not a page cache holding the whole model.
-        by_layer: dict[int, list[TensorSource]] = {}
-        for s in disk_sources:
-            by_layer.setdefault(int(s.name.split(".")[2]), []).append(s)
-        for i, layer_sources in by_layer.items():
-            hf.model.layers[i].register_forward_hook(
-                lambda *_, sources=layer_sources: evict_ranges(sources)
-            )
-    _own_memory(hf)
-    return hf.eval()
-
-
-def _own_memory(model: torch.nn.Module) -> None:
-    """Copy parameters that are views of the checkpoint's mapping into memory of their
-    own: "resident" must mean RAM, not page cache that the evictions above would drop."""
-    copies: dict[int, torch.Tensor] = {}
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.device.type != "cpu":
-                continue
-            key = p.data_ptr()
-            if key not in copies:
-                copies[key] = p.data.clone()
-            p.data = copies[key]
-
-
-def forced_placement(*, model_dir: Path, layer_tiers: list[Tier], depth: int) -> Placement:
-    """The planner's CPU-only placement for this model with the layer tiers forced (the
-    comparison is exactly "these layers on disk"), embedding and head resident."""
-    base = plan(
-        hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
-        model=load_model_spec(source=model_dir),
-        store=StoreSpec.default(),
-        workload=Workload(batch=1, context_tokens=512),
-    )
-    return dataclasses.replace(
-        base,
-        layer_tiers=tuple(layer_tiers),
-        embed_tier="cpu",
-        head_tier="cpu",
-        prefetch_depth_prefill=1,
-        prefetch_depth_decode=depth,
-    )
-
-
-def _model(*, folder: Path, size: Size) -> Path:
-    if not (folder / "config.json").is_file():
-        write_random_model(
-            folder=folder,
-            architecture="llama",
-            hidden_size=size.hidden,
-            num_layers=size.layers,
-            num_heads=size.heads,
-            num_kv_heads=size.kv_heads,
-            intermediate_size=size.intermediate,
-            dtype="float32",
-        )
-    return folder
-
-
-def _prompts(*, batch: int, length: int) -> torch.Tensor:
-    """(B, T) token ids: distinct rows of one length (no padding, so every system sees
-    exactly the same input)."""
-    rows = [[1] + [40 + (7 * b + 3 * i) % 200 for i in range(length - 1)] for b in range(batch)]
-    return torch.tensor(rows, dtype=torch.long)
-
-
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
+if __name__ == "__main__":
+    raise SystemExit(main())

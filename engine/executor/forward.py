@@ -143,6 +143,11 @@ class StreamingModel:
             raise ValueError("a placement for another model")
         if placement.compute_tier != self.placement.compute_tier:
             raise ValueError("the compute tier cannot change under a loaded model")
+        if self.prefetcher is not None:
+            # Stop the copy thread before the homes change: it reads the store's homes and
+            # host copies (and, on CUDA, copies from them) while set_homes rewrites them.
+            self.prefetcher.close()
+            self.prefetcher = None
         moved = self.store.set_homes(unit_homes(placement))
         self.placement = placement
         self._start_prefetcher()  # the streamed units are another set now
