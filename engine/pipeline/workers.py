@@ -19,6 +19,8 @@ builds the real ones, tests pass fakes.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -33,6 +35,7 @@ from engine.pipeline.requests import (
     Piece,
     Question,
     RequestHandle,
+    RequestTimes,
     Retrieved,
     new_question,
 )
@@ -53,6 +56,8 @@ DEFAULT_RETRIEVAL_CAP = 64
 DEFAULT_GENERATION_CAP = 8
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
 HISTORY = 64  # batches kept per worker for the status timeline
+REQUEST_HISTORY = 256  # finished requests kept for the status (latency over time)
+TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +69,8 @@ class GenerationJob:
 
 
 RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
-GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | _Done"]]]
+# A piece is plain text, or a Piece when the function counts the tokens behind it.
+GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done"]]]
 ApplyPlacement = Callable[[Any], None]
 
 
@@ -77,6 +83,18 @@ class BatchRecord:
     size: int
     backlog: int  # requests waiting when it was formed, itself included
     cap: int
+    placements: int = 0  # placements this worker had applied before the batch began
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestRecord:
+    """One finished request, for latency over time and the Table 1 breakdown."""
+
+    request_id: str
+    priority: Priority
+    status: str  # "done" | "cancelled" | "error"
+    times: RequestTimes
+    tokens: int  # generated tokens delivered
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +121,9 @@ class PipelineStatus:
     placement_batch: int | None  # Placement.batch of the placement in force
     submitted: int
     finished: int
+    placements_applied: int = 0  # Pipeline.set_placement calls completed
+    tokens_per_s: float = 0.0  # generated tokens per second over the last 30 s
+    requests: tuple[RequestRecord, ...] = ()  # the last REQUEST_HISTORY finished, oldest first
 
 
 @dataclass(kw_only=True)
@@ -198,6 +219,7 @@ class BatchWorker:
                 self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
                 self._choice = choice
                 self._running = len(batch)
+                placements = self._placements
             start = self._clock()
             failed = False
             try:
@@ -220,6 +242,7 @@ class BatchWorker:
                             size=len(batch),
                             backlog=choice.backlog,
                             cap=choice.cap,
+                            placements=placements,
                         )
                     )
                     self._batches += 1
@@ -243,6 +266,25 @@ class BatchWorker:
             with self._cond:
                 self._placement_waiting -= 1
                 self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold the worker between two batches (the batch in flight ends first); what
+        arrives meanwhile waits and forms the next batch when this exits."""
+        with self._lock:
+            yield
+
+    def set_profiled_fit(self, fit: PowerLawFit | None) -> None:
+        """A new profiled T(B) (active profiling finished); observed batches still win
+        once there are enough of them."""
+        with self._cond:
+            self._model = dataclasses.replace(self._model, profiled=fit)
+
+    @property
+    def backlog(self) -> int:
+        """Requests waiting for this worker plus those in its batch now."""
+        with self._cond:
+            return len(self._waiting) + self._running
 
     # -- thread ----------------------------------------------------------------------
 
@@ -312,10 +354,15 @@ class Pipeline:
         policy: SchedulerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
+        answered_at_retrieval: Callable[[Any], bool] | None = None,
     ) -> None:
+        """`answered_at_retrieval(hits)`: True for a question whose retrieval already
+        settled it (nothing relevant found): it finishes there, without taking a place
+        in a generation batch."""
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
         self._generate_batch = generate_batch
+        self._answered_at_retrieval = answered_at_retrieval
         self._clock = clock
         self._placement = placement
         self._placement_lock = threading.Lock()  # one placement change at a time
@@ -323,6 +370,10 @@ class Pipeline:
         self._submitted = 0
         self._finished = 0
         self._live: set[str] = set()  # request ids not finished yet
+        self._placements = 0
+        self._records: deque[RequestRecord] = deque(maxlen=REQUEST_HISTORY)
+        self._token_times: deque[tuple[float, int]] = deque()  # (clock, tokens) per piece
+        self._started = clock()
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
@@ -379,9 +430,9 @@ class Pipeline:
 
         def counted(event: Event) -> None:
             if isinstance(event, Finished):
-                with self._counts_lock:
-                    self._finished += 1
-                    self._live.discard(q.request_id)
+                self._record(handle, event)
+            elif isinstance(event, Piece) and event.tokens:
+                self._count_tokens(event.tokens)
             if on_event is not None:
                 on_event(event)
 
@@ -401,10 +452,27 @@ class Pipeline:
             self.retrieval.set_placement(placement)
             self.generation.set_placement(placement)
             self._placement = placement
+            with self._counts_lock:
+                self._placements += 1
+
+    @property
+    def placement(self) -> Any:
+        """The placement in force (the last one applied to both workers)."""
+        return self._placement
+
+    def idle(self) -> bool:
+        """Nothing submitted is unfinished."""
+        with self._counts_lock:
+            return not self._live
+
+    def set_generation_fit(self, fit: PowerLawFit | None) -> None:
+        self.generation.set_profiled_fit(fit)
 
     def status(self) -> PipelineStatus:
         with self._counts_lock:
             submitted, finished = self._submitted, self._finished
+            placements, records = self._placements, tuple(self._records)
+            rate = self._token_rate()
         placement = self._placement
         return PipelineStatus(
             retrieval=self.retrieval.status(),
@@ -412,7 +480,45 @@ class Pipeline:
             placement_batch=int(placement.batch) if placement is not None else None,
             submitted=submitted,
             finished=finished,
+            placements_applied=placements,
+            tokens_per_s=rate,
+            requests=records,
         )
+
+    def _record(self, handle: RequestHandle, outcome: Finished) -> None:
+        if handle.times().finished is None:
+            handle.mark(finished=self._clock())
+        record = RequestRecord(
+            request_id=handle.request_id,
+            priority=handle.question.priority,
+            status=outcome.status,
+            times=handle.times(),
+            tokens=handle.tokens,
+        )
+        with self._counts_lock:
+            self._finished += 1
+            self._live.discard(handle.request_id)
+            self._records.append(record)
+
+    def _count_tokens(self, tokens: int) -> None:
+        with self._counts_lock:
+            self._token_times.append((self._clock(), tokens))
+            self._prune_tokens()
+
+    def _prune_tokens(self) -> None:
+        """Under _counts_lock."""
+        horizon = self._clock() - TOKEN_RATE_WINDOW_S
+        while self._token_times and self._token_times[0][0] < horizon:
+            self._token_times.popleft()
+
+    def _token_rate(self) -> float:
+        """Under _counts_lock: tokens over the window, or over the time since the
+        pipeline started when that is shorter (a fresh engine is not 30 s old)."""
+        self._prune_tokens()
+        span = min(TOKEN_RATE_WINDOW_S, self._clock() - self._started)
+        if span <= 0 or not self._token_times:
+            return 0.0
+        return sum(n for _, n in self._token_times) / span
 
     def close(self, *, timeout: float | None = 10.0) -> None:
         self.retrieval.stop(timeout=timeout)
@@ -430,11 +536,14 @@ class Pipeline:
                 f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
             )
         done = self._clock()
+        settled = self._answered_at_retrieval
         for h, hits in zip(batch, results, strict=True):
             h.mark(retrieved=done)
             h.emit(Retrieved(hits=hits))
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
+            elif settled is not None and settled(hits):
+                h.emit(Finished(status="done"))
             else:
                 self.generation.enqueue(h)
 
@@ -461,7 +570,10 @@ class Pipeline:
                 elif h.cancelled:
                     h.emit(Finished(status="cancelled"))
                 else:
-                    h.emit(Piece(text=piece))
+                    event = piece if isinstance(piece, Piece) else Piece(text=piece)
+                    if event.text and h.times().first_token is None:
+                        h.mark(first_token=self._clock())
+                    h.emit(event)
                 if all(x.done or x.cancelled for x in batch):
                     break  # nobody is listening any more: free the batch now
         finally:
