@@ -395,7 +395,7 @@ class Engine:
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if generator is not None else None,
                     paths=self.paths,
-                    store_spec=self._store_spec(),
+                    store_spec=self._store_spec,
                 )
                 self._serving = serving
             elif serving.answerer is not None:

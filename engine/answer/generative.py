@@ -225,7 +225,8 @@ def _truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationRecord:
-    """What the last `stream` fed the executor and got back (instrumentation)."""
+    """What the last `stream` or `stream_batch` fed the executor and got back, the
+    whole batch's (instrumentation)."""
 
     prompt_tokens: int
     generated_tokens: int
@@ -397,6 +398,16 @@ class GenerativeAnswerer:
         """Token events of a batch of requests (see engine/executor/generate.py). One
         batch runs at a time: the answerer's lock is held from the first event until
         the iterator ends or is closed (closing frees the batch's KV cache)."""
+        prompt_tokens = sum(len(r.prompt_ids) for r in requests)
+        generated = 0
+        ended = False
+
+        def arrivals() -> Sequence[GenerationRequest]:
+            nonlocal prompt_tokens
+            new = incoming() if incoming is not None else ()
+            prompt_tokens += sum(len(r.prompt_ids) for r in new)
+            return new
+
         with self._lock:
             # The only call of generate(): every answer, single or batched, comes here.
             events = generate(
@@ -405,12 +416,22 @@ class GenerativeAnswerer:
                 sampling=Sampling(temperature=max(temperature, 0.0), seed=seed),
                 pad_token_id=self._pad_id,
                 cancelled=cancelled,
-                incoming=incoming,
+                incoming=arrivals if incoming is not None else None,
             )
             try:
-                yield from events
+                for event in events:
+                    generated += 1
+                    # Before the event leaves: whoever hears a row finish sees its tokens.
+                    self.last_generation = GenerationRecord(
+                        prompt_tokens=prompt_tokens, generated_tokens=generated, cancelled=False
+                    )
+                    yield event
+                ended = True
             finally:
                 events.close()
+                self.last_generation = GenerationRecord(
+                    prompt_tokens=prompt_tokens, generated_tokens=generated, cancelled=not ended
+                )
 
     def close(self) -> None:
         self._finalizer()

@@ -11,6 +11,7 @@ larger batch while the generation backlog stays high and back when it falls.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.pipeline.adapters import Embed, executor_apply_placement
@@ -36,7 +37,7 @@ class ServingPipeline:
         model_lock: threading.Lock,
         generation_fit: PowerLawFit | None,
         paths: Paths,
-        store_spec: StoreSpec,
+        store_spec: Callable[[], StoreSpec],
         governor_policy: GovernorPolicy | None = None,
     ) -> None:
         self.answerer = answerer
@@ -61,7 +62,7 @@ class ServingPipeline:
             self.governor = PlacementGovernor(
                 pipeline=self.pipeline,
                 plan_for=lambda batch: plan_for_batch(
-                    answerer=answerer, paths=paths, store=store_spec, batch=batch
+                    answerer=answerer, paths=paths, store=store_spec(), batch=batch
                 ),
                 policy=policy,
                 planned=placement.batch,

@@ -96,6 +96,11 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
     local_engine.set_model(model=str(tiny_model))
+    # The tests below set the placement themselves: the engine's own re-planning (from
+    # a backlog held for seconds) would change it under them on a slow machine.
+    governor = local_engine.serving().governor
+    assert governor is not None
+    governor.close()
     try:
         yield local_engine
     finally:
@@ -246,24 +251,33 @@ def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -
 
 
 def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None:
+    from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
     from engine.pipeline.serving import plan_for_batch
 
     engine = with_model
     pipeline = engine.serving().pipeline
-    larger = plan_for_batch(
-        answerer=engine._generator, paths=engine.paths, store=engine._store_spec(), batch=4
+    # The engine's re-planning, without waiting for a backlog to persist: the planner's
+    # placement for the batch that holds the backlog, applied while a batch runs.
+    governor = PlacementGovernor(
+        pipeline=pipeline,
+        plan_for=lambda batch: plan_for_batch(
+            answerer=engine._generator, paths=engine.paths, store=engine._store_spec(), batch=batch
+        ),
+        policy=GovernorPolicy(
+            base_batch=1, max_batch=4, grow_after_s=0, shrink_after_s=0, cooldown_s=0
+        ),
+        planned=1,
+        start=False,
     )
-    assert larger is not None and larger.batch == 4
     before = pipeline.status()
     questions = list(QUESTIONS)
     asks: list[dict[str, Any]] = [{"question": q} for q in questions]
     threads, results, errors = _start(engine, asks)
-    # While a generation batch runs and others wait, the planner's placement for a
-    # batch of 4 lands between two batches.
-    _until(lambda: pipeline.generation.status().running > 0)
-    pipeline.set_placement(larger)
+    _until(lambda: pipeline.generation.status().running > 0 and pipeline.generation.backlog > 1)
+    target = governor.tick()  # returns once both workers run under the new placement
     _join(threads, results, errors)
 
+    assert target in (2, 4)
     for (question, (file, _)), events in zip(QUESTIONS.items(), results, strict=True):
         assert events[0][1][0].path.endswith(file), question
         assert events[-1][1].mode == "generative" and events[-1][1].answer, question
@@ -271,11 +285,15 @@ def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None
     assert after.submitted - before.submitted == len(questions)
     assert after.finished == after.submitted
     assert after.placements_applied == before.placements_applied + 1
-    assert after.placement_batch == 4 and engine._generator.placement.batch == 4
+    assert after.placement_batch == target and engine._generator.placement.batch == target
     info = engine.status().pipeline
-    assert info is not None and info.placement.startswith("batch 4 ")
+    assert info is not None and info.placement.startswith(f"batch {target} ")
     statuses = [r.status for r in info.requests[-len(questions) :]]
     assert statuses == ["done"] * len(questions)
+    # On the timeline the change is a step between two batches: the batch in flight
+    # ran under the old placement, any later one under the new.
+    steps = [b.placement for b in info.batches if b.worker == "generation"]
+    assert steps[0] == 0 and steps == sorted(steps) and set(steps) <= {0, 1}
 
 
 def test_cancel_stops_the_answer_and_frees_its_place(with_model: Engine) -> None:
