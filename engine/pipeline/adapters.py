@@ -98,7 +98,10 @@ def executor_generate_batch(
     def passages(job: GenerationJob) -> list[Passage]:
         return passages_of(_hits_of(job.hits))
 
-    def run(jobs: Sequence[GenerationJob]) -> Stream:
+    def run(
+        jobs: Sequence[GenerationJob],
+        incoming: Callable[[], Sequence[GenerationJob]] | None = None,
+    ) -> Stream:
         # Nothing relevant was found: say so rather than let the model invent an
         # answer from no sources (engine/core.py's relevance gate does the same).
         unanswerable = [j for j in jobs if isinstance(j.hits, SearchResult) and j.hits.not_found]
@@ -111,6 +114,7 @@ def executor_generate_batch(
             jobs=[j for j in jobs if j.request_id not in skipped],
             passages=passages,
             temperature=temperature,
+            incoming=incoming,
         )
 
     return run
@@ -122,32 +126,43 @@ def generate_rows(
     jobs: Sequence[GenerationJob],
     passages: Callable[[GenerationJob], list[Passage]],
     temperature: float = 0.0,
+    incoming: Callable[[], Sequence[GenerationJob]] | None = None,
 ) -> Stream:
     """The model's answers to `jobs` as one batch: each row's text as it decodes (a
-    Piece counting the tokens behind it), then DONE for that row."""
+    Piece counting the tokens behind it), then DONE for that row. `incoming()`, asked
+    at each decode step, gives jobs that join the batch there."""
     from engine.answer.generative import IncrementalDetokenizer
 
-    if not jobs:
+    rows: list[GenerationJob] = []  # every job seen, in the executor's numbering
+    detok: list[IncrementalDetokenizer] = []
+    pending: list[int] = []  # tokens decoded but not yet released as text, per row
+
+    def admit(new: Sequence[GenerationJob]) -> list[Any]:
+        rows.extend(new)
+        detok.extend(IncrementalDetokenizer(tokenizer=answerer.tokenizer) for _ in new)
+        pending.extend(0 for _ in new)
+        return [
+            answerer.prompt_request(
+                question=job.question.text,
+                passages=passages(job),
+                max_new_tokens=job.question.max_new_tokens,
+            )
+            for job in new
+        ]
+
+    requests = admit(jobs)
+    if not requests:
         return
-    requests = [
-        answerer.prompt_request(
-            question=job.question.text,
-            passages=passages(job),
-            max_new_tokens=job.question.max_new_tokens,
-        )
-        for job in jobs
-    ]
-    detok = [IncrementalDetokenizer(tokenizer=answerer.tokenizer) for _ in jobs]
-    pending = [0] * len(jobs)  # tokens decoded but not yet released as text
     events = answerer.stream_batch(
         requests=requests,
         temperature=temperature,
-        cancelled=lambda i: jobs[i].cancel.is_set(),
+        cancelled=lambda i: rows[i].cancel.is_set(),
+        incoming=(lambda: admit(incoming())) if incoming is not None else None,
     )
     try:
         for event in events:
             i = event.request
-            job = jobs[i]
+            job = rows[i]
             pending[i] += 1
             text = detok[i].add(event.token_id)
             if event.finished:

@@ -82,7 +82,10 @@ def gated_generate_batch(
     the engine's: profiling samples and answers without retrieval take it too, so
     nothing else runs the model while a batch does."""
 
-    def extractive(jobs: Sequence[GenerationJob]) -> Stream:
+    Incoming = Callable[[], Sequence[GenerationJob]] | None
+
+    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+        # Quotes take no time to write: nothing joins, the next batch takes the rest.
         for job in jobs:
             if job.cancel.is_set():
                 continue
@@ -91,13 +94,14 @@ def gated_generate_batch(
             yield job.request_id, Piece(text=text)
             yield job.request_id, DONE
 
-    def generative(jobs: Sequence[GenerationJob]) -> Stream:
+    def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
         assert answerer is not None
         with model_lock:
             yield from generate_rows(
                 answerer=answerer,
                 jobs=[j for j in jobs if not j.cancel.is_set()],
                 passages=lambda job: job.hits.passages if isinstance(job.hits, GatedHits) else [],
+                incoming=incoming,
             )
 
     return extractive if answerer is None else generative

@@ -52,6 +52,9 @@ class ServingPipeline:
                 executor_apply_placement(answerer=answerer) if answerer is not None else None
             ),
             answered_at_retrieval=settled,
+            # A question asked while a batch decodes joins it at the next step, as
+            # far as eq. 4-8 would have batched it with the rows in flight.
+            join_running_batch=True,
         )
         self.governor: PlacementGovernor | None = None
         if answerer is not None and placement is not None:

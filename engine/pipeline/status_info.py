@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.pipeline.workers import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
+from engine.pipeline.status import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
 from engine.wire import BatchPoint, PipelineInfo, PipelineWorkerInfo, RequestPoint
 
 WIRE_BATCHES = 128

@@ -35,11 +35,11 @@ from engine.pipeline.requests import (
     Piece,
     Question,
     RequestHandle,
-    RequestTimes,
     Retrieved,
     new_question,
 )
 from engine.pipeline.scheduler import Pending, Priority, SchedulerPolicy, select
+from engine.pipeline.status import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
 from engine.planner.profiling import PowerLawFit
 
 
@@ -74,58 +74,6 @@ GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | P
 ApplyPlacement = Callable[[Any], None]
 
 
-@dataclass(frozen=True, kw_only=True)
-class BatchRecord:
-    """One finished batch, for the batch-size / placement timeline (Figure 9)."""
-
-    started: float  # clock seconds
-    seconds: float
-    size: int
-    backlog: int  # requests waiting when it was formed, itself included
-    cap: int
-    placements: int = 0  # placements this worker had applied before the batch began
-
-
-@dataclass(frozen=True, kw_only=True)
-class RequestRecord:
-    """One finished request, for latency over time and the Table 1 breakdown."""
-
-    request_id: str
-    priority: Priority
-    status: str  # "done" | "cancelled" | "error"
-    times: RequestTimes
-    tokens: int  # generated tokens delivered
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerStatus:
-    name: str
-    queue_length: int
-    running: int  # requests in the batch being processed now
-    cap: int  # the largest batch allowed by the placement in force
-    batch_size: int | None  # the size chosen for the current (or last) batch
-    last_batch_size: int | None
-    last_batch_s: float | None
-    batches: int
-    fit_a: float | None
-    fit_c: float | None
-    fit_online: bool  # the fit in force comes from observed batches, not the profile
-    placements_applied: int
-    recent: tuple[BatchRecord, ...]  # the last HISTORY batches, oldest first
-
-
-@dataclass(frozen=True, kw_only=True)
-class PipelineStatus:
-    retrieval: WorkerStatus
-    generation: WorkerStatus
-    placement_batch: int | None  # Placement.batch of the placement in force
-    submitted: int
-    finished: int
-    placements_applied: int = 0  # Pipeline.set_placement calls completed
-    tokens_per_s: float = 0.0  # generated tokens per second over the last 30 s
-    requests: tuple[RequestRecord, ...] = ()  # the last REQUEST_HISTORY finished, oldest first
-
-
 @dataclass(kw_only=True)
 class _Entry:
     handle: RequestHandle
@@ -133,13 +81,14 @@ class _Entry:
 
 
 class BatchWorker:
-    """A queue, a lock and a batch model; `run_batch` does one batch's work."""
+    """A queue, a lock and a batch model; `run_batch` does one batch's work and
+    returns how many requests joined the batch while it ran (`take`), if any."""
 
     def __init__(
         self,
         *,
         name: str,
-        run_batch: Callable[[list[RequestHandle]], None],
+        run_batch: Callable[[list[RequestHandle]], int | None],
         model: BatchModel,
         cap: int,
         cap_of: Callable[[Any], int],
@@ -206,40 +155,33 @@ class BatchWorker:
                 if not self._waiting:
                     return False
                 choice = self._model.choose(n=len(self._waiting), cap=self._cap)
-                chosen, _ = select(
-                    [e.pending for e in self._waiting],
-                    size=choice.size,
-                    now=self._clock(),
-                    policy=self._policy,
-                )
-                # By identity: the scheduler returns the very Pending objects it was given.
-                by_pending = {id(e.pending): e for e in self._waiting}
-                batch = [by_pending[id(p)].handle for p in chosen]
-                taken = {id(p) for p in chosen}
-                self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
+                batch = self._select(size=choice.size)
                 self._choice = choice
                 self._running = len(batch)
                 placements = self._placements
             start = self._clock()
             failed = False
+            joined = 0
             try:
-                self._run_batch(batch)
+                joined = self._run_batch(batch) or 0
             except Exception as e:  # one bad batch must not stop the worker
                 failed = True
                 for handle in batch:
                     handle.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
             finally:
                 elapsed = self._clock() - start
-                if not failed:  # a failure's time says nothing about T(B)
+                # A failure's time says nothing about T(B), nor does a batch that
+                # grew on the way (its rows did not share the whole run).
+                if not failed and not joined:
                     self._model = observe(self._model, batch=len(batch), seconds=elapsed)
                 with self._cond:
                     self._running = 0
-                    self._last = (len(batch), elapsed)
+                    self._last = (len(batch) + joined, elapsed)
                     self._history.append(
                         BatchRecord(
                             started=start,
                             seconds=elapsed,
-                            size=len(batch),
+                            size=len(batch) + joined,
                             backlog=choice.backlog,
                             cap=choice.cap,
                             placements=placements,
@@ -266,6 +208,40 @@ class BatchWorker:
             with self._cond:
                 self._placement_waiting -= 1
                 self._cond.notify_all()
+
+    def take(self, *, running: int) -> list[RequestHandle]:
+        """For the batch in flight (this worker's own thread, inside `run_batch`): the
+        waiting requests that should join it now, `running` rows being still alive.
+        As many as eq. 4–8 would have put in one batch with the rows in flight, within
+        the cap; none while a placement change waits (it would wait for ever) or the
+        worker stops."""
+        with self._cond:
+            self._drop_cancelled()
+            if not self._waiting or self._placement_waiting or self._stopping:
+                return []
+            n = running + len(self._waiting)
+            room = self._model.choose(n=n, cap=self._cap).size - running
+            if room < 1:
+                return []
+            joining = self._select(size=room)
+            self._running += len(joining)
+            return joining
+
+    def _select(self, *, size: int) -> list[RequestHandle]:
+        """Under self._cond: the scheduler's best `size` waiting requests leave the queue."""
+        chosen, _ = select(
+            [e.pending for e in self._waiting], size=size, now=self._clock(), policy=self._policy
+        )
+        # By identity: the scheduler returns the very Pending objects it was given.
+        by_pending = {id(e.pending): e for e in self._waiting}
+        taken = {id(p) for p in chosen}
+        self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
+        return [by_pending[id(p)].handle for p in chosen]
+
+    @property
+    def cap(self) -> int:
+        with self._cond:
+            return self._cap
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -355,14 +331,18 @@ class Pipeline:
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
         answered_at_retrieval: Callable[[Any], bool] | None = None,
+        join_running_batch: bool = False,
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
-        in a generation batch."""
+        in a generation batch. `join_running_batch`: `generate_batch` is called as
+        `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
+        step) returns the waiting jobs that join the batch in flight."""
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
         self._generate_batch = generate_batch
         self._answered_at_retrieval = answered_at_retrieval
+        self._join = join_running_batch
         self._clock = clock
         self._placement = placement
         self._placement_lock = threading.Lock()  # one placement change at a time
@@ -547,18 +527,33 @@ class Pipeline:
             else:
                 self.generation.enqueue(h)
 
-    def _generate(self, batch: list[RequestHandle]) -> None:
-        now = self._clock()
-        by_id = {h.request_id: h for h in batch}
-        for h in batch:
-            h.mark(generation_started=now)
-        jobs = [
-            GenerationJob(
+    def _generate(self, batch: list[RequestHandle]) -> int:
+        members = list(batch)  # grows when requests join the batch in flight
+        by_id = {h.request_id: h for h in members}
+        joined = 0
+
+        def job_of(h: RequestHandle) -> GenerationJob:
+            h.mark(generation_started=self._clock())
+            return GenerationJob(
                 request_id=h.request_id, question=h.question, hits=h.hits, cancel=h.cancel_event
             )
-            for h in batch
-        ]
-        stream = self._generate_batch(jobs)
+
+        def incoming() -> list[GenerationJob]:
+            nonlocal joined
+            alive = sum(1 for h in members if not (h.done or h.cancelled))
+            new = self.generation.take(running=alive)
+            for h in new:
+                members.append(h)
+                by_id[h.request_id] = h
+            joined += len(new)
+            return [job_of(h) for h in new]
+
+        jobs = [job_of(h) for h in members]
+        stream = (
+            self._generate_batch(jobs, incoming=incoming)  # type: ignore[call-arg]
+            if self._join
+            else self._generate_batch(jobs)
+        )
         try:
             for request_id, piece in stream:
                 h = by_id.get(request_id)
@@ -574,17 +569,18 @@ class Pipeline:
                     if event.text and h.times().first_token is None:
                         h.mark(first_token=self._clock())
                     h.emit(event)
-                if all(x.done or x.cancelled for x in batch):
+                if all(x.done or x.cancelled for x in members):
                     break  # nobody is listening any more: free the batch now
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-        for h in batch:
+        for h in members:
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
+        return joined
 
 
 def _retrieval_cap(placement: Any) -> int:

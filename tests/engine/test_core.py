@@ -321,3 +321,33 @@ def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: 
     assert pieces
     _join(threads, results, errors)
     assert results[0][-1][1].mode == "generative"
+
+
+def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> None:
+    from engine.answer.passages import Passage
+
+    engine = with_model
+    pipeline = engine.serving().pipeline
+    first, second = list(QUESTIONS)[:2]
+    generation, retrieval = pipeline.generation.paused(), pipeline.retrieval.paused()
+    generation.__enter__()
+    threads, results, errors = _start(engine, [{"question": first}])
+    _until(lambda: pipeline.generation.status().queue_length == 1)
+    retrieval.__enter__()
+    more, late, late_errors = _start(engine, [{"question": second}])
+    _until(lambda: pipeline.retrieval.status().queue_length == 1)
+    generation.__exit__(None, None, None)  # the first question decodes alone...
+    _until(lambda: pipeline.generation.status().running == 1)
+    retrieval.__exit__(None, None, None)  # ...when the second is retrieved
+    _join(threads, results, errors)
+    _join(more, late, late_errors)
+
+    (record,) = pipeline.status().generation.recent
+    assert record.size == 2  # one batch, grown by the question that joined it
+    for question, events in ((first, results[0]), (second, late[0])):
+        citations, done = events[0][1], events[-1][1]
+        passages = [
+            Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
+        ]
+        alone = "".join(engine._generator.stream(question=question, passages=passages))
+        assert done.mode == "generative" and done.answer == alone, question
