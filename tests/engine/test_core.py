@@ -312,13 +312,17 @@ def test_cancel_stops_the_answer_and_frees_its_place(with_model: Engine) -> None
 def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: Engine) -> None:
     engine = with_model
     pipeline = engine.serving().pipeline
+    finished = pipeline.status().finished
     with pipeline.generation.paused():
         threads, results, errors = _start(engine, [{"question": list(QUESTIONS)[1]}])
         _until(lambda: pipeline.generation.status().queue_length == 1)
-    # The batch now holds the model; the API's retrieval:false answer takes its turn.
-    _until(lambda: engine._answer_lock.locked() or not threads[0].is_alive(), timeout_s=30)
-    pieces = list(engine.generate_stream(question="Say hello."))
-    assert pieces
+    _until(engine._answer_lock.locked)  # the batch holds the model
+    # The API's retrieval:false answer takes its turn: its first piece comes only
+    # after the batch's question has finished.
+    pieces = engine.generate_stream(question="Say hello.")
+    assert next(pieces)
+    assert pipeline.status().finished == finished + 1
+    list(pieces)
     _join(threads, results, errors)
     assert results[0][-1][1].mode == "generative"
 
