@@ -236,10 +236,10 @@ class EngineClient:
             elif event == "error":
                 yield AskEvent(error=data["message"])
 
-    def ask(self, *, question: str, k: int = 5) -> Answer:
+    def ask(self, *, question: str, k: int = 5, priority: Priority = "interactive") -> Answer:
         """The whole answer at once (the stream, collected)."""
         citations: list[Citation] = []
-        for ev in self.ask_stream(question=question, k=k):
+        for ev in self.ask_stream(question=question, k=k, priority=priority):
             if ev.citations is not None:
                 citations = ev.citations
             elif ev.error is not None:

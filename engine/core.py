@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.answer.extractive import NO_MODEL_NOTE, ExtractiveAnswerer
-from engine.answer.passages import Passage
+from engine.answer.extractive import NO_MODEL_NOTE
 from engine.errors import ModelLoadError
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
@@ -25,7 +24,12 @@ from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
+from engine.pipeline.answering import GatedHits
+from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
+from engine.pipeline.serving import ServingPipeline
+from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
+from engine.planner.profiling import PowerLawFit
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchFilters, SearchHit
@@ -37,17 +41,17 @@ from engine.wire import (
     EngineStatus,
     FileError,
     IngestQueueState,
+    PipelineInfo,
+    Priority,
     SourceView,
     WatchedFolder,
 )
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
-# Below this cosine similarity (all-MiniLM-L6-v2) no retrieved chunk relates to
-# the question. Measured on the fact corpus (tests/fixtures): answerable
-# questions' best chunk scored 0.24-0.75, unrelated questions' 0.08-0.23; the
-# sentence-level check of ExtractiveAnswerer decides the cases in between.
-NOT_FOUND_SIMILARITY = 0.2
+# The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
+# engine/pipeline/answering.py: it runs on each question right after its batch's search.
+_CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
 NOT_FOUND_ANSWER = (
     "I could not find anything about this in your documents, so I will not guess. "
     "Try other words, or add the documents that cover it."
@@ -66,8 +70,13 @@ class Engine:
         self._generator: Any = None  # GenerativeAnswerer when a model is chosen
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
-        # One answer at a time: a language model is the scarcest resource here.
+        # Held while the model runs (a generation batch, an answer without retrieval,
+        # a profiling sample): one thing at a time on the scarcest resource here.
         self._answer_lock = threading.Lock()
+        # The two pipelines every answer goes through; built at the first question.
+        self._serving: ServingPipeline | None = None
+        self._serving_lock = threading.Lock()
+        self._serving_profile: object = None  # profiler status the fit was read at
         # A killed engine may have left a new document's rows without its journal row.
         remove_orphans(store=self.store)
         self.ingest = IngestQueue(
@@ -130,7 +139,12 @@ class Engine:
         _, chunks = self.store.counts()
         # Idle: no answer being written and no ingestion job queued or running
         # (either would disturb every measurement, and ingestion changes the size).
-        idle = not self._answer_lock.locked() and not self.ingest.state().jobs
+        serving = self._serving
+        idle = (
+            not self._answer_lock.locked()
+            and (serving is None or serving.pipeline.idle())
+            and not self.ingest.state().jobs
+        )
         return ProfilingInputs(
             model_id=self.settings.model,
             collection_chunks=chunks,
@@ -179,7 +193,8 @@ class Engine:
             if chunks > 0:
                 self.store.apply_placement(placement=generator.placement)
             self._generator, self._generator_error = generator, None
-            return generator
+        self._drop_serving()  # the next question builds pipelines for this model
+        return generator
 
     # -- settings ------------------------------------------------------------------
 
@@ -191,6 +206,7 @@ class Engine:
         else:
             with self._model_lock:
                 self._generator = None
+            self._drop_serving()
         self.settings = with_changes(self.settings, model=model or None)
         save_settings(file=self.paths.settings_file, settings=self.settings)
         return self.settings
@@ -209,7 +225,17 @@ class Engine:
             answer_mode="generative" if self._generator is not None else "extractive",
             model_error=self._generator_error,
             profiling=self.profiler.status(),
+            pipeline=self.pipeline_info(),
         )
+
+    def pipeline_info(self) -> PipelineInfo | None:
+        """Queues, batches, the placement in force, recent requests; None before
+        the first question."""
+        serving = self._serving
+        if serving is None:
+            return None
+        pipeline = serving.pipeline
+        return pipeline_info(status=pipeline.status(), placement=pipeline.placement)
 
     def documents(self) -> list[DocumentInfo]:
         return [
@@ -331,39 +357,86 @@ class Engine:
         cancel: threading.Event | None = None,
         folders: tuple[str, ...] = (),
         types: tuple[str, ...] = (),
+        priority: Priority = "interactive",
     ) -> Iterator[AskEventT]:
+        """("citations", [...]), ("token", str)..., ("done", AnswerDone), through the
+        retrieval and generation pipelines: the question is batched with others asked
+        meanwhile; "interactive" (the chat a person watches) goes ahead of
+        "background" work (batch questions, API clients), which is never starved."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
-        hits = self.retrieve(question=question, k=max(1, min(k, 50)), folders=folders, types=types)
-        passages = [
-            Passage(index=i + 1, text=h.chunk.text, path=h.chunk.path, page=h.chunk.page)
-            for i, h in enumerate(hits)
-        ]
-        # Relevance gate, in both modes: a model handed unrelated passages
-        # invents an answer. Sentence-level scores separate "answered here"
-        # from "unrelated" far better than whole-chunk similarity does.
-        extract = None
-        if hits and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY:
-            extract = ExtractiveAnswerer(embed=self.embedder().embed).answer(
-                question=question, passages=passages
+        serving = self.serving()
+        filters = SearchFilters(folders=tuple(folders), types=tuple(types))
+        handle = serving.pipeline.submit(
+            question=question,
+            priority=priority,
+            k=max(1, min(k, 50)),
+            payload=None if filters.empty else filters,
+        )
+        yield from _answer_events(handle=handle, cancel=cancel, model=serving.model_name)
+
+    def serving(self) -> ServingPipeline:
+        """The pipelines for the model in use now (built on first use)."""
+        embedder = self.embedder()
+        with self._serving_lock:
+            serving = self._serving
+            if serving is not None and serving.answerer is not self._generator:
+                self._serving = None
+                threading.Thread(target=serving.close, daemon=True).start()
+                serving = None
+            if serving is None:
+                generator = self._generator
+                self._serving_profile = self.profiler.status()
+                serving = ServingPipeline(
+                    store=self.store,
+                    embed=embedder.embed,
+                    answerer=generator,
+                    model_lock=self._answer_lock,
+                    generation_fit=self._generation_fit() if generator is not None else None,
+                    paths=self.paths,
+                    store_spec=self._store_spec,
+                )
+                self._serving = serving
+            elif serving.answerer is not None:
+                status = self.profiler.status()
+                if status != self._serving_profile:  # a profile may have been fitted since
+                    self._serving_profile = status
+                    serving.pipeline.set_generation_fit(self._generation_fit())
+            return serving
+
+    def _drop_serving(self) -> None:
+        with self._serving_lock:
+            serving, self._serving = self._serving, None
+        if serving is not None:
+            # Waits for a generation batch in flight: not on the caller's thread.
+            threading.Thread(target=serving.close, name="serving-close", daemon=True).start()
+
+    def _generation_fit(self) -> PowerLawFit | None:
+        """T(B) from active profiling, when a profile of this model on this machine
+        and collection is stored."""
+        from engine.hardware.profile import load_profile
+        from engine.planner.profiling import load_current_profile
+
+        try:
+            result = load_current_profile(
+                data_dir=self.paths.data,
+                model_id=self.settings.model,
+                hardware_fingerprint=load_profile(paths=self.paths, measure=False).fingerprint,
+                collection_chunks=self.store.counts()[1],
             )
-        if extract is None or not extract.found:
-            yield "citations", []
-            yield "done", AnswerDone(answer=NOT_FOUND_ANSWER, mode="none")
-            return
-        yield "citations", [citation_for(i + 1, h) for i, h in enumerate(hits)]
-        generator = self._generator
-        if generator is None:
-            yield "token", extract.text
-            yield "done", AnswerDone(answer=extract.text, mode="extractive", note=NO_MODEL_NOTE)
-            return
-        pieces: list[str] = []
-        with self._answer_lock:
-            for piece in generator.stream(question=question, passages=passages, cancel=cancel):
-                pieces.append(piece)
-                yield "token", piece
-        yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=generator.name)
+        except Exception:  # no fit is a fine start: the worker fits observed batches
+            log.exception("reading the active profile")
+            return None
+        return result.generation if result is not None else None
+
+    def _store_spec(self) -> Any:
+        from engine.planner.placement import DEFAULT_VECTOR_DIM
+        from engine.planner.report import store_spec
+
+        _, chunks = self.store.counts()
+        meta = self.store.meta
+        return store_spec(chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM)
 
     def generate_stream(
         self, *, question: str, cancel: threading.Event | None = None
@@ -377,10 +450,55 @@ class Engine:
             yield from generator.stream(question=question.strip(), passages=[], cancel=cancel)
 
     def close(self) -> None:
+        with self._serving_lock:
+            serving, self._serving = self._serving, None
+        if serving is not None:
+            serving.close()
         self.profiler.stop()
         self.watcher.close()
         self.ingest.stop()
         self.store.close()
+
+
+def _answer_events(
+    *, handle: RequestHandle, cancel: threading.Event | None, model: str | None
+) -> Iterator[AskEventT]:
+    """A pipeline request's events as ask_stream's: the citations once retrieved
+    (none when nothing relevant was found), the text as it is written, then done."""
+    gated: GatedHits | None = None
+    pieces: list[str] = []
+    outcome: Finished | None = None
+    try:
+        while outcome is None:
+            if cancel is not None and cancel.is_set():
+                handle.cancel()
+            event = handle.next_event(timeout=_CANCEL_POLL_S)
+            if isinstance(event, Retrieved):
+                gated = event.hits if isinstance(event.hits, GatedHits) else None
+                found = gated is not None and gated.found
+                hits = gated.hits if gated is not None and found else ()
+                yield "citations", [citation_for(i + 1, h) for i, h in enumerate(hits)]
+            elif isinstance(event, Piece) and event.text:
+                pieces.append(event.text)
+                yield "token", event.text
+            elif isinstance(event, Finished):
+                outcome = event
+    finally:
+        if outcome is None:  # the caller stopped reading: free its row in the batch
+            handle.cancel()
+    asked_to_stop = cancel is not None and cancel.is_set()
+    if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
+        raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
+    if gated is None:  # cancelled before its retrieval
+        yield "citations", []
+    if gated is None or not gated.found:
+        answer = NOT_FOUND_ANSWER if gated is not None else ""
+        yield "done", AnswerDone(answer=answer, mode="none")
+    elif model is None:
+        text = gated.extract.text if gated.extract is not None else "".join(pieces)
+        yield "done", AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+    else:
+        yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=model)
 
 
 def citation_for(index: int, hit: SearchHit) -> Citation:

@@ -237,7 +237,10 @@ def create_app(
                 yield encode_sse(event="error", value={"message": f"{type(e).__name__}: {e}"})
 
         def answer_events(cancel: threading.Event) -> Iterator[str]:
-            for name, value in engine.ask_stream(question=body.question, k=body.k, cancel=cancel):
+            events = engine.ask_stream(
+                question=body.question, k=body.k, cancel=cancel, priority=body.priority
+            )
+            for name, value in events:
                 lifecycle.check()
                 if name == "citations":
                     payload = {"citations": [to_json_dict(c) for c in value]}

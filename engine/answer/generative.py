@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,7 @@ from engine.answer.passages import Passage
 from engine.errors import ModelLoadError
 from engine.executor.compat import GenerateCompat
 from engine.executor.forward import StreamingModel
-from engine.executor.generate import GenerationRequest, Sampling, generate
+from engine.executor.generate import GenerationRequest, Sampling, TokenEvent, generate
 from engine.hardware.profile import HardwareProfile, load_profile
 from engine.paths import resolve_paths
 from engine.planner.model_spec import load_model_spec
@@ -225,7 +225,8 @@ def _truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationRecord:
-    """What the last `stream` fed the executor and got back (instrumentation)."""
+    """What the last `stream` or `stream_batch` fed the executor and got back, the
+    whole batch's (instrumentation)."""
 
     prompt_tokens: int
     generated_tokens: int
@@ -338,7 +339,39 @@ class GenerativeAnswerer:
     ) -> Iterator[str]:
         """Yield the answer's text piece by piece; stops early when `cancel` is set or
         the caller stops reading (the batch and its KV cache are freed then)."""
-        # Keep at least half the context for the sources: an answer without them is useless.
+        request = self.prompt_request(
+            question=question, passages=passages, max_new_tokens=max_new_tokens
+        )
+        generated = 0
+        stopped = cancel is not None and cancel.is_set()
+        events = self.stream_batch(requests=[request], temperature=temperature, seed=seed)
+        detokenizer = IncrementalDetokenizer(tokenizer=self.tokenizer)
+        try:
+            if not stopped:
+                for event in events:
+                    generated += 1
+                    piece = detokenizer.add(event.token_id)
+                    if piece:
+                        yield piece
+                    if cancel is not None and cancel.is_set():
+                        stopped = True
+                        break
+                tail = "" if stopped else detokenizer.flush()
+                if tail:
+                    yield tail
+        finally:
+            events.close()  # frees the batch's KV cache now, not at garbage collection
+            self.last_generation = GenerationRecord(
+                prompt_tokens=len(request.prompt_ids),
+                generated_tokens=generated,
+                cancelled=stopped,
+            )
+
+    def prompt_request(
+        self, *, question: str, passages: list[Passage], max_new_tokens: int = 256
+    ) -> GenerationRequest:
+        """One question as the executor's request: the prompt cut to fit the context
+        (at least half of it kept for the sources) and this model's stop tokens."""
         max_new_tokens = max(1, min(max_new_tokens, self.context_length // 2))
         prompt = build_prompt(
             tokenizer=self.tokenizer,
@@ -347,41 +380,57 @@ class GenerativeAnswerer:
             max_prompt_tokens=self.context_length - max_new_tokens,
         )
         ids = _encode_prompt(tokenizer=self.tokenizer, prompt=prompt, return_tensors=None)
-        request = GenerationRequest(
+        return GenerationRequest(
             prompt_ids=tuple(ids["input_ids"]),
             max_new_tokens=max_new_tokens,
             stop_token_ids=self._stop_ids,
         )
-        sampling = Sampling(temperature=max(temperature, 0.0), seed=seed)
+
+    def stream_batch(
+        self,
+        *,
+        requests: Sequence[GenerationRequest],
+        temperature: float = 0.0,
+        seed: int = 0,
+        cancelled: Callable[[int], bool] | None = None,
+        incoming: Callable[[], Sequence[GenerationRequest]] | None = None,
+    ) -> Iterator[TokenEvent]:
+        """Token events of a batch of requests (see engine/executor/generate.py). One
+        batch runs at a time: the answerer's lock is held from the first event until
+        the iterator ends or is closed (closing frees the batch's KV cache)."""
+        prompt_tokens = sum(len(r.prompt_ids) for r in requests)
         generated = 0
-        stopped = cancel is not None and cancel.is_set()
+        ended = False
+
+        def arrivals() -> Sequence[GenerationRequest]:
+            nonlocal prompt_tokens
+            new = incoming() if incoming is not None else ()
+            prompt_tokens += sum(len(r.prompt_ids) for r in new)
+            return new
+
         with self._lock:
+            # The only call of generate(): every answer, single or batched, comes here.
             events = generate(
                 model=self.executor,
-                requests=[request],
-                sampling=sampling,
+                requests=requests,
+                sampling=Sampling(temperature=max(temperature, 0.0), seed=seed),
                 pad_token_id=self._pad_id,
+                cancelled=cancelled,
+                incoming=arrivals if incoming is not None else None,
             )
-            detokenizer = IncrementalDetokenizer(tokenizer=self.tokenizer)
             try:
-                if not stopped:
-                    for event in events:
-                        generated += 1
-                        piece = detokenizer.add(event.token_id)
-                        if piece:
-                            yield piece
-                        if cancel is not None and cancel.is_set():
-                            stopped = True
-                            break
-                    tail = "" if stopped else detokenizer.flush()
-                    if tail:
-                        yield tail
+                for event in events:
+                    generated += 1
+                    # Before the event leaves: whoever hears a row finish sees its tokens.
+                    self.last_generation = GenerationRecord(
+                        prompt_tokens=prompt_tokens, generated_tokens=generated, cancelled=False
+                    )
+                    yield event
+                ended = True
             finally:
-                events.close()  # frees the batch's KV cache now, not at garbage collection
+                events.close()
                 self.last_generation = GenerationRecord(
-                    prompt_tokens=len(request.prompt_ids),
-                    generated_tokens=generated,
-                    cancelled=stopped,
+                    prompt_tokens=prompt_tokens, generated_tokens=generated, cancelled=not ended
                 )
 
     def close(self) -> None:

@@ -267,8 +267,9 @@ def _answer_events(
     with EngineStoppingError when the engine shuts down."""
     with lifecycle.answer() as cancel:
         if options.retrieval:
+            # API clients are background work: the chat a person watches goes first.
             source: Iterator[tuple[str, Any]] = engine.ask_stream(
-                question=question, k=options.k, cancel=cancel
+                question=question, k=options.k, cancel=cancel, priority="background"
             )
         else:
             source = _unretrieved(engine=engine, question=question, cancel=cancel)

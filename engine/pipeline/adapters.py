@@ -12,7 +12,7 @@ import numpy as np
 
 from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.answer.passages import Passage
-from engine.pipeline.requests import Question
+from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob, _Done
 from engine.store.records import SearchFilters, SearchHit, SearchResult
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from engine.store.lance_store import LanceStore
 
 Embed = Callable[[list[str]], np.ndarray]
-Stream = Iterator[tuple[str, "str | _Done"]]
+Stream = Iterator[tuple[str, "str | Piece | _Done"]]
 
 
 def store_retrieve_batch(
@@ -94,16 +94,14 @@ def executor_generate_batch(
 ) -> Callable[[Sequence[GenerationJob]], Stream]:
     """One batched prefill + decode on the answerer's layer-streaming executor for the
     whole batch (left-padded rows; a finished or cancelled row leaves the batch)."""
-    from engine.answer.generative import (
-        IncrementalDetokenizer,
-        _encode_prompt,
-        build_prompt,
-    )
-    from engine.executor.generate import GenerationRequest, Sampling, generate
 
-    tokenizer = answerer.tokenizer
+    def passages(job: GenerationJob) -> list[Passage]:
+        return passages_of(_hits_of(job.hits))
 
-    def run(jobs: Sequence[GenerationJob]) -> Stream:
+    def run(
+        jobs: Sequence[GenerationJob],
+        incoming: Callable[[], Sequence[GenerationJob]] | None = None,
+    ) -> Stream:
         # Nothing relevant was found: say so rather than let the model invent an
         # answer from no sources (engine/core.py's relevance gate does the same).
         unanswerable = [j for j in jobs if isinstance(j.hits, SearchResult) and j.hits.not_found]
@@ -111,51 +109,71 @@ def executor_generate_batch(
             yield job.request_id, NOT_FOUND_TEXT
             yield job.request_id, DONE
         skipped = {j.request_id for j in unanswerable}
-        jobs = [j for j in jobs if j.request_id not in skipped]
-        if not jobs:
-            return
-        requests = []
-        for job in jobs:
-            max_new = max(1, min(job.question.max_new_tokens, answerer.context_length // 2))
-            prompt = build_prompt(
-                tokenizer=tokenizer,
-                question=job.question.text,
-                passages=passages_of(_hits_of(job.hits)),
-                max_prompt_tokens=answerer.context_length - max_new,
-            )
-            ids = _encode_prompt(tokenizer=tokenizer, prompt=prompt, return_tensors=None)
-            requests.append(
-                GenerationRequest(
-                    prompt_ids=tuple(ids["input_ids"]),
-                    max_new_tokens=max_new,
-                    stop_token_ids=answerer._stop_ids,
-                )
-            )
-        detok = [IncrementalDetokenizer(tokenizer=tokenizer) for _ in jobs]
-        # The answerer's lock: its own stream() and this batch share one executor.
-        with answerer._lock:
-            events = generate(
-                model=answerer.executor,
-                requests=requests,
-                sampling=Sampling(temperature=max(temperature, 0.0)),
-                pad_token_id=answerer._pad_id,
-                cancelled=lambda i: jobs[i].cancel.is_set(),
-            )
-            try:
-                for event in events:
-                    job = jobs[event.request]
-                    piece = detok[event.request].add(event.token_id)
-                    if piece:
-                        yield job.request_id, piece
-                    if event.finished:
-                        tail = detok[event.request].flush()
-                        if tail:
-                            yield job.request_id, tail
-                        yield job.request_id, DONE
-            finally:
-                events.close()
+        yield from generate_rows(
+            answerer=answerer,
+            jobs=[j for j in jobs if j.request_id not in skipped],
+            passages=passages,
+            temperature=temperature,
+            incoming=incoming,
+        )
 
     return run
+
+
+def generate_rows(
+    *,
+    answerer: GenerativeAnswerer,
+    jobs: Sequence[GenerationJob],
+    passages: Callable[[GenerationJob], list[Passage]],
+    temperature: float = 0.0,
+    incoming: Callable[[], Sequence[GenerationJob]] | None = None,
+) -> Stream:
+    """The model's answers to `jobs` as one batch: each row's text as it decodes (a
+    Piece counting the tokens behind it), then DONE for that row. `incoming()`, asked
+    at each decode step, gives jobs that join the batch there."""
+    from engine.answer.generative import IncrementalDetokenizer
+
+    rows: list[GenerationJob] = []  # every job seen, in the executor's numbering
+    detok: list[IncrementalDetokenizer] = []
+    pending: list[int] = []  # tokens decoded but not yet released as text, per row
+
+    def admit(new: Sequence[GenerationJob]) -> list[Any]:
+        rows.extend(new)
+        detok.extend(IncrementalDetokenizer(tokenizer=answerer.tokenizer) for _ in new)
+        pending.extend(0 for _ in new)
+        return [
+            answerer.prompt_request(
+                question=job.question.text,
+                passages=passages(job),
+                max_new_tokens=job.question.max_new_tokens,
+            )
+            for job in new
+        ]
+
+    requests = admit(jobs)
+    if not requests:
+        return
+    events = answerer.stream_batch(
+        requests=requests,
+        temperature=temperature,
+        cancelled=lambda i: rows[i].cancel.is_set(),
+        incoming=(lambda: admit(incoming())) if incoming is not None else None,
+    )
+    try:
+        for event in events:
+            i = event.request
+            job = rows[i]
+            pending[i] += 1
+            text = detok[i].add(event.token_id)
+            if event.finished:
+                text += detok[i].flush()
+            if text or event.finished:
+                yield job.request_id, Piece(text=text, tokens=pending[i])
+                pending[i] = 0
+            if event.finished:
+                yield job.request_id, DONE
+    finally:
+        events.close()
 
 
 def executor_apply_placement(*, answerer: GenerativeAnswerer) -> Callable[[Any], None]:

@@ -38,6 +38,7 @@ class Retrieved:
 @dataclass(frozen=True, kw_only=True)
 class Piece:
     text: str
+    tokens: int = 0  # generated tokens this piece stands for (0: not counted)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +58,7 @@ class RequestTimes:
     retrieval_started: float | None = None
     retrieved: float | None = None
     generation_started: float | None = None
+    first_token: float | None = None  # the first piece of text reached the caller
     finished: float | None = None
 
 
@@ -79,6 +81,7 @@ class RequestHandle:
         self._times = RequestTimes(submitted=submitted)
         self.hits: Any = None
         self.outcome: Finished | None = None
+        self.tokens = 0  # generated tokens delivered so far
 
     @property
     def request_id(self) -> str:
@@ -116,6 +119,8 @@ class RequestHandle:
                 self.outcome = event
             elif isinstance(event, Retrieved):
                 self.hits = event.hits
+            elif isinstance(event, Piece):
+                self.tokens += event.tokens
         self._events.put(event)
         if self._on_event is not None:
             try:
@@ -135,6 +140,14 @@ class RequestHandle:
             yield event
             if isinstance(event, Finished):
                 return
+
+    def next_event(self, *, timeout: float | None = None) -> Event | None:
+        """The next event, or None when none came within `timeout` (the caller can then
+        look at its own cancel flag and ask again). Call after the Finished one blocks."""
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def wait(self, *, timeout: float | None = None) -> bool:
         return self._finished.wait(timeout)

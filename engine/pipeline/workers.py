@@ -19,6 +19,8 @@ builds the real ones, tests pass fakes.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -37,6 +39,7 @@ from engine.pipeline.requests import (
     new_question,
 )
 from engine.pipeline.scheduler import Pending, Priority, SchedulerPolicy, select
+from engine.pipeline.status import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
 from engine.planner.profiling import PowerLawFit
 
 
@@ -53,6 +56,8 @@ DEFAULT_RETRIEVAL_CAP = 64
 DEFAULT_GENERATION_CAP = 8
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
 HISTORY = 64  # batches kept per worker for the status timeline
+REQUEST_HISTORY = 256  # finished requests kept for the status (latency over time)
+TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,45 +69,9 @@ class GenerationJob:
 
 
 RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
-GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | _Done"]]]
+# A piece is plain text, or a Piece when the function counts the tokens behind it.
+GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done"]]]
 ApplyPlacement = Callable[[Any], None]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BatchRecord:
-    """One finished batch, for the batch-size / placement timeline (Figure 9)."""
-
-    started: float  # clock seconds
-    seconds: float
-    size: int
-    backlog: int  # requests waiting when it was formed, itself included
-    cap: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerStatus:
-    name: str
-    queue_length: int
-    running: int  # requests in the batch being processed now
-    cap: int  # the largest batch allowed by the placement in force
-    batch_size: int | None  # the size chosen for the current (or last) batch
-    last_batch_size: int | None
-    last_batch_s: float | None
-    batches: int
-    fit_a: float | None
-    fit_c: float | None
-    fit_online: bool  # the fit in force comes from observed batches, not the profile
-    placements_applied: int
-    recent: tuple[BatchRecord, ...]  # the last HISTORY batches, oldest first
-
-
-@dataclass(frozen=True, kw_only=True)
-class PipelineStatus:
-    retrieval: WorkerStatus
-    generation: WorkerStatus
-    placement_batch: int | None  # Placement.batch of the placement in force
-    submitted: int
-    finished: int
 
 
 @dataclass(kw_only=True)
@@ -112,13 +81,14 @@ class _Entry:
 
 
 class BatchWorker:
-    """A queue, a lock and a batch model; `run_batch` does one batch's work."""
+    """A queue, a lock and a batch model; `run_batch` does one batch's work and
+    returns how many requests joined the batch while it ran (`take`), if any."""
 
     def __init__(
         self,
         *,
         name: str,
-        run_batch: Callable[[list[RequestHandle]], None],
+        run_batch: Callable[[list[RequestHandle]], int | None],
         model: BatchModel,
         cap: int,
         cap_of: Callable[[Any], int],
@@ -185,41 +155,36 @@ class BatchWorker:
                 if not self._waiting:
                     return False
                 choice = self._model.choose(n=len(self._waiting), cap=self._cap)
-                chosen, _ = select(
-                    [e.pending for e in self._waiting],
-                    size=choice.size,
-                    now=self._clock(),
-                    policy=self._policy,
-                )
-                # By identity: the scheduler returns the very Pending objects it was given.
-                by_pending = {id(e.pending): e for e in self._waiting}
-                batch = [by_pending[id(p)].handle for p in chosen]
-                taken = {id(p) for p in chosen}
-                self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
+                batch = self._select(size=choice.size)
                 self._choice = choice
                 self._running = len(batch)
+                placements = self._placements
             start = self._clock()
             failed = False
+            joined = 0
             try:
-                self._run_batch(batch)
+                joined = self._run_batch(batch) or 0
             except Exception as e:  # one bad batch must not stop the worker
                 failed = True
                 for handle in batch:
                     handle.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
             finally:
                 elapsed = self._clock() - start
-                if not failed:  # a failure's time says nothing about T(B)
+                # A failure's time says nothing about T(B), nor does a batch that
+                # grew on the way (its rows did not share the whole run).
+                if not failed and not joined:
                     self._model = observe(self._model, batch=len(batch), seconds=elapsed)
                 with self._cond:
                     self._running = 0
-                    self._last = (len(batch), elapsed)
+                    self._last = (len(batch) + joined, elapsed)
                     self._history.append(
                         BatchRecord(
                             started=start,
                             seconds=elapsed,
-                            size=len(batch),
+                            size=len(batch) + joined,
                             backlog=choice.backlog,
                             cap=choice.cap,
+                            placements=placements,
                         )
                     )
                     self._batches += 1
@@ -243,6 +208,59 @@ class BatchWorker:
             with self._cond:
                 self._placement_waiting -= 1
                 self._cond.notify_all()
+
+    def take(self, *, running: int) -> list[RequestHandle]:
+        """For the batch in flight (this worker's own thread, inside `run_batch`): the
+        waiting requests that should join it now, `running` rows being still alive.
+        As many as eq. 4–8 would have put in one batch with the rows in flight, within
+        the cap; none while a placement change waits (it would wait for ever) or the
+        worker stops."""
+        with self._cond:
+            self._drop_cancelled()
+            if not self._waiting or self._placement_waiting or self._stopping:
+                return []
+            n = running + len(self._waiting)
+            room = self._model.choose(n=n, cap=self._cap).size - running
+            if room < 1:
+                return []
+            joining = self._select(size=room)
+            self._running += len(joining)
+            return joining
+
+    def _select(self, *, size: int) -> list[RequestHandle]:
+        """Under self._cond: the scheduler's best `size` waiting requests leave the queue."""
+        chosen, _ = select(
+            [e.pending for e in self._waiting], size=size, now=self._clock(), policy=self._policy
+        )
+        # By identity: the scheduler returns the very Pending objects it was given.
+        by_pending = {id(e.pending): e for e in self._waiting}
+        taken = {id(p) for p in chosen}
+        self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
+        return [by_pending[id(p)].handle for p in chosen]
+
+    @property
+    def cap(self) -> int:
+        with self._cond:
+            return self._cap
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold the worker between two batches (the batch in flight ends first); what
+        arrives meanwhile waits and forms the next batch when this exits."""
+        with self._lock:
+            yield
+
+    def set_profiled_fit(self, fit: PowerLawFit | None) -> None:
+        """A new profiled T(B) (active profiling finished); observed batches still win
+        once there are enough of them."""
+        with self._cond:
+            self._model = dataclasses.replace(self._model, profiled=fit)
+
+    @property
+    def backlog(self) -> int:
+        """Requests waiting for this worker plus those in its batch now."""
+        with self._cond:
+            return len(self._waiting) + self._running
 
     # -- thread ----------------------------------------------------------------------
 
@@ -312,10 +330,19 @@ class Pipeline:
         policy: SchedulerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
+        answered_at_retrieval: Callable[[Any], bool] | None = None,
+        join_running_batch: bool = False,
     ) -> None:
+        """`answered_at_retrieval(hits)`: True for a question whose retrieval already
+        settled it (nothing relevant found): it finishes there, without taking a place
+        in a generation batch. `join_running_batch`: `generate_batch` is called as
+        `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
+        step) returns the waiting jobs that join the batch in flight."""
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
         self._generate_batch = generate_batch
+        self._answered_at_retrieval = answered_at_retrieval
+        self._join = join_running_batch
         self._clock = clock
         self._placement = placement
         self._placement_lock = threading.Lock()  # one placement change at a time
@@ -323,6 +350,10 @@ class Pipeline:
         self._submitted = 0
         self._finished = 0
         self._live: set[str] = set()  # request ids not finished yet
+        self._placements = 0
+        self._records: deque[RequestRecord] = deque(maxlen=REQUEST_HISTORY)
+        self._token_times: deque[tuple[float, int]] = deque()  # (clock, tokens) per piece
+        self._started = clock()
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
@@ -379,9 +410,9 @@ class Pipeline:
 
         def counted(event: Event) -> None:
             if isinstance(event, Finished):
-                with self._counts_lock:
-                    self._finished += 1
-                    self._live.discard(q.request_id)
+                self._record(handle, event)
+            elif isinstance(event, Piece) and event.tokens:
+                self._count_tokens(event.tokens)
             if on_event is not None:
                 on_event(event)
 
@@ -401,10 +432,27 @@ class Pipeline:
             self.retrieval.set_placement(placement)
             self.generation.set_placement(placement)
             self._placement = placement
+            with self._counts_lock:
+                self._placements += 1
+
+    @property
+    def placement(self) -> Any:
+        """The placement in force (the last one applied to both workers)."""
+        return self._placement
+
+    def idle(self) -> bool:
+        """Nothing submitted is unfinished."""
+        with self._counts_lock:
+            return not self._live
+
+    def set_generation_fit(self, fit: PowerLawFit | None) -> None:
+        self.generation.set_profiled_fit(fit)
 
     def status(self) -> PipelineStatus:
         with self._counts_lock:
             submitted, finished = self._submitted, self._finished
+            placements, records = self._placements, tuple(self._records)
+            rate = self._token_rate()
         placement = self._placement
         return PipelineStatus(
             retrieval=self.retrieval.status(),
@@ -412,7 +460,45 @@ class Pipeline:
             placement_batch=int(placement.batch) if placement is not None else None,
             submitted=submitted,
             finished=finished,
+            placements_applied=placements,
+            tokens_per_s=rate,
+            requests=records,
         )
+
+    def _record(self, handle: RequestHandle, outcome: Finished) -> None:
+        if handle.times().finished is None:
+            handle.mark(finished=self._clock())
+        record = RequestRecord(
+            request_id=handle.request_id,
+            priority=handle.question.priority,
+            status=outcome.status,
+            times=handle.times(),
+            tokens=handle.tokens,
+        )
+        with self._counts_lock:
+            self._finished += 1
+            self._live.discard(handle.request_id)
+            self._records.append(record)
+
+    def _count_tokens(self, tokens: int) -> None:
+        with self._counts_lock:
+            self._token_times.append((self._clock(), tokens))
+            self._prune_tokens()
+
+    def _prune_tokens(self) -> None:
+        """Under _counts_lock."""
+        horizon = self._clock() - TOKEN_RATE_WINDOW_S
+        while self._token_times and self._token_times[0][0] < horizon:
+            self._token_times.popleft()
+
+    def _token_rate(self) -> float:
+        """Under _counts_lock: tokens over the window, or over the time since the
+        pipeline started when that is shorter (a fresh engine is not 30 s old)."""
+        self._prune_tokens()
+        span = min(TOKEN_RATE_WINDOW_S, self._clock() - self._started)
+        if span <= 0 or not self._token_times:
+            return 0.0
+        return sum(n for _, n in self._token_times) / span
 
     def close(self, *, timeout: float | None = 10.0) -> None:
         self.retrieval.stop(timeout=timeout)
@@ -430,26 +516,44 @@ class Pipeline:
                 f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
             )
         done = self._clock()
+        settled = self._answered_at_retrieval
         for h, hits in zip(batch, results, strict=True):
             h.mark(retrieved=done)
             h.emit(Retrieved(hits=hits))
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
+            elif settled is not None and settled(hits):
+                h.emit(Finished(status="done"))
             else:
                 self.generation.enqueue(h)
 
-    def _generate(self, batch: list[RequestHandle]) -> None:
-        now = self._clock()
-        by_id = {h.request_id: h for h in batch}
-        for h in batch:
-            h.mark(generation_started=now)
-        jobs = [
-            GenerationJob(
+    def _generate(self, batch: list[RequestHandle]) -> int:
+        members = list(batch)  # grows when requests join the batch in flight
+        by_id = {h.request_id: h for h in members}
+        joined = 0
+
+        def job_of(h: RequestHandle) -> GenerationJob:
+            h.mark(generation_started=self._clock())
+            return GenerationJob(
                 request_id=h.request_id, question=h.question, hits=h.hits, cancel=h.cancel_event
             )
-            for h in batch
-        ]
-        stream = self._generate_batch(jobs)
+
+        def incoming() -> list[GenerationJob]:
+            nonlocal joined
+            alive = sum(1 for h in members if not (h.done or h.cancelled))
+            new = self.generation.take(running=alive)
+            for h in new:
+                members.append(h)
+                by_id[h.request_id] = h
+            joined += len(new)
+            return [job_of(h) for h in new]
+
+        jobs = [job_of(h) for h in members]
+        stream = (
+            self._generate_batch(jobs, incoming=incoming)  # type: ignore[call-arg]
+            if self._join
+            else self._generate_batch(jobs)
+        )
         try:
             for request_id, piece in stream:
                 h = by_id.get(request_id)
@@ -461,18 +565,22 @@ class Pipeline:
                 elif h.cancelled:
                     h.emit(Finished(status="cancelled"))
                 else:
-                    h.emit(Piece(text=piece))
-                if all(x.done or x.cancelled for x in batch):
+                    event = piece if isinstance(piece, Piece) else Piece(text=piece)
+                    if event.text and h.times().first_token is None:
+                        h.mark(first_token=self._clock())
+                    h.emit(event)
+                if all(x.done or x.cancelled for x in members):
                     break  # nobody is listening any more: free the batch now
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-        for h in batch:
+        for h in members:
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
+        return joined
 
 
 def _retrieval_cap(placement: Any) -> int:

@@ -1,6 +1,18 @@
-"""The Engine object in-process: how its parts share one plan."""
+"""The Engine object in-process: how its parts share one plan, and every answer
+through the two pipelines (batched, prioritised, re-placed without losing anything)."""
 
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.core import NOT_FOUND_ANSWER, Engine
 
 
 def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan(
@@ -27,3 +39,319 @@ def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan
         assert engine.store.resident_budget == placement.resident_partition_bytes
     finally:
         engine.close()
+
+
+# -- every answer through the two pipelines (issue #6) ---------------------------------
+
+FACTS = {
+    "boiler.txt": "The boiler pressure must stay between 1.2 and 1.5 bar during heating.",
+    "lease.txt": "The office lease ends on 31 March 2027 and renews for five years.",
+    "payroll.txt": "Salaries are paid on the twenty-fifth day of every month by transfer.",
+    "garden.txt": "Tomatoes need watering every morning in July and August.",
+    "car.txt": "The car's tyres should be inflated to 2.3 bar at the front.",
+    "library.txt": "The town library opens at nine and closes at six on Saturdays.",
+    # Same topic as car.txt, another file type: a per-question type filter picks it.
+    "van.md": "The van's tyres should be inflated to 3.1 bar at the front.",
+}
+QUESTIONS = {
+    "What pressure should the boiler have?": ("boiler.txt", "1.2 and 1.5 bar"),
+    "When does the office lease end?": ("lease.txt", "31 March 2027"),
+    "When are salaries paid?": ("payroll.txt", "twenty-fifth"),
+    "How often should tomatoes be watered?": ("garden.txt", "every morning"),
+    "When does the library close on Saturday?": ("library.txt", "closes at six"),
+}
+UNRELATED = "What is the airspeed of a swallow over Jupiter?"
+
+
+@pytest.fixture(scope="module")
+def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """An in-process engine over the facts above (LanceDB on disk, MiniLM), extractive
+    until a test chooses the random-weight model (and chooses none again after)."""
+    from engine.paths import resolve_paths
+
+    root = tmp_path_factory.mktemp("core")
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in FACTS.items():
+        (docs / name).write_text(text + "\n", encoding="utf-8")
+    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(root / "home")}), warm_up=False)
+    try:
+        _, job = engine.add_folder(path=str(docs))
+        version = 0
+        while job.snapshot().state not in ("done", "failed", "cancelled"):
+            version, _ = job.wait_next(after=version, timeout_s=1.0)
+        assert job.snapshot().state == "done"
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from engine.models.synthetic import write_random_model
+
+    return write_random_model(folder=tmp_path_factory.mktemp("model") / "tiny-llama")
+
+
+@pytest.fixture
+def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
+    local_engine.set_model(model=str(tiny_model))
+    # The tests below set the placement themselves: the engine's own re-planning (from
+    # a backlog held for seconds) would change it under them on a slow machine.
+    governor = local_engine.serving().governor
+    assert governor is not None
+    governor.close()
+    try:
+        yield local_engine
+    finally:
+        local_engine.set_model(model=None)
+
+
+def _join(
+    threads: list[threading.Thread],
+    results: list[list[tuple[str, Any]]],
+    errors: list[BaseException],
+) -> list[list[tuple[str, Any]]]:
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "an answer never finished"
+    assert not errors, errors
+    return results
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def _start(engine: Engine, asks: list[dict[str, Any]]) -> tuple[list[threading.Thread], Any, Any]:
+    results: list[list[tuple[str, Any]]] = [[] for _ in asks]
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            results[i] = list(engine.ask_stream(**asks[i]))
+        except BaseException as e:  # reported by the test thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(asks))]
+    for t in threads:
+        t.start()
+    return threads, results, errors
+
+
+def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
+    local_engine: Engine,
+) -> None:
+    pipeline = local_engine.serving().pipeline
+    asks: list[dict[str, Any]] = [{"question": q} for q in QUESTIONS]
+    asks.append({"question": UNRELATED})
+    # Same words, two folders' worth of file types: the filter decides per question.
+    asks.append({"question": "What tyre pressure is needed at the front?", "types": ("md",)})
+    before = pipeline.status()
+    # Hold the retrieval worker until every question waits: one batch for all of them.
+    with pipeline.retrieval.paused():
+        threads, results, errors = _start(local_engine, asks)
+        _until(lambda: pipeline.retrieval.status().queue_length == len(asks))
+    _join(threads, results, errors)
+
+    for (question, (file, words)), events in zip(QUESTIONS.items(), results, strict=False):
+        citations, done = events[0][1], events[-1][1]
+        assert [name for name, _ in events] == ["citations", "token", "done"], question
+        assert citations[0].path.endswith(file), question
+        assert done.mode == "extractive" and words in done.answer, question
+    unrelated = results[len(QUESTIONS)]
+    assert unrelated[0] == ("citations", [])
+    assert unrelated[-1][1].mode == "none" and unrelated[-1][1].answer == NOT_FOUND_ANSWER
+    van = results[-1]
+    assert {Path(c.path).name for c in van[0][1]} == {"van.md"}
+    assert "3.1 bar" in van[-1][1].answer
+
+    info = local_engine.status().pipeline
+    assert info is not None
+    retrieval = [b for b in info.batches if b.worker == "retrieval"][-1]
+    assert retrieval.size == len(asks) and retrieval.backlog == len(asks)
+    # The unrelated question was settled at retrieval: generation saw the others only.
+    generated = [b for b in info.batches if b.worker == "generation"]
+    assert (
+        sum(b.size for b in generated) - sum(b.size for b in before.generation.recent)
+        == len(asks) - 1
+    )
+    assert max(b.size for b in generated) > 1
+    assert info.finished == info.submitted
+    assert info.placement.startswith("extractive")
+    latest = info.requests[-len(asks) :]
+    assert all(r.status == "done" and r.latency_s > 0 and r.tokens == 0 for r in latest)
+
+
+def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> None:
+    engine = with_model
+    serving = engine.serving()
+    assert serving.answerer is engine._generator
+    pipeline = serving.pipeline
+    questions = list(QUESTIONS)[:3]
+    with pipeline.generation.paused():
+        threads, results, errors = _start(engine, [{"question": q} for q in questions])
+        _until(lambda: pipeline.generation.status().queue_length == len(questions))
+    _join(threads, results, errors)
+
+    from engine.answer.passages import Passage
+
+    for question, events in zip(questions, results, strict=True):
+        citations, done = events[0][1], events[-1][1]
+        assert done.mode == "generative" and done.model == "tiny-llama"
+        assert done.answer == "".join(v for name, v in events if name == "token")
+        passages = [
+            Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
+        ]
+        alone = "".join(engine._generator.stream(question=question, passages=passages))
+        assert done.answer == alone, question
+    info = engine.status().pipeline
+    assert info is not None
+    assert [b.size for b in info.batches if b.worker == "generation"][-1] == len(questions)
+    assert info.generation.batch_size == len(questions)
+    assert info.placement.startswith("batch 1 ")
+    for r in info.requests[-len(questions) :]:
+        assert r.tokens > 0 and r.ttft_s is not None and 0 < r.ttft_s <= r.latency_s
+        assert r.generation_s > 0 and r.priority == "interactive"
+    assert info.tokens_per_s > 0
+
+
+def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -> None:
+    engine = with_model
+    pipeline = engine.serving().pipeline
+    placement = pipeline.placement
+    # One question per generation batch, so that the order is the scheduler's.
+    pipeline.set_placement(dataclasses.replace(placement, max_batch=1))
+    finished: list[str] = []
+    lock = threading.Lock()
+
+    def ask(question: str, priority: str) -> None:
+        events = list(engine.ask_stream(question=question, priority=priority))  # type: ignore[arg-type]
+        assert events[-1][1].mode == "generative"
+        with lock:
+            finished.append(priority)
+
+    background = [threading.Thread(target=ask, args=(q, "background")) for q in list(QUESTIONS)[:3]]
+    chat = threading.Thread(target=ask, args=(list(QUESTIONS)[3], "interactive"))
+    try:
+        with pipeline.generation.paused():
+            for t in background:
+                t.start()
+            _until(lambda: pipeline.generation.status().queue_length == 3)
+            chat.start()  # asked last, behind three background questions
+            _until(lambda: pipeline.generation.status().queue_length == 4)
+        for t in [*background, chat]:
+            t.join(timeout=120)
+    finally:
+        pipeline.set_placement(placement)
+    assert finished == ["interactive", "background", "background", "background"]
+
+
+def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None:
+    from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
+    from engine.pipeline.serving import plan_for_batch
+
+    engine = with_model
+    pipeline = engine.serving().pipeline
+    # The engine's re-planning, without waiting for a backlog to persist: the planner's
+    # placement for the batch that holds the backlog, applied while a batch runs.
+    governor = PlacementGovernor(
+        pipeline=pipeline,
+        plan_for=lambda batch: plan_for_batch(
+            answerer=engine._generator, paths=engine.paths, store=engine._store_spec(), batch=batch
+        ),
+        policy=GovernorPolicy(
+            base_batch=1, max_batch=4, grow_after_s=0, shrink_after_s=0, cooldown_s=0
+        ),
+        planned=1,
+        start=False,
+    )
+    before = pipeline.status()
+    questions = list(QUESTIONS)
+    asks: list[dict[str, Any]] = [{"question": q} for q in questions]
+    threads, results, errors = _start(engine, asks)
+    _until(lambda: pipeline.generation.status().running > 0 and pipeline.generation.backlog > 1)
+    target = governor.tick()  # returns once both workers run under the new placement
+    _join(threads, results, errors)
+
+    assert target in (2, 4)
+    for (question, (file, _)), events in zip(QUESTIONS.items(), results, strict=True):
+        assert events[0][1][0].path.endswith(file), question
+        assert events[-1][1].mode == "generative" and events[-1][1].answer, question
+    after = pipeline.status()
+    assert after.submitted - before.submitted == len(questions)
+    assert after.finished == after.submitted
+    assert after.placements_applied == before.placements_applied + 1
+    assert after.placement_batch == target and engine._generator.placement.batch == target
+    info = engine.status().pipeline
+    assert info is not None and info.placement.startswith(f"batch {target} ")
+    statuses = [r.status for r in info.requests[-len(questions) :]]
+    assert statuses == ["done"] * len(questions)
+    # On the timeline the change is a step between two batches: the batch in flight
+    # ran under the old placement, any later one under the new.
+    steps = [b.placement for b in info.batches if b.worker == "generation"]
+    assert steps[0] == 0 and steps == sorted(steps) and set(steps) <= {0, 1}
+
+
+def test_cancel_stops_the_answer_and_frees_its_place(with_model: Engine) -> None:
+    engine = with_model
+    cancel = threading.Event()
+    events = engine.ask_stream(question=next(iter(QUESTIONS)), cancel=cancel)
+    assert next(events)[0] == "citations"
+    cancel.set()
+    rest = list(events)
+    assert rest[-1][0] == "done"
+    pipeline = engine.serving().pipeline
+    _until(pipeline.idle)
+    assert pipeline.status().requests[-1].status == "cancelled"
+
+
+def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: Engine) -> None:
+    engine = with_model
+    pipeline = engine.serving().pipeline
+    finished = pipeline.status().finished
+    with pipeline.generation.paused():
+        threads, results, errors = _start(engine, [{"question": list(QUESTIONS)[1]}])
+        _until(lambda: pipeline.generation.status().queue_length == 1)
+    _until(engine._answer_lock.locked)  # the batch holds the model
+    # The API's retrieval:false answer takes its turn: its first piece comes only
+    # after the batch's question has finished.
+    pieces = engine.generate_stream(question="Say hello.")
+    assert next(pieces)
+    assert pipeline.status().finished == finished + 1
+    list(pieces)
+    _join(threads, results, errors)
+    assert results[0][-1][1].mode == "generative"
+
+
+def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> None:
+    from engine.answer.passages import Passage
+
+    engine = with_model
+    pipeline = engine.serving().pipeline
+    first, second = list(QUESTIONS)[:2]
+    generation, retrieval = pipeline.generation.paused(), pipeline.retrieval.paused()
+    generation.__enter__()
+    threads, results, errors = _start(engine, [{"question": first}])
+    _until(lambda: pipeline.generation.status().queue_length == 1)
+    retrieval.__enter__()
+    more, late, late_errors = _start(engine, [{"question": second}])
+    _until(lambda: pipeline.retrieval.status().queue_length == 1)
+    generation.__exit__(None, None, None)  # the first question decodes alone...
+    _until(lambda: pipeline.generation.status().running == 1)
+    retrieval.__exit__(None, None, None)  # ...when the second is retrieved
+    _join(threads, results, errors)
+    _join(more, late, late_errors)
+
+    (record,) = pipeline.status().generation.recent
+    assert record.size == 2  # one batch, grown by the question that joined it
+    for question, events in ((first, results[0]), (second, late[0])):
+        citations, done = events[0][1], events[-1][1]
+        passages = [
+            Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
+        ]
+        alone = "".join(engine._generator.stream(question=question, passages=passages))
+        assert done.mode == "generative" and done.answer == alone, question

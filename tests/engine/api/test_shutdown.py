@@ -33,7 +33,9 @@ class EndlessEngine:
             answer_mode="extractive",
         )  # fmt: skip
 
-    def ask_stream(self, *, question: str, k: int, cancel: threading.Event) -> Iterator[Any]:
+    def ask_stream(
+        self, *, question: str, k: int, cancel: threading.Event, priority: str
+    ) -> Iterator[Any]:
         yield "citations", []
         while not cancel.wait(0.01):
             self.started.set()

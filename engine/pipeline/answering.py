@@ -1,0 +1,107 @@
+"""The engine's batch functions: core's relevance gate on every retrieved question,
+then the model (or the extractive quotes) for those that pass.
+
+The gate is the one `Engine.ask_stream` always had: a model handed unrelated passages
+invents an answer, so a question is answered only when its best chunk is similar
+enough (NOT_FOUND_SIMILARITY) and the extractive answerer finds a sentence that
+answers it. The check runs in the retrieval worker's batch function, right after the
+batch's search; a question that fails it finishes there (`settled`) and never takes a
+row in a generation batch, so the model batches only the questions that pass.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.answer.extractive import ExtractiveAnswer, ExtractiveAnswerer
+from engine.answer.passages import Passage
+from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
+from engine.pipeline.requests import Piece, Question
+from engine.pipeline.workers import DONE, GenerationJob
+from engine.store.records import SearchHit
+from engine.store.search import NOT_FOUND_SIMILARITY
+
+if TYPE_CHECKING:
+    from engine.answer.generative import GenerativeAnswerer
+    from engine.store.lance_store import LanceStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatedHits:
+    """One question's retrieval, with the relevance gate's verdict."""
+
+    hits: tuple[SearchHit, ...]
+    extract: ExtractiveAnswer | None  # None: no chunk was similar enough to check
+
+    @property
+    def found(self) -> bool:
+        return self.extract is not None and self.extract.found
+
+    @property
+    def passages(self) -> list[Passage]:
+        return passages_of(self.hits)
+
+
+def settled(hits: object) -> bool:
+    """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
+    return isinstance(hits, GatedHits) and not hits.found
+
+
+def gated_retrieve_batch(
+    *, store: LanceStore, embed: Embed
+) -> Callable[[Sequence[Question]], list[GatedHits]]:
+    """One embedding call and one batched search for the batch (per-question k and
+    folder / type filters, see store_retrieve_batch), then the gate per question."""
+    search = store_retrieve_batch(store=store, embed=embed)
+    extractive = ExtractiveAnswerer(embed=embed)
+
+    def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
+        out: list[GatedHits] = []
+        for question, result in zip(questions, search(questions), strict=True):
+            hits = tuple(result.hits)
+            extract = None
+            # Sentence-level scores separate "answered here" from "unrelated" far
+            # better than whole-chunk similarity does; the similarity only spares
+            # the check for questions nothing relates to.
+            if hits and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY:
+                extract = extractive.answer(question=question.text, passages=passages_of(hits))
+            out.append(GatedHits(hits=hits, extract=extract))
+        return out
+
+    return retrieve
+
+
+def gated_generate_batch(
+    *, answerer: GenerativeAnswerer | None, model_lock: threading.Lock
+) -> Callable[[Sequence[GenerationJob]], Stream]:
+    """The model's answers for a batch of questions that passed the gate, as one
+    batched run; without a model, each question's extractive quote. `model_lock` is
+    the engine's: profiling samples and answers without retrieval take it too, so
+    nothing else runs the model while a batch does."""
+
+    Incoming = Callable[[], Sequence[GenerationJob]] | None
+
+    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+        # Quotes take no time to write: nothing joins, the next batch takes the rest.
+        for job in jobs:
+            if job.cancel.is_set():
+                continue
+            gated = job.hits
+            text = gated.extract.text if isinstance(gated, GatedHits) and gated.extract else ""
+            yield job.request_id, Piece(text=text)
+            yield job.request_id, DONE
+
+    def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+        assert answerer is not None
+        with model_lock:
+            yield from generate_rows(
+                answerer=answerer,
+                jobs=[j for j in jobs if not j.cancel.is_set()],
+                passages=lambda job: job.hits.passages if isinstance(job.hits, GatedHits) else [],
+                incoming=incoming,
+            )
+
+    return extractive if answerer is None else generative
