@@ -41,9 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
-        args = parser.parse_args(["gui", *(argv or [])])
+        args, extra = parser.parse_known_args(["gui", *(argv or [])])
+    if getattr(args, "takes_extra_args", False):
+        args.extra_args = extra  # a subcommand that parses its own options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ from engine.wire import (
     IngestProgress,
     IngestQueueState,
     ModelDownload,
+    Priority,
     ProfilingStatus,
     RecommendedModels,
     ServerSettings,
@@ -77,7 +78,9 @@ class EngineClientLike(Protocol):
     def cancel_ingest(self, *, job_id: str) -> IngestProgress: ...
     def pause_ingest(self) -> IngestQueueState: ...
     def resume_ingest(self) -> IngestQueueState: ...
-    def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]: ...
+    def ask_stream(
+        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+    ) -> Iterator[AskEvent]: ...
     def shutdown(self) -> None: ...
     def alive(self, *, timeout_s: float = 5.0) -> bool: ...
     def skip_profiling(self) -> ProfilingStatus: ...
@@ -624,7 +627,7 @@ class EngineBridge(QObject):
             if gate.closed:  # the window closed: send nothing more
                 run.cancel()
                 raise EngineUnavailableError("the window was closed")
-            return client.ask_stream(question=question, k=k, priority="background")  # type: ignore[call-arg]
+            return client.ask_stream(question=question, k=k, priority="background")
 
         run = BatchRun(
             questions=questions,

@@ -13,6 +13,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 KINDS = {
     "offload": "the layer-streaming executor against Accelerate offloading and all-resident",
@@ -26,14 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark", description=__doc__)
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     for kind, summary in KINDS.items():
-        kp = kinds.add_parser(kind, help=summary, description=summary)
-        kp.add_argument("--quick", action="store_true", help="a small form that runs in minutes")
-        kp.add_argument("--json", action="store_true", help="print the figures as JSON")
-        kp.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
-        module = _module(kind)
-        if module is not None:
-            module.add_arguments(kp)
-        kp.set_defaults(func=run)
+        # The kind's own options are parsed in `run`: building them here would import
+        # every benchmark (and torch) each time any `ragdoll` command starts.
+        kp = kinds.add_parser(kind, help=summary, description=summary, add_help=False)
+        kp.set_defaults(func=run, takes_extra_args=True)
+
+
+def kind_parser(*, kind: str, module: Any) -> argparse.ArgumentParser:
+    """The whole parser of `ragdoll bench KIND`: the common flags and the kind's own."""
+    parser = argparse.ArgumentParser(prog=f"ragdoll bench {kind}", description=KINDS[kind])
+    parser.add_argument("--quick", action="store_true", help="a small form that runs in minutes")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    module.add_arguments(parser)
+    return parser
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,13 +48,15 @@ def run(args: argparse.Namespace) -> int:
     if module is None:
         print(f"ragdoll bench {args.kind}: not built yet", file=sys.stderr)
         return 2
-    figures = module.run(args)
+    options = kind_parser(kind=args.kind, module=module).parse_args(args.extra_args)
+    options.kind = args.kind
+    figures = module.run(options)
     text = json.dumps(figures, indent=2, sort_keys=True, default=str)
-    if args.json:
+    if options.json:
         print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    if options.out:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
+        options.out.write_text(text + "\n", encoding="utf-8")
     return 0
 
 

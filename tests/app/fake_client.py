@@ -31,6 +31,7 @@ from engine.wire import (
     ModelAdvice,
     ModelDownload,
     PlacementSummary,
+    Priority,
     ProfilingStatus,
     RecommendedModels,
     ServerSettings,
@@ -408,7 +409,9 @@ class FakeClient:
 
     # -- streams -----------------------------------------------------------
 
-    def ask_stream(self, *, question: str, k: int = 5) -> Iterator[AskEvent]:
+    def ask_stream(
+        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+    ) -> Iterator[AskEvent]:
         self._call("ask_stream", question=question, k=k)
         yield AskEvent(citations=list(CITATIONS))
         for token in self.tokens:

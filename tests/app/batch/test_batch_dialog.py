@@ -15,6 +15,7 @@ from app.batch.export import Format
 from app.main_window import MainWindow
 from engine.client import AskEvent, EngineClient
 from engine.paths import resolve_paths
+from engine.wire import Priority
 from tests.app.batch.conftest import QUESTIONS
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient
@@ -127,8 +128,8 @@ class PrioritisedClient(FakeClient):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.priorities: list[str] = []
 
-    def ask_stream(  # type: ignore[override]
-        self, *, question: str, k: int = 5, priority: str = "interactive"
+    def ask_stream(
+        self, *, question: str, k: int = 5, priority: Priority = "interactive"
     ) -> Iterator[AskEvent]:
         self.priorities.append(priority)
         yield from super().ask_stream(question=question, k=k)
