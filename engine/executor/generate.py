@@ -16,11 +16,14 @@ the greedy tokens are those of an undisturbed run.
 
 Prefix reuse (RAGCache): with a `PrefixCache`, each row entering the batch looks up the
 longest cached start of its prompt (at least its last token is left to prefill, so the
-row has logits) and prefills only the rest on top of the cached KV, alone; it then joins
-the rows prefilled together the way a row arriving mid-generation does (KV merged,
-left-padded). After prefill, and again when a row finishes (its prompt plus its answer:
-the next turn of a conversation starts with both), the row's KV goes into the cache.
-A cache with sliding-window layers keeps only the window, so such models prefill whole.
+row has logits) and prefills only the rest on top of the cached KV. Rows with and
+without a hit still share one forward (a streamed model reads its weights once per
+forward): the cached KV fills a left-padded "past" block of columns and the tokens to
+prefill follow it, left-padded too; the attention mask and positions say which columns
+are whose. After prefill (at the next step boundary, so that the copy does not delay
+the first token), and again when a row finishes (its prompt plus its answer: the next
+turn of a conversation starts with both), the row's KV goes into the cache. A cache with
+sliding-window layers keeps only the window, so such models prefill whole.
 """
 
 from __future__ import annotations
@@ -200,32 +203,55 @@ class _Batch:
             return logits
 
     def _prefill(self, rows: list[_Row]) -> torch.Tensor:
-        hits: dict[int, PrefixHit] = {}
+        """One forward for all rows, hits and misses: each row's cached KV sits, left
+        padded, in a "past" block of columns, and its tokens still to prefill, left
+        padded, after it. A miss has no past; positions count the row's own tokens."""
+        prompts = [row.checkpoint for row in rows]
+        hits: list[PrefixHit | None] = [None] * len(rows)
         if self._prefix is not None:
-            for b, row in enumerate(rows):
-                ids = row.checkpoint
-                hit = self._prefix.lookup(ids, max_tokens=len(ids) - 1)
-                if hit is not None:
-                    hits[b] = hit
-        misses = [b for b in range(len(rows)) if b not in hits]
-        parts: list[torch.Tensor] = []
-        if misses:
-            parts.append(self._prefill_plain([rows[b].checkpoint for b in misses]))
-        for b, hit in hits.items():
-            if not parts:
-                parts.append(self._prefill_on(rows[b].checkpoint, hit))
+            hits = [self._prefix.lookup(p, max_tokens=len(p) - 1) for p in prompts]
+        if all(h is None for h in hits):
+            return self._prefill_plain(prompts)
+        reused = [h.tokens if h is not None else 0 for h in hits]
+        past = max(reused)
+        suffixes = [p[m:] for p, m in zip(prompts, reused, strict=True)]
+        width = max(len(s) for s in suffixes)
+        ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), past + width), dtype=torch.long)
+        positions = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, (suffix, m) in enumerate(zip(suffixes, reused, strict=True)):
+            n = len(suffix)
+            ids[b, width - n :] = torch.tensor(suffix, dtype=torch.long)
+            mask[b, past - m : past] = 1
+            mask[b, past + width - n :] = 1
+            positions[b, width - n :] = torch.arange(m, m + n)
+        self._cache = self._model.new_cache()
+        sample = next(h for h in hits if h is not None)
+        for layer, layer_keys, layer_values in zip(
+            self._cache.layers, sample.keys, sample.values, strict=True
+        ):
+            heads, _, dim = layer_keys.shape
+            keys = layer_keys.new_zeros((len(rows), heads, past, dim))
+            values = layer_values.new_zeros((len(rows), heads, past, dim))
+            layer.update(keys, values)
+        for b, hit in enumerate(hits):
+            if hit is None:
                 continue
-            other = _Batch(model=self._model, pad=self._pad)
-            parts.append(other._prefill_on(rows[b].checkpoint, hit))
-            self._append(other)
-        logits = torch.cat(parts)
-        order = misses + list(hits)
-        if order != sorted(order):
-            # The batch holds misses first, then hits: put the rows back in their order.
-            back = sorted(range(len(order)), key=order.__getitem__)
-            self.select(back)
-            logits = logits[torch.tensor(back, dtype=torch.long)]
-        return logits
+            for layer, k, v in zip(self._cache.layers, hit.keys, hit.values, strict=True):
+                layer.keys[b, :, past - hit.tokens : past] = k.to(layer.keys.device)
+                layer.values[b, :, past - hit.tokens : past] = v.to(layer.values.device)
+        began = time.perf_counter()
+        logits = self._model.forward(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=self._cache,
+            phase="prefill",
+        )  # (B, 1, V)
+        out = logits[:, -1, :].float().cpu()
+        self._s_per_token = (time.perf_counter() - began) / sum(len(s) for s in suffixes)
+        self._mask, self._positions = mask, positions[:, -1:]
+        return out
 
     def _prefill_plain(self, prompts: list[list[int]]) -> torch.Tensor:
         ids, mask = left_pad(prompts, pad=self._pad)  # (B, T)
@@ -241,28 +267,6 @@ class _Batch:
         )  # (B, 1, V)
         out = logits[:, -1, :].float().cpu()
         self._s_per_token = (time.perf_counter() - began) / max(1, int(mask.sum()))
-        self._mask, self._positions = mask, positions[:, -1:]
-        return out
-
-    def _prefill_on(self, prompt: list[int], hit: PrefixHit) -> torch.Tensor:
-        """Prefill one row's tokens after `hit.tokens` on top of the cached KV; (1, V)."""
-        cache = self._model.new_cache()
-        for layer, keys, values in zip(cache.layers, hit.keys, hit.values, strict=True):
-            layer.update(keys.unsqueeze(0), values.unsqueeze(0))
-        self._cache = cache
-        suffix = torch.tensor([prompt[hit.tokens :]], dtype=torch.long)  # (1, S)
-        mask = torch.ones(1, len(prompt), dtype=torch.long)
-        positions = torch.arange(hit.tokens, len(prompt), dtype=torch.long).unsqueeze(0)
-        began = time.perf_counter()
-        logits = self._model.forward(
-            input_ids=suffix,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=cache,
-            phase="prefill",
-        )
-        out = logits[:, -1, :].float().cpu()
-        self._s_per_token = (time.perf_counter() - began) / suffix.shape[1]
         self._mask, self._positions = mask, positions[:, -1:]
         return out
 

@@ -136,6 +136,10 @@ class PrefixCache:
         self._used: dict[TierName, int] = {"device": 0, "host": 0}
         self._clock: dict[TierName, float] = {"device": 0.0, "host": 0.0}
         self._root = _Node(block=(), parent=None, tier="device")
+        # Each tier's leaves (nodes without a child in their own tier): the only nodes
+        # that may leave it, kept up to date so that eviction need not walk the tree.
+        self._leaves: dict[TierName, set[_Node]] = {"device": set(), "host": set()}
+        self._entries: dict[TierName, int] = {"device": 0, "host": 0}
         self._lock = threading.Lock()
         self._layers: int | None = None
         self._counts = {
@@ -223,9 +227,7 @@ class PrefixCache:
 
     def stats(self) -> PrefixCacheStats:
         with self._lock:
-            entries = {"device": 0, "host": 0}
-            for node in self._nodes():
-                entries[node.tier] += 1
+            entries = self._entries
             return PrefixCacheStats(
                 **self._counts,
                 tokens_stored=(entries["device"] + entries["host"]) * self.block_tokens,
@@ -246,6 +248,8 @@ class PrefixCache:
         with self._lock:
             self._root.children.clear()
             self._used = {"device": 0, "host": 0}
+            self._entries = {"device": 0, "host": 0}
+            self._leaves = {"device": set(), "host": set()}
 
     # ---------------------------------------------------------------- internal
 
@@ -294,7 +298,19 @@ class PrefixCache:
         self._reprioritize(node)
         parent.children[block] = node
         self._used[tier] += size
+        self._entries[tier] += 1
+        self._refresh(node)
+        self._refresh(parent)
         return node
+
+    def _refresh(self, node: _Node) -> None:
+        """Put `node` in its tier's leaf set or take it out, as its children say."""
+        if node is self._root:
+            return
+        for leaves in self._leaves.values():
+            leaves.discard(node)
+        if not any(c.tier == node.tier for c in node.children.values()):
+            self._leaves[node.tier].add(node)
 
     def _reprioritize(self, node: _Node) -> None:
         node.priority = self._clock[node.tier] + node.frequency * node.cost_s / max(node.size, 1)
@@ -319,13 +335,8 @@ class PrefixCache:
         return True
 
     def _lowest_leaf(self, tier: TierName, *, pinned: set[int]) -> _Node | None:
-        candidates = [
-            n
-            for n in self._nodes()
-            if n.tier == tier
-            and id(n) not in pinned
-            and not any(c.tier == tier or tier == "host" for c in n.children.values())
-        ]
+        # Host nodes' children are host nodes too, so a host leaf has no children at all.
+        candidates = (n for n in self._leaves[tier] if id(n) not in pinned)
         return min(candidates, key=lambda n: n.priority, default=None)
 
     def _move(self, node: _Node, tier: TierName) -> None:
@@ -334,8 +345,13 @@ class PrefixCache:
         node.values = tuple(v.to(where) for v in node.values)
         self._used[node.tier] -= node.size
         self._used[tier] += node.size
+        self._entries[node.tier] -= 1
+        self._entries[tier] += 1
         node.tier = tier
         self._reprioritize(node)
+        self._refresh(node)
+        if node.parent is not None:
+            self._refresh(node.parent)
 
     def _drop(self, node: _Node) -> None:
         """Remove `node` and everything under it (its KV reproduces nothing without it)."""
@@ -344,9 +360,12 @@ class PrefixCache:
             n = stack.pop()
             stack.extend(n.children.values())
             self._used[n.tier] -= n.size
+            self._entries[n.tier] -= 1
+            self._leaves[n.tier].discard(n)
             self._counts["evictions"] += 1
         assert node.parent is not None
         del node.parent.children[node.block]
+        self._refresh(node.parent)
 
     def _promote(self, path: list[_Node]) -> None:
         """Bring a used path's host nodes to the device while there is free room there

@@ -132,6 +132,13 @@ def test_budgets_hold_and_the_tree_stays_prefix_closed_under_churn() -> None:
             if node.tier == "device":
                 assert node.parent.tier == "device"  # device nodes never hang off host ones
             assert node.parent is cache._root or node.block in node.parent.children
+        for tier in ("device", "host"):  # the leaf sets eviction picks from are the leaves
+            leaves = {
+                n
+                for n in cache._nodes()
+                if n.tier == tier and not any(c.tier == tier for c in n.children.values())
+            }
+            assert cache._leaves[tier] == leaves  # type: ignore[index]
     assert cache.stats().evictions > 0 and cache.stats().demotions > 0
 
 
@@ -262,9 +269,19 @@ def test_a_batch_mixing_hits_and_misses(
     plain = run(model, batch, monkeypatch, None)
     cache = new_cache()
     run(model, [warm], monkeypatch, cache, tokens=1)
+    phases: list[str] = []
+    forward = model.forward
+
+    def counting(**kwargs: object) -> torch.Tensor:
+        phases.append(str(kwargs["phase"]))
+        return forward(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model, "forward", counting)
     same(run(model, batch, monkeypatch, cache), plain)
     stats = cache.stats()
     assert stats.hits == 3 and stats.misses == 3  # the warm-up's miss and the batch's two
+    # Hits and misses prefill in one forward (a streamed model reads its weights once).
+    assert phases.count("prefill") == 1
 
 
 def test_rows_joining_mid_generation_use_the_cache(
@@ -308,3 +325,53 @@ def test_a_sliding_window_model_prefills_whole(
             assert cache.stats().hits == 1
     finally:
         m.close()
+
+
+def test_out_of_memory_with_the_cache_recovers_with_the_same_tokens(
+    llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    placement = make_placement(model_dir=llama_dir, layer_tiers=["cpu"] * 4)
+    calls = {"n": 0, "fail_at": -1}
+
+    def fault(unit: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == calls["fail_at"]:
+            raise torch.OutOfMemoryError("injected")
+
+    m = StreamingModel(model_dir=llama_dir, placement=placement, fault_hook=fault)
+    try:
+        prompts = [SYSTEM + ids(16, 5), ids(17, 20)]
+        plain = run(m, prompts, monkeypatch, None, tokens=6)
+        cache = new_cache()
+        run(m, [SYSTEM + ids(18, 3)], monkeypatch, cache, tokens=2)
+        for fail_after in (3, 20):  # in the prefill on cached KV, then in a decode step
+            calls["fail_at"] = calls["n"] + fail_after
+            got = run(m, prompts, monkeypatch, cache, tokens=6)
+            assert got[0] == plain[0]
+            assert calls["n"] > calls["fail_at"]
+        assert cache.stats().hits >= 2
+    finally:
+        m.close()
+
+
+def test_the_answerer_reuses_the_prompt_of_a_repeated_question(tmp_path: Path) -> None:
+    from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.passages import Passage
+    from engine.models.synthetic import write_random_model
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
+    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    try:
+        assert answerer.prefix_cache is not None
+        assert answerer.prefix_cache.stats().host_budget > 0
+        passages = [Passage(index=1, text="The pump is serviced in May.", path="a.md", page=None)]
+        ask = {"question": "When is the pump serviced?", "passages": passages, "max_new_tokens": 4}
+        first = "".join(answerer.stream(**ask))  # type: ignore[arg-type]
+        assert answerer.prefix_cache.stats().hits == 0
+        assert "".join(answerer.stream(**ask)) == first  # type: ignore[arg-type]
+        stats = answerer.prefix_cache.stats()
+        assert stats.hits == 1 and stats.tokens_reused > 0
+        answerer.prefix_cache = None  # reuse can be turned off
+        assert "".join(answerer.stream(**ask)) == first  # type: ignore[arg-type]
+    finally:
+        answerer.close()
