@@ -6,7 +6,10 @@ a first question and the model's answer to it, then a follow-up question; render
 the model's chat template. "cold" prefills the whole follow-up prompt; "warm" serves the
 first turn with a fresh cache (not timed), so the cache holds the system prompt, the
 sources, the first question and the answer, and then times the follow-up, which
-prefills only its new tail. Each repeat runs cold and warm back to back and starts the
+prefills only its new tail. A second figure is a new conversation with other sources
+after that one: only the system prompt is shared (RAGCache's knowledge tree would also
+share sources cited again; a source cited after other ones is a different prefix, so a
+prefix cache does not reuse it). Each repeat runs cold and warm back to back and starts the
 warm side from an empty cache; the figures are medians. The model's weights are all on
 the compute tier, so the difference is prefill work, not weight streaming (a streamed
 model pays its per-forward streaming time on both sides).
@@ -66,6 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model_dir = args.model or _random_model(quick=quick)
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     figures = measure_ttft_prefix_reuse(model_dir=model_dir, quick=quick, repeats=args.repeats)
+    other = figures["other_sources"]
     say(
         f"model {figures['model']} on {figures['device']}; load average "
         f"{figures['machine']['load_average']}; torch threads {figures['torch_threads']}\n"
@@ -75,7 +79,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"time to first token: without the cache {figures['ttft_cold_s'] * 1000:.0f} ms, "
         f"with it {figures['ttft_warm_s'] * 1000:.0f} ms: "
         f"{figures['ttft_speedup_prefix_reuse']:.1f}x "
-        f"(median of {figures['repeats']}; first tokens equal: {figures['first_tokens_match']})"
+        f"(median of {figures['repeats']}; first tokens equal: {figures['first_tokens_match']})\n"
+        f"a new conversation with other sources ({other['prompt_tokens']} tokens) reuses "
+        f"{other['reused_tokens']} (the system prompt): {other['ttft_cold_s'] * 1000:.0f} ms "
+        f"→ {other['ttft_warm_s'] * 1000:.0f} ms, {other['ttft_speedup']:.2f}x"
     )
     return figures
 
@@ -102,8 +109,19 @@ def measure_ttft_prefix_reuse(
             tokenizer,
             [("system", system), ("user", user1), ("assistant", answer), ("user", QUESTION_2)],
         )
+        # Another conversation: the same system prompt, other sources.
+        other = _chat(
+            tokenizer,
+            [
+                ("system", system),
+                ("user", _user_turn(tokenizer=tokenizer, tokens_per_source=source_tokens, shift=1)),
+            ],
+        )
         cold: list[float] = []
         warm: list[float] = []
+        other_cold: list[float] = []
+        other_warm: list[float] = []
+        other_reused = 0
         firsts: list[tuple[int, int]] = []
         reused = 0
         cache: PrefixCache | None = None
@@ -116,6 +134,10 @@ def measure_ttft_prefix_reuse(
             reused = cache.stats().tokens_reused - before
             cold.append(ttft_cold)
             warm.append(ttft_warm)
+            other_cold.append(_generate(model, other, tokens=1, cache=None)[0])
+            before = cache.stats().tokens_reused
+            other_warm.append(_generate(model, other, tokens=1, cache=cache)[0])
+            other_reused = cache.stats().tokens_reused - before
             firsts.append((first_cold[0], first_warm[0]))
         assert cache is not None
         stats = cache.stats()
@@ -131,6 +153,13 @@ def measure_ttft_prefix_reuse(
             "turn1_prompt_tokens": len(turn1),
             "answer_tokens": len(answer_ids),
             "first_tokens_match": all(a == b for a, b in firsts),
+            "other_sources": {
+                "ttft_cold_s": statistics.median(other_cold),
+                "ttft_warm_s": statistics.median(other_warm),
+                "ttft_speedup": statistics.median(other_cold) / statistics.median(other_warm),
+                "prompt_tokens": len(other),
+                "reused_tokens": other_reused,
+            },
             "cache": {
                 "block_tokens": cache.block_tokens,
                 "device_bytes": stats.device_bytes,
@@ -173,13 +202,13 @@ def _generate(
     return first, out
 
 
-def _user_turn(*, tokenizer: Any, tokens_per_source: int) -> str:
+def _user_turn(*, tokenizer: Any, tokens_per_source: int, shift: int = 0) -> str:
     """Five numbered sources of about `tokens_per_source` tokens each, then the question,
-    in the layout GenerativeAnswerer's build_prompt uses."""
+    in the layout GenerativeAnswerer's build_prompt uses; `shift` picks other sentences."""
     blocks = []
     for i in range(SOURCES):
         text: list[str] = []
-        k = i
+        k = i + shift
         while (
             len(tokenizer(" ".join(text), add_special_tokens=False)["input_ids"])
             < tokens_per_source

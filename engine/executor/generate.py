@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import torch
 
 from engine.executor.forward import StreamingModel
+from engine.executor.kv import is_host_layer
 from engine.executor.prefix_cache import PrefixCache, PrefixHit
 
 # After this many recoveries in one generation the fault is not memory pressure any
@@ -226,20 +227,15 @@ class _Batch:
             mask[b, past + width - n :] = 1
             positions[b, width - n :] = torch.arange(m, m + n)
         self._cache = self._model.new_cache()
-        sample = next(h for h in hits if h is not None)
-        for layer, layer_keys, layer_values in zip(
-            self._cache.layers, sample.keys, sample.values, strict=True
-        ):
-            heads, _, dim = layer_keys.shape
-            keys = layer_keys.new_zeros((len(rows), heads, past, dim))
-            values = layer_values.new_zeros((len(rows), heads, past, dim))
-            layer.update(keys, values)
-        for b, hit in enumerate(hits):
-            if hit is None:
-                continue
-            for layer, k, v in zip(self._cache.layers, hit.keys, hit.values, strict=True):
-                layer.keys[b, :, past - hit.tokens : past] = k.to(layer.keys.device)
-                layer.values[b, :, past - hit.tokens : past] = v.to(layer.values.device)
+        for i, layer in enumerate(self._cache.layers):
+            # Where the layer keeps its KV: the host for a host-resident layer.
+            where = torch.device("cpu") if is_host_layer(layer) else self._model.device
+            keys = _past_block([h.keys[i] if h else None for h in hits], past=past, device=where)
+            values = _past_block(
+                [h.values[i] if h else None for h in hits], past=past, device=where
+            )
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
         began = time.perf_counter()
         logits = self._model.forward(
             input_ids=ids,
@@ -358,6 +354,22 @@ class _Batch:
         self._recoveries += 1
         if self._recoveries > MAX_RECOVERIES or not self._model.degrade():
             raise error
+
+
+def _past_block(
+    parts: list[torch.Tensor | None], *, past: int, device: torch.device
+) -> torch.Tensor:
+    """(B, kv_heads, past, head_dim): each row's cached (kv_heads, m, head_dim) tensor
+    right-aligned, zeros before it (masked out); one row that fills it is not copied."""
+    if len(parts) == 1 and parts[0] is not None and parts[0].shape[1] == past:
+        return parts[0].unsqueeze(0).to(device)
+    sample = next(t for t in parts if t is not None)
+    heads, _, dim = sample.shape
+    out = torch.zeros((len(parts), heads, past, dim), dtype=sample.dtype, device=device)
+    for b, t in enumerate(parts):
+        if t is not None:
+            out[b, :, past - t.shape[1] :] = t
+    return out
 
 
 def _plain(cache: object) -> bool:

@@ -41,6 +41,10 @@ def test_quick_measurement_reuses_the_first_turn(tiny: Path) -> None:
     assert figures["prompt_tokens"] > figures["turn1_prompt_tokens"] + figures["answer_tokens"]
     assert figures["first_tokens_match"] is True
     assert 0 < figures["cache"]["host_bytes"] <= figures["cache"]["host_budget"]
+    # Another conversation shares the system prompt only.
+    other = figures["other_sources"]
+    assert 0 < other["reused_tokens"] < figures["turn1_prompt_tokens"] // 2
+    assert other["ttft_cold_s"] > 0 and other["ttft_warm_s"] > 0
 
 
 def test_bench_prefix_kind_prints_json(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -375,3 +375,21 @@ def test_the_answerer_reuses_the_prompt_of_a_repeated_question(tmp_path: Path) -
         assert "".join(answerer.stream(**ask)) == first  # type: ignore[arg-type]
     finally:
         answerer.close()
+
+
+def test_host_resident_kv_layers_take_the_cached_kv_where_they_keep_it(
+    llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    placement = make_placement(model_dir=llama_dir, layer_tiers=["cpu"] * 4)
+    m = StreamingModel(model_dir=llama_dir, placement=placement, kv_host_layers=2)
+    try:
+        assert sum(generate_module.is_host_layer(x) for x in m.new_cache().layers) == 2
+        warm = SYSTEM + ids(19, 20)
+        batch = [warm + ids(20, 4), ids(21, 9)]
+        plain = run(m, batch, monkeypatch, None)
+        cache = new_cache()
+        run(m, [warm], monkeypatch, cache, tokens=1)
+        same(run(m, batch, monkeypatch, cache), plain)
+        assert cache.stats().hits == 1
+    finally:
+        m.close()
