@@ -142,6 +142,39 @@ def test_budgets_hold_and_the_tree_stays_prefix_closed_under_churn() -> None:
     assert cache.stats().evictions > 0 and cache.stats().demotions > 0
 
 
+def test_threads_sharing_one_cache_keep_it_consistent() -> None:
+    import threading
+
+    cache = PrefixCache(
+        device=CPU, device_bytes=6 * BLOCK_BYTES, host_bytes=9 * BLOCK_BYTES, block_tokens=BLOCK
+    )
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(200):
+                ids = [rng.randrange(3) for _ in range(2 * rng.randrange(1, 5))]
+                if rng.random() < 0.5:
+                    put(cache, ids, cost=rng.uniform(0.1, 3.0))
+                else:
+                    hit = cache.lookup(ids)
+                    # Whatever is found is the KV of exactly those tokens.
+                    assert hit is None or hit.keys[0].flatten().tolist() == ids[: hit.tokens]
+        except BaseException as e:  # surfaced below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    stats = cache.stats()
+    assert measured_bytes(cache) == {"device": stats.device_bytes, "host": stats.host_bytes}
+    assert stats.lookups + stats.evictions > 0
+
+
 def test_an_entry_larger_than_both_budgets_is_not_stored() -> None:
     cache = PrefixCache(device=CPU, device_bytes=0, host_bytes=BLOCK_BYTES - 1, block_tokens=BLOCK)
     assert put(cache, [1, 2], cost=1.0) == 0
