@@ -20,6 +20,7 @@ KINDS = {
     "retrieval": "partitioned search: latency and recall by resident budget, batched queries",
     "ingest": "ingestion pages/s and chunks/s, and the rescan of an unchanged folder",
     "pipeline": "decoupled pipelines with adaptive batches against serial RAG",
+    "prefix": "time to first token of a conversation's next turn with prefix KV reuse",
 }
 
 

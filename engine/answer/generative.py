@@ -27,6 +27,7 @@ from engine.errors import ModelLoadError
 from engine.executor.compat import GenerateCompat
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, Sampling, TokenEvent, generate
+from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
 from engine.hardware.profile import HardwareProfile, load_profile
 from engine.paths import resolve_paths
 from engine.planner.model_spec import load_model_spec
@@ -317,6 +318,10 @@ class GenerativeAnswerer:
             raise ModelLoadError(f"Could not load the language model in {model_path}: {e}") from e
         self.model = GenerateCompat(model=self.executor)  # for code written against HF
         self.device = str(self.executor.device)
+        # KV of prompt starts reused across turns and requests; None turns reuse off.
+        self.prefix_cache: PrefixCache | None = prefix_cache_for(
+            placement=placement, device=self.executor.device
+        )
         self._stop_ids = _stop_ids(
             model_path=model_path, executor=self.executor, tokenizer=self.tokenizer
         )
@@ -417,6 +422,7 @@ class GenerativeAnswerer:
                 pad_token_id=self._pad_id,
                 cancelled=cancelled,
                 incoming=arrivals if incoming is not None else None,
+                prefix_cache=self.prefix_cache,
             )
             try:
                 for event in events:

@@ -13,16 +13,30 @@ tokens it has generated. When a forward raises `torch.OutOfMemoryError` or
 `MemoryError`, the model is asked to `degrade()` (KV, then weights, down a tier) and
 the batch is prefilled again from its checkpoint; the person gets a slower answer, and
 the greedy tokens are those of an undisturbed run.
+
+Prefix reuse (RAGCache): with a `PrefixCache`, each row entering the batch looks up the
+longest cached start of its prompt (at least its last token is left to prefill, so the
+row has logits) and prefills only the rest on top of the cached KV. Rows with and
+without a hit still share one forward (a streamed model reads its weights once per
+forward): the cached KV fills a left-padded "past" block of columns and the tokens to
+prefill follow it, left-padded too; the attention mask and positions say which columns
+are whose. After prefill (at the next step boundary, so that the copy does not delay
+the first token), and again when a row finishes (its prompt plus its answer: the next
+turn of a conversation starts with both), the row's KV goes into the cache. A cache with
+sliding-window layers keeps only the window, so such models prefill whole.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from engine.executor.forward import StreamingModel
+from engine.executor.kv import is_host_layer
+from engine.executor.prefix_cache import PrefixCache, PrefixHit
 
 # After this many recoveries in one generation the fault is not memory pressure any
 # more but something degrading cannot fix: let it surface.
@@ -83,13 +97,15 @@ def generate(
     pad_token_id: int | None = None,
     cancelled: Callable[[int], bool] | None = None,
     incoming: Callable[[], Sequence[GenerationRequest]] | None = None,
+    prefix_cache: PrefixCache | None = None,
 ) -> Iterator[TokenEvent]:
     """Yield each request's new tokens, step by step, until every request has stopped.
 
     `cancelled(i)` is asked at every step boundary; a request it answers True for leaves
     the batch (no further events). `incoming()` is asked at every step boundary too: the
     requests it returns join the batch (numbered after those seen so far, in order) and
-    produce their first token in the next step. Closing the iterator frees the batch."""
+    produce their first token in the next step. Closing the iterator frees the batch.
+    `prefix_cache` (one per model) reuses and stores the KV of prompt starts."""
     pad = pad_token_id if pad_token_id is not None else _pad_of(model)
     eos = frozenset(model.eos_token_ids)
     arrived = 0
@@ -116,7 +132,7 @@ def generate(
         return out
 
     rows = admit(requests)
-    state = _Batch(model=model, pad=pad)
+    state = _Batch(model=model, pad=pad, prefix_cache=prefix_cache)
     logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
     while True:
         finished_now: list[int] = []
@@ -135,6 +151,8 @@ def generate(
             for b, row in enumerate(rows)
             if b not in finished_now and not (cancelled is not None and cancelled(row.index))
         ]
+        for b in finished_now:
+            state.remember(b, rows[b])
         if len(keep) < len(rows):
             rows = [rows[b] for b in keep]
             state.select(keep)
@@ -152,39 +170,130 @@ def generate(
 
 
 class _Batch:
-    """The tensors of the rows in flight: mask, positions, KV cache; and the recovery
-    from out-of-memory by re-prefilling from the rows' checkpoints."""
+    """The tensors of the rows in flight: mask, positions, KV cache; the reuse of cached
+    prompt starts; and the recovery from out-of-memory by re-prefilling from the rows'
+    checkpoints."""
 
-    def __init__(self, *, model: StreamingModel, pad: int) -> None:
+    def __init__(
+        self, *, model: StreamingModel, pad: int, prefix_cache: PrefixCache | None = None
+    ) -> None:
         self._model = model
         self._pad = pad
         self._recoveries = 0
         self._cache = model.new_cache()
         self._mask = torch.zeros(0, 0, dtype=torch.long)
         self._positions = torch.zeros(0, 0, dtype=torch.long)
+        # Only plain layers hold every position's KV (a sliding window drops the start).
+        self._prefix = prefix_cache if prefix_cache is not None and _plain(self._cache) else None
+        self._s_per_token = 0.0  # the last prefill's time per token (the cost it saves)
+        # Rows whose prompt KV is still to be stored: done at the next step boundary, so
+        # the copy does not delay the first token.
+        self._unstored: list[tuple[int, list[int]]] = []
 
     def start(self, rows: list[_Row]) -> torch.Tensor:
         """Prefill the rows' checkpoints (prompt + tokens so far); logits (B, V)."""
+        self._unstored = []
         while True:
-            ids, mask = left_pad([row.checkpoint for row in rows], pad=self._pad)  # (B, T)
-            positions = positions_of(mask)
-            self._cache = self._model.new_cache()
             try:
-                logits = self._model.forward(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=positions,
-                    cache=self._cache,
-                    phase="prefill",
-                )  # (B, 1, V)
+                logits = self._prefill(rows)
             except OOM_ERRORS as e:
                 self._recover(e)
                 continue
-            self._mask, self._positions = mask, positions[:, -1:]
-            return logits[:, -1, :].float().cpu()
+            if self._prefix is not None:
+                self._unstored = [(b, row.checkpoint) for b, row in enumerate(rows)]
+            return logits
+
+    def _prefill(self, rows: list[_Row]) -> torch.Tensor:
+        """One forward for all rows, hits and misses: each row's cached KV sits, left
+        padded, in a "past" block of columns, and its tokens still to prefill, left
+        padded, after it. A miss has no past; positions count the row's own tokens."""
+        prompts = [row.checkpoint for row in rows]
+        hits: list[PrefixHit | None] = [None] * len(rows)
+        if self._prefix is not None:
+            hits = [self._prefix.lookup(p, max_tokens=len(p) - 1) for p in prompts]
+        if all(h is None for h in hits):
+            return self._prefill_plain(prompts)
+        reused = [h.tokens if h is not None else 0 for h in hits]
+        past = max(reused)
+        suffixes = [p[m:] for p, m in zip(prompts, reused, strict=True)]
+        width = max(len(s) for s in suffixes)
+        ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), past + width), dtype=torch.long)
+        positions = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, (suffix, m) in enumerate(zip(suffixes, reused, strict=True)):
+            n = len(suffix)
+            ids[b, width - n :] = torch.tensor(suffix, dtype=torch.long)
+            mask[b, past - m : past] = 1
+            mask[b, past + width - n :] = 1
+            positions[b, width - n :] = torch.arange(m, m + n)
+        self._cache = self._model.new_cache()
+        for i, layer in enumerate(self._cache.layers):
+            # Where the layer keeps its KV: the host for a host-resident layer.
+            where = torch.device("cpu") if is_host_layer(layer) else self._model.device
+            keys = _past_block([h.keys[i] if h else None for h in hits], past=past, device=where)
+            values = _past_block(
+                [h.values[i] if h else None for h in hits], past=past, device=where
+            )
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        began = time.perf_counter()
+        logits = self._model.forward(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=self._cache,
+            phase="prefill",
+        )  # (B, 1, V)
+        out = logits[:, -1, :].float().cpu()
+        self._s_per_token = (time.perf_counter() - began) / sum(len(s) for s in suffixes)
+        self._mask, self._positions = mask, positions[:, -1:]
+        return out
+
+    def _prefill_plain(self, prompts: list[list[int]]) -> torch.Tensor:
+        ids, mask = left_pad(prompts, pad=self._pad)  # (B, T)
+        positions = positions_of(mask)
+        self._cache = self._model.new_cache()
+        began = time.perf_counter()
+        logits = self._model.forward(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=self._cache,
+            phase="prefill",
+        )  # (B, 1, V)
+        out = logits[:, -1, :].float().cpu()
+        self._s_per_token = (time.perf_counter() - began) / max(1, int(mask.sum()))
+        self._mask, self._positions = mask, positions[:, -1:]
+        return out
+
+    def remember(self, b: int, row: _Row) -> None:
+        """Store row `b`'s KV so far (its prompt and answer, less the last token, which
+        was never fed) for the conversation's next turn."""
+        self.store_pending()
+        self._store(b, row.checkpoint[:-1])
+
+    def store_pending(self) -> None:
+        """Store the KV of the prompts prefilled last (before rows move or leave)."""
+        pending, self._unstored = self._unstored, []
+        for b, ids in pending:
+            self._store(b, ids)
+
+    def _store(self, b: int, ids: list[int]) -> None:
+        if self._prefix is None or not ids:
+            return
+        real = self._mask[b].bool()  # the row's own columns (left padding is not KV)
+        if int(real.sum()) < len(ids):
+            return
+        keys, values = [], []
+        for layer in self._cache.layers:
+            cols = real.to(layer.keys.device)
+            keys.append(layer.keys[b][:, cols][:, : len(ids)])
+            values.append(layer.values[b][:, cols][:, : len(ids)])
+        self._prefix.insert(ids, keys=keys, values=values, prefill_s_per_token=self._s_per_token)
 
     def step(self, rows: list[_Row]) -> torch.Tensor:
         """Feed each row's last token; logits (B, V)."""
+        self.store_pending()
         step_ids = torch.tensor([[row.generated[-1]] for row in rows], dtype=torch.long)  # (B, 1)
         mask = torch.cat([self._mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
         positions = self._positions + 1  # (B, 1)
@@ -206,10 +315,16 @@ class _Batch:
         """Prefill `rows` on their own and append them to the batch; their logits (B', V).
         Plain KV layers are merged (left-padded to one length); a cache with sliding
         window or other layers is rebuilt from every row's checkpoint instead."""
+        self.store_pending()
         if not _mergeable(self._cache):
             return self.start(rows_before + rows)[len(rows_before) :]
-        other = _Batch(model=self._model, pad=self._pad)
+        other = _Batch(model=self._model, pad=self._pad, prefix_cache=self._prefix)
         logits = other.start(rows)
+        self._append(other)
+        return logits
+
+    def _append(self, other: _Batch) -> None:
+        """`other`'s rows join this batch after its own (KV and masks left-padded)."""
         width = max(self._mask.shape[1], other._mask.shape[1])
         for mine, theirs in zip(self._cache.layers, other._cache.layers, strict=True):
             mine.keys = torch.cat([_pad_left(mine.keys, width), _pad_left(theirs.keys, width)])
@@ -220,10 +335,14 @@ class _Batch:
             [_pad_left(self._mask, width, dim=1), _pad_left(other._mask, width, dim=1)]
         )
         self._positions = torch.cat([self._positions, other._positions])
-        return logits
+        # The newcomers' prompts are stored from their rows in this batch.
+        offset = self._mask.shape[0] - other._mask.shape[0]
+        self._unstored += [(offset + b, ids) for b, ids in other._unstored]
+        other._unstored = []
 
     def select(self, keep: list[int]) -> None:
         """Only the rows `keep` stay; the others' KV is dropped now."""
+        self.store_pending()
         # A CPU index works for KV on any device (host-resident layers included).
         index = torch.tensor(keep, dtype=torch.long)
         self._cache.batch_select_indices(index)
@@ -235,6 +354,29 @@ class _Batch:
         self._recoveries += 1
         if self._recoveries > MAX_RECOVERIES or not self._model.degrade():
             raise error
+
+
+def _past_block(
+    parts: list[torch.Tensor | None], *, past: int, device: torch.device
+) -> torch.Tensor:
+    """(B, kv_heads, past, head_dim): each row's cached (kv_heads, m, head_dim) tensor
+    right-aligned, zeros before it (masked out); one row that fills it is not copied."""
+    if len(parts) == 1 and parts[0] is not None and parts[0].shape[1] == past:
+        return parts[0].unsqueeze(0).to(device)
+    sample = next(t for t in parts if t is not None)
+    heads, _, dim = sample.shape
+    out = torch.zeros((len(parts), heads, past, dim), dtype=sample.dtype, device=device)
+    for b, t in enumerate(parts):
+        if t is not None:
+            out[b, :, past - t.shape[1] :] = t
+    return out
+
+
+def _plain(cache: object) -> bool:
+    """Every layer keeps all positions' KV (no sliding window, no other kind)."""
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", []))
 
 
 def _mergeable(cache: object) -> bool:
