@@ -340,11 +340,26 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
     retrieval.__enter__()
     more, late, late_errors = _start(engine, [{"question": second}])
     _until(lambda: pipeline.retrieval.status().queue_length == 1)
-    generation.__exit__(None, None, None)  # the first question decodes alone...
-    _until(lambda: pipeline.generation.status().running == 1)
-    retrieval.__exit__(None, None, None)  # ...when the second is retrieved
-    _join(threads, results, errors)
-    _join(more, late, late_errors)
+    # However slow the machine, the first question must still be decoding when the second
+    # arrives: its second forward (a decode step) waits until the second is queued.
+    executor = engine._generator.executor
+    forward, calls = executor.forward, []
+
+    def gated_forward(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            _until(lambda: pipeline.generation.status().queue_length == 1)
+        return forward(*args, **kwargs)
+
+    executor.forward = gated_forward
+    try:
+        generation.__exit__(None, None, None)  # the first question decodes alone...
+        _until(lambda: pipeline.generation.status().running == 1)
+        retrieval.__exit__(None, None, None)  # ...when the second is retrieved
+        _join(threads, results, errors)
+        _join(more, late, late_errors)
+    finally:
+        del executor.forward
 
     (record,) = pipeline.status().generation.recent
     assert record.size == 2  # one batch, grown by the question that joined it
