@@ -7,6 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -23,6 +24,8 @@ from engine.wire import DocumentInfo, WatchedFolder
 
 # Asked before a folder is removed: (parent, question) -> whether to go ahead.
 Confirm = Callable[[QWidget, str], bool]
+
+ALL_COLLECTIONS = "All collections"
 
 
 def confirm_dialog(parent: QWidget, question: str) -> bool:
@@ -47,13 +50,19 @@ def removal_question(*, folder: str, documents: int) -> str:
 
 
 class FoldersBox(QWidget):
+    """The watched folders, grouped by collection, with a filter to show one."""
+
     sig_remove_folder = Signal(str)  # the folder's path
+    sig_collection_changed = Signal()  # the filter changed: the documents follow it
 
     def __init__(self, *, confirm: Confirm = confirm_dialog, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._confirm = confirm
         self._ready = False
         self._removing: set[str] = set()
+        # Named here before a folder is added to them; the engine knows a
+        # collection only once it has a folder.
+        self._new_collections: set[str] = set()
 
         self.label = QLabel("Watched folders")
         self.label.setObjectName("sectionTitle")
@@ -72,6 +81,13 @@ class FoldersBox(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._update())
+        self.collection_combo = QComboBox()
+        self.collection_combo.setAccessibleName("Show the folders of one collection")
+        self.collection_combo.setToolTip(
+            "Show one collection's folders and documents; a folder you add goes into it."
+        )
+        self.collection_combo.addItem(ALL_COLLECTIONS)
+        self.collection_combo.currentIndexChanged.connect(self._collection_chosen)
         self.remove_button = QPushButton("Remove folder…")
         self.remove_button.setAccessibleName("Remove the selected folder from the library")
         self.remove_button.setToolTip(
@@ -82,6 +98,7 @@ class FoldersBox(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.label)
         row.addStretch(1)
+        row.addWidget(self.collection_combo)
         row.addWidget(self.remove_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -99,6 +116,8 @@ class FoldersBox(QWidget):
         self.model.set_folders(folders)
         # The engine's list is the truth: a folder gone from it is no longer being removed.
         self._removing &= {f.path for f in folders}
+        self._new_collections -= set(self.model.collections())
+        self._fill_collections()
         if selected is not None:
             self.select(path=selected)
         self._update()
@@ -109,6 +128,46 @@ class FoldersBox(QWidget):
         if selected is not None:
             self.select(path=selected)
         self._update()
+
+    def current_collection(self) -> str | None:
+        """The collection shown (and that a new folder goes into); None: all of them."""
+        text = self.collection_combo.currentText()
+        return None if text == ALL_COLLECTIONS else text
+
+    def collections(self) -> list[str]:
+        return sorted({*self.model.collections(), *self._new_collections}, key=str.lower)
+
+    def add_collection(self, name: str) -> None:
+        """A collection named by the person: shown and chosen until it has a folder."""
+        self._new_collections.add(name)
+        self._fill_collections(choose=name)
+        self._update()
+
+    def show_collection(self, name: str | None) -> None:
+        index = self.collection_combo.findText(name or ALL_COLLECTIONS)
+        if index >= 0:
+            self.collection_combo.setCurrentIndex(index)
+
+    def _fill_collections(self, *, choose: str | None = None) -> None:
+        current = choose or self.collection_combo.currentText()
+        names = [ALL_COLLECTIONS, *self.collections()]
+        combo = self.collection_combo
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItems(names)
+        combo.setCurrentIndex(names.index(current) if current in names else 0)
+        combo.blockSignals(False)
+        self._collection_chosen()
+
+    def _collection_chosen(self, *_: object) -> None:
+        self.model.set_collection(self.current_collection())
+        self._update()
+        emit(self.sig_collection_changed)
+
+    def folders_shown(self) -> list[str] | None:
+        """The folders of the collection shown; None when all are shown."""
+        name = self.current_collection()
+        return None if name is None else self.model.folders_in(collection=name)
 
     def select(self, *, path: str) -> None:
         for row in range(self.model.rowCount()):
@@ -138,7 +197,9 @@ class FoldersBox(QWidget):
     def _update(self) -> None:
         count = self.model.rowCount()
         self.label.setText(f"Watched folders ({count})" if count else "Watched folders")
-        self.setVisible(count > 0)
+        self.setVisible(bool(self.model.folders() or self._new_collections))
+        # One collection, the default: nothing to choose between.
+        self.collection_combo.setVisible(self.collections() not in ([], ["default"]))
         selected = self.selected_folder()
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing
