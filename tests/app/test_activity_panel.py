@@ -211,10 +211,9 @@ def test_activity_polls_the_status_only_while_open(qtbot: QtBot, make_window: Ma
     assert len(statuses) <= closed + 1
 
 
-def test_a_full_history_redraws_quickly(qtbot: QtBot) -> None:
-    """The engine keeps 128 batches and 256 requests; a redraw happens every second
-    on the GUI thread, so it must stay far below the 100 ms stall limit."""
-    full = replace(
+def full_pipeline() -> PipelineInfo:
+    """As much history as the engine keeps: 128 batches, 256 requests."""
+    return replace(
         pipeline(),
         batches=[
             _batch(
@@ -230,6 +229,12 @@ def test_a_full_history_redraws_quickly(qtbot: QtBot) -> None:
             _request(at=i / 2, latency=1 + i % 7, priority="interactive") for i in range(256)
         ],
     )
+
+
+def test_a_full_history_redraws_quickly(qtbot: QtBot) -> None:
+    """The engine keeps 128 batches and 256 requests; a redraw happens every second
+    on the GUI thread, so it must stay far below the 100 ms stall limit."""
+    full = full_pipeline()
     clock = _Clock()
     panel = ActivityPanel(clock=clock)
     qtbot.addWidget(panel)
