@@ -9,6 +9,7 @@ only while this window is open) and hands each status to `show_status`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -41,13 +42,16 @@ COLORS = {
     "cap": QColor("#7f8c8d"),
     "tokens": QColor("#009E73"),
 }
+CAP = "generation cap"  # the largest generation batch the placement allows
 WINDOW_MS = 5 * 60 * 1000  # the time axes show the last five minutes at most
 
 
 class TimeChart(QChartView):
     """One chart: a clock-time x axis and a value y axis, series replaced whole."""
 
-    def __init__(self, *, title: str, y_title: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, *, title: str, y_title: str, integer: bool = False, parent: QWidget | None = None
+    ) -> None:
         chart = QChart()
         chart.setTitle(title)
         chart.setMargins(QMargins(4, 4, 4, 4))
@@ -61,7 +65,8 @@ class TimeChart(QChartView):
         self.x_axis.setTickCount(5)
         self.y_axis = QValueAxis()
         self.y_axis.setTitleText(y_title)
-        self.y_axis.setLabelFormat("%.3g")
+        self.integer = integer  # counts: whole-number ticks
+        self.y_axis.setLabelFormat("%d" if integer else "%.3g")
         chart.addAxis(self.x_axis, Qt.AlignmentFlag.AlignBottom)
         chart.addAxis(self.y_axis, Qt.AlignmentFlag.AlignLeft)
         self.series: dict[str, QXYSeries] = {}
@@ -95,7 +100,14 @@ class TimeChart(QChartView):
         self.x_axis.setRange(
             QDateTime.fromMSecsSinceEpoch(int(start_ms)), QDateTime.fromMSecsSinceEpoch(int(end_ms))
         )
-        self.y_axis.setRange(0, y_max)
+        if self.integer:
+            # Four intervals of a whole number of requests each.
+            top = 4 * math.ceil(y_max / 4)
+            self.y_axis.setRange(0, top)
+            self.y_axis.setTickCount(5)
+        else:
+            self.y_axis.setRange(0, y_max)
+            self.y_axis.applyNiceNumbers()
 
     def apply_theme(self, *, dark: bool) -> None:
         self.chart().setTheme(
@@ -157,13 +169,17 @@ class ActivityPanel(QDialog):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setAccessibleName("Placement in force and batches now")
 
-        self.queues = TimeChart(title="Requests waiting (sampled while open)", y_title="requests")
+        self.queues = TimeChart(
+            title="Requests waiting (sampled while open)", y_title="requests", integer=True
+        )
         for worker in data.WORKERS:
             self.queues.add_series(
                 name=worker, series=_line(color=COLORS[worker]), color=COLORS[worker]
             )
         self.batches = TimeChart(
-            title="Batch size per batch, placement changes marked", y_title="batch size"
+            title="Batch size per batch, placement changes marked",
+            y_title="batch size",
+            integer=True,
         )
         for worker in data.WORKERS:
             self.batches.add_series(
@@ -172,7 +188,7 @@ class ActivityPanel(QDialog):
                 color=COLORS[worker],
             )
         self.batches.add_series(
-            name="largest generation batch allowed",
+            name=CAP,
             series=_line(color=COLORS["cap"], dashed=True),
             color=COLORS["cap"],
         )
@@ -249,11 +265,14 @@ class ActivityPanel(QDialog):
         caps = data.cap_steps(batches=pipeline.batches, worker="generation")
         if caps:
             caps.append((now_ms, caps[-1][1]))  # the cap holds until the next placement
-        self.batches.set_points("largest generation batch allowed", caps)
+        self.batches.set_points(CAP, caps)
         y_max = data.axis_range(values=sizes + [y for _, y in caps], floor=4)
-        self._mark_placements(changes=data.placement_changes(batches=pipeline.batches), top=y_max)
         first_batch = min((b.started * 1000.0 for b in pipeline.batches), default=now_ms)
         self.batches.set_ranges(start_ms=max(first_batch, start_ms), end_ms=now_ms, y_max=y_max)
+        self._mark_placements(
+            changes=data.placement_changes(batches=pipeline.batches),
+            top=self.batches.y_axis.max(),
+        )
 
         tokens = self.history.tokens_points()
         self.tokens.set_points("tokens/s", tokens)
@@ -290,7 +309,7 @@ class ActivityPanel(QDialog):
             series.deleteLater()
         self._placement_series = []
         for i, at_ms in enumerate(changes):
-            name = "placement changed" if i == 0 else f"placement changed ({i + 1})"
+            name = "new placement" if i == 0 else f"new placement ({i + 1})"
             series = _line(color=COLORS["placement"])
             self.batches.add_series(
                 name=name, series=series, color=COLORS["placement"], in_legend=i == 0

@@ -12,7 +12,7 @@ from PySide6.QtCharts import QDateTimeAxis, QValueAxis
 from pytestqt.qtbot import QtBot
 
 from app.hardware import activity_data as data
-from app.hardware.activity_panel import ActivityPanel
+from app.hardware.activity_panel import CAP, ActivityPanel
 from engine.wire import (
     BatchPoint,
     EngineStatus,
@@ -135,7 +135,7 @@ def test_pipeline_values_fill_every_chart(qtbot: QtBot) -> None:
     ]
     assert panel.batches.points("retrieval") == [((T0 + 1) * ms, 1), ((T0 + 10) * ms, 3)]
     # The cap steps up where the new placement came into force, and that step is marked.
-    caps = panel.batches.points("largest generation batch allowed")
+    caps = panel.batches.points(CAP)
     assert caps[0] == ((T0 + 2) * ms, 2)
     assert ((T0 + 9) * ms, 2) in caps and ((T0 + 9) * ms, 4) in caps
     assert panel.placement_marks() == [(T0 + 9) * ms]
