@@ -14,6 +14,7 @@ the epoch (what QDateTimeAxis takes).
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -115,7 +116,12 @@ def summary_lines(*, pipeline: PipelineInfo | None) -> list[str]:
             "No questions answered yet: the charts fill in as the engine answers. "
             "Ask a question in the main window."
         ]
-    batch = f", batch {pipeline.placement_batch}" if pipeline.placement_batch else ""
+    # The placement's own words usually name its batch already.
+    batch = (
+        f", batch {pipeline.placement_batch}"
+        if pipeline.placement_batch and "batch" not in pipeline.placement
+        else ""
+    )
     changes = pipeline.placements_applied
     return [
         f"Placement in force: {pipeline.placement}{batch} "
@@ -132,3 +138,21 @@ def axis_range(*, values: list[float], floor: float = 1.0) -> float:
     """A top for a y axis: a little above the largest value, never below `floor`."""
     top = max(values, default=0.0)
     return max(floor, top * 1.15)
+
+
+def tick_step(*, top: float, ticks: int = 4, integer: bool = False) -> float:
+    """A round step (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k) such that `ticks` steps reach `top`;
+    a whole number for counts."""
+    raw = max(top, 1e-9) / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(
+        m * power for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if raw <= m * power * (1 + 1e-9)
+    )
+    return float(max(1, math.ceil(step))) if integer else step
+
+
+def batch_axis_values(*, sizes: list[float], caps: list[float]) -> list[float]:
+    """What the batch chart's y axis must hold: the sizes, and the cap only when it
+    is near them (a cap of 100 would squash batches of 1 to 6 into the axis)."""
+    biggest = max(sizes, default=0.0)
+    return sizes + [c for c in caps if c <= max(2 * biggest, 4)]

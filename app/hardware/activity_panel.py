@@ -9,7 +9,6 @@ only while this window is open) and hands each status to `show_status`.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
@@ -100,14 +99,9 @@ class TimeChart(QChartView):
         self.x_axis.setRange(
             QDateTime.fromMSecsSinceEpoch(int(start_ms)), QDateTime.fromMSecsSinceEpoch(int(end_ms))
         )
-        if self.integer:
-            # Four intervals of a whole number of requests each.
-            top = 4 * math.ceil(y_max / 4)
-            self.y_axis.setRange(0, top)
-            self.y_axis.setTickCount(5)
-        else:
-            self.y_axis.setRange(0, y_max)
-            self.y_axis.applyNiceNumbers()
+        step = data.tick_step(top=y_max, integer=self.integer)
+        self.y_axis.setRange(0, 4 * step)
+        self.y_axis.setTickCount(5)
 
     def apply_theme(self, *, dark: bool) -> None:
         self.chart().setTheme(
@@ -266,7 +260,9 @@ class ActivityPanel(QDialog):
         if caps:
             caps.append((now_ms, caps[-1][1]))  # the cap holds until the next placement
         self.batches.set_points(CAP, caps)
-        y_max = data.axis_range(values=sizes + [y for _, y in caps], floor=4)
+        y_max = data.axis_range(
+            values=data.batch_axis_values(sizes=sizes, caps=[y for _, y in caps]), floor=4
+        )
         first_batch = min((b.started * 1000.0 for b in pipeline.batches), default=now_ms)
         self.batches.set_ranges(start_ms=max(first_batch, start_ms), end_ms=now_ms, y_max=y_max)
         self._mark_placements(

@@ -86,7 +86,7 @@ class ModelsDialog(QDialog):
         self.download: ModelDownload | None = None
         self.setWindowTitle("Models")
         self.setObjectName("modelsDialog")
-        self.resize(900, 420)
+        self.resize(1000, 420)  # the licence column whole
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)

@@ -250,3 +250,12 @@ def test_a_full_history_redraws_quickly(qtbot: QtBot) -> None:
         slowest = max(slowest, time.perf_counter() - start)
     assert len(panel.latency.points("interactive")) == 256
     assert slowest < 0.1, f"a redraw took {slowest * 1000:.0f} ms"
+
+
+def test_axes_have_round_ticks_and_a_far_cap_does_not_squash_the_batches() -> None:
+    assert data.tick_step(top=22.6) == 6  # 0, 6, 12, 18, 24
+    assert data.tick_step(top=9.2) == 2.5
+    assert data.tick_step(top=5.75, integer=True) == 2
+    assert data.tick_step(top=0.5, integer=True) == 1
+    assert data.batch_axis_values(sizes=[1, 6], caps=[107]) == [1, 6]
+    assert data.batch_axis_values(sizes=[1, 6], caps=[8]) == [1, 6, 8]
