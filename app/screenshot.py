@@ -123,6 +123,7 @@ def take_activity_screenshot(*, out: Path) -> int:
             window.library.add_sample_collection()
             _wait(app, lambda: window.library.ingesting, 30, "ingestion start", ok=True)
             _wait(app, lambda: not window.library.ingesting, 600, "ingestion")
+        _take_collections_screenshot(app=app, window=window, out=out)
         panel = window.show_activity()
         finished: set[int] = set()
         window.bridge.sig_ask_done.connect(lambda rid, _done: finished.add(rid))
@@ -136,6 +137,30 @@ def take_activity_screenshot(*, out: Path) -> int:
         _settle(app, 2.0)
         _save(panel, out / "activity.png")
         return 0
+
+
+NOTES = {
+    "garden.txt": "The community garden has a budget of 4,200 euros for raised beds.\n",
+    "bridge.md": "# Bridge\n\nThe Alder Street bridge needs four new bolts in October.\n",
+}
+
+
+def _take_collections_screenshot(*, app: Any, window: Any, out: Path) -> None:
+    """A second folder in a collection of its own, next to the sample collection."""
+    notes = Path(os.environ["RAGDOLL_HOME"]).parent / "My notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    for name, text in NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    window.library.start_job()
+    window.bridge.add_folder(path=str(notes), collection="notes")
+    _wait(app, lambda: not window.library.ingesting, 300, "the notes")
+    _wait(app, lambda: window.library.folders_box.model.rowCount() == 2, 30, "folders")
+    _settle(app)
+    _save(window.library, out / "library-collections.png")
+    window.library.folders_box.show_collection("notes")
+    _settle(app)
+    _save(window.library, out / "library-one-collection.png")
+    window.library.folders_box.show_collection(None)
 
 
 def _take_models_screenshot(*, app: Any, window: Any, out: Path) -> None:
