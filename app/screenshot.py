@@ -156,10 +156,10 @@ def _take_collections_screenshot(*, app: Any, window: Any, out: Path) -> None:
     _wait(app, lambda: not window.library.ingesting, 300, "the notes")
     _wait(app, lambda: window.library.folders_box.model.rowCount() == 2, 30, "folders")
     _settle(app)
-    _save(window.library, out / "library-collections.png")
+    _save(window.library.parentWidget(), out / "library-collections.png")
     window.library.folders_box.show_collection("notes")
     _settle(app)
-    _save(window.library, out / "library-one-collection.png")
+    _save(window.library.parentWidget(), out / "library-one-collection.png")
     window.library.folders_box.show_collection(None)
 
 

@@ -92,6 +92,12 @@ class TimeChart(QChartView):
     def set_points(self, name: str, points: list[tuple[float, float]]) -> None:
         self.series[name].replace([QPointF(x, y) for x, y in points])
 
+    def show_series(self, name: str, *, visible: bool) -> None:
+        series = self.series[name]
+        series.setVisible(visible)
+        for marker in self.chart().legend().markers(series):
+            marker.setVisible(visible)
+
     def set_ranges(self, *, start_ms: float, end_ms: float, y_max: float) -> None:
         # A range of zero width draws nothing: give a lone point a minute around it.
         if end_ms - start_ms < 60_000:
@@ -260,9 +266,10 @@ class ActivityPanel(QDialog):
         if caps:
             caps.append((now_ms, caps[-1][1]))  # the cap holds until the next placement
         self.batches.set_points(CAP, caps)
-        y_max = data.axis_range(
-            values=data.batch_axis_values(sizes=sizes, caps=[y for _, y in caps]), floor=4
-        )
+        on_scale = data.batch_axis_values(sizes=sizes, caps=[y for _, y in caps])
+        y_max = data.axis_range(values=on_scale, floor=4)
+        # A cap far above the batches is off the axis: the summary line gives it.
+        self.batches.show_series(CAP, visible=bool(caps) and max(y for _, y in caps) <= y_max)
         first_batch = min((b.started * 1000.0 for b in pipeline.batches), default=now_ms)
         self.batches.set_ranges(start_ms=max(first_batch, start_ms), end_ms=now_ms, y_max=y_max)
         self._mark_placements(

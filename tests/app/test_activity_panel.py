@@ -259,3 +259,20 @@ def test_axes_have_round_ticks_and_a_far_cap_does_not_squash_the_batches() -> No
     assert data.tick_step(top=0.5, integer=True) == 1
     assert data.batch_axis_values(sizes=[1, 6], caps=[107]) == [1, 6]
     assert data.batch_axis_values(sizes=[1, 6], caps=[8]) == [1, 6, 8]
+
+
+def test_a_cap_far_above_the_batches_is_left_to_the_summary(qtbot: QtBot) -> None:
+    panel = ActivityPanel(clock=_Clock())
+    qtbot.addWidget(panel)
+    panel.show()
+    far = replace(
+        pipeline(),
+        batches=[_batch(worker="generation", at=2, size=3, cap=95, placement=1)],
+        generation=_worker(queue=0, batch=3, cap=95),
+    )
+    panel.show_pipeline(far)
+    assert panel.batches.y_axis.max() < 95
+    assert not panel.batches.series[CAP].isVisible()
+    assert "at most 95" in panel.summary.text()
+    panel.show_pipeline(pipeline())
+    assert panel.batches.series[CAP].isVisible()
