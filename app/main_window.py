@@ -218,6 +218,9 @@ class MainWindow(QMainWindow):
         self.add_folder_action.triggered.connect(self.library.choose_and_add_folder)
         self.add_samples_action = QAction("Add the &sample collection", self)
         self.add_samples_action.triggered.connect(self.library.add_sample_collection)
+        self.new_collection_action = QAction("New &collection…", self)
+        self.new_collection_action.setToolTip("Name a collection, then choose its first folder")
+        self.new_collection_action.triggered.connect(self.library.new_collection)
         self.keep_running_action = QAction("&Keep the engine running after quitting", self)
         self.keep_running_action.setCheckable(True)
         self.keep_running_action.setToolTip(
@@ -232,6 +235,7 @@ class MainWindow(QMainWindow):
         quit_action.triggered.connect(self.close)
         file_menu.addAction(self.add_folder_action)
         file_menu.addAction(self.add_samples_action)
+        file_menu.addAction(self.new_collection_action)
         file_menu.addSeparator()
         file_menu.addAction(self.keep_running_action)
         file_menu.addSeparator()
@@ -305,7 +309,12 @@ class MainWindow(QMainWindow):
         self.library.set_ready(ready)
         self.chat.set_ready(ready)
         self.model_chooser.setEnabled(ready)
-        for action in (self.add_folder_action, self.add_samples_action, self.keep_running_action):
+        for action in (
+            self.add_folder_action,
+            self.add_samples_action,
+            self.new_collection_action,
+            self.keep_running_action,
+        ):
             action.setEnabled(ready)
 
     def _add_paths(self, paths: list[str]) -> None:

@@ -26,6 +26,7 @@ from engine.wire import DocumentInfo, WatchedFolder
 Confirm = Callable[[QWidget, str], bool]
 
 ALL_COLLECTIONS = "All collections"
+NEW_COLLECTION = "New collection…"
 
 
 def confirm_dialog(parent: QWidget, question: str) -> bool:
@@ -54,6 +55,7 @@ class FoldersBox(QWidget):
 
     sig_remove_folder = Signal(str)  # the folder's path
     sig_collection_changed = Signal()  # the filter changed: the documents follow it
+    sig_new_collection = Signal()  # the person picked "New collection…" in the list
 
     def __init__(self, *, confirm: Confirm = confirm_dialog, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,6 +65,7 @@ class FoldersBox(QWidget):
         # Named here before a folder is added to them; the engine knows a
         # collection only once it has a folder.
         self._new_collections: set[str] = set()
+        self._shown_name = ALL_COLLECTIONS
 
         self.label = QLabel("Watched folders")
         self.label.setObjectName("sectionTitle")
@@ -98,12 +101,18 @@ class FoldersBox(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.label)
         row.addStretch(1)
-        row.addWidget(self.collection_combo)
         row.addWidget(self.remove_button)
+        # A row of its own, so that the library does not grow wider for it.
+        self.collection_label = QLabel("Show")
+        self.collection_label.setBuddy(self.collection_combo)
+        filter_row = QHBoxLayout()
+        filter_row.addWidget(self.collection_label)
+        filter_row.addWidget(self.collection_combo, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
         layout.addLayout(row)
+        layout.addLayout(filter_row)
         layout.addWidget(self.view)
         self._update()
 
@@ -149,8 +158,8 @@ class FoldersBox(QWidget):
             self.collection_combo.setCurrentIndex(index)
 
     def _fill_collections(self, *, choose: str | None = None) -> None:
-        current = choose or self.collection_combo.currentText()
-        names = [ALL_COLLECTIONS, *self.collections()]
+        current = choose or self._shown_name
+        names = [ALL_COLLECTIONS, *self.collections(), NEW_COLLECTION]
         combo = self.collection_combo
         combo.blockSignals(True)
         combo.clear()
@@ -160,6 +169,11 @@ class FoldersBox(QWidget):
         self._collection_chosen()
 
     def _collection_chosen(self, *_: object) -> None:
+        if self.collection_combo.currentText() == NEW_COLLECTION:
+            self.show_collection(self._shown_name)  # back to what was shown; ask the name
+            emit(self.sig_new_collection)
+            return
+        self._shown_name = self.collection_combo.currentText()
         self.model.set_collection(self.current_collection())
         self._update()
         emit(self.sig_collection_changed)
@@ -199,7 +213,10 @@ class FoldersBox(QWidget):
         self.label.setText(f"Watched folders ({count})" if count else "Watched folders")
         self.setVisible(bool(self.model.folders() or self._new_collections))
         # One collection, the default: nothing to choose between.
-        self.collection_combo.setVisible(self.collections() not in ([], ["default"]))
+        # Nothing to choose between until there is a folder.
+        shown = bool(self.collections())
+        self.collection_combo.setVisible(shown)
+        self.collection_label.setVisible(shown)
         selected = self.selected_folder()
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing

@@ -101,24 +101,18 @@ class LibraryPane(QWidget):
         self.add_samples_button = QPushButton("Add the sample collection")
         self.add_samples_button.setAccessibleName("Add the sample collection")
         self.add_samples_button.clicked.connect(self.add_sample_collection)
-        self.new_collection_button = QPushButton("New collection…")
-        self.new_collection_button.setAccessibleName("Create a collection and add a folder to it")
-        self.new_collection_button.setToolTip(
-            "A collection groups folders; searches can be limited to one."
-        )
-        self.new_collection_button.clicked.connect(self.new_collection)
 
         buttons = QHBoxLayout()
         buttons.setSpacing(6)
         buttons.addWidget(self.add_folder_button)
         buttons.addWidget(self.add_samples_button)
-        buttons.addWidget(self.new_collection_button)
         buttons.addStretch(1)
 
         # -- watched folders
         self.folders_box = FoldersBox(confirm=confirm)
         self.folders_box.sig_remove_folder.connect(lambda path: emit(self.sig_remove_folder, path))
         self.folders_box.sig_collection_changed.connect(self._collection_changed)
+        self.folders_box.sig_new_collection.connect(self.new_collection)
 
         # -- progress of the current ingestion job
         self.progress_box = QGroupBox("Adding documents")
@@ -231,6 +225,10 @@ class LibraryPane(QWidget):
             emit(self.sig_add_folder, folder, collection)
 
     def new_collection(self) -> None:
+        """Name a collection, then choose its first folder (the engine knows a
+        collection by its folders)."""
+        if not self._ready:
+            return
         name = self._ask_collection(self)
         if not name:
             return
@@ -438,7 +436,6 @@ class LibraryPane(QWidget):
         enabled = self._ready
         self.add_folder_button.setEnabled(enabled)
         self.add_samples_button.setEnabled(enabled)
-        self.new_collection_button.setEnabled(enabled)
         count = self.documents_model.rowCount()
         chunks = sum(d.chunks for d in self.documents_model.documents())
         self.documents_label.setText(

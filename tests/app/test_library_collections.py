@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from app.library.folders_box import ALL_COLLECTIONS
+from app.library.folders_box import ALL_COLLECTIONS, NEW_COLLECTION
 from app.library.library_pane import LibraryPane
 from engine.wire import DocumentInfo, IngestProgress, WatchedFolder
 from tests.app.conftest import MakeWindow
@@ -43,6 +43,7 @@ def test_folders_and_documents_filter_by_collection(qtbot: QtBot, make_window: M
         "default",
         "garden",
         "money",
+        NEW_COLLECTION,
     ]
     box.show_collection("money")
     assert [box.model.index(r, 0).data() for r in range(box.model.rowCount())] == ["/tax"]
@@ -59,8 +60,7 @@ def test_a_new_collection_gets_its_first_folder(qtbot: QtBot, make_window: MakeW
     )
     lib = window.library
     qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 1, timeout=5000)
-    assert not lib.folders_box.collection_combo.isVisible()  # only "default": nothing to pick
-    qtbot.mouseClick(lib.new_collection_button, Qt.MouseButton.LeftButton)
+    window.new_collection_action.trigger()  # File → New collection…
     assert lib.folders_box.current_collection() == "kitchen"
     qtbot.waitUntil(lambda: bool(client.called("add_folder")), timeout=5000)
     assert client.called("add_folder") == [
@@ -76,6 +76,13 @@ def test_a_new_collection_gets_its_first_folder(qtbot: QtBot, make_window: MakeW
     qtbot.mouseClick(lib.add_folder_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(client.called("add_folder")) == 2, timeout=5000)
     assert client.called("add_folder")[1]["collection"] == "kitchen"
+    qtbot.waitUntil(lambda: not lib.ingesting, timeout=10_000)
+
+    # "New collection…" at the end of the list asks too, and the list stays on what it showed.
+    combo = lib.folders_box.collection_combo
+    combo.setCurrentIndex(combo.findText(NEW_COLLECTION))
+    qtbot.waitUntil(lambda: len(client.called("add_folder")) == 3, timeout=5000)
+    assert combo.currentText() == "kitchen"
     qtbot.waitUntil(lambda: not lib.ingesting, timeout=10_000)
 
 
