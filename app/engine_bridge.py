@@ -60,6 +60,9 @@ HEALTH_INTERVAL_MS = 2000
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 120.0
 DOWNLOAD_POLL_S = 0.5
+# Jobs the engine starts on its own (a watched folder changed, the rescan at
+# start): the window follows them too, found by the health probe.
+ENGINE_ORIGINS = frozenset({"watcher", "rescan"})
 
 
 class EngineClientLike(Protocol):
@@ -75,6 +78,7 @@ class EngineClientLike(Protocol):
     def ingest(self, *, paths: list[str]) -> IngestProgress: ...
     def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
+    def ingest_queue(self) -> IngestQueueState: ...
     def cancel_ingest(self, *, job_id: str) -> IngestProgress: ...
     def pause_ingest(self) -> IngestQueueState: ...
     def resume_ingest(self) -> IngestQueueState: ...
@@ -222,6 +226,9 @@ class EngineBridge(QObject):
         self._post = self._gate.post
         self._ask_ids = itertools.count(1)
         self._ask_stops: dict[int, threading.Event] = {}
+        self._followed: set[str] = set()  # engine-started jobs already followed
+        self._queue_paused: bool | None = None
+        self._counts: tuple[int, int] | None = None  # documents, chunks at the last status
 
     # -- state ---------------------------------------------------------------
 
@@ -317,6 +324,7 @@ class EngineBridge(QObject):
         emit(self.sig_connected, status)
         if restarted:
             emit(self.sig_engine_restarted, status)
+        self._counts = (status.documents, status.chunks)
         emit(self.sig_status, status)
         self.refresh_library()
         self.refresh_keep_running()
@@ -337,19 +345,66 @@ class EngineBridge(QObject):
         self._probing = True
 
         def work() -> None:
+            queue: IngestQueueState | None = None
+            status: EngineStatus | None = None
             try:
                 alive = client.alive(timeout_s=5.0)
+                if alive:
+                    queue = client.ingest_queue()
+                    status = client.status()
             except Exception:
                 log.exception("probing the engine failed")
                 alive = True  # a bug in the probe is no reason to restart the engine
-            self._post(lambda: self._probed(client=client, alive=alive))
+            self._post(lambda: self._probed(client=client, alive=alive, queue=queue, status=status))
 
         self._spawn(name="probe", target=work)
 
-    def _probed(self, *, client: EngineClientLike, alive: bool) -> None:
+    def _probed(
+        self,
+        *,
+        client: EngineClientLike,
+        alive: bool,
+        queue: IngestQueueState | None = None,
+        status: EngineStatus | None = None,
+    ) -> None:
         self._probing = False
         if not alive and client is self._client:
             self._engine_lost()
+            return
+        if client is not self._client:
+            return
+        if queue is not None:
+            self._adopt_jobs(queue=queue)
+        if status is not None and self._counts_changed(status=status):
+            # A job the probe never saw running (a small change, done between two
+            # probes) still changed the library: show it.
+            self.refresh_library()
+            emit(self.sig_status, status)
+
+    def _counts_changed(self, *, status: EngineStatus) -> bool:
+        counts = (status.documents, status.chunks)
+        changed = self._counts is not None and counts != self._counts
+        self._counts = counts
+        return changed
+
+    def _adopt_jobs(self, *, queue: IngestQueueState) -> None:
+        """Follow the jobs the engine started itself, so that the window shows a
+        watched folder being updated as it shows a folder the person added."""
+        if queue.paused != self._queue_paused:
+            self._queue_paused = queue.paused
+            emit(self.sig_ingest_paused, queue.paused)
+        for job in queue.jobs:
+            if job.origin not in ENGINE_ORIGINS or job.job_id in self._followed:
+                continue
+            self._followed.add(job.job_id)
+            emit(self.sig_ingest_progress, job)
+            self._submit(
+                what="Following a watched folder",
+                call=lambda c, first=job: self._follow(client=c, last=first),
+                on_result=self._job_finished,
+                # The probe finds the job again if the engine is still there.
+                on_error=lambda e, j=job.job_id: self._followed.discard(j),
+            )
 
     def _engine_lost(self) -> None:
         """The engine died: say so, forget it, start a new one."""
@@ -398,8 +453,12 @@ class EngineBridge(QObject):
         self._submit(
             what="Reading the engine status",
             call=lambda c: c.status(),
-            on_result=lambda value: emit(self.sig_status, value),
+            on_result=self._status_read,
         )
+
+    def _status_read(self, status: EngineStatus) -> None:
+        self._counts = (status.documents, status.chunks)
+        emit(self.sig_status, status)
 
     def skip_profiling(self) -> None:
         """Decline active profiling; the status that follows hides its banner."""
@@ -472,28 +531,43 @@ class EngineBridge(QObject):
             # The folders the person picked become watched folders: the engine
             # reads nothing outside them.
             grant_folders(client=client, paths=paths)
-            last = client.ingest(paths=paths)
-            self._post(lambda: emit(self.sig_ingest_progress, last))
-            if last.state in FINAL_JOB_STATES:
-                return last
-            for progress in client.ingest_events(job_id=last.job_id):
-                if self._gate.closed:
-                    break
-                last = progress
-                self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
-                if progress.state in FINAL_JOB_STATES:
-                    break
-            if last.state not in FINAL_JOB_STATES and not self._gate.closed:
-                # The event stream ended early (say, a proxy cut it): ask once.
-                last = client.ingest_progress(job_id=last.job_id)
+            return self._follow(client=client, last=client.ingest(paths=paths))
+
+        self._submit(what="Adding documents", call=follow, on_result=self._job_finished)
+
+    def add_folder(self, *, path: str, collection: str) -> None:
+        """Watch a folder in a collection and index it, following the job to its end."""
+
+        def follow(client: EngineClientLike) -> IngestProgress:
+            added = client.add_folder(path=path, collection=collection, ingest=True)
+            self._post(self.refresh_library)
+            if added.job is None:  # an older engine: ingest it as any folder
+                return self._follow(client=client, last=client.ingest(paths=[path]))
+            return self._follow(client=client, last=added.job)
+
+        self._submit(what="Adding the folder", call=follow, on_result=self._job_finished)
+
+    def _follow(self, *, client: EngineClientLike, last: IngestProgress) -> IngestProgress:
+        """In a worker: report a job's progress until it ends; returns its last state."""
+        self._post(lambda: emit(self.sig_ingest_progress, last))
+        if last.state in FINAL_JOB_STATES:
             return last
+        for progress in client.ingest_events(job_id=last.job_id):
+            if self._gate.closed:
+                break
+            last = progress
+            self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
+            if progress.state in FINAL_JOB_STATES:
+                break
+        if last.state not in FINAL_JOB_STATES and not self._gate.closed:
+            # The event stream ended early (say, a proxy cut it): ask once.
+            last = client.ingest_progress(job_id=last.job_id)
+        return last
 
-        def finished(progress: IngestProgress) -> None:
-            emit(self.sig_ingest_finished, progress)
-            self.refresh_library()
-            self.refresh_status()
-
-        self._submit(what="Adding documents", call=follow, on_result=finished)
+    def _job_finished(self, progress: IngestProgress) -> None:
+        emit(self.sig_ingest_finished, progress)
+        self.refresh_library()
+        self.refresh_status()
 
     def cancel_ingest(self, *, job_id: str) -> None:
         """Ask the engine to stop a job; the job's own stream reports the end."""

@@ -7,6 +7,8 @@ engine client, so nothing here can freeze the window.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -27,7 +29,13 @@ from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.hardware.hardware_panel import HardwarePanel
 from app.hardware.profiling_banner import ProfilingBanner
 from app.library.folders_box import Confirm, confirm_dialog
-from app.library.library_pane import FolderChooser, LibraryPane, choose_folder_dialog
+from app.library.library_pane import (
+    FolderChooser,
+    LibraryPane,
+    NameAsker,
+    ask_collection_dialog,
+    choose_folder_dialog,
+)
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.models_pane.models_dialog import attach_models_dialog
 from app.qt_compat import emit
@@ -43,6 +51,9 @@ from engine.wire import (
     IngestProgress,
     WatchedFolder,
 )
+
+if TYPE_CHECKING:
+    from app.hardware.activity_panel import ActivityPanel
 
 
 class ErrorBanner(QFrame):
@@ -96,6 +107,7 @@ class MainWindow(QMainWindow):
         client_factory: ClientFactory = connect_default,
         choose_folder: FolderChooser = choose_folder_dialog,
         confirm_remove: Confirm = confirm_dialog,
+        ask_collection: NameAsker = ask_collection_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
         connect: bool = True,
         show_welcome: bool = True,
@@ -109,7 +121,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
         self._ask_id = 0
-        self._files_done = 0
+        self._files_done: dict[str, int] = {}  # per job: refresh the library as files land
         # While a job runs, show its documents as they land, but ask the engine
         # at most every 1.5 s however many files finish in between.
         self._library_refresh = QTimer(self)
@@ -117,13 +129,18 @@ class MainWindow(QMainWindow):
         self._library_refresh.setInterval(1500)
 
         self.bridge = EngineBridge(client_factory=client_factory, parent=self)
-        self.library = LibraryPane(choose_folder=choose_folder, confirm=confirm_remove)
+        self.library = LibraryPane(
+            choose_folder=choose_folder, confirm=confirm_remove, ask_collection=ask_collection
+        )
         self.chat = ChatPane()
         self.viewer = SourceViewer(parent=self)
         self.hardware_panel = HardwarePanel(parent=self)
         self.banner = ErrorBanner()
+        # Built on first use: QtCharts takes a few hundred ms to load.
+        self.activity_panel: ActivityPanel | None = None
         self.profiling_banner = ProfilingBanner()
-        # While the engine times the machine, read its status every 2 s for progress.
+        # One status poll, off the GUI thread: every 2 s while the engine times the
+        # machine (the banner's progress), every second while Activity is open.
         self._profiling_poll = QTimer(self)
         self._profiling_poll.setSingleShot(True)
         self._profiling_poll.setInterval(2000)
@@ -203,6 +220,9 @@ class MainWindow(QMainWindow):
         self.add_folder_action.triggered.connect(self.library.choose_and_add_folder)
         self.add_samples_action = QAction("Add the &sample collection", self)
         self.add_samples_action.triggered.connect(self.library.add_sample_collection)
+        self.new_collection_action = QAction("New &collection…", self)
+        self.new_collection_action.setToolTip("Name a collection, then choose its first folder")
+        self.new_collection_action.triggered.connect(self.library.new_collection)
         self.keep_running_action = QAction("&Keep the engine running after quitting", self)
         self.keep_running_action.setCheckable(True)
         self.keep_running_action.setToolTip(
@@ -222,6 +242,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.add_folder_action)
         file_menu.addAction(self.add_samples_action)
         file_menu.addAction(self.batch_action)
+        file_menu.addAction(self.new_collection_action)
         file_menu.addSeparator()
         file_menu.addAction(self.keep_running_action)
         file_menu.addSeparator()
@@ -236,6 +257,9 @@ class MainWindow(QMainWindow):
         self.hardware_action = QAction("Show &hardware and placement…", self)
         self.hardware_action.triggered.connect(self.show_hardware)
         hardware_menu.addAction(self.hardware_action)
+        self.activity_action = QAction("Show &activity: queues, batches, latency…", self)
+        self.activity_action.triggered.connect(self.show_activity)
+        hardware_menu.addAction(self.activity_action)
 
     def _wire(self) -> None:
         b = self.bridge
@@ -273,6 +297,7 @@ class MainWindow(QMainWindow):
         self.hardware_panel.sig_refresh.connect(self.show_hardware)
 
         self.library.sig_add_paths.connect(self._add_paths)
+        self.library.sig_add_folder.connect(self._add_folder)
         self.library.sig_reindex.connect(lambda path: self._add_paths([path]))
         self.library.sig_remove_folder.connect(lambda path: self.bridge.remove_folder(path=path))
         self.library.sig_pause.connect(self.bridge.pause_ingest)
@@ -291,13 +316,21 @@ class MainWindow(QMainWindow):
         self.library.set_ready(ready)
         self.chat.set_ready(ready)
         self.model_chooser.setEnabled(ready)
-        for action in (self.add_folder_action, self.add_samples_action, self.keep_running_action):
+        for action in (
+            self.add_folder_action,
+            self.add_samples_action,
+            self.new_collection_action,
+            self.keep_running_action,
+        ):
             action.setEnabled(ready)
 
     def _add_paths(self, paths: list[str]) -> None:
-        self._files_done = 0
         self.library.start_job()
         self.bridge.ingest(paths=paths)
+
+    def _add_folder(self, path: str, collection: str) -> None:
+        self.library.start_job()
+        self.bridge.add_folder(path=path, collection=collection)
 
     def _ask(self, question: str) -> None:
         self.chat.begin_answer(question=question)
@@ -328,6 +361,22 @@ class MainWindow(QMainWindow):
         self.batch_dialog.raise_()
         self.batch_dialog.activateWindow()
         return self.batch_dialog
+
+    def show_activity(self) -> ActivityPanel:
+        if self.activity_panel is None:
+            from app.hardware.activity_panel import ActivityPanel
+
+            self.activity_panel = ActivityPanel(parent=self)
+            self.activity_panel.sig_visible.connect(self._on_activity_visible)
+        self.activity_panel.show()
+        self.activity_panel.raise_()
+        return self.activity_panel
+
+    def _on_activity_visible(self, visible: bool) -> None:
+        if visible and self.bridge.connected:
+            self.bridge.refresh_status()  # the next status restarts the poll
+        elif not visible and not self.profiling_banner.isVisible():
+            self._profiling_poll.stop()
 
     def _open_source(self, chunk_id: str) -> None:
         self.engine_label.setText("Opening the source…")
@@ -363,8 +412,12 @@ class MainWindow(QMainWindow):
     def _on_status(self, status: EngineStatus) -> None:
         self.model_chooser.show_status(status)
         self.profiling_banner.show_status(status.profiling)
-        if status.profiling is not None and status.profiling.state == "running":
-            self._profiling_poll.start()
+        activity = self.activity_panel is not None and self.activity_panel.isVisible()
+        if activity and self.activity_panel is not None:
+            self.activity_panel.show_status(status)
+        profiling = status.profiling is not None and status.profiling.state == "running"
+        if activity or profiling:
+            self._profiling_poll.start(1000 if activity else 2000)
         self.mode_label.setText(
             mode_text(mode=status.answer_mode, model=status.model, model_error=status.model_error)
         )
@@ -377,8 +430,10 @@ class MainWindow(QMainWindow):
 
     def _on_ingest_progress(self, progress: IngestProgress) -> None:
         self.library.show_progress(progress)
-        if progress.files_done > self._files_done and progress.state == "running":
-            self._files_done = progress.files_done
+        if progress.files_done > self._files_done.get(progress.job_id, 0) and (
+            progress.state == "running"
+        ):
+            self._files_done[progress.job_id] = progress.files_done
             if not self._library_refresh.isActive():
                 self._library_refresh.start()
 
@@ -454,6 +509,8 @@ class MainWindow(QMainWindow):
         )
 
     def _on_error(self, what: str, message: str) -> None:
+        if what in ("Adding documents", "Adding the folder"):
+            self.library.job_not_started()
         self.engine_label.setText(f"{what} failed")
         self.banner.show_error(f"{what} failed: {message}")
 
@@ -492,6 +549,8 @@ class MainWindow(QMainWindow):
         # Hide first so that quitting feels instant while the engine is told to stop.
         self.viewer.close()
         self.hardware_panel.close()
+        if self.activity_panel is not None:
+            self.activity_panel.close()
         self.hide()
         self.bridge.close()
         event.accept()

@@ -6,7 +6,9 @@ It adds the sample collection, asks a question, waits for the answer, saves the
 main window, opens the first source and saves the viewer, then opens the Hardware
 panel and saves it (`--hardware-only` skips the rest; `--model` chooses a model
 first so that the panel has a placement; `--profile` runs the active profile first
-so that it has a T(B) fit). Without --home it
+so that it has a T(B) fit). Then the Models dialog (the recommended models with
+their verdicts) and the Activity window after several questions asked at once
+(`--activity-only` takes just that one). Without --home it
 uses a fresh temporary RAGDOLL_HOME, so the person's own library is never
 touched, and the engine it starts there is stopped at the end. Run it on a
 real display or under Xvfb (QT_QPA_PLATFORM=xcb): the offscreen platform has
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-only", action="store_true", help="only the batch questions")
     parser.add_argument("--model", help="language model folder to choose before starting")
     parser.add_argument("--profile", action="store_true", help="run the active profile first")
+    parser.add_argument(
+        "--activity-only", action="store_true", help="only the Activity window (asks questions)"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="ragdoll-shots-") as scratch:
@@ -54,9 +59,12 @@ def main(argv: list[str] | None = None) -> int:
             return take_hardware_screenshot(out=args.out, profile=args.profile)
         if args.batch_only:
             return take_batch_screenshots(out=args.out)
+        if args.activity_only:
+            return take_activity_screenshot(out=args.out)
         code = take_screenshots(out=args.out, question=args.question, source_row=args.source_row)
         code = code or take_batch_screenshots(out=args.out)
-        return code or take_hardware_screenshot(out=args.out, profile=args.profile)
+        code = code or take_hardware_screenshot(out=args.out, profile=args.profile)
+        return code or take_activity_screenshot(out=args.out)
 
 
 def _choose_model(model: str) -> None:
@@ -92,6 +100,81 @@ def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
         _settle(app)
         _save(panel, out / "hardware.png")
         return 0
+
+
+ACTIVITY_QUESTIONS = (
+    "What happens when a file cannot be read?",
+    "Which file formats can RAGDoll read?",
+    "How do I add a folder?",
+    "Where is the index kept?",
+    "How do I choose a language model?",
+    "What does the hardware panel show?",
+    "Can I pause adding documents?",
+    "What happens when a watched file changes?",
+)
+
+
+def take_activity_screenshot(*, out: Path) -> int:
+    """The Models dialog, then the Activity window after questions asked in two waves,
+    several at once (as several programs would ask): the engine batches them, and
+    what the charts show is what it measured."""
+    with _connected_window(out=out) as (app, window):
+        if window is None:
+            return 1
+        _take_models_screenshot(app=app, window=window, out=out)
+        _wait(app, lambda: window.library.documents_model.rowCount() > 0, 3, "docs", ok=True)
+        if window.library.documents_model.rowCount() == 0:
+            window.library.add_sample_collection()
+            _wait(app, lambda: window.library.ingesting, 30, "ingestion start", ok=True)
+            _wait(app, lambda: not window.library.ingesting, 600, "ingestion")
+        _take_collections_screenshot(app=app, window=window, out=out)
+        panel = window.show_activity()
+        finished: set[int] = set()
+        window.bridge.sig_ask_done.connect(lambda rid, _done: finished.add(rid))
+        window.bridge.sig_ask_failed.connect(lambda rid, _why: finished.add(rid))
+        for wave in (ACTIVITY_QUESTIONS, ACTIVITY_QUESTIONS[:4]):
+            asked = {window.bridge.ask(question=q) for q in wave}
+            _wait(app, lambda ids=asked: finished >= ids, 600, "answers")
+            _settle(app, 3.0)  # a few status polls between the waves
+        if panel.pipeline is None:
+            print("the engine reports no pipeline yet: the charts stay empty", file=sys.stderr)
+        _settle(app, 2.0)
+        _save(panel, out / "activity.png")
+        return 0
+
+
+NOTES = {
+    "garden.txt": "The community garden has a budget of 4,200 euros for raised beds.\n",
+    "bridge.md": "# Bridge\n\nThe Alder Street bridge needs four new bolts in October.\n",
+}
+
+
+def _take_collections_screenshot(*, app: Any, window: Any, out: Path) -> None:
+    """A second folder in a collection of its own, next to the sample collection."""
+    notes = Path(os.environ["RAGDOLL_HOME"]).parent / "My notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    for name, text in NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    window.library.start_job()
+    window.bridge.add_folder(path=str(notes), collection="notes")
+    _wait(app, lambda: not window.library.ingesting, 300, "the notes")
+    _wait(app, lambda: window.library.folders_box.model.rowCount() == 2, 30, "folders")
+    _settle(app)
+    _save(window.library.parentWidget(), out / "library-collections.png")
+    window.library.folders_box.show_collection("notes")
+    _settle(app)
+    _save(window.library.parentWidget(), out / "library-one-collection.png")
+    window.library.folders_box.show_collection(None)
+
+
+def _take_models_screenshot(*, app: Any, window: Any, out: Path) -> None:
+    dialog = window.models_dialog
+    window.model_chooser.models_action.trigger()
+    _wait(app, lambda: bool(dialog.models), 120, "recommended models")
+    dialog.table.selectRow(0)
+    _settle(app)
+    _save(dialog, out / "models.png")
+    dialog.close()
 
 
 def _print_progress(message: str, fraction: float) -> None:

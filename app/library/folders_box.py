@@ -7,6 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -23,6 +24,9 @@ from engine.wire import DocumentInfo, WatchedFolder
 
 # Asked before a folder is removed: (parent, question) -> whether to go ahead.
 Confirm = Callable[[QWidget, str], bool]
+
+ALL_COLLECTIONS = "All collections"
+NEW_COLLECTION = "New collection…"
 
 
 def confirm_dialog(parent: QWidget, question: str) -> bool:
@@ -47,13 +51,21 @@ def removal_question(*, folder: str, documents: int) -> str:
 
 
 class FoldersBox(QWidget):
+    """The watched folders, grouped by collection, with a filter to show one."""
+
     sig_remove_folder = Signal(str)  # the folder's path
+    sig_collection_changed = Signal()  # the filter changed: the documents follow it
+    sig_new_collection = Signal()  # the person picked "New collection…" in the list
 
     def __init__(self, *, confirm: Confirm = confirm_dialog, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._confirm = confirm
         self._ready = False
         self._removing: set[str] = set()
+        # Named here before a folder is added to them; the engine knows a
+        # collection only once it has a folder.
+        self._new_collections: set[str] = set()
+        self._shown_name = ALL_COLLECTIONS
 
         self.label = QLabel("Watched folders")
         self.label.setObjectName("sectionTitle")
@@ -72,6 +84,13 @@ class FoldersBox(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._update())
+        self.collection_combo = QComboBox()
+        self.collection_combo.setAccessibleName("Show the folders of one collection")
+        self.collection_combo.setToolTip(
+            "Show one collection's folders and documents; a folder you add goes into it."
+        )
+        self.collection_combo.addItem(ALL_COLLECTIONS)
+        self.collection_combo.currentIndexChanged.connect(self._collection_chosen)
         self.remove_button = QPushButton("Remove folder…")
         self.remove_button.setAccessibleName("Remove the selected folder from the library")
         self.remove_button.setToolTip(
@@ -83,10 +102,17 @@ class FoldersBox(QWidget):
         row.addWidget(self.label)
         row.addStretch(1)
         row.addWidget(self.remove_button)
+        # A row of its own, so that the library does not grow wider for it.
+        self.collection_label = QLabel("Show")
+        self.collection_label.setBuddy(self.collection_combo)
+        filter_row = QHBoxLayout()
+        filter_row.addWidget(self.collection_label)
+        filter_row.addWidget(self.collection_combo, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
         layout.addLayout(row)
+        layout.addLayout(filter_row)
         layout.addWidget(self.view)
         self._update()
 
@@ -99,6 +125,8 @@ class FoldersBox(QWidget):
         self.model.set_folders(folders)
         # The engine's list is the truth: a folder gone from it is no longer being removed.
         self._removing &= {f.path for f in folders}
+        self._new_collections -= set(self.model.collections())
+        self._fill_collections()
         if selected is not None:
             self.select(path=selected)
         self._update()
@@ -109,6 +137,51 @@ class FoldersBox(QWidget):
         if selected is not None:
             self.select(path=selected)
         self._update()
+
+    def current_collection(self) -> str | None:
+        """The collection shown (and that a new folder goes into); None: all of them."""
+        text = self.collection_combo.currentText()
+        return None if text == ALL_COLLECTIONS else text
+
+    def collections(self) -> list[str]:
+        return sorted({*self.model.collections(), *self._new_collections}, key=str.lower)
+
+    def add_collection(self, name: str) -> None:
+        """A collection named by the person: shown and chosen until it has a folder."""
+        self._new_collections.add(name)
+        self._fill_collections(choose=name)
+        self._update()
+
+    def show_collection(self, name: str | None) -> None:
+        index = self.collection_combo.findText(name or ALL_COLLECTIONS)
+        if index >= 0:
+            self.collection_combo.setCurrentIndex(index)
+
+    def _fill_collections(self, *, choose: str | None = None) -> None:
+        current = choose or self._shown_name
+        names = [ALL_COLLECTIONS, *self.collections(), NEW_COLLECTION]
+        combo = self.collection_combo
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItems(names)
+        combo.setCurrentIndex(names.index(current) if current in names else 0)
+        combo.blockSignals(False)
+        self._collection_chosen()
+
+    def _collection_chosen(self, *_: object) -> None:
+        if self.collection_combo.currentText() == NEW_COLLECTION:
+            self.show_collection(self._shown_name)  # back to what was shown; ask the name
+            emit(self.sig_new_collection)
+            return
+        self._shown_name = self.collection_combo.currentText()
+        self.model.set_collection(self.current_collection())
+        self._update()
+        emit(self.sig_collection_changed)
+
+    def folders_shown(self) -> list[str] | None:
+        """The folders of the collection shown; None when all are shown."""
+        name = self.current_collection()
+        return None if name is None else self.model.folders_in(collection=name)
 
     def select(self, *, path: str) -> None:
         for row in range(self.model.rowCount()):
@@ -138,7 +211,12 @@ class FoldersBox(QWidget):
     def _update(self) -> None:
         count = self.model.rowCount()
         self.label.setText(f"Watched folders ({count})" if count else "Watched folders")
-        self.setVisible(count > 0)
+        self.setVisible(bool(self.model.folders() or self._new_collections))
+        # One collection, the default: nothing to choose between.
+        # Nothing to choose between until there is a folder.
+        shown = bool(self.collections())
+        self.collection_combo.setVisible(shown)
+        self.collection_label.setVisible(shown)
         selected = self.selected_folder()
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing

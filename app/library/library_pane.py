@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QListView,
     QMenu,
@@ -32,6 +33,8 @@ from app.qt_compat import emit
 from engine.wire import DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
+# Asks the name of a new collection: (parent) -> the name, or None.
+NameAsker = Callable[[QWidget], str | None]
 
 _FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 
@@ -39,6 +42,15 @@ _FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 def choose_folder_dialog(parent: QWidget) -> str | None:
     folder = QFileDialog.getExistingDirectory(parent, "Add a folder of documents", str(Path.home()))
     return folder or None
+
+
+def ask_collection_dialog(parent: QWidget) -> str | None:
+    name, ok = QInputDialog.getText(
+        parent,
+        "New collection",
+        "Name of the new collection (you choose its first folder next):",
+    )
+    return name.strip() or None if ok else None
 
 
 def sample_collection_dir() -> Path:
@@ -53,6 +65,7 @@ def sample_collection_dir() -> Path:
 
 class LibraryPane(QWidget):
     sig_add_paths = Signal(list)  # list[str]
+    sig_add_folder = Signal(str, str)  # a folder to watch, the collection it goes into
     sig_remove_folder = Signal(str)  # a watched folder's path
     sig_reindex = Signal(str)  # a document's path
     sig_pause = Signal()
@@ -64,16 +77,20 @@ class LibraryPane(QWidget):
         *,
         choose_folder: FolderChooser = choose_folder_dialog,
         confirm: Confirm = confirm_dialog,
+        ask_collection: NameAsker = ask_collection_dialog,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._choose_folder = choose_folder
+        self._ask_collection = ask_collection
         self._paused = False
         self._cancelling = False
         self._last: IngestProgress | None = None
-        self._job_id: str | None = None
+        self._job_id: str | None = None  # the job shown
+        self._jobs: dict[str, IngestProgress] = {}  # jobs whose end the bridge has not reported
+        self._ended: set[str] = set()  # jobs whose end it has (late events are ignored)
+        self._awaiting = False  # the window asked for a job; its first event is due
         self._ready = False
-        self._busy = False
         self._job_errors: list[FileError] = []
 
         title = QLabel("Library")
@@ -94,6 +111,8 @@ class LibraryPane(QWidget):
         # -- watched folders
         self.folders_box = FoldersBox(confirm=confirm)
         self.folders_box.sig_remove_folder.connect(lambda path: emit(self.sig_remove_folder, path))
+        self.folders_box.sig_collection_changed.connect(self._collection_changed)
+        self.folders_box.sig_new_collection.connect(self.new_collection)
 
         # -- progress of the current ingestion job
         self.progress_box = QGroupBox("Adding documents")
@@ -190,14 +209,35 @@ class LibraryPane(QWidget):
 
     @property
     def ingesting(self) -> bool:
-        return self._busy
+        return self._awaiting or bool(self._jobs)
 
     # -- actions -------------------------------------------------------------------
 
     def choose_and_add_folder(self) -> None:
+        """A folder into the collection shown (the default one when all are shown)."""
         folder = self._choose_folder(self)
-        if folder:
+        if not folder:
+            return
+        collection = self.folders_box.current_collection()
+        if collection is None or collection == "default":
             emit(self.sig_add_paths, [folder])
+        else:
+            emit(self.sig_add_folder, folder, collection)
+
+    def new_collection(self) -> None:
+        """Name a collection, then choose its first folder (the engine knows a
+        collection by its folders)."""
+        if not self._ready:
+            return
+        name = self._ask_collection(self)
+        if not name:
+            return
+        self.folders_box.add_collection(name)
+        self.choose_and_add_folder()
+
+    def _collection_changed(self) -> None:
+        self.documents_model.set_within(self.folders_box.folders_shown())
+        self._update()
 
     def add_sample_collection(self) -> None:
         emit(self.sig_add_paths, [str(sample_collection_dir())])
@@ -258,10 +298,11 @@ class LibraryPane(QWidget):
     # -- what the engine reports -----------------------------------------------------
 
     def start_job(self) -> None:
-        """A new job was asked for: the next progress event is its first."""
+        """A new job was asked for: the next progress event of a job it asked for
+        ("request") is its first."""
         self._job_id = None
         self._job_errors = []
-        self._busy = True
+        self._awaiting = True
         self._last = None
         self._cancelling = False
         self.pace_label.setText("")
@@ -273,20 +314,59 @@ class LibraryPane(QWidget):
         self._update()
 
     def show_progress(self, progress: IngestProgress) -> None:
-        # The newest job owns the display; late events of an older job only add errors.
-        if self._job_id is None:
-            self._job_id = progress.job_id
-        if progress.job_id == self._job_id:
-            self._job_errors = list(progress.errors)
-            self._render_progress(progress)
-        self.errors_model.merge(progress.errors)
+        """Any job's progress: those the window asked for, and those the engine
+        started itself (a watched folder changed, the rescan at start).
+
+        One job is shown at a time: the one the window just asked for, else the
+        one shown until it ends, then the next one still running. Events of
+        jobs not shown add their errors and are counted as waiting."""
+        p = progress
+        shown = self._last if self._job_id is not None else None
+        if self._awaiting and p.origin == "request":
+            self._awaiting = False
+            self._job_id = p.job_id
+            self._ended.discard(p.job_id)  # a test engine may reuse an id
+        elif self._job_id is None and not self._awaiting:
+            self._job_id = p.job_id
+        elif (
+            not self._awaiting
+            and shown is not None
+            and shown.state in _FINAL_STATES
+            and p.state not in _FINAL_STATES
+        ):
+            self._job_id = p.job_id  # the job shown has ended: show the next one
+        if p.job_id not in self._ended:
+            self._jobs[p.job_id] = p
+        if p.job_id == self._job_id:
+            self._job_errors = list(p.errors)
+            self._render_progress(p)
+        self.errors_model.merge(p.errors)
         self._update()
 
     def finish_job(self, progress: IngestProgress) -> None:
+        """The bridge has followed a job to its end and asked for the new library."""
         self.show_progress(progress)
-        if progress.job_id == self._job_id:
-            self._busy = False
+        self._jobs.pop(progress.job_id, None)
+        self._ended.add(progress.job_id)
+        if progress.job_id == self._job_id and self._jobs and not self._awaiting:
+            # Another job is still running (a watched folder changed meanwhile): show it.
+            self._job_id, following = next(reversed(self._jobs.items()))
+            self._render_progress(following)
         self._update()
+
+    def job_not_started(self) -> None:
+        """The engine refused the job the window asked for (the banner says why)."""
+        if self._awaiting:
+            self._awaiting = False
+            if self._job_id is None:
+                self.progress_box.setVisible(False)
+            self._update()
+
+    def jobs_waiting(self) -> int:
+        """Jobs running or queued besides the one shown."""
+        return sum(
+            1 for k, v in self._jobs.items() if k != self._job_id and v.state not in _FINAL_STATES
+        )
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
         selected = self.selected_document()
@@ -334,7 +414,7 @@ class LibraryPane(QWidget):
         else:
             self.progress_bar.setRange(0, max(total, 1))
             self.progress_bar.setValue(min(p.files_done, max(total, 1)) if total else 1)
-        self.progress_box.setTitle(_job_title(p))
+        self.progress_box.setTitle(job_title(p))
         if p.state in _FINAL_STATES:
             self.current_label.setText(_final_line(p))
         elif p.current:
@@ -347,6 +427,9 @@ class LibraryPane(QWidget):
             counts.append(f"{p.files_skipped} unchanged")
         if p.errors:
             counts.append(f"{len(p.errors)} could not be read")
+        waiting = self.jobs_waiting()
+        if waiting:
+            counts.append(f"{waiting} more job{'s' if waiting > 1 else ''} waiting")
         self.counts_label.setText(" · ".join(counts))
 
     def _update(self) -> None:
@@ -358,12 +441,16 @@ class LibraryPane(QWidget):
         self.documents_label.setText(
             f"Documents ({count} · {chunks} chunks)" if count else "Documents"
         )
-        self.empty_label.setVisible(count == 0 and self._ready and not self._busy)
+        self.empty_label.setVisible(
+            count == 0 and self._ready and not self.ingesting and self.folders_box.isHidden()
+        )
         errors = self.errors_model.rowCount()
         self.errors_label.setText(f"Files that could not be read ({errors})")
         self.errors_label.setVisible(errors > 0)
         self.errors_view.setVisible(errors > 0)
-        running = self._busy and (self._last is None or self._last.state not in _FINAL_STATES)
+        running = self._awaiting or (
+            self._last is not None and self._last.state not in _FINAL_STATES
+        )
         self.pause_button.setVisible(running and not self._paused)
         self.resume_button.setVisible(running and self._paused)
         self.cancel_button.setVisible(running)
@@ -377,7 +464,19 @@ class LibraryPane(QWidget):
         self.reindex_button.setEnabled(enabled and self.selected_document() is not None)
 
 
-def _job_title(p: IngestProgress) -> str:
+def job_title(p: IngestProgress) -> str:
+    if p.origin == "watcher":
+        return {
+            "queued": "A watched folder changed (queued)",
+            "running": "Updating from a watched folder",
+            "done": "Watched folder updated",
+        }.get(p.state, "Updating from a watched folder " + p.state)
+    if p.origin == "rescan":
+        return {
+            "queued": "Checking watched folders for changes (queued)",
+            "running": "Checking watched folders for changes",
+            "done": "Watched folders checked",
+        }.get(p.state, "Checking watched folders " + p.state)
     if p.state == "queued":
         return "Adding documents (queued)"
     if p.state == "running":

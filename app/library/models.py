@@ -52,12 +52,28 @@ class DocumentsModel(_HeaderedTable):
 
     def __init__(self, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self._all: list[DocumentInfo] = []
         self._docs: list[DocumentInfo] = []
+        self._within: list[str] | None = None  # only documents in these folders
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
-        self.beginResetModel()
         readable = [d for d in documents if d.status != "error"]
-        self._docs = sorted(readable, key=lambda d: (file_name(path=d.path).lower(), d.path))
+        self._all = sorted(readable, key=lambda d: (file_name(path=d.path).lower(), d.path))
+        self._filter()
+
+    def set_within(self, folders: list[str] | None) -> None:
+        """Show only the documents in `folders` (one collection's); None: all."""
+        self._within = folders
+        self._filter()
+
+    def _filter(self) -> None:
+        self.beginResetModel()
+        within = self._within
+        self._docs = [
+            d
+            for d in self._all
+            if within is None or any(_inside(path=d.path, folder=f) for f in within)
+        ]
         self.endResetModel()
 
     def documents(self) -> list[DocumentInfo]:
@@ -96,24 +112,43 @@ class FoldersModel(_HeaderedTable):
 
     def __init__(self, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self._all: list[WatchedFolder] = []
         self._folders: list[WatchedFolder] = []
         self._counts: dict[str, int] = {}
         self._docs: list[DocumentInfo] = []
+        self._collection: str | None = None  # shown: one collection's folders, or all
 
     def set_folders(self, folders: list[WatchedFolder]) -> None:
         self.beginResetModel()
-        self._folders = sorted(folders, key=lambda f: (f.collection.lower(), f.path.lower()))
-        self._counts = _count_documents(folders=self._folders, documents=self._docs)
+        self._all = sorted(folders, key=lambda f: (f.collection.lower(), f.path.lower()))
+        self._counts = _count_documents(folders=self._all, documents=self._docs)
+        self._folders = self._shown()
         self.endResetModel()
+
+    def set_collection(self, name: str | None) -> None:
+        self.beginResetModel()
+        self._collection = name
+        self._folders = self._shown()
+        self.endResetModel()
+
+    def _shown(self) -> list[WatchedFolder]:
+        return [f for f in self._all if self._collection in (None, f.collection)]
+
+    def collections(self) -> list[str]:
+        """The collections the engine knows: those with at least one folder."""
+        return sorted({f.collection for f in self._all}, key=str.lower)
+
+    def folders_in(self, *, collection: str) -> list[str]:
+        return [f.path for f in self._all if f.collection == collection]
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
         self.beginResetModel()
         self._docs = [d for d in documents if d.status == "indexed"]
-        self._counts = _count_documents(folders=self._folders, documents=self._docs)
+        self._counts = _count_documents(folders=self._all, documents=self._docs)
         self.endResetModel()
 
     def folders(self) -> list[WatchedFolder]:
-        return list(self._folders)
+        return list(self._all)
 
     def _rows(self) -> Sequence[object]:
         return self._folders

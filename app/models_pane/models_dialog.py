@@ -86,7 +86,7 @@ class ModelsDialog(QDialog):
         self.download: ModelDownload | None = None
         self.setWindowTitle("Models")
         self.setObjectName("modelsDialog")
-        self.resize(900, 420)
+        self.resize(1000, 420)  # the licence column whole
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)
@@ -97,6 +97,9 @@ class ModelsDialog(QDialog):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        # Licences run long ("… (gated: accept the terms on huggingface.co)"): wrap them.
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._update_buttons)
@@ -174,7 +177,7 @@ class ModelsDialog(QDialog):
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, m.id)
-                item.setToolTip(f"{m.id}\n{m.description}\n{m.speed_note}")
+                item.setToolTip(f"{m.id}\n{m.description}\n{m.speed_note}\n{m.licence}")
                 self.table.setItem(row, col, item)
             if selected is not None and m.id == selected.id:
                 self.table.selectRow(row)

@@ -30,6 +30,7 @@ from engine.wire import (
     IngestQueueState,
     ModelAdvice,
     ModelDownload,
+    PipelineInfo,
     PlacementSummary,
     Priority,
     ProfilingStatus,
@@ -230,6 +231,8 @@ class FakeClient:
     _downloads: dict[str, ModelDownload] = field(default_factory=dict)
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     watched: list[WatchedFolder] = field(default_factory=list)
+    queue_jobs: list[IngestProgress] = field(default_factory=list)  # jobs the engine started
+    pipeline: PipelineInfo | None = None
     _docs: list[DocumentInfo] = field(default_factory=list)
     _paused: threading.Event = field(default_factory=threading.Event)
     _cancelled: threading.Event = field(default_factory=threading.Event)
@@ -261,6 +264,7 @@ class FakeClient:
             model=self.model,
             answer_mode="generative" if self.model else "extractive",
             profiling=self.profiling,
+            pipeline=self.pipeline,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -314,6 +318,12 @@ class FakeClient:
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
         self._call("ingest_events", job_id=job_id)
+        with self._lock:  # a job the engine started says so in every event
+            origin = next((j.origin for j in self.queue_jobs if j.job_id == job_id), "request")
+        for progress in self._events(job_id=job_id):
+            yield replace(progress, origin=origin)
+
+    def _events(self, *, job_id: str) -> Iterator[IngestProgress]:
         done = 0
         while done < 4:
             if self.delay_s or self.step_s:
@@ -347,6 +357,11 @@ class FakeClient:
         self._paused.clear()
         return IngestQueueState(paused=False)
 
+    def ingest_queue(self) -> IngestQueueState:
+        with self._lock:
+            jobs = list(self.queue_jobs)
+        return IngestQueueState(paused=self._paused.is_set(), jobs=jobs)
+
     def _progress(self, *, job_id: str, done: int, paused: bool = False) -> IngestProgress:
         running = 0 < done < 3
         return IngestProgress(
@@ -376,7 +391,7 @@ class FakeClient:
     def add_folder(
         self, *, path: str, collection: str = "default", ingest: bool = True
     ) -> FolderAdded:
-        self._call("add_folder", path=path, ingest=ingest)
+        self._call("add_folder", path=path, ingest=ingest, collection=collection)
         folder = WatchedFolder(path=path, collection=collection)
         with self._lock:
             self.watched = [f for f in self.watched if f.path != path] + [folder]

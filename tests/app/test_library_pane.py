@@ -123,7 +123,8 @@ def test_progress_shows_rate_and_eta_and_pause_resume_reach_the_engine(
     qtbot.mouseClick(lib.resume_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not lib.ingesting, timeout=10_000)
     assert client.called("resume_ingest") == [{}]
-    assert lib.documents_model.rowCount() == 2
+    # The documents list is asked for once the job has ended.
+    qtbot.waitUntil(lambda: lib.documents_model.rowCount() == 2, timeout=5000)
     assert lib.pace_label.text() == ""
     assert not (lib.pause_button.isVisible() or lib.cancel_button.isVisible())
 

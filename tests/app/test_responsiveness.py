@@ -15,9 +15,10 @@ from app.chat.chat_pane import ChatPane
 from app.chat.conversation_list import SEARCH_DELAY_MS
 from app.chat.conversations import ConversationStore, Exchange, new_conversation, with_exchange
 from app.viewer.source_viewer import SourceViewer
-from engine.wire import SourceView, WatchedFolder
+from engine.wire import IngestProgress, SourceView, WatchedFolder
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, indexed_docs
+from tests.app.test_activity_panel import full_pipeline
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 MAX_GAP_S = 0.1
@@ -162,4 +163,30 @@ def test_library_actions_on_a_slow_engine_never_stall_the_window(
     qtbot.waitUntil(lambda: bool(client.called("pause_ingest")), timeout=10_000)
     gap = ticker.max_gap()
     assert client.called("remove_folder") == [{"path": "/docs"}]
+    assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"
+
+
+def test_activity_charts_and_engine_jobs_on_a_slow_engine_never_stall_the_window(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """The Activity window's status poll redraws a full history every second, and a
+    job a watched folder started is found and followed: all off the GUI thread."""
+    client = FakeClient(
+        delay_s=0.3,
+        step_s=0.2,
+        pipeline=full_pipeline(),
+        queue_jobs=[IngestProgress(job_id="watch-1", state="queued", origin="watcher")],
+    )
+    window = make_window(client)
+    statuses: list[object] = []
+    window.bridge.sig_status.connect(statuses.append)
+    panel = window.show_activity()  # building the window is the click's own work
+    qtbot.wait(100)
+    ticker = _Ticker()
+    qtbot.waitUntil(lambda: len(statuses) >= 4, timeout=15_000)
+    qtbot.waitUntil(lambda: bool(client.called("ingest_events")), timeout=10_000)
+    qtbot.waitUntil(lambda: not window.library.ingesting, timeout=10_000)
+    gap = ticker.max_gap()
+    assert len(panel.latency.points("interactive")) == 256
+    assert window.library.progress_box.title() == "Watched folder updated"
     assert gap < MAX_GAP_S, f"the GUI thread stalled for {gap * 1000:.0f} ms"
