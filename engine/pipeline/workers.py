@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.pipeline.batching import BatchChoice, BatchModel, observe
+from engine.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
 from engine.pipeline.requests import (
     Event,
     Finished,
@@ -125,8 +125,10 @@ class BatchWorker:
         apply_placement: ApplyPlacement | None,
         policy: SchedulerPolicy,
         clock: Callable[[], float],
+        fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
     ) -> None:
         self.name = name
+        self._fixed_batch = fixed_batch
         self._run_batch = run_batch
         self._model = model
         self._cap = max(1, cap)
@@ -184,7 +186,10 @@ class BatchWorker:
                 self._drop_cancelled()
                 if not self._waiting:
                     return False
-                choice = self._model.choose(n=len(self._waiting), cap=self._cap)
+                if self._fixed_batch is not None:
+                    choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
+                else:
+                    choice = self._model.choose(n=len(self._waiting), cap=self._cap)
                 chosen, _ = select(
                     [e.pending for e in self._waiting],
                     size=choice.size,
@@ -312,6 +317,7 @@ class Pipeline:
         policy: SchedulerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
+        fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
     ) -> None:
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
@@ -342,6 +348,7 @@ class Pipeline:
             apply_placement=apply_generation_placement,
             policy=policy,
             clock=clock,
+            fixed_batch=fixed_generation_batch,
         )
         if start:
             self.start()
