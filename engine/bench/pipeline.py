@@ -48,18 +48,23 @@ from engine.pipeline.requests import new_question
 from engine.pipeline.workers import DONE, GenerationJob
 from engine.planner.profiling import PowerLawFit, fit_power_law
 
-FULL = offload.Size(layers=8, hidden=1024, intermediate=2816, heads=16, kv_heads=4)
+FULL = offload.Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)
 QUICK = offload.Size(layers=4, hidden=256, intermediate=704, heads=4, kv_heads=2)
 TOP_K = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--window", type=float, help="seconds of arrivals, all four intervals")
+    parser.add_argument(
+        "--requests", type=int, help="expected arrivals (default 30; full 56): sets the window"
+    )
+    parser.add_argument(
+        "--window", type=float, help="seconds of arrivals, all four intervals (overrides)"
+    )
     parser.add_argument(
         "--load",
         type=float,
-        default=2.0,
-        help="last interval's rate × one request's service time (default 2: overload)",
+        default=2.5,
+        help="last interval's rate × one request's service time (default 2.5: an overload)",
     )
     parser.add_argument("--output-tokens", type=int, help="tokens written per answer")
     parser.add_argument("--context", type=int, help="prompt + answer tokens (sources are cut)")
@@ -82,11 +87,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     size = QUICK if quick else FULL
-    window = args.window or (6.0 if quick else 100.0)
+    requests = args.requests or (30 if quick else 56)
+    max_window = 20.0 if quick else 120.0
     output_tokens = args.output_tokens or (6 if quick else 16)
-    context = args.context or (256 if quick else 512)
-    docs = args.docs or (6 if quick else 24)
-    drain = args.drain if args.drain is not None else (30.0 if quick else 0.75 * window)
+    context = args.context or (256 if quick else 320)
+    docs = args.docs or (4 if quick else 24)
     plots = _plots_folder(args)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -103,6 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     placement = offload.forced_placement(model_dir=model_dir, layer_tiers=tiers, depth=3)  # type: ignore[arg-type]
     root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-pipeline-"))
     answerer: BenchAnswerer | None = None
+    store: Any = None
     try:
         from engine.ingest.embedder import Embedder
 
@@ -126,11 +132,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             answerer=answerer,
             output_tokens=output_tokens,
             batches=(1, 2) if quick else (1, 2, 4),
+            repeats=1 if quick else 2,
         )
         service_1 = profile["retrieval_s"] + profile["generation_s"][1]
-        plan = schedule(
-            facts=facts, last_rate_per_s=args.load / service_1, window_s=window, seed=args.seed
-        )
+        last_rate = args.load / service_1
+        # Expected arrivals over the four intervals: (1+2+3+4)/4 · last_rate · window/4.
+        window = args.window or min(max_window, requests / (0.625 * last_rate))
+        drain = args.drain if args.drain is not None else (30.0 if quick else 0.5 * window)
+        plan = schedule(facts=facts, last_rate_per_s=last_rate, window_s=window, seed=args.seed)
         fixed = args.fixed_batch or max(2, plan.accelerate_batches[1])
         say(
             f"profile: retrieval {profile['retrieval_s']:.2f} s (B=1), generation "
@@ -163,6 +172,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if answerer is not None:
             answerer.close()
+        if store is not None:
+            store.close()  # its index maintainer thread must not outlive the folder
         shutil.rmtree(root, ignore_errors=True)
         evict_page_cache(files=checkpoint_files(model_dir))
     paths = [
@@ -241,9 +252,11 @@ def _profile(
     answerer: BenchAnswerer,
     output_tokens: int,
     batches: tuple[int, ...],
+    repeats: int,
 ) -> dict[str, Any]:
     """Active profiling: one retrieval and the executor's generation at a few batch
-    sizes (the first call also warms up), T(B) = a·B^c fitted on the generation times."""
+    sizes (a first call warms up), T(B) = a·B^c fitted on the generation times; each
+    size `repeats` times, interleaved, the mean kept (the machine may be shared)."""
     generate_batch = executor_generate_batch(answerer=answerer)
     questions = [
         new_question(text=f.question, k=TOP_K, max_new_tokens=output_tokens)
@@ -253,17 +266,18 @@ def _profile(
     hits = list(retrieve(questions[:1]))
     retrieval_s = time.perf_counter() - started
     hits = list(retrieve(questions))
-    times: dict[int, float] = {}
-    for b in (batches[0], *batches):  # the first run at B=1 is a warm-up
+    samples: dict[int, list[float]] = {b: [] for b in batches}
+    for b in (batches[0], *(batches * repeats)):  # the first run is a warm-up
         jobs = [
             GenerationJob(request_id=str(i), question=q, hits=h, cancel=_never())
             for i, (q, h) in enumerate(zip(questions[:b], hits[:b], strict=True))
         ]
         started = time.perf_counter()
         done = sum(1 for _, piece in generate_batch(jobs) if piece is DONE)
-        times[b] = time.perf_counter() - started
+        samples[b].append(time.perf_counter() - started)
         if done != b:
             raise RuntimeError(f"profiling: {done} of {b} answers finished")
+    times = {b: statistics.fmean(ts[1:] if b == batches[0] else ts) for b, ts in samples.items()}
     fit: PowerLawFit = fit_power_law(samples=list(times.items()))
     return {"retrieval_s": retrieval_s, "generation_s": times, "fit": fit}
 

@@ -114,7 +114,7 @@ def schedule_plot(*, runs: list[SystemRun], schedule: Schedule, path: Path) -> P
         ax.set_title(run.name, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    axes[-1].set_xlabel("seconds since the first arrival")
+    axes[-1].set_xlabel("seconds since the workload started")
     fig.suptitle("Batch sizes and cap over time (cf. RAGDoll Fig. 9)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

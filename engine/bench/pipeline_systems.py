@@ -151,21 +151,25 @@ def run_pipeline(*, setup: Setup, name: str, fixed_batch: int | None = None) -> 
     seen: dict[tuple[str, float], BatchPoint] = {}
     polling = threading.Event()
 
+    def collect() -> None:
+        status = pipe.status()
+        for worker in (status.retrieval, status.generation):
+            for r in worker.recent:
+                seen[(worker.name, r.started)] = BatchPoint(
+                    worker=worker.name,
+                    started=r.started - t0,
+                    seconds=r.seconds,
+                    size=r.size,
+                    backlog=r.backlog,
+                    cap=r.cap,
+                )
+
     def poll() -> None:
-        while True:
-            status = pipe.status()
-            for worker in (status.retrieval, status.generation):
-                for r in worker.recent:
-                    seen[(worker.name, r.started)] = BatchPoint(
-                        worker=worker.name,
-                        started=r.started - t0,
-                        seconds=r.seconds,
-                        size=r.size,
-                        backlog=r.backlog,
-                        cap=r.cap,
-                    )
-            if polling.wait(_POLL_S):
-                return
+        # `recent` keeps the last 64 batches: sampled often enough to miss none, and
+        # once more after the workers stopped, for the batches that ended last.
+        while not polling.wait(_POLL_S):
+            collect()
+        collect()
 
     poller = threading.Thread(target=poll, name="bench-pipeline-status", daemon=True)
     poller.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,40 @@ from app.commands import bench as bench_command
 from engine.bench.pipeline import summarize
 from engine.bench.pipeline_systems import SYSTEMS, BatchPoint, RequestRecord, SystemRun
 from engine.bench.pipeline_workload import Fact, schedule
+from engine.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.planner.profiling import PowerLawFit
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_fixed_generation_batch_ignores_the_fit_and_the_cap() -> None:
+    """The fixed-batch ablation: min(waiting, fixed) per generation batch, where the
+    adaptive worker (c = 0.2: one batch wins) would take the whole backlog."""
+    seen: list[int] = []
+
+    def generate(jobs: Sequence[GenerationJob]) -> Iterator[tuple[str, object]]:
+        seen.append(len(jobs))
+        for j in jobs:
+            yield j.request_id, DONE
+
+    def build(fixed: int | None) -> Pipeline:
+        return Pipeline(
+            retrieve_batch=lambda qs: ["hits"] * len(qs),
+            generate_batch=generate,
+            generation_fit=PowerLawFit(a=1.0, c=0.2, r2=1.0, samples=()),
+            start=False,
+            fixed_generation_batch=fixed,
+        )
+
+    for fixed, expected in ((3, [3, 3, 1]), (None, [7])):
+        seen.clear()
+        pipe = build(fixed)
+        handles = [pipe.submit(question=f"q{i}") for i in range(7)]
+        assert pipe.retrieval.run_once()
+        while pipe.generation.run_once():
+            pass
+        assert seen == expected
+        assert all(h.outcome is not None and h.outcome.status == "done" for h in handles)
 
 
 def _facts(n: int = 5) -> list[Fact]:
