@@ -33,7 +33,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 def latency_plot(*, runs: list[SystemRun], schedule: Schedule, path: Path) -> Path:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(10.5, 4.5), dpi=110)
     for run in runs:
         ordered = sorted(run.requests, key=lambda r: r.index)
         xs = [r.index for r in ordered]
@@ -53,7 +53,7 @@ def latency_plot(*, runs: list[SystemRun], schedule: Schedule, path: Path) -> Pa
     ax.set_xlabel("request (arrival order)")
     ax.set_ylabel("end-to-end latency (s)")
     ax.set_title("Per-request latency under rising Poisson arrivals (cf. RAGDoll Fig. 7)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
