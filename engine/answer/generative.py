@@ -287,7 +287,12 @@ class GenerativeAnswerer:
         placement: Placement | None = None,
         store: StoreSpec | None = None,
         fault_hook: Callable[[str], None] | None = None,
+        evict_after_read: bool = False,
+        stop_at_eos: bool = True,
     ):
+        """`evict_after_read` and `stop_at_eos=False` are for benchmarks: disk units are
+        dropped from the page cache after each read (every read is a real disk read), and
+        every answer runs to its max_new_tokens (equal work for every system compared)."""
         _check_model_folder(model_path)
         self.model_path = model_path
         self.name = display_name(model_path=model_path)
@@ -311,6 +316,7 @@ class GenerativeAnswerer:
                 placement=placement,
                 dtype=_compute_dtype(config=config, dtype=dtype, cpu=cpu),
                 fault_hook=fault_hook,
+                evict_after_read=evict_after_read,
             )
         except ModelLoadError:
             raise
@@ -322,10 +328,11 @@ class GenerativeAnswerer:
         self.prefix_cache: PrefixCache | None = prefix_cache_for(
             placement=placement, device=self.executor.device
         )
-        self._stop_ids = _stop_ids(
+        stop_ids = _stop_ids(
             model_path=model_path, executor=self.executor, tokenizer=self.tokenizer
         )
-        self._pad_id = _pad_id(tokenizer=self.tokenizer, stop_ids=self._stop_ids)
+        self._pad_id = _pad_id(tokenizer=self.tokenizer, stop_ids=stop_ids)
+        self._stop_ids = stop_ids if stop_at_eos else ()
         self._lock = threading.Lock()  # the executor runs one batch at a time
         self.last_generation: GenerationRecord | None = None
         # The copy thread keeps the executor alive; when the engine drops this answerer
@@ -371,6 +378,10 @@ class GenerativeAnswerer:
                 generated_tokens=generated,
                 cancelled=stopped,
             )
+
+    @property
+    def pad_token_id(self) -> int:
+        return self._pad_id
 
     def prompt_request(
         self, *, question: str, passages: list[Passage], max_new_tokens: int = 256

@@ -67,7 +67,7 @@ def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
     ]
 
 
-def _hits_of(result: Any) -> list[SearchHit]:
+def hits_of(result: Any) -> list[SearchHit]:
     if isinstance(result, SearchResult):
         return [] if result.not_found else list(result.hits)
     return list(result or [])
@@ -81,7 +81,7 @@ def extractive_generate_batch(*, embed: Embed) -> Callable[[Sequence[GenerationJ
         for job in jobs:
             if job.cancel.is_set():
                 continue
-            hits = _hits_of(job.hits)
+            hits = hits_of(job.hits)
             answer = answerer.answer(question=job.question.text, passages=passages_of(hits))
             yield job.request_id, answer.text if answer.found else NOT_FOUND_TEXT
             yield job.request_id, DONE
@@ -96,7 +96,7 @@ def executor_generate_batch(
     whole batch (left-padded rows; a finished or cancelled row leaves the batch)."""
 
     def passages(job: GenerationJob) -> list[Passage]:
-        return passages_of(_hits_of(job.hits))
+        return passages_of(hits_of(job.hits))
 
     def run(
         jobs: Sequence[GenerationJob],

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.pipeline.batching import BatchChoice, BatchModel, observe
+from engine.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
 from engine.pipeline.requests import (
     Event,
     Finished,
@@ -95,8 +95,10 @@ class BatchWorker:
         apply_placement: ApplyPlacement | None,
         policy: SchedulerPolicy,
         clock: Callable[[], float],
+        fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
     ) -> None:
         self.name = name
+        self._fixed_batch = fixed_batch
         self._run_batch = run_batch
         self._model = model
         self._cap = max(1, cap)
@@ -154,7 +156,10 @@ class BatchWorker:
                 self._drop_cancelled()
                 if not self._waiting:
                     return False
-                choice = self._model.choose(n=len(self._waiting), cap=self._cap)
+                if self._fixed_batch is not None:
+                    choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
+                else:
+                    choice = self._model.choose(n=len(self._waiting), cap=self._cap)
                 batch = self._select(size=choice.size)
                 self._choice = choice
                 self._running = len(batch)
@@ -332,6 +337,7 @@ class Pipeline:
         start: bool = True,
         answered_at_retrieval: Callable[[Any], bool] | None = None,
         join_running_batch: bool = False,
+        fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
@@ -373,6 +379,7 @@ class Pipeline:
             apply_placement=apply_generation_placement,
             policy=policy,
             clock=clock,
+            fixed_batch=fixed_generation_batch,
         )
         if start:
             self.start()
