@@ -50,7 +50,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragdoll bench {args.kind}: not built yet", file=sys.stderr)
         return 2
     options = kind_parser(kind=args.kind, module=module).parse_args(args.extra_args)
-    options.kind = args.kind
+    return run_kind(kind=args.kind, module=module, options=options)
+
+
+def run_kind(*, kind: str, module: Any, options: argparse.Namespace) -> int:
+    """Measure, then print the figures as JSON (`--json`) and write them (`--out`)."""
+    options.kind = kind
     figures = module.run(options)
     text = json.dumps(figures, indent=2, sort_keys=True, default=str)
     if options.json:

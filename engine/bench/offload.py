@@ -33,6 +33,7 @@ import dataclasses
 import os
 import platform
 import statistics
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -299,19 +300,13 @@ def report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m engine.bench.offload [--quick] [--json] [--out FILE] ...`: this benchmark
-    alone, for a machine that has only its dependencies (torch, transformers, accelerate,
-    safetensors, psutil, platformdirs): `ragdoll bench` loads every benchmark's module,
-    and some of those need the whole app (LanceDB...)."""
-    from app.commands.bench import run as print_and_write
+    without the `ragdoll` entry point, for a bare machine that has only its dependencies
+    (torch, transformers, accelerate, safetensors, psutil, platformdirs)."""
+    from app.commands.bench import kind_parser, run_kind
 
-    parser = argparse.ArgumentParser(prog="python -m engine.bench.offload")
-    parser.add_argument("--quick", action="store_true", help="a small form")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.kind = "offload"
-    return print_and_write(args)
+    module = sys.modules[__name__]
+    options = kind_parser(kind="offload", module=module).parse_args(argv)
+    return run_kind(kind="offload", module=module, options=options)
 
 
 if __name__ == "__main__":

@@ -207,7 +207,7 @@ def _run_system(
             )
         finally:
             model.close()
-    hf = _load_hf(
+    hf = load_hf(
         system=system,
         model_dir=model_dir,
         tiers=placement.layer_tiers,
@@ -355,7 +355,7 @@ def accelerate_device_map(
     return device_map
 
 
-def _load_hf(
+def load_hf(
     *,
     system: str,
     model_dir: Path,

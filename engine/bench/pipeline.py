@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from engine.answer.generative import GenerativeAnswerer
-from engine.bench import offload
+from engine.bench import offload_systems as offload
 from engine.bench.pipeline_plots import latency_plot, schedule_plot
 from engine.bench.pipeline_systems import (
     SYSTEMS,
@@ -44,9 +44,11 @@ from engine.bench.pipeline_systems import (
 )
 from engine.bench.pipeline_workload import Fact, ingest, schedule, write_corpus
 from engine.executor.weights import checkpoint_files, evict_page_cache, index_checkpoint, layer_unit
+from engine.hardware.profile import synthetic_profile
 from engine.pipeline.adapters import executor_generate_batch, store_retrieve_batch
 from engine.pipeline.requests import new_question
 from engine.pipeline.workers import DONE, GenerationJob
+from engine.planner.model_spec import load_model_spec
 from engine.planner.profiling import PowerLawFit, fit_power_law
 
 FULL = offload.Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)
@@ -97,7 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads:
         torch.set_num_threads(args.threads)
     load_at_start = _load()
-    model_dir = offload._model(
+    model_dir = offload.write_model(
+        dtype="float32",
         folder=args.model_folder
         or Path(tempfile.gettempdir())
         / f"ragdoll-bench-pipeline-{size.layers}x{size.hidden}x{size.intermediate}",
@@ -106,7 +109,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tiers = ["cpu" if i % 2 == 0 else "disk" for i in range(size.layers)]
     sources = index_checkpoint(model_dir)
     disk_sources = [s for i, t in enumerate(tiers) if t == "disk" for s in sources[layer_unit(i)]]
-    placement = offload.forced_placement(model_dir=model_dir, layer_tiers=tiers, depth=3)  # type: ignore[arg-type]
+    placement = offload.forced_placement(
+        hardware=synthetic_profile(
+            gpu_bytes=0, ram_bytes=64 * offload.GIB, disk_bytes=1000 * offload.GIB
+        ),
+        spec=load_model_spec(source=model_dir),
+        layer_tiers=tiers,  # type: ignore[arg-type]
+        depth=3,
+    )
     root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-pipeline-"))
     answerer: GenerativeAnswerer | None = None
     store: Any = None
@@ -304,12 +314,14 @@ def _run_systems(
         evict_page_cache(files=checkpoint_files(model_dir))
         say(f"running {name}…")
         if name == "serial_accelerate":
-            hf = offload._load_hf(
+            hf = offload.load_hf(
                 system="accelerate",
                 model_dir=model_dir,
                 tiers=tiers,  # type: ignore[arg-type]
                 disk_sources=disk_sources,
                 offload_folder=root / "accelerate-offload",
+                device=torch.device("cpu"),
+                dtype=torch.float32,
             )
             try:
                 run = run_serial_accelerate(setup=setup, hf=hf)

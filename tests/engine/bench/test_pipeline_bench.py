@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -104,13 +103,12 @@ def test_summary_counts_unfinished_requests_until_the_stop() -> None:
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    parser = argparse.ArgumentParser()
-    bench_command.register(parser.add_subparsers(dest="command"))
+    from engine.bench import pipeline
+
     out = tmp_path_factory.mktemp("bench-pipeline")
+    parser = bench_command.kind_parser(kind="pipeline", module=pipeline)
     args = parser.parse_args(
         [
-            "bench",
-            "pipeline",
             "--quick",
             "--json",
             "--out",
@@ -119,8 +117,6 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Pat
             str(tmp_path_factory.mktemp("model")),
         ]
     )
-    from engine.bench import pipeline
-
     return pipeline.run(args), out
 
 
