@@ -22,30 +22,29 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.batch.runner import BatchResult, BatchRun
+from app.bridge_plumbing import (
+    ClientFactory,
+    EngineClientLike,
+    Gate,
+    MainThreadInvoker,
+    connect_default,
+    describe_error,
+)
 from app.qt_compat import emit, emit_drops_a_reference
-from engine.client import AskEvent, EngineClient, grant_folders
-from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.paths import resolve_paths
+from engine.client import AskEvent, grant_folders
+from engine.errors import EngineUnavailableError
 from engine.wire import (
-    DocumentInfo,
     EngineSettings,
     EngineStatus,
-    FileError,
-    FolderAdded,
-    HardwareInfo,
     IngestProgress,
     IngestQueueState,
     ModelDownload,
-    Priority,
-    ProfilingStatus,
-    RecommendedModels,
     ServerSettings,
-    SourceView,
     WatchedFolder,
 )
 
@@ -63,106 +62,6 @@ DOWNLOAD_POLL_S = 0.5
 # Jobs the engine starts on its own (a watched folder changed, the rescan at
 # start): the window follows them too, found by the health probe.
 ENGINE_ORIGINS = frozenset({"watcher", "rescan"})
-
-
-class EngineClientLike(Protocol):
-    """What the GUI needs of EngineClient; tests pass a fake with these methods."""
-
-    def status(self) -> EngineStatus: ...
-    def settings(self) -> EngineSettings: ...
-    def set_model(self, *, model: str | None) -> EngineSettings: ...
-    def documents(self) -> list[DocumentInfo]: ...
-    def errors(self) -> list[FileError]: ...
-    def source(self, *, chunk_id: str) -> SourceView: ...
-    def hardware(self) -> HardwareInfo: ...
-    def ingest(self, *, paths: list[str]) -> IngestProgress: ...
-    def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
-    def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
-    def ingest_queue(self) -> IngestQueueState: ...
-    def cancel_ingest(self, *, job_id: str) -> IngestProgress: ...
-    def pause_ingest(self) -> IngestQueueState: ...
-    def resume_ingest(self) -> IngestQueueState: ...
-    def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]: ...
-    def shutdown(self) -> None: ...
-    def alive(self, *, timeout_s: float = 5.0) -> bool: ...
-    def skip_profiling(self) -> ProfilingStatus: ...
-    def folders(self) -> list[WatchedFolder]: ...
-    def add_folder(
-        self, *, path: str, collection: str = "default", ingest: bool = True
-    ) -> FolderAdded: ...
-    def remove_folder(self, *, path: str) -> WatchedFolder: ...
-    def server_settings(self) -> ServerSettings: ...
-    def set_server_settings(
-        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
-    ) -> ServerSettings: ...
-    def recommended_models(self) -> RecommendedModels: ...
-    def download_model(self, *, repo_id: str) -> ModelDownload: ...
-    def download_progress(self, *, download_id: str) -> ModelDownload: ...
-    def cancel_download(self, *, download_id: str) -> ModelDownload: ...
-
-
-ClientFactory = Callable[[], EngineClientLike]
-
-
-def connect_default() -> EngineClient:
-    """Attach to the person's engine, starting one if none runs."""
-    return EngineClient.connect(paths=resolve_paths(), start=True)
-
-
-def describe_error(*, error: BaseException) -> str:
-    """One line for a person: what failed, without a traceback."""
-    text = str(error).strip() or type(error).__name__
-    if isinstance(error, EngineRequestError):
-        return text
-    if isinstance(error, EngineUnavailableError):
-        return f"The engine is not running: {text}"
-    return f"{type(error).__name__}: {text}"
-
-
-class _MainThreadInvoker(QObject):
-    """Runs closures on the thread this object lives in (the GUI thread).
-
-    A signal emitted from a worker thread to a receiver in the GUI thread is
-    queued by Qt, which is the whole trick: workers never touch widgets."""
-
-    sig_call = Signal(object)
-
-    def __init__(self, *, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.sig_call.connect(self._run)
-
-    @Slot(object)
-    def _run(self, fn: Callable[[], None]) -> None:
-        fn()
-
-
-class _Gate:
-    """The one door from worker threads into Qt, shut for good on close.
-
-    Without the lock a worker could pass the "still open?" check, the window
-    could close and delete the invoker, and the worker would then emit on a
-    dead object (a crash, not an exception). Emitting a queued signal only
-    posts an event, so holding the lock across it costs nothing."""
-
-    def __init__(self, *, invoker: _MainThreadInvoker) -> None:
-        self._invoker = invoker
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
-    def post(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if not self._closed.is_set():
-                emit(self._invoker.sig_call, fn)
-
-    def close(self, *_: object) -> None:
-        with self._lock:
-            self._closed.set()
 
 
 class EngineBridge(QObject):
@@ -220,7 +119,7 @@ class EngineBridge(QObject):
         self._health.setInterval(health_interval_ms)
         self._health.timeout.connect(self._probe)
         emit_drops_a_reference()  # probe on the GUI thread, before any worker emits
-        self._gate = _Gate(invoker=_MainThreadInvoker(parent=self))
+        self._gate = Gate(invoker=MainThreadInvoker(parent=self))
         # Shut the gate even if the bridge is deleted without close().
         self.destroyed.connect(self._gate.close)
         self._post = self._gate.post
