@@ -143,9 +143,10 @@ def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[st
         started = time.perf_counter()
         progress = _wait(queue.submit(paths=[str(corpus)]))
         seconds = time.perf_counter() - started
+        docs = store.list_documents()
     finally:
         queue.stop()
-    docs = store.list_documents()
+        store.close()  # its index maintainer must not outlive the folder removed after
     page_count = sum(d.pages or 0 for d in docs)
     if progress.errors:
         raise RuntimeError(f"generated PDFs failed: {progress.errors[:3]}")
@@ -185,6 +186,7 @@ def _rescan(*, root: Path, files: int, embedder: _CountingEmbedder) -> dict[str,
         return out
     finally:
         queue.stop()
+        store.close()
 
 
 def _write_notes(*, folder: Path, files: int) -> list[Path]:

@@ -361,6 +361,8 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
     finally:
         del executor.forward
 
+    # The worker records a batch after its last event, which the askers may hear first.
+    _until(lambda: pipeline.status().generation.batches == 1)
     (record,) = pipeline.status().generation.recent
     assert record.size == 2  # one batch, grown by the question that joined it
     for question, events in ((first, results[0]), (second, late[0])):
