@@ -65,17 +65,19 @@ class Generation:
     def dimension(self) -> int:
         return int(self.centroids.shape[1])
 
-    def partition_bytes(self, p: int) -> int:
-        """Resident size of partition p: float32 vectors and int32 document codes."""
-        return int(self.offsets[p + 1] - self.offsets[p]) * (4 * self.dimension + 4)
+    def partition_bytes(self, p: int, *, bytes_per_value: int = 4) -> int:
+        """Resident size of partition p: its vectors as scored and int32 document codes."""
+        rows = int(self.offsets[p + 1] - self.offsets[p])
+        return rows * (bytes_per_value * self.dimension + 4)
 
     @property
     def metadata_bytes(self) -> int:
         return int(self.centroids.nbytes + self.offsets.nbytes + self.doc_rows.nbytes)
 
     def load(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Partition p read from disk: half-precision vectors, document codes."""
         lo, hi = int(self.offsets[p]), int(self.offsets[p + 1])
-        return np.asarray(self.vectors[lo:hi], dtype=np.float32), np.array(self.docs[lo:hi])
+        return np.array(self.vectors[lo:hi]), np.array(self.docs[lo:hi])
 
     def allowed(self, filters: SearchFilters | None) -> np.ndarray | None:
         """Which document codes pass the filters (None: all)."""

@@ -37,6 +37,7 @@ from engine.json_file import write_json
 from engine.store.ivf_files import Generation, matches, open_generation, unit_rows
 from engine.store.partition_cache import PartitionCache
 from engine.store.records import SearchFilters
+from engine.store.scoring import Scorer, pick_scorer
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,15 @@ class IvfView:
         self.table_version: int | None = None  # the table version the view agrees with
         self._state = _empty_state(dimension)
         self.cache = PartitionCache(budget_bytes=budget_bytes, overhead=self._fixed_bytes)
+        self._scorer: Scorer | None = None
         if self.active:
             self._load()
+
+    @property
+    def scorer(self) -> Scorer:
+        if self._scorer is None:
+            self._scorer = pick_scorer(self.dimension)
+        return self._scorer
 
     # -- state -------------------------------------------------------------
 
@@ -298,6 +306,8 @@ class IvfView:
             probe = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
         else:
             probe = np.broadcast_to(np.arange(gen.partitions), coarse.shape)
+        scorer = self.scorer
+        qk = scorer.queries(q)
         askers: dict[int, list[int]] = {}
         for qi, parts in enumerate(probe.tolist()):
             for p in parts:
@@ -312,11 +322,12 @@ class IvfView:
                 continue
             entry = self.cache.get((gen.name, p))
             if entry is None:
-                entry = gen.load(p)
+                rows, codes = gen.load(p)
+                entry = (scorer.resident(rows), codes)
                 self.cache.put((gen.name, p), entry)
             vectors, codes = entry
             qs = askers[p]
-            sims = vectors @ q[qs].T  # one product for every question probing p
+            sims = scorer.score(vectors, qk, qs)  # one product for every question probing p
             if keep is not None:
                 sims[~keep[codes]] = -np.inf
             top = _top_rows(sims, limit)

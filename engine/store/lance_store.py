@@ -26,8 +26,8 @@ import pyarrow as pa
 
 from engine.json_file import write_json
 from engine.store import search as _search
+from engine.store import view_upkeep
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
-from engine.store.ivf_files import partitions_for, write_generation
 from engine.store.ivf_view import IvfView
 from engine.store.records import (
     ChunkRecord,
@@ -49,7 +49,6 @@ _CHUNK_SCALAR_INDICES = {"chunk_id": "BTREE", "doc_id": "BTREE", "ext": "BITMAP"
 # SQL for the `ext` column of a store written before it existed: the lower-case
 # extension with its dot, as `search.file_type` computes it for new rows.
 _EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
-_VIEW_COLUMNS = ["chunk_id", "doc_id", "path", "ext", "vector"]
 # Of a resident budget, LanceDB's metadata cache and its index cache (full-text
 # and scalar indices; the vector index only while the IVF view is rebuilt) get
 # an eighth each, at most 64 MiB; the IVF view's partitions the rest.
@@ -132,7 +131,7 @@ class LanceStore:
         self.maintainer = IndexMaintainer(
             table=lambda: self._chunks,
             dimension=lambda: self.meta.dimension if self.meta else 0,
-            scalar_indices=self._ensure_scalar_indices,
+            scalar_indices=self.ensure_scalar_indices,
             policy=index_policy or IndexPolicy(),
             background=background,
             view_step=self._view_step,
@@ -174,39 +173,15 @@ class LanceStore:
         return budget - 2 * min(_LANCE_CACHE_MAX, budget // _LANCE_CACHE_SHARE)
 
     def _open_view(self) -> IvfView | None:
-        """The view of the current chunks table, repaired after a crash and
-        checked against the table (stale: LanceDB answers until rebuilt)."""
         if self.meta is None or self._chunks is None:
             return None
-        view = IvfView(
-            folder=self.folder / "ivf" / self.meta.chunks_table,
+        return view_upkeep.open_view(
+            root=self.folder / "ivf",
+            table_name=self.meta.chunks_table,
+            table=self._chunks,
             dimension=self.meta.dimension,
             budget_bytes=self._view_budget(),
         )
-        if view.active:
-            repaired = view.recover(rows_of=self._doc_rows)
-            if repaired:
-                log.info("IVF view: re-read %d document(s) a crash left unjournalled", repaired)
-            view.validate(table_rows=self._chunks.count_rows())
-        for other in (self.folder / "ivf").glob("*"):
-            if other.name != self.meta.chunks_table:  # the view of a replaced table
-                shutil.rmtree(other, ignore_errors=True)
-        return view
-
-    def _doc_rows(self, doc_id: str) -> tuple[str, str, list[str], np.ndarray]:
-        rows = (
-            self.chunks.search()
-            .where(f"doc_id = {_quote(doc_id)}")
-            .select(["chunk_id", "path", "ext", "vector"])
-            .limit(None)
-            .to_arrow()
-            .to_pylist()
-        )
-        dim = self.meta.dimension if self.meta else 0
-        vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
-        path = rows[0]["path"] if rows else ""
-        ext = rows[0]["ext"] if rows else ""
-        return path, ext, [r["chunk_id"] for r in rows], vectors
 
     def build_view(self, *, retrain: bool = True) -> dict[str, Any]:
         """Write a new generation of the IVF view from a snapshot of the table
@@ -214,25 +189,14 @@ class LanceStore:
         view = self.view
         if view is None or self.meta is None:
             return {"rows": 0}
-        with self._write_lock:
-            seq, target = view.start_build()
-            version = self.chunks.version
-            rows = self.chunks.count_rows()
-        snapshot = self._db.open_table(self.meta.chunks_table)
-        snapshot.checkout(version)
-        old = view.generation
-        partitions = partitions_for(
-            rows, rows_per_partition=self.maintainer.policy.rows_per_partition
-        )
-        reuse = not retrain and old is not None and old.partitions == partitions
-        reader = snapshot.search().select(_VIEW_COLUMNS).limit(None).to_batches(65_536)
-        built = write_generation(
-            folder=target,
-            batches=reader,
-            rows_hint=rows,
-            dimension=self.meta.dimension,
-            partitions=partitions,
-            centroids=old.centroids if reuse and old is not None else None,
+        seq, target, built = view_upkeep.rebuild(
+            view=view,
+            db=self._db,
+            table=self.chunks,
+            table_name=self.meta.chunks_table,
+            write_lock=self._write_lock,
+            rows_per_partition=self.maintainer.policy.rows_per_partition,
+            retrain=retrain,
         )
         if self.view is not view:  # the table was replaced meanwhile (reembed)
             shutil.rmtree(target, ignore_errors=True)
@@ -263,25 +227,16 @@ class LanceStore:
         return view
 
     def _view_step(self, *, due: bool, force: bool) -> str | None:
-        """The maintainer's step for the view: build it once the table is large
-        enough, rebuild it when stale, fold the delta in when it has grown."""
-        view, table = self.view, self._chunks
-        if view is None or table is None:
+        if self.view is None or self._chunks is None:
             return None
-        policy = self.maintainer.policy
-        if not view.ready:
-            if not view.active and table.count_rows() < policy.min_rows:
-                return None
-            self.build_view(retrain=True)
-            return "view-built"
-        if force or view.delta_rows >= policy.optimize_after_rows or (due and view.delta_rows):
-            gen = view.generation
-            grown = (
-                gen is None or view.live_rows() > 2 * gen.rows or 2 * view.live_rows() < gen.rows
-            )
-            self.build_view(retrain=grown)
-            return "view-folded"
-        return None
+        return view_upkeep.step(
+            view=self.view,
+            table_rows=self._chunks.count_rows,
+            policy=self.maintainer.policy,
+            rebuild=lambda retrain: self.build_view(retrain=retrain),
+            due=due,
+            force=force,
+        )
 
     # -- schema and the embedder it was built with -------------------------
 
@@ -578,7 +533,7 @@ class LanceStore:
         """Run one maintenance step now, in this thread (see IndexMaintainer)."""
         return self.maintainer.run_once(force_optimize=force_optimize)
 
-    def _ensure_scalar_indices(self) -> None:
+    def ensure_scalar_indices(self) -> None:
         from lancedb.index import Bitmap, BTree
 
         configs = {"BTREE": BTree, "BITMAP": Bitmap}
