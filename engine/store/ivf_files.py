@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 
 DISK_DTYPE = np.float16  # half the disk reads of float32; scored as float32 once loaded
 _ASSIGN_BLOCK = 16_384
-_SAMPLE_PER_PARTITION = 128
-_KMEANS_ITERATIONS = 12
+# 128 rows per centroid and 12 rounds gave recall@10 0.977 at 200k synthetic rows
+# (nprobes 20); 256 and 25 gave 0.989 for a build of 4.4 s instead of ~3.
+_SAMPLE_PER_PARTITION = 256
+_KMEANS_ITERATIONS = 25
 
 
 @dataclass(kw_only=True, eq=False)

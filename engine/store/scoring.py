@@ -1,14 +1,15 @@
 """How a resident partition is scored against the questions that probe it.
 
-Two kernels, one chosen per view by a short timing at first use:
+Two kernels; `RAGDOLL_IVF_SCORER` picks one: `float32` (the default), `bfloat16`,
+or `auto` (a short timing at first use, bfloat16 when ≥ 1.5x faster):
 - float32 through numpy (BLAS): anywhere;
 - bfloat16 through torch: half the resident bytes and, on CPUs with bf16
-  matrix units (AMX, AVX512-BF16), several times the float32 speed; elsewhere
-  torch emulates it slowly, so it is taken only when it measures faster.
+  matrix units (AMX, AVX512-BF16), faster products for many questions at once;
+  elsewhere torch emulates it slowly. On the 2-core development machine (which
+  has AMX) it was slower than float32 for single questions (83 against 35 ms at
+  200k rows) and no faster for a batch of 64, hence not the default.
 Scores feed a candidate list that is re-ranked by the exact float32 cosine
-(`search.view_candidates`), so bfloat16's ~3 significant digits cost no recall
-beyond near-ties at the list's tail. `RAGDOLL_IVF_SCORER=float32|bfloat16`
-overrides the choice.
+(`search.view_candidates`); bfloat16 gave the same recall@10 at 200k rows.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ class BFloat16Scorer:
 
 
 def pick_scorer(dimension: int) -> Scorer:
-    wanted = os.environ.get("RAGDOLL_IVF_SCORER", "").strip().lower()
-    if wanted == "float32":
+    wanted = os.environ.get("RAGDOLL_IVF_SCORER", "float32").strip().lower()
+    if wanted not in {"bfloat16", "auto"}:
         return Float32Scorer()
     try:
         bf16 = BFloat16Scorer()
