@@ -149,6 +149,7 @@ class IndexMaintainer:
         self._last_optimize = time.monotonic()
         self._writes = 0  # since the last optimize
         self.last_error: str | None = None
+        self.last_view_step: str | None = None
         self._thread: threading.Thread | None = None
         if background:
             self._wake.set()  # a store opened past the threshold gets its index soon
@@ -181,16 +182,18 @@ class IndexMaintainer:
                 log.exception("index maintenance failed; it will be retried")
 
     def run_once(self, *, force_optimize: bool = False) -> str:
-        """One maintenance step. Returns what it did: 'built', 'optimized' or 'none',
-        with the IVF view's step after a '+' when it did one ('built+view-built')."""
+        """One maintenance step. Returns what it did to LanceDB's index: 'built',
+        'optimized' or 'none'; the IVF view's step ('view-built', 'view-folded' or
+        None) is kept in `last_view_step`."""
         table = self._table()
         if table is None:
             return "none"
         with self.lock:
             due = time.monotonic() - self._last_optimize >= self.policy.optimize_interval_s
             done = self._lance_step(table, force_optimize=force_optimize, due=due)
-            view = self._view_step(due=due, force=force_optimize) if self._view_step else None
-            return f"{done}+{view}" if view else done
+            if self._view_step is not None:
+                self.last_view_step = self._view_step(due=due, force=force_optimize)
+            return done
 
     def _lance_step(self, table: Any, *, force_optimize: bool, due: bool) -> str:
         self._scalar_indices()
