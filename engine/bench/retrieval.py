@@ -7,14 +7,16 @@ brute force over every row is the ground truth for a sample of questions.
 
 Measures, in one process:
 - flat-scan latency as the table grows (where an index starts to pay);
-- each index kind asked for (build time, size, recall@10, p50/p95);
-- for the default kind, p50/p95 and recall@10 under resident budgets of about
-  5%, 25% and 100% of the index, with the bytes the store's caches hold
-  (LanceDB session) and the growth of the process RSS; with `--cold` (the
-  default on Linux) the table's files leave the OS page cache before every
+- each LanceDB index kind asked for (build time, size, recall@10, p50/p95);
+- the store's IVF view (what `search_batch` uses once built): build time, size,
+  and p50/p95 and recall@10 under resident budgets of about 5%, 25% and 100% of
+  its partitions, with the bytes the store holds (view partitions, centroids,
+  delta and LanceDB's caches) and the growth of the process RSS; with `--cold`
+  (the default on Linux) the store's files leave the OS page cache before every
   query, so partitions outside the budget come from the disk itself;
-- one batch of 64 questions against the same 64 asked one at a time, vector
-  only and hybrid (vector + BM25).
+- one batch of 64 questions against the same 64 asked one at a time: vector
+  only and hybrid (vector + BM25) through the view, vector only through
+  LanceDB's multi-vector query, and the 64 BM25 queries alone.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def _measure(
     build = _fill(store=store, data=data, qvec=qvec, cold=cold, say=say)
     say(f"  written in {build['write_seconds']:.1f} s; flat ms by rows {build['flat_ms_by_rows']}")
     store.refresh_fulltext_index(force=True)
+    store.ensure_scalar_indices()  # as the maintainer does: chunk ids are looked up by index
 
     files = lambda: [p for p in (root / "index").rglob("*") if p.is_file()]  # noqa: E731
     evict = (lambda: _evict(files())) if cold else (lambda: None)
@@ -146,12 +149,17 @@ def _measure(
         say(f"  {kind}: {by_kind[kind]}")
 
     index_bytes = store.index_state().index_bytes
+    store.set_resident_budget(resident_bytes=None)
+    t0 = time.perf_counter()
+    view_built = store.build_view()
+    view = _view_figures(store, seconds=time.perf_counter() - t0, built=view_built)
+    say(f"  IVF view: {view}")
     sweep = {}
     for share in BUDGETS:
         sweep[_pct(share)] = _budget_point(
             store=store,
             share=share,
-            index_bytes=index_bytes,
+            view_bytes=view["bytes"],
             qvec=qvec,
             exact=build["exact"],
             evict=evict,
@@ -159,6 +167,12 @@ def _measure(
         say(f"  resident {_pct(share)}: {sweep[_pct(share)]}")
     store.set_resident_budget(resident_bytes=None)
     batch = _batch_vs_single(store=store, qvec=qvec[:BATCH], qtext=qtext[:BATCH])
+    batch.update(
+        _batch_under_budget(
+            store=store, qvec=qvec[:BATCH], budget=int(view["bytes"] * 0.25 * 4 / 3), evict=evict
+        )
+    )
+    store.set_resident_budget(resident_bytes=None)
     say(f"  batch of {BATCH}: {batch}")
     full = sweep[_pct(1.0)]
     return {
@@ -169,6 +183,7 @@ def _measure(
         "index_kind": kinds[0],
         "index_kinds": by_kind,
         "index_bytes": index_bytes,
+        "view": view,
         "recall_at_10": full["recall_at_10"],
         "recall_at_10_by_budget": {k: v["recall_at_10"] for k, v in sweep.items()},
         "p50_ms_by_budget": {k: v["p50_ms"] for k, v in sweep.items()},
@@ -179,6 +194,7 @@ def _measure(
         "p95_ratio_25_vs_100": round(sweep["25%"]["p95_ms"] / max(full["p95_ms"], 1e-9), 2),
         "batch64_speedup": batch["vector_speedup"],
         "batch64_speedup_hybrid": batch["hybrid_speedup"],
+        "batch64_speedup_lancedb": batch["lancedb_vector_speedup"],
         "batch64": batch,
         "flat_ms_by_rows": build["flat_ms_by_rows"],
         "write_seconds": build["write_seconds"],
@@ -298,18 +314,40 @@ def _single_queries(
     return {"results": results, **_percentiles(times)}
 
 
+def _view_figures(store: LanceStore, *, seconds: float, built: dict[str, Any]) -> dict[str, Any]:
+    view = store.view
+    assert view is not None and view.ready and view.generation is not None
+    gen = view.generation
+    per_value = view.scorer.bytes_per_value
+    partitions = sum(
+        gen.partition_bytes(p, bytes_per_value=per_value) for p in range(gen.partitions)
+    )
+    on_disk = sum(f.stat().st_size for f in gen.folder.iterdir() if f.is_file())
+    return {
+        "build_seconds": round(seconds, 1),
+        "rows": built["rows"],
+        "partitions": gen.partitions,
+        "bytes": partitions + gen.metadata_bytes,  # resident when every partition is
+        "disk_bytes": on_disk,
+        "nprobes": store.maintainer.policy.nprobes,
+        "scorer": view.scorer.name,
+    }
+
+
 def _budget_point(
     *,
     store: LanceStore,
     share: float,
-    index_bytes: int,
+    view_bytes: int,
     qvec: np.ndarray,
     exact: np.ndarray,
     evict: Callable[[], None],
 ) -> dict[str, Any]:
     import psutil
 
-    budget = max(1, int(index_bytes * share))
+    # The share of the view's partitions, plus what LanceDB's caches may take
+    # of a budget (a quarter at most): at 100% every partition stays resident.
+    budget = max(1, int(view_bytes * share * 4 / 3))
     store.set_resident_budget(resident_bytes=budget)
     rss0 = psutil.Process().memory_info().rss
     # A first pass loads what fits; the timed pass then sees the steady state.
@@ -326,8 +364,12 @@ def _budget_point(
 
 
 def _batch_vs_single(*, store: LanceStore, qvec: np.ndarray, qtext: list[str]) -> dict[str, Any]:
+    from engine.store.search import _fulltext
+
     out: dict[str, Any] = {}
-    for mode, texts in (("vector", [""] * len(qvec)), ("hybrid", qtext)):
+    modes = (("vector", True, [""] * len(qvec)), ("hybrid", True, qtext))
+    for mode, use_view, texts in (*modes, ("lancedb_vector", False, [""] * len(qvec))):
+        store.use_view = use_view
         store.search_batch(vectors=qvec, texts=texts, k=10)  # warm both paths alike
         t0 = time.perf_counter()
         for q, t in zip(qvec, texts, strict=True):
@@ -339,7 +381,39 @@ def _batch_vs_single(*, store: LanceStore, qvec: np.ndarray, qtext: list[str]) -
         out[f"{mode}_single64_ms"] = round(single * 1000, 1)
         out[f"{mode}_batch64_ms"] = round(batch * 1000, 1)
         out[f"{mode}_speedup"] = round(single / batch, 2)
+    store.use_view = True
+    # What BM25 alone costs for the 64 texts, one query each (LanceDB has no batch form).
+    t0 = time.perf_counter()
+    for t in qtext:
+        _fulltext(store.chunks, text=t, limit=40, where=None)
+    out["fts64_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     return out
+
+
+def _batch_under_budget(
+    *, store: LanceStore, qvec: np.ndarray, budget: int, evict: Callable[[], None]
+) -> dict[str, Any]:
+    """The same comparison with a quarter of the view resident and the page cache
+    evicted before each search: partitions outside the budget come from the disk,
+    once per single question that probes them, once per batch."""
+    store.set_resident_budget(resident_bytes=budget)
+    texts = [""] * len(qvec)
+    store.search_batch(vectors=qvec, texts=texts, k=10)  # fill what the budget keeps
+    single = 0.0
+    for q in qvec:
+        evict()
+        t0 = time.perf_counter()
+        store.search_batch(vectors=q[None, :], texts=[""], k=10)
+        single += time.perf_counter() - t0
+    evict()
+    t0 = time.perf_counter()
+    store.search_batch(vectors=qvec, texts=texts, k=10)
+    batch = time.perf_counter() - t0
+    return {
+        "vector_budget25_single64_ms": round(single * 1000, 1),
+        "vector_budget25_batch64_ms": round(batch * 1000, 1),
+        "vector_budget25_speedup": round(single / batch, 2),
+    }
 
 
 def _recall(results: list[Any], exact: np.ndarray) -> float:

@@ -3,10 +3,17 @@
 Its id and dimension are stored with the index (engine/store/lance_store.py), so
 a changed embedder is noticed and leads to re-embedding, never to mixing vectors
 of two models in one table.
+
+It runs on the GPU (CUDA or Apple's MPS) when there is one and generation can
+spare the memory it needs, on the CPU otherwise (`choose_device`): with the
+planner's Placement, what is left of the GPU budget after the generator's
+weights, KV cache and workspace; without one, the GPU's free memory less the
+planner's safety margin. Texts are encoded in batches (`embed(batch_size=)`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -16,8 +23,14 @@ from typing import Any
 import numpy as np
 
 from engine.errors import EmbedderError
+from engine.hardware.gpus import GpuInfo
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_BATCH = 32
+# Activations of one encode batch on the device: 32 texts of 256 tokens through
+# a 384-wide, 12-head encoder need well under this (attention maps dominate).
+_WORKSPACE_BYTES = 256 * 2**20
+_WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,12 +57,17 @@ class Embedder:
     """Thread-safe wrapper: torch releases the GIL, but one model instance
     must not run two encode() calls at once."""
 
-    def __init__(self, *, model: str = DEFAULT_EMBEDDER, device: str | None = None) -> None:
+    def __init__(
+        self, *, model: str = DEFAULT_EMBEDDER, device: str | None = None, placement: Any = None
+    ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
+        location = _locate(model)
+        need = embedder_need_bytes(location)
+        self.device = device or _pick_device(need_bytes=need, placement=placement)
         try:
-            self._model = SentenceTransformer(_locate(model), device=device or _pick_device())
+            self._model = SentenceTransformer(location, device=self.device)
         except Exception as e:  # the library raises many types; one clear error out
             raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
         self._lock = threading.Lock()
@@ -62,7 +80,7 @@ class Embedder:
     def tokenizer(self) -> Any:
         return self._model.tokenizer
 
-    def embed(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray:
+    def embed(self, texts: list[str], *, batch_size: int = DEFAULT_BATCH) -> np.ndarray:
         """L2-normalised float32 rows, one per text."""
         if not texts:
             return np.zeros((0, self.info.dimension), dtype=np.float32)
@@ -77,11 +95,46 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _pick_device() -> str:
-    import torch
+def embedder_need_bytes(location: str) -> int:
+    """Device memory the embedder needs: its weights (the files in its folder,
+    fp32) and one batch's activations."""
+    folder = Path(location)
+    weights = 0
+    if folder.is_dir():
+        files = {f for pattern in _WEIGHT_FILES for f in folder.rglob(pattern)}
+        weights = sum(f.stat().st_size for f in files if f.is_file())
+    return (weights or 100 * 2**20) + _WORKSPACE_BYTES
 
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+
+def choose_device(*, gpu: GpuInfo | None, need_bytes: int, placement: Any = None) -> str:
+    """Where to embed: "cuda:N" or "mps" when the GPU can hold the embedder
+    beside what generation uses, else "cpu".
+
+    `placement` (the planner's) says what generation takes of the GPU budget;
+    the embedder gets the GPU only if `budgets.gpu - used.gpu` still holds it.
+    Without a placement the GPU's free memory, less the planner's margin, must."""
+    if gpu is None:
+        return "cpu"
+    if placement is not None:
+        if placement.memory_model == "cpu_only":
+            return "cpu"
+        spare = int(placement.budgets.gpu) - int(placement.used.gpu)
+    else:
+        from engine.planner.planner import GPU_MARGIN, RAM_MARGIN
+
+        fraction, at_least = RAM_MARGIN if gpu.unified_memory else GPU_MARGIN
+        spare = gpu.free_bytes - max(math.ceil(gpu.free_bytes * fraction), at_least)
+    if spare < need_bytes:
+        return "cpu"
+    return "mps" if gpu.backend == "mps" else f"cuda:{gpu.index}"
+
+
+def _pick_device(*, need_bytes: int, placement: Any = None) -> str:
+    import psutil
+
+    from engine.hardware.gpus import detect_gpus
+
+    found = detect_gpus(ram_total_bytes=psutil.virtual_memory().total)
+    return choose_device(
+        gpu=found[0] if found else None, need_bytes=need_bytes, placement=placement
+    )

@@ -136,8 +136,10 @@ class IndexMaintainer:
         scalar_indices: Callable[[], None],
         policy: IndexPolicy,
         background: bool = True,
+        view_step: Callable[..., str | None] | None = None,
     ) -> None:
         self._table = table
+        self._view_step = view_step
         self._dimension = dimension
         self._scalar_indices = scalar_indices
         self.policy = policy
@@ -147,6 +149,7 @@ class IndexMaintainer:
         self._last_optimize = time.monotonic()
         self._writes = 0  # since the last optimize
         self.last_error: str | None = None
+        self.last_view_step: str | None = None
         self._thread: threading.Thread | None = None
         if background:
             self._wake.set()  # a store opened past the threshold gets its index soon
@@ -179,28 +182,36 @@ class IndexMaintainer:
                 log.exception("index maintenance failed; it will be retried")
 
     def run_once(self, *, force_optimize: bool = False) -> str:
-        """One maintenance step. Returns what it did: 'built', 'optimized' or 'none'."""
+        """One maintenance step. Returns what it did to LanceDB's index: 'built',
+        'optimized' or 'none'; the IVF view's step ('view-built', 'view-folded' or
+        None) is kept in `last_view_step`."""
         table = self._table()
         if table is None:
             return "none"
         with self.lock:
-            self._scalar_indices()
-            state = index_state(table)
             due = time.monotonic() - self._last_optimize >= self.policy.optimize_interval_s
-            if not state.indexed and state.unindexed_rows >= self.policy.min_rows:
-                self.build(table=table, rows=state.unindexed_rows)
-                return "built"
-            # Below the threshold there is no index to fold rows into, but each
-            # document write leaves a small file; compaction keeps scans fast.
-            stale = state.unindexed_rows > 0 if state.indexed else self._writes > 0
-            if (
-                force_optimize
-                or (state.indexed and state.unindexed_rows >= self.policy.optimize_after_rows)
-                or (due and stale)
-            ):
-                self._optimize(table)
-                return "optimized"
-            return "none"
+            done = self._lance_step(table, force_optimize=force_optimize, due=due)
+            if self._view_step is not None:
+                self.last_view_step = self._view_step(due=due, force=force_optimize)
+            return done
+
+    def _lance_step(self, table: Any, *, force_optimize: bool, due: bool) -> str:
+        self._scalar_indices()
+        state = index_state(table)
+        if not state.indexed and state.unindexed_rows >= self.policy.min_rows:
+            self.build(table=table, rows=state.unindexed_rows)
+            return "built"
+        # Below the threshold there is no index to fold rows into, but each
+        # document write leaves a small file; compaction keeps scans fast.
+        stale = state.unindexed_rows > 0 if state.indexed else self._writes > 0
+        if (
+            force_optimize
+            or (state.indexed and state.unindexed_rows >= self.policy.optimize_after_rows)
+            or (due and stale)
+        ):
+            self._optimize(table)
+            return "optimized"
+        return "none"
 
     def build(self, *, table: Any, rows: int) -> None:
         started = time.perf_counter()

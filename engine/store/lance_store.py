@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -25,7 +26,9 @@ import pyarrow as pa
 
 from engine.json_file import write_json
 from engine.store import search as _search
+from engine.store import view_upkeep
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
+from engine.store.ivf_view import IvfView
 from engine.store.records import (
     ChunkRecord,
     DocumentRecord,
@@ -46,6 +49,11 @@ _CHUNK_SCALAR_INDICES = {"chunk_id": "BTREE", "doc_id": "BTREE", "ext": "BITMAP"
 # SQL for the `ext` column of a store written before it existed: the lower-case
 # extension with its dot, as `search.file_type` computes it for new rows.
 _EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
+# Of a resident budget, LanceDB's metadata cache and its index cache (full-text
+# and scalar indices; the vector index only while the IVF view is rebuilt) get
+# an eighth each, at most 64 MiB; the IVF view's partitions the rest.
+_LANCE_CACHE_SHARE = 8
+_LANCE_CACHE_MAX = 64 * 2**20
 
 DOCUMENTS_SCHEMA = pa.schema(
     [
@@ -91,10 +99,10 @@ def chunks_schema(dimension: int) -> pa.Schema:
 class LanceStore:
     """One index folder. Writes are serialised by a lock; reads run freely.
 
-    `resident_bytes` caps what the store keeps in memory of its vector index
-    (LanceDB's index cache holds the IVF partitions a search has loaded, least
-    recently used out first); it comes from the planner's Placement
-    (`apply_placement`). None: LanceDB's own default. `index_policy` says when
+    `resident_bytes` caps what the store keeps in memory of its indices: the
+    IVF view's partitions (least recently used out first) and LanceDB's caches;
+    it comes from the planner's Placement (`apply_placement`). None: no cap on
+    the view, LanceDB's own defaults. `index_policy` says when
     the partitioned index is built; `background=False` leaves maintenance to
     explicit `maintain_index()` calls.
     """
@@ -112,30 +120,30 @@ class LanceStore:
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
         self._fts_lock = threading.Lock()
+        self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         self._search_pool = ThreadPoolExecutor(
             max_workers=min(8, os.cpu_count() or 2), thread_name_prefix="store-fts"
         )
         self._connect(resident_bytes)
         self.meta: IndexMeta | None = self._read_meta()
         self._chunks = self._open_chunks()
+        self.view: IvfView | None = self._open_view()
         self.maintainer = IndexMaintainer(
             table=lambda: self._chunks,
             dimension=lambda: self.meta.dimension if self.meta else 0,
-            scalar_indices=self._ensure_scalar_indices,
+            scalar_indices=self.ensure_scalar_indices,
             policy=index_policy or IndexPolicy(),
             background=background,
+            view_step=self._view_step,
         )
 
     def _connect(self, resident_bytes: int | None) -> None:
         self.resident_budget = resident_bytes
         self._session = lancedb.Session()
         if resident_bytes is not None:
-            # Manifests and fragment lists get an eighth (at most 64 MiB), the
-            # index partitions the rest: together they stay within the budget.
-            metadata = min(64 * 2**20, max(0, resident_bytes) // 8)
+            lance = min(_LANCE_CACHE_MAX, max(0, resident_bytes) // _LANCE_CACHE_SHARE)
             self._session = lancedb.Session(
-                index_cache_size_bytes=max(0, resident_bytes) - metadata,
-                metadata_cache_size_bytes=metadata,
+                index_cache_size_bytes=lance, metadata_cache_size_bytes=lance
             )
         # Strong consistency: a search right after an ingest sees its rows.
         self._db = lancedb.connect(
@@ -155,6 +163,80 @@ class LanceStore:
             log.info("adding the file-type column to %s", self.meta.chunks_table)
             table.add_columns({"ext": _EXT_SQL})
         return table
+
+    # -- the IVF view (ivf_view.py) ------------------------------------------
+
+    def _view_budget(self) -> int | None:
+        if self.resident_budget is None:
+            return None
+        budget = max(0, self.resident_budget)
+        return budget - 2 * min(_LANCE_CACHE_MAX, budget // _LANCE_CACHE_SHARE)
+
+    def _open_view(self) -> IvfView | None:
+        if self.meta is None or self._chunks is None:
+            return None
+        return view_upkeep.open_view(
+            root=self.folder / "ivf",
+            table_name=self.meta.chunks_table,
+            table=self._chunks,
+            dimension=self.meta.dimension,
+            budget_bytes=self._view_budget(),
+        )
+
+    def build_view(self, *, retrain: bool = True) -> dict[str, Any]:
+        """Write a new generation of the IVF view from a snapshot of the table
+        and make it current. Writes meanwhile go on (they land in the delta)."""
+        view = self.view
+        if view is None or self.meta is None:
+            return {"rows": 0}
+        seq, target, built = view_upkeep.rebuild(
+            view=view,
+            db=self._db,
+            table=self.chunks,
+            table_name=self.meta.chunks_table,
+            write_lock=self._write_lock,
+            rows_per_partition=self.maintainer.policy.rows_per_partition,
+            retrain=retrain,
+        )
+        if self.view is not view:  # the table was replaced meanwhile (reembed)
+            shutil.rmtree(target, ignore_errors=True)
+            return built
+        view.finish_build(seq=seq, built=target)
+        log.info(
+            "IVF view: %d rows in %d partitions in %.1f s",
+            built["rows"],
+            built["partitions"],
+            built["seconds"],
+        )
+        return built
+
+    def _view_for_search(self) -> IvfView | None:
+        """The view when it is ready and agrees with the table. A table version
+        the view has not seen (a maintenance commit, or a write that did not go
+        through the store) is checked by counting rows, once per version."""
+        view = self.view
+        if not self.use_view or view is None or not view.ready:
+            return None
+        if self.chunks.version != view.table_version:
+            with self._write_lock:  # no journalled write half done
+                version = self.chunks.version
+                if not view.validate(table_rows=self.chunks.count_rows()):
+                    self.maintainer.wake()  # rebuild it; LanceDB answers meanwhile
+                    return None
+                view.table_version = version
+        return view
+
+    def _view_step(self, *, due: bool, force: bool) -> str | None:
+        if self.view is None or self._chunks is None:
+            return None
+        return view_upkeep.step(
+            view=self.view,
+            table_rows=self._chunks.count_rows,
+            policy=self.maintainer.policy,
+            rebuild=lambda retrain: self.build_view(retrain=retrain),
+            due=due,
+            force=force,
+        )
 
     # -- schema and the embedder it was built with -------------------------
 
@@ -189,6 +271,7 @@ class LanceStore:
             self._write_meta(
                 IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=table)
             )
+            self.view = self._open_view()
             return False
         return (self.meta.embedder_id, self.meta.dimension) != (embedder_id, dimension)
 
@@ -221,6 +304,9 @@ class LanceStore:
                 IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=new_table)
             )
             self._drop_table(old_table)
+            if self.view is not None:
+                self.view.drop()
+            self.view = self._open_view()
         self.refresh_fulltext_index(force=True)
         self.maintainer.wake()
 
@@ -275,7 +361,10 @@ class LanceStore:
             {**c.__dict__, "vector": v, "ext": file_type(c.path)}
             for c, v in zip(embedded.chunks, embedded.vectors.tolist(), strict=True)
         ]
+        view = self.view
         with self._write_lock:
+            if view is not None:
+                view.begin(doc_id=doc.doc_id)
             _replace_rows(
                 self.pages,
                 key="page_key",
@@ -296,12 +385,27 @@ class LanceStore:
                 .when_not_matched_insert_all()
                 .execute([doc.__dict__])
             )
+            if view is not None:
+                view.commit(
+                    doc_id=doc.doc_id,
+                    path=doc.path,
+                    ext=file_type(doc.path),
+                    ids=[c.chunk_id for c in embedded.chunks],
+                    vectors=embedded.vectors,
+                )
+                view.table_version = self.chunks.version
         self.maintainer.wake()
 
     def remove_document(self, *, doc_id: str) -> None:
         doc_filter = f"doc_id = {_quote(doc_id)}"
+        view = self.view
         with self._write_lock:
+            if view is not None:
+                view.begin(doc_id=doc_id)
             self.chunks.delete(doc_filter)
+            if view is not None:
+                view.commit(doc_id=doc_id, path="", ext="", ids=[], vectors=np.zeros(0))
+                view.table_version = self.chunks.version
             self.pages.delete(doc_filter)
             self.documents.delete(doc_filter)
 
@@ -378,6 +482,7 @@ class LanceStore:
             return [SearchResult(hits=(), best_similarity=-1.0, not_found=True) for _ in texts]
         # No count or index check per call: ANN settings are ignored by a flat
         # scan, and an empty table returns no rows.
+        view = self._view_for_search()
         return _search.search_batch(
             self.chunks,
             vectors=np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1),
@@ -388,6 +493,7 @@ class LanceStore:
             params=self.maintainer.policy.search_params,
             not_found_below=not_found_below,
             pool=self._search_pool,
+            view=view,
         )
 
     def hybrid_search(
@@ -427,7 +533,7 @@ class LanceStore:
         """Run one maintenance step now, in this thread (see IndexMaintainer)."""
         return self.maintainer.run_once(force_optimize=force_optimize)
 
-    def _ensure_scalar_indices(self) -> None:
+    def ensure_scalar_indices(self) -> None:
         from lancedb.index import Bitmap, BTree
 
         configs = {"BTREE": BTree, "BITMAP": Bitmap}
@@ -441,8 +547,10 @@ class LanceStore:
                 table.create_index(column, config=configs[kind](), replace=True)
 
     def resident_bytes(self) -> int:
-        """Bytes held in the store's caches now: index partitions and table metadata."""
-        return int(self._session.size_bytes)
+        """Bytes held in memory for search now: the IVF view's resident partitions,
+        centroids and delta, and LanceDB's caches (indices, table metadata)."""
+        view = self.view.resident_bytes() if self.view is not None else 0
+        return int(self._session.size_bytes) + view
 
     def set_resident_budget(self, *, resident_bytes: int | None) -> None:
         """Change the memory cap between retrieval batches. The index cache is
@@ -451,6 +559,9 @@ class LanceStore:
         with self._write_lock:
             self._connect(resident_bytes)
             self._chunks = self._open_chunks()
+            if self.view is not None:  # released at once, as LanceDB's caches are
+                self.view.cache.clear()
+                self.view.cache.set_budget(self._view_budget())
 
     def apply_placement(self, *, placement: Any) -> None:
         """Honour the planner's budget for resident index partitions."""

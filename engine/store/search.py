@@ -1,8 +1,10 @@
 """Batched hybrid search over a chunks table.
 
-A batch of questions costs one multi-vector query (LanceDB runs it as one plan
-and tags each row with its `query_index`), so the partitions a batch touches
-are loaded once for all of its questions. Full text (BM25) runs per question;
+The vector side of a batch is the store's IVF view when it is ready: each
+partition the batch probes is scored once for all the questions that probe it
+(`ivf_view.py`). Otherwise (a small table, or a view being rebuilt) it is one
+LanceDB multi-vector query, which LanceDB runs as one ANN search per question.
+Full text (BM25) runs per question;
 the two ranked lists are fused by reciprocal rank. Similarities are computed
 from the stored vectors, not taken from `_distance`, because each index kind
 reports its own distance (IVF-PQ: approximate cosine, HNSW-SQ: squared L2).
@@ -29,6 +31,7 @@ NOT_FOUND_SIMILARITY = 0.2
 CHUNK_COLUMNS = list(ChunkRecord.__dataclass_fields__)
 _FTS_WORD = re.compile(r"[\w'-]+", re.UNICODE)
 _FTS_SYNTAX = {"AND", "OR", "NOT"}
+_FETCH_IDS = 1024  # chunk ids per `IN (...)` lookup
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +64,7 @@ def filter_expression(filters: SearchFilters | None) -> str | None:
         return None
     parts = []
     if filters.folders:
-        prefixes = [_folder_prefix(f) for f in filters.folders]
+        prefixes = [folder_prefix(f) for f in filters.folders]
         parts.append("(" + " OR ".join(f"starts_with(path, {quote(p)})" for p in prefixes) + ")")
     if filters.types:
         exts = sorted({normalise_type(t) for t in filters.types})
@@ -69,7 +72,7 @@ def filter_expression(filters: SearchFilters | None) -> str | None:
     return " AND ".join(parts)
 
 
-def _folder_prefix(folder: str) -> str:
+def folder_prefix(folder: str) -> str:
     # "/docs/a" must not match "/docs/ab/x.pdf".
     folder = folder.rstrip("/\\") or folder
     return folder if folder.endswith(("/", "\\")) else folder + os.sep
@@ -86,8 +89,11 @@ def search_batch(
     params: VectorParams | None = None,
     not_found_below: float = NOT_FOUND_SIMILARITY,
     pool: Executor | None = None,
+    view: Any = None,
 ) -> list[SearchResult]:
-    """For each question i (vectors[i], texts[i]): its top k chunks."""
+    """For each question i (vectors[i], texts[i]): its top k chunks. With `view`
+    (the store's IVF view, `ivf_view.py`) the vector side is its batched scan;
+    without, one LanceDB multi-vector query."""
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or len(vectors) != len(texts):
         raise ValueError("search_batch needs one text per vector, vectors shaped (n, dim)")
@@ -103,7 +109,15 @@ def search_batch(
         pool.submit(_fulltext, table, text=t, limit=limit, where=where) if pool else None
         for t in texts
     ]
-    vec_lists = _vector_candidates(table, vectors=vectors, limit=limit, where=where, params=params)
+    if view is not None:
+        nprobes = params.nprobes if params is not None else VectorParams().nprobes
+        vec_lists = view_candidates(
+            table, view=view, vectors=vectors, limit=limit, filters=filters, nprobes=nprobes
+        )
+    else:
+        vec_lists = _vector_candidates(
+            table, vectors=vectors, limit=limit, where=where, params=params
+        )
     results = []
     for i, text in enumerate(texts):
         job = fts[i]
@@ -141,6 +155,48 @@ def _vector_candidates(
     if where:
         query = query.where(where, prefilter=True)
     return _split_by_query(query.to_arrow(), count=len(vectors))
+
+
+def view_candidates(
+    table: Any,
+    *,
+    view: Any,
+    vectors: np.ndarray,
+    limit: int,
+    filters: SearchFilters | None,
+    nprobes: int,
+) -> list[list[dict[str, Any]]]:
+    """The view's candidates for every question, their rows read from the table
+    in one query for the whole batch and re-ranked by the exact cosine of the
+    stored float32 vectors (the view scores half-precision copies)."""
+    found = view.search(vectors, limit=limit, nprobes=nprobes, filters=filters)
+    wanted = sorted({cid for cands in found for cid, _ in cands})
+    rows: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(wanted), _FETCH_IDS):
+        part = wanted[start : start + _FETCH_IDS]
+        where = "chunk_id IN (" + ", ".join(quote(c) for c in part) + ")"
+        got = (
+            table.search()
+            .where(where)
+            .select([*CHUNK_COLUMNS, "vector"])
+            .limit(None)
+            .to_arrow()
+            .to_pylist()
+        )
+        rows.update((r["chunk_id"], r) for r in got)
+    out = []
+    for q, cands in zip(vectors, found, strict=True):
+        # A row a concurrent write removed since the scan is left out.
+        present = [rows[cid] for cid, _ in cands if cid in rows]
+        if present:
+            stored = np.asarray([r["vector"] for r in present], dtype=np.float32)
+            norms = np.linalg.norm(stored, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+            sims = stored @ q / np.where(norms > 0, norms, 1.0)
+            for r, s in zip(present, sims.tolist(), strict=True):
+                r["_distance"] = 1.0 - s
+            present.sort(key=lambda r: r["_distance"])
+        out.append(present)
+    return out
 
 
 def _split_by_query(table: pa.Table, *, count: int) -> list[list[dict[str, Any]]]:

@@ -113,6 +113,7 @@ def test_resident_bytes_stay_within_the_budget(
     store = _store(tmp_path / "i", background=False)
     store.chunks.add(pa.Table.from_pylist(_rows(vectors, start=0)))
     assert store.maintain_index() == "built"
+    assert store.maintainer.last_view_step == "view-built"
     index_bytes = store.index_state().index_bytes
     assert index_bytes > 0
 

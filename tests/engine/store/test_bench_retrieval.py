@@ -28,6 +28,10 @@ def test_quick_bench_reports_the_figures(tmp_path: Path) -> None:
     assert set(figures["p95_ms_by_budget"]) == {"5%", "25%", "100%"}
     assert all(v > 0 for v in figures["p95_ms_by_budget"].values())
     assert isinstance(figures["batch64_speedup"], float) and figures["batch64_speedup"] > 0
+    # The store's IVF view answers (LanceDB's multi-vector query is measured beside it).
+    view = figures["view"]
+    assert view["rows"] == 12_000 and view["partitions"] == 3 and view["bytes"] > 0
+    assert figures["batch64_speedup_lancedb"] > 0 and figures["batch64"]["fts64_ms"] > 0
     budgets = figures["budget_bytes_by_budget"]
     for share, resident in figures["resident_bytes_by_budget"].items():
         assert 0 < resident <= budgets[share]
