@@ -19,35 +19,12 @@ from app.main_window import MainWindow
 from engine.client import EngineClient
 from engine.paths import resolve_paths
 from engine.wire import IngestProgress
-from tests.fixtures.pdf_factory import PdfPage, write_pdf
+from tests.fixtures.small_corpus import write_small_corpus
 from tests.support.engine import RunningEngine, process_alive
-
-BRIDGE_FINDING = (
-    "The inspection of the Alder Street bridge found corrosion on the north pylon, "
-    "and the repair crew will replace four rusted bolts in October."
-)
 
 
 def _documents(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "lighthouse.md").write_text(
-        "# Lighthouse notes\n\nThe lighthouse keeper feeds a grey cat named Biscuit "
-        "every morning at seven, before the lamp is cleaned.\n"
-    )
-    (folder / "garden.txt").write_text(
-        "The community garden project has a budget of 4,200 euros for raised beds, "
-        "compost bins and a rain water tank.\n"
-    )
-    write_pdf(
-        path=folder / "bridge report.pdf",
-        pages=[
-            PdfPage(
-                heading="Bridge report",
-                paragraphs=["This report covers the yearly inspection of the city's footbridges."],
-            ),
-            PdfPage(heading="Findings", paragraphs=[BRIDGE_FINDING]),
-        ],
-    )
+    write_small_corpus(folder)
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
     return folder
 
