@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QFont
 
 from app.batch.runner import BatchResult
 from app.chat.answer_render import elide, file_name, page_word
 from app.qt_compat import emit
+from app.table_model import HeaderedTable, Index
 
-_Index = QModelIndex | QPersistentModelIndex
 RESULT_ROLE = Qt.ItemDataRole.UserRole + 1
 _EXCERPT_CHARS = 220  # the cell; the whole answer is in the tooltip and the export
 
 
-class BatchResultsModel(QAbstractTableModel):
+class BatchResultsModel(HeaderedTable):
     HEADERS = ("#", "Question", "Answer", "Sources")
     SOURCES_COLUMN = 3
 
@@ -65,20 +65,10 @@ class BatchResultsModel(QAbstractTableModel):
 
     # -- Qt's model interface -----------------------------------------------------------
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._questions)
+    def _rows(self) -> Sequence[object]:
+        return self._questions
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._questions):
             return None
         row, column = index.row(), index.column()

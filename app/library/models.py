@@ -7,44 +7,19 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
-    QAbstractTableModel,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     Qt,
 )
 
 from app.chat.answer_render import file_name
+from app.table_model import HeaderedTable, Index
 from engine.wire import DocumentInfo, FileError, WatchedFolder
 
-_Index = QModelIndex | QPersistentModelIndex
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-class _HeaderedTable(QAbstractTableModel):
-    """A table of `_rows()` under fixed column HEADERS: the part of Qt's model
-    interface both library tables share."""
-
-    HEADERS: tuple[str, ...] = ()
-
-    def _rows(self) -> Sequence[object]:
-        raise NotImplementedError
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._rows())
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
-
-
-class DocumentsModel(_HeaderedTable):
+class DocumentsModel(HeaderedTable):
     """One row per indexed document, sorted by file name. Files the engine
     could not read are left to the errors list, which says why."""
 
@@ -82,7 +57,7 @@ class DocumentsModel(_HeaderedTable):
     def _rows(self) -> Sequence[object]:
         return self._docs
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._docs):
             return None
         doc = self._docs[index.row()]
@@ -102,7 +77,7 @@ class DocumentsModel(_HeaderedTable):
         return None
 
 
-class FoldersModel(_HeaderedTable):
+class FoldersModel(HeaderedTable):
     """One row per watched folder with how many of its documents are indexed.
 
     The count comes from the documents list the pane already has, so showing
@@ -156,7 +131,7 @@ class FoldersModel(_HeaderedTable):
     def document_count(self, *, path: str) -> int:
         return self._counts.get(path, 0)
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._folders):
             return None
         folder = self._folders[index.row()]
@@ -201,10 +176,10 @@ class ErrorsModel(QAbstractListModel):
             self._errors[e.path] = e.reason
         self.endResetModel()
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._errors)
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._errors):
             return None
         path, reason = list(self._errors.items())[index.row()]
