@@ -135,6 +135,11 @@ def test_build_install_start_ask_quit_uninstall(tmp_path: Path) -> None:
         finally:
             gui.send_signal(signal.SIGTERM)
             assert gui.wait(timeout=120) == 0
+        # The window asks its engine to stop and exits; the engine then closes its
+        # store and pipelines and removes its endpoint file, moments later.
+        deadline = time.monotonic() + 30
+        while endpoint.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert not endpoint.exists(), "quitting the window left its engine running"
 
         # 3. "Ask RAGDoll about this folder": the entry's Exec with the folder as %F.
