@@ -288,6 +288,14 @@ class IvfView:
                 s2, r2 = self._scan(gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep)
                 for j, i in enumerate(short):
                     scores[i], rows[i] = s2[j], r2[j]
+        if self.scorer.name != "float32":
+            # bfloat16 scores only pick the candidates; they are ranked by the
+            # float32 cosine of the float16 copies (what the float32 kernel scores).
+            for i, r in enumerate(rows):
+                if len(r):
+                    s = np.asarray(gen.vectors[np.sort(r)], np.float32) @ q[i]
+                    order = np.argsort(-s, kind="stable")
+                    scores[i], rows[i] = s[order], np.sort(r)[order]
         delta = self._delta_candidates(state, q, limit=limit, filters=filters)
         out = []
         for i in range(len(q)):
@@ -327,14 +335,20 @@ class IvfView:
                 self.cache.put((gen.name, p), entry)
             vectors, codes = entry
             qs = askers[p]
-            sims = scorer.score(vectors, qk, qs)  # one product for every question probing p
+            # One product for every question probing p: (questions, rows).
+            sims = scorer.score(vectors, qk, qs)
             if keep is not None:
-                sims[~keep[codes]] = -np.inf
-            top = _top_rows(sims, limit)
-            picked = np.take_along_axis(sims, top, axis=0)
+                sims[:, ~keep[codes]] = -np.inf
+            if sims.shape[1] > limit:
+                top = np.argpartition(-sims, limit - 1, axis=1)[:, :limit]
+                picked = np.take_along_axis(sims, top, axis=1)
+            else:
+                top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+                picked = sims
+            top = top + lo
             for j, qi in enumerate(qs):
-                found_s[qi].append(picked[:, j])
-                found_r[qi].append(top[:, j] + lo)
+                found_s[qi].append(picked[j])
+                found_r[qi].append(top[j])
         scores, rows = [], []
         for qi in range(len(q)):
             s = np.concatenate(found_s[qi]) if found_s[qi] else np.zeros(0, np.float32)

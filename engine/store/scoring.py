@@ -35,7 +35,9 @@ class Scorer(Protocol):
 
     def queries(self, q: np.ndarray) -> Any: ...
 
-    def score(self, resident: Any, queries: Any, picked: list[int]) -> np.ndarray: ...
+    def score(self, resident: Any, queries: Any, picked: list[int]) -> np.ndarray:
+        """(len(picked), rows) float32 scores."""
+        ...
 
 
 class Float32Scorer:
@@ -49,8 +51,9 @@ class Float32Scorer:
         return np.ascontiguousarray(q, dtype=np.float32)
 
     def score(self, resident: np.ndarray, queries: np.ndarray, picked: list[int]) -> np.ndarray:
-        """(rows, len(picked)) cosine scores: one matrix product."""
-        return resident @ queries[picked].T
+        """(len(picked), rows) cosine scores: one matrix product, each question's
+        scores contiguous (its top candidates are then picked along a row)."""
+        return queries[picked] @ resident.T
 
 
 class BFloat16Scorer:
@@ -72,7 +75,7 @@ class BFloat16Scorer:
         )
 
     def score(self, resident: Any, queries: Any, picked: list[int]) -> np.ndarray:
-        sims = resident @ queries[picked].T
+        sims = queries[picked] @ resident.T
         return sims.float().numpy()
 
 
