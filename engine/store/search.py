@@ -4,8 +4,10 @@ The vector side of a batch is the store's IVF view when it is ready: each
 partition the batch probes is scored once for all the questions that probe it
 (`ivf_view.py`). Otherwise (a small table, or a view being rebuilt) it is one
 LanceDB multi-vector query, which LanceDB runs as one ANN search per question.
-Full text (BM25) runs per question;
-the two ranked lists are fused by reciprocal rank. Similarities are computed
+Full text (BM25) runs per question
+(LanceDB 0.40 takes one text per FTS query: no batch form) and returns ids only;
+the two ranked lists are fused by reciprocal rank and the hits' rows read in one
+lookup for the batch. Similarities are computed
 from the stored vectors, not taken from `_distance`, because each index kind
 reports its own distance (IVF-PQ: approximate cosine, HNSW-SQ: squared L2).
 """
@@ -127,14 +129,13 @@ def search_batch(
     fts_ids = []
     for i, text in enumerate(texts):
         job = fts[i]
-        got = job.result() if job else _fulltext(table, text=text, limit=limit, where=where)
-        fts_ids.append([r["chunk_id"] for r in got])
-        rows.update((r["chunk_id"], r) for r in got)
+        fts_ids.append(
+            job.result() if job else _fulltext(table, text=text, limit=limit, where=where)
+        )
     if view is not None:
         vec_ids = _exact_order(table, found=found, fts_ids=fts_ids, vectors=vectors, k=k, rows=rows)
     fused = [_fuse(vec_ids=v, fts_ids=f) for v, f in zip(vec_ids, fts_ids, strict=True)]
-    if view is not None:
-        _fetch_hits(table, fused=fused, k=k, rows=rows)
+    _fetch_hits(table, fused=fused, k=k, rows=rows)
     return [
         _result(ranked=ranked, rows=rows, query=q, k=k, not_found_below=not_found_below)
         for ranked, q in zip(fused, vectors, strict=True)
@@ -277,7 +278,11 @@ def _split_by_query(table: pa.Table, *, count: int) -> list[list[dict[str, Any]]
     return out
 
 
-def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[dict[str, Any]]:
+def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:
+    """BM25's best chunk ids for one question. Only the ids: the rows of the
+    few that become hits are read once for the batch (`_fetch_hits`), and
+    reading 40 rows with their vectors per question took about half of BM25's
+    time (64 questions at 200k rows: 520 against 290 ms)."""
     # The FTS parser treats quotes, colons and AND/OR as syntax; a person's
     # question is plain words.
     words = [w for w in _FTS_WORD.findall(text) if w.upper() not in _FTS_SYNTAX]
@@ -285,10 +290,10 @@ def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[d
         return []
     try:
         query = table.search(" ".join(words), query_type="fts")
-        query = query.select([*CHUNK_COLUMNS, "vector"]).limit(limit)
+        query = query.select(["chunk_id"]).limit(limit)
         if where:
             query = query.where(where, prefilter=True)
-        return _rows(query.to_arrow())
+        return query.to_arrow().column("chunk_id").to_pylist()
     except (ValueError, RuntimeError, OSError):
         return []  # no FTS index yet on an old table: vector search alone
 
