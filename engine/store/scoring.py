@@ -8,8 +8,9 @@ or `auto` (a short timing at first use, bfloat16 when ≥ 1.5x faster):
   elsewhere torch emulates it slowly. On the 2-core development machine (which
   has AMX) it was slower than float32 for single questions (83 against 35 ms at
   200k rows) and no faster for a batch of 64, hence not the default.
-Scores feed a candidate list that is re-ranked by the exact float32 cosine
-(`search.view_candidates`); bfloat16 gave the same recall@10 at 200k rows.
+Scores pick a candidate list; with bfloat16 the view re-scores it from the
+float16 copies, and the search re-ranks its head by the exact float32 cosine
+(`search._exact_order`); bfloat16 gave the same recall@10 at 200k rows.
 """
 
 from __future__ import annotations
