@@ -53,8 +53,10 @@ class Float32Scorer:
 
     def score(self, resident: np.ndarray, queries: np.ndarray, picked: list[int]) -> np.ndarray:
         """(len(picked), rows) cosine scores: one matrix product, each question's
-        scores contiguous (its top candidates are then picked along a row)."""
-        return queries[picked] @ resident.T
+        scores contiguous (its top candidates are then picked along a row). The
+        product runs as rows × questions, then is transposed: OpenBLAS took 0.67
+        against 1.0 ms for 4096 × 384 rows and 5 questions that way round."""
+        return np.ascontiguousarray((resident @ queries[picked].T).T)
 
 
 class BFloat16Scorer:
