@@ -68,18 +68,21 @@ class Generation:
         return int(self.centroids.shape[1])
 
     def partition_bytes(self, p: int, *, bytes_per_value: int = 4) -> int:
-        """Resident size of partition p: its vectors as scored and int32 document codes."""
+        """Resident size of partition p: its vectors as scored, int32 document
+        codes and chunk ids."""
         rows = int(self.offsets[p + 1] - self.offsets[p])
-        return rows * (bytes_per_value * self.dimension + 4)
+        return rows * (bytes_per_value * self.dimension + 4 + self.ids.dtype.itemsize)
 
     @property
     def metadata_bytes(self) -> int:
         return int(self.centroids.nbytes + self.offsets.nbytes + self.doc_rows.nbytes)
 
-    def load(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Partition p read from disk: half-precision vectors, document codes."""
+    def load(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Partition p read from disk: half-precision vectors, document codes,
+        chunk ids (held with the partition: read per result from the memmap, a
+        question whose pages left the page cache paid a disk read per candidate)."""
         lo, hi = int(self.offsets[p]), int(self.offsets[p + 1])
-        return np.array(self.vectors[lo:hi]), np.array(self.docs[lo:hi])
+        return np.array(self.vectors[lo:hi]), np.array(self.docs[lo:hi]), np.array(self.ids[lo:hi])
 
     def allowed(self, filters: SearchFilters | None) -> np.ndarray | None:
         """Which document codes pass the filters (None: all)."""

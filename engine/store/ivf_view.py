@@ -279,19 +279,29 @@ class IvfView:
         keep = ~state.hidden if state.hidden is not None else None
         if allowed is not None:
             keep = allowed if keep is None else keep & allowed
-        scores, rows = self._scan(gen, q, limit=limit, nprobes=nprobes, keep=keep)
+        scores, rows, cids = self._scan(gen, q, limit=limit, nprobes=nprobes, keep=keep)
         if filters is not None and not filters.empty and nprobes < gen.partitions:
             # A narrow filter may leave fewer than `limit` rows in the probed
             # partitions; those questions look at every partition.
             short = [i for i, r in enumerate(rows) if len(r) < limit]
             if short:
-                s2, r2 = self._scan(gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep)
+                s2, r2, c2 = self._scan(
+                    gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep
+                )
                 for j, i in enumerate(short):
-                    scores[i], rows[i] = s2[j], r2[j]
+                    scores[i], rows[i], cids[i] = s2[j], r2[j], c2[j]
+        if self.scorer.name != "float32":
+            # bfloat16 scores only pick the candidates; they are ranked by the
+            # float32 cosine of the float16 copies (what the float32 kernel scores).
+            for i, r in enumerate(rows):
+                if len(r):
+                    s = np.asarray(gen.vectors[r], np.float32) @ q[i]
+                    order = np.argsort(-s, kind="stable")
+                    scores[i], rows[i], cids[i] = s[order], r[order], cids[i][order]
         delta = self._delta_candidates(state, q, limit=limit, filters=filters)
         out = []
         for i in range(len(q)):
-            ids = [gen.ids[r].decode() for r in rows[i]]
+            ids = [c.decode() for c in cids[i].tolist()]
             merged = list(zip(ids, scores[i].tolist(), strict=True)) + delta[i]
             merged.sort(key=lambda c: -c[1])
             out.append(merged[:limit])
@@ -299,7 +309,8 @@ class IvfView:
 
     def _scan(
         self, gen: Generation, q: np.ndarray, *, limit: int, nprobes: int, keep: np.ndarray | None
-    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Each question's best `limit`: scores, rows of the generation, chunk ids."""
         probes = min(nprobes, gen.partitions)
         coarse = q @ gen.centroids.T
         if probes < gen.partitions:
@@ -314,6 +325,7 @@ class IvfView:
                 askers.setdefault(p, []).append(qi)
         found_s: list[list[np.ndarray]] = [[] for _ in range(len(q))]
         found_r: list[list[np.ndarray]] = [[] for _ in range(len(q))]
+        found_i: list[list[np.ndarray]] = [[] for _ in range(len(q))]
         # Resident partitions first: those not resident evict the least recently used.
         order = sorted(askers, key=lambda p: (gen.name, p) not in self.cache)
         for p in order:
@@ -322,29 +334,39 @@ class IvfView:
                 continue
             entry = self.cache.get((gen.name, p))
             if entry is None:
-                rows, codes = gen.load(p)
-                entry = (scorer.resident(rows), codes)
+                rows, codes, ids = gen.load(p)
+                entry = (scorer.resident(rows), codes, ids)
                 self.cache.put((gen.name, p), entry)
-            vectors, codes = entry
+            vectors, codes, ids = entry
             qs = askers[p]
-            sims = scorer.score(vectors, qk, qs)  # one product for every question probing p
+            # One product for every question probing p: (questions, rows).
+            sims = scorer.score(vectors, qk, qs)
             if keep is not None:
-                sims[~keep[codes]] = -np.inf
-            top = _top_rows(sims, limit)
-            picked = np.take_along_axis(sims, top, axis=0)
+                sims[:, ~keep[codes]] = -np.inf
+            if sims.shape[1] > limit:
+                top = np.argpartition(-sims, limit - 1, axis=1)[:, :limit]
+                picked = np.take_along_axis(sims, top, axis=1)
+            else:
+                top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+                picked = sims
+            picked_ids = ids[top]
+            top = top + lo
             for j, qi in enumerate(qs):
-                found_s[qi].append(picked[:, j])
-                found_r[qi].append(top[:, j] + lo)
-        scores, rows = [], []
+                found_s[qi].append(picked[j])
+                found_r[qi].append(top[j])
+                found_i[qi].append(picked_ids[j])
+        scores, rows, chunk_ids = [], [], []
         for qi in range(len(q)):
             s = np.concatenate(found_s[qi]) if found_s[qi] else np.zeros(0, np.float32)
             r = np.concatenate(found_r[qi]) if found_r[qi] else np.zeros(0, np.int64)
+            c = np.concatenate(found_i[qi]) if found_i[qi] else gen.ids[:0]
             valid = np.isfinite(s)
-            s, r = s[valid], r[valid]
+            s, r, c = s[valid], r[valid], c[valid]
             best = np.argsort(-s, kind="stable")[:limit]
             scores.append(s[best])
             rows.append(r[best])
-        return scores, rows
+            chunk_ids.append(c[best])
+        return scores, rows, chunk_ids
 
     def _delta_candidates(
         self, state: _State, q: np.ndarray, *, limit: int, filters: SearchFilters | None

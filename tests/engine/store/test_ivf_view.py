@@ -20,6 +20,7 @@ from engine.store.records import (
     PageRecord,
     SearchFilters,
 )
+from engine.store.search import _VIEW_ERROR, _fetch_hits, _result
 
 DIM = 32
 DOCS = 40
@@ -277,3 +278,29 @@ def test_the_partition_cache_evicts_least_recently_used() -> None:
     assert "big" not in cache and cache.resident_bytes == 300
     cache.set_budget(150)
     assert cache.resident_bytes == 100
+
+
+def test_the_view_error_bound_covers_float16_copies() -> None:
+    # The exact re-rank reads only candidates within twice this bound of the
+    # view's k-th score: a copy that moved further would be missed.
+    rng = np.random.default_rng(3)
+    v = _clustered(rng, 4000).astype(np.float64) * rng.uniform(0.5, 3.0, size=(4000, 1))
+    q = _clustered(rng, 8).astype(np.float64)
+    exact = (v / np.linalg.norm(v, axis=1, keepdims=True)) @ q.T
+    unit16 = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+    viewed = unit16.astype(np.float32) @ q.T.astype(np.float32)
+    assert float(np.abs(viewed - exact).max()) <= _VIEW_ERROR
+
+
+def test_hits_a_concurrent_write_removed_are_replaced_by_the_next(built: tuple) -> None:
+    store, _ = built
+    fused = [[("gone:1", 0.9), ("d0:0", 0.8), ("gone:2", 0.7), ("d0:1", 0.6), ("d0:2", 0.5)]]
+    rows: dict = {}
+    _fetch_hits(store.chunks, fused=fused, k=2, rows=rows)
+    assert {"d0:0", "d0:1"} <= rows.keys() and "gone:1" not in rows
+    (result,) = [
+        _result(ranked=r, rows=rows, query=np.ones(DIM, np.float32), k=2, not_found_below=-2.0)
+        for r in fused
+    ]
+    assert [h.chunk.chunk_id for h in result.hits] == ["d0:0", "d0:1"]
+    assert [h.fused for h in result.hits] == [0.8, 0.6]
