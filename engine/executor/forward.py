@@ -53,6 +53,11 @@ def compute_device(placement: Placement) -> torch.device:
     return torch.device("cpu")
 
 
+# The decoder families whose forward is exactly embed -> layers -> norm -> head, as
+# StreamingModel runs it (tested against transformers' own forward).
+ARCHITECTURES = frozenset({"llama", "qwen2", "mistral"})
+
+
 class StreamingModel:
     """One model under one Placement. Not thread-safe: one forward at a time."""
 
@@ -74,6 +79,13 @@ class StreamingModel:
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
+        if config.model_type not in ARCHITECTURES:
+            # Others (Gemma's scaled embeddings and soft-capped logits, ...) compute more
+            # than embed -> layers -> norm -> head: run here they would answer nonsense.
+            raise ValueError(
+                f"the layer-streaming executor runs {', '.join(sorted(ARCHITECTURES))} "
+                f"models; this one is {config.model_type!r}"
+            )
         if config.num_hidden_layers != len(placement.layer_tiers):
             raise ValueError(
                 f"placement is for {len(placement.layer_tiers)} layers, "

@@ -176,3 +176,22 @@ def test_kv_half_on_the_host_uses_tiered_layers_and_attention(llama_dir: Path) -
         assert model._attn_config._attn_implementation == TIERED_ATTENTION
     finally:
         model.close()
+
+
+def test_an_architecture_it_does_not_run_is_refused_by_name(
+    llama_dir: Path, tmp_path: Path
+) -> None:
+    """Gemma 2 scales its embeddings and soft-caps its logits outside the layers: run as
+    embed -> layers -> norm -> head it would answer nonsense, so it must not load."""
+    from transformers import Gemma2Config
+
+    Gemma2Config(
+        num_hidden_layers=4,
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+    ).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="runs llama, mistral, qwen2 models; this one is 'gemma2'"):
+        StreamingModel(model_dir=tmp_path, placement=make_placement(model_dir=llama_dir))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from engine.executor.forward import ARCHITECTURES
 from engine.hardware.profile import HardwareProfile, synthetic_profile
 from engine.models.catalogue import (
     advise,
@@ -48,6 +50,9 @@ def test_catalogue_entries_have_bundled_configs() -> None:
         spec = load_model_spec(source=e.config_path())
         assert spec.parameter_count > 0, e.id
         assert "/" in e.id and e.licence and e.description
+        # Recommend only what the executor runs: a download must end in answers.
+        model_type = json.loads(e.config_path().read_text())["model_type"]
+        assert model_type in ARCHITECTURES, (e.id, model_type)
 
 
 def test_small_model_fits_on_a_big_gpu_and_is_fast() -> None:
