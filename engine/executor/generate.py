@@ -236,23 +236,22 @@ class _Batch:
             )
             layer.lazy_initialization(keys, values)
             layer.keys, layer.values = keys, values
-        began = time.perf_counter()
-        logits = self._model.forward(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=self._cache,
-            phase="prefill",
-        )  # (B, 1, V)
-        out = logits[:, -1, :].float().cpu()
-        self._s_per_token = (time.perf_counter() - began) / sum(len(s) for s in suffixes)
-        self._mask, self._positions = mask, positions[:, -1:]
-        return out
+        return self._forward_prefill(
+            ids=ids, mask=mask, positions=positions, tokens=sum(len(s) for s in suffixes)
+        )
 
     def _prefill_plain(self, prompts: list[list[int]]) -> torch.Tensor:
         ids, mask = left_pad(prompts, pad=self._pad)  # (B, T)
-        positions = positions_of(mask)
         self._cache = self._model.new_cache()
+        return self._forward_prefill(
+            ids=ids, mask=mask, positions=positions_of(mask), tokens=max(1, int(mask.sum()))
+        )
+
+    def _forward_prefill(
+        self, *, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, tokens: int
+    ) -> torch.Tensor:
+        """The prefill forward on self._cache; its time per prefilled token is the cost
+        the prefix cache credits to the blocks it keeps."""
         began = time.perf_counter()
         logits = self._model.forward(
             input_ids=ids,
@@ -262,7 +261,7 @@ class _Batch:
             phase="prefill",
         )  # (B, 1, V)
         out = logits[:, -1, :].float().cpu()
-        self._s_per_token = (time.perf_counter() - began) / max(1, int(mask.sum()))
+        self._s_per_token = (time.perf_counter() - began) / tokens
         self._mask, self._positions = mask, positions[:, -1:]
         return out
 
