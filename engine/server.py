@@ -288,6 +288,10 @@ def serve(
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host.strip("[]"), port))
+        # Listening before the endpoint file is written: a client that reads it
+        # while uvicorn is still starting waits in the backlog instead of being
+        # refused.
+        sock.listen(2048)
         bound_port = sock.getsockname()[1]
         if not is_loopback_address(host):
             _warn_network(host=host, port=bound_port, token_file=paths.token_file)

@@ -203,7 +203,15 @@ def test_pause_cancel_and_resume_reach_the_real_engine(
     qtbot.mouseClick(library.add_folder_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(library.resume_button.isVisible, timeout=10_000)
     qtbot.mouseClick(library.resume_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not library.ingesting, timeout=60_000)
+    try:
+        qtbot.waitUntil(lambda: not library.ingesting, timeout=60_000)
+    except AssertionError as e:  # once seen under load in CI: say where it stood
+        queue = engine.client.ingest_queue()
+        log_tail = resolve_paths().engine_log.read_text(errors="replace")[-3000:]
+        raise AssertionError(
+            f"still ingesting; engine queue {queue}; library jobs {library._jobs}, "
+            f"awaiting {library._awaiting}, shown {library._job_id}; log tail:\n{log_tail}"
+        ) from e
     assert library.progress_box.title() == "Documents added"
     assert not engine.client.ingest_queue().paused
     qtbot.waitUntil(lambda: library.documents_model.rowCount() == 1, timeout=10_000)
