@@ -374,17 +374,16 @@ class Engine:
             k=max(1, min(k, 50)),
             payload=None if filters.empty else filters,
         )
-        yield from _answer_events(handle=handle, cancel=cancel, model=serving.model_name)
+        yield from _answer_events(handle=handle, cancel=cancel)
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""
         embedder = self.embedder()
         with self._serving_lock:
             serving = self._serving
+            retiring = None
             if serving is not None and serving.answerer is not self._generator:
-                self._serving = None
-                threading.Thread(target=serving.close, daemon=True).start()
-                serving = None
+                retiring, serving, self._serving = serving, None, None
             if serving is None:
                 generator = self._generator
                 self._serving_profile = self.profiler.status()
@@ -403,14 +402,22 @@ class Engine:
                 if status != self._serving_profile:  # a profile may have been fitted since
                     self._serving_profile = status
                     serving.pipeline.set_generation_fit(self._generation_fit())
-            return serving
+        if retiring is not None:
+            _retire(retiring, successor=serving)
+        return serving
 
     def _drop_serving(self) -> None:
+        """The model changed: questions still waiting go on with the new one (its
+        pipelines are built now for them); idle pipelines are just closed."""
         with self._serving_lock:
-            serving, self._serving = self._serving, None
-        if serving is not None:
-            # Waits for a generation batch in flight: not on the caller's thread.
-            threading.Thread(target=serving.close, name="serving-close", daemon=True).start()
+            serving = self._serving
+            if serving is None:
+                return
+            if serving.pipeline.idle():
+                self._serving = None
+                _retire(serving, successor=None)
+                return
+        self.serving()  # sees the old pipelines' answerer is not the model's: hands over
 
     def _generation_fit(self) -> PowerLawFit | None:
         """T(B) from active profiling, when a profile of this model on this machine
@@ -460,9 +467,7 @@ class Engine:
         self.store.close()
 
 
-def _answer_events(
-    *, handle: RequestHandle, cancel: threading.Event | None, model: str | None
-) -> Iterator[AskEventT]:
+def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> Iterator[AskEventT]:
     """A pipeline request's events as ask_stream's: the citations once retrieved
     (none when nothing relevant was found), the text as it is written, then done."""
     gated: GatedHits | None = None
@@ -487,6 +492,7 @@ def _answer_events(
         if outcome is None:  # the caller stopped reading: free its row in the batch
             handle.cancel()
     asked_to_stop = cancel is not None and cancel.is_set()
+    model = handle.served_by  # after a model change, the pipelines that took it over
     if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
         raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
     if gated is None:  # cancelled before its retrieval
@@ -514,3 +520,18 @@ def citation_for(index: int, hit: SearchHit) -> Citation:
         char_start=c.char_start,
         char_end=c.char_end,
     )
+
+
+def _retire(serving: ServingPipeline, *, successor: ServingPipeline | None) -> None:
+    """Stop old pipelines in the background (a generation batch in flight ends
+    first); with a successor, what they had not begun moves to it."""
+
+    def run() -> None:
+        if successor is None:
+            serving.close()
+            return
+        moved = serving.hand_over(to=successor)
+        if moved:
+            log.info("%d waiting question(s) moved to the pipelines of the new model", moved)
+
+    threading.Thread(target=run, name="serving-retire", daemon=True).start()

@@ -82,6 +82,7 @@ class RequestHandle:
         self.hits: Any = None
         self.outcome: Finished | None = None
         self.tokens = 0  # generated tokens delivered so far
+        self.served_by: str | None = None  # the model of the pipeline answering it (None: none)
 
     @property
     def request_id(self) -> str:
@@ -109,6 +110,19 @@ class RequestHandle:
     def mark(self, **stamps: float) -> None:
         with self._lock:
             self._times = dataclasses.replace(self._times, **stamps)
+
+    def also_notify(self, on_event: Callable[[Event], None]) -> None:
+        """Call `on_event` too for every event from now on (a pipeline that took
+        the request over counts it)."""
+        with self._lock:
+            before = self._on_event
+
+            def both(event: Event) -> None:
+                if before is not None:
+                    before(event)
+                on_event(event)
+
+            self._on_event = both
 
     def emit(self, event: Event) -> None:
         """Deliver one event; after a Finished, nothing more is delivered."""

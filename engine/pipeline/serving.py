@@ -55,6 +55,7 @@ class ServingPipeline:
             # A question asked while a batch decodes joins it at the next step, as
             # far as eq. 4-8 would have batched it with the rows in flight.
             join_running_batch=True,
+            model_name=answerer.name if answerer is not None else None,
         )
         self.governor: PlacementGovernor | None = None
         if answerer is not None and placement is not None:
@@ -79,6 +80,13 @@ class ServingPipeline:
         if self.governor is not None:
             self.governor.close()
         self.pipeline.close()
+
+    def hand_over(self, *, to: ServingPipeline) -> int:
+        """Stop, and let `to` (the pipelines of another model) answer the questions
+        not yet being generated; returns how many moved."""
+        if self.governor is not None:
+            self.governor.close()
+        return self.pipeline.hand_over(to=to.pipeline)
 
 
 def _store_hook(store: LanceStore) -> Any:

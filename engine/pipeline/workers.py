@@ -19,8 +19,6 @@ builds the real ones, tests pass fakes.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import threading
 import time
 from collections import deque
@@ -28,7 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
+from engine.pipeline.batch_worker import ApplyPlacement, BatchWorker
+from engine.pipeline.batching import BatchModel
 from engine.pipeline.requests import (
     Event,
     Finished,
@@ -38,8 +37,8 @@ from engine.pipeline.requests import (
     Retrieved,
     new_question,
 )
-from engine.pipeline.scheduler import Pending, Priority, SchedulerPolicy, select
-from engine.pipeline.status import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
+from engine.pipeline.scheduler import Priority, SchedulerPolicy
+from engine.pipeline.status import PipelineStatus, RequestRecord
 from engine.planner.profiling import PowerLawFit
 
 
@@ -54,8 +53,6 @@ DONE: Final = _Done()  # the generate_batch marker: this request's answer is com
 # call, one search), generation holds KV per row.
 DEFAULT_RETRIEVAL_CAP = 64
 DEFAULT_GENERATION_CAP = 8
-_IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
-HISTORY = 64  # batches kept per worker for the status timeline
 REQUEST_HISTORY = 256  # finished requests kept for the status (latency over time)
 TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 
@@ -71,252 +68,6 @@ class GenerationJob:
 RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
 # A piece is plain text, or a Piece when the function counts the tokens behind it.
 GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done"]]]
-ApplyPlacement = Callable[[Any], None]
-
-
-@dataclass(kw_only=True)
-class _Entry:
-    handle: RequestHandle
-    pending: Pending
-
-
-class BatchWorker:
-    """A queue, a lock and a batch model; `run_batch` does one batch's work and
-    returns how many requests joined the batch while it ran (`take`), if any."""
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        run_batch: Callable[[list[RequestHandle]], int | None],
-        model: BatchModel,
-        cap: int,
-        cap_of: Callable[[Any], int],
-        apply_placement: ApplyPlacement | None,
-        policy: SchedulerPolicy,
-        clock: Callable[[], float],
-        fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
-    ) -> None:
-        self.name = name
-        self._fixed_batch = fixed_batch
-        self._run_batch = run_batch
-        self._model = model
-        self._cap = max(1, cap)
-        self._cap_of = cap_of
-        self._apply_placement = apply_placement
-        self._policy = policy
-        self._clock = clock
-        self._cond = threading.Condition()  # guards the queue
-        self._waiting: list[_Entry] = []
-        self._lock = threading.Lock()  # held for a whole batch and for a placement change
-        self._stopping = False
-        self._thread: threading.Thread | None = None
-        self._running = 0
-        self._choice: BatchChoice | None = None
-        self._last: tuple[int, float] | None = None
-        self._batches = 0
-        self._placements = 0
-        self._placement_waiting = 0  # set_placement calls waiting for the lock
-        self._history: deque[BatchRecord] = deque(maxlen=HISTORY)
-
-    # -- queue -------------------------------------------------------------------
-
-    def enqueue(self, handle: RequestHandle) -> None:
-        q = handle.question
-        entry = _Entry(
-            handle=handle,
-            pending=Pending(
-                request_id=q.request_id,
-                priority=q.priority,
-                enqueued_at=self._clock(),
-                cost_s=q.cost_s,
-            ),
-        )
-        with self._cond:
-            if self._stopping:
-                handle.emit(Finished(status="cancelled", error="the pipeline has stopped"))
-                return
-            self._waiting.append(entry)
-            self._cond.notify()
-
-    def _drop_cancelled(self) -> None:
-        """Under self._cond: cancelled requests leave the queue and hear so."""
-        gone = [e for e in self._waiting if e.handle.cancelled]
-        if gone:
-            self._waiting = [e for e in self._waiting if not e.handle.cancelled]
-            for e in gone:
-                e.handle.emit(Finished(status="cancelled"))
-
-    # -- batches -------------------------------------------------------------------
-
-    def run_once(self) -> bool:
-        """Form and run one batch now, in this thread. False when nothing waits."""
-        with self._lock:
-            with self._cond:
-                self._drop_cancelled()
-                if not self._waiting:
-                    return False
-                if self._fixed_batch is not None:
-                    choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
-                else:
-                    choice = self._model.choose(n=len(self._waiting), cap=self._cap)
-                batch = self._select(size=choice.size)
-                self._choice = choice
-                self._running = len(batch)
-                placements = self._placements
-            start = self._clock()
-            failed = False
-            joined = 0
-            try:
-                joined = self._run_batch(batch) or 0
-            except Exception as e:  # one bad batch must not stop the worker
-                failed = True
-                for handle in batch:
-                    handle.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
-            finally:
-                elapsed = self._clock() - start
-                # A failure's time says nothing about T(B), nor does a batch that
-                # grew on the way (its rows did not share the whole run).
-                if not failed and not joined:
-                    self._model = observe(self._model, batch=len(batch), seconds=elapsed)
-                with self._cond:
-                    self._running = 0
-                    self._last = (len(batch) + joined, elapsed)
-                    self._history.append(
-                        BatchRecord(
-                            started=start,
-                            seconds=elapsed,
-                            size=len(batch) + joined,
-                            backlog=choice.backlog,
-                            cap=choice.cap,
-                            placements=placements,
-                        )
-                    )
-                    self._batches += 1
-        return True
-
-    def set_placement(self, placement: Any) -> None:
-        """Apply between two batches: waits for the batch in flight, if any, and the
-        worker starts no new batch meanwhile (a plain lock is not fair: a busy worker
-        could take it back before this thread woke)."""
-        with self._cond:
-            self._placement_waiting += 1
-        try:
-            with self._lock:
-                if self._apply_placement is not None:
-                    self._apply_placement(placement)
-                cap = max(1, int(self._cap_of(placement)))
-                with self._cond:
-                    self._cap = cap
-                    self._placements += 1
-        finally:
-            with self._cond:
-                self._placement_waiting -= 1
-                self._cond.notify_all()
-
-    def take(self, *, running: int) -> list[RequestHandle]:
-        """For the batch in flight (this worker's own thread, inside `run_batch`): the
-        waiting requests that should join it now, `running` rows being still alive.
-        As many as eq. 4–8 would have put in one batch with the rows in flight, within
-        the cap; none while a placement change waits (it would wait for ever) or the
-        worker stops."""
-        with self._cond:
-            self._drop_cancelled()
-            if not self._waiting or self._placement_waiting or self._stopping:
-                return []
-            n = running + len(self._waiting)
-            room = self._model.choose(n=n, cap=self._cap).size - running
-            if room < 1:
-                return []
-            joining = self._select(size=room)
-            self._running += len(joining)
-            return joining
-
-    def _select(self, *, size: int) -> list[RequestHandle]:
-        """Under self._cond: the scheduler's best `size` waiting requests leave the queue."""
-        chosen, _ = select(
-            [e.pending for e in self._waiting], size=size, now=self._clock(), policy=self._policy
-        )
-        # By identity: the scheduler returns the very Pending objects it was given.
-        by_pending = {id(e.pending): e for e in self._waiting}
-        taken = {id(p) for p in chosen}
-        self._waiting = [e for e in self._waiting if id(e.pending) not in taken]
-        return [by_pending[id(p)].handle for p in chosen]
-
-    @property
-    def cap(self) -> int:
-        with self._cond:
-            return self._cap
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Hold the worker between two batches (the batch in flight ends first); what
-        arrives meanwhile waits and forms the next batch when this exits."""
-        with self._lock:
-            yield
-
-    def set_profiled_fit(self, fit: PowerLawFit | None) -> None:
-        """A new profiled T(B) (active profiling finished); observed batches still win
-        once there are enough of them."""
-        with self._cond:
-            self._model = dataclasses.replace(self._model, profiled=fit)
-
-    @property
-    def backlog(self) -> int:
-        """Requests waiting for this worker plus those in its batch now."""
-        with self._cond:
-            return len(self._waiting) + self._running
-
-    # -- thread ----------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(
-            target=self._loop, name=f"pipeline-{self.name}", daemon=True
-        )
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                self._drop_cancelled()
-                if self._stopping:
-                    return
-                if not self._waiting or self._placement_waiting:
-                    self._cond.wait(_IDLE_POLL_S)
-                    continue
-            self.run_once()
-
-    def stop(self, *, timeout: float | None = None) -> None:
-        """Stop taking batches; what still waits is told it was cancelled."""
-        with self._cond:
-            self._stopping = True
-            left, self._waiting = self._waiting, []
-            self._cond.notify_all()
-        for e in left:
-            e.handle.emit(Finished(status="cancelled", error="the pipeline has stopped"))
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def status(self) -> WorkerStatus:
-        with self._cond:
-            fit: PowerLawFit | None = self._model.fit
-            return WorkerStatus(
-                name=self.name,
-                queue_length=len(self._waiting),
-                running=self._running,
-                cap=self._cap,
-                batch_size=self._choice.size if self._choice else None,
-                last_batch_size=self._last[0] if self._last else None,
-                last_batch_s=self._last[1] if self._last else None,
-                batches=self._batches,
-                fit_a=fit.a if fit else None,
-                fit_c=fit.c if fit else None,
-                fit_online=self._model.online is not None,
-                placements_applied=self._placements,
-                recent=tuple(self._history),
-            )
 
 
 class Pipeline:
@@ -338,6 +89,7 @@ class Pipeline:
         answered_at_retrieval: Callable[[Any], bool] | None = None,
         join_running_batch: bool = False,
         fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
+        model_name: str | None = None,  # the model answering here (handles say so)
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
@@ -349,6 +101,7 @@ class Pipeline:
         self._generate_batch = generate_batch
         self._answered_at_retrieval = answered_at_retrieval
         self._join = join_running_batch
+        self.model_name = model_name
         self._clock = clock
         self._placement = placement
         self._placement_lock = threading.Lock()  # one placement change at a time
@@ -416,14 +169,12 @@ class Pipeline:
         )
 
         def counted(event: Event) -> None:
-            if isinstance(event, Finished):
-                self._record(handle, event)
-            elif isinstance(event, Piece) and event.tokens:
-                self._count_tokens(event.tokens)
+            self._count(handle, event)
             if on_event is not None:
                 on_event(event)
 
         handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted)
+        handle.served_by = self.model_name
         with self._counts_lock:
             if q.request_id in self._live:
                 raise ValueError(f"request {q.request_id!r} is already in the pipeline")
@@ -431,6 +182,36 @@ class Pipeline:
             self._submitted += 1
         self.retrieval.enqueue(handle)
         return handle
+
+    def _count(self, handle: RequestHandle, event: Event) -> None:
+        if isinstance(event, Finished):
+            self._record(handle, event)
+        elif isinstance(event, Piece) and event.tokens:
+            self._count_tokens(event.tokens)
+
+    def hand_over(self, *, to: Pipeline, timeout: float | None = 10.0) -> int:
+        """Stop this pipeline and let `to` finish what it has not begun (a model
+        change): questions waiting for retrieval join `to`'s retrieval queue, those
+        already retrieved its generation queue (their sources stay valid); a batch
+        in flight ends here. Returns how many requests moved."""
+        # The retrieval batch in flight is waited for (no timeout: its questions
+        # must reach the generation queue below before that is handed over too).
+        moved = self.retrieval.stop(
+            timeout=None, hand_to=lambda h: to.adopt(handle=h, retrieved=False)
+        )
+        moved += self.generation.stop(
+            timeout=timeout, hand_to=lambda h: to.adopt(handle=h, retrieved=True)
+        )
+        return moved
+
+    def adopt(self, *, handle: RequestHandle, retrieved: bool) -> None:
+        """Take over a request another pipeline queued (`hand_over`)."""
+        handle.also_notify(lambda event: self._count(handle, event))
+        handle.served_by = self.model_name
+        with self._counts_lock:
+            self._live.add(handle.request_id)
+            self._submitted += 1
+        (self.generation if retrieved else self.retrieval).enqueue(handle)
 
     def set_placement(self, placement: Any) -> None:
         """Each worker takes the placement between two of its batches, retrieval first;

@@ -372,3 +372,26 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
         ]
         alone = "".join(engine._generator.stream(question=question, passages=passages))
         assert done.mode == "generative" and done.answer == alone, question
+
+
+def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
+    with_model: Engine, tiny_model: Path
+) -> None:
+    """Questions waiting when the model changes are answered by the new one, none lost."""
+    engine = with_model
+    old = engine.serving()
+    questions = list(QUESTIONS)[:3]
+    with old.pipeline.generation.paused():
+        threads, results, errors = _start(engine, [{"question": q} for q in questions])
+        _until(lambda: old.pipeline.generation.status().queue_length == len(questions))
+        engine.set_model(model=None)  # extractive answers from now on
+    _join(threads, results, errors)
+    new = engine.serving()
+    assert new is not old and new.answerer is None
+    for (question, (file, phrase)), events in zip(QUESTIONS.items(), results, strict=False):
+        done = events[-1][1]
+        assert done.mode == "extractive", question
+        assert events[0][1][0].path.endswith(file) and phrase in done.answer, question
+    assert old.pipeline.status().generation.batches == 0
+    _until(lambda: new.pipeline.status().finished >= len(questions))
+    engine.set_model(model=str(tiny_model))  # as the fixture left it

@@ -264,6 +264,38 @@ def test_close_tells_waiting_requests() -> None:
     assert late.outcome is not None and late.outcome.status == "cancelled"
 
 
+def test_hand_over_moves_waiting_questions_to_the_new_pipeline() -> None:
+    """A model change: what the old pipeline had not begun to generate is answered
+    by the new one (retrieved questions keep their sources), and both count it."""
+    old, old_fakes, _ = manual(retrieval=law(0.1, 0.2), generation=law(1.0, 0.9))
+    new, new_fakes, _ = manual(retrieval=law(0.1, 0.2), generation=law(1.0, 0.9))
+    retrieved = [old.submit(question=f"r{i}") for i in range(3)]
+    assert old.retrieval.run_once()  # these three wait for generation now
+    waiting = [old.submit(question=f"w{i}") for i in range(2)]  # still before retrieval
+
+    assert old.hand_over(to=new) == 5
+    assert new.status().generation.queue_length == 3
+    assert new.status().retrieval.queue_length == 2
+    while new.retrieval.run_once() or new.generation.run_once():
+        pass
+    for h in retrieved + waiting:
+        assert h.outcome is not None and h.outcome.status == "done", h.request_id
+        assert h.text().startswith(h.question.text + ":0")
+    assert old_fakes.generation_batches == []
+    assert sorted(q for b in new_fakes.retrieval_batches for q in b) == ["w0", "w1"]
+    assert sorted(q for b in new_fakes.generation_batches for q in b) == [
+        "r0",
+        "r1",
+        "r2",
+        "w0",
+        "w1",
+    ]
+    assert new.idle() and old.idle()
+    assert new.status().finished == 5
+    late = old.submit(question="after the change")
+    assert late.outcome is not None and late.outcome.status == "cancelled"
+
+
 def test_placement_changes_mid_run_lose_no_request_and_land_between_batches() -> None:
     """Threads, the real clock: requests arrive from several threads while placements
     change; every request finishes with its own answer, and no placement hook ran
