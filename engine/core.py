@@ -103,7 +103,13 @@ class Engine:
     def embedder(self) -> Embedder:
         with self._embedder_lock:
             if self._embedder is None:
-                embedder = Embedder(model=self.settings.embedder)
+                # With a model in use, the embedder takes the GPU only if that model's
+                # placement leaves it room (without one: the GPU's free memory).
+                generator = self._generator
+                embedder = Embedder(
+                    model=self.settings.embedder,
+                    placement=generator.placement if generator is not None else None,
+                )
                 stale = self.store.ensure_embedder(
                     embedder_id=embedder.info.id, dimension=embedder.info.dimension
                 )
