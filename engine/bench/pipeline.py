@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--requests",
         type=int,
-        help="expected arrivals per repeat (default 30; full 60): sets the window",
+        help="expected arrivals per repeat (default 30; full 50): sets the window",
     )
     parser.add_argument(
         "--window", type=float, help="seconds of arrivals, all four intervals (overrides)"
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     size = QUICK if quick else FULL
-    requests = args.requests or (30 if quick else 60)
+    requests = args.requests or (30 if quick else 50)
     max_window = 20.0 if quick else 90.0
     output_tokens = args.output_tokens or (6 if quick else 16)
     context = args.context or (256 if quick else 320)
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             answerer=answerer,
             output_tokens=output_tokens,
             batches=(1, 2) if quick else (1, 2, 4),
-            repeats=1 if quick else 2,
+            repeats=1 if quick else 3,
         )
         service_1 = profile["retrieval_s"][1] + profile["generation_s"][1]
         last_rate = args.load / service_1
@@ -239,6 +239,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"{_fit(profile['generation_fit'])}, in series {_fit(profile['cycle_fit'])}; "
             f"retrieval / generation at B=1: "
             f"{profile['retrieval_s'][1] / profile['generation_s'][1]:.2f}"
+            + (
+                f" (each retrieval batch includes {bench_store.figures['evict_s'] * 1000:.0f} ms "
+                "of dropping the store's files from the page cache)"
+                if "evict_s" in bench_store.figures
+                else ""
+            )
         )
         plans = [
             schedule(facts=facts, last_rate_per_s=last_rate, window_s=window, seed=args.seed + r)
@@ -274,11 +280,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 disk_sources=disk_sources,
                 fixed=fixed,
                 root=root,
+                rotate=r,
                 say=say,
             )
             result = side_by_side(runs=runs) | {
                 "seed": args.seed + r,
                 "requests": len(plan.arrivals),
+                "order": list(_order(r)),
             }
             table(result, say=say)
             results.append(result)
@@ -393,7 +401,8 @@ def _profile(
     """Active profiling: retrieval of a batch (through the store as the runs use it,
     page cache dropped first in the scaled regime) then the executor's generation of
     it, at a few batch sizes; a first round warms up, then each size `repeats` times,
-    interleaved, the mean kept (the machine may be shared). The questions rotate over
+    interleaved, the median kept (the machine is shared: one slow round must not set
+    the rates or the fits). The questions rotate over
     the corpus so that no batch finds the previous one's partitions. T(B) = a·B^c is
     fitted for retrieval, for generation, and for the two in series."""
     generate_batch = executor_generate_batch(answerer=answerer)
@@ -419,8 +428,8 @@ def _profile(
         if round_ > 0:  # the first is the warm-up
             retrieval[b].append(retrieved - started)
             generation[b].append(time.perf_counter() - retrieved)
-    r_mean = {b: statistics.fmean(ts) for b, ts in retrieval.items()}
-    g_mean = {b: statistics.fmean(ts) for b, ts in generation.items()}
+    r_mean = {b: statistics.median(ts) for b, ts in retrieval.items()}
+    g_mean = {b: statistics.median(ts) for b, ts in generation.items()}
     return {
         "retrieval_s": r_mean,
         "generation_s": g_mean,
@@ -436,6 +445,14 @@ def _never() -> Any:
     return threading.Event()
 
 
+def _order(rotate: int) -> tuple[str, ...]:
+    """The systems in the order repeat `rotate` runs them: rotated at each repeat, so
+    that a burst of load from elsewhere on a shared machine does not fall on the same
+    system every time."""
+    order = ("serial_accelerate", "no_pipeline", "fixed_batch", "ragdoll")
+    return order[rotate % 4 :] + order[: rotate % 4]
+
+
 def _run_systems(
     *,
     setup: Setup,
@@ -445,10 +462,11 @@ def _run_systems(
     disk_sources: list[Any],
     fixed: int,
     root: Path,
+    rotate: int,
     say: Callable[[str], None],
 ) -> list[SystemRun]:
     runs: list[SystemRun] = []
-    for name in ("serial_accelerate", "no_pipeline", "fixed_batch", "ragdoll"):
+    for name in _order(rotate):
         evict_page_cache(files=checkpoint_files(model_dir))
         bench_store.reset()
         # Every system starts cold: the systems share one answerer, and KV that an
