@@ -58,10 +58,14 @@ def test_filler_is_searched_through_the_view_under_the_budget(
         resident_share=0.25,
         seed=1,
         say=lambda _: None,
+        partitions=3,
     )
     f = bench.figures
     assert f["regime"] == "scaled" and f["rows"] == 9_000 == store.chunks.count_rows()
-    assert f["partitions"] >= 2 and f["view_rows"] == 9_000
+    # As many partitions as asked for; the product's nprobes (20) then probes them all.
+    assert f["partitions"] == 3 == store.view.generation.partitions  # type: ignore[union-attr]
+    assert f["rows_per_partition"] == 3_000 and f["view_rows"] == 9_000
+    assert f["evict_s"] >= 0
     # The budget went through the Placement, as the product applies it.
     assert bench.placement.resident_partition_bytes == f["resident_budget_bytes"]
     assert store.resident_budget == f["resident_budget_bytes"]
@@ -103,8 +107,12 @@ def test_no_filler_keeps_the_small_regime(
     assert evicted == [] and store.chunks.count_rows() == 0
 
 
-@pytest.mark.parametrize("rows, share", [(-1, 0.05), (10, 0.0), (10, 1.5)])
-def test_bad_store_settings_are_refused(store: LanceStore, rows: int, share: float) -> None:
+@pytest.mark.parametrize(
+    "rows, share, partitions", [(-1, 0.05, 0), (10, 0.0, 0), (10, 1.5, 0), (10, 0.05, -1)]
+)
+def test_bad_store_settings_are_refused(
+    store: LanceStore, rows: int, share: float, partitions: int
+) -> None:
     with pytest.raises(ValueError):
         scale_store(
             store=store,
@@ -114,4 +122,6 @@ def test_bad_store_settings_are_refused(store: LanceStore, rows: int, share: flo
             resident_share=share,
             seed=1,
             say=lambda _: None,
+            partitions=partitions,
         )
+    assert store.chunks.count_rows() == 0  # refused before anything was written
