@@ -6,10 +6,12 @@ top-5 chunks, a fixed output length, Poisson arrivals over four intervals of ris
 
 The store (pipeline_store.py) is in the paper's regime by default: the corpus plus
 `--store-rows` synthetic filler chunks in the same table, searched through the store's
-IVF view with `--store-resident` of its partitions in memory and the rest read from the
-disk at every retrieval batch, so that retrieving a batch costs the same order as
-generating one. `--store-rows 0` is the small regime (the corpus alone, 60 chunks in RAM,
-retrieval ~10× cheaper than generation: pipelining has little to hide there).
+IVF view of `--store-partitions` partitions (32, the paper's count) with
+`--store-resident` of them in memory and the rest read from the disk at every retrieval
+batch, so that retrieving a batch costs the same order as generating one (the profile
+prints both; docs/benchmarks.md, runs 7-8). `--store-rows 0` is the small regime (the
+corpus alone, 60 chunks in RAM, retrieval ~10× cheaper than generation: pipelining has
+little to hide there).
 
 An active-profiling step runs first: retrieval and generation at a few batch sizes, each
 timed as the runs time them. It gives the T(B) = a·B^c fits the adaptive batch sizes
