@@ -3,15 +3,47 @@
 The paper's workload (§6.1) scaled to this machine (pipeline_workload.py): questions
 about a generated corpus ingested into LanceDB on disk with the real MiniLM embedder,
 top-5 chunks, a fixed output length, Poisson arrivals over four intervals of rising rate.
-The rates follow from an active-profiling step (the executor's generation time at a few
-batch sizes, which also gives the T(B) = a·B^c fit the adaptive batch sizes start from):
-the last interval arrives `--load` times faster than one request at a time can be served.
+
+The store (pipeline_store.py) is in the paper's regime by default: the corpus plus
+`--store-rows` synthetic filler chunks in the same table, searched through the store's
+IVF view of `--store-partitions` partitions (32, the paper's count) with
+`--store-resident` of them in memory and the rest read from the disk at every retrieval
+batch, so that retrieving a batch costs the same order as generating one (the profile
+prints both; docs/benchmarks.md, runs 7-8). `--store-rows 0` is the small regime (the
+corpus alone, 60 chunks in RAM, retrieval ~10× cheaper than generation: pipelining has
+little to hide there).
+
+An active-profiling step runs first: retrieval and generation at a few batch sizes, each
+timed as the runs time them. It gives the T(B) = a·B^c fits the adaptive batch sizes
+start from (retrieval, generation, and the two in series for the no-pipeline loop) and
+the arrival rates: the last interval arrives `--load` times faster than one request at
+a time can be served end to end (retrieval + generation at B = 1).
 
 The four systems (pipeline_systems.py) share the model (a random-weight Llama with every
 other layer on disk, the page cache dropped after each read, as in `bench offload`), the
-memory budget, the store and the arrivals. Reported per system: mean, p50, p95, p99 and
-max end-to-end latency, the waiting / retrieval / generation breakdown (Table 1), and two
-PNGs (Figure 7, Figure 9; pipeline_plots.py). Mean-latency ratios give the speedups.
+memory budget, the store and, within a repeat, the arrivals:
+- `ragdoll`: the Pipeline, retrieval and generation workers decoupled, each batch size by
+  eq. 4–8 from its own profiled fit (refitted online);
+- `serial_accelerate`, the paper's AccRAG: batches of 4λ in arrival order, retrieved, then
+  generated with transformers + Accelerate disk offloading of the same layers;
+- `no_pipeline`, the paper's "without pipelined design" (§6.4, Table 2): every other
+  technique kept (the executor, eq. 4–8 batch sizes, the placement) but retrieval and
+  generation one after the other in one loop, so both stages take the same batch; its
+  profiled fit is the two stages' time in series, what one cycle of that loop costs;
+- `fixed_batch`, the paper's "without dynamic batch size": the Pipeline with one static
+  generation batch for the whole run (min(waiting, size): it never waits to fill a batch,
+  the kinder reading). The paper's static sizes are 4λ of an interval (8B: 64 = 4 × 16,
+  the last; 70B: 32 = 4 × 8, the second); here the second interval's 4λ, unless
+  `--fixed-batch` says otherwise. Nothing is tuned to one input.
+
+`--repeats R` runs the four side by side R times on the same store, model and profile,
+each repeat with its own seed (arrivals and questions); every system within a repeat
+sees the same arrivals and starts from the same state (an empty prefix cache, the
+store's resident partitions released). Reported per repeat and system: mean, p50, p95,
+p99 and max end-to-end latency, the waiting / retrieval / generation breakdown (Table 1)
+and ragdoll's mean-latency speedups; the headline keys are the medians over the repeats,
+with the per-run values in `<key>_runs`. Two PNGs (Figure 7, Figure 9;
+pipeline_plots.py) show the first repeat.
 """
 
 from __future__ import annotations
@@ -28,12 +60,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from engine.answer.generative import GenerativeAnswerer
 from engine.bench import offload_systems as offload
 from engine.bench.pipeline_plots import latency_plot, schedule_plot
+from engine.bench.pipeline_report import over_repeats, report, side_by_side, table
+from engine.bench.pipeline_store import BenchStore, scale_store
 from engine.bench.pipeline_systems import (
     SYSTEMS,
     Setup,
@@ -46,7 +79,7 @@ from engine.bench.pipeline_systems import (
 from engine.bench.pipeline_workload import Fact, ingest, schedule, write_corpus
 from engine.executor.weights import checkpoint_files, evict_page_cache, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
-from engine.pipeline.adapters import executor_generate_batch, store_retrieve_batch
+from engine.pipeline.adapters import executor_generate_batch
 from engine.pipeline.requests import new_question
 from engine.pipeline.workers import DONE, GenerationJob
 from engine.planner.model_spec import load_model_spec
@@ -55,11 +88,18 @@ from engine.planner.profiling import PowerLawFit, fit_power_law
 FULL = offload.Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)
 QUICK = offload.Size(layers=4, hidden=256, intermediate=704, heads=4, kv_heads=2)
 TOP_K = 5
+FULL_STORE_ROWS = 1_000_000
+QUICK_STORE_ROWS = 20_000
+# The paper's store is 32 partitions (§6.1), a query loading several of them from disk:
+# loading outweighs searching (§6.5), and a batch of questions shares the loads.
+FULL_STORE_PARTITIONS = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--requests", type=int, help="expected arrivals (default 30; full 140): sets the window"
+        "--requests",
+        type=int,
+        help="expected arrivals per repeat (default 30; full 50): sets the window",
     )
     parser.add_argument(
         "--window", type=float, help="seconds of arrivals, all four intervals (overrides)"
@@ -70,6 +110,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2.5,
         help="last interval's rate × one request's service time (default 2.5: an overload)",
     )
+    parser.add_argument(
+        "--store-rows",
+        type=int,
+        help=f"synthetic filler chunks beside the corpus (default {FULL_STORE_ROWS:,}; "
+        f"quick {QUICK_STORE_ROWS:,}); 0: the small regime, the corpus alone",
+    )
+    parser.add_argument(
+        "--store-resident",
+        type=float,
+        default=0.05,
+        help="share of the store's IVF view kept in memory (default 0.05)",
+    )
+    parser.add_argument(
+        "--store-partitions",
+        type=int,
+        help=f"partitions of the store's IVF view (default {FULL_STORE_PARTITIONS}, the "
+        "paper's 32 of 8 GB; quick 0); 0: the product's rows per partition",
+    )
+    parser.add_argument(
+        "--repeats", type=int, help="side-by-side runs, one seed each (default 3; quick 1)"
+    )
     parser.add_argument("--output-tokens", type=int, help="tokens written per answer")
     parser.add_argument("--context", type=int, help="prompt + answer tokens (sources are cut)")
     parser.add_argument("--docs", type=int, help="documents in the generated corpus")
@@ -78,7 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--drain", type=float, help="seconds a system may take after the last arrival"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--seed", type=int, default=6, help="corpus, questions and arrivals")
+    parser.add_argument(
+        "--seed", type=int, default=6, help="corpus, filler and the first repeat's arrivals"
+    )
     parser.add_argument(
         "--plots",
         type=Path,
@@ -91,15 +154,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     size = QUICK if quick else FULL
-    requests = args.requests or (30 if quick else 140)
-    max_window = 20.0 if quick else 180.0
+    requests = args.requests or (30 if quick else 50)
+    max_window = 20.0 if quick else 90.0
     output_tokens = args.output_tokens or (6 if quick else 16)
     context = args.context or (256 if quick else 320)
     docs = args.docs or (4 if quick else 24)
+    store_rows = (
+        args.store_rows
+        if args.store_rows is not None
+        else (QUICK_STORE_ROWS if quick else FULL_STORE_ROWS)
+    )
+    repeats = args.repeats or (1 if quick else 3)
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
     plots = _plots_folder(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     load_at_start = _load()
+    started_all = time.perf_counter()
     model_dir = offload.write_model(
         dtype="float32",
         folder=args.model_folder
@@ -129,57 +201,115 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         started = time.perf_counter()
         store, corpus = ingest(root=root, corpus=root / "corpus", embedder=embedder)
         corpus |= {"ingest_s": round(time.perf_counter() - started, 2), "questions": len(facts)}
-        retrieve = store_retrieve_batch(store=store, embed=embedder.embed)
-        answerer = bench_answerer(model_dir=model_dir, placement=placement)
-        answerer.context_length = min(answerer.context_length, context)
         say(
             f"corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
-            f"(ingested in {corpus['ingest_s']} s); model: random Llama {size.layers} x "
-            f"{size.hidden}, layers {[i for i, t in enumerate(tiers) if t == 'disk']} on disk; "
-            f"torch threads {torch.get_num_threads()}; load average {load_at_start}"
+            f"(ingested in {corpus['ingest_s']} s)"
         )
+        bench_store = scale_store(
+            store=store,
+            embed=embedder.embed,
+            placement=placement,
+            filler_rows=store_rows,
+            resident_share=args.store_resident,
+            seed=args.seed,
+            say=say,
+            partitions=args.store_partitions
+            if args.store_partitions is not None
+            else (0 if quick else FULL_STORE_PARTITIONS),
+        )
+        placement = bench_store.placement
+        say(
+            f"regime: {bench_store.figures['regime']} store"
+            + (
+                " (the paper's: most of the index on disk)"
+                if bench_store.figures["regime"] == "scaled"
+                else " (the corpus alone, in RAM; --store-rows 0)"
+            )
+            + f"; model: random Llama {size.layers} x {size.hidden}, layers "
+            f"{[i for i, t in enumerate(tiers) if t == 'disk']} on disk; torch threads "
+            f"{torch.get_num_threads()}; load average {load_at_start}"
+        )
+        answerer = bench_answerer(model_dir=model_dir, placement=placement)
+        answerer.context_length = min(answerer.context_length, context)
         profile = _profile(
             facts=facts,
-            retrieve=retrieve,
+            bench_store=bench_store,
             answerer=answerer,
             output_tokens=output_tokens,
             batches=(1, 2) if quick else (1, 2, 4),
-            repeats=1 if quick else 2,
+            repeats=1 if quick else 3,
         )
-        service_1 = profile["retrieval_s"] + profile["generation_s"][1]
+        service_1 = profile["retrieval_s"][1] + profile["generation_s"][1]
         last_rate = args.load / service_1
         # Expected arrivals over the four intervals: (1+2+3+4)/4 · last_rate · window/4.
         window = args.window or min(max_window, requests / (0.625 * last_rate))
         drain = args.drain if args.drain is not None else (30.0 if quick else 0.5 * window)
-        plan = schedule(facts=facts, last_rate_per_s=last_rate, window_s=window, seed=args.seed)
-        fixed = args.fixed_batch or max(2, plan.accelerate_batches[1])
         say(
-            f"profile: retrieval {profile['retrieval_s']:.2f} s (B=1), generation "
-            + ", ".join(f"B={b}: {t:.2f} s" for b, t in profile["generation_s"].items())
-            + f" → T(B) = {profile['fit'].a:.2f}·B^{profile['fit'].c:.2f}; "
-            f"{len(plan.arrivals)} requests over {window:.0f} s at "
-            + ", ".join(f"{r * 60:.1f}" for r in plan.rates_per_s)
-            + f" per minute; 4λ batches {plan.accelerate_batches}; fixed batch {fixed}"
+            "profile (seconds per batch): retrieval "
+            + ", ".join(f"B={b}: {t:.2f}" for b, t in profile["retrieval_s"].items())
+            + "; generation "
+            + ", ".join(f"B={b}: {t:.2f}" for b, t in profile["generation_s"].items())
+            + f"; T_retr(B) = {_fit(profile['retrieval_fit'])}, T_gen(B) = "
+            f"{_fit(profile['generation_fit'])}, in series {_fit(profile['cycle_fit'])}; "
+            f"retrieval / generation at B=1: "
+            f"{profile['retrieval_s'][1] / profile['generation_s'][1]:.2f}"
+            + (
+                f" (each retrieval batch includes {bench_store.figures['evict_s'] * 1000:.0f} ms "
+                "of dropping the store's files from the page cache)"
+                if "evict_s" in bench_store.figures
+                else ""
+            )
         )
-        setup = Setup(
-            schedule=plan,
-            retrieve=retrieve,
-            answerer=answerer,
-            placement=placement,
-            generation_fit=profile["fit"],
-            output_tokens=output_tokens,
-            k=TOP_K,
-            drain_s=drain,
+        plans = [
+            schedule(facts=facts, last_rate_per_s=last_rate, window_s=window, seed=args.seed + r)
+            for r in range(repeats)
+        ]
+        fixed = args.fixed_batch or max(2, plans[0].accelerate_batches[1])
+        say(
+            f"workload: {repeats} repeat(s) of about {requests} requests over {window:.0f} s at "
+            + ", ".join(f"{r * 60:.1f}" for r in plans[0].rates_per_s)
+            + f" per minute; 4λ batches {plans[0].accelerate_batches}; fixed batch {fixed}"
         )
-        runs = _run_systems(
-            setup=setup,
-            model_dir=model_dir,
-            tiers=tiers,
-            disk_sources=disk_sources,
-            fixed=fixed,
-            root=root,
-            say=say,
-        )
+        results: list[dict[str, Any]] = []
+        first_runs: list[SystemRun] = []
+        for r, plan in enumerate(plans):
+            setup = Setup(
+                schedule=plan,
+                retrieve=bench_store.retrieve,
+                answerer=answerer,
+                placement=placement,
+                generation_fit=profile["generation_fit"],
+                retrieval_fit=profile["retrieval_fit"],
+                cycle_fit=profile["cycle_fit"],
+                output_tokens=output_tokens,
+                k=TOP_K,
+                drain_s=drain,
+            )
+            say(f"repeat {r + 1}/{repeats}: seed {args.seed + r}, {len(plan.arrivals)} requests")
+            runs = _run_systems(
+                setup=setup,
+                bench_store=bench_store,
+                model_dir=model_dir,
+                tiers=tiers,
+                disk_sources=disk_sources,
+                fixed=fixed,
+                root=root,
+                rotate=r,
+                say=say,
+            )
+            result = side_by_side(runs=runs) | {
+                "seed": args.seed + r,
+                "requests": len(plan.arrivals),
+                "order": list(_order(r)),
+            }
+            table(result, say=say)
+            results.append(result)
+            if r == 0:
+                first_runs = runs
+        store_figures = bench_store.figures | {
+            "view_in_use": bench_store.view_in_use(),
+            "resident_bytes_end": store.resident_bytes(),
+        }
         prefix = _prefix_reuse(model_dir=model_dir, quick=quick)
     finally:
         if answerer is not None:
@@ -189,20 +319,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
         evict_page_cache(files=checkpoint_files(model_dir))
     paths = [
-        latency_plot(runs=runs, schedule=plan, path=plots / "pipeline-latency.png"),
-        schedule_plot(runs=runs, schedule=plan, path=plots / "pipeline-schedule.png"),
+        latency_plot(runs=first_runs, schedule=plans[0], path=plots / "pipeline-latency.png"),
+        schedule_plot(runs=first_runs, schedule=plans[0], path=plots / "pipeline-schedule.png"),
     ]
-    figures = _figures(runs=runs)
+    figures = over_repeats(results)
     figures |= {
         "ttft_speedup_prefix_reuse": prefix.get("ttft_speedup_prefix_reuse"),
         "prefix_reuse": prefix,
+        "repeats": results,
         "plots": [str(p) for p in paths],
+        "store": store_figures,
         "workload": {
-            "requests": len(plan.arrivals),
+            "requests": len(plans[0].arrivals),
+            "requests_per_repeat": [len(p.arrivals) for p in plans],
+            "repeats": repeats,
+            "seeds": [args.seed + r for r in range(repeats)],
             "window_s": window,
-            "interval_s": plan.interval_s,
-            "rates_per_minute": [round(r * 60, 2) for r in plan.rates_per_s],
-            "accelerate_batches": list(plan.accelerate_batches),
+            "interval_s": plans[0].interval_s,
+            "rates_per_minute": [round(r * 60, 2) for r in plans[0].rates_per_s],
+            "accelerate_batches": list(plans[0].accelerate_batches),
             "fixed_batch": fixed,
             "top_k": TOP_K,
             "output_tokens": output_tokens,
@@ -213,10 +348,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             **corpus,
         },
         "profile": {
-            "retrieval_s_b1": profile["retrieval_s"],
+            "retrieval_s_b1": profile["retrieval_s"][1],
+            "retrieval_s": {str(b): t for b, t in profile["retrieval_s"].items()},
             "generation_s": {str(b): t for b, t in profile["generation_s"].items()},
-            "fit_a": profile["fit"].a,
-            "fit_c": profile["fit"].c,
+            "retrieval_over_generation_b1": profile["retrieval_s"][1] / profile["generation_s"][1],
+            "fit_a": profile["generation_fit"].a,
+            "fit_c": profile["generation_fit"].c,
+            "retrieval_fit_a": profile["retrieval_fit"].a,
+            "retrieval_fit_c": profile["retrieval_fit"].c,
+            "cycle_fit_a": profile["cycle_fit"].a,
+            "cycle_fit_c": profile["cycle_fit"].c,
         },
         "model": {
             "architecture": "llama",
@@ -229,6 +370,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "quick": quick,
         "torch_threads": torch.get_num_threads(),
+        "total_s": round(time.perf_counter() - started_all, 1),
         "machine": {
             "platform": f"{platform.system()} {platform.machine()}",
             "cpus": os.cpu_count(),
@@ -236,8 +378,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "load_average_end": _load(),
         },
     }
-    _report(figures, say=say)
+    report(figures, say=say)
     return figures
+
+
+def _fit(fit: PowerLawFit) -> str:
+    return f"{fit.a:.2f}·B^{fit.c:.2f}"
 
 
 def _plots_folder(args: argparse.Namespace) -> Path:
@@ -260,38 +406,51 @@ def _plots_folder(args: argparse.Namespace) -> Path:
 def _profile(
     *,
     facts: list[Fact],
-    retrieve: Any,
+    bench_store: BenchStore,
     answerer: GenerativeAnswerer,
     output_tokens: int,
     batches: tuple[int, ...],
     repeats: int,
 ) -> dict[str, Any]:
-    """Active profiling: one retrieval and the executor's generation at a few batch
-    sizes (a first call warms up), T(B) = a·B^c fitted on the generation times; each
-    size `repeats` times, interleaved, the mean kept (the machine may be shared)."""
+    """Active profiling: retrieval of a batch (through the store as the runs use it,
+    page cache dropped first in the scaled regime) then the executor's generation of
+    it, at a few batch sizes; a first round warms up, then each size `repeats` times,
+    interleaved, the median kept (the machine is shared: one slow round must not set
+    the rates or the fits). The questions rotate over
+    the corpus so that no batch finds the previous one's partitions. T(B) = a·B^c is
+    fitted for retrieval, for generation, and for the two in series."""
     generate_batch = executor_generate_batch(answerer=answerer)
-    questions = [
-        new_question(text=f.question, k=TOP_K, max_new_tokens=output_tokens)
-        for f in facts[: max(batches)]
-    ]
-    started = time.perf_counter()
-    hits = list(retrieve(questions[:1]))
-    retrieval_s = time.perf_counter() - started
-    hits = list(retrieve(questions))
-    samples: dict[int, list[float]] = {b: [] for b in batches}
-    for b in (batches[0], *(batches * repeats)):  # the first run is a warm-up
+    rotation = [f.question for f in facts]
+    taken = 0
+    retrieval: dict[int, list[float]] = {b: [] for b in batches}
+    generation: dict[int, list[float]] = {b: [] for b in batches}
+    bench_store.reset()
+    for round_, b in enumerate((batches[0], *(batches * repeats))):
+        texts = [rotation[(taken + i) % len(rotation)] for i in range(b)]
+        taken += b
+        questions = [new_question(text=t, k=TOP_K, max_new_tokens=output_tokens) for t in texts]
+        started = time.perf_counter()
+        hits = list(bench_store.retrieve(questions))
+        retrieved = time.perf_counter()
         jobs = [
             GenerationJob(request_id=str(i), question=q, hits=h, cancel=_never())
-            for i, (q, h) in enumerate(zip(questions[:b], hits[:b], strict=True))
+            for i, (q, h) in enumerate(zip(questions, hits, strict=True))
         ]
-        started = time.perf_counter()
         done = sum(1 for _, piece in generate_batch(jobs) if piece is DONE)
-        samples[b].append(time.perf_counter() - started)
         if done != b:
             raise RuntimeError(f"profiling: {done} of {b} answers finished")
-    times = {b: statistics.fmean(ts[1:] if b == batches[0] else ts) for b, ts in samples.items()}
-    fit: PowerLawFit = fit_power_law(samples=list(times.items()))
-    return {"retrieval_s": retrieval_s, "generation_s": times, "fit": fit}
+        if round_ > 0:  # the first is the warm-up
+            retrieval[b].append(retrieved - started)
+            generation[b].append(time.perf_counter() - retrieved)
+    r_mean = {b: statistics.median(ts) for b, ts in retrieval.items()}
+    g_mean = {b: statistics.median(ts) for b, ts in generation.items()}
+    return {
+        "retrieval_s": r_mean,
+        "generation_s": g_mean,
+        "retrieval_fit": fit_power_law(samples=list(r_mean.items())),
+        "generation_fit": fit_power_law(samples=list(g_mean.items())),
+        "cycle_fit": fit_power_law(samples=[(b, r_mean[b] + g_mean[b]) for b in batches]),
+    }
 
 
 def _never() -> Any:
@@ -300,19 +459,30 @@ def _never() -> Any:
     return threading.Event()
 
 
+def _order(rotate: int) -> tuple[str, ...]:
+    """The systems in the order repeat `rotate` runs them: rotated at each repeat, so
+    that a burst of load from elsewhere on a shared machine does not fall on the same
+    system every time."""
+    order = ("serial_accelerate", "no_pipeline", "fixed_batch", "ragdoll")
+    return order[rotate % 4 :] + order[: rotate % 4]
+
+
 def _run_systems(
     *,
     setup: Setup,
+    bench_store: BenchStore,
     model_dir: Path,
     tiers: list[str],
     disk_sources: list[Any],
     fixed: int,
     root: Path,
+    rotate: int,
     say: Callable[[str], None],
 ) -> list[SystemRun]:
     runs: list[SystemRun] = []
-    for name in ("serial_accelerate", "no_pipeline", "fixed_batch", "ragdoll"):
+    for name in _order(rotate):
         evict_page_cache(files=checkpoint_files(model_dir))
+        bench_store.reset()
         # Every system starts cold: the systems share one answerer, and KV that an
         # earlier system (or the profiling step) left in the prefix cache would
         # otherwise serve the later ones' identical prompts.
@@ -360,89 +530,6 @@ def _run_systems(
     return sorted(runs, key=lambda r: SYSTEMS.index(r.name))
 
 
-def summarize(run: SystemRun) -> dict[str, Any]:
-    """Latency figures over every request (one past the drain limit counts until the
-    stop, so the figure is then a lower bound) and the breakdown over the finished."""
-    lat = [
-        (r.finished if r.finished is not None else run.stopped_at) - r.submitted
-        for r in run.requests
-    ]
-    done = [r for r in run.requests if r.status == "done"]
-    waits = [
-        (r.retrieval_started - r.submitted) + (r.generation_started - r.retrieved)  # type: ignore[operator]
-        for r in done
-    ]
-    retr = [r.retrieved - r.retrieval_started for r in done]  # type: ignore[operator]
-    gen = [r.finished - r.generation_started for r in done]  # type: ignore[operator]
-    sizes = [b.size for b in run.batches if b.worker == "generation"]
-    arr = np.asarray(lat, dtype=float)
-    return {
-        "requests": len(run.requests),
-        "finished": len(done),
-        "unfinished": len(run.requests) - len(done),
-        "not_found": sum(1 for r in run.requests if r.not_found),
-        "mean_latency_s": float(arr.mean()),
-        "p50_latency_s": float(np.percentile(arr, 50)),
-        "p95_latency_s": float(np.percentile(arr, 95)),
-        "p99_latency_s": float(np.percentile(arr, 99)),
-        "max_latency_s": float(arr.max()),
-        "mean_latency_finished_s": statistics.fmean(
-            r.finished - r.submitted
-            for r in done  # type: ignore[operator]
-        )
-        if done
-        else None,
-        "waiting_s": statistics.fmean(waits) if waits else None,
-        "retrieval_s": statistics.fmean(retr) if retr else None,
-        "generation_s": statistics.fmean(gen) if gen else None,
-        "generation_batches": len(sizes),
-        "mean_generation_batch": statistics.fmean(sizes) if sizes else None,
-        "max_generation_batch": max(sizes) if sizes else None,
-        "wall_s": run.wall_s,
-        "per_request": [
-            {
-                "index": r.index,
-                "interval": r.interval,
-                "submitted_s": round(r.submitted, 3),
-                "latency_s": round(x, 3),
-                "status": r.status,
-            }
-            for r, x in zip(run.requests, lat, strict=True)
-        ],
-        "batches": [
-            {
-                "worker": b.worker,
-                "started_s": round(b.started, 3),
-                "seconds": round(b.seconds, 3),
-                "size": b.size,
-                "backlog": b.backlog,
-                "cap": b.cap,
-            }
-            for b in run.batches
-        ],
-        "notes": list(run.notes),
-    }
-
-
-def _figures(*, runs: list[SystemRun]) -> dict[str, Any]:
-    systems = {run.name: summarize(run) for run in runs}
-    mean = {name: s["mean_latency_s"] for name, s in systems.items()}
-
-    def ratio(other: str) -> float | None:
-        if other not in mean or "ragdoll" not in mean or mean["ragdoll"] <= 0:
-            return None
-        return mean[other] / mean["ragdoll"]
-
-    return {
-        "systems": systems,
-        "mean_latency_s": mean,
-        "speedup_vs_serial_accelerate": ratio("serial_accelerate"),
-        "speedup_vs_no_pipeline": ratio("no_pipeline"),
-        "speedup_vs_fixed_batch": ratio("fixed_batch"),
-        "all_finished": all(s["unfinished"] == 0 for s in systems.values()),
-    }
-
-
 def _prefix_reuse(*, model_dir: Path, quick: bool) -> dict[str, Any]:
     """TTFT with and without the prefix cache, from engine/bench/prefix_reuse.py when
     that module exists (another branch); null and a note until then."""
@@ -454,44 +541,6 @@ def _prefix_reuse(*, model_dir: Path, quick: bool) -> dict[str, Any]:
         return dict(measure_ttft_prefix_reuse(model_dir=model_dir, quick=quick))
     except Exception as e:  # a failure there must not lose the pipeline figures
         return {"ttft_speedup_prefix_reuse": None, "note": f"not measured: {type(e).__name__}: {e}"}
-
-
-def _report(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
-    say(
-        f"{'system':>18} | {'mean':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7} | "
-        f"{'wait':>7} {'retr':>6} {'gen':>6} | batches (mean gen B) | done"
-    )
-
-    def cell(s: dict[str, Any], key: str, width: int = 7) -> str:
-        v = s[key]
-        return f"{v:{width}.2f}" if v is not None else f"{'—':>{width}}"
-
-    for name, s in f["systems"].items():
-        say(
-            f"{name:>18} | {cell(s, 'mean_latency_s')} {cell(s, 'p50_latency_s')} "
-            f"{cell(s, 'p95_latency_s')} {cell(s, 'p99_latency_s')} {cell(s, 'max_latency_s')} | "
-            f"{cell(s, 'waiting_s')} {cell(s, 'retrieval_s', 6)} {cell(s, 'generation_s', 6)} | "
-            f"{s['generation_batches']:>4} ({s['mean_generation_batch'] or 0:.1f}) | "
-            f"{s['finished']}/{s['requests']}"
-        )
-
-    def x(key: str) -> str:
-        v = f[key]
-        return f"{v:.2f}×" if v is not None else "not measured"
-
-    say(
-        "mean-latency speedup of ragdoll: vs serial Accelerate "
-        f"{x('speedup_vs_serial_accelerate')}, "
-        f"vs no pipeline {x('speedup_vs_no_pipeline')}, vs fixed batch "
-        f"{x('speedup_vs_fixed_batch')}; TTFT speedup of prefix reuse "
-        f"{x('ttft_speedup_prefix_reuse')}"
-        + (
-            ""
-            if f["prefix_reuse"].get("ttft_speedup_prefix_reuse")
-            else f" ({f['prefix_reuse'].get('note', '')})"
-        )
-    )
-    say(f"plots: {', '.join(f['plots'])}; load average {f['machine']['load_average_end']}")
 
 
 def _load() -> str:

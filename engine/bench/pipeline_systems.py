@@ -1,14 +1,16 @@
 """The four systems of `ragdoll bench pipeline`, each fed the same arrivals.
 
 - `ragdoll`: engine/pipeline's Pipeline, retrieval and generation workers decoupled,
-  batch sizes by eq. 4–8 (profiled fit, refitted online), the layer-streaming executor
-  under the planner's Placement;
+  each stage's batch size by eq. 4–8 (its profiled fit, refitted online), the
+  layer-streaming executor under the planner's Placement;
 - `serial_accelerate` (the paper's AccRAG): one loop takes up to 4λ waiting requests in
   arrival order, retrieves them as a batch, then generates them as a batch with
   transformers + Accelerate disk offloading of the same layers; no overlap;
-- `no_pipeline`: the same executor and adaptive batch sizes, but retrieval and
-  generation serial in one loop (one batch size for both stages);
-- `fixed_batch`: the Pipeline with a fixed generation batch size.
+- `no_pipeline` (the paper's "without pipelined design"): the same executor and
+  adaptive batch sizes, but retrieval and generation serial in one loop (one batch size
+  for both stages, chosen on the two stages' time in series);
+- `fixed_batch` (the paper's "without dynamic batch size"): the Pipeline with a static
+  generation batch size, min(waiting, size).
 
 Every system retrieves with the same store and embedder, builds the same prompts and
 writes exactly `output_tokens` tokens per request (no stop tokens), so the work is equal.
@@ -76,6 +78,8 @@ class Setup:
     output_tokens: int
     k: int
     drain_s: float  # after the last arrival, how long a system may take to finish
+    retrieval_fit: PowerLawFit | None = None  # None: the retrieval worker takes all waiting
+    cycle_fit: PowerLawFit | None = None  # retrieval + generation in series (no_pipeline)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +135,7 @@ def run_pipeline(*, setup: Setup, name: str, fixed_batch: int | None = None) -> 
         generate_batch=executor_generate_batch(answerer=setup.answerer),
         placement=setup.placement,
         generation_fit=setup.generation_fit,
+        retrieval_fit=setup.retrieval_fit,
         fixed_generation_batch=fixed_batch,
     )
     t0 = time.monotonic()
@@ -347,9 +352,11 @@ def run_serial(
 
 
 def run_no_pipeline(*, setup: Setup) -> SystemRun:
-    """The executor and eq. 4–8 batch sizes (the same profiled fit, refitted online over
-    whole cycles, since a cycle is this loop's service time), in one serial loop."""
-    model = [BatchModel(profiled=setup.generation_fit)]
+    """The executor and eq. 4–8 batch sizes in one serial loop: one batch size for both
+    stages, from the profiled fit of the two in series (generation's alone when none was
+    profiled), refitted online over whole cycles, since a cycle is this loop's service
+    time."""
+    model = [BatchModel(profiled=setup.cycle_fit or setup.generation_fit)]
     cap = max(1, int(setup.placement.max_batch))
     generate_batch = executor_generate_batch(answerer=setup.answerer)
 

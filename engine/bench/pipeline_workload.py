@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.bench.ingest import WORDS, _queue, _wait
+from engine.bench.ingest import WORDS, _wait
 
 INTERVALS = 4
 RATE_STEPS = (1, 2, 3, 4)  # the paper's 4, 8, 12, 16 per minute, as multiples of the first
@@ -99,8 +99,15 @@ def write_corpus(*, folder: Path, docs: int, facts_per_doc: int, seed: int) -> l
 
 
 def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, Any]]:
-    """The corpus through the real ingestion queue into a LanceStore under `root`."""
-    store, queue = _queue(root=root, name="index", embedder=embedder)
+    """The corpus through the real ingestion queue into a LanceStore under `root`. Its
+    index maintainer does not run in the background: an index build in the middle of a
+    run would be timed as retrieval (pipeline_store.py builds what the run searches)."""
+    from engine.ingest.jobs import IngestQueue
+    from engine.store.lance_store import LanceStore
+
+    store = LanceStore(folder=root / "index", background=False)
+    store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
+    queue = IngestQueue(store=store, embedder=lambda: embedder)
     try:
         progress = _wait(queue.submit(paths=[str(corpus)]))
     finally:

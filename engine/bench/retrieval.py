@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
+from engine.bench.synthetic_chunks import SyntheticChunks as _Synthetic
+from engine.bench.synthetic_chunks import arrow_block as _arrow_block
 from engine.store.ann_index import IndexPolicy
 from engine.store.lance_store import LanceStore, chunks_schema
 
@@ -45,8 +46,6 @@ BUDGETS = (0.05, 0.25, 1.0)
 BATCH = 64
 FLAT_CHECKPOINTS = (10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000)
 _BLOCK = 50_000
-_VOCAB = 5_000
-_WORDS_PER_CHUNK = 24
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,31 +205,6 @@ def _measure(
     }
 
 
-class _Synthetic:
-    """Clustered unit vectors: a few thousand topics, chunks scattered around them."""
-
-    def __init__(self, *, dim: int, rows: int, seed: int) -> None:
-        self.dim, self.rows = dim, rows
-        self.rng = np.random.default_rng(seed)
-        self.centers = self.rng.normal(size=(max(64, int(rows**0.5)), dim)).astype(np.float32)
-        self.centers /= np.linalg.norm(self.centers, axis=1, keepdims=True)
-        self.vocab = np.array([f"w{i:04d}" for i in range(_VOCAB)])
-
-    def vectors(self, n: int) -> np.ndarray:
-        topics = self.rng.integers(0, len(self.centers), n)
-        noise = self.rng.normal(scale=1.2 / self.dim**0.5, size=(n, self.dim)).astype(np.float32)
-        v = self.centers[topics] + noise
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-    def texts(self, n: int) -> list[str]:
-        words = self.vocab[self.rng.zipf(1.3, size=(n, _WORDS_PER_CHUNK)) % _VOCAB]
-        return [" ".join(w) for w in words]
-
-    def queries(self, n: int) -> tuple[np.ndarray, list[str]]:
-        texts = [" ".join(t.split()[:6]) for t in self.texts(n)]
-        return self.vectors(n), texts
-
-
 def _fill(
     *, store: LanceStore, data: _Synthetic, qvec: np.ndarray, cold: bool, say: Callable
 ) -> dict[str, Any]:
@@ -263,32 +237,6 @@ def _fill(
             flat[str(done)] = _flat_ms(store=store, qvec=qvec[:8])
             say(f"  {done:,} rows: flat scan {flat[str(done)]} ms")
     return {"exact": best_id, "flat_ms_by_rows": flat, "write_seconds": round(write_s, 1)}
-
-
-def _arrow_block(
-    *, data: _Synthetic, start: int, vectors: np.ndarray, schema: pa.Schema
-) -> pa.Table:
-    n = len(vectors)
-    ids = range(start, start + n)
-    exts = np.array([".pdf", ".md", ".txt", ".docx"])[np.arange(start, start + n) % 4]
-    paths = [f"/bench/f{i % 97}/doc{i // 40}{e}" for i, e in zip(ids, exts, strict=True)]
-    flat_vectors = pa.array(vectors.reshape(-1), type=pa.float32())
-    return pa.table(
-        {
-            "chunk_id": [f"c{i}" for i in ids],
-            "doc_id": [f"doc{i // 40}" for i in ids],
-            "path": paths,
-            "ordinal": pa.array([i % 40 for i in ids], pa.int32()),
-            "page": pa.array([1 + (i % 40) // 4 for i in ids], pa.int32()),
-            "char_start": pa.array([0] * n, pa.int32()),
-            "char_end": pa.array([200] * n, pa.int32()),
-            "text": data.texts(n),
-            "text_hash": [f"h{i}" for i in ids],
-            "vector": pa.FixedSizeListArray.from_arrays(flat_vectors, data.dim),
-            "ext": list(exts),
-        },
-        schema=schema,
-    )
 
 
 def _flat_ms(*, store: LanceStore, qvec: np.ndarray) -> float:

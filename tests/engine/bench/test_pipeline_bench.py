@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.commands import bench as bench_command
-from engine.bench.pipeline import summarize
+from engine.bench.pipeline_report import summarize
 from engine.bench.pipeline_systems import SYSTEMS, BatchPoint, RequestRecord, SystemRun
 from engine.bench.pipeline_workload import Fact, schedule
 from engine.pipeline.workers import DONE, GenerationJob, Pipeline
@@ -131,6 +131,38 @@ def test_quick_form_runs_every_system_on_the_same_arrivals(quick: tuple[dict, Pa
         assert s["unfinished"] == 0
         assert sorted(r["index"] for r in s["per_request"]) == list(range(n))
     assert figures["all_finished"] is True
+
+
+def test_quick_form_searches_a_scaled_store_through_its_view(quick: tuple[dict, Path]) -> None:
+    """The paper's regime by default: filler beside the corpus, the IVF view in use,
+    a resident budget of 5% of it; the profile times retrieval as well as generation."""
+    figures, _ = quick
+    store = figures["store"]
+    assert store["regime"] == "scaled" and store["filler_rows"] == 20_000
+    assert store["rows"] == store["corpus_rows"] + 20_000 == store["view_rows"]
+    assert store["view_in_use"] is True and store["resident_share"] == 0.05
+    assert 0 < store["resident_budget_bytes"] < store["view_bytes"]
+    profile = figures["profile"]
+    assert set(profile["retrieval_s"]) == set(profile["generation_s"]) == {"1", "2"}
+    assert all(t > 0 for t in profile["retrieval_s"].values())
+    # The answers are in the corpus: no question is lost among the filler.
+    assert all(s["not_found"] == 0 for s in figures["systems"].values())
+
+
+def test_quick_form_reports_each_repeat_and_the_medians(quick: tuple[dict, Path]) -> None:
+    figures, _ = quick
+    assert figures["workload"]["repeats"] == 1 == len(figures["repeats"])
+    for key in (
+        "speedup_vs_serial_accelerate",
+        "speedup_vs_no_pipeline",
+        "speedup_vs_fixed_batch",
+    ):
+        assert figures[f"{key}_runs"] == [figures["repeats"][0][key]]
+        assert figures[key] == figures[f"{key}_runs"][0]
+    assert figures["mean_latency_s_runs"] == {
+        name: [v] for name, v in figures["mean_latency_s"].items()
+    }
+    assert figures["repeats"][0]["seed"] == figures["workload"]["seeds"][0]
 
 
 def test_quick_form_figures_are_consistent(quick: tuple[dict, Path]) -> None:
