@@ -64,6 +64,7 @@ import torch
 
 from engine.answer.generative import GenerativeAnswerer
 from engine.bench import offload_systems as offload
+from engine.bench.pipeline_model import DEVICES, BenchModel, bench_model
 from engine.bench.pipeline_plots import latency_plot, schedule_plot
 from engine.bench.pipeline_report import over_repeats, report, side_by_side, table
 from engine.bench.pipeline_store import BenchStore, scale_store
@@ -77,16 +78,12 @@ from engine.bench.pipeline_systems import (
     run_serial_accelerate,
 )
 from engine.bench.pipeline_workload import Fact, ingest, schedule, write_corpus
-from engine.executor.weights import checkpoint_files, evict_page_cache, index_checkpoint, layer_unit
-from engine.hardware.profile import synthetic_profile
+from engine.executor.weights import checkpoint_files, evict_page_cache
 from engine.pipeline.adapters import executor_generate_batch
 from engine.pipeline.requests import new_question
 from engine.pipeline.workers import DONE, GenerationJob
-from engine.planner.model_spec import load_model_spec
 from engine.planner.profiling import PowerLawFit, fit_power_law
 
-FULL = offload.Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)
-QUICK = offload.Size(layers=4, hidden=256, intermediate=704, heads=4, kv_heads=2)
 TOP_K = 5
 FULL_STORE_ROWS = 1_000_000
 QUICK_STORE_ROWS = 20_000
@@ -140,6 +137,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where generation computes (default cpu; cuda: the paper's setting, an 8B-shaped "
+        "model with layers on GPU / pinned RAM / disk, retrieval on the CPU)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=6, help="corpus, filler and the first repeat's arrivals"
     )
     parser.add_argument(
@@ -153,7 +157,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     say: Callable[[str], None] = (lambda _: None) if args.json else print
-    size = QUICK if quick else FULL
     requests = args.requests or (30 if quick else 50)
     max_window = 20.0 if quick else 90.0
     output_tokens = args.output_tokens or (6 if quick else 16)
@@ -172,24 +175,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
     load_at_start = _load()
     started_all = time.perf_counter()
-    model_dir = offload.write_model(
-        dtype="float32",
-        folder=args.model_folder
-        or Path(tempfile.gettempdir())
-        / f"ragdoll-bench-pipeline-{size.layers}x{size.hidden}x{size.intermediate}",
-        size=size,
-    )
-    tiers = ["cpu" if i % 2 == 0 else "disk" for i in range(size.layers)]
-    sources = index_checkpoint(model_dir)
-    disk_sources = [s for i, t in enumerate(tiers) if t == "disk" for s in sources[layer_unit(i)]]
-    placement = offload.forced_placement(
-        hardware=synthetic_profile(
-            gpu_bytes=0, ram_bytes=64 * offload.GIB, disk_bytes=1000 * offload.GIB
-        ),
-        spec=load_model_spec(source=model_dir),
-        layer_tiers=tiers,  # type: ignore[arg-type]
-        depth=3,
-    )
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("ragdoll bench pipeline --device cuda: torch sees no CUDA device")
+    model = bench_model(device=args.device, quick=quick, folder=args.model_folder)
+    model_dir, placement = model.model_dir, model.placement
     root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-pipeline-"))
     answerer: GenerativeAnswerer | None = None
     store: Any = None
@@ -225,11 +214,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if bench_store.figures["regime"] == "scaled"
                 else " (the corpus alone, in RAM; --store-rows 0)"
             )
-            + f"; model: random Llama {size.layers} x {size.hidden}, layers "
-            f"{[i for i, t in enumerate(tiers) if t == 'disk']} on disk; torch threads "
+            + f"; model: {model.describe()}; torch threads "
             f"{torch.get_num_threads()}; load average {load_at_start}"
         )
-        answerer = bench_answerer(model_dir=model_dir, placement=placement)
+        answerer = bench_answerer(model_dir=model_dir, placement=placement, dtype=model.dtype)
         answerer.context_length = min(answerer.context_length, context)
         profile = _profile(
             facts=facts,
@@ -289,9 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runs = _run_systems(
                 setup=setup,
                 bench_store=bench_store,
-                model_dir=model_dir,
-                tiers=tiers,
-                disk_sources=disk_sources,
+                model=model,
                 fixed=fixed,
                 root=root,
                 rotate=r,
@@ -361,10 +347,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "model": {
             "architecture": "llama",
-            "layers": size.layers,
-            "hidden_size": size.hidden,
-            "intermediate_size": size.intermediate,
-            "disk_layers": [i for i, t in enumerate(tiers) if t == "disk"],
+            "layers": model.size.layers,
+            "hidden_size": model.size.hidden,
+            "intermediate_size": model.size.intermediate,
+            "dtype": model.dtype,
+            "device": str(model.device),
+            "gpu_name": torch.cuda.get_device_name(model.device)
+            if model.device.type == "cuda"
+            else None,
+            "ram_layers": model.layers_on("cpu") if model.device.type == "cuda" else [],
+            "disk_layers": model.layers_on("disk"),
             "checkpoint_bytes": sum(f.stat().st_size for f in checkpoint_files(model_dir)),
             "max_batch": int(placement.max_batch),
         },
@@ -471,9 +463,7 @@ def _run_systems(
     *,
     setup: Setup,
     bench_store: BenchStore,
-    model_dir: Path,
-    tiers: list[str],
-    disk_sources: list[Any],
+    model: BenchModel,
     fixed: int,
     root: Path,
     rotate: int,
@@ -481,7 +471,7 @@ def _run_systems(
 ) -> list[SystemRun]:
     runs: list[SystemRun] = []
     for name in _order(rotate):
-        evict_page_cache(files=checkpoint_files(model_dir))
+        evict_page_cache(files=checkpoint_files(model.model_dir))
         bench_store.reset()
         # Every system starts cold: the systems share one answerer, and KV that an
         # earlier system (or the profiling step) left in the prefix cache would
@@ -494,12 +484,12 @@ def _run_systems(
         if name == "serial_accelerate":
             hf = offload.load_hf(
                 system="accelerate",
-                model_dir=model_dir,
-                tiers=tiers,  # type: ignore[arg-type]
-                disk_sources=disk_sources,
+                model_dir=model.model_dir,
+                tiers=model.tiers,
+                disk_sources=model.disk_sources,
                 offload_folder=root / "accelerate-offload",
-                device=torch.device("cpu"),
-                dtype=torch.float32,
+                device=model.device,
+                dtype=model.torch_dtype,
             )
             try:
                 run = run_serial_accelerate(setup=setup, hf=hf)

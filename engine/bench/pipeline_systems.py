@@ -42,14 +42,16 @@ SYSTEMS = ("ragdoll", "serial_accelerate", "no_pipeline", "fixed_batch")
 _POLL_S = 0.2  # how often the pipeline's status is sampled for the timeline
 
 
-def bench_answerer(*, model_dir: Path, placement: Placement) -> GenerativeAnswerer:
+def bench_answerer(
+    *, model_dir: Path, placement: Placement, dtype: str = "float32"
+) -> GenerativeAnswerer:
     """The product's answerer under `placement`, with the disk layers dropped from the
     page cache after each read (as the Accelerate baseline is made to) and no stop
     tokens, so every answer has the fixed length."""
     return GenerativeAnswerer(
         model_path=model_dir,
         placement=placement,
-        dtype="float32",
+        dtype=dtype,
         evict_after_read=True,
         stop_at_eos=False,
     )
@@ -421,8 +423,8 @@ def run_serial_accelerate(*, setup: Setup, hf: Any) -> SystemRun:
             ids, mask = left_pad([p for _, p in rows], pad=pad)
             with torch.inference_mode():
                 out = hf.generate(
-                    input_ids=ids,
-                    attention_mask=mask,
+                    input_ids=ids.to(hf.device),
+                    attention_mask=mask.to(hf.device),
                     max_new_tokens=setup.output_tokens,
                     min_new_tokens=setup.output_tokens,
                     do_sample=False,
