@@ -126,7 +126,9 @@ class BatchModel:
 
     @property
     def fit(self) -> PowerLawFit | None:
-        return self.online if self.online is not None else self.profiled
+        """The online fit once there is one, else the profiled one; either with c
+        clamped (a noisy profile can fit c < 0, which would always take the cap)."""
+        return clamped(self.online if self.online is not None else self.profiled)
 
     def choose(self, *, n: int, cap: int) -> BatchChoice:
         return choose_batch(n=n, cap=cap, fit=self.fit)
@@ -146,6 +148,12 @@ def refit(*, samples: Sequence[Sample], min_samples: int) -> PowerLawFit | None:
     """fit_power_law over the samples with c clamped; None when too few to trust."""
     if len(samples) < min_samples or len({b for b, _ in samples}) < 2:
         return None
-    fitted = fit_power_law(samples=samples)
-    c = min(max(fitted.c, _C_RANGE[0]), _C_RANGE[1])
-    return dataclasses.replace(fitted, c=c) if c != fitted.c else fitted
+    return clamped(fit_power_law(samples=samples))
+
+
+def clamped(fit: PowerLawFit | None) -> PowerLawFit | None:
+    """`fit` with its exponent within the range of a sane cost curve."""
+    if fit is None:
+        return None
+    c = min(max(fit.c, _C_RANGE[0]), _C_RANGE[1])
+    return dataclasses.replace(fit, c=c) if c != fit.c else fit

@@ -128,3 +128,12 @@ def test_noisy_negative_exponent_is_clamped() -> None:
     model = observe(model, batch=1, seconds=2.0)
     model = observe(model, batch=8, seconds=1.0)
     assert model.fit is not None and model.fit.c == 0.0
+
+
+def test_a_profiled_fit_with_an_absurd_exponent_is_clamped_too() -> None:
+    # Seen in a noisy quick profile: c = -0.31 would make every larger batch look faster.
+    model = BatchModel(profiled=law(a=1.0, c=-0.31))
+    assert model.fit is not None and model.fit.c == 0.0
+    assert model.choose(n=4, cap=8).size == 4
+    steep = BatchModel(profiled=law(a=1.0, c=3.5))
+    assert steep.fit is not None and steep.fit.c == 2.0
