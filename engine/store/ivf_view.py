@@ -5,7 +5,8 @@ a batch shares nothing between them. The view keeps the table's vectors grouped
 by IVF partition in files of its own (`ivf_files.py`); a batch assigns each
 question its `nprobes` partitions, loads every needed partition once (from the
 resident cache or the disk), scores all the questions that probe it with one
-matrix product, and merges each question's top candidates (RAGDoll §4.2).
+matrix product, and merges each question's top candidates (`ivf_scan.py`,
+RAGDoll §4.2).
 
 Staying consistent with the table: every write of the store is journalled.
 Before the table is written an intent names the document (`pending/`); after,
@@ -26,8 +27,7 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ import numpy as np
 
 from engine.json_file import write_json
 from engine.store.ivf_files import Generation, matches, open_generation, unit_rows
+from engine.store.ivf_scan import Found, Scanner
 from engine.store.partition_cache import PartitionCache
 from engine.store.records import SearchFilters
 from engine.store.scoring import Scorer, pick_scorer
@@ -43,11 +44,6 @@ from engine.store.scoring import Scorer, pick_scorer
 log = logging.getLogger(__name__)
 
 Candidates = list[tuple[str, float]]  # (chunk_id, cosine similarity), best first
-# Partitions read from disk at once, and at most how many ahead of the scan: on
-# the development machine's virtio disk 15 partitions of 3.1 MB took 73 ms one
-# after another and 42-75 ms issued together.
-_READERS = 4
-_READ_AHEAD = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,8 +83,7 @@ class IvfView:
         self._state = _empty_state(dimension)
         self.cache = PartitionCache(budget_bytes=budget_bytes, overhead=self._fixed_bytes)
         self._scorer: Scorer | None = None
-        self._pool: ThreadPoolExecutor | None = None  # reads partitions from disk
-        self._scanner: ThreadPoolExecutor | None = None  # runs scans, for some scorers
+        self._scanner = Scanner(cache=self.cache)
         if self.active:
             self._load()
 
@@ -290,13 +285,13 @@ class IvfView:
         keep = ~state.hidden if state.hidden is not None else None
         if allowed is not None:
             keep = allowed if keep is None else keep & allowed
-        scores, rows, cids = self._scan_in_turn(gen, q, limit=limit, nprobes=nprobes, keep=keep)
+        scores, rows, cids = self._scan(gen, q, limit=limit, nprobes=nprobes, keep=keep)
         if filters is not None and not filters.empty and nprobes < gen.partitions:
             # A narrow filter may leave fewer than `limit` rows in the probed
             # partitions; those questions look at every partition.
             short = [i for i, r in enumerate(rows) if len(r) < limit]
             if short:
-                s2, r2, c2 = self._scan_in_turn(
+                s2, r2, c2 = self._scan(
                     gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep
                 )
                 for j, i in enumerate(short):
@@ -310,127 +305,13 @@ class IvfView:
             out.append(merged[:limit])
         return out
 
-    def _scan_in_turn(
-        self, gen: Generation, q: np.ndarray, *, limit: int, nprobes: int, keep: np.ndarray | None
-    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        """`_scan`, in the scorer's own thread where it has one (bfloat16: torch
-        on one thread, see `scoring.py`); scans then take turns."""
-        scorer = self.scorer
-        if not scorer.own_thread:
-            return self._scan(gen, q, limit=limit, nprobes=nprobes, keep=keep)
-        with self._lock:
-            if self._scanner is None:
-                self._scanner = ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="ivf-scan", initializer=scorer.start_thread
-                )
-            scanner = self._scanner
-        job = scanner.submit(self._scan, gen, q, limit=limit, nprobes=nprobes, keep=keep)
-        return job.result()
-
     def _scan(
         self, gen: Generation, q: np.ndarray, *, limit: int, nprobes: int, keep: np.ndarray | None
-    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    ) -> Found:
         """Each question's best `limit`: scores, rows of the generation, chunk ids."""
-        probes = min(nprobes, gen.partitions)
-        scorer = self.scorer
-        coarse = scorer.coarse(q, gen.centroids)
-        if probes < gen.partitions:
-            probe = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
-        else:
-            probe = np.broadcast_to(np.arange(gen.partitions), coarse.shape)
-        qk = scorer.queries(q)
-        askers: dict[int, list[int]] = {}
-        for qi, parts in enumerate(probe.tolist()):
-            for p in parts:
-                if gen.offsets[p + 1] > gen.offsets[p]:
-                    askers.setdefault(p, []).append(qi)
-        found_s: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        found_r: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        found_i: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        # An approximate kernel's candidates are re-scored exactly, but only those
-        # within its error of a question's `limit`-th best exact score so far.
-        margin = scorer.error(gen.dimension)
-        best = None if scorer.exact else np.full((len(q), limit), -np.inf, np.float32)
-        # bfloat16 rounds the scores to steps of 2**-8 near 1: a partition's
-        # `limit`-th exact best may rank lower among them, hence twice as many.
-        pick = limit if scorer.exact else 2 * limit
-        for p, entry in self._partitions(gen, askers):
-            lo = int(gen.offsets[p])
-            kernel, codes, ids = entry[:-2], entry[-2], entry[-1]
-            qs = askers[p]
-            # One product for every question probing p: (questions, rows).
-            sims = scorer.score(kernel, qk, qs)
-            if keep is not None:
-                sims[:, ~keep[codes]] = -np.inf
-            if sims.shape[1] > pick:
-                top = np.argpartition(-sims, pick - 1, axis=1)[:, :pick]
-                picked = np.take_along_axis(sims, top, axis=1)
-            else:
-                top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
-                picked = sims
-            if best is not None:
-                picked = _rescore(scorer, kernel, q, qs, top, picked, best, margin=margin)
-            picked_ids = ids[top]
-            top = top + lo
-            for j, qi in enumerate(qs):
-                found_s[qi].append(picked[j])
-                found_r[qi].append(top[j])
-                found_i[qi].append(picked_ids[j])
-        scores, rows, chunk_ids = [], [], []
-        for qi in range(len(q)):
-            s = np.concatenate(found_s[qi]) if found_s[qi] else np.zeros(0, np.float32)
-            r = np.concatenate(found_r[qi]) if found_r[qi] else np.zeros(0, np.int64)
-            c = np.concatenate(found_i[qi]) if found_i[qi] else gen.ids[:0]
-            valid = np.isfinite(s)
-            s, r, c = s[valid], r[valid], c[valid]
-            best_rows = np.argsort(-s, kind="stable")[:limit]
-            scores.append(s[best_rows])
-            rows.append(r[best_rows])
-            chunk_ids.append(c[best_rows])
-        return scores, rows, chunk_ids
-
-    def _partitions(
-        self, gen: Generation, askers: dict[int, list[int]]
-    ) -> Iterator[tuple[int, tuple[Any, ...]]]:
-        """Each probed partition with its resident entry: the resident ones
-        first, while the missing ones are read from disk in threads, at most
-        `_READ_AHEAD` ahead (what they hold beyond the budget is bounded)."""
-        resident = [p for p in askers if (gen.name, p) in self.cache]
-        missing = [p for p in askers if (gen.name, p) not in self.cache]
-        pending: dict[int, Future] = {}
-        pool = self._reader() if len(missing) > 1 else None
-
-        def submit(upto: int) -> None:
-            if pool is None:
-                return
-            for p in missing[len(pending) : upto]:
-                pending[p] = pool.submit(self._read_partition, gen, p)
-
-        submit(_READ_AHEAD)
-        try:
-            for n, p in enumerate(resident + missing):
-                entry = self.cache.get((gen.name, p))
-                if entry is None:
-                    job = pending.get(p)
-                    entry = job.result() if job is not None else self._read_partition(gen, p)
-                    # Those not resident evict the least recently used.
-                    self.cache.put((gen.name, p), entry)
-                if n >= len(resident):
-                    submit(n - len(resident) + 1 + _READ_AHEAD)
-                yield p, entry
-        finally:
-            for job in pending.values():
-                job.cancel()
-
-    def _read_partition(self, gen: Generation, p: int) -> tuple[Any, ...]:
-        rows, codes, ids = gen.load(p)
-        return (*self.scorer.resident(rows), codes, ids)
-
-    def _reader(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="ivf-read")
-            return self._pool
+        return self._scanner.scan(
+            gen, q, scorer=self.scorer, limit=limit, nprobes=nprobes, keep=keep
+        )
 
     def _delta_candidates(
         self, state: _State, q: np.ndarray, *, limit: int, filters: SearchFilters | None
@@ -452,32 +333,6 @@ class IvfView:
                 ]
             )
         return out
-
-
-def _rescore(
-    scorer: Scorer,
-    kernel: tuple[Any, ...],
-    q: np.ndarray,
-    qs: list[int],
-    top: np.ndarray,
-    approx: np.ndarray,
-    best: np.ndarray,
-    *,
-    margin: float,
-) -> np.ndarray:
-    """Exact scores of one partition's picked candidates (approx, rows `top`
-    of the partition, one row per question of `qs`); -inf for those that
-    cannot enter their question's best: more than `margin` below the lowest
-    of its `best` exact scores so far, which are updated."""
-    floor = best[qs].min(axis=1) - margin
-    jj, cc = np.nonzero((approx >= floor[:, None]) & np.isfinite(approx))
-    exact = np.full(approx.shape, -np.inf, np.float32)
-    if len(jj):
-        exact[jj, cc] = scorer.rescore(kernel, top[jj, cc], q[np.asarray(qs)[jj]])
-        merged = np.concatenate([best[qs], exact], axis=1)
-        cut = merged.shape[1] - best.shape[1]
-        best[qs] = np.partition(merged, cut, axis=1)[:, cut:]
-    return exact
 
 
 def _top_rows(sims: np.ndarray, limit: int) -> np.ndarray:

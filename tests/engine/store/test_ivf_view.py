@@ -339,8 +339,8 @@ def test_bfloat16_scan_finds_what_float32_finds(tmp_path: Path) -> None:
     bf16 = _scan_view(tmp_path / "b", BFloat16Scorer())
     keep = np.arange(len(gen.doc_ids)) % 2 == 0  # a filter: every other document
     for limit, nprobes, mask in [(10, 3, None), (40, 12, None), (10, 4, keep)]:
-        s1, r1, _ = f32._scan_in_turn(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
-        s2, r2, c2 = bf16._scan_in_turn(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
+        s1, r1, _ = f32._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
+        s2, r2, c2 = bf16._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
         for i in range(len(queries)):
             # The same rows in the same order, with the float32 scores.
             assert r2[i][:10].tolist() == r1[i][:10].tolist()
@@ -358,7 +358,7 @@ def test_partitions_read_ahead_give_the_same_answers_within_the_budget(tmp_path:
     assert np.array_equal(codes, gen.docs[lo:hi])
     queries = unit_rows(_clustered(np.random.default_rng(13), 32))
     resident = _scan_view(tmp_path / "a", Float32Scorer())
-    want = resident._scan_in_turn(gen, queries, limit=10, nprobes=6, keep=None)
+    want = resident._scan(gen, queries, limit=10, nprobes=6, keep=None)
     partition = max(gen.partition_bytes(p) for p in range(gen.partitions))
     budget = 3 * partition
     view = _scan_view(tmp_path / "b", Float32Scorer(), budget_bytes=budget)
@@ -366,9 +366,9 @@ def test_partitions_read_ahead_give_the_same_answers_within_the_budget(tmp_path:
     for _ in range(2):  # the second time a few partitions are resident, the rest read
         held = sum((gen.name, p) in view.cache for p in probed)
         loads = view.cache.loads
-        got = view._scan_in_turn(gen, queries, limit=10, nprobes=6, keep=None)
+        got = view._scan(gen, queries, limit=10, nprobes=6, keep=None)
         for a, b in zip(got, want, strict=True):
             assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
         assert 0 < view.cache.resident_bytes <= budget
         assert view.cache.loads - loads == len(probed) - held  # each missing one read once
-    assert view._pool is not None  # read in threads
+    assert view._scanner._readers is not None  # read in threads
