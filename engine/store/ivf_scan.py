@@ -20,7 +20,6 @@ keeps its best `limit` candidates.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -30,14 +29,13 @@ import numpy as np
 
 from engine.store.ivf_files import Generation
 from engine.store.partition_cache import PartitionCache
-from engine.store.scoring import Scorer
+from engine.store.scoring import Scorer, scan_workers
 
 # Partitions read from disk at once, and at most how many ahead of the scan: on
 # the development machine's virtio disk 15 partitions of 3.1 MB took 73 ms one
 # after another and 42-75 ms issued together.
 _READERS = 4
 _READ_AHEAD = 8
-_MAX_WORKERS = 4
 
 Found = tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]  # scores, rows, chunk ids
 
@@ -50,7 +48,7 @@ class Scanner:
         self._lock = threading.Lock()
         self._readers: ThreadPoolExecutor | None = None
         self._workers: ThreadPoolExecutor | None = None
-        self.workers = max(1, min(_MAX_WORKERS, os.cpu_count() or 1))
+        self.workers = scan_workers()
 
     def scan(
         self,

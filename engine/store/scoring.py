@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 _PROBE_ROWS, _PROBE_WIDTH = 4096, 5  # ~5 questions share a partition in a batch of 64
 _BF16_MIN_GAIN = 1.5  # bfloat16 only when at least this much faster for a batch...
 _BF16_MAX_LOSS = 1.25  # ...and at most this much slower for a single question
+_MAX_WORKERS = 4  # threads sharing a bfloat16 scan: the products are memory-bound
 
 
 class Scorer(Protocol):
@@ -178,6 +179,11 @@ def bfloat16_bits(half: np.ndarray) -> np.ndarray:
     return b
 
 
+def scan_workers() -> int:
+    """Threads that share a scan's partitions, for a scorer with `own_thread`."""
+    return max(1, min(_MAX_WORKERS, os.cpu_count() or 1))
+
+
 def _aligned(shape: tuple[int, ...]) -> np.ndarray:
     """A uint16 array at a 64-byte boundary: oneDNN's bfloat16 products ran
     5-50x slower on numpy's 16-byte aligned memory (0.64 against 0.05 ms)."""
@@ -187,13 +193,15 @@ def _aligned(shape: tuple[int, ...]) -> np.ndarray:
     return raw[start : start + size].view(np.uint16).reshape(shape)
 
 
-def choose(times: dict[str, dict[int, float]]) -> str:
-    """The layout from a probe's times: {scorer: {questions: seconds}}."""
+def choose(times: dict[str, dict[int, float]], *, workers: int) -> str:
+    """The layout from a probe's times ({scorer: {questions: seconds}}, each
+    scorer as it scans: float32 on BLAS's threads, bfloat16 on one thread of
+    the `workers` that share a scan's partitions)."""
     f32, bf16 = times["float32"], times["bfloat16"]
     wide = max(f32)
-    if f32[wide] >= _BF16_MIN_GAIN * bf16[wide] and bf16[1] <= _BF16_MAX_LOSS * f32[1]:
-        return "bfloat16"
-    return "float32"
+    batch_gain = f32[wide] >= _BF16_MIN_GAIN * bf16[wide]
+    single_ok = bf16[1] / workers <= _BF16_MAX_LOSS * f32[1]
+    return "bfloat16" if batch_gain and single_ok else "float32"
 
 
 def probe(
@@ -262,7 +270,7 @@ def pick_scorer(dimension: int) -> Scorer:
     except RuntimeError as e:  # a torch build without bfloat16 products
         log.info("IVF view scores in float32 (bfloat16 failed: %s)", e)
         return f32
-    chosen: Scorer = bf16 if choose(times) == "bfloat16" else f32
+    chosen: Scorer = bf16 if choose(times, workers=scan_workers()) == "bfloat16" else f32
     log.info(
         "IVF view scores in %s (probe, ms for 1 / %d questions: float32 %s, bfloat16 %s)",
         chosen.name,
