@@ -63,7 +63,10 @@ class Scanner:
         """Each question's best `limit` (unit questions `q`; `keep`: which
         document codes may be returned, None for all)."""
         probes = min(nprobes, gen.partitions)
-        coarse = scorer.coarse(q, gen.centroids)
+        if scorer.own_thread:  # torch in the caller's thread would use its OpenMP threads
+            coarse = self._worker_pool(scorer).submit(scorer.coarse, q, gen.centroids).result()
+        else:
+            coarse = scorer.coarse(q, gen.centroids)
         if probes < gen.partitions:
             probe = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
         else:
