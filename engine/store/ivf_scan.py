@@ -208,10 +208,12 @@ class _Job:
         """Exact scores of the picked candidates; -inf for those that cannot
         enter their question's best: more than the scorer's error below the
         lowest of its best exact scores so far (a lower bound of the final
-        `limit`-th, also when read before another thread's update)."""
+        `limit`-th; read under the lock, as a row half rewritten by another
+        thread could count one candidate twice and raise it)."""
         best = self.best
         assert best is not None
-        floor = best[qs].min(axis=1) - self.margin
+        with self._lock:
+            floor = best[qs].min(axis=1) - self.margin
         jj, cc = np.nonzero((approx >= floor[:, None]) & np.isfinite(approx))
         exact = np.full(approx.shape, -np.inf, np.float32)
         if len(jj):
