@@ -5,7 +5,8 @@ a batch shares nothing between them. The view keeps the table's vectors grouped
 by IVF partition in files of its own (`ivf_files.py`); a batch assigns each
 question its `nprobes` partitions, loads every needed partition once (from the
 resident cache or the disk), scores all the questions that probe it with one
-matrix product, and merges each question's top candidates (RAGDoll §4.2).
+matrix product, and merges each question's top candidates (`ivf_scan.py`,
+RAGDoll §4.2).
 
 Staying consistent with the table: every write of the store is journalled.
 Before the table is written an intent names the document (`pending/`); after,
@@ -35,6 +36,7 @@ import numpy as np
 
 from engine.json_file import write_json
 from engine.store.ivf_files import Generation, matches, open_generation, unit_rows
+from engine.store.ivf_scan import Found, Scanner
 from engine.store.partition_cache import PartitionCache
 from engine.store.records import SearchFilters
 from engine.store.scoring import Scorer, pick_scorer
@@ -81,13 +83,17 @@ class IvfView:
         self._state = _empty_state(dimension)
         self.cache = PartitionCache(budget_bytes=budget_bytes, overhead=self._fixed_bytes)
         self._scorer: Scorer | None = None
+        self._scanner = Scanner(cache=self.cache)
         if self.active:
             self._load()
 
     @property
     def scorer(self) -> Scorer:
         if self._scorer is None:
-            self._scorer = pick_scorer(self.dimension)
+            scorer = pick_scorer(self.dimension)
+            with self._lock:
+                if self._scorer is None:
+                    self._scorer = scorer
         return self._scorer
 
     # -- state -------------------------------------------------------------
@@ -290,14 +296,6 @@ class IvfView:
                 )
                 for j, i in enumerate(short):
                     scores[i], rows[i], cids[i] = s2[j], r2[j], c2[j]
-        if self.scorer.name != "float32":
-            # bfloat16 scores only pick the candidates; they are ranked by the
-            # float32 cosine of the float16 copies (what the float32 kernel scores).
-            for i, r in enumerate(rows):
-                if len(r):
-                    s = np.asarray(gen.vectors[r], np.float32) @ q[i]
-                    order = np.argsort(-s, kind="stable")
-                    scores[i], rows[i], cids[i] = s[order], r[order], cids[i][order]
         delta = self._delta_candidates(state, q, limit=limit, filters=filters)
         out = []
         for i in range(len(q)):
@@ -309,64 +307,11 @@ class IvfView:
 
     def _scan(
         self, gen: Generation, q: np.ndarray, *, limit: int, nprobes: int, keep: np.ndarray | None
-    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    ) -> Found:
         """Each question's best `limit`: scores, rows of the generation, chunk ids."""
-        probes = min(nprobes, gen.partitions)
-        coarse = q @ gen.centroids.T
-        if probes < gen.partitions:
-            probe = np.argpartition(-coarse, probes - 1, axis=1)[:, :probes]
-        else:
-            probe = np.broadcast_to(np.arange(gen.partitions), coarse.shape)
-        scorer = self.scorer
-        qk = scorer.queries(q)
-        askers: dict[int, list[int]] = {}
-        for qi, parts in enumerate(probe.tolist()):
-            for p in parts:
-                askers.setdefault(p, []).append(qi)
-        found_s: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        found_r: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        found_i: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        # Resident partitions first: those not resident evict the least recently used.
-        order = sorted(askers, key=lambda p: (gen.name, p) not in self.cache)
-        for p in order:
-            lo = int(gen.offsets[p])
-            if gen.offsets[p + 1] == lo:
-                continue
-            entry = self.cache.get((gen.name, p))
-            if entry is None:
-                rows, codes, ids = gen.load(p)
-                entry = (scorer.resident(rows), codes, ids)
-                self.cache.put((gen.name, p), entry)
-            vectors, codes, ids = entry
-            qs = askers[p]
-            # One product for every question probing p: (questions, rows).
-            sims = scorer.score(vectors, qk, qs)
-            if keep is not None:
-                sims[:, ~keep[codes]] = -np.inf
-            if sims.shape[1] > limit:
-                top = np.argpartition(-sims, limit - 1, axis=1)[:, :limit]
-                picked = np.take_along_axis(sims, top, axis=1)
-            else:
-                top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
-                picked = sims
-            picked_ids = ids[top]
-            top = top + lo
-            for j, qi in enumerate(qs):
-                found_s[qi].append(picked[j])
-                found_r[qi].append(top[j])
-                found_i[qi].append(picked_ids[j])
-        scores, rows, chunk_ids = [], [], []
-        for qi in range(len(q)):
-            s = np.concatenate(found_s[qi]) if found_s[qi] else np.zeros(0, np.float32)
-            r = np.concatenate(found_r[qi]) if found_r[qi] else np.zeros(0, np.int64)
-            c = np.concatenate(found_i[qi]) if found_i[qi] else gen.ids[:0]
-            valid = np.isfinite(s)
-            s, r, c = s[valid], r[valid], c[valid]
-            best = np.argsort(-s, kind="stable")[:limit]
-            scores.append(s[best])
-            rows.append(r[best])
-            chunk_ids.append(c[best])
-        return scores, rows, chunk_ids
+        return self._scanner.scan(
+            gen, q, scorer=self.scorer, limit=limit, nprobes=nprobes, keep=keep
+        )
 
     def _delta_candidates(
         self, state: _State, q: np.ndarray, *, limit: int, filters: SearchFilters | None

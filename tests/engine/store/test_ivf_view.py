@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from engine.store.ann_index import IndexPolicy
+from engine.store.ivf_files import Generation, open_generation, unit_rows, write_generation
 from engine.store.ivf_view import IvfView
 from engine.store.lance_store import LanceStore
 from engine.store.partition_cache import PartitionCache
@@ -20,6 +21,7 @@ from engine.store.records import (
     PageRecord,
     SearchFilters,
 )
+from engine.store.scoring import BFloat16Scorer, Float32Scorer
 from engine.store.search import _VIEW_ERROR, _fetch_hits, _result
 
 DIM = 32
@@ -304,3 +306,69 @@ def test_hits_a_concurrent_write_removed_are_replaced_by_the_next(built: tuple) 
     ]
     assert [h.chunk.chunk_id for h in result.hits] == ["d0:0", "d0:1"]
     assert [h.fused for h in result.hits] == [0.8, 0.6]
+
+
+def _generation(folder: Path, *, rows: int = 3000, partitions: int = 12) -> Generation:
+    vectors = _clustered(np.random.default_rng(11), rows)
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "chunk_id": [f"c{i}" for i in range(rows)],
+            "doc_id": [f"d{i // 30}" for i in range(rows)],
+            "path": [f"/docs/d{i // 30}.md" for i in range(rows)],
+            "ext": [".md"] * rows,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+        }
+    )
+    write_generation(
+        folder=folder, batches=[batch], rows_hint=rows, dimension=DIM, partitions=partitions
+    )
+    return open_generation(folder, seq=0)
+
+
+def _scan_view(folder: Path, scorer: object, *, budget_bytes: int | None = None) -> IvfView:
+    view = IvfView(folder=folder, dimension=DIM, budget_bytes=budget_bytes)  # not journalling
+    view._scorer = scorer  # type: ignore[assignment]
+    return view
+
+
+def test_bfloat16_scan_finds_what_float32_finds(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    gen = _generation(tmp_path / "g000001")
+    queries = unit_rows(_clustered(np.random.default_rng(12), 24))
+    f32 = _scan_view(tmp_path / "a", Float32Scorer())
+    bf16 = _scan_view(tmp_path / "b", BFloat16Scorer())
+    keep = np.arange(len(gen.doc_ids)) % 2 == 0  # a filter: every other document
+    for limit, nprobes, mask in [(10, 3, None), (40, 12, None), (10, 4, keep)]:
+        s1, r1, _ = f32._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
+        s2, r2, c2 = bf16._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
+        for i in range(len(queries)):
+            # The same rows in the same order, with the float32 scores.
+            assert r2[i][:10].tolist() == r1[i][:10].tolist()
+            np.testing.assert_allclose(s2[i][:10], s1[i][:10], rtol=0, atol=1e-5)
+            assert np.array_equal(c2[i], np.asarray(gen.ids)[r2[i]])  # ids match rows
+            if mask is not None:  # nothing filtered out comes back
+                assert mask[np.asarray(gen.docs)[r2[i]]].all()
+
+
+def test_partitions_read_ahead_give_the_same_answers_within_the_budget(tmp_path: Path) -> None:
+    gen = _generation(tmp_path / "g000001", rows=4000, partitions=16)
+    lo, hi = int(gen.offsets[3]), int(gen.offsets[4])
+    vectors, codes, ids = gen.load(3)  # pread gives what the memmap holds
+    assert np.array_equal(vectors, gen.vectors[lo:hi]) and np.array_equal(ids, gen.ids[lo:hi])
+    assert np.array_equal(codes, gen.docs[lo:hi])
+    queries = unit_rows(_clustered(np.random.default_rng(13), 32))
+    resident = _scan_view(tmp_path / "a", Float32Scorer())
+    want = resident._scan(gen, queries, limit=10, nprobes=6, keep=None)
+    partition = max(gen.partition_bytes(p) for p in range(gen.partitions))
+    budget = 3 * partition
+    view = _scan_view(tmp_path / "b", Float32Scorer(), budget_bytes=budget)
+    probed = {int(p) for p in np.argsort(-(queries @ gen.centroids.T), axis=1)[:, :6].ravel()}
+    for _ in range(2):  # the second time a few partitions are resident, the rest read
+        held = sum((gen.name, p) in view.cache for p in probed)
+        loads = view.cache.loads
+        got = view._scan(gen, queries, limit=10, nprobes=6, keep=None)
+        for a, b in zip(got, want, strict=True):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+        assert 0 < view.cache.resident_bytes <= budget
+        assert view.cache.loads - loads == len(probed) - held  # each missing one read once
+    assert view._scanner._readers is not None  # read in threads
