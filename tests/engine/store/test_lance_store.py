@@ -102,6 +102,7 @@ def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> N
     s.ensure_embedder(embedder_id="old", dimension=DIM)
     doc, pages, emb = _doc("a", ["one", "two"])
     s.replace_document(doc=doc, pages=pages, embedded=emb)
+    s.close()  # its index maintainer must not outlive the folder
     reopened = LanceStore(folder=tmp_path / "index")
     assert reopened.ensure_embedder(embedder_id="new", dimension=4) is True
     done = list(
@@ -113,9 +114,11 @@ def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> N
     )
     assert done[-1] == 2
     assert reopened.meta is not None and reopened.meta.dimension == 4
+    reopened.close()
     again = LanceStore(folder=tmp_path / "index")
     assert again.ensure_embedder(embedder_id="new", dimension=4) is False
     assert again.counts() == (1, 2)
+    again.close()
 
 
 def test_vectors_are_reused_by_text_hash(store: LanceStore) -> None:
