@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,6 @@ def _gpu_model(*, quick: bool, folder: Path | None) -> BenchModel:
 
 
 def _write(*, size: offload.Size, dtype: str, folder: Path | None) -> Path:
-    import tempfile
-
     return offload.write_model(
         dtype=dtype,
         folder=folder

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.bench.retrieval import resident_budget
 from engine.bench.synthetic_chunks import SyntheticChunks, bulk_fill
 from engine.executor.weights import evict_page_cache
 from engine.pipeline.adapters import store_retrieve_batch
@@ -32,10 +33,6 @@ from engine.pipeline.requests import Question, new_question
 from engine.planner.placement import Placement
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchResult
-
-# Of a resident budget LanceDB's caches may take a quarter (lance_store.py: an eighth
-# each), so the budget is the partitions' share × 4/3, as `bench retrieval` sets it.
-_LANCE_SHARE = 4 / 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,11 +106,8 @@ def scale_store(
     if view is None or view.generation is None:
         raise RuntimeError("the IVF view was not built over the scaled store")
     gen = view.generation
-    per_value = view.scorer.bytes_per_value
-    view_bytes = gen.metadata_bytes + sum(
-        gen.partition_bytes(p, bytes_per_value=per_value) for p in range(gen.partitions)
-    )
-    budget = max(1, int(view_bytes * resident_share * _LANCE_SHARE))
+    view_bytes = view.full_resident_bytes()
+    budget = resident_budget(view_bytes=view_bytes, share=resident_share)
     placement = dataclasses.replace(
         placement,
         resident_partitions=max(0, round(gen.partitions * resident_share)),

@@ -168,7 +168,10 @@ def _measure(
     batch = _batch_vs_single(store=store, qvec=qvec[:BATCH], qtext=qtext[:BATCH])
     batch.update(
         _batch_under_budget(
-            store=store, qvec=qvec[:BATCH], budget=int(view["bytes"] * 0.25 * 4 / 3), evict=evict
+            store=store,
+            qvec=qvec[:BATCH],
+            budget=resident_budget(view_bytes=view["bytes"], share=0.25),
+            evict=evict,
         )
     )
     store.set_resident_budget(resident_bytes=None)
@@ -266,20 +269,23 @@ def _view_figures(store: LanceStore, *, seconds: float, built: dict[str, Any]) -
     view = store.view
     assert view is not None and view.ready and view.generation is not None
     gen = view.generation
-    per_value = view.scorer.bytes_per_value
-    partitions = sum(
-        gen.partition_bytes(p, bytes_per_value=per_value) for p in range(gen.partitions)
-    )
     on_disk = sum(f.stat().st_size for f in gen.folder.iterdir() if f.is_file())
     return {
         "build_seconds": round(seconds, 1),
         "rows": built["rows"],
         "partitions": gen.partitions,
-        "bytes": partitions + gen.metadata_bytes,  # resident when every partition is
+        "bytes": view.full_resident_bytes(),  # resident when every partition is
         "disk_bytes": on_disk,
         "nprobes": store.maintainer.policy.nprobes,
         "scorer": view.scorer.name,
     }
+
+
+def resident_budget(*, view_bytes: int, share: float) -> int:
+    """The store's budget for `share` of the view's partitions: that share plus
+    what LanceDB's caches may take of a budget (a quarter at most: an eighth
+    each, lance_store.py), so that at 100% every partition stays resident."""
+    return max(1, int(view_bytes * share * 4 / 3))
 
 
 def _budget_point(
@@ -293,9 +299,7 @@ def _budget_point(
 ) -> dict[str, Any]:
     import psutil
 
-    # The share of the view's partitions, plus what LanceDB's caches may take
-    # of a budget (a quarter at most): at 100% every partition stays resident.
-    budget = max(1, int(view_bytes * share * 4 / 3))
+    budget = resident_budget(view_bytes=view_bytes, share=share)
     store.set_resident_budget(resident_bytes=budget)
     rss0 = psutil.Process().memory_info().rss
     # A first pass loads what fits; the timed pass then sees the steady state.

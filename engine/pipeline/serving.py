@@ -72,10 +72,6 @@ class ServingPipeline:
                 planned=placement.batch,
             )
 
-    @property
-    def model_name(self) -> str | None:
-        return self.answerer.name if self.answerer is not None else None
-
     def close(self) -> None:
         if self.governor is not None:
             self.governor.close()

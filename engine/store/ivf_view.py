@@ -125,6 +125,17 @@ class IvfView:
     def resident_bytes(self) -> int:
         return self.cache.resident_bytes + self._fixed_bytes()
 
+    def full_resident_bytes(self) -> int:
+        """What the view holds with every partition resident, in the scorer's layout
+        (0 before its first generation)."""
+        gen = self._state.generation
+        if gen is None:
+            return 0
+        per_value = self.scorer.bytes_per_value
+        return gen.metadata_bytes + sum(
+            gen.partition_bytes(p, bytes_per_value=per_value) for p in range(gen.partitions)
+        )
+
     def _fixed_bytes(self) -> int:
         # Held whatever the batch: the centroids and the delta's vectors.
         state = self._state
