@@ -2,20 +2,29 @@
 
 A generation is a folder holding the centroids, the table's vectors grouped by
 partition (float16, partition after partition, so a partition is one
-contiguous slice), their chunk ids, and for each row the code of its document
-(path and extension per document, for the folder and file-type filters). It is
-written whole into a fresh folder before `current.json` names it, so a crash
-mid-build leaves the previous generation in force.
+contiguous slice), the same rows as int8 codes (what scans read: a quarter of
+float32, half of float16), their chunk ids, and for each row the code of its
+document (path and extension per document, for the folder and file-type
+filters). It is written whole into a fresh folder before `current.json` names
+it, so a crash mid-build leaves the previous generation in force.
+
+The int8 codes are per row: `codes * scale` approximates the float16 row, and
+`error` is the norm of what it misses, so a code's score against a unit
+question is within `error` of the float16 row's (Cauchy-Schwarz). Candidates
+that can still make a question's best are re-scored from the float16 rows,
+read row by row (`read_vectors`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import os
 import time
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +38,10 @@ from engine.store.search import folder_prefix, normalise_type
 log = logging.getLogger(__name__)
 
 DISK_DTYPE = np.float16  # half the disk reads of float32; scored as float32 once loaded
+CODE_FILES = ("codes.npy", "code_meta.npy")
+# Rows apart that one read covers when re-scoring: a random 4 KB read cost
+# ~40 us on the development machine's disk (8 threads), what ~56 KB sequential take.
+_GAP_ROWS = 64
 _ASSIGN_BLOCK = 16_384
 # 128 rows per centroid and 12 rounds gave recall@10 0.977 at 200k synthetic rows
 # (nprobes 20); 256 and 25 gave 0.989 for a build of 4.4 s instead of ~3.
@@ -49,6 +62,8 @@ class Generation:
     vectors: np.ndarray  # (rows, dim) float16 memmap
     ids: np.ndarray  # (rows,) bytes memmap: chunk ids
     docs: np.ndarray  # (rows,) int32 memmap: document code of each row
+    codes: np.ndarray  # (rows, dim) int8 memmap: the rows as scanned
+    code_meta: np.ndarray  # (rows, 2) float32 memmap: each code's scale and error
     doc_ids: list[str]
     doc_paths: list[str]
     doc_exts: list[str]
@@ -68,28 +83,72 @@ class Generation:
     def dimension(self) -> int:
         return int(self.centroids.shape[1])
 
-    def partition_bytes(self, p: int, *, bytes_per_value: int = 4) -> int:
-        """Resident size of partition p: its vectors as scored, int32 document
-        codes and chunk ids."""
+    def partition_bytes(self, p: int, *, row_bytes: int) -> int:
+        """Resident size of partition p: its rows as scored (`row_bytes` each),
+        int32 document codes and chunk ids."""
         rows = int(self.offsets[p + 1] - self.offsets[p])
-        return rows * (bytes_per_value * self.dimension + 4 + self.ids.dtype.itemsize)
+        return rows * (row_bytes + 4 + self.ids.dtype.itemsize)
 
     @property
     def metadata_bytes(self) -> int:
         return int(self.centroids.nbytes + self.offsets.nbytes + self.doc_rows.nbytes)
 
-    def load(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Partition p read from disk: half-precision vectors, document codes,
-        chunk ids (held with the partition: read per result from the memmap, a
-        question whose pages left the page cache paid a disk read per candidate).
-        Read with `pread`, which releases the GIL: the view reads a batch's
-        missing partitions in threads while it scores the resident ones."""
+    def load(self, p: int, *, form: str) -> tuple[np.ndarray, ...]:
+        """Partition p read from disk: its rows in `form` ("float16": the
+        vectors; "int8": the codes and their scales and errors), then the
+        document codes and chunk ids (held with the partition: read per result
+        from the memmap, a question whose pages left the page cache paid a disk
+        read per candidate). Read with `pread`, which releases the GIL: the
+        view reads a batch's missing partitions in threads while it scores the
+        resident ones."""
         lo, hi = int(self.offsets[p]), int(self.offsets[p + 1])
+        if form == "int8":
+            rows: tuple[np.ndarray, ...] = (
+                _read_rows(self.folder / "codes.npy", self.codes, lo, hi),
+                _read_rows(self.folder / "code_meta.npy", self.code_meta, lo, hi),
+            )
+        else:
+            rows = (_read_rows(self.folder / "vectors.npy", self.vectors, lo, hi),)
         return (
-            _read_rows(self.folder / "vectors.npy", self.vectors, lo, hi),
+            *rows,
             _read_rows(self.folder / "docs.npy", self.docs, lo, hi),
             _read_rows(self.folder / "ids.npy", self.ids, lo, hi),
         )
+
+    def read_vectors(
+        self, rows: np.ndarray, *, pool: Executor | None = None, threads: int = 4
+    ) -> np.ndarray:
+        """The float16 vectors of generation rows `rows` (sorted, unique), read
+        from disk in runs (rows closer than `_GAP_ROWS` share one read), the
+        runs split between `threads` tasks of `pool`: a random read from the
+        disk is ~40-75 us, one from the page cache a few."""
+        if len(rows) == 0:
+            return np.zeros((0, self.dimension), DISK_DTYPE)
+        breaks = np.flatnonzero(np.diff(rows) > _GAP_ROWS)
+        starts = rows[np.r_[0, breaks + 1]]
+        ends = rows[np.r_[breaks, len(rows) - 1]] + 1
+        before = np.r_[0, np.cumsum(ends - starts)]  # where each run lands in `run`
+        run = np.empty((int(before[-1]), self.dimension), DISK_DTYPE)
+        tasks = max(1, min(threads, len(starts))) if pool is not None else 1
+        edges = np.linspace(0, len(starts), tasks + 1).astype(int).tolist()
+
+        def read(first: int, last: int) -> None:
+            _read_spans(
+                self.folder / "vectors.npy",
+                self.vectors,
+                starts[first:last].tolist(),
+                ends[first:last].tolist(),
+                run[before[first] : before[last]],
+            )
+
+        if tasks == 1:
+            read(0, len(starts))
+        else:
+            assert pool is not None
+            for job in [pool.submit(read, a, b) for a, b in itertools.pairwise(edges)]:
+                job.result()
+        which = np.searchsorted(starts, rows, side="right") - 1
+        return run[before[which] + rows - starts[which]]
 
     def allowed(self, filters: SearchFilters | None) -> np.ndarray | None:
         """Which document codes pass the filters (None: all)."""
@@ -114,21 +173,32 @@ class Generation:
 def _read_rows(file: Path, array: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Rows lo:hi of a memory-mapped .npy `array` (of `file`), read into memory."""
     out = np.empty((hi - lo, *array.shape[1:]), dtype=array.dtype)
-    if out.nbytes == 0:
-        return out
-    start = int(getattr(array, "offset", 0)) + lo * (out.nbytes // (hi - lo))
-    view = memoryview(out).cast("B")
+    _read_spans(file, array, [lo], [hi], out)
+    return out
+
+
+def _read_spans(
+    file: Path, array: np.ndarray, starts: list[int], ends: list[int], out: np.ndarray
+) -> None:
+    """Rows starts[i]:ends[i] of a memory-mapped .npy `array` (of `file`), one
+    run after another into `out`, with `pread` (which releases the GIL)."""
+    row = array.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+    base = int(getattr(array, "offset", 0))
+    view = memoryview(out.reshape(-1)).cast("B")
     fd = os.open(file, os.O_RDONLY)
     try:
-        done = 0
-        while done < len(view):
-            n = os.preadv(fd, [view[done:]], start + done)
-            if n <= 0:
-                raise OSError(f"{file} ends before row {hi}")
-            done += n
+        at = 0
+        for lo, hi in zip(starts, ends, strict=True):
+            size = (hi - lo) * row
+            done = 0
+            while done < size:
+                n = os.preadv(fd, [view[at + done : at + size]], base + lo * row + done)
+                if n <= 0:
+                    raise OSError(f"{file} ends before row {hi}")
+                done += n
+            at += size
     finally:
         os.close(fd)
-    return out
 
 
 def matches(filters: SearchFilters | None, *, path: str, ext: str) -> bool:
@@ -141,6 +211,8 @@ def matches(filters: SearchFilters | None, *, path: str, ext: str) -> bool:
 
 
 def open_generation(folder: Path, *, seq: int) -> Generation:
+    if not all((folder / name).exists() for name in CODE_FILES):
+        write_codes(folder)  # a generation written before the view scanned int8 codes
     docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
     doc_ids = docs["doc_ids"]
     return Generation(
@@ -152,6 +224,8 @@ def open_generation(folder: Path, *, seq: int) -> Generation:
         vectors=np.load(folder / "vectors.npy", mmap_mode="r"),
         ids=np.load(folder / "ids.npy", mmap_mode="r"),
         docs=np.load(folder / "docs.npy", mmap_mode="r"),
+        codes=np.load(folder / "codes.npy", mmap_mode="r"),
+        code_meta=np.load(folder / "code_meta.npy", mmap_mode="r"),
         doc_ids=doc_ids,
         doc_paths=docs["paths"],
         doc_exts=docs["exts"],
@@ -229,6 +303,7 @@ def write_generation(
         out[start : start + _ASSIGN_BLOCK] = vectors[order[start : start + _ASSIGN_BLOCK]]
     out.flush()
     del out
+    write_codes(folder)
     encoded = np.array([s.encode() for s in all_ids[order]] or [b""], dtype=np.bytes_)[:n]
     np.save(folder / "ids.npy", encoded)
     np.save(folder / "docs.npy", all_codes[order].astype(np.int32))
@@ -238,6 +313,36 @@ def write_generation(
     docs = {"doc_ids": list(code_of), "paths": paths, "exts": exts, "rows": doc_rows}
     (folder / "docs.json").write_text(json.dumps(docs), encoding="utf-8")
     return {"rows": n, "partitions": len(centroids), "seconds": time.perf_counter() - started}
+
+
+def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Int8 codes of each row (symmetric, one scale per row) and per row
+    (scale, error): `error` is the norm of the row minus `codes * scale`."""
+    x = np.asarray(rows, dtype=np.float32)
+    scale = np.abs(x).max(axis=1, keepdims=True) / 127.0
+    scale[scale == 0] = 1.0
+    codes = np.rint(x / scale).astype(np.int8)
+    error = np.linalg.norm(x - codes * scale, axis=1)
+    return codes, np.stack([scale[:, 0], error], axis=1).astype(np.float32)
+
+
+def write_codes(folder: Path) -> None:
+    """The int8 codes of a generation's float16 vectors, written beside them
+    (under temporary names first: whole or not at all)."""
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+    n, dim = vectors.shape
+    tmp = [folder / f"{name}.tmp.npy" for name in ("codes", "code_meta")]
+    codes = np.lib.format.open_memmap(tmp[0], mode="w+", dtype=np.int8, shape=(n, dim))
+    meta = np.lib.format.open_memmap(tmp[1], mode="w+", dtype=np.float32, shape=(n, 2))
+    for start in range(0, n, _ASSIGN_BLOCK):
+        c, m = quantize(vectors[start : start + _ASSIGN_BLOCK])
+        codes[start : start + len(c)] = c
+        meta[start : start + len(m)] = m
+    codes.flush()
+    meta.flush()
+    del codes, meta
+    for file, name in zip(tmp, CODE_FILES, strict=True):
+        file.replace(folder / name)
 
 
 def train_centroids(

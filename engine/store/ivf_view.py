@@ -131,9 +131,9 @@ class IvfView:
         gen = self._state.generation
         if gen is None:
             return 0
-        per_value = self.scorer.bytes_per_value
+        row_bytes = self.scorer.row_bytes(gen.dimension)
         return gen.metadata_bytes + sum(
-            gen.partition_bytes(p, bytes_per_value=per_value) for p in range(gen.partitions)
+            gen.partition_bytes(p, row_bytes=row_bytes) for p in range(gen.partitions)
         )
 
     def _fixed_bytes(self) -> int:

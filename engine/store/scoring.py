@@ -1,22 +1,23 @@
 """How a resident partition is scored against the questions that probe it.
 
-Two layouts of a resident partition, both 4 bytes per value (so a budget means
-the same whichever runs); `RAGDOLL_IVF_SCORER` picks one: `auto` (the default:
-a short timing at first use), `float32` or `bfloat16`.
-- float32: the rows as float32, scored through numpy (BLAS). Exact (the float32
-  cosine of the float16 copies), anywhere.
-- bfloat16: a bfloat16 copy of the rows for the products (torch: oneDNN, AMX
-  or AVX512-BF16 where the CPU has them) and the float16 rows as on disk. The
-  bfloat16 scores only pick candidates: those that can still enter a
-  question's best `limit` are re-scored as float32 from the float16 rows, so
-  what leaves the view is the same cosine as with float32 and the float16 error
-  bound downstream (`search._VIEW_ERROR`) holds.
-The product's orientation decides its speed. One 4096 × 384 partition on the
-2-core development machine (AMX): float32 0.10 ms for one question, 0.36 ms
-for 5, 0.35 for 16; bfloat16 with the rows on the left, `rows @ q` 0.05 ms for
-one question and `rows @ Q.T` 0.05 ms for 2-16 (the former `Q @ rows.T`:
-0.105 ms for any width). Where bfloat16 has no matrix units torch emulates it
-slowly, hence the probe.
+Two layouts of a resident partition; `RAGDOLL_IVF_SCORER` picks one: `auto`
+(the default: a short timing at first use), `float32` or `int8`.
+- float32: the float16 rows as read, held as float32 (4 bytes a value) and
+  scored through numpy (BLAS). Exact (the float32 cosine of the float16
+  copies), anywhere.
+- int8: the generation's int8 codes (one scale per row, 1 byte a value plus 8
+  per row), scored with torch's int8 product (oneDNN: AMX or VNNI where the
+  CPU has them) against each question written as two int8 vectors (the
+  question, then what it misses at a finer scale). Each score comes with its
+  bound (the code's error, by Cauchy-Schwarz); the scan re-scores the
+  candidates that can still enter a question's best from the float16 rows,
+  so what leaves the view is the same cosine as with float32 and the float16
+  error bound downstream (`search._VIEW_ERROR`) holds.
+One 4096 × 384 partition on the 2-core development machine (Sapphire Rapids,
+one thread, partitions spread over the memory of 1M rows): int8 0.12 ms for
+one question and 0.13 ms for five, against 0.36 / 0.41 ms for the bfloat16
+kernel it replaced and 0.26 / 0.73 ms for float32 on two OpenBLAS threads; and
+a partition read from disk is half the bytes of float16.
 """
 
 from __future__ import annotations
@@ -26,28 +27,40 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from engine.store.ivf_files import quantize
+
 log = logging.getLogger(__name__)
 
 _PROBE_ROWS, _PROBE_WIDTH = 4096, 5  # ~5 questions share a partition in a batch of 64
-_BF16_MIN_GAIN = 1.5  # bfloat16 only when at least this much faster for a batch...
-_BF16_MAX_LOSS = 1.25  # ...and at most this much slower for a single question
-_MAX_WORKERS = 4  # threads sharing a bfloat16 scan: the products are memory-bound
+_MIN_GAIN = 1.5  # int8 only when at least this much faster for a batch...
+_MAX_LOSS = 1.25  # ...and at most this much slower for a single question
+_MAX_WORKERS = 4  # threads sharing an int8 scan: the products are memory-bound
+_FLOAT_SLACK = 1e-5  # float32 rounding of an int8 score (int32 dots are exact)
 
 
 class Scorer(Protocol):
     name: str
-    bytes_per_value: int
+    form: str  # what is read of a partition: "float16" rows or "int8" codes
     exact: bool  # scores are the float32 cosine of the float16 rows
     own_thread: bool  # scans run in a thread of their own, set up by `start_thread`
 
     def start_thread(self) -> None: ...
 
-    def resident(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        """What is held of a partition's float16 rows."""
+    def row_bytes(self, dimension: int) -> int:
+        """Resident bytes of one row as scored."""
+        ...
+
+    def resident(self, rows: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """What is held of a partition's rows as read in `form`."""
+        ...
+
+    def from_rows(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What is held of float16 `rows` (for the probe and tests)."""
         ...
 
     def queries(self, q: np.ndarray) -> Any: ...
@@ -60,28 +73,29 @@ class Scorer(Protocol):
         """(len(picked), rows) float32 scores, each question's contiguous."""
         ...
 
-    def error(self, dimension: int) -> float:
-        """The most a score can differ from the float32 cosine of the float16 rows."""
-        ...
-
-    def rescore(
-        self, resident: tuple[np.ndarray, ...], rows: np.ndarray, q: np.ndarray
-    ) -> np.ndarray:
-        """Exact scores of partition rows `rows` against questions `q` (one each)."""
+    def error(self, resident: tuple[np.ndarray, ...], queries: Any) -> np.ndarray:
+        """Per row, the most a score can differ from the float32 cosine of the
+        float16 row (zeros for an exact scorer)."""
         ...
 
 
 class Float32Scorer:
     name = "float32"
-    bytes_per_value = 4
+    form = "float16"
     exact = True
     own_thread = False
 
     def start_thread(self) -> None:
         pass
 
-    def resident(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.asarray(rows, dtype=np.float32),)
+    def row_bytes(self, dimension: int) -> int:
+        return 4 * dimension
+
+    def resident(self, rows: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        return (np.asarray(rows[0], dtype=np.float32),)
+
+    def from_rows(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        return self.resident((rows,))
 
     def queries(self, q: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(q, dtype=np.float32)
@@ -100,18 +114,13 @@ class Float32Scorer:
         """(questions, partitions) float32: which partitions each question probes."""
         return q @ centroids.T
 
-    def error(self, dimension: int) -> float:
-        return 0.0
-
-    def rescore(
-        self, resident: tuple[np.ndarray, ...], rows: np.ndarray, q: np.ndarray
-    ) -> np.ndarray:
-        return np.einsum("md,md->m", resident[0][rows], q)
+    def error(self, resident: tuple[np.ndarray, ...], queries: Any) -> np.ndarray:
+        return np.zeros(len(resident[0]), np.float32)
 
 
-class BFloat16Scorer:
-    name = "bfloat16"
-    bytes_per_value = 4  # 2 for the bfloat16 copy, 2 for the float16 rows
+class Int8Scorer:
+    name = "int8"
+    form = "int8"
     exact = False
     # Scans run in a thread of their own where torch uses one thread: a
     # product of ~0.1 ms split over OpenMP threads waits at their barrier for a
@@ -127,56 +136,92 @@ class BFloat16Scorer:
     def start_thread(self) -> None:
         self._torch.set_num_threads(1)  # this thread's OpenMP setting only
 
-    def resident(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        half = np.ascontiguousarray(rows, dtype=np.float16)
-        return (bfloat16_bits(half), half)
+    def row_bytes(self, dimension: int) -> int:
+        return dimension + 8  # the codes, their scale and error
 
-    def queries(self, q: np.ndarray) -> Any:
-        torch = self._torch
-        return torch.from_numpy(np.ascontiguousarray(q, dtype=np.float32)).to(torch.bfloat16)
+    def resident(self, rows: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        codes, meta = rows  # meta: (rows, 2) scale and error, held as two columns
+        return (
+            np.ascontiguousarray(codes, dtype=np.int8),
+            np.ascontiguousarray(meta[:, 0], dtype=np.float32),
+            np.ascontiguousarray(meta[:, 1], dtype=np.float32),
+        )
+
+    def from_rows(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        return self.resident(quantize(rows))
+
+    def queries(self, q: np.ndarray) -> Int8Queries:
+        """Each question as two int8 vectors: its code, and the code of what
+        the first misses (so the question's own rounding is ~1/127 of the
+        rows', and the bound is the rows' error)."""
+        q = np.asarray(q, dtype=np.float32)
+        first, meta1 = quantize(q)
+        rest = q - first * meta1[:, :1]
+        second, meta2 = quantize(rest)
+        both = np.stack([first, second], axis=1).reshape(2 * len(q), q.shape[1])
+        return Int8Queries(
+            codes=self._torch.from_numpy(both),
+            scales=np.stack([meta1[:, 0], meta2[:, 0]], axis=1),
+            slack=float(meta2[:, 1].max(initial=0.0)),
+            norm=float(np.linalg.norm(q, axis=1).max(initial=0.0)),
+        )
 
     def score(
-        self, resident: tuple[np.ndarray, ...], queries: Any, picked: list[int]
+        self, resident: tuple[np.ndarray, ...], queries: Int8Queries, picked: list[int]
     ) -> np.ndarray:
         torch = self._torch
-        rows = torch.from_numpy(resident[0]).view(torch.bfloat16)
-        if len(picked) == 1:
-            return (rows @ queries[picked[0]]).float().numpy()[None, :]
-        asked = queries.index_select(0, torch.as_tensor(picked))
-        sims = rows @ asked.T  # (rows, questions): the fast orientation
-        return np.ascontiguousarray(sims.float().numpy().T)
+        codes, scale = resident[0], resident[1]
+        asked, weights = queries.columns(picked)
+        dots = torch._int_mm(torch.from_numpy(codes), asked).float()  # exact below 2**24
+        # Each question's two dot products weighted by their scales, in one
+        # small product that also turns the result question-major (numpy's
+        # int32 × float32 would go through float64).
+        sims = weights @ dots.T
+        sims *= torch.from_numpy(scale)
+        return sims.numpy()
 
     def coarse(self, q: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-        # float32 through torch too: an OpenBLAS product here would leave its
-        # threads spinning against the bfloat16 products that follow (a 1 ms
+        # float32 through torch: an OpenBLAS product here would leave its
+        # threads spinning against the torch products that follow (a 1 ms
         # product took 4-13 ms right after one on the 2-core machine).
         torch = self._torch
         return (torch.from_numpy(q) @ torch.from_numpy(centroids).T).numpy()
 
-    def error(self, dimension: int) -> float:
-        # Rows and questions rounded to 8 significant bits (2**-8 each, relative),
-        # the product rounded once more; float16 subnormals (below 2**-14) become 0.
-        return 3 * 2.0**-8 + math.sqrt(dimension) * 2.0**-14
-
-    def rescore(
-        self, resident: tuple[np.ndarray, ...], rows: np.ndarray, q: np.ndarray
-    ) -> np.ndarray:
-        return np.einsum("md,md->m", resident[1][rows].astype(np.float32), q)
+    def error(self, resident: tuple[np.ndarray, ...], queries: Int8Queries) -> np.ndarray:
+        """Per row, the most its score can differ from the float32 cosine of
+        its float16 row: |q·(x - x̂)| ≤ |q|·error, plus the question's own
+        rounding against |x̂| ≤ 1 + error, plus float32 rounding."""
+        err = resident[2]
+        return queries.norm * err + queries.slack * (1.0 + err) + _FLOAT_SLACK
 
 
-def bfloat16_bits(half: np.ndarray) -> np.ndarray:
-    """The bfloat16 (as uint16 bits) nearest each float16, from the bits: as
-    fast as a float32 conversion and half the bytes. Subnormals become zero."""
-    h = half.view(np.uint16)
-    b = _aligned(h.shape)
-    np.bitwise_and(h, 0x7FFF, out=b)
-    tiny = b < 0x0400
-    b += 4  # round half up into the 7 kept mantissa bits (a carry bumps the exponent)
-    b >>= 3
-    b += 112 << 7  # exponent bias 15 -> 127
-    b[tiny] = 0
-    b |= h & 0x8000
-    return b
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Int8Queries:
+    codes: Any  # torch int8 (2 × questions, dim): each question's code, then its remainder's
+    scales: np.ndarray  # (questions, 2) float32
+    slack: float  # the largest norm of what both codes miss
+    norm: float  # the largest question norm
+
+    cached: dict[tuple[int, ...], tuple[Any, Any]] = field(default_factory=dict)  # per question
+
+    def columns(self, picked: list[int]) -> tuple[Any, Any]:
+        """The codes of questions `picked` as a (dim, 2 × m) torch int8 matrix,
+        and (m, 2 × m) float32 weights whose row j sums question picked[j]'s
+        two dot products, each times its scale. Kept for single questions:
+        one asks the same of every partition it probes."""
+        key = tuple(picked)
+        got = self.cached.get(key)
+        if got is None:
+            import torch
+
+            m = len(picked)
+            cols = torch.as_tensor([c for j in picked for c in (2 * j, 2 * j + 1)])
+            w = np.zeros((m, 2 * m), np.float32)
+            w[np.repeat(np.arange(m), 2), np.arange(2 * m)] = self.scales[picked].ravel()
+            got = (self.codes.index_select(0, cols).T.contiguous(), torch.from_numpy(w))
+            if m == 1:
+                self.cached[key] = got
+        return got
 
 
 def scan_workers() -> int:
@@ -184,24 +229,15 @@ def scan_workers() -> int:
     return max(1, min(_MAX_WORKERS, os.cpu_count() or 1))
 
 
-def _aligned(shape: tuple[int, ...]) -> np.ndarray:
-    """A uint16 array at a 64-byte boundary: oneDNN's bfloat16 products ran
-    5-50x slower on numpy's 16-byte aligned memory (0.64 against 0.05 ms)."""
-    size = int(np.prod(shape)) * 2
-    raw = np.empty(size + 64, dtype=np.uint8)
-    start = -raw.ctypes.data % 64
-    return raw[start : start + size].view(np.uint16).reshape(shape)
-
-
 def choose(times: dict[str, dict[int, float]], *, workers: int) -> str:
     """The layout from a probe's times ({scorer: {questions: seconds}}, each
-    scorer as it scans: float32 on BLAS's threads, bfloat16 on one thread of
-    the `workers` that share a scan's partitions)."""
-    f32, bf16 = times["float32"], times["bfloat16"]
+    scorer as it scans: float32 on BLAS's threads, int8 on one thread of the
+    `workers` that share a scan's partitions)."""
+    f32, i8 = times["float32"], times["int8"]
     wide = max(f32)
-    batch_gain = f32[wide] >= _BF16_MIN_GAIN * bf16[wide]
-    single_ok = bf16[1] / workers <= _BF16_MAX_LOSS * f32[1]
-    return "bfloat16" if batch_gain and single_ok else "float32"
+    batch_gain = f32[wide] >= _MIN_GAIN * i8[wide]
+    single_ok = i8[1] / workers <= _MAX_LOSS * f32[1]
+    return "int8" if batch_gain and single_ok else "float32"
 
 
 def probe(
@@ -213,8 +249,8 @@ def probe(
     OpenBLAS's and OpenMP's threads spin for a while after a product and slow
     the other library's next ones."""
     rng = np.random.default_rng(0)
-    rows = rng.normal(size=(_PROBE_ROWS, dimension)).astype(np.float16)
-    q = rng.normal(size=(_PROBE_WIDTH, dimension)).astype(np.float32)
+    rows = _unit(rng.normal(size=(_PROBE_ROWS, dimension))).astype(np.float16)
+    q = _unit(rng.normal(size=(_PROBE_WIDTH, dimension)))
     times: dict[str, dict[int, float]] = {
         s.name: {1: math.inf, _PROBE_WIDTH: math.inf} for s in scorers
     }
@@ -224,7 +260,7 @@ def probe(
         if s.own_thread
     }
     try:
-        held = [(s, s.resident(rows), s.queries(q)) for s in scorers]
+        held = [(s, s.from_rows(rows), s.queries(q)) for s in scorers]
         for _ in range(rounds):
             for scorer, resident, queries in held:
                 thread = threads.get(scorer.name)
@@ -256,26 +292,31 @@ def _time(scorer: Scorer, resident: Any, queries: Any, *, repeats: int) -> dict[
 
 def pick_scorer(dimension: int) -> Scorer:
     wanted = os.environ.get("RAGDOLL_IVF_SCORER", "auto").strip().lower()
-    if wanted not in {"bfloat16", "auto"}:
+    if wanted not in {"int8", "auto"}:
         return Float32Scorer()
     try:
-        bf16 = BFloat16Scorer()
+        i8 = Int8Scorer()
     except ImportError:
         return Float32Scorer()
-    if wanted == "bfloat16":
-        return bf16
+    if wanted == "int8":
+        return i8
     f32 = Float32Scorer()
     try:
-        times = probe([bf16, f32], dimension=dimension)
-    except RuntimeError as e:  # a torch build without bfloat16 products
-        log.info("IVF view scores in float32 (bfloat16 failed: %s)", e)
+        times = probe([i8, f32], dimension=dimension)
+    except RuntimeError as e:  # a torch build without int8 products on the CPU
+        log.info("IVF view scores in float32 (int8 failed: %s)", e)
         return f32
-    chosen: Scorer = bf16 if choose(times, workers=scan_workers()) == "bfloat16" else f32
+    chosen: Scorer = i8 if choose(times, workers=scan_workers()) == "int8" else f32
     log.info(
-        "IVF view scores in %s (probe, ms for 1 / %d questions: float32 %s, bfloat16 %s)",
+        "IVF view scores in %s (probe, ms for 1 / %d questions: float32 %s, int8 %s)",
         chosen.name,
         _PROBE_WIDTH,
         " / ".join(f"{t * 1000:.2f}" for t in times["float32"].values()),
-        " / ".join(f"{t * 1000:.2f}" for t in times["bfloat16"].values()),
+        " / ".join(f"{t * 1000:.2f}" for t in times["int8"].values()),
     )
     return chosen
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)

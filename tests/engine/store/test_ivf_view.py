@@ -3,6 +3,7 @@ with the table through writes and crashes, filters, and the resident budget."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from engine.store.records import (
     PageRecord,
     SearchFilters,
 )
-from engine.store.scoring import BFloat16Scorer, Float32Scorer
+from engine.store.scoring import Float32Scorer, Int8Scorer
 from engine.store.search import _VIEW_ERROR, _fetch_hits, _result
 
 DIM = 32
@@ -252,7 +253,8 @@ def test_the_resident_budget_is_honoured(built: tuple) -> None:
     store, _ = built
     view = store.view
     assert view is not None and view.generation is not None
-    partition = max(view.generation.partition_bytes(p) for p in range(20))
+    row_bytes = view.scorer.row_bytes(DIM)
+    partition = max(view.generation.partition_bytes(p, row_bytes=row_bytes) for p in range(20))
     queries = _clustered(np.random.default_rng(6), 64)
     full = _ids(store, queries)
     for budget in (4 * partition, 12 * partition):
@@ -331,35 +333,71 @@ def _scan_view(folder: Path, scorer: object, *, budget_bytes: int | None = None)
     return view
 
 
-def test_bfloat16_scan_finds_what_float32_finds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("budget_parts", [None, 2])
+def test_int8_scan_finds_what_float32_finds(tmp_path: Path, budget_parts: int | None) -> None:
+    # Resident, and with most partitions read from disk during the scan.
     pytest.importorskip("torch")
     gen = _generation(tmp_path / "g000001")
     queries = unit_rows(_clustered(np.random.default_rng(12), 24))
     f32 = _scan_view(tmp_path / "a", Float32Scorer())
-    bf16 = _scan_view(tmp_path / "b", BFloat16Scorer())
+    i8 = Int8Scorer()
+    budget = None
+    if budget_parts is not None:
+        budget = budget_parts * max(
+            gen.partition_bytes(p, row_bytes=i8.row_bytes(DIM)) for p in range(gen.partitions)
+        )
+    int8 = _scan_view(tmp_path / "b", i8, budget_bytes=budget)
     keep = np.arange(len(gen.doc_ids)) % 2 == 0  # a filter: every other document
-    for limit, nprobes, mask in [(10, 3, None), (40, 12, None), (10, 4, keep)]:
+    for limit, nprobes, mask in [(10, 3, None), (40, 12, None), (10, 4, keep), (1, 2, None)]:
         s1, r1, _ = f32._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
-        s2, r2, c2 = bf16._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
+        s2, r2, c2 = int8._scan(gen, queries, limit=limit, nprobes=nprobes, keep=mask)
         for i in range(len(queries)):
             # The same rows in the same order, with the float32 scores.
-            assert r2[i][:10].tolist() == r1[i][:10].tolist()
-            np.testing.assert_allclose(s2[i][:10], s1[i][:10], rtol=0, atol=1e-5)
+            assert r2[i].tolist() == r1[i].tolist()
+            np.testing.assert_allclose(s2[i], s1[i], rtol=0, atol=1e-5)
             assert np.array_equal(c2[i], np.asarray(gen.ids)[r2[i]])  # ids match rows
             if mask is not None:  # nothing filtered out comes back
                 assert mask[np.asarray(gen.docs)[r2[i]]].all()
+    if budget is not None:
+        assert int8.cache.resident_bytes <= budget
+
+
+def test_vectors_are_read_by_row_in_runs(tmp_path: Path) -> None:
+    gen = _generation(tmp_path / "g000001", rows=2000)
+    rows = np.array([0, 1, 5, 70, 900, 901, 1999])  # near ones share a read
+    with ThreadPoolExecutor(2) as pool:
+        for p in (None, pool):
+            assert np.array_equal(gen.read_vectors(rows, pool=p), gen.vectors[rows])
+    assert gen.read_vectors(np.zeros(0, np.int64)).shape == (0, DIM)
+
+
+def test_a_generation_without_codes_gains_them_on_open(tmp_path: Path) -> None:
+    gen = _generation(tmp_path / "g000001", rows=500, partitions=4)
+    want = np.array(gen.codes)
+    for name in ("codes.npy", "code_meta.npy"):
+        (tmp_path / "g000001" / name).unlink()
+    again = open_generation(tmp_path / "g000001", seq=0)
+    assert np.array_equal(again.codes, want)
+    # Each code is within its stated error of the float16 row.
+    x = np.asarray(again.vectors, np.float32)
+    scale, error = again.code_meta[:, 0], again.code_meta[:, 1]
+    miss = np.linalg.norm(x - again.codes * scale[:, None], axis=1)
+    np.testing.assert_allclose(miss, error, rtol=1e-4, atol=1e-6)
+    assert float(error.max()) < 0.02  # 8 bits per value of a unit row
 
 
 def test_partitions_read_ahead_give_the_same_answers_within_the_budget(tmp_path: Path) -> None:
     gen = _generation(tmp_path / "g000001", rows=4000, partitions=16)
     lo, hi = int(gen.offsets[3]), int(gen.offsets[4])
-    vectors, codes, ids = gen.load(3)  # pread gives what the memmap holds
+    vectors, codes, ids = gen.load(3, form="float16")  # pread gives what the memmap holds
     assert np.array_equal(vectors, gen.vectors[lo:hi]) and np.array_equal(ids, gen.ids[lo:hi])
     assert np.array_equal(codes, gen.docs[lo:hi])
+    int8, meta, _, _ = gen.load(3, form="int8")
+    assert np.array_equal(int8, gen.codes[lo:hi]) and np.array_equal(meta, gen.code_meta[lo:hi])
     queries = unit_rows(_clustered(np.random.default_rng(13), 32))
     resident = _scan_view(tmp_path / "a", Float32Scorer())
     want = resident._scan(gen, queries, limit=10, nprobes=6, keep=None)
-    partition = max(gen.partition_bytes(p) for p in range(gen.partitions))
+    partition = max(gen.partition_bytes(p, row_bytes=4 * DIM) for p in range(gen.partitions))
     budget = 3 * partition
     view = _scan_view(tmp_path / "b", Float32Scorer(), budget_bytes=budget)
     probed = {int(p) for p in np.argsort(-(queries @ gen.centroids.T), axis=1)[:, :6].ravel()}
