@@ -183,18 +183,13 @@ class Engine:
 
     def _load_generator(self, model: str) -> Any:
         from engine.answer.generative import GenerativeAnswerer, resolve_model_path
-        from engine.planner.placement import DEFAULT_VECTOR_DIM
-        from engine.planner.report import store_spec
 
         with self._model_lock:
             path = resolve_model_path(model=model)
             _, chunks = self.store.counts()
-            meta = self.store.meta
             # One placement for both pipelines: the model's tiers and the index's
             # resident budget come from the same plan (RAGDoll §4.2).
-            store = store_spec(
-                chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM
-            )
+            store = self.planner_store()
             generator = GenerativeAnswerer(model_path=path, store=store)
             if chunks > 0:
                 self.store.apply_placement(placement=generator.placement)
@@ -400,7 +395,7 @@ class Engine:
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if generator is not None else None,
                     paths=self.paths,
-                    store_spec=self._store_spec,
+                    store_spec=self.planner_store,
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -443,13 +438,19 @@ class Engine:
             return None
         return result.generation if result is not None else None
 
-    def _store_spec(self) -> Any:
+    def planner_store(self) -> Any:
+        """The index as the planner sees it (a `StoreSpec`): the collection's
+        chunks, each as resident in the store's layout."""
         from engine.planner.placement import DEFAULT_VECTOR_DIM
         from engine.planner.report import store_spec
 
         _, chunks = self.store.counts()
         meta = self.store.meta
-        return store_spec(chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM)
+        return store_spec(
+            chunks=chunks,
+            vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM,
+            row_bytes=self.store.resident_row_bytes(),
+        )
 
     def generate_stream(
         self, *, question: str, cancel: threading.Event | None = None

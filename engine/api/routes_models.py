@@ -18,8 +18,6 @@ from engine.api.openai_routes import ERROR_RESPONSES
 from engine.core import Engine
 from engine.models.catalogue import download_folder, recommended
 from engine.models.download import Downloads
-from engine.planner.placement import DEFAULT_VECTOR_DIM
-from engine.planner.report import store_spec
 from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 
 # The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
@@ -46,9 +44,7 @@ def models_router(*, engine: Engine) -> APIRouter:
 
     @router.get("/v1/models/recommended", response_model=RecommendedModels)
     def recommended_models() -> RecommendedModels:
-        _, chunks = engine.store.counts()
-        meta = engine.store.meta
-        store = store_spec(chunks=chunks, vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM)
+        store = engine.planner_store()
         return recommended(paths=engine.paths, chosen_model=engine.settings.model, store=store)
 
     @router.post(

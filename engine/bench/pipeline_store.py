@@ -25,13 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.bench.retrieval import resident_budget
 from engine.bench.synthetic_chunks import SyntheticChunks, bulk_fill
 from engine.executor.weights import evict_page_cache
 from engine.pipeline.adapters import store_retrieve_batch
 from engine.pipeline.requests import Question, new_question
 from engine.planner.placement import Placement
-from engine.store.lance_store import LanceStore
+from engine.store.lance_store import LanceStore, resident_budget
 from engine.store.records import SearchResult
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from engine.bench.synthetic_chunks import SyntheticChunks as _Synthetic
 from engine.bench.synthetic_chunks import arrow_block as _arrow_block
 from engine.store.ann_index import IndexPolicy
-from engine.store.lance_store import LanceStore, chunks_schema
+from engine.store.lance_store import LanceStore, chunks_schema, resident_budget
 
 FULL_ROWS = 1_000_000
 QUICK_ROWS = 50_000
@@ -279,13 +279,6 @@ def _view_figures(store: LanceStore, *, seconds: float, built: dict[str, Any]) -
         "nprobes": store.maintainer.policy.nprobes,
         "scorer": view.scorer.name,
     }
-
-
-def resident_budget(*, view_bytes: int, share: float) -> int:
-    """The store's budget for `share` of the view's partitions: that share plus
-    what LanceDB's caches may take of a budget (a quarter at most: an eighth
-    each, lance_store.py), so that at 100% every partition stays resident."""
-    return max(1, int(view_bytes * share * 4 / 3))
 
 
 def _budget_point(

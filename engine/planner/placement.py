@@ -49,6 +49,7 @@ class StoreSpec:
     partition_count: int
     partition_bytes: int
     vector_dim: int = DEFAULT_VECTOR_DIM
+    row_bytes: int = 0  # resident bytes of one vector as searched; 0: float32
 
     def __post_init__(self) -> None:
         if min(self.index_bytes, self.partition_count, self.partition_bytes) < 0:
@@ -66,7 +67,12 @@ class StoreSpec:
 
     @classmethod
     def from_index(
-        cls, *, index_bytes: int, partition_count: int, vector_dim: int = DEFAULT_VECTOR_DIM
+        cls,
+        *,
+        index_bytes: int,
+        partition_count: int,
+        vector_dim: int = DEFAULT_VECTOR_DIM,
+        row_bytes: int = 0,
     ) -> StoreSpec:
         """An index of `index_bytes` split into `partition_count` equal partitions."""
         count = max(partition_count, 1) if index_bytes else 0
@@ -76,11 +82,12 @@ class StoreSpec:
             partition_count=count,
             partition_bytes=per,
             vector_dim=vector_dim,
+            row_bytes=row_bytes,
         )
 
     @property
     def vectors_per_partition(self) -> int:
-        return max(1, self.partition_bytes // (4 * self.vector_dim))
+        return max(1, self.partition_bytes // (self.row_bytes or 4 * self.vector_dim))
 
 
 @dataclass(frozen=True, kw_only=True)

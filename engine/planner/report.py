@@ -61,14 +61,18 @@ def hardware_info(
     )
 
 
-def store_spec(*, chunks: int, vector_dim: int) -> StoreSpec:
-    """The index as the planner sees it: float32 vectors in the default partition count."""
+def store_spec(*, chunks: int, vector_dim: int, row_bytes: int | None = None) -> StoreSpec:
+    """The index as the planner sees it, in the default partition count: each
+    chunk `row_bytes` resident (the store's IVF view says, once built), else a
+    float32 vector."""
     if chunks <= 0:
         return StoreSpec.default()
+    per_row = row_bytes or vector_dim * 4
     return StoreSpec.from_index(
-        index_bytes=chunks * vector_dim * 4,
+        index_bytes=chunks * per_row,
         partition_count=DEFAULT_PARTITION_COUNT,
         vector_dim=vector_dim,
+        row_bytes=per_row,
     )
 
 

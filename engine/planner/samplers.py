@@ -85,15 +85,16 @@ def retrieval_sampler(
 ) -> Callable[[int], float]:
     """Seconds for one retrieval batch with P of `partition_count` partitions resident.
 
-    With a vector index, P/count of the index's bytes become the store's resident
-    budget for the timed batch (the cache is emptied and the index files dropped
-    from the page cache first, so what is not resident is read from disk), and the
-    store's own budget is put back afterwards. Without one (a small collection,
-    searched by a flat scan) a partition that is not resident is modelled by what
-    paging it costs: reading its share of the chunk table's files from disk. The
-    searches use random unit vectors: what a question embeds to does not change
-    the cost."""
+    With a vector index, P/count of the index's bytes (the IVF view's partitions
+    once it is built) become the store's resident budget for the timed batch
+    (the cache is emptied and the index files dropped from the page cache
+    first, so what is not resident is read from disk), and the store's own
+    budget is put back afterwards. Without one (a small collection, searched by
+    a flat scan) a partition that is not resident is modelled by what paging it
+    costs: reading its share of the chunk table's files from disk. The searches
+    use random unit vectors: what a question embeds to does not change the cost."""
     from engine.executor.weights import evict_page_cache
+    from engine.store.lance_store import resident_budget
 
     meta = store.meta
     if meta is None:
@@ -104,6 +105,14 @@ def retrieval_sampler(
     )
     table_bytes = sum(p.stat().st_size for p in files)
     state = store.index_state()
+    view = store.view if store.view is not None and store.view.ready else None
+    if view is not None and view.generation is not None:
+        # Searches go through the store's IVF view: shares of its partitions,
+        # and its files are dropped from the page cache with the table's.
+        files += sorted(p for p in view.generation.folder.iterdir() if p.is_file())
+        index_bytes = view.full_resident_bytes()
+    else:
+        index_bytes = state.index_bytes
 
     def search(resident: int) -> float:
         vectors = rng.standard_normal((questions, meta.dimension)).astype(np.float32)
@@ -115,7 +124,9 @@ def retrieval_sampler(
             store.search_batch(vectors=vectors, texts=[PROBE_QUESTION] * questions, k=5)
             return time.perf_counter() - start
         own_budget = store.resident_budget
-        store.set_resident_budget(resident_bytes=int(state.index_bytes * share))
+        store.set_resident_budget(
+            resident_bytes=resident_budget(view_bytes=index_bytes, share=share)
+        )
         try:
             # Warm what may stay resident, then drop the files: the timed batch
             # reads from the disk exactly what the budget could not keep.

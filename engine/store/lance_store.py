@@ -546,6 +546,15 @@ class LanceStore:
             if (column,) not in have:
                 table.create_index(column, config=configs[kind](), replace=True)
 
+    def resident_row_bytes(self) -> int | None:
+        """What one chunk takes resident in the IVF view's layout (its vector as
+        scored, document code and chunk id); None before the view is built."""
+        view = self.view
+        gen = view.generation if view is not None else None
+        if view is None or gen is None or gen.rows == 0:
+            return None
+        return -(-(view.full_resident_bytes() - gen.metadata_bytes) // gen.rows)
+
     def resident_bytes(self) -> int:
         """Bytes held in memory for search now: the IVF view's resident partitions,
         centroids and delta, and LanceDB's caches (indices, table metadata)."""
@@ -597,3 +606,10 @@ def _document(r: dict[str, Any]) -> DocumentRecord:
 
 def _chunk(r: dict[str, Any]) -> ChunkRecord:
     return ChunkRecord(**{f: r[f] for f in ChunkRecord.__dataclass_fields__})
+
+
+def resident_budget(*, view_bytes: int, share: float) -> int:
+    """The store's budget for `share` of the IVF view's partitions: that share
+    plus what LanceDB's caches may take of a budget (a quarter at most: an
+    eighth each, `_LANCE_CACHE_SHARE`), so that at 100% every partition stays resident."""
+    return max(1, int(view_bytes * share * 4 / 3))

@@ -191,8 +191,9 @@ class Int8Scorer:
         """Per row, the most its score can differ from the float32 cosine of
         its float16 row: |q·(x - x̂)| ≤ |q|·error, plus the question's own
         rounding against |x̂| ≤ 1 + error, plus float32 rounding."""
-        err = resident[2]
-        return queries.norm * err + queries.slack * (1.0 + err) + _FLOAT_SLACK
+        bounds = resident[2] * (queries.norm + queries.slack)
+        bounds += queries.slack + _FLOAT_SLACK
+        return bounds
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

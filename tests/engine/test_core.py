@@ -261,7 +261,10 @@ def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None
     governor = PlacementGovernor(
         pipeline=pipeline,
         plan_for=lambda batch: plan_for_batch(
-            answerer=engine._generator, paths=engine.paths, store=engine._store_spec(), batch=batch
+            answerer=engine._generator,
+            paths=engine.paths,
+            store=engine.planner_store(),
+            batch=batch,
         ),
         policy=GovernorPolicy(
             base_batch=1, max_batch=4, grow_after_s=0, shrink_after_s=0, cooldown_s=0

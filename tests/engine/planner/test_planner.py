@@ -249,3 +249,14 @@ def test_store_spec_from_index() -> None:
     model = _spec("qwen2-7b")
     p = plan(hardware=_machine("pf-high"), model=model, store=empty, workload=Workload())
     assert p.fits and p.resident_partitions == 0 and p.resident_partition_bytes == 0
+
+
+def test_the_index_is_sized_in_the_store_layout() -> None:
+    from engine.planner.report import store_spec
+
+    float32 = store_spec(chunks=1_000_000, vector_dim=384)
+    int8 = store_spec(chunks=1_000_000, vector_dim=384, row_bytes=384 + 8 + 4 + 8)
+    assert float32.index_bytes == 1_000_000 * 384 * 4
+    assert int8.index_bytes == 1_000_000 * 404
+    # Either way a partition holds as many vectors (the retrieval workspace).
+    assert abs(int8.vectors_per_partition - float32.vectors_per_partition) <= 1

@@ -255,6 +255,9 @@ def test_the_resident_budget_is_honoured(built: tuple) -> None:
     assert view is not None and view.generation is not None
     row_bytes = view.scorer.row_bytes(DIM)
     partition = max(view.generation.partition_bytes(p, row_bytes=row_bytes) for p in range(20))
+    # What the planner is told one chunk takes: its row as scored, code and id.
+    per_chunk = store.resident_row_bytes()
+    assert per_chunk is not None and row_bytes < per_chunk <= row_bytes + 4 + 16
     queries = _clustered(np.random.default_rng(6), 64)
     full = _ids(store, queries)
     for budget in (4 * partition, 12 * partition):
