@@ -17,12 +17,14 @@ read row by row (`read_vectors`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 DISK_DTYPE = np.float16  # half the disk reads of float32; scored as float32 once loaded
 CODE_FILES = ("codes.npy", "code_meta.npy")
+_READ_FILES = ("vectors.npy", "docs.npy", "ids.npy", *CODE_FILES)  # read by pread
 # Rows apart that one read covers when re-scoring: a random 4 KB read cost
 # ~40 us on the development machine's disk (8 threads), what ~56 KB sequential take.
 _GAP_ROWS = 16
@@ -70,6 +73,24 @@ class Generation:
     doc_rows: np.ndarray  # (documents,) int64: rows of each document here
     code_of: dict[str, int] = field(default_factory=dict)
     _allowed: dict[SearchFilters, np.ndarray] = field(default_factory=dict)
+    # Open while the generation is: a rebuild removes the folder of the one it
+    # replaces, and a scan that began on it still reads (the memory maps hold
+    # the files the same way).
+    _fds: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in _READ_FILES:
+            self._fds[name] = os.open(self.folder / name, os.O_RDONLY)
+        weakref.finalize(self, _close_all, list(self._fds.values()))
+
+    def _fd(self, name: str) -> int:
+        return self._fds[name]
+
+    def _rows(self, name: str, array: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Rows lo:hi of `array` (the memory map of file `name`), read into memory."""
+        out = np.empty((hi - lo, *array.shape[1:]), dtype=array.dtype)
+        _read_spans(self._fd(name), array, [lo], [hi], out)
+        return out
 
     @property
     def partitions(self) -> int:
@@ -104,15 +125,15 @@ class Generation:
         lo, hi = int(self.offsets[p]), int(self.offsets[p + 1])
         if form == "int8":
             rows: tuple[np.ndarray, ...] = (
-                _read_rows(self.folder / "codes.npy", self.codes, lo, hi),
-                _read_rows(self.folder / "code_meta.npy", self.code_meta, lo, hi),
+                self._rows("codes.npy", self.codes, lo, hi),
+                self._rows("code_meta.npy", self.code_meta, lo, hi),
             )
         else:
-            rows = (_read_rows(self.folder / "vectors.npy", self.vectors, lo, hi),)
+            rows = (self._rows("vectors.npy", self.vectors, lo, hi),)
         return (
             *rows,
-            _read_rows(self.folder / "docs.npy", self.docs, lo, hi),
-            _read_rows(self.folder / "ids.npy", self.ids, lo, hi),
+            self._rows("docs.npy", self.docs, lo, hi),
+            self._rows("ids.npy", self.ids, lo, hi),
         )
 
     def read_vectors(
@@ -134,7 +155,7 @@ class Generation:
 
         def read(first: int, last: int) -> None:
             _read_spans(
-                self.folder / "vectors.npy",
+                self._fd("vectors.npy"),
                 self.vectors,
                 starts[first:last].tolist(),
                 ends[first:last].tolist(),
@@ -170,35 +191,30 @@ class Generation:
         return mask
 
 
-def _read_rows(file: Path, array: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo:hi of a memory-mapped .npy `array` (of `file`), read into memory."""
-    out = np.empty((hi - lo, *array.shape[1:]), dtype=array.dtype)
-    _read_spans(file, array, [lo], [hi], out)
-    return out
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _read_spans(
-    file: Path, array: np.ndarray, starts: list[int], ends: list[int], out: np.ndarray
+    fd: int, array: np.ndarray, starts: list[int], ends: list[int], out: np.ndarray
 ) -> None:
-    """Rows starts[i]:ends[i] of a memory-mapped .npy `array` (of `file`), one
-    run after another into `out`, with `pread` (which releases the GIL)."""
+    """Rows starts[i]:ends[i] of a memory-mapped .npy `array` (open as `fd`),
+    one run after another into `out`, with `pread` (which releases the GIL)."""
     row = array.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
     base = int(getattr(array, "offset", 0))
     view = memoryview(out.reshape(-1)).cast("B")
-    fd = os.open(file, os.O_RDONLY)
-    try:
-        at = 0
-        for lo, hi in zip(starts, ends, strict=True):
-            size = (hi - lo) * row
-            done = 0
-            while done < size:
-                n = os.preadv(fd, [view[at + done : at + size]], base + lo * row + done)
-                if n <= 0:
-                    raise OSError(f"{file} ends before row {hi}")
-                done += n
-            at += size
-    finally:
-        os.close(fd)
+    at = 0
+    for lo, hi in zip(starts, ends, strict=True):
+        size = (hi - lo) * row
+        done = 0
+        while done < size:
+            n = os.preadv(fd, [view[at + done : at + size]], base + lo * row + done)
+            if n <= 0:
+                raise OSError(f"the IVF view's file ends before row {hi}")
+            done += n
+        at += size
 
 
 def matches(filters: SearchFilters | None, *, path: str, ext: str) -> bool:

@@ -67,9 +67,14 @@ class Scanner:
         limit: int,
         nprobes: int,
         keep: np.ndarray | None,
+        exact: int | None = None,
     ) -> Found:
         """Each question's best `limit` (unit questions `q`; `keep`: which
-        document codes may be returned, None for all)."""
+        document codes may be returned, None for all), the first `exact` of
+        them (all by default) in exact order with exact scores; with an
+        approximate scorer the rest are ordered by their approximate scores,
+        each below the exact `exact`-th (a hybrid search needs its vector
+        side's ranks past the top k only for the fusion)."""
         probes = min(nprobes, gen.partitions)
         if scorer.own_thread:  # torch in the caller's thread would use its OpenMP threads
             coarse = self._worker_pool(scorer).submit(scorer.coarse, q, gen.centroids).result()
@@ -110,29 +115,33 @@ class Scanner:
             source.close()
         found = _gather(askers, results, n=len(q))
         if not scorer.exact:
-            found = self._rescore(gen, q, found, limit=limit)
+            found = self._rescore(gen, q, found, exact=min(exact or limit, limit))
         return _best(gen, found, limit=limit)
 
     def _rescore(
-        self, gen: Generation, q: np.ndarray, found: list[Cands], *, limit: int
+        self, gen: Generation, q: np.ndarray, found: list[Cands], *, exact: int
     ) -> list[Cands]:
-        """Each question's candidates that can still enter its best `limit`
-        (upper bound at least its `limit`-th best lower bound), scored exactly
-        from their float16 vectors, read once for the whole batch."""
-        kept: list[tuple[np.ndarray, np.ndarray]] = []
-        for scores, bounds, rows, ids in found:
+        """Each question's candidates that can still enter its best `exact`
+        (upper bound at least its `exact`-th best lower bound) scored exactly
+        from their float16 vectors, read once for the whole batch. The others
+        keep their approximate scores: each upper bound is below that lower
+        bound, so below the exact `exact`-th best."""
+        picked: list[np.ndarray] = []
+        for scores, bounds, _, _ in found:
             assert bounds is not None
             lower = scores - bounds
-            floor = -np.inf if len(lower) <= limit else np.partition(lower, -limit)[-limit]
-            sel = np.flatnonzero(scores + bounds >= floor)
-            kept.append((rows[sel], ids[sel]))
-        wanted = np.unique(np.concatenate([r for r, _ in kept] or [np.zeros(0, np.int64)]))
+            floor = -np.inf if len(lower) <= exact else np.partition(lower, -exact)[-exact]
+            picked.append(np.flatnonzero(scores + bounds >= floor))
+        wanted = np.unique(
+            np.concatenate([f[2][sel] for f, sel in zip(found, picked, strict=True)] or [[]])
+        ).astype(np.int64)
         pool = self._reader_pool() if len(wanted) > 1 else None
         vectors = gen.read_vectors(wanted, pool=pool).astype(np.float32)
         out: list[Cands] = []
-        for i, (rows, ids) in enumerate(kept):
-            exact = vectors[np.searchsorted(wanted, rows)] @ q[i]
-            out.append((exact.astype(np.float32), None, rows, ids))
+        for i, ((scores, _, rows, ids), sel) in enumerate(zip(found, picked, strict=True)):
+            scores = scores.copy()
+            scores[sel] = vectors[np.searchsorted(wanted, rows[sel])] @ q[i]
+            out.append((scores, None, rows, ids))
         return out
 
     def _partitions(

@@ -285,8 +285,12 @@ class IvfView:
         limit: int,
         nprobes: int,
         filters: SearchFilters | None = None,
+        exact: int | None = None,
     ) -> list[Candidates]:
-        """Each question's best `limit` chunks by cosine similarity."""
+        """Each question's best `limit` chunks by cosine similarity, the first
+        `exact` (all by default) in exact order with exact scores (the float32
+        cosine of the float16 rows); past them, with the int8 kernel, the order
+        and scores are approximate, each below the exact `exact`-th."""
         state = self._state
         gen = state.generation
         if gen is None:
@@ -296,14 +300,16 @@ class IvfView:
         keep = ~state.hidden if state.hidden is not None else None
         if allowed is not None:
             keep = allowed if keep is None else keep & allowed
-        scores, rows, cids = self._scan(gen, q, limit=limit, nprobes=nprobes, keep=keep)
+        scores, rows, cids = self._scan(
+            gen, q, limit=limit, nprobes=nprobes, keep=keep, exact=exact
+        )
         if filters is not None and not filters.empty and nprobes < gen.partitions:
             # A narrow filter may leave fewer than `limit` rows in the probed
             # partitions; those questions look at every partition.
             short = [i for i, r in enumerate(rows) if len(r) < limit]
             if short:
                 s2, r2, c2 = self._scan(
-                    gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep
+                    gen, q[short], limit=limit, nprobes=gen.partitions, keep=keep, exact=exact
                 )
                 for j, i in enumerate(short):
                     scores[i], rows[i], cids[i] = s2[j], r2[j], c2[j]
@@ -317,11 +323,18 @@ class IvfView:
         return out
 
     def _scan(
-        self, gen: Generation, q: np.ndarray, *, limit: int, nprobes: int, keep: np.ndarray | None
+        self,
+        gen: Generation,
+        q: np.ndarray,
+        *,
+        limit: int,
+        nprobes: int,
+        keep: np.ndarray | None,
+        exact: int | None = None,
     ) -> Found:
         """Each question's best `limit`: scores, rows of the generation, chunk ids."""
         return self._scanner.scan(
-            gen, q, scorer=self.scorer, limit=limit, nprobes=nprobes, keep=keep
+            gen, q, scorer=self.scorer, limit=limit, nprobes=nprobes, keep=keep, exact=exact
         )
 
     def _delta_candidates(

@@ -118,7 +118,8 @@ def search_batch(
     rows: dict[str, dict[str, Any]] = {}
     if view is not None:
         nprobes = params.nprobes if params is not None else VectorParams().nprobes
-        found = view.search(vectors, limit=limit, nprobes=nprobes, filters=filters)
+        # Only the top k need the exact order: past them the ranks feed the fusion.
+        found = view.search(vectors, limit=limit, nprobes=nprobes, filters=filters, exact=k)
     else:
         vec_lists = _vector_candidates(
             table, vectors=vectors, limit=limit, where=where, params=params

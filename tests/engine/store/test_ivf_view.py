@@ -3,6 +3,7 @@ with the table through writes and crashes, filters, and the resident budget."""
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -361,6 +362,14 @@ def test_int8_scan_finds_what_float32_finds(tmp_path: Path, budget_parts: int | 
             assert np.array_equal(c2[i], np.asarray(gen.ids)[r2[i]])  # ids match rows
             if mask is not None:  # nothing filtered out comes back
                 assert mask[np.asarray(gen.docs)[r2[i]]].all()
+    # Only the top 5 asked exact (a hybrid search's k): those match, the rest
+    # rank below them, by approximate scores.
+    s1, r1, _ = f32._scan(gen, queries, limit=40, nprobes=6, keep=None)
+    s2, r2, _ = int8._scan(gen, queries, limit=40, nprobes=6, keep=None, exact=5)
+    for i in range(len(queries)):
+        assert r2[i][:5].tolist() == r1[i][:5].tolist() and len(set(r2[i].tolist())) == 40
+        np.testing.assert_allclose(s2[i][:5], s1[i][:5], rtol=0, atol=1e-5)
+        assert (s2[i][5:] <= s1[i][4]).all()
     if budget is not None:
         assert int8.cache.resident_bytes <= budget
 
@@ -372,6 +381,17 @@ def test_vectors_are_read_by_row_in_runs(tmp_path: Path) -> None:
         for p in (None, pool):
             assert np.array_equal(gen.read_vectors(rows, pool=p), gen.vectors[rows])
     assert gen.read_vectors(np.zeros(0, np.int64)).shape == (0, DIM)
+
+
+def test_a_scan_on_a_generation_a_rebuild_removed_still_reads(tmp_path: Path) -> None:
+    # finish_build removes the folder of the generation it replaces while a
+    # search may still be scanning it (reading cold partitions, re-scoring).
+    gen = _generation(tmp_path / "g000001", rows=1000, partitions=4)
+    want_rows, want_codes = np.array(gen.vectors[:3]), np.array(gen.codes[:250])
+    shutil.rmtree(tmp_path / "g000001")
+    assert np.array_equal(gen.read_vectors(np.array([0, 1, 2])), want_rows)
+    codes = gen.load(0, form="int8")[0]
+    assert np.array_equal(codes, want_codes[: len(codes)])
 
 
 def test_a_generation_without_codes_gains_them_on_open(tmp_path: Path) -> None:
