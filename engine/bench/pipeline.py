@@ -133,6 +133,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docs", type=int, help="documents in the generated corpus")
     parser.add_argument("--fixed-batch", type=int, help="the fixed-batch ablation's size")
     parser.add_argument(
+        "--retrieval-waits",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the pipelines' retrieval waits for company while generation is backed up "
+        "(the product's default; --no-retrieval-waits for comparison)",
+    )
+    parser.add_argument(
         "--drain", type=float, help="seconds a system may take after the last arrival"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -269,6 +276,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 generation_fit=profile["generation_fit"],
                 retrieval_fit=profile["retrieval_fit"],
                 cycle_fit=profile["cycle_fit"],
+                retrieval_waits=args.retrieval_waits,
                 output_tokens=output_tokens,
                 k=TOP_K,
                 drain_s=drain,
@@ -329,6 +337,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "output_tokens": output_tokens,
             "context_tokens": answerer.context_length if answerer else context,
             "load": args.load,
+            "retrieval_waits": args.retrieval_waits,
             "drain_s": drain,
             "seed": args.seed,
             **corpus,

@@ -82,6 +82,7 @@ class Setup:
     drain_s: float  # after the last arrival, how long a system may take to finish
     retrieval_fit: PowerLawFit | None = None  # None: the retrieval worker takes all waiting
     cycle_fit: PowerLawFit | None = None  # retrieval + generation in series (no_pipeline)
+    retrieval_waits: bool = True  # the Pipeline's retrieval waits for company (the default)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +140,7 @@ def run_pipeline(*, setup: Setup, name: str, fixed_batch: int | None = None) -> 
         generation_fit=setup.generation_fit,
         retrieval_fit=setup.retrieval_fit,
         fixed_generation_batch=fixed_batch,
+        retrieval_waits_for_company=setup.retrieval_waits,
     )
     t0 = time.monotonic()
     seen: dict[tuple[str, float], BatchPoint] = {}

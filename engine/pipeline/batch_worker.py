@@ -48,8 +48,14 @@ class BatchWorker:
         policy: SchedulerPolicy,
         clock: Callable[[], float],
         fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
+        defer: Callable[[float, int], float] | None = None,
     ) -> None:
+        """`defer(waited, waiting)`: how many seconds more the next batch may wait
+        for company, given how long its oldest request has waited and how many wait
+        (0 or less: form it now)."""
         self.name = name
+        self._defer = defer
+        self._deferrals = 0  # times the worker waited for company
         self._fixed_batch = fixed_batch
         self._run_batch = run_batch
         self._model = model
@@ -238,7 +244,33 @@ class BatchWorker:
                 if not self._waiting or self._placement_waiting:
                     self._cond.wait(_IDLE_POLL_S)
                     continue
+                waiting = len(self._waiting)
+                waited = self._clock() - min(e.pending.enqueued_at for e in self._waiting)
+            # Asked outside the queue's lock: `defer` looks at the other worker.
+            slack = self._defer(waited, waiting) if self._defer is not None else 0.0
+            if slack > 0:
+                with self._cond:
+                    self._deferrals += 1
+                    self._cond.wait(min(slack, _IDLE_POLL_S))  # an arrival wakes it
+                continue
             self.run_once()
+
+    def predict_s(self, *, batch: int) -> float | None:
+        """T(batch) by this worker's batch model; None before it has a fit."""
+        with self._cond:
+            fit = self._model.fit
+        return fit.predict(batch=batch) if fit is not None else None
+
+    def queued_s(self) -> float | None:
+        """Seconds of whole batches waiting behind the one in flight: T(cap) for
+        each full cap of waiting requests. A request queued now starts no sooner
+        (0 while fewer than a batch wait: it may join the next at once). None
+        before the worker has a fit."""
+        with self._cond:
+            fit, waiting, cap = self._model.fit, len(self._waiting), self._cap
+        if fit is None:
+            return None
+        return (waiting // cap) * fit.predict(batch=cap)
 
     def stop(
         self,

@@ -54,6 +54,9 @@ DONE: Final = _Done()  # the generate_batch marker: this request's answer is com
 DEFAULT_RETRIEVAL_CAP = 64
 DEFAULT_GENERATION_CAP = 8
 REQUEST_HISTORY = 256  # finished requests kept for the status (latency over time)
+# The longest a question waits in the retrieval queue for others to batch with
+# (bounded waiting, whatever the estimates say).
+MAX_RETRIEVAL_DEFER_S = 10.0
 TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 
 
@@ -90,6 +93,7 @@ class Pipeline:
         join_running_batch: bool = False,
         fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
         model_name: str | None = None,  # the model answering here (handles say so)
+        retrieval_waits_for_company: bool = True,
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
@@ -122,6 +126,7 @@ class Pipeline:
             apply_placement=apply_retrieval_placement,
             policy=policy,
             clock=clock,
+            defer=self.retrieval_slack if retrieval_waits_for_company else None,
         )
         self.generation = BatchWorker(
             name="generation",
@@ -140,6 +145,20 @@ class Pipeline:
     def start(self) -> None:
         self.retrieval.start()
         self.generation.start()
+
+    def retrieval_slack(self, waited: float, waiting: int) -> float:
+        """How much longer the retrieval worker may wait for more questions to
+        batch with (RAGDoll §4.4 batches only what already waits; when T_retr(B)
+        is nearly flat, a larger batch is almost free). While the generation
+        queue holds whole batches that will take longer than retrieving what
+        waits now, a question retrieved now would only wait there. Never past
+        MAX_RETRIEVAL_DEFER_S of the oldest question's wait; never without both
+        workers' fits."""
+        ahead = self.generation.queued_s()
+        retrieve = self.retrieval.predict_s(batch=waiting + 1)
+        if ahead is None or retrieve is None:
+            return 0.0
+        return min(ahead - retrieve, MAX_RETRIEVAL_DEFER_S - waited)
 
     def submit(
         self,

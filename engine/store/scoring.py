@@ -304,7 +304,7 @@ def pick_scorer(dimension: int) -> Scorer:
     f32 = Float32Scorer()
     try:
         times = probe([i8, f32], dimension=dimension)
-    except RuntimeError as e:  # a torch build without int8 products on the CPU
+    except (RuntimeError, AttributeError, NotImplementedError) as e:  # no CPU int8 products
         log.info("IVF view scores in float32 (int8 failed: %s)", e)
         return f32
     chosen: Scorer = i8 if choose(times, workers=scan_workers()) == "int8" else f32

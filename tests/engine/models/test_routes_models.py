@@ -14,6 +14,8 @@ from fastapi.testclient import TestClient
 
 from engine.api.routes_models import models_router
 from engine.paths import Paths, resolve_paths
+from engine.planner.placement import DEFAULT_VECTOR_DIM, StoreSpec
+from engine.planner.report import store_spec
 from tests.engine.models.fake_hub import FakeRepo, fake_hub
 
 REPO = "Qwen/Qwen2-0.5B-Instruct"  # in the catalogue
@@ -37,6 +39,9 @@ class _Engine:
     paths: Paths
     store: _Store = field(default_factory=_Store)
     settings: _Settings = field(default_factory=_Settings)
+
+    def planner_store(self) -> StoreSpec:
+        return store_spec(chunks=self.store.counts()[1], vector_dim=DEFAULT_VECTOR_DIM)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from engine.pipeline.batching import choose_batch
 from engine.pipeline.requests import Finished, Piece, Question, RequestHandle, Retrieved
-from engine.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.pipeline.workers import DONE, MAX_RETRIEVAL_DEFER_S, GenerationJob, Pipeline
 from engine.planner.profiling import PowerLawFit
 
 
@@ -417,3 +417,59 @@ def test_duplicate_live_request_id_is_refused_and_a_failing_listener_cancels_onl
     assert pipe.status().finished == 2
     again = pipe.submit(question="one again", request_id="r1")  # r1 finished: free again
     assert again.request_id == "r1"
+
+
+def test_retrieval_waits_for_company_only_while_generation_is_backed_up() -> None:
+    # Generation cap 2, T_gen(2) = 2^0.5 s; retrieval T(B) = 0.1·B^0.2 s.
+    placement = FakePlacement(batch=2, max_batch=2, max_retrieval_batch=64)
+    pipe, _, clock = manual(placement=placement)
+    assert pipe.retrieval_slack(0.0, 1) <= 0  # nothing queued for generation: go now
+    for i in range(5):
+        pipe.submit(question=f"q{i}")
+    assert pipe.retrieval.run_once()  # five retrieved: two whole batches wait to generate
+    ahead = 2 * GENERATION_FIT.predict(batch=2)
+    assert pipe.generation.queued_s() == pytest.approx(ahead)
+    slack = pipe.retrieval_slack(0.0, 1)
+    assert slack == pytest.approx(ahead - RETRIEVAL_FIT.predict(batch=2))
+    # Bounded: the oldest question never waits past MAX_RETRIEVAL_DEFER_S.
+    assert pipe.retrieval_slack(MAX_RETRIEVAL_DEFER_S, 1) <= 0
+    assert pipe.generation.run_once()  # one batch of two leaves: one whole batch waits
+    assert pipe.retrieval_slack(0.0, 1) == pytest.approx(
+        GENERATION_FIT.predict(batch=2) - RETRIEVAL_FIT.predict(batch=2)
+    )
+    # Without a fit there is no estimate, and no waiting.
+    blind = Pipeline(
+        retrieve_batch=lambda qs: [None] * len(qs),
+        generate_batch=lambda jobs: iter(()),
+        clock=clock,
+        start=False,
+    )
+    assert blind.retrieval_slack(0.0, 1) == 0.0
+
+
+def test_a_deferring_worker_forms_one_batch_of_those_that_came_meanwhile() -> None:
+    # The worker's thread: while `defer` says wait, arrivals join the next batch.
+    batches: list[int] = []
+    done = threading.Event()
+
+    def retrieve(questions: Sequence[Question]) -> list[None]:
+        batches.append(len(questions))
+        done.set()
+        return [None] * len(questions)
+
+    pipe = Pipeline(
+        retrieve_batch=retrieve,
+        generate_batch=lambda jobs: iter([(j.request_id, DONE) for j in jobs]),
+        retrieval_fit=law(0.1, 0.1),
+        retrieval_waits_for_company=False,
+    )
+    try:
+        pipe.retrieval._defer = lambda waited, waiting: 5.0 if waiting < 3 else 0.0
+        for i in range(3):
+            pipe.submit(question=f"q{i}")
+            time.sleep(0.12)  # longer than the idle poll: the worker looked meanwhile
+        assert done.wait(5.0)
+        assert batches == [3]
+        assert pipe.status().retrieval.queue_length == 0
+    finally:
+        pipe.close(timeout=5.0)
