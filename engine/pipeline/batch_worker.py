@@ -262,15 +262,21 @@ class BatchWorker:
         return fit.predict(batch=batch) if fit is not None else None
 
     def queued_s(self) -> float | None:
-        """Seconds of whole batches waiting behind the one in flight: T(cap) for
-        each full cap of waiting requests. A request queued now starts no sooner
-        (0 while fewer than a batch wait: it may join the next at once). None
-        before the worker has a fit."""
+        """Seconds of whole batches waiting behind the one in flight, each of the
+        size eq. 4–8 (or the fixed ablation) would take now: a request queued now
+        starts no sooner (0 while the next batch would take every waiting one).
+        None before the worker has a fit."""
         with self._cond:
             fit, waiting, cap = self._model.fit, len(self._waiting), self._cap
-        if fit is None:
-            return None
-        return (waiting // cap) * fit.predict(batch=cap)
+            if fit is None:
+                return None
+            if not waiting:
+                return 0.0
+            if self._fixed_batch is not None:
+                size = min(self._fixed_batch, cap)
+            else:
+                size = self._model.choose(n=waiting + self._running, cap=cap).size
+        return (waiting // max(1, size)) * fit.predict(batch=size)
 
     def stop(
         self,

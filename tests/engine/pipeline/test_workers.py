@@ -473,3 +473,14 @@ def test_a_deferring_worker_forms_one_batch_of_those_that_came_meanwhile() -> No
         assert pipe.status().retrieval.queue_length == 0
     finally:
         pipe.close(timeout=5.0)
+
+
+def test_generation_queue_is_counted_in_batches_of_the_size_eq_4_8_would_take() -> None:
+    # c = 0.9: eq. 4-8 take one request at a time, so with the cap at 8 and four
+    # waiting, a question queued now starts after four batches of one.
+    placement = FakePlacement(batch=8, max_batch=8, max_retrieval_batch=64)
+    pipe, _, _ = manual(generation=law(1.0, 0.9), placement=placement)
+    for i in range(4):
+        pipe.submit(question=f"q{i}")
+    assert pipe.retrieval.run_once()
+    assert pipe.generation.queued_s() == pytest.approx(4 * law(1.0, 0.9).predict(batch=1))
