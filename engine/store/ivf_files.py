@@ -228,7 +228,10 @@ def matches(filters: SearchFilters | None, *, path: str, ext: str) -> bool:
 
 def open_generation(folder: Path, *, seq: int) -> Generation:
     if not all((folder / name).exists() for name in CODE_FILES):
-        write_codes(folder)  # a generation written before the view scanned int8 codes
+        # A generation written before the view scanned int8 codes: one pass over
+        # its float16 vectors (a few seconds per million rows), once.
+        log.info("writing the int8 codes of %s", folder)
+        write_codes(folder)
     docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
     doc_ids = docs["doc_ids"]
     return Generation(

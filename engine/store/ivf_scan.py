@@ -16,9 +16,9 @@ keeps its best `limit` candidates.
   OpenMP barrier.
 - An approximate scorer's scores come with a bound per row. A row is kept only
   while its upper bound reaches the `limit`-th best lower bound its question
-  has seen; after the scan, the rows that can still enter a question's best
+  has seen; after the scan, the rows that can still enter a question's top k
   are re-scored exactly from their float16 vectors, read from disk by row
-  (~90 rows a question at 1M rows, nprobes 20).
+  (~25 rows a question for a top 10 at 1M rows, nprobes 20).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engine.store.ivf_files import quantize
+from engine.store.ivf_files import quantize, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,6 @@ class Int8Queries:
     scales: np.ndarray  # (questions, 2) float32
     slack: float  # the largest norm of what both codes miss
     norm: float  # the largest question norm
-
     cached: dict[tuple[int, ...], tuple[Any, Any]] = field(default_factory=dict)  # per question
 
     def columns(self, picked: list[int]) -> tuple[Any, Any]:
@@ -250,8 +249,8 @@ def probe(
     OpenBLAS's and OpenMP's threads spin for a while after a product and slow
     the other library's next ones."""
     rng = np.random.default_rng(0)
-    rows = _unit(rng.normal(size=(_PROBE_ROWS, dimension))).astype(np.float16)
-    q = _unit(rng.normal(size=(_PROBE_WIDTH, dimension)))
+    rows = unit_rows(rng.normal(size=(_PROBE_ROWS, dimension))).astype(np.float16)
+    q = unit_rows(rng.normal(size=(_PROBE_WIDTH, dimension)))
     times: dict[str, dict[int, float]] = {
         s.name: {1: math.inf, _PROBE_WIDTH: math.inf} for s in scorers
     }
@@ -316,8 +315,3 @@ def pick_scorer(dimension: int) -> Scorer:
         " / ".join(f"{t * 1000:.2f}" for t in times["int8"].values()),
     )
     return chosen
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
