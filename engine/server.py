@@ -407,6 +407,9 @@ def _setup_logging(file: Path, *, secret: str | None = None) -> None:
 def main(argv: list[str]) -> int:
     from engine.api.listen_args import add_listen_arguments
     from engine.paths import resolve_paths
+    from engine.store.lance_logs import quiet_lancedb_logs
+
+    quiet_lancedb_logs()
 
     parser = argparse.ArgumentParser(prog="python -m engine")
     add_listen_arguments(parser)

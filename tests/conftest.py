@@ -12,6 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("LANCEDB_LOG", "error")  # as the engine and the CLI set it
 # Test engines do not profile themselves (each would measure the disk and time
 # searches); tests/engine/test_auto_profiling.py turns it on for one engine.
 os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
