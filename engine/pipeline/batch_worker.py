@@ -55,7 +55,6 @@ class BatchWorker:
         (0 or less: form it now)."""
         self.name = name
         self._defer = defer
-        self._deferrals = 0  # times the worker waited for company
         self._fixed_batch = fixed_batch
         self._run_batch = run_batch
         self._model = model
@@ -250,7 +249,6 @@ class BatchWorker:
             slack = self._defer(waited, waiting) if self._defer is not None else 0.0
             if slack > 0:
                 with self._cond:
-                    self._deferrals += 1
                     self._cond.wait(min(slack, _IDLE_POLL_S))  # an arrival wakes it
                 continue
             self.run_once()

@@ -83,13 +83,10 @@ class Generation:
             self._fds[name] = os.open(self.folder / name, os.O_RDONLY)
         weakref.finalize(self, _close_all, list(self._fds.values()))
 
-    def _fd(self, name: str) -> int:
-        return self._fds[name]
-
     def _rows(self, name: str, array: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """Rows lo:hi of `array` (the memory map of file `name`), read into memory."""
         out = np.empty((hi - lo, *array.shape[1:]), dtype=array.dtype)
-        _read_spans(self._fd(name), array, [lo], [hi], out)
+        _read_spans(self._fds[name], array, [lo], [hi], out)
         return out
 
     @property
@@ -155,7 +152,7 @@ class Generation:
 
         def read(first: int, last: int) -> None:
             _read_spans(
-                self._fd("vectors.npy"),
+                self._fds["vectors.npy"],
                 self.vectors,
                 starts[first:last].tolist(),
                 ends[first:last].tolist(),
