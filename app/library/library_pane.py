@@ -321,6 +321,10 @@ class LibraryPane(QWidget):
         one shown until it ends, then the next one still running. Events of
         jobs not shown add their errors and are counted as waiting."""
         p = progress
+        if p.job_id in self._ended and p.state in _FINAL_STATES:
+            # A late event of a job already followed to its end (the bridge's
+            # queue poll can trail its stream): not the answer to a new request.
+            return
         shown = self._last if self._job_id is not None else None
         if self._awaiting and p.origin == "request":
             self._awaiting = False

@@ -3,13 +3,15 @@ removing one, the pace of a job with pause / resume / cancel, re-indexing a file
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMenu, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.library.library_pane import LibraryPane
 from app.qt_compat import emit
-from engine.wire import WatchedFolder
+from engine.wire import IngestProgress, WatchedFolder
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, indexed_docs, request_error
 
@@ -189,3 +191,21 @@ def test_paused_queue_reported_by_the_engine_switches_the_buttons(qtbot: QtBot) 
     assert pane.resume_button.isVisible() and not pane.pause_button.isVisible()
     with qtbot.waitSignal(pane.sig_resume, timeout=1000):
         pane.resume_button.click()
+
+
+def test_a_late_event_of_an_ended_job_is_not_taken_for_the_next_one(qtbot: QtBot) -> None:
+    # Cancel a job, add the folder again: the cancelled job's last event may
+    # arrive after the new request. The pane must follow the new job to its end.
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.set_ready(True)
+    first = IngestProgress(job_id="a", state="running", origin="request")
+    pane.start_job()
+    pane.show_progress(first)
+    pane.finish_job(dataclasses.replace(first, state="cancelled"))
+    pane.start_job()
+    pane.show_progress(dataclasses.replace(first, state="cancelled"))  # late
+    second = IngestProgress(job_id="b", state="running", origin="request")
+    pane.show_progress(second)
+    pane.finish_job(dataclasses.replace(second, state="done"))
+    assert not pane.ingesting
