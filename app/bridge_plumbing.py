@@ -11,10 +11,11 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal, Slot
 
 from app.qt_compat import emit
-from engine.client import AskEvent, EngineClient
+from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
 from engine.wire import (
+    AnswerEvent,
     DocumentInfo,
     EngineSettings,
     EngineStatus,
@@ -52,7 +53,7 @@ class EngineClientLike(Protocol):
     def resume_ingest(self) -> IngestQueueState: ...
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]: ...
+    ) -> Iterator[AnswerEvent]: ...
     def shutdown(self) -> None: ...
     def alive(self, *, timeout_s: float = 5.0) -> bool: ...
     def skip_profiling(self) -> ProfilingStatus: ...

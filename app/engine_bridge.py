@@ -36,23 +36,29 @@ from app.bridge_plumbing import (
     describe_error,
 )
 from app.qt_compat import emit, emit_drops_a_reference
-from engine.client import AskEvent, grant_folders
+from engine.client import grant_folders
 from engine.errors import EngineUnavailableError
 from engine.wire import (
+    FINAL_STATES,
+    AnswerEvent,
+    CitationsEvent,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
+    FailedEvent,
     IngestProgress,
     IngestQueueState,
     ModelDownload,
     ServerSettings,
+    TokenEvent,
     WatchedFolder,
+    ends_answer,
 )
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-FINAL_JOB_STATES = frozenset({"done", "cancelled", "failed"})
 HEALTH_INTERVAL_MS = 2000
 # More deaths than this within the window: something is wrong that a restart
 # does not fix (a broken install); stop trying and say so.
@@ -449,16 +455,16 @@ class EngineBridge(QObject):
     def _follow(self, *, client: EngineClientLike, last: IngestProgress) -> IngestProgress:
         """In a worker: report a job's progress until it ends; returns its last state."""
         self._post(lambda: emit(self.sig_ingest_progress, last))
-        if last.state in FINAL_JOB_STATES:
+        if last.state in FINAL_STATES:
             return last
         for progress in client.ingest_events(job_id=last.job_id):
             if self._gate.closed:
                 break
             last = progress
             self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
-            if progress.state in FINAL_JOB_STATES:
+            if progress.state in FINAL_STATES:
                 break
-        if last.state not in FINAL_JOB_STATES and not self._gate.closed:
+        if last.state not in FINAL_STATES and not self._gate.closed:
             # The event stream ended early (say, a proxy cut it): ask once.
             last = client.ingest_progress(job_id=last.job_id)
         return last
@@ -527,7 +533,7 @@ class EngineBridge(QObject):
                     if stop.is_set() or self._gate.closed:
                         return
                     self._post(lambda ev=event: self._deliver(request_id=request_id, event=ev))
-                    if event.done is not None or event.error is not None:
+                    if ends_answer(event):
                         return
             finally:
                 # Closing the generator closes the HTTP stream, so the engine
@@ -562,20 +568,20 @@ class EngineBridge(QObject):
         if stop is not None:
             stop.set()
 
-    def _deliver(self, *, request_id: int, event: AskEvent) -> None:
+    def _deliver(self, *, request_id: int, event: AnswerEvent) -> None:
         stop = self._ask_stops.get(request_id)
         if stop is None or stop.is_set():
             return
-        if event.citations is not None:
+        if isinstance(event, CitationsEvent):
             emit(self.sig_ask_citations, request_id, event.citations)
-        elif event.token is not None:
-            emit(self.sig_ask_token, request_id, event.token)
-        elif event.done is not None:
+        elif isinstance(event, TokenEvent):
+            emit(self.sig_ask_token, request_id, event.text)
+        elif isinstance(event, DoneEvent):
             self._ask_stops.pop(request_id, None)
             emit(self.sig_ask_done, request_id, event.done)
-        elif event.error is not None:
+        elif isinstance(event, FailedEvent):
             self._ask_stops.pop(request_id, None)
-            emit(self.sig_ask_failed, request_id, event.error)
+            emit(self.sig_ask_failed, request_id, event.message)
 
     # -- batch questions --------------------------------------------------------------
 
@@ -596,7 +602,7 @@ class EngineBridge(QObject):
             return None
         gate = self._gate
 
-        def ask(question: str) -> Iterator[AskEvent]:
+        def ask(question: str) -> Iterator[AnswerEvent]:
             if gate.closed:  # the window closed: send nothing more
                 run.cancel()
                 raise EngineUnavailableError("the window was closed")
@@ -672,7 +678,7 @@ class EngineBridge(QObject):
 
         def follow(client: EngineClientLike) -> ModelDownload:
             state = client.download_model(repo_id=repo_id)
-            while state.state not in FINAL_JOB_STATES and not self._gate.closed:
+            while state.state not in FINAL_STATES and not self._gate.closed:
                 self._post(lambda s=state: emit(self.sig_download_progress, s))
                 time.sleep(poll_s)
                 state = client.download_progress(download_id=state.download_id)

@@ -9,22 +9,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import httpx
 
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
 from engine.wire import (
+    ANSWER_EVENTS,
     Answer,
-    AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     CollectionInfo,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
+    FailedEvent,
     FileError,
     FolderAdded,
     HardwareInfo,
@@ -33,31 +37,19 @@ from engine.wire import (
     ModelDownload,
     Priority,
     ProfilingStatus,
+    ProgressEvent,
     QueueStatus,
     RecommendedModels,
     SearchResult,
     ServerSettings,
     SourceView,
+    StreamEvent,
     WatchedFolder,
+    decode_sse,
     from_json_dict,
-    to_json_dict,
 )
 
-
-@dataclass(frozen=True, kw_only=True)
-class AskEvent:
-    """One step of a streamed answer: exactly one of the fields is set."""
-
-    citations: list[Citation] | None = None
-    token: str | None = None
-    done: AnswerDone | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Endpoint:
-    base_url: str
-    token: str
+__all__ = ["Endpoint", "EngineClient", "folders_to_grant", "grant_folders"]
 
 
 class EngineClient:
@@ -78,8 +70,6 @@ class EngineClient:
     @classmethod
     def connect(cls, *, paths: Paths, start: bool = True, wait_s: float = 60.0) -> EngineClient:
         """Attach to the user's engine, starting one when `start` and none runs."""
-        from engine.launcher import ensure_engine
-
         handle = ensure_engine(paths=paths, start=start, wait_s=wait_s)
         return cls(endpoint=handle.endpoint, started_here=handle.started_here)
 
@@ -218,33 +208,28 @@ class EngineClient:
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
         """Progress of one ingestion job until it ends."""
-        for event, data in self._stream("GET", f"/v1/ingest/{job_id}/events"):
-            if event == "progress":
-                yield from_json_dict(IngestProgress, data)
+        events = self._stream("GET", f"/v1/ingest/{job_id}/events", kinds=(ProgressEvent,))
+        for event in events:
+            yield cast(ProgressEvent, event).progress
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
+        """The answer's events (engine/wire_events.py): citations, tokens, then done,
+        or failed when the engine gave up after the stream began."""
         body = {"question": question, "k": k, "priority": priority}
-        for event, data in self._stream("POST", "/v1/ask", json=body):
-            if event == "citations":
-                yield AskEvent(citations=[from_json_dict(Citation, c) for c in data["citations"]])
-            elif event == "token":
-                yield AskEvent(token=data["text"])
-            elif event == "done":
-                yield AskEvent(done=from_json_dict(AnswerDone, data))
-            elif event == "error":
-                yield AskEvent(error=data["message"])
+        for event in self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS):
+            yield cast(AnswerEvent, event)
 
     def ask(self, *, question: str, k: int = 5, priority: Priority = "interactive") -> Answer:
         """The whole answer at once (the stream, collected)."""
         citations: list[Citation] = []
         for ev in self.ask_stream(question=question, k=k, priority=priority):
-            if ev.citations is not None:
+            if isinstance(ev, CitationsEvent):
                 citations = ev.citations
-            elif ev.error is not None:
-                raise EngineRequestError(ev.error, status=500)
-            elif ev.done is not None:
+            elif isinstance(ev, FailedEvent):
+                raise EngineRequestError(ev.message, status=500)
+            elif isinstance(ev, DoneEvent):
                 d = ev.done
                 return Answer(
                     answer=d.answer, citations=citations, mode=d.mode, note=d.note, model=d.model
@@ -290,13 +275,15 @@ class EngineClient:
         _raise_for_status(response)
         return response.json()
 
-    def _stream(self, method: str, url: str, **kw: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _stream(
+        self, method: str, url: str, *, kinds: Iterable[type[StreamEvent]], **kw: Any
+    ) -> Iterator[StreamEvent]:
         try:
             with self._http.stream(method, url, **kw) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for_status(response)
-                yield from _parse_sse(response.iter_lines())
+                yield from decode_sse(lines=response.iter_lines(), kinds=kinds)
         except httpx.TransportError as e:
             raise EngineUnavailableError(f"the engine stopped answering: {e}") from e
 
@@ -347,24 +334,3 @@ def _raise_for_status(response: httpx.Response) -> None:
     except ValueError:
         detail = response.text
     raise EngineRequestError(str(detail), status=response.status_code)
-
-
-def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    event, data = "message", []
-    for line in lines:
-        if not line:
-            if data:
-                yield event, json.loads("\n".join(data))
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-    if data:
-        yield event, json.loads("\n".join(data))
-
-
-def encode_sse(*, event: str, value: Any) -> str:
-    """One server-sent event; the server uses this so both sides agree."""
-    payload = to_json_dict(value) if hasattr(value, "__dataclass_fields__") else value
-    return f"event: {event}\ndata: {json.dumps(payload)}\n\n"

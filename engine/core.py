@@ -35,8 +35,11 @@ from engine.store.lance_store import LanceStore
 from engine.store.records import SearchFilters, SearchHit
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -44,6 +47,7 @@ from engine.wire import (
     PipelineInfo,
     Priority,
     SourceView,
+    TokenEvent,
     WatchedFolder,
 )
 
@@ -56,7 +60,6 @@ NOT_FOUND_ANSWER = (
     "I could not find anything about this in your documents, so I will not guess. "
     "Try other words, or add the documents that cover it."
 )
-AskEventT = tuple[str, Any]  # ("citations", list[Citation]) | ("token", str) | ("done", AnswerDone)
 
 
 class Engine:
@@ -359,8 +362,8 @@ class Engine:
         folders: tuple[str, ...] = (),
         types: tuple[str, ...] = (),
         priority: Priority = "interactive",
-    ) -> Iterator[AskEventT]:
-        """("citations", [...]), ("token", str)..., ("done", AnswerDone), through the
+    ) -> Iterator[AnswerEvent]:
+        """CitationsEvent, TokenEvent..., DoneEvent (engine/wire_events.py), through the
         retrieval and generation pipelines: the question is batched with others asked
         meanwhile; "interactive" (the chat a person watches) goes ahead of
         "background" work (batch questions, API clients), which is never starved."""
@@ -474,7 +477,9 @@ class Engine:
         self.store.close()
 
 
-def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> Iterator[AskEventT]:
+def _answer_events(
+    *, handle: RequestHandle, cancel: threading.Event | None
+) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: the citations once retrieved
     (none when nothing relevant was found), the text as it is written, then done."""
     gated: GatedHits | None = None
@@ -489,10 +494,10 @@ def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> 
                 gated = event.hits if isinstance(event.hits, GatedHits) else None
                 found = gated is not None and gated.found
                 hits = gated.hits if gated is not None and found else ()
-                yield "citations", [citation_for(i + 1, h) for i, h in enumerate(hits)]
+                yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
             elif isinstance(event, Piece) and event.text:
                 pieces.append(event.text)
-                yield "token", event.text
+                yield TokenEvent(text=event.text)
             elif isinstance(event, Finished):
                 outcome = event
     finally:
@@ -503,15 +508,16 @@ def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> 
     if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
         raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
     if gated is None:  # cancelled before its retrieval
-        yield "citations", []
+        yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
         answer = NOT_FOUND_ANSWER if gated is not None else ""
-        yield "done", AnswerDone(answer=answer, mode="none")
+        done = AnswerDone(answer=answer, mode="none")
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
-        yield "done", AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+        done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
     else:
-        yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=model)
+        done = AnswerDone(answer="".join(pieces), mode="generative", model=model)
+    yield DoneEvent(done=done)
 
 
 def citation_for(index: int, hit: SearchHit) -> Citation:

@@ -31,22 +31,26 @@ from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
 from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
-from engine.client import encode_sse
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
-from engine.ingest.jobs import FINAL_STATES, IngestJob
+from engine.ingest.jobs import IngestJob
 from engine.paths import Paths
 from engine.wire import (
+    FINAL_STATES,
     ApiError,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
+    FailedEvent,
     FileError,
     HardwareInfo,
     IngestProgress,
     Priority,
     ProfilingStatus,
+    ProgressEvent,
     SourceView,
+    encode_sse,
     to_json_dict,
 )
 
@@ -220,7 +224,7 @@ def create_app(
             version = -1
             while True:
                 version, progress = job.wait_next(after=version, timeout_s=10.0)
-                yield encode_sse(event="progress", value=progress)
+                yield encode_sse(ProgressEvent(progress=progress))
                 if progress.state in FINAL_STATES:
                     return
 
@@ -234,22 +238,17 @@ def create_app(
                     yield from answer_events(cancel)
             except Exception as e:  # the stream has begun: report in-band
                 log.exception("answering failed")
-                yield encode_sse(event="error", value={"message": f"{type(e).__name__}: {e}"})
+                yield encode_sse(FailedEvent(message=f"{type(e).__name__}: {e}"))
 
         def answer_events(cancel: threading.Event) -> Iterator[str]:
             events = engine.ask_stream(
                 question=body.question, k=body.k, cancel=cancel, priority=body.priority
             )
-            for name, value in events:
+            for event in events:
                 lifecycle.check()
-                if name == "citations":
-                    payload = {"citations": [to_json_dict(c) for c in value]}
-                    yield encode_sse(event="citations", value=payload)
-                elif name == "token":
-                    yield encode_sse(event="token", value={"text": value})
-                else:
-                    lifecycle.check()
-                    yield encode_sse(event="done", value=value)
+                if isinstance(event, DoneEvent):
+                    lifecycle.check()  # a cut answer is never passed off as whole
+                yield encode_sse(event)
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

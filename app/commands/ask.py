@@ -18,7 +18,15 @@ from app.batch.runner import BatchResult, BatchRun, summary
 from app.chat.answer_render import elide
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.wire import Answer, Citation, to_json_dict
+from engine.wire import (
+    Answer,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    TokenEvent,
+    to_json_dict,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,19 +77,18 @@ def run(args: argparse.Namespace) -> int:
 def _stream(client, *, question: str, k: int) -> int:  # type: ignore[no-untyped-def]
     citations: list[Citation] = []
     for ev in client.ask_stream(question=question, k=k):
-        if ev.citations is not None:
+        if isinstance(ev, CitationsEvent):
             citations = ev.citations
-        elif ev.token is not None:
-            print(ev.token, end="", flush=True)
-        elif ev.error is not None:
+        elif isinstance(ev, TokenEvent):
+            print(ev.text, end="", flush=True)
+        elif isinstance(ev, FailedEvent):
             print()
-            return fail(ev.error)
-        elif ev.done is not None:
+            return fail(ev.message)
+        elif isinstance(ev, DoneEvent):
+            done = ev.done
             print()
             _sources(
-                Answer(
-                    answer=ev.done.answer, citations=citations, mode=ev.done.mode, note=ev.done.note
-                )
+                Answer(answer=done.answer, citations=citations, mode=done.mode, note=done.note)
             )
     return 0
 

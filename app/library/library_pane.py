@@ -30,13 +30,11 @@ from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
 from app.library.progress_text import pace_line
 from app.qt_compat import emit
-from engine.wire import DocumentInfo, FileError, IngestProgress, WatchedFolder
+from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
 # Asks the name of a new collection: (parent) -> the name, or None.
 NameAsker = Callable[[QWidget], str | None]
-
-_FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 
 
 def choose_folder_dialog(parent: QWidget) -> str | None:
@@ -321,7 +319,7 @@ class LibraryPane(QWidget):
         one shown until it ends, then the next one still running. Events of
         jobs not shown add their errors and are counted as waiting."""
         p = progress
-        if p.job_id in self._ended and p.state in _FINAL_STATES:
+        if p.job_id in self._ended and p.state in FINAL_STATES:
             # A late event of a job already followed to its end (the bridge's
             # queue poll can trail its stream): not the answer to a new request.
             return
@@ -335,8 +333,8 @@ class LibraryPane(QWidget):
         elif (
             not self._awaiting
             and shown is not None
-            and shown.state in _FINAL_STATES
-            and p.state not in _FINAL_STATES
+            and shown.state in FINAL_STATES
+            and p.state not in FINAL_STATES
         ):
             self._job_id = p.job_id  # the job shown has ended: show the next one
         if p.job_id not in self._ended:
@@ -369,7 +367,7 @@ class LibraryPane(QWidget):
     def jobs_waiting(self) -> int:
         """Jobs running or queued besides the one shown."""
         return sum(
-            1 for k, v in self._jobs.items() if k != self._job_id and v.state not in _FINAL_STATES
+            1 for k, v in self._jobs.items() if k != self._job_id and v.state not in FINAL_STATES
         )
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
@@ -419,7 +417,7 @@ class LibraryPane(QWidget):
             self.progress_bar.setRange(0, max(total, 1))
             self.progress_bar.setValue(min(p.files_done, max(total, 1)) if total else 1)
         self.progress_box.setTitle(job_title(p))
-        if p.state in _FINAL_STATES:
+        if p.state in FINAL_STATES:
             self.current_label.setText(_final_line(p))
         elif p.current:
             self.current_label.setText(f"Reading {file_name(path=p.current)}")
@@ -453,7 +451,7 @@ class LibraryPane(QWidget):
         self.errors_label.setVisible(errors > 0)
         self.errors_view.setVisible(errors > 0)
         running = self._awaiting or (
-            self._last is not None and self._last.state not in _FINAL_STATES
+            self._last is not None and self._last.state not in FINAL_STATES
         )
         self.pause_button.setVisible(running and not self._paused)
         self.resume_button.setVisible(running and self._paused)

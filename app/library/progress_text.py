@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.wire import IngestProgress
+from engine.wire import FINAL_STATES, IngestProgress
 
 
 def rate_text(*, progress: IngestProgress) -> str:
@@ -31,7 +31,7 @@ def eta_text(*, eta_s: float | None) -> str:
 
 def pace_line(*, progress: IngestProgress) -> str:
     """One line under the bar: paused, or the rate and what is left."""
-    if progress.state in ("done", "cancelled", "failed"):
+    if progress.state in FINAL_STATES:
         return ""
     if progress.paused:
         return "Paused: the engine finishes the file at hand, then waits for Resume."

@@ -27,10 +27,9 @@ from app.engine_bridge import EngineBridge
 from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
 from app.qt_compat import emit
 from engine.planner.sizes import format_gib
-from engine.wire import ModelAdvice, ModelDownload, RecommendedModels
+from engine.wire import FINAL_STATES, ModelAdvice, ModelDownload, RecommendedModels
 
 COLUMNS = ("Model", "Parameters", "On this machine", "Expected speed", "Installed", "Licence")
-FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 
 
 def params_text(params: int) -> str:

@@ -36,7 +36,10 @@ from engine.api.lifecycle import Lifecycle
 from engine.core import Engine
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
+    DoneEvent,
     OpenAIChatCompletion,
     OpenAIChatCompletionChunk,
     OpenAIChoice,
@@ -50,6 +53,7 @@ from engine.wire import (
     OpenAIMessage,
     OpenAIModel,
     OpenAIModelList,
+    TokenEvent,
     to_json_dict,
 )
 
@@ -148,7 +152,7 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         events = _answer_events(
-            engine=engine, lifecycle=lifecycle, question=question, options=options
+            engine=engine, lifecycle=lifecycle, question=question, options=options, model=model_id
         )
         if body.stream:
             chunks = _stream(events, completion_id=completion_id, created=created, model=model_id)
@@ -156,13 +160,11 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         citations: list[Citation] = []
         answer = ""
         try:
-            for name, value in events:
-                if name == "citations":
-                    citations = value
-                elif name == "token":
-                    answer += value
-                elif name == "done" and isinstance(value, AnswerDone):
-                    answer = value.answer
+            for event in events:
+                if isinstance(event, CitationsEvent):
+                    citations = event.citations
+                elif isinstance(event, DoneEvent):
+                    answer = event.done.answer
         except Exception as e:
             log.exception("answering failed")
             return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
@@ -261,33 +263,42 @@ def _last_user_text(messages: list[ChatMessageIn]) -> str:
 
 
 def _answer_events(
-    *, engine: Engine, lifecycle: Lifecycle, question: str, options: RagdollChatOptions
-) -> Iterator[tuple[str, Any]]:
-    """("citations", [...]), ("token", str)..., ("done", AnswerDone | None), ending early
-    with EngineStoppingError when the engine shuts down."""
+    *,
+    engine: Engine,
+    lifecycle: Lifecycle,
+    question: str,
+    options: RagdollChatOptions,
+    model: str,
+) -> Iterator[AnswerEvent]:
+    """The answer stream's events (engine/wire_events.py), ending early with
+    EngineStoppingError when the engine shuts down."""
     with lifecycle.answer() as cancel:
         if options.retrieval:
             # API clients are background work: the chat a person watches goes first.
-            source: Iterator[tuple[str, Any]] = engine.ask_stream(
+            source: Iterator[AnswerEvent] = engine.ask_stream(
                 question=question, k=options.k, cancel=cancel, priority="background"
             )
         else:
-            source = _unretrieved(engine=engine, question=question, cancel=cancel)
+            source = _unretrieved(engine=engine, question=question, cancel=cancel, model=model)
         for event in source:
             lifecycle.check()
             yield event
         lifecycle.check()
 
 
-def _unretrieved(*, engine: Engine, question: str, cancel: Any) -> Iterator[tuple[str, Any]]:
-    yield "citations", []
+def _unretrieved(
+    *, engine: Engine, question: str, cancel: Any, model: str
+) -> Iterator[AnswerEvent]:
+    yield CitationsEvent(citations=[])
+    pieces: list[str] = []
     for piece in engine.generate_stream(question=question, cancel=cancel):
-        yield "token", piece
-    yield "done", None
+        pieces.append(piece)
+        yield TokenEvent(text=piece)
+    yield DoneEvent(done=AnswerDone(answer="".join(pieces), mode="generative", model=model))
 
 
 def _stream(
-    events: Iterator[tuple[str, Any]], *, completion_id: str, created: int, model: str
+    events: Iterator[AnswerEvent], *, completion_id: str, created: int, model: str
 ) -> Iterator[str]:
     def chunk(delta: OpenAIDelta, *, finish: Any = None, citations: Any = None) -> str:
         value = OpenAIChatCompletionChunk(
@@ -304,16 +315,16 @@ def _stream(
 
     sent_text = False
     try:
-        for name, value in events:
-            if name == "citations":
-                yield chunk(OpenAIDelta(role="assistant", content=""), citations=value)
-            elif name == "token" and value:
+        for event in events:
+            if isinstance(event, CitationsEvent):
+                yield chunk(OpenAIDelta(role="assistant", content=""), citations=event.citations)
+            elif isinstance(event, TokenEvent) and event.text:
                 sent_text = True
-                yield chunk(OpenAIDelta(content=value))
-            elif name == "done":
+                yield chunk(OpenAIDelta(content=event.text))
+            elif isinstance(event, DoneEvent):
                 # "Not found" answers arrive whole, with no tokens before them.
-                if isinstance(value, AnswerDone) and value.answer and not sent_text:
-                    yield chunk(OpenAIDelta(content=value.answer))
+                if event.done.answer and not sent_text:
+                    yield chunk(OpenAIDelta(content=event.done.answer))
                 yield chunk(OpenAIDelta(), finish="stop")
         yield "data: [DONE]\n\n"
     except Exception as e:  # the stream has begun: report in-band, as OpenAI does

@@ -8,8 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.api.lifecycle import Lifecycle
 from engine.api.server_settings import ServerSettingsStore
 from engine.core import Engine
-from engine.ingest.jobs import FINAL_STATES
-from engine.wire import QueueStatus, ServerSettings
+from engine.wire import FINAL_STATES, QueueStatus, ServerSettings
 
 
 class ServerSettingsBody(BaseModel):

@@ -12,12 +12,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from engine.client import AskEvent
 from engine.errors import EngineRequestError
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -38,6 +40,7 @@ from engine.wire import (
     ServerSettings,
     SourceView,
     TierSizes,
+    TokenEvent,
     WatchedFolder,
 )
 
@@ -426,16 +429,15 @@ class FakeClient:
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
         self._call("ask_stream", question=question, k=k)
-        yield AskEvent(citations=list(CITATIONS))
+        yield CitationsEvent(citations=list(CITATIONS))
         for token in self.tokens:
             if self.token_delay_s or self.delay_s:
                 time.sleep(self.token_delay_s or self.delay_s)
-            yield AskEvent(token=token)
-        yield AskEvent(
-            done=AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
-        )
+            yield TokenEvent(text=token)
+        done = AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
+        yield DoneEvent(done=done)
 
     # -- models ------------------------------------------------------------
 

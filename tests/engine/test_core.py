@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine.core import NOT_FOUND_ANSWER, Engine
+from engine.wire import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent
 
 
 def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan(
@@ -109,9 +110,9 @@ def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
 
 def _join(
     threads: list[threading.Thread],
-    results: list[list[tuple[str, Any]]],
+    results: list[list[AnswerEvent]],
     errors: list[BaseException],
-) -> list[list[tuple[str, Any]]]:
+) -> list[list[AnswerEvent]]:
     for t in threads:
         t.join(timeout=120)
         assert not t.is_alive(), "an answer never finished"
@@ -127,7 +128,7 @@ def _until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
 
 
 def _start(engine: Engine, asks: list[dict[str, Any]]) -> tuple[list[threading.Thread], Any, Any]:
-    results: list[list[tuple[str, Any]]] = [[] for _ in asks]
+    results: list[list[AnswerEvent]] = [[] for _ in asks]
     errors: list[BaseException] = []
 
     def one(i: int) -> None:
@@ -158,16 +159,16 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
     _join(threads, results, errors)
 
     for (question, (file, words)), events in zip(QUESTIONS.items(), results, strict=False):
-        citations, done = events[0][1], events[-1][1]
-        assert [name for name, _ in events] == ["citations", "token", "done"], question
+        citations, done = events[0].citations, events[-1].done
+        assert [e.name for e in events] == ["citations", "token", "done"], question
         assert citations[0].path.endswith(file), question
         assert done.mode == "extractive" and words in done.answer, question
     unrelated = results[len(QUESTIONS)]
-    assert unrelated[0] == ("citations", [])
-    assert unrelated[-1][1].mode == "none" and unrelated[-1][1].answer == NOT_FOUND_ANSWER
+    assert unrelated[0] == CitationsEvent(citations=[])
+    assert unrelated[-1].done.mode == "none" and unrelated[-1].done.answer == NOT_FOUND_ANSWER
     van = results[-1]
-    assert {Path(c.path).name for c in van[0][1]} == {"van.md"}
-    assert "3.1 bar" in van[-1][1].answer
+    assert {Path(c.path).name for c in van[0].citations} == {"van.md"}
+    assert "3.1 bar" in van[-1].done.answer
 
     info = local_engine.status().pipeline
     assert info is not None
@@ -200,9 +201,9 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
     from engine.answer.passages import Passage
 
     for question, events in zip(questions, results, strict=True):
-        citations, done = events[0][1], events[-1][1]
+        citations, done = events[0].citations, events[-1].done
         assert done.mode == "generative" and done.model == "tiny-llama"
-        assert done.answer == "".join(v for name, v in events if name == "token")
+        assert done.answer == "".join(e.text for e in events if isinstance(e, TokenEvent))
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
@@ -230,7 +231,7 @@ def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -
 
     def ask(question: str, priority: str) -> None:
         events = list(engine.ask_stream(question=question, priority=priority))  # type: ignore[arg-type]
-        assert events[-1][1].mode == "generative"
+        assert events[-1].done.mode == "generative"
         with lock:
             finished.append(priority)
 
@@ -282,8 +283,8 @@ def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None
 
     assert target in (2, 4)
     for (question, (file, _)), events in zip(QUESTIONS.items(), results, strict=True):
-        assert events[0][1][0].path.endswith(file), question
-        assert events[-1][1].mode == "generative" and events[-1][1].answer, question
+        assert events[0].citations[0].path.endswith(file), question
+        assert events[-1].done.mode == "generative" and events[-1].done.answer, question
     after = pipeline.status()
     assert after.submitted - before.submitted == len(questions)
     assert after.finished == after.submitted
@@ -303,10 +304,10 @@ def test_cancel_stops_the_answer_and_frees_its_place(with_model: Engine) -> None
     engine = with_model
     cancel = threading.Event()
     events = engine.ask_stream(question=next(iter(QUESTIONS)), cancel=cancel)
-    assert next(events)[0] == "citations"
+    assert isinstance(next(events), CitationsEvent)
     cancel.set()
     rest = list(events)
-    assert rest[-1][0] == "done"
+    assert isinstance(rest[-1], DoneEvent)
     pipeline = engine.serving().pipeline
     _until(pipeline.idle)
     assert pipeline.status().requests[-1].status == "cancelled"
@@ -327,7 +328,7 @@ def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: 
     assert pipeline.status().finished == finished + 1
     list(pieces)
     _join(threads, results, errors)
-    assert results[0][-1][1].mode == "generative"
+    assert results[0][-1].done.mode == "generative"
 
 
 def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> None:
@@ -369,7 +370,7 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
     (record,) = pipeline.status().generation.recent
     assert record.size == 2  # one batch, grown by the question that joined it
     for question, events in ((first, results[0]), (second, late[0])):
-        citations, done = events[0][1], events[-1][1]
+        citations, done = events[0].citations, events[-1].done
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
@@ -392,9 +393,9 @@ def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
     new = engine.serving()
     assert new is not old and new.answerer is None
     for (question, (file, phrase)), events in zip(QUESTIONS.items(), results, strict=False):
-        done = events[-1][1]
+        done = events[-1].done
         assert done.mode == "extractive", question
-        assert events[0][1][0].path.endswith(file) and phrase in done.answer, question
+        assert events[0].citations[0].path.endswith(file) and phrase in done.answer, question
     assert old.pipeline.status().generation.batches == 0
     _until(lambda: new.pipeline.status().finished >= len(questions))
     engine.set_model(model=str(tiny_model))  # as the fixture left it

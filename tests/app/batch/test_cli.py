@@ -15,8 +15,15 @@ from pathlib import Path
 import pytest
 
 import app.commands.ask as ask_command
-from engine.client import AskEvent
-from engine.wire import AnswerDone, Citation
+from engine.wire import (
+    AnswerDone,
+    AnswerEvent,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    TokenEvent,
+)
 from tests.app.batch.conftest import QUESTIONS
 from tests.support.engine import RunningEngine
 
@@ -77,16 +84,16 @@ class FakeClient:
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: str = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
-        yield AskEvent(citations=[CITATION])
+        yield CitationsEvent(citations=[CITATION])
         if question == "refused":
-            yield AskEvent(error="the engine refused it")
+            yield FailedEvent(message="the engine refused it")
             return
         if question == "slow":
             self.release.wait(10)
-        yield AskEvent(token=f"answer to {question}")
-        yield AskEvent(done=AnswerDone(answer=f"answer to {question}", mode="extractive"))
+        yield TokenEvent(text=f"answer to {question}")
+        yield DoneEvent(done=AnswerDone(answer=f"answer to {question}", mode="extractive"))
 
 
 @pytest.fixture

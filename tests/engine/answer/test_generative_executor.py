@@ -54,7 +54,7 @@ def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path
 
         events = list(engine.ask_stream(question=QUESTION))
 
-        done = events[-1][1]
+        done = events[-1].done
         assert done.mode == "generative"
         assert answerer.executor.forward_calls > before  # the executor computed the answer
         assert answerer.last_generation is not None
