@@ -25,6 +25,8 @@ T = TypeVar("T")
 
 AnswerMode = Literal["extractive", "generative", "none"]
 JobState = Literal["queued", "running", "done", "cancelled", "failed"]
+# A job in one of these states changes no more.
+FINAL_STATES: frozenset[str] = frozenset({"done", "cancelled", "failed"})
 Priority = Literal["interactive", "background"]
 
 

@@ -43,7 +43,7 @@ def library_router(*, engine: Engine) -> APIRouter:
 
     @router.get("/v1/folders", response_model=dict[str, list[WatchedFolder]])
     def list_folders() -> dict[str, Any]:
-        return {"folders": engine.folders.list()}
+        return {"folders": engine.library.folders()}
 
     @router.post(
         "/v1/folders",
@@ -88,14 +88,14 @@ def library_router(*, engine: Engine) -> APIRouter:
     @router.get("/v1/collections", response_model=dict[str, list[CollectionInfo]])
     def collections() -> dict[str, Any]:
         folders: dict[str, list[str]] = {}
-        for folder in engine.folders.list():
+        for folder in engine.library.folders():
             folders.setdefault(folder.collection, []).append(folder.path)
         docs: dict[str, int] = dict.fromkeys(folders, 0)
         chunks: dict[str, int] = dict.fromkeys(folders, 0)
         for doc in engine.documents():
             if doc.status != "indexed":
                 continue
-            owner = engine.folders.containing(path=doc.path)
+            owner = engine.library.folder_of(path=doc.path)
             name = owner.collection if owner is not None else UNFILED
             docs[name] = docs.get(name, 0) + 1
             chunks[name] = chunks.get(name, 0) + doc.chunks
@@ -129,5 +129,5 @@ def library_router(*, engine: Engine) -> APIRouter:
 
 
 def _collection(engine: Engine, hit: SearchHit) -> str | None:
-    folder = engine.folders.containing(path=hit.chunk.path)
+    folder = engine.library.folder_of(path=hit.chunk.path)
     return folder.collection if folder is not None else None

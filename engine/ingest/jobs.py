@@ -26,10 +26,9 @@ from engine.ingest.indexer import ChunkingParams
 from engine.ingest.pipeline import JobContext, JobRun
 from engine.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.store.lance_store import LanceStore
-from engine.wire import IngestProgress, IngestQueueState
+from engine.wire import FINAL_STATES, IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
-FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 KEEP_FINISHED_JOBS = 200  # the watcher makes many small jobs; old ones are forgotten
 
 
