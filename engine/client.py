@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import httpx
 
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
 from engine.wire import (
     Answer,
@@ -35,7 +36,7 @@ from engine.wire import (
     ProfilingStatus,
     QueueStatus,
     RecommendedModels,
-    SearchResult,
+    SearchResponse,
     ServerSettings,
     SourceView,
     WatchedFolder,
@@ -52,12 +53,6 @@ class AskEvent:
     token: str | None = None
     done: AnswerDone | None = None
     error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Endpoint:
-    base_url: str
-    token: str
 
 
 class EngineClient:
@@ -78,8 +73,6 @@ class EngineClient:
     @classmethod
     def connect(cls, *, paths: Paths, start: bool = True, wait_s: float = 60.0) -> EngineClient:
         """Attach to the user's engine, starting one when `start` and none runs."""
-        from engine.launcher import ensure_engine
-
         handle = ensure_engine(paths=paths, start=start, wait_s=wait_s)
         return cls(endpoint=handle.endpoint, started_here=handle.started_here)
 
@@ -187,9 +180,9 @@ class EngineClient:
         body = self._request("GET", "/v1/collections")
         return [from_json_dict(CollectionInfo, c) for c in body["collections"]]
 
-    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResult:
+    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResponse:
         body = {"query": query, "k": k, "collection": collection}
-        return from_json_dict(SearchResult, self._request("POST", "/v1/search", json=body))
+        return from_json_dict(SearchResponse, self._request("POST", "/v1/search", json=body))
 
     def add_paths(self, *, paths: list[str]) -> IngestProgress:
         """Ingest files or folders the person named, watching their folders first

@@ -104,7 +104,13 @@ class Engine:
         # What the server calls besides the methods below (engine/facade.py).
         self.ingestion = IngestionAPI(queue=self.ingest)
         self.library = LibraryAPI(folders=self.folders)
-        self.system = SystemAPI(engine=self)
+        self.system = SystemAPI(
+            paths=self.paths,
+            store=self.store,
+            profiler=self.profiler,
+            chosen_model=lambda: self.settings.model,
+            placement=self.placement,
+        )
         if warm_up:
             threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
 

@@ -9,6 +9,7 @@ wire values back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.ingest.jobs import IngestJob, IngestQueue
@@ -22,8 +23,11 @@ from engine.wire import (
 )
 
 if TYPE_CHECKING:
-    from engine.core import Engine
     from engine.folders import FolderRegistry
+    from engine.paths import Paths
+    from engine.planner.auto_profile import AutoProfiler
+    from engine.planner.placement import Placement
+    from engine.store.lance_store import LanceStore
 
 
 class IngestionAPI:
@@ -71,8 +75,22 @@ class LibraryAPI:
 class SystemAPI:
     """The machine, the placement in force and active profiling."""
 
-    def __init__(self, *, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(
+        self,
+        *,
+        paths: Paths,
+        store: LanceStore,
+        profiler: AutoProfiler,
+        chosen_model: Callable[[], str | None],
+        placement: Callable[[], Placement | None],
+    ) -> None:
+        """`chosen_model()`: the model in the settings; `placement()`: the placement in
+        force of the model in use (its owner's)."""
+        self._paths = paths
+        self._store = store
+        self._profiler = profiler
+        self._chosen_model = chosen_model
+        self._placement = placement
 
     def hardware(self) -> HardwareInfo:
         """GET /v1/hardware: the profile, the placement in force of the model in use
@@ -80,16 +98,15 @@ class SystemAPI:
         measures disk bandwidth (seconds)."""
         from engine.planner.report import hardware_info
 
-        engine = self._engine
-        _, chunks = engine.store.counts()
-        meta = engine.store.meta
+        _, chunks = self._store.counts()
+        meta = self._store.meta
         return hardware_info(
-            paths=engine.paths,
-            model=engine.settings.model,
+            paths=self._paths,
+            model=self._chosen_model(),
             chunks=chunks,
             vector_dim=meta.dimension if meta else None,
-            in_force=engine.placement(),
+            in_force=self._placement(),
         )
 
     def skip_profiling(self) -> ProfilingStatus:
-        return self._engine.profiler.skip()
+        return self._profiler.skip()

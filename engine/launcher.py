@@ -14,10 +14,17 @@ from typing import IO
 
 import httpx
 
-from engine.client import Endpoint
 from engine.errors import EngineUnavailableError
 from engine.json_file import write_json
 from engine.paths import Paths
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """Where a running engine listens, and its token."""
+
+    base_url: str
+    token: str
 
 
 @dataclass(frozen=True, kw_only=True)

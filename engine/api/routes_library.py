@@ -17,7 +17,7 @@ from engine.store.records import SearchHit
 from engine.wire import (
     CollectionInfo,
     FolderAdded,
-    SearchResult,
+    SearchResponse,
     WatchedFolder,
 )
 
@@ -111,8 +111,8 @@ def library_router(*, engine: Engine) -> APIRouter:
             ]
         }
 
-    @router.post("/v1/search", response_model=SearchResult)
-    def search(body: SearchBody) -> SearchResult:
+    @router.post("/v1/search", response_model=SearchResponse)
+    def search(body: SearchBody) -> SearchResponse:
         """Passages that match the query, best first, without writing an answer."""
         query = body.query.strip()
         if not query:
@@ -121,7 +121,7 @@ def library_router(*, engine: Engine) -> APIRouter:
         hits = engine.retrieve(question=query, k=wanted)
         if body.collection is not None:
             hits = [h for h in hits if _collection(engine, h) == body.collection]
-        return SearchResult(
+        return SearchResponse(
             query=query, hits=[citation_for(i + 1, h) for i, h in enumerate(hits[: body.k])]
         )
 

@@ -37,10 +37,11 @@ from engine.pipeline.requests import (
     Retrieved,
     new_question,
 )
-from engine.pipeline.scheduler import Priority, SchedulerPolicy
+from engine.pipeline.scheduler import SchedulerPolicy
 from engine.pipeline.status import PipelineStatus, RequestRecord
 from engine.planner.placement import Placement
 from engine.planner.profiling import PowerLawFit
+from engine.wire import Priority
 
 
 class _Done:
