@@ -164,3 +164,33 @@ def test_dropping_an_answerer_stops_its_copy_thread(tmp_path: Path) -> None:
     gc.collect()
     thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_an_out_of_memory_moves_kv_to_the_host_first_and_the_owner_reports_it(
+    tmp_path: Path,
+) -> None:
+    from engine.executor.kv import host_kv_layers
+    from engine.hardware.profile import synthetic_profile
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=4)
+    gpu = synthetic_profile(gpu_bytes=8 * 2**30, ram_bytes=16 * 2**30, disk_bytes=64 * 2**30)
+    calm = open_model(model_path=folder, hardware=gpu).answerer
+    expected = "".join(calm.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    calls = {"n": 0}
+
+    def fault(unit: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 30:
+            raise torch.OutOfMemoryError("injected")
+
+    in_use = open_model(model_path=folder, hardware=gpu, fault_hook=fault)
+    owner, answerer = in_use.owner, in_use.answerer
+    assert answerer.executor.device.type == "cuda" and answerer.executor.kv_host_layers == 0
+    got = "".join(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    assert got == expected
+    # KV went first (half of the layers' KV to the host); the weights stayed.
+    assert answerer.executor.kv_host_layers == 2
+    assert owner.demotions == 1
+    assert host_kv_layers(placement=owner.placement, layers=4) == 2
+    assert owner.placement.kv.cpu > 0 and set(owner.placement.layer_tiers) == {"gpu"}
