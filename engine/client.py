@@ -40,7 +40,7 @@ from engine.wire import (
     ProgressEvent,
     QueueStatus,
     RecommendedModels,
-    SearchResult,
+    SearchResponse,
     ServerSettings,
     SourceView,
     StreamEvent,
@@ -177,9 +177,9 @@ class EngineClient:
         body = self._request("GET", "/v1/collections")
         return [from_json_dict(CollectionInfo, c) for c in body["collections"]]
 
-    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResult:
+    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResponse:
         body = {"query": query, "k": k, "collection": collection}
-        return from_json_dict(SearchResult, self._request("POST", "/v1/search", json=body))
+        return from_json_dict(SearchResponse, self._request("POST", "/v1/search", json=body))
 
     def add_paths(self, *, paths: list[str]) -> IngestProgress:
         """Ingest files or folders the person named, watching their folders first

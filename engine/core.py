@@ -1,8 +1,9 @@
 """The engine as a plain object: ingest, ask, look up sources, choose a model.
 
-The HTTP server (engine/server.py) is a thin layer over this; tests can call it
-in-process. Heavy parts (the embedder, a language model) load lazily, in the
-background where possible, so the engine answers /v1/status at once.
+The HTTP server (engine/server.py) is a thin layer over this and its named sub-APIs
+(`ingestion`, `library`, `system`: engine/facade.py); tests can call it in-process.
+Heavy parts (the embedder, a language model) load lazily, in the background where
+possible, so the engine answers /v1/status at once.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine.answer.extractive import NO_MODEL_NOTE
 from engine.errors import ModelLoadError
+from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
@@ -29,6 +31,7 @@ from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
+from engine.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
 from engine.planner.profiling import PowerLawFit
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
@@ -51,6 +54,9 @@ from engine.wire import (
     WatchedFolder,
 )
 
+if TYPE_CHECKING:
+    from engine.answer.in_use import ModelInUse
+
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 # The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
@@ -70,7 +76,7 @@ class Engine:
         self.folders = FolderRegistry(file=paths.folders_file)
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
-        self._generator: Any = None  # GenerativeAnswerer when a model is chosen
+        self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
         # Held while the model runs (a generation batch, an answer without retrieval,
@@ -98,6 +104,16 @@ class Engine:
         if watch:
             threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
         self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
+        # What the server calls besides the methods below (engine/facade.py).
+        self.ingestion = IngestionAPI(queue=self.ingest)
+        self.library = LibraryAPI(folders=self.folders)
+        self.system = SystemAPI(
+            paths=self.paths,
+            store=self.store,
+            profiler=self.profiler,
+            chosen_model=lambda: self.settings.model,
+            placement=self.placement,
+        )
         if warm_up:
             threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
 
@@ -108,11 +124,7 @@ class Engine:
             if self._embedder is None:
                 # With a model in use, the embedder takes the GPU only if that model's
                 # placement leaves it room (without one: the GPU's free memory).
-                generator = self._generator
-                embedder = Embedder(
-                    model=self.settings.embedder,
-                    placement=generator.placement if generator is not None else None,
-                )
+                embedder = Embedder(model=self.settings.embedder, placement=self.placement())
                 stale = self.store.ensure_embedder(
                     embedder_id=embedder.info.id, dimension=embedder.info.dimension
                 )
@@ -165,11 +177,12 @@ class Engine:
     def _generation_sampler(self) -> Sampler | None:
         from engine.planner.samplers import generation_sampler
 
-        generator = self._generator
-        if generator is None:
+        model = self._model
+        if model is None:
             return None
+        answerer = model.answerer
         with self._answer_lock:
-            sample = generation_sampler(model=generator.model, tokenizer=generator.tokenizer)
+            sample = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
 
         def between_answers(batch: int) -> float:
             # One timed batch at a time under the answer lock: a question waits
@@ -184,21 +197,20 @@ class Engine:
 
         return retrieval_sampler(store=self.store) if chunks > 0 else None
 
-    def _load_generator(self, model: str) -> Any:
-        from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+    def _load_generator(self, model: str) -> ModelInUse:
+        from engine.answer.in_use import open_model
+        from engine.models.resolve import resolve_model_path
 
         with self._model_lock:
             path = resolve_model_path(model=model)
-            _, chunks = self.store.counts()
             # One placement for both pipelines: the model's tiers and the index's
-            # resident budget come from the same plan (RAGDoll §4.2).
-            store = self.planner_store()
-            generator = GenerativeAnswerer(model_path=path, store=store)
-            if chunks > 0:
-                self.store.apply_placement(placement=generator.placement)
-            self._generator, self._generator_error = generator, None
+            # resident budget come from the same plan, and one owner (RAGDoll §4.2).
+            in_use = open_model(
+                model_path=path, store=self.planner_store, index=self.store, paths=self.paths
+            )
+            self._model, self._generator_error = in_use, None
         self._drop_serving()  # the next question builds pipelines for this model
-        return generator
+        return in_use
 
     # -- settings ------------------------------------------------------------------
 
@@ -209,7 +221,7 @@ class Engine:
             self._load_generator(model)
         else:
             with self._model_lock:
-                self._generator = None
+                self._model = None
             self._drop_serving()
         self.settings = with_changes(self.settings, model=model or None)
         save_settings(file=self.paths.settings_file, settings=self.settings)
@@ -226,7 +238,7 @@ class Engine:
             chunks=chunks,
             embedder=self.settings.embedder,
             model=self.settings.model,
-            answer_mode="generative" if self._generator is not None else "extractive",
+            answer_mode="generative" if self._model is not None else "extractive",
             model_error=self._generator_error,
             profiling=self.profiler.status(),
             pipeline=self.pipeline_info(),
@@ -238,8 +250,17 @@ class Engine:
         serving = self._serving
         if serving is None:
             return None
-        pipeline = serving.pipeline
-        return pipeline_info(status=pipeline.status(), placement=pipeline.placement)
+        return pipeline_info(status=serving.pipeline.status(), placement=serving.placement)
+
+    def model_in_use(self) -> ModelInUse | None:
+        """The language model answering now and the owner of its placement."""
+        return self._model
+
+    def placement(self) -> Placement | None:
+        """The placement in force of the model in use (None: no language model), as
+        its owner reports it: after an out-of-memory recovery, the demoted one."""
+        model = self._model
+        return model.owner.placement if model is not None else None
 
     def documents(self) -> list[DocumentInfo]:
         return [
@@ -386,19 +407,17 @@ class Engine:
         with self._serving_lock:
             serving = self._serving
             retiring = None
-            if serving is not None and serving.answerer is not self._generator:
+            if serving is not None and serving.model is not self._model:
                 retiring, serving, self._serving = serving, None, None
             if serving is None:
-                generator = self._generator
+                model = self._model
                 self._serving_profile = self.profiler.status()
                 serving = ServingPipeline(
                     store=self.store,
                     embed=embedder.embed,
-                    answerer=generator,
+                    model=model,
                     model_lock=self._answer_lock,
-                    generation_fit=self._generation_fit() if generator is not None else None,
-                    paths=self.paths,
-                    store_spec=self.planner_store,
+                    generation_fit=self._generation_fit() if model is not None else None,
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -441,10 +460,9 @@ class Engine:
             return None
         return result.generation if result is not None else None
 
-    def planner_store(self) -> Any:
+    def planner_store(self) -> StoreSpec:
         """The index as the planner sees it (a `StoreSpec`): the collection's
         chunks, each as resident in the store's layout."""
-        from engine.planner.placement import DEFAULT_VECTOR_DIM
         from engine.planner.report import store_spec
 
         _, chunks = self.store.counts()
@@ -460,11 +478,11 @@ class Engine:
     ) -> Iterator[str]:
         """The chosen model's answer without retrieval (the API's `retrieval: false`).
         Raises ModelLoadError when no language model is in use."""
-        generator = self._generator
-        if generator is None:
+        model = self._model
+        if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         with self._answer_lock:
-            yield from generator.stream(question=question.strip(), passages=[], cancel=cancel)
+            yield from model.answerer.stream(question=question.strip(), passages=[], cancel=cancel)
 
     def close(self) -> None:
         with self._serving_lock:

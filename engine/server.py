@@ -142,17 +142,7 @@ def create_app(
     def hardware() -> dict:
         # A sync endpoint runs in the server's thread pool: the first call measures
         # disk bandwidth (seconds) without holding up other requests.
-        from engine.planner.report import hardware_info
-
-        _, chunks = engine.store.counts()
-        meta = engine.store.meta
-        info = hardware_info(
-            paths=engine.paths,
-            model=engine.settings.model,
-            chunks=chunks,
-            vector_dim=meta.dimension if meta else None,
-        )
-        return to_json_dict(info)
+        return to_json_dict(engine.system.hardware())
 
     @app.get("/v1/documents", response_model=dict[str, list[DocumentInfo]])
     def documents() -> dict:
@@ -178,7 +168,7 @@ def create_app(
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
         for path in body.paths:
-            if "\x00" in path or engine.folders.containing(path=path) is None:
+            if "\x00" in path or engine.library.folder_of(path=path) is None:
                 raise HTTPException(
                     status_code=403,
                     detail=f"{path} is outside every watched folder; add its folder first "
@@ -189,7 +179,7 @@ def create_app(
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")
     def ingest_queue() -> dict:
-        return to_json_dict(engine.ingest.state())
+        return to_json_dict(engine.ingestion.state())
 
     @app.post("/v1/ingest/pause")
     def ingest_pause() -> dict:
@@ -200,7 +190,7 @@ def create_app(
         return to_json_dict(engine.resume_ingest())
 
     def job_or_404(job_id: str) -> IngestJob:
-        job = engine.ingest.job(job_id=job_id)
+        job = engine.ingestion.job(job_id=job_id)
         if job is None:
             raise HTTPException(status_code=404, detail="no such ingestion job")
         return job
@@ -212,7 +202,7 @@ def create_app(
     @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
         job_or_404(job_id)
-        job = engine.ingest.cancel(job_id=job_id)
+        job = engine.ingestion.cancel(job_id=job_id)
         assert job is not None
         return to_json_dict(job.snapshot())
 
@@ -254,7 +244,7 @@ def create_app(
 
     @app.post("/v1/profiling/skip", response_model=ProfilingStatus)
     def skip_profiling() -> dict:
-        return to_json_dict(engine.profiler.skip())
+        return to_json_dict(engine.system.skip_profiling())
 
     @app.post("/v1/shutdown", response_model=dict[str, bool])
     def shutdown() -> dict:
@@ -332,8 +322,7 @@ def _begin_shutdown(engine: Engine, lifecycle: Lifecycle) -> None:
     """End answer streams now, and cancel ingestion after the file in hand, so that
     the server's graceful wait for open responses is short."""
     lifecycle.begin_shutdown()
-    for job in engine.ingest.jobs():
-        engine.ingest.cancel(job_id=job.id)
+    engine.ingestion.cancel_all()
 
 
 class _Server(uvicorn.Server):

@@ -365,7 +365,7 @@ class CollectionInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SearchResult:
+class SearchResponse:
     """POST /v1/search: the passages that match, best first, as citations."""
 
     query: str

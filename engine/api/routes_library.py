@@ -17,7 +17,7 @@ from engine.store.records import SearchHit
 from engine.wire import (
     CollectionInfo,
     FolderAdded,
-    SearchResult,
+    SearchResponse,
     WatchedFolder,
 )
 
@@ -43,7 +43,7 @@ def library_router(*, engine: Engine) -> APIRouter:
 
     @router.get("/v1/folders", response_model=dict[str, list[WatchedFolder]])
     def list_folders() -> dict[str, Any]:
-        return {"folders": engine.folders.list()}
+        return {"folders": engine.library.folders()}
 
     @router.post(
         "/v1/folders",
@@ -88,14 +88,14 @@ def library_router(*, engine: Engine) -> APIRouter:
     @router.get("/v1/collections", response_model=dict[str, list[CollectionInfo]])
     def collections() -> dict[str, Any]:
         folders: dict[str, list[str]] = {}
-        for folder in engine.folders.list():
+        for folder in engine.library.folders():
             folders.setdefault(folder.collection, []).append(folder.path)
         docs: dict[str, int] = dict.fromkeys(folders, 0)
         chunks: dict[str, int] = dict.fromkeys(folders, 0)
         for doc in engine.documents():
             if doc.status != "indexed":
                 continue
-            owner = engine.folders.containing(path=doc.path)
+            owner = engine.library.folder_of(path=doc.path)
             name = owner.collection if owner is not None else UNFILED
             docs[name] = docs.get(name, 0) + 1
             chunks[name] = chunks.get(name, 0) + doc.chunks
@@ -111,8 +111,8 @@ def library_router(*, engine: Engine) -> APIRouter:
             ]
         }
 
-    @router.post("/v1/search", response_model=SearchResult)
-    def search(body: SearchBody) -> SearchResult:
+    @router.post("/v1/search", response_model=SearchResponse)
+    def search(body: SearchBody) -> SearchResponse:
         """Passages that match the query, best first, without writing an answer."""
         query = body.query.strip()
         if not query:
@@ -121,7 +121,7 @@ def library_router(*, engine: Engine) -> APIRouter:
         hits = engine.retrieve(question=query, k=wanted)
         if body.collection is not None:
             hits = [h for h in hits if _collection(engine, h) == body.collection]
-        return SearchResult(
+        return SearchResponse(
             query=query, hits=[citation_for(i + 1, h) for i, h in enumerate(hits[: body.k])]
         )
 
@@ -129,5 +129,5 @@ def library_router(*, engine: Engine) -> APIRouter:
 
 
 def _collection(engine: Engine, hit: SearchHit) -> str | None:
-    folder = engine.folders.containing(path=hit.chunk.path)
+    folder = engine.library.folder_of(path=hit.chunk.path)
     return folder.collection if folder is not None else None

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.json_file import write_json
+from engine.planner.placement import Placement
 from engine.store import search as _search
 from engine.store import view_upkeep
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
@@ -572,8 +573,8 @@ class LanceStore:
                 self.view.cache.clear()
                 self.view.cache.set_budget(self._view_budget())
 
-    def apply_placement(self, *, placement: Any) -> None:
-        """Honour the planner's budget for resident index partitions."""
+    def apply_placement(self, *, placement: Placement) -> None:
+        """Honour the budget for resident index partitions (from engine/planner/owner.py)."""
         self.set_resident_budget(resident_bytes=int(placement.resident_partition_bytes))
 
     def close(self) -> None:
