@@ -430,7 +430,7 @@ def test_after_an_out_of_memory_the_status_and_the_governor_report_the_demoted_p
         events = list(engine.ask_stream(question=next(iter(QUESTIONS))))
     finally:
         del executor.forward
-    assert events[-1][1].mode == "generative" and events[-1][1].answer
+    assert events[-1].done.mode == "generative" and events[-1].done.answer
 
     demoted = engine.placement()
     assert demoted is not None and demoted is not planned
