@@ -64,7 +64,14 @@ def parse_odt(*, path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(".odt file is damaged (content.xml holds no document body)")
     blocks = _blocks(node=document.text, depth=0, indent="")
     text = "\n\n".join(block for block in blocks if block.strip())
-    return single_page(path=path, text=normalize_plain_text(text=text))
+    headings = [one_line(_inline(node=h)) for h in document.text.getElementsByType(_heading_type())]
+    return single_page(path=path, text=normalize_plain_text(text=text), headings=headings)
+
+
+def _heading_type() -> type:
+    from odf.text import H
+
+    return H
 
 
 def _blocks(*, node: Element, depth: int, indent: str) -> list[str]:
