@@ -207,7 +207,7 @@ def _ocr_pages(
 def _bookmarks(*, document: pdfium.PdfDocument) -> list[_Bookmark]:
     found: list[_Bookmark] = []
     try:
-        for item in document.get_toc(max_depth=4):
+        for item in document.get_toc():
             dest = item.get_dest()
             index = dest.get_index() if dest is not None else None
             title = " ".join((item.get_title() or "").split())
