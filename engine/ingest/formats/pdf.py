@@ -197,11 +197,19 @@ def _ocr_pages(
             image = page.render(scale=OCR_DPI / 72).to_pil()
         finally:
             page.close()
-        out[index] = read_image(image=image).text
+        read = read_image(image=image).text
+        # A "garbage" layer may be a real table of symbols (a font's encoding
+        # chart): OCR replaces it only where it reads more letters and digits.
+        if _alnum(read) >= _alnum(pages[index]):
+            out[index] = read
         if progress is not None:
             progress(done, len(indexes))
     notes.append(f"{len(indexes)} page(s) read by OCR (no usable text layer)")
     return out
+
+
+def _alnum(text: str) -> int:
+    return sum(1 for ch in text if ch.isalnum())
 
 
 def _bookmarks(*, document: pdfium.PdfDocument) -> list[_Bookmark]:
