@@ -14,10 +14,6 @@ from engine.ingest.formats.base import ParsedDocument, numbered_pages
 # Frames read from one TIFF at most: a scanner's multi-page file is tens of
 # pages; thousands of frames are a data file.
 _MAX_FRAMES = 1000
-# Decoding is refused above this size (Pillow's own guard, raised from its
-# 89-megapixel default so that 100-megapixel scans still open; OCR then reads
-# a scaled-down copy).
-_MAX_PIXELS = 200_000_000
 # Fewer recognised characters than this (after low-confidence lines are
 # dropped) means there was no document in the picture.
 _MIN_TEXT_CHARS = 12
@@ -32,9 +28,10 @@ def parse_image(
 
     if not ocr_available():
         raise ParseError("images are read by OCR, which is not installed (rapidocr)")
-    Image.MAX_IMAGE_PIXELS = _MAX_PIXELS
     try:
         with warnings.catch_warnings():
+            # Pillow's guard against decompression bombs (over about 89
+            # megapixels) refuses the file instead of warning and decoding it.
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
             frames = min(getattr(image, "n_frames", 1), _MAX_FRAMES)
@@ -46,7 +43,9 @@ def parse_image(
                 if progress is not None and frames > 1:
                     progress(frame + 1, frames)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-        raise ParseError(f"image too large to read ({e})"[:300]) from e
+        raise ParseError(
+            f"image too large to read (over {Image.MAX_IMAGE_PIXELS // 1_000_000} megapixels)"
+        ) from e
     except UnidentifiedImageError as e:
         raise ParseError("not a readable image (damaged or not an image format)") from e
     except (OSError, SyntaxError, ValueError) as e:

@@ -121,3 +121,10 @@ def test_a_60_megapixel_image_is_scaled_down_and_read(tmp_path: Path) -> None:
     big.save(path)
     doc = parse_image(path=path, data=path.read_bytes())
     assert "compressor" in doc.pages[0].text.lower()
+
+
+def test_a_decompression_bomb_is_refused_before_decoding(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.png"
+    Image.new("1", (10_000, 9_500), 1).save(bomb)  # 95 megapixels, a few kB on disk
+    with pytest.raises(ParseError, match="image too large to read"):
+        parse_file(path=bomb)
