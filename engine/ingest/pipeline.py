@@ -132,7 +132,7 @@ class JobRun:
         """Pages read by OCR (slow: seconds each) shown as the job's message."""
 
         def show(done: int, total: int) -> None:
-            message = None if done >= total else f"{path.name}: OCR page {done + 1} of {total}"
+            message = None if done >= total else f"{path.name}: OCR, page {done + 1} of {total}"
             self.job.update(message=message)  # type: ignore[attr-defined]
 
         return show

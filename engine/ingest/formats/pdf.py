@@ -125,7 +125,9 @@ def _text_layers(*, document: pdfium.PdfDocument) -> tuple[list[str], list[int]]
         texts.append(text)
         page.close()
     if failed == len(texts):
-        raise ParseError("PDF is damaged: no page could be read")
+        raise ParseError(
+            "PDF is damaged: no page could be read (its page tree is broken or too deep)"
+        )
     return texts, unread
 
 
@@ -191,6 +193,10 @@ def _ocr_pages(
         skipped = set(indexes)
         return [("" if i in skipped else text) for i, text in enumerate(pages)]
     out = list(pages)
+    if progress is not None:
+        # The text layers took their time already: the limit starts again for
+        # loading the model and reading the first page.
+        progress(0, len(indexes))
     for done, index in enumerate(indexes, start=1):
         page = document[index]
         try:

@@ -70,6 +70,11 @@ def test_supported_suffixes() -> None:
         ".rtf",
         ".eml",
         ".mbox",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".tif",
+        ".tiff",
     } == SUPPORTED_SUFFIXES
 
 

@@ -71,7 +71,7 @@ def test_a_scanned_pdf_is_read_page_by_page_with_progress(tmp_path: Path) -> Non
     doc = parse_pdf(
         path=scanned, data=scanned.read_bytes(), progress=lambda d, t: seen.append((d, t))
     )
-    assert seen == [(1, 2), (2, 2)]
+    assert seen == [(0, 2), (1, 2), (2, 2)]
     assert _mostly_there(SENTENCES[1], doc.pages[1].text), doc.pages[1].text
     assert any("OCR" in note for note in doc.notes)
 
