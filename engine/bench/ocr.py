@@ -2,7 +2,10 @@
 image with PDFium at the given resolutions, read by engine.ingest.ocr, and
 compared with `pdftotext`'s text of the same page.
 
-    python -m engine.bench.ocr [--dpi 150 300] [--pages-per-pdf 2] [PDF ...]
+    python -m engine.bench.ocr [--dpi 150 300] [--pages-per-pdf 2] [--engine tesseract] [PDF ...]
+
+`--engine tesseract` reads the same pages with the `tesseract` program instead
+(for comparison only: RAGDoll does not use it).
 
 Character error rate (CER): edit distance between the two texts, whitespace
 runs folded to one space, divided by the reference's length. Seconds count the
@@ -15,10 +18,12 @@ time is about CPU time / 2 while both cores are busy).
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,11 +69,26 @@ def reference_text(pdf: Path, page: int) -> str:
     return out.stdout.decode("utf-8", errors="replace")
 
 
+def read_with_tesseract(image: object) -> tuple[str, float]:
+    """Text and the CPU seconds the tesseract child used."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "page.png"
+        image.save(path)  # type: ignore[attr-defined]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(
+            ["tesseract", str(path), "-", "-l", "eng"], capture_output=True, check=True
+        ).stdout.decode("utf-8", errors="replace")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out, cpu
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engine.bench.ocr")
     parser.add_argument("pdfs", nargs="*", type=Path)
     parser.add_argument("--dpi", type=int, nargs="+", default=[150, 300])
     parser.add_argument("--pages-per-pdf", type=int, default=2)
+    parser.add_argument("--engine", choices=["rapidocr", "tesseract"], default="rapidocr")
     args = parser.parse_args(argv)
     if shutil.which("pdftotext") is None:
         print("pdftotext (poppler-utils) is the reference and is not installed")
@@ -88,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         pdfs = [corpus / name for name in _DEFAULT_PDFS]
     from PIL import Image
 
-    read_image(image=Image.new("RGB", (64, 64), "white"))  # loads the model
+    if args.engine == "rapidocr":
+        read_image(image=Image.new("RGB", (64, 64), "white"))  # loads the model
     print("| PDF | page | dpi | CER | wall s | CPU s |")
     print("|---|---|---|---|---|---|")
     results: dict[int, list[tuple[float, float, float]]] = {dpi: [] for dpi in args.dpi}
@@ -102,9 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             for dpi in args.dpi:
                 image = document[index].render(scale=dpi / 72).to_pil()
                 start, cpu = time.perf_counter(), time.process_time()
-                text = read_image(image=image).text
+                if args.engine == "tesseract":
+                    text, cpu = read_with_tesseract(image)
+                else:
+                    text = read_image(image=image).text
+                    cpu = time.process_time() - cpu
                 seconds = time.perf_counter() - start
-                cpu = time.process_time() - cpu
                 rate = cer(hypothesis=text, reference=reference)
                 results[dpi].append((rate, seconds, cpu))
                 print(
