@@ -47,6 +47,7 @@ _WORD_GAP = 0.12
 # Pages checked for words run together before the repair is applied to a whole
 # document (it costs about 10 µs a character; one generator makes a document).
 _SPACE_PROBE_PAGES = 4
+_PROBE_MIN_CHARS = 500
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +99,7 @@ def _text_layers(*, document: pdfium.PdfDocument) -> tuple[list[str], list[int]]
     failed = 0
     repair = True  # until the probe pages show that this document needs none
     repaired_any = False
+    probed = 0  # pages with body text looked at so far (covers and blank pages do not count)
     for index in range(len(document)):
         try:
             page = document[index]
@@ -112,7 +114,8 @@ def _text_layers(*, document: pdfium.PdfDocument) -> tuple[list[str], list[int]]
             if repair:
                 text, inserted = _repair_spaces(textpage=textpage, text=text)
                 repaired_any = repaired_any or inserted > 0
-                repair = repaired_any or index < _SPACE_PROBE_PAGES
+                probed += len(text) > _PROBE_MIN_CHARS
+                repair = repaired_any or probed < _SPACE_PROBE_PAGES
             textpage.close()
         except pdfium.PdfiumError:  # one bad page must not lose the rest
             log.debug("page %d: text extraction failed", index + 1, exc_info=True)
