@@ -109,7 +109,14 @@ def test_real_manual_keeps_its_words_sections_and_loses_running_headers() -> Non
     assert "5.19 package.symbols" in titles
 
 
-@pytest.mark.parametrize("name", ["maint-guide.pdf", "bash-manpage.pdf", "debian-policy.pdf"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "maint-guide.pdf",
+        "bash-manpage.pdf",
+        pytest.param("debian-policy.pdf", marks=pytest.mark.slow),
+    ],
+)
 def test_merged_word_rate_on_real_manuals(name: str) -> None:
     """pypdf ran words together in 61-98% of these manuals' chunks; PDFium with
     the space repair must stay at pdftotext's level (docs/benchmarks.md)."""
@@ -126,6 +133,7 @@ def test_merged_word_rate_on_real_manuals(name: str) -> None:
     assert len(merged) / len(chunks) < 0.02, [merged_words(c, vocabulary) for c in merged[:5]]
 
 
+@pytest.mark.slow  # parses and chunks a 261-page manual
 def test_viewer_finds_every_passage_on_real_pages(tokenizer: Any) -> None:
     from app.viewer.pdf_render import PageRequest, render_page
 
