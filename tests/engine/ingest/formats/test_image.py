@@ -128,3 +128,42 @@ def test_a_decompression_bomb_is_refused_before_decoding(tmp_path: Path) -> None
     Image.new("1", (10_000, 9_500), 1).save(bomb)  # 95 megapixels, a few kB on disk
     with pytest.raises(ParseError, match="image too large to read"):
         parse_file(path=bomb)
+
+
+_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+
+
+def _garbage_layer_pdf(path: Path) -> Path:
+    """A PDF whose font maps every glyph to the wrong character (private-use
+    code points): the text layer is garbage though the page looks right."""
+    import re
+
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.compress = False
+    pdf.add_font("DejaVu", fname=str(_FONT))
+    pdf.add_page()
+    pdf.set_font("DejaVu", size=14)
+    pdf.multi_cell(0, 8, (SENTENCES[0] + " ") * 4)
+    data = bytes(pdf.output())
+
+    def garble(match: re.Match[bytes]) -> bytes:
+        return re.sub(rb"(<[0-9A-Fa-f]{4}>\s*)<00([0-9A-Fa-f]{2})>", rb"\1<E0\2>", match.group(0))
+
+    path.write_bytes(re.sub(rb"beginbfchar.*?endbfchar", garble, data, flags=re.S))
+    return path
+
+
+@pytest.mark.slow  # one page of OCR
+def test_a_garbage_text_layer_is_read_by_ocr_instead(tmp_path: Path) -> None:
+    if not _FONT.is_file():
+        pytest.skip(f"needs the DejaVu Sans font at {_FONT} to write the test PDF")
+    path = _garbage_layer_pdf(tmp_path / "garbled.pdf")
+    document = pdfium.PdfDocument(str(path))
+    layer = document[0].get_textpage().get_text_range()
+    document.close()
+    assert "compressor" not in layer  # the layer really is garbage
+    doc = parse_file(path=path)
+    assert _mostly_there(SENTENCES[0], doc.pages[0].text), doc.pages[0].text
+    assert any("OCR" in note for note in doc.notes)
