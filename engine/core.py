@@ -550,6 +550,7 @@ def citation_for(index: int, hit: SearchHit) -> Citation:
         score=round(hit.similarity, 4),
         char_start=c.char_start,
         char_end=c.char_end,
+        section=c.section,
     )
 
 

@@ -44,6 +44,9 @@ class Citation:
     score: float
     char_start: int  # span of the passage within its page's text
     char_end: int
+    # Title of the passage's section ("5.13 Other debian/* files"); "" when the
+    # document has no outline or headings, or an older engine sent none.
+    section: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -98,6 +98,7 @@ def _sources(answer: Answer) -> None:
         print("\nSources:")
     for c in answer.citations:
         where = os.path.basename(c.path) + (f", page {c.page}" if c.page else "")
+        where += f", {c.section}" if c.section else ""
         snippet = " ".join(c.text.split())[:100]
         print(f"  [{c.index}] {where}: {snippet}…")
     if answer.note:

@@ -419,6 +419,9 @@ class LibraryPane(QWidget):
         self.progress_box.setTitle(job_title(p))
         if p.state in FINAL_STATES:
             self.current_label.setText(_final_line(p))
+        elif p.message and p.state == "running" and p.current:
+            self.current_label.setText(p.message)  # e.g. "scan.pdf: OCR page 12 of 500"
+            self.current_label.setToolTip(p.current)
         elif p.current:
             self.current_label.setText(f"Reading {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)

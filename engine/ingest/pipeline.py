@@ -101,7 +101,7 @@ class JobRun:
         while inflight is not None:
             plan = inflight
             try:
-                parsed = self.ctx.sandbox.collect()
+                parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
                 self._count(
                     plan.path,
@@ -127,6 +127,15 @@ class JobRun:
                 self._flush(journal=journal)
         self._flush(journal=journal)
         return "cancelled" if self.job.cancel_requested.is_set() else "done"  # type: ignore[attr-defined]
+
+    def _ocr_progress(self, *, path: Path) -> Callable[[int, int], None]:
+        """Pages read by OCR (slow: seconds each) shown as the job's message."""
+
+        def show(done: int, total: int) -> None:
+            message = None if done >= total else f"{path.name}: OCR, page {done + 1} of {total}"
+            self.job.update(message=message)  # type: ignore[attr-defined]
+
+        return show
 
     def _next_parse(self, *, todo: deque[Path], journal: Journal) -> ToParse | None:
         """Triage files until one needs parsing and hand it to the child."""

@@ -93,6 +93,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("text_hash", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             pa.field("ext", pa.string()),
+            pa.field("section", pa.string()),
         ]
     )
 
@@ -163,6 +164,10 @@ class LanceStore:
             # A store from before file-type filters: derive the column in place.
             log.info("adding the file-type column to %s", self.meta.chunks_table)
             table.add_columns({"ext": _EXT_SQL})
+        if "section" not in table.schema.names:
+            # A store from before section titles: its chunks have none.
+            log.info("adding the section column to %s", self.meta.chunks_table)
+            table.add_columns({"section": "CAST('' AS STRING)"})
         return table
 
     # -- the IVF view (ivf_view.py) ------------------------------------------
