@@ -56,6 +56,7 @@ def test_the_wire_format_is_the_documented_one() -> None:
                 "score": 0.9,
                 "char_start": 0,
                 "char_end": 18,
+                "section": "",
             }
         ]
     }
