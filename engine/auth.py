@@ -36,9 +36,12 @@ def load_or_create_token(*, file: Path) -> str:
 
 
 def token_matches(*, header: str | None, token: str) -> bool:
-    if not header or not header.startswith("Bearer "):
+    if not header:
         return False
-    return hmac.compare_digest(header[7:].strip().encode(), token.encode())
+    scheme, _, credentials = header.strip().partition(" ")
+    if scheme.lower() != "bearer":  # RFC 9110 §11.1: the scheme is case-insensitive
+        return False
+    return hmac.compare_digest(credentials.strip().encode(), token.encode())
 
 
 def host_is_loopback(host_header: str | None) -> bool:

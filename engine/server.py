@@ -30,6 +30,7 @@ from engine.api.routes_models import models_router
 from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
+from engine.api.slow_clients import HeaderDeadlineH11
 from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.client import encode_sse
 from engine.core import VERSION, Engine
@@ -310,7 +311,12 @@ def serve(
             lifecycle=lifecycle,
         )
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+            app,
+            http=HeaderDeadlineH11,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
         )
         server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server

@@ -228,7 +228,9 @@ def install_openai_error_handlers(app: FastAPI) -> None:
         if not request.url.path.startswith(OPENAI_PATHS):
             return await http_exception_handler(request, exc)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _error(exc.status_code, str(exc.detail), kind=kind)
+        response = _error(exc.status_code, str(exc.detail), kind=kind)
+        response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+        return response
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)

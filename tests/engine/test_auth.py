@@ -36,6 +36,9 @@ def test_token_check() -> None:
     assert not token_matches(header="Bearer wrong", token="s3cret")
     assert not token_matches(header=None, token="s3cret")
     assert not token_matches(header="s3cret", token="s3cret")
+    assert token_matches(header="bearer s3cret", token="s3cret")  # the scheme's case is free
+    assert not token_matches(header="Basic s3cret", token="s3cret")
+    assert not token_matches(header="Bearers3cret", token="s3cret")
 
 
 def test_only_loopback_hosts_pass() -> None:
