@@ -257,6 +257,7 @@ class IngestQueue:
                 checkpoint=lambda: self._checkpoint(job),
                 paused=lambda: self.paused,
                 accept=self._accept if job.spec.origin != "request" else None,
+                inside=self._accept,
             )
             state = JobRun(job=job, ctx=ctx).run()
         except Exception as e:  # a bug must not kill the worker: the job says so
