@@ -23,6 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
@@ -35,6 +36,7 @@ from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.client import encode_sse
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
+from engine.ingest.fspath import to_store
 from engine.ingest.jobs import FINAL_STATES, IngestJob
 from engine.paths import Paths
 from engine.wire import (
@@ -72,7 +74,7 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 class AskBody(BaseModel):
     model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
     priority: Priority = "interactive"
 
 
@@ -208,7 +210,8 @@ def create_app(
 
     @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
-        job_or_404(job_id)
+        if job_or_404(job_id).snapshot().state not in FINAL_STATES:
+            job_or_404(job_id).update(message="cancelled on request (the window or a client)")
         job = engine.ingest.cancel(job_id=job_id)
         assert job is not None
         return to_json_dict(job.snapshot())
@@ -277,6 +280,10 @@ def serve(
     token-only."""
     from engine.launcher import EngineLock, remove_endpoint, write_endpoint
 
+    if os.name == "posix":
+        # Everything the engine writes (index, logs, settings, the parsing child's
+        # files) is this user's alone: 0600 files, 0700 folders.
+        os.umask(0o077)
     paths.ensure()
     lock = EngineLock(file=paths.engine_lock)
     if not lock.acquire():
@@ -340,6 +347,8 @@ def _begin_shutdown(engine: Engine, lifecycle: Lifecycle) -> None:
     the server's graceful wait for open responses is short."""
     lifecycle.begin_shutdown()
     for job in engine.ingest.jobs():
+        if job.snapshot().state not in FINAL_STATES:
+            job.update(message="the engine is stopping; the job resumes at its next start")
         engine.ingest.cancel(job_id=job.id)
 
 
@@ -384,25 +393,31 @@ def _warn_network(*, host: str, port: int, token_file: Path) -> None:
 
 
 class _Redact(logging.Filter):
-    """The token never reaches a log, whatever a message or traceback contains."""
+    """The token never reaches a log, whatever a message or traceback contains; a
+    file name that is not UTF-8 is written as the store keeps it, not lost to an
+    encoding error."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str | None) -> None:
         super().__init__()
         self._secret = secret
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if self._secret in message:
-            record.msg, record.args = message.replace(self._secret, "[token]"), None
+        clean = to_store(message)
+        if self._secret:
+            clean = clean.replace(self._secret, "[token]")
+        if clean != message:
+            record.msg, record.args = clean, None
         return True
 
 
 def _setup_logging(file: Path, *, secret: str | None = None) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(file, encoding="utf-8")
+    # backslashreplace: what the filter cannot reach (a traceback's text) still
+    # never makes a line vanish.
+    handler = logging.FileHandler(file, encoding="utf-8", errors="backslashreplace")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    if secret:
-        handler.addFilter(_Redact(secret))
+    handler.addFilter(_Redact(secret))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)

@@ -32,6 +32,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.core import Engine
 from engine.wire import (
@@ -83,15 +84,25 @@ class RagdollChatOptions(BaseModel):
     model_config = ConfigDict(strict=True)
 
     retrieval: bool = True
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
+
+
+_A_USER_MESSAGE = {
+    "type": "object",
+    "properties": {"role": {"const": "user"}, "content": {"type": "string", "pattern": "\\S"}},
+    "required": ["role", "content"],
+}
 
 
 class ChatCompletionBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
+    # The schema says what the route needs: a user message with some text.
+    messages: list[ChatMessageIn] = Field(
+        min_length=1, max_length=1000, json_schema_extra={"contains": _A_USER_MESSAGE}
+    )
     stream: bool = False
-    n: int = Field(default=1, ge=1, le=1)
+    n: WholeNumber = Field(default=1, ge=1, le=1)
     ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
 
 
@@ -99,10 +110,10 @@ class EmbeddingsBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     # A long text is fine (the embedder reads its first 256 tokens); the 1 MiB body
     # limit bounds the total.
-    input: str | Annotated[list[str], Field(max_length=MAX_EMBEDDING_INPUTS)]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
     model: str = Field(default="", max_length=4096)
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1)
+    dimensions: WholeNumber | None = Field(default=None, ge=1)
 
 
 def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:

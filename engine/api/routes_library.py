@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.body_checks import WholeNumber
 from engine.core import Engine, citation_for
 from engine.store.records import SearchHit
 from engine.wire import (
@@ -34,7 +35,7 @@ class FolderBody(BaseModel):
 class SearchBody(BaseModel):
     model_config = ConfigDict(strict=True)
     query: str = Field(min_length=1, max_length=8000)
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
     collection: str | None = Field(default=None, max_length=200)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -167,3 +168,51 @@ def test_a_client_that_sends_its_body_slowly_is_cut_off(api_engine: RunningEngin
         sock.sendall(head + b'{"query": ')
         reply = sock.recv(65536)
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+
+
+def test_a_model_path_answers_the_same_wherever_it_points(
+    api_engine: RunningEngine, tmp_path: Path
+) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file.txt").write_text("not a model")
+    paths = [
+        str(tmp_path / "nothing" / "here"),  # does not exist
+        str(tmp_path / "empty"),  # exists, no config.json
+        str(tmp_path / "file.txt"),  # a file
+        "/etc",
+        "/" + "m" * 256,  # too long for a file name: [Errno 36] before
+    ]
+    replies = set()
+    with _http(api_engine) as http:
+        for path in paths:
+            response = http.put("/v1/settings/model", json={"model": path})
+            assert response.status_code == 400, (path, response.text)
+            replies.add(response.json()["detail"].replace(path, "PATH"))
+        # A bare name is a Hugging Face repo id: looked up in the cache, never an errno.
+        response = http.put("/v1/settings/model", json={"model": "m" * 256})
+        assert response.status_code == 400 and "Errno" not in response.text
+        assert http.get("/v1/settings").json()["model"] is None  # nothing saved
+    assert len(replies) == 1, replies
+    assert "Errno" not in replies.pop()
+
+
+def test_the_schema_and_the_server_agree(api_engine: RunningEngine) -> None:
+    with _http(api_engine) as http:
+        schema = http.get("/openapi.json").json()["components"]["schemas"]
+        # 26.0 is an integer to JSON Schema: the server takes it too.
+        assert http.post("/v1/search", json={"query": "bees", "k": 3.0}).status_code == 200
+        with http.stream("POST", "/v1/ask", json={"question": "bees?", "k": 3.0}) as r:
+            assert r.status_code == 200
+        chat = {"messages": [{"role": "user", "content": "bees?"}], "ragdoll": {"k": 2.0}}
+        assert http.post("/v1/chat/completions", json=chat).status_code == 200
+        assert http.post("/v1/search", json={"query": "bees", "k": 3.5}).status_code == 422
+        # What the server refuses, the schema does not allow.
+        assert http.post("/v1/embeddings", json={"input": []}).status_code == 400
+        (list_form,) = [
+            s for s in schema["EmbeddingsBody"]["properties"]["input"]["anyOf"] if "items" in s
+        ]
+        assert list_form["minItems"] == 1
+        only_tool = {"messages": [{"role": "tool", "content": "x"}]}
+        assert http.post("/v1/chat/completions", json=only_tool).status_code == 400
+        contains = schema["ChatCompletionBody"]["properties"]["messages"]["contains"]
+        assert contains["properties"]["role"] == {"const": "user"}
