@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -236,6 +237,9 @@ def install_openai_error_handlers(app: FastAPI) -> None:
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:  # Starlette names only the methods of the first route that matched
+            exc.headers = {**(exc.headers or {}), "Allow": allowed}
         if not request.url.path.startswith(OPENAI_PATHS):
             return await http_exception_handler(request, exc)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
@@ -245,6 +249,20 @@ def install_openai_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method the published schema gives this request's path (RFC 9110
+    §15.5.6), a literal path before a template that would also match it."""
+    paths: dict[str, dict[str, Any]] = request.app.openapi()["paths"]
+    path = request.url.path
+    templates = [path] if path in paths else [t for t in paths if _template(t).fullmatch(path)]
+    methods = {m.upper() for t in templates for m in paths[t]}
+    return ", ".join(sorted(methods)) or None
+
+
+def _template(path: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)))
 
 
 def _models(engine: Engine) -> list[OpenAIModel]:
