@@ -36,7 +36,7 @@ from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.client import encode_sse
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
-from engine.ingest.fspath import to_store
+from engine.ingest.fspath import from_store, to_store
 from engine.ingest.jobs import FINAL_STATES, IngestJob
 from engine.paths import Paths
 from engine.wire import (
@@ -176,14 +176,16 @@ def create_app(
     def ingest(body: IngestBody) -> dict:
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
-        for path in body.paths:
+        # Paths come in the store's encoding, as the API shows them (fspath.py).
+        paths = [str(from_store(p)) for p in body.paths]
+        for path, named in zip(paths, body.paths, strict=True):
             if "\x00" in path or engine.folders.containing(path=path) is None:
                 raise HTTPException(
                     status_code=403,
-                    detail=f"{path} is outside every watched folder; add its folder first "
+                    detail=f"{named} is outside every watched folder; add its folder first "
                     "(POST /v1/folders)",
                 )
-        return to_json_dict(engine.start_ingest(paths=body.paths).snapshot())
+        return to_json_dict(engine.start_ingest(paths=paths).snapshot())
 
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")

@@ -6,6 +6,7 @@ inside it (POST /v1/ingest), and nothing outside any watched folder.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.body_checks import WholeNumber
 from engine.core import Engine, citation_for
+from engine.ingest.fspath import from_store, to_store
 from engine.store.records import SearchHit
 from engine.wire import (
     CollectionInfo,
@@ -44,7 +46,7 @@ def library_router(*, engine: Engine) -> APIRouter:
 
     @router.get("/v1/folders", response_model=dict[str, list[WatchedFolder]])
     def list_folders() -> dict[str, Any]:
-        return {"folders": engine.folders.list()}
+        return {"folders": [_shown(f) for f in engine.folders.list()]}
 
     @router.post(
         "/v1/folders",
@@ -55,7 +57,7 @@ def library_router(*, engine: Engine) -> APIRouter:
         if "\x00" in body.path:
             raise HTTPException(status_code=400, detail="a path cannot contain a NUL character")
         try:
-            resolved = Path(body.path).expanduser().resolve()
+            resolved = from_store(body.path).expanduser().resolve()
         except (OSError, RuntimeError) as e:
             raise HTTPException(status_code=400, detail=f"cannot resolve {body.path}: {e}") from e
         if resolved == Path(resolved.anchor):
@@ -65,11 +67,11 @@ def library_router(*, engine: Engine) -> APIRouter:
         try:
             if body.ingest:
                 folder, job = engine.add_folder(path=str(resolved), collection=body.collection)
-                return FolderAdded(folder=folder, job=job.snapshot())
+                return FolderAdded(folder=_shown(folder), job=job.snapshot())
             folder = engine.watch_folder(path=str(resolved), collection=body.collection)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
-            raise HTTPException(status_code=400, detail=str(e)) from e
-        return FolderAdded(folder=folder)
+            raise HTTPException(status_code=400, detail=to_store(str(e))) from e
+        return FolderAdded(folder=_shown(folder))
 
     @router.delete(
         "/v1/folders",
@@ -79,18 +81,18 @@ def library_router(*, engine: Engine) -> APIRouter:
     def remove_folder(path: str = Query(min_length=1, max_length=4096)) -> WatchedFolder:
         """Forget a folder; its documents leave the index. The files are never touched."""
         try:
-            removed = engine.remove_folder(path=path)
+            removed = engine.remove_folder(path=str(from_store(path)))
         except (OSError, RuntimeError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         if removed is None:
             raise HTTPException(status_code=404, detail=f"not a watched folder: {path}")
-        return removed
+        return _shown(removed)
 
     @router.get("/v1/collections", response_model=dict[str, list[CollectionInfo]])
     def collections() -> dict[str, Any]:
         folders: dict[str, list[str]] = {}
         for folder in engine.folders.list():
-            folders.setdefault(folder.collection, []).append(folder.path)
+            folders.setdefault(folder.collection, []).append(to_store(folder.path))
         docs: dict[str, int] = dict.fromkeys(folders, 0)
         chunks: dict[str, int] = dict.fromkeys(folders, 0)
         for doc in engine.documents():
@@ -127,6 +129,12 @@ def library_router(*, engine: Engine) -> APIRouter:
         )
 
     return router
+
+
+def _shown(folder: WatchedFolder) -> WatchedFolder:
+    """A folder as the API shows every path: a name that is not UTF-8 in the store's
+    encoding (engine/ingest/fspath.py); requests give paths back in it."""
+    return dataclasses.replace(folder, path=to_store(folder.path))
 
 
 def _collection(engine: Engine, hit: SearchHit) -> str | None:

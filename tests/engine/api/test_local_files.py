@@ -47,7 +47,7 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
     (old.data / "conversations" / "c1.json").write_text("{}")
     os.chmod(old.data / "conversations" / "c1.json", 0o644)
 
-    docs = tmp_path / "docs"
+    docs = tmp_path / os.fsdecode(LATIN1 + b" docs")  # the folder's own name too
     docs.mkdir()
     folder = os.fsencode(docs)
     # A long document, so that it stays the job's current file for a while.
@@ -87,9 +87,18 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
         assert f"{name}.txt" in {Path(d.path).name for d in engine.client.documents()}
         hits = engine.client.search(query="when do the pears ripen", k=3).hits
         assert hits and Path(hits[0].path).name == f"{name}.txt"
+        # The folder, as the API shows it and as the CLI names it.
+        (folder,) = engine.client.folders()
+        assert folder.path == to_store(str(docs))
+        assert engine.client.collections()[0].folders == [folder.path]
+        again = engine.ragdoll("ingest", str(docs))
+        assert again.returncode == 2, again.stderr  # done; the broken PDF is listed
+        assert f"{name}-broken.pdf" in again.stdout and "1 unchanged" in again.stdout
         result = engine.ragdoll("ask", "When do the orchard's pears ripen?")
         assert result.returncode == 0, result.stderr
         assert f"{name}.txt" in result.stdout
+        assert engine.client.remove_folder(path=folder.path).path == folder.path
+        assert engine.client.documents() == []
 
         paths = resolve_paths(env={"RAGDOLL_HOME": str(home)})
         log = paths.engine_log.read_text(encoding="utf-8")
