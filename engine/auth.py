@@ -108,9 +108,10 @@ def normalize_origin(origin: str) -> str | None:
     """`scheme://host[:port]` in lower case, or None for anything that is not an
     origin (a path, a wildcard, "null", user info)."""
     try:
+        origin.encode("utf-8")  # a lone surrogate is not text: never saved, never echoed
         parts = urlsplit(origin.strip())
         port = parts.port
-    except ValueError:
+    except ValueError:  # UnicodeEncodeError included
         return None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None

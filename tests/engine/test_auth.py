@@ -97,3 +97,10 @@ def test_network_listening_adapts_the_host_check() -> None:
         assert host_allowed(ok, policy=network), ok
     for bad in ("evil.example", "evil.example:8000", "", None):
         assert not host_allowed(bad, policy=network), bad
+
+
+def test_an_origin_that_is_not_text_is_not_an_origin() -> None:
+    from engine.auth import normalize_origin
+
+    assert normalize_origin("http://a\ud800.example") is None
+    assert normalize_origin("http://a.example") == "http://a.example"
