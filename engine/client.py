@@ -15,6 +15,7 @@ from typing import Any, Protocol, cast
 import httpx
 
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.ingest.fspath import from_store, to_store
 from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
 from engine.wire import (
@@ -120,7 +121,8 @@ class EngineClient:
 
     def ingest(self, *, paths: list[str]) -> IngestProgress:
         """Queue files or folders for ingestion; returns the job's first state."""
-        body = self._request("POST", "/v1/ingest", json={"paths": paths})
+        # A name that is not UTF-8 travels in the store's encoding (engine/ingest/fspath.py).
+        body = self._request("POST", "/v1/ingest", json={"paths": [to_store(p) for p in paths]})
         return from_json_dict(IngestProgress, body)
 
     def ingest_progress(self, *, job_id: str) -> IngestProgress:
@@ -166,11 +168,11 @@ class EngineClient:
     ) -> FolderAdded:
         """Watch a folder: the grant that lets requests name paths in it. With
         `ingest`, its documents are indexed too (the job is in the result)."""
-        body = {"path": path, "collection": collection, "ingest": ingest}
+        body = {"path": to_store(path), "collection": collection, "ingest": ingest}
         return from_json_dict(FolderAdded, self._request("POST", "/v1/folders", json=body))
 
     def remove_folder(self, *, path: str) -> WatchedFolder:
-        body = self._request("DELETE", "/v1/folders", params={"path": path})
+        body = self._request("DELETE", "/v1/folders", params={"path": to_store(path)})
         return from_json_dict(WatchedFolder, body)
 
     def collections(self) -> list[CollectionInfo]:
@@ -301,7 +303,7 @@ def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[st
 
     Paths are resolved here, on the same machine as the engine, as the engine
     resolves them (symlinks, `..`)."""
-    roots = [Path(w) for w in watched]
+    roots = [from_store(w) for w in watched]
     wanted: list[Path] = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()

@@ -21,6 +21,7 @@ from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
@@ -351,7 +352,7 @@ class Engine:
         self.watcher.unwatch(folder=root)
         for doc in self.store.list_documents():
             if (
-                Path(doc.path).is_relative_to(root)
+                from_store(doc.path).is_relative_to(root)
                 and self.folders.containing(path=doc.path) is None
             ):
                 self.store.remove_document(doc_id=doc.doc_id)

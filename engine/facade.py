@@ -49,13 +49,19 @@ class IngestionAPI:
         """Jobs queued or running, as the wire shows them."""
         return [p for p in (job.snapshot() for job in self.jobs()) if p.state not in FINAL_STATES]
 
-    def cancel(self, *, job_id: str) -> IngestJob | None:
+    def cancel(self, *, job_id: str, reason: str | None = None) -> IngestJob | None:
+        """`reason` becomes the job's message, so that whoever follows it says why."""
+        job = self._queue.job(job_id=job_id)
+        if job is not None and reason and job.snapshot().state not in FINAL_STATES:
+            job.update(message=reason)
         return self._queue.cancel(job_id=job_id)
 
     def cancel_all(self) -> None:
         """Each job stops after the file in hand (the engine is shutting down)."""
         for job in self.jobs():
-            self._queue.cancel(job_id=job.id)
+            self.cancel(
+                job_id=job.id, reason="the engine is stopping; the job resumes at its next start"
+            )
 
 
 class LibraryAPI:

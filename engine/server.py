@@ -23,6 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
@@ -30,9 +31,11 @@ from engine.api.routes_models import models_router
 from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
+from engine.api.slow_clients import HeaderDeadlineH11
 from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
+from engine.ingest.fspath import from_store, to_store
 from engine.ingest.jobs import IngestJob
 from engine.paths import Paths
 from engine.wire import (
@@ -75,7 +78,7 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 class AskBody(BaseModel):
     model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
     priority: Priority = "interactive"
 
 
@@ -167,14 +170,16 @@ def create_app(
     def ingest(body: IngestBody) -> dict:
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
-        for path in body.paths:
+        # Paths come in the store's encoding, as the API shows them (fspath.py).
+        paths = [str(from_store(p)) for p in body.paths]
+        for path, named in zip(paths, body.paths, strict=True):
             if "\x00" in path or engine.library.folder_of(path=path) is None:
                 raise HTTPException(
                     status_code=403,
-                    detail=f"{path} is outside every watched folder; add its folder first "
+                    detail=f"{named} is outside every watched folder; add its folder first "
                     "(POST /v1/folders)",
                 )
-        return to_json_dict(engine.start_ingest(paths=body.paths).snapshot())
+        return to_json_dict(engine.start_ingest(paths=paths).snapshot())
 
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")
@@ -202,7 +207,9 @@ def create_app(
     @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
         job_or_404(job_id)
-        job = engine.ingestion.cancel(job_id=job_id)
+        job = engine.ingestion.cancel(
+            job_id=job_id, reason="cancelled on request (the window or a client)"
+        )
         assert job is not None
         return to_json_dict(job.snapshot())
 
@@ -265,6 +272,10 @@ def serve(
     token-only."""
     from engine.launcher import EngineLock, remove_endpoint, write_endpoint
 
+    if os.name == "posix":
+        # Everything the engine writes (index, logs, settings, the parsing child's
+        # files) is this user's alone: 0600 files, 0700 folders.
+        os.umask(0o077)
     paths.ensure()
     lock = EngineLock(file=paths.engine_lock)
     if not lock.acquire():
@@ -299,7 +310,12 @@ def serve(
             lifecycle=lifecycle,
         )
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+            app,
+            http=HeaderDeadlineH11,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
         )
         server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server
@@ -366,25 +382,31 @@ def _warn_network(*, host: str, port: int, token_file: Path) -> None:
 
 
 class _Redact(logging.Filter):
-    """The token never reaches a log, whatever a message or traceback contains."""
+    """The token never reaches a log, whatever a message or traceback contains; a
+    file name that is not UTF-8 is written as the store keeps it, not lost to an
+    encoding error."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str | None) -> None:
         super().__init__()
         self._secret = secret
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if self._secret in message:
-            record.msg, record.args = message.replace(self._secret, "[token]"), None
+        clean = to_store(message)
+        if self._secret:
+            clean = clean.replace(self._secret, "[token]")
+        if clean != message:
+            record.msg, record.args = clean, None
         return True
 
 
 def _setup_logging(file: Path, *, secret: str | None = None) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(file, encoding="utf-8")
+    # backslashreplace: what the filter cannot reach (a traceback's text) still
+    # never makes a line vanish.
+    handler = logging.FileHandler(file, encoding="utf-8", errors="backslashreplace")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    if secret:
-        handler.addFilter(_Redact(secret))
+    handler.addFilter(_Redact(secret))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)

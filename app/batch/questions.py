@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.batch.visible import visible
+
 # The engine refuses longer questions (engine/server.py, the ask body's
 # max_length); checking here says which line before any question is sent.
 MAX_QUESTION_CHARS = 8000
@@ -24,7 +26,8 @@ class ListedQuestion:
 
 def parse_questions(*, text: str, source: str = "the list") -> tuple[ListedQuestion, ...]:
     """One question per line; blank lines and lines starting with `#` are skipped,
-    duplicates are kept (the person may want both answers). Every line that is too
+    duplicates are kept (the person may want both answers); control characters and
+    terminal escapes are made visible (app/batch/visible.py), never sent raw. Every line that is too
     long is reported at once, so that one edit fixes the list."""
     questions: list[ListedQuestion] = []
     too_long: list[str] = []
@@ -32,7 +35,7 @@ def parse_questions(*, text: str, source: str = "the list") -> tuple[ListedQuest
     # numbers would then disagree with the person's editor.
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = visible(raw.strip(), keep="\t")
         if not line or line.startswith("#"):
             continue
         if len(line) > MAX_QUESTION_CHARS:

@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.core import Engine
 from engine.wire import (
@@ -87,15 +89,25 @@ class RagdollChatOptions(BaseModel):
     model_config = ConfigDict(strict=True)
 
     retrieval: bool = True
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
+
+
+_A_USER_MESSAGE = {
+    "type": "object",
+    "properties": {"role": {"const": "user"}, "content": {"type": "string", "pattern": "\\S"}},
+    "required": ["role", "content"],
+}
 
 
 class ChatCompletionBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
+    # The schema says what the route needs: a user message with some text.
+    messages: list[ChatMessageIn] = Field(
+        min_length=1, max_length=1000, json_schema_extra={"contains": _A_USER_MESSAGE}
+    )
     stream: bool = False
-    n: int = Field(default=1, ge=1, le=1)
+    n: WholeNumber = Field(default=1, ge=1, le=1)
     ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
 
 
@@ -103,10 +115,10 @@ class EmbeddingsBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     # A long text is fine (the embedder reads its first 256 tokens); the 1 MiB body
     # limit bounds the total.
-    input: str | Annotated[list[str], Field(max_length=MAX_EMBEDDING_INPUTS)]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
     model: str = Field(default="", max_length=4096)
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1)
+    dimensions: WholeNumber | None = Field(default=None, ge=1)
 
 
 def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
@@ -227,13 +239,32 @@ def install_openai_error_handlers(app: FastAPI) -> None:
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:  # Starlette names only the methods of the first route that matched
+            exc.headers = {**(exc.headers or {}), "Allow": allowed}
         if not request.url.path.startswith(OPENAI_PATHS):
             return await http_exception_handler(request, exc)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _error(exc.status_code, str(exc.detail), kind=kind)
+        response = _error(exc.status_code, str(exc.detail), kind=kind)
+        response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+        return response
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method the published schema gives this request's path (RFC 9110
+    §15.5.6), a literal path before a template that would also match it."""
+    paths: dict[str, dict[str, Any]] = request.app.openapi()["paths"]
+    path = request.url.path
+    templates = [path] if path in paths else [t for t in paths if _template(t).fullmatch(path)]
+    methods = {m.upper() for t in templates for m in paths[t]}
+    return ", ".join(sorted(methods)) or None
+
+
+def _template(path: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)))
 
 
 def _models(engine: Engine) -> list[OpenAIModel]:

@@ -53,6 +53,9 @@ class JobContext:
     paused: Callable[[], bool]
     # Paths of watcher and rescan jobs must still lie in a watched folder.
     accept: Callable[[Path], bool] | None = None
+    # Where a file's real path must lie, for every job: a symbolic link in a watched
+    # folder that leads out of them all is listed as an error, never read.
+    inside: Callable[[Path], bool] | None = None
 
 
 class JobRun:
@@ -75,7 +78,7 @@ class JobRun:
         paths = spec.paths
         if spec.origin != "request":  # gone again since the event: the removal covers it
             paths = [p for p in paths if os.path.lexists(p)]
-        found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES)
+        found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES, inside=self.ctx.inside)
         files = found.files
         if self.ctx.accept is not None:
             files = [f for f in files if self.ctx.accept(f)]

@@ -25,15 +25,28 @@ def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
     Only what is already on disk is considered: a folder with config.json, or a snapshot
     in the local Hugging Face cache (`cache_dir`, else HF_HUB_CACHE / HF_HOME as set now).
     """
+    # One answer for every local path that holds no model (missing, a file, no
+    # config.json, a name too long, unreadable): the API must not tell a caller
+    # whether some path on this machine exists.
+    no_model = ModelLoadError(
+        f"No model folder at {model}: the folder does not exist or holds no config.json."
+    )
     local = Path(model).expanduser()
-    if local.is_dir():
+    try:
+        is_folder = local.is_dir() and (local / "config.json").is_file()
+    except OSError:  # e.g. [Errno 36] File name too long
+        is_folder = False
+    if is_folder:
         check_model_folder(local)
         return local.resolve()
     # "./x" matches the repo-id pattern but is clearly meant as a path.
-    if not _REPO_ID.match(model) or model.startswith("."):
-        raise ModelLoadError(f"No model folder at {model}: the folder does not exist.")
+    if not _REPO_ID.match(model) or model.startswith(".") or local.is_absolute():
+        raise no_model
     cache = cache_dir if cache_dir is not None else _hub_cache()
-    snapshot = _cached_snapshot(repo_id=model, cache=cache)
+    try:
+        snapshot = _cached_snapshot(repo_id=model, cache=cache)
+    except OSError:  # a name too long for a folder is in no cache
+        snapshot = None
     if snapshot is None:
         raise ModelLoadError(
             f"Model {model!r} was not found: it is neither a folder on this computer nor "
