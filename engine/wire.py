@@ -541,6 +541,7 @@ class ModelAdvice:
     installed: bool
     installed_path: str | None = None  # the folder to choose when installed
     chosen: bool = False
+    download_bytes: int = 0  # what Download fetches (0: not known)
 
 
 @dataclass(frozen=True, kw_only=True)
