@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
-    QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -26,6 +23,7 @@ from PySide6.QtWidgets import (
 from app.batch.batch_dialog import BatchDialog
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
+from app.error_banner import ErrorBanner
 from app.hardware.hardware_panel import HardwarePanel
 from app.hardware.profiling_banner import ProfilingBanner
 from app.library.folders_box import Confirm, confirm_dialog
@@ -38,7 +36,6 @@ from app.library.library_pane import (
 )
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.models_pane.models_dialog import attach_models_dialog
-from app.qt_compat import emit
 from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome_seen
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
@@ -54,50 +51,6 @@ from engine.wire import (
 
 if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
-
-
-class ErrorBanner(QFrame):
-    """A failure, in words, across the top of the window until dismissed.
-
-    A banner rather than a message box: it never blocks the event loop, it can
-    hold several lines (a log path), and a second error replaces the first."""
-
-    sig_retry = Signal()
-
-    def __init__(self, *, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("errorBanner")
-        self.label = QLabel()
-        self.label.setObjectName("errorText")
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setAccessibleName("Error")
-        self.retry_button = QPushButton("Retry")
-        self.retry_button.setAccessibleName("Retry starting the engine")
-        self.retry_button.clicked.connect(self._retry)
-        dismiss = QPushButton("Dismiss")
-        dismiss.setAccessibleName("Dismiss the error")
-        dismiss.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 8, 8, 8)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
-        layout.addWidget(dismiss, 0, Qt.AlignmentFlag.AlignTop)
-        self.hide()
-
-    @property
-    def message(self) -> str:
-        return self.label.text() if self.isVisibleTo(self.parentWidget()) else ""
-
-    def show_error(self, message: str, *, can_retry: bool = False) -> None:
-        self.label.setText(message)
-        self.retry_button.setVisible(can_retry)
-        self.show()
-
-    def _retry(self) -> None:
-        self.hide()
-        emit(self.sig_retry)
 
 
 class MainWindow(QMainWindow):
@@ -117,6 +70,9 @@ class MainWindow(QMainWindow):
         self._show_welcome = show_welcome
         self._choose_model_folder = choose_model_folder
         self.welcome: WelcomeDialog | None = None
+        # What `ragdoll open` adds once connected: the welcome then offers no samples.
+        self.opening: list[str] = []
+        self.adding_on_start = False
         self.batch_dialog: BatchDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
@@ -518,7 +474,12 @@ class MainWindow(QMainWindow):
 
     def show_welcome(self) -> WelcomeDialog:
         """The welcome, window-modal and not blocking: its choices apply when it closes."""
-        self.welcome = WelcomeDialog(choose_model_folder=self._choose_model_folder, parent=self)
+        self.welcome = WelcomeDialog(
+            choose_model_folder=self._choose_model_folder,
+            add_samples=not self.adding_on_start,
+            opening=self.opening,
+            parent=self,
+        )
         self.welcome.finished.connect(self._on_welcome_finished)
         self.welcome.open()
         return self.welcome
@@ -533,6 +494,8 @@ class MainWindow(QMainWindow):
             self.library.add_sample_collection()
         if choice.model:
             self._set_model(choice.model)
+        elif choice.open_models:
+            self.model_chooser.models_action.trigger()
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {

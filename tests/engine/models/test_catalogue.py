@@ -60,7 +60,9 @@ def test_catalogue_entries_have_bundled_configs() -> None:
 
 def test_the_catalogue_spans_small_to_large_models() -> None:
     """A laptop without a GPU needs choices between 0.5B and 7B, not a jump."""
-    params = sorted(load_model_spec(source=e.config_path()).parameter_count for e in load_catalogue())
+    params = sorted(
+        load_model_spec(source=e.config_path()).parameter_count for e in load_catalogue()
+    )
     between = [p for p in params if 1e9 <= p < 7e9]
     assert params[0] < 1e9 and len(between) >= 4 and params[-1] > 7e9
 

@@ -51,7 +51,10 @@ def test_mistral_consolidated_weights_are_not_fetched_twice() -> None:
     ]
     kept = [f.name for f in without_duplicate_weights(files)]
     assert "consolidated.safetensors" not in kept and len(kept) == 4
-    only = [RemoteFile(name="config.json", size=1), RemoteFile(name="consolidated.safetensors", size=1)]
+    only = [
+        RemoteFile(name="config.json", size=1),
+        RemoteFile(name="consolidated.safetensors", size=1),
+    ]
     assert without_duplicate_weights(only) == only
 
 
