@@ -53,6 +53,16 @@ if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
 
 
+# The answer column (transcript, sources, question) never gets narrower than this,
+# at any window size: below it a sentence breaks every few words.
+ANSWER_MIN_WIDTH = 360
+# The library's floor; what it shows wraps or elides within it, so that its
+# content never decides the split (the person does, by dragging it).
+LIBRARY_MIN_WIDTH = 220
+# At first start the library takes this share of the width (then the person's own).
+LIBRARY_SHARE = 0.3
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -123,10 +133,14 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         library_box = QWidget()
         library_box.setObjectName("libraryPane")
+        # Explicit minimum widths: QSplitter then ignores the panes' size hints,
+        # which grow with a long message or folder path and would move the split.
+        library_box.setMinimumWidth(LIBRARY_MIN_WIDTH)
         lib_layout = QVBoxLayout(library_box)
         lib_layout.setContentsMargins(14, 12, 10, 12)
         lib_layout.addWidget(self.library)
 
+        self.chat.split.setMinimumWidth(ANSWER_MIN_WIDTH)
         chat_box = QWidget()
         chat_box.setObjectName("chatPane")
         chat_layout = QVBoxLayout(chat_box)
@@ -140,7 +154,8 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(chat_box)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([400, 800])
+        share = round(self.width() * LIBRARY_SHARE)
+        self.splitter.setSizes([share, self.width() - share])
 
         central = QWidget()
         layout = QVBoxLayout(central)

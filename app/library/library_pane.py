@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -98,8 +99,10 @@ class LibraryPane(QWidget):
         self.add_folder_button = QPushButton("Add folder…")
         self.add_folder_button.setAccessibleName("Add a folder of documents")
         self.add_folder_button.clicked.connect(self.choose_and_add_folder)
-        self.add_samples_button = QPushButton("Add the sample collection")
+        # Short words: the two buttons share a row at the library's narrowest.
+        self.add_samples_button = QPushButton("Add samples")
         self.add_samples_button.setAccessibleName("Add the sample collection")
+        self.add_samples_button.setToolTip("Add the sample collection: a short user guide to try")
         self.add_samples_button.clicked.connect(self.add_sample_collection)
 
         buttons = QHBoxLayout()
@@ -143,6 +146,11 @@ class LibraryPane(QWidget):
         controls.addWidget(self.pause_button)
         controls.addWidget(self.resume_button)
         controls.addWidget(self.cancel_button)
+        # Long lines (the Pause message, a long file name) wrap within the pane
+        # rather than widen it: the split is the person's, not the text's.
+        for label in (self.current_label, self.counts_label, self.pace_label):
+            label.setWordWrap(True)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         progress_layout = QVBoxLayout(self.progress_box)
         progress_layout.setSpacing(4)
         progress_layout.addWidget(self.progress_bar)
