@@ -274,10 +274,13 @@ class EngineBridge(QObject):
             return
         if queue is not None:
             self._adopt_jobs(queue=queue)
-        if status is not None and self._counts_changed(status=status):
-            # A job the probe never saw running (a small change, done between two
-            # probes) still changed the library: show it.
-            self.refresh_library()
+        if status is not None:
+            if self._counts_changed(status=status):
+                # A job the probe never saw running (a small change, done between
+                # two probes) still changed the library: show it.
+                self.refresh_library()
+            # Always: the engine starts timing the machine by itself once idle, and
+            # the banner, the status bar and the panes must follow it.
             emit(self.sig_status, status)
 
     def _counts_changed(self, *, status: EngineStatus) -> bool:

@@ -383,6 +383,7 @@ class MainWindow(QMainWindow):
     def _on_status(self, status: EngineStatus) -> None:
         self.model_chooser.show_status(status)
         self.profiling_banner.show_status(status.profiling)
+        self.hardware_panel.show_profiling(status.profiling)
         activity = self.activity_panel is not None and self.activity_panel.isVisible()
         if activity and self.activity_panel is not None:
             self.activity_panel.show_status(status)

@@ -43,6 +43,7 @@ from engine.wire import (
     EngineStatus,
     FileError,
     HardwareInfo,
+    IndexUsage,
     IngestProgress,
     Priority,
     ProfilingStatus,
@@ -138,15 +139,21 @@ def create_app(
     def hardware() -> dict:
         # A sync endpoint runs in the server's thread pool: the first call measures
         # disk bandwidth (seconds) without holding up other requests.
-        from engine.planner.report import hardware_info
+        from engine.planner.report import folder_bytes, hardware_info
 
         _, chunks = engine.store.counts()
         meta = engine.store.meta
+        index = IndexUsage(
+            chunks=chunks,
+            disk_bytes=folder_bytes(engine.store.folder),
+            resident_bytes=engine.store.resident_bytes(),
+        )
         info = hardware_info(
             paths=engine.paths,
             model=engine.settings.model,
             chunks=chunks,
             vector_dim=meta.dimension if meta else None,
+            index=index,
         )
         return to_json_dict(info)
 

@@ -17,7 +17,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from engine.wire import FitSummary, PlacementSummary
+from engine.wire import FitSummary, IndexUsage, PlacementSummary
 
 GIB = 2**30
 
@@ -27,6 +27,7 @@ SEGMENT_COLORS = {
     "KV cache": QColor("#E69F00"),
     "workspace": QColor("#009E73"),
     "index partitions": QColor("#CC79A7"),
+    "index files": QColor("#56B4E9"),
 }
 FREE_COLOR = QColor("#e9ecef")
 BUDGET_COLOR = QColor("#c0392b")
@@ -40,23 +41,35 @@ class Segment:
     bytes: int
 
 
-def tier_segments(*, placement: PlacementSummary | None, tier: str) -> list[Segment]:
-    """What the placement puts on `tier` ("gpu", "cpu", "disk"), in drawing order;
-    empty parts are left out."""
-    if placement is None:
-        return []
-    parts = (
-        ("weights", placement.weights),
-        ("KV cache", placement.kv),
-        ("workspace", placement.workspace),
-        ("index partitions", placement.partitions),
-    )
-    out = [Segment(label=label, bytes=getattr(sizes, tier)) for label, sizes in parts]
+def tier_segments(
+    *, placement: PlacementSummary | None, tier: str, index: IndexUsage | None = None
+) -> list[Segment]:
+    """What lives on `tier` ("gpu", "cpu", "disk"), in drawing order; empty parts
+    are left out. The placement's parts are planned; the index's are measured: its
+    files on disk always, and what it holds in RAM when no placement says."""
+    out: list[Segment] = []
+    if placement is not None:
+        parts = (
+            ("weights", placement.weights),
+            ("KV cache", placement.kv),
+            ("workspace", placement.workspace),
+            ("index partitions", placement.partitions),
+        )
+        out = [Segment(label=label, bytes=getattr(sizes, tier)) for label, sizes in parts]
+    if index is not None:
+        if tier == "cpu" and placement is None:
+            out.append(Segment(label="index partitions", bytes=index.resident_bytes))
+        if tier == "disk":
+            out.append(Segment(label="index files", bytes=index.disk_bytes))
     return [s for s in out if s.bytes > 0]
 
 
 def gib(n: float) -> str:
+    """Bytes in GiB, or in MiB below one GiB: an index of a few thousand chunks is
+    tens of MiB, which "0.00 GiB" would hide."""
     value = n / GIB
+    if 0 < n < GIB:
+        return f"{n / 2**20:.1f} MiB"
     return f"{value:.2f} GiB" if value < 10 else f"{value:.1f} GiB"
 
 
@@ -150,7 +163,7 @@ class Legend(QWidget):
         self.setAccessibleDescription(", ".join(keys))
 
     def sizeHint(self) -> QSize:
-        return QSize(560, 22)
+        return QSize(680, 22)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)

@@ -7,6 +7,7 @@ is testable without HTTP, and the wire module needs no planner import.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from engine.hardware.profile import HardwareProfile, load_profile
@@ -25,13 +26,19 @@ from engine.wire import (
     GpuSummary,
     HardwareInfo,
     HardwareSummary,
+    IndexUsage,
     PlacementSummary,
     TierSizes,
 )
 
 
 def hardware_info(
-    *, paths: Paths, model: str | None, chunks: int, vector_dim: int | None = None
+    *,
+    paths: Paths,
+    model: str | None,
+    chunks: int,
+    vector_dim: int | None = None,
+    index: IndexUsage | None = None,
 ) -> HardwareInfo:
     """The first call on a machine measures disk bandwidth (seconds); later ones
     reuse the cached measurements."""
@@ -58,7 +65,21 @@ def hardware_info(
         placement=placement,
         fit=fit_summary(fit) if fit else None,
         note=note,
+        index=index,
     )
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under `folder` (0 when it is missing); a file that
+    vanishes while counting (LanceDB compacts in the background) counts 0."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
 
 
 def store_spec(*, chunks: int, vector_dim: int, row_bytes: int | None = None) -> StoreSpec:
