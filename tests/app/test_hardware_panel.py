@@ -134,7 +134,7 @@ def test_the_index_on_disk_and_in_memory_is_shown_true(
 
 def test_no_empty_chart_while_the_machine_is_timed(make_window: MakeWindow, qtbot: QtBot) -> None:
     info = dataclasses.replace(HARDWARE, placement=None, fit=None)
-    window, panel = open_panel(make_window, qtbot, FakeClient(hardware_info=info))
+    _window, panel = open_panel(make_window, qtbot, FakeClient(hardware_info=info))
     panel.resize(820, 780)
     qtbot.wait(20)
     assert not panel.plot.isVisibleTo(panel)
