@@ -36,7 +36,14 @@ from app.library.library_pane import (
 )
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.models_pane.models_dialog import attach_models_dialog
-from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome_seen
+from app.ui_state import (
+    last_conversation,
+    mark_welcome_seen,
+    remember_conversation,
+    restore_window,
+    save_window,
+    welcome_seen,
+)
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
 from engine.paths import resolve_paths
@@ -124,6 +131,7 @@ class MainWindow(QMainWindow):
         )
         self._set_ready(False)
         restore_window(window=self, splitters=self._splitters())
+        self.chat.reopen_when_loaded(last_conversation())
         if connect:
             # After the first paint: the window must appear before the engine does.
             QTimer.singleShot(0, self.bridge.connect_engine)
@@ -277,6 +285,7 @@ class MainWindow(QMainWindow):
         self.chat.sig_ask.connect(self._ask)
         self.chat.sig_stop.connect(self._stop)
         self.chat.sig_open_source.connect(self._open_source)
+        self.chat.sig_error.connect(self.banner.show_error)
         self.model_chooser.sig_model_requested.connect(self._set_model)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
         self._library_refresh.timeout.connect(self.bridge.refresh_library)
@@ -525,6 +534,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.isVisible():
             save_window(window=self, splitters=self._splitters())
+            current = self.chat.current
+            remember_conversation(current.id if current.exchanges else "")
         # Hide first so that quitting feels instant while the engine is told to stop.
         self.viewer.close()
         self.hardware_panel.close()
