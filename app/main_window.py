@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
@@ -130,7 +130,8 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self._set_ready(False)
-        restore_window(window=self, splitters=self._splitters())
+        if not restore_window(window=self, splitters=self._splitters()):
+            self._fit_to_screen()
         self.chat.reopen_when_loaded(last_conversation())
         if connect:
             # After the first paint: the window must appear before the engine does.
@@ -521,6 +522,21 @@ class MainWindow(QMainWindow):
             self._set_model(choice.model)
         elif choice.open_models:
             self.model_chooser.models_action.trigger()
+
+    def _fit_to_screen(self) -> None:
+        """First start: 1200 × 800, or maximized where the screen is smaller (an
+        800 × 600 screen gets the whole of it, not a window hanging off it)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        free = screen.availableGeometry()
+        width, height = min(1200, free.width()), min(800, free.height())
+        self.resize(width, height)
+        share = round(width * LIBRARY_SHARE)
+        self.splitter.setSizes([share, width - share])
+        if (width, height) != (1200, 800):
+            # The frame must fit too: the window manager knows its size, we do not.
+            self.setWindowState(Qt.WindowState.WindowMaximized)
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {

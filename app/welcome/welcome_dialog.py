@@ -36,6 +36,7 @@ INTRO = (
 )
 
 
+DIALOG_WIDTH = 600
 EXTRACTIVE_NOTE = (
     "Without a model, an answer is the few sentences of your documents that match the "
     "question best, quoted word for word, each with its source [1], [2]…; nothing is "
@@ -55,7 +56,7 @@ def recommended_hint() -> str:
     read from the catalogue that the Recommended models list shows."""
     from engine.models.catalogue import load_catalogue
 
-    small = [e for e in load_catalogue() if 1e9 <= e.download_bytes <= 7e9][:2]
+    small = [e for e in load_catalogue() if 2e9 <= e.download_bytes <= 7e9][:2]
     named = " or ".join(f"{e.name} ({e.download_bytes / 1e9:.1f} GB)" for e in small)
     return (
         "Recommended models lists models with how each would run on this computer and its "
@@ -77,7 +78,7 @@ class WelcomeDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("welcome")
         self.setWindowTitle("Welcome to RAGDoll")
-        self.setMinimumWidth(520)
+        self.setMinimumWidth(DIALOG_WIDTH)
         self._choose_model_folder = choose_model_folder
         self._model: str | None = None
 
@@ -169,6 +170,10 @@ class WelcomeDialog(QDialog):
         layout.addSpacing(6)
         layout.addWidget(note)
         layout.addWidget(buttons)
+        # Word-wrapped text: a top-level window does not size itself by height for
+        # width, so ask the layout how tall it is at this width, or lines are cut.
+        self.resize(DIALOG_WIDTH, layout.totalHeightForWidth(DIALOG_WIDTH))
+        self.setMinimumHeight(layout.totalHeightForWidth(DIALOG_WIDTH))
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
