@@ -62,10 +62,10 @@ if TYPE_CHECKING:
 
 # The answer column (transcript, sources, question) never gets narrower than this,
 # at any window size: below it a sentence breaks every few words.
-ANSWER_MIN_WIDTH = 360
+ANSWER_MIN_WIDTH = 340
 # The library's floor; what it shows wraps or elides within it, so that its
 # content never decides the split (the person does, by dragging it).
-LIBRARY_MIN_WIDTH = 220
+LIBRARY_MIN_WIDTH = 240
 # At first start the library takes this share of the width (then the person's own).
 LIBRARY_SHARE = 0.3
 

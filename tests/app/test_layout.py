@@ -78,7 +78,7 @@ def test_the_split_is_the_users_and_is_remembered(qtbot: QtBot, make_window: Mak
     window.resize(800, 600)  # within the offscreen screen, where the geometry is restored
     _settle(qtbot)
     default = window.splitter.sizes()
-    window.splitter.setSizes([default[0] - 25, default[1] + 25])
+    window.splitter.setSizes([default[0] + 25, default[1] - 25])
     _settle(qtbot)
     chosen = window.splitter.sizes()
     assert chosen != default
@@ -90,4 +90,5 @@ def test_the_split_is_the_users_and_is_remembered(qtbot: QtBot, make_window: Mak
     window.close()
     again = make_window(FakeClient())
     _settle(qtbot)
-    assert again.splitter.sizes()[0] == chosen[0]
+    # Within the 2 px by which the offscreen platform restores a window narrower.
+    assert abs(again.splitter.sizes()[0] - chosen[0]) <= 2
