@@ -146,7 +146,7 @@ class MainWindow(QMainWindow):
         # which grow with a long message or folder path and would move the split.
         library_box.setMinimumWidth(LIBRARY_MIN_WIDTH)
         lib_layout = QVBoxLayout(library_box)
-        lib_layout.setContentsMargins(14, 12, 10, 12)
+        lib_layout.setContentsMargins(10, 12, 8, 12)
         lib_layout.addWidget(self.library)
 
         self.chat.split.setMinimumWidth(ANSWER_MIN_WIDTH)

@@ -80,6 +80,8 @@ class FoldersBox(QWidget):
         self.view.verticalHeader().setVisible(False)
         self.view.setMaximumHeight(130)
         self.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a path's both ends matter
+        # The path column takes what the narrow ones leave, never a scroll bar.
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -225,6 +227,8 @@ class FoldersBox(QWidget):
         shown = bool(self.collections())
         self.collection_combo.setVisible(shown)
         self.collection_label.setVisible(shown)
+        # A column that says "default" on every row takes the path's room for nothing.
+        self.view.setColumnHidden(1, len(self.collections()) < 2)
         selected = self.selected_folder()
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing
