@@ -142,7 +142,7 @@ class LibraryPane(QWidget):
         self.cancel_button.clicked.connect(self._cancel)
         controls = QHBoxLayout()
         controls.setSpacing(6)
-        controls.addWidget(self.pace_label, 1)
+        controls.addStretch(1)
         controls.addWidget(self.pause_button)
         controls.addWidget(self.resume_button)
         controls.addWidget(self.cancel_button)
@@ -156,6 +156,8 @@ class LibraryPane(QWidget):
         progress_layout.addWidget(self.progress_bar)
         progress_layout.addWidget(self.current_label)
         progress_layout.addWidget(self.counts_label)
+        # A row of its own: beside the buttons a long line would wrap a word a line.
+        progress_layout.addWidget(self.pace_label)
         progress_layout.addLayout(controls)
         self.progress_box.setVisible(False)
 

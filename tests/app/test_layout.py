@@ -56,7 +56,11 @@ def test_the_answer_column_keeps_its_width_at_800_by_600(
     _settle(qtbot)
     assert window.splitter.sizes()[0] == library
     assert _answer_width(window) >= ANSWER_MIN_WIDTH
-    assert window.library.pace_label.text().startswith("Paused")
+    pace = window.library.pace_label
+    assert pace.text().startswith("Paused")
+    # Wrapped whole on lines of its own: not a word a line, not cut off.
+    assert pace.width() > 0.8 * window.library.progress_box.width()
+    assert pace.height() >= pace.heightForWidth(pace.width())
 
 
 def test_at_every_size_the_answer_column_stays_useful(
