@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QFrame,
     QLabel,
     QMainWindow,
     QProgressBar,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -142,12 +144,19 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         library_box = QWidget()
         library_box.setObjectName("libraryPane")
-        # Explicit minimum widths: QSplitter then ignores the panes' size hints,
-        # which grow with a long message or folder path and would move the split.
-        library_box.setMinimumWidth(LIBRARY_MIN_WIDTH)
         lib_layout = QVBoxLayout(library_box)
         lib_layout.setContentsMargins(10, 12, 8, 12)
         lib_layout.addWidget(self.library)
+        # On a short screen the library scrolls rather than push the window past
+        # it. Explicit minimum widths: QSplitter then ignores the panes' size
+        # hints, which grow with a long message or path and would move the split.
+        library_scroll = QScrollArea()
+        library_scroll.setObjectName("libraryScroll")
+        library_scroll.setWidget(library_box)
+        library_scroll.setWidgetResizable(True)
+        library_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        library_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        library_scroll.setMinimumWidth(LIBRARY_MIN_WIDTH)
 
         self.chat.split.setMinimumWidth(ANSWER_MIN_WIDTH)
         chat_box = QWidget()
@@ -159,7 +168,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
         self.splitter.setChildrenCollapsible(False)
-        self.splitter.addWidget(library_box)
+        self.splitter.addWidget(library_scroll)
         self.splitter.addWidget(chat_box)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -31,6 +30,7 @@ from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
 from app.library.progress_text import pace_line
 from app.qt_compat import emit
+from app.wrap_label import WrapLabel
 from engine.wire import DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
@@ -123,12 +123,12 @@ class LibraryPane(QWidget):
         self.progress_bar.setAccessibleName("Files done")
         self.progress_bar.setFormat("%v of %m files")
         self.progress_bar.setTextVisible(True)
-        self.current_label = QLabel("")
+        self.current_label = WrapLabel("")
         self.current_label.setObjectName("quiet")
         self.current_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.counts_label = QLabel("")
+        self.counts_label = WrapLabel("")
         self.counts_label.setObjectName("quiet")
-        self.pace_label = QLabel("")
+        self.pace_label = WrapLabel("")
         self.pace_label.setObjectName("quiet")
         self.pace_label.setAccessibleName("Speed and time left")
         self.pause_button = QPushButton("Pause")
@@ -147,10 +147,7 @@ class LibraryPane(QWidget):
         controls.addWidget(self.resume_button)
         controls.addWidget(self.cancel_button)
         # Long lines (the Pause message, a long file name) wrap within the pane
-        # rather than widen it: the split is the person's, not the text's.
-        for label in (self.current_label, self.counts_label, self.pace_label):
-            label.setWordWrap(True)
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # rather than widen it (WrapLabel): the split is the person's, not the text's.
         progress_layout = QVBoxLayout(self.progress_box)
         progress_layout.setSpacing(4)
         progress_layout.addWidget(self.progress_bar)
@@ -162,7 +159,7 @@ class LibraryPane(QWidget):
         self.progress_box.setVisible(False)
 
         # -- documents
-        self.documents_label = QLabel("Documents")
+        self.documents_label = WrapLabel("Documents")
         self.documents_label.setObjectName("sectionTitle")
         self.documents_model = DocumentsModel(parent=self)
         self.documents_view = QTableView()
@@ -210,8 +207,6 @@ class LibraryPane(QWidget):
         layout.addWidget(self.folders_box)
         docs_row = QHBoxLayout()
         # "Documents (12 · 3,900 chunks)" wraps beside Re-index rather than be cut.
-        self.documents_label.setWordWrap(True)
-        self.documents_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         docs_row.addWidget(self.documents_label, 1)
         docs_row.addWidget(self.reindex_button)
         layout.addLayout(docs_row)
