@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QScrollArea,
     QSplitter,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -156,13 +157,15 @@ class MainWindow(QMainWindow):
         library_scroll.setWidgetResizable(True)
         library_scroll.setFrameShape(QFrame.Shape.NoFrame)
         library_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        library_scroll.setMinimumWidth(LIBRARY_MIN_WIDTH)
+        # The floor is the library's own; its scroll bar comes on top of it.
+        bar = library_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        library_scroll.setMinimumWidth(LIBRARY_MIN_WIDTH + bar)
 
         self.chat.split.setMinimumWidth(ANSWER_MIN_WIDTH)
         chat_box = QWidget()
         chat_box.setObjectName("chatPane")
         chat_layout = QVBoxLayout(chat_box)
-        chat_layout.setContentsMargins(10, 12, 14, 12)
+        chat_layout.setContentsMargins(8, 12, 10, 12)
         chat_layout.addWidget(self.chat)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
