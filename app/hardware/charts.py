@@ -159,8 +159,9 @@ class Legend(QWidget):
         super().__init__(parent)
         self.setMinimumHeight(22)
         self.setAccessibleName("Legend")
-        keys = [*SEGMENT_COLORS, "usable budget"]
+        keys = [*SEGMENT_COLORS, "usable budget (capacity less a margin)"]
         self.setAccessibleDescription(", ".join(keys))
+        self.setToolTip("The red tick: usable budget, the capacity less a safety margin")
 
     def sizeHint(self) -> QSize:
         return QSize(680, 22)
@@ -180,7 +181,7 @@ class Legend(QWidget):
         p.setPen(QPen(BUDGET_COLOR, 2, Qt.PenStyle.DashLine))
         p.drawLine(QPointF(x + 6, 3), QPointF(x + 6, 21))
         p.setPen(TEXT_COLOR)
-        p.drawText(QPointF(x + 14, 16), "usable (capacity less margin)")
+        p.drawText(QPointF(x + 14, 16), "usable")
         p.end()
 
 

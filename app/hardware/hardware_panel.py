@@ -160,6 +160,8 @@ class HardwarePanel(QDialog):
         # The group box grows only with a plot to show; else a short box, no void.
         self._layout.setStretchFactor(self.fit_box, 1 if has_plot else 0)
         self._layout.setStretchFactor(self._spare, 0 if has_plot else 1)
+        if not has_plot and self.height() > self.sizeHint().height():
+            self.resize(self.width(), self.sizeHint().height())  # no empty lower half
         if profiling and status is not None:
             self.profiling_bar.setValue(round(100 * status.fraction))
             self.fit_label.setText(
