@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QFormLayout,
@@ -160,8 +160,9 @@ class HardwarePanel(QDialog):
         # The group box grows only with a plot to show; else a short box, no void.
         self._layout.setStretchFactor(self.fit_box, 1 if has_plot else 0)
         self._layout.setStretchFactor(self._spare, 0 if has_plot else 1)
-        if not has_plot and self.height() > self.sizeHint().height():
-            self.resize(self.width(), self.sizeHint().height())  # no empty lower half
+        if not has_plot:
+            # Once the layout has taken the plot's absence in: no empty lower half.
+            QTimer.singleShot(0, self._fit_height)
         if profiling and status is not None:
             self.profiling_bar.setValue(round(100 * status.fraction))
             self.fit_label.setText(
@@ -186,6 +187,10 @@ class HardwarePanel(QDialog):
                 f"{fit.resident_partitions} resident index partitions"
                 + (f". {notes}" if notes else "")
             )
+
+    def _fit_height(self) -> None:
+        if self.height() > self.sizeHint().height():
+            self.resize(self.width(), self.sizeHint().height())
 
     def _show_index(self, info: HardwareInfo) -> None:
         index = info.index
