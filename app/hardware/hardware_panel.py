@@ -162,7 +162,7 @@ class HardwarePanel(QDialog):
         self._layout.setStretchFactor(self._spare, 0 if has_plot else 1)
         if not has_plot:
             # Once the layout has taken the plot's absence in: no empty lower half.
-            QTimer.singleShot(0, self._fit_height)
+            QTimer.singleShot(0, self, self._fit_height)
         if profiling and status is not None:
             self.profiling_bar.setValue(round(100 * status.fraction))
             self.fit_label.setText(
