@@ -147,3 +147,35 @@ def test_each_theme_has_its_style_sheet_and_palette(qtbot: QtBot, scheme: str) -
         apply_theme(app, scheme="light")
         app.setStyleSheet("")
         app.setPalette(app.style().standardPalette())
+
+
+def test_in_the_dark_theme_a_disabled_ask_looks_disabled(qtbot: QtBot) -> None:
+    """Not a dimmer blue that reads as enabled: the grey of any disabled button."""
+    from PySide6.QtWidgets import QPushButton
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    try:
+        apply_theme(app, scheme="dark")
+        ask, other = QPushButton("Ask"), QPushButton("Other")
+        ask.setObjectName("askButton")
+        for b in (ask, other):
+            qtbot.addWidget(b)
+            b.resize(90, 32)
+            b.setEnabled(False)
+            b.show()
+        qtbot.waitExposed(ask)
+
+        def fill(button: QPushButton) -> tuple[int, int, int]:
+            c = button.grab().toImage().pixelColor(12, 16)
+            return (c.red(), c.green(), c.blue())
+
+        disabled = fill(ask)
+        assert disabled == fill(other)
+        ask.setEnabled(True)
+        enabled = fill(ask)
+        assert enabled[2] > enabled[0] + 80 and disabled[2] < disabled[0] + 40  # blue vs grey
+    finally:
+        apply_theme(app, scheme="light")
+        app.setStyleSheet("")
+        app.setPalette(app.style().standardPalette())
