@@ -47,6 +47,7 @@ from engine.wire import (
     EngineStatus,
     IngestProgress,
     IngestQueueState,
+    ProfilingStatus,
     ServerSettings,
     ends_answer,
 )
@@ -103,6 +104,7 @@ class EngineBridge(QObject):
         self._probing = False
         self._restarting = False
         self._restarts: list[float] = []
+        self._probed_profiling: ProfilingStatus | None = None
         self._health = QTimer(self)
         self._health.setInterval(health_interval_ms)
         self._health.timeout.connect(self._probe)
@@ -264,11 +266,17 @@ class EngineBridge(QObject):
             return
         if queue is not None:
             self._adopt_jobs(queue=queue)
-        if status is not None and self._counts_changed(status=status):
-            # A job the probe never saw running (a small change, done between two
-            # probes) still changed the library: show it.
-            self.refresh_library()
-            emit(self.sig_status, status)
+        if status is not None:
+            counts_changed = self._counts_changed(status=status)
+            if counts_changed:
+                # A job the probe never saw running (a small change, done between
+                # two probes) still changed the library: show it.
+                self.refresh_library()
+            # The engine starts timing the machine by itself once idle: the banner,
+            # the status bar and the panes follow its progress too.
+            if counts_changed or status.profiling != self._probed_profiling:
+                self._probed_profiling = status.profiling
+                emit(self.sig_status, status)
 
     def _counts_changed(self, *, status: EngineStatus) -> bool:
         counts = (status.documents, status.chunks)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
-    QPushButton,
+    QScrollArea,
     QSplitter,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -28,6 +28,7 @@ from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_stream import AnswerStream
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
+from app.error_banner import ErrorBanner
 from app.hardware.hardware_panel import HardwarePanel
 from app.hardware.profiling_banner import ProfilingBanner
 from app.library.folders_box import Confirm, confirm_dialog
@@ -40,8 +41,14 @@ from app.library.library_pane import (
 )
 from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
 from app.models_pane.models_dialog import attach_models_dialog
-from app.qt_compat import emit
-from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome_seen
+from app.ui_state import (
+    last_conversation,
+    mark_welcome_seen,
+    remember_conversation,
+    restore_window,
+    save_window,
+    welcome_seen,
+)
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
 from engine.paths import resolve_paths
@@ -51,48 +58,14 @@ if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
 
 
-class ErrorBanner(QFrame):
-    """A failure, in words, across the top of the window until dismissed.
-
-    A banner rather than a message box: it never blocks the event loop, it can
-    hold several lines (a log path), and a second error replaces the first."""
-
-    sig_retry = Signal()
-
-    def __init__(self, *, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("errorBanner")
-        self.label = QLabel()
-        self.label.setObjectName("errorText")
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setAccessibleName("Error")
-        self.retry_button = QPushButton("Retry")
-        self.retry_button.setAccessibleName("Retry starting the engine")
-        self.retry_button.clicked.connect(self._retry)
-        dismiss = QPushButton("Dismiss")
-        dismiss.setAccessibleName("Dismiss the error")
-        dismiss.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 8, 8, 8)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
-        layout.addWidget(dismiss, 0, Qt.AlignmentFlag.AlignTop)
-        self.hide()
-
-    @property
-    def message(self) -> str:
-        return self.label.text() if self.isVisibleTo(self.parentWidget()) else ""
-
-    def show_error(self, message: str, *, can_retry: bool = False) -> None:
-        self.label.setText(message)
-        self.retry_button.setVisible(can_retry)
-        self.show()
-
-    def _retry(self) -> None:
-        self.hide()
-        emit(self.sig_retry)
+# The answer column (transcript, sources, question) never gets narrower than this,
+# at any window size: below it a sentence breaks every few words.
+ANSWER_MIN_WIDTH = 340
+# The library's floor; what it shows wraps or elides within it, so that its
+# content never decides the split (the person does, by dragging it).
+LIBRARY_MIN_WIDTH = 240
+# At first start the library takes this share of the width (then the person's own).
+LIBRARY_SHARE = 0.3
 
 
 class MainWindow(QMainWindow):
@@ -112,6 +85,9 @@ class MainWindow(QMainWindow):
         self._show_welcome = show_welcome
         self._choose_model_folder = choose_model_folder
         self.welcome: WelcomeDialog | None = None
+        # What `ragdoll open` adds once connected: the welcome then offers no samples.
+        self.opening: list[str] = []
+        self.adding_on_start = False
         self.batch_dialog: BatchDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
@@ -151,7 +127,9 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self._set_ready(False)
-        restore_window(window=self, splitters=self._splitters())
+        if not restore_window(window=self, splitters=self._splitters()):
+            self._fit_to_screen()
+        self.chat.reopen_when_loaded(last_conversation())
         if connect:
             # After the first paint: the window must appear before the engine does.
             QTimer.singleShot(0, self.bridge.connect_engine)
@@ -162,23 +140,37 @@ class MainWindow(QMainWindow):
         library_box = QWidget()
         library_box.setObjectName("libraryPane")
         lib_layout = QVBoxLayout(library_box)
-        lib_layout.setContentsMargins(14, 12, 10, 12)
+        lib_layout.setContentsMargins(10, 12, 8, 12)
         lib_layout.addWidget(self.library)
+        # On a short screen the library scrolls rather than push the window past
+        # it. Explicit minimum widths: QSplitter then ignores the panes' size
+        # hints, which grow with a long message or path and would move the split.
+        library_scroll = QScrollArea()
+        library_scroll.setObjectName("libraryScroll")
+        library_scroll.setWidget(library_box)
+        library_scroll.setWidgetResizable(True)
+        library_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        library_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # The floor is the library's own; its scroll bar comes on top of it.
+        bar = library_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        library_scroll.setMinimumWidth(LIBRARY_MIN_WIDTH + bar)
 
+        self.chat.split.setMinimumWidth(ANSWER_MIN_WIDTH)
         chat_box = QWidget()
         chat_box.setObjectName("chatPane")
         chat_layout = QVBoxLayout(chat_box)
-        chat_layout.setContentsMargins(10, 12, 14, 12)
+        chat_layout.setContentsMargins(8, 12, 10, 12)
         chat_layout.addWidget(self.chat)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
         self.splitter.setChildrenCollapsible(False)
-        self.splitter.addWidget(library_box)
+        self.splitter.addWidget(library_scroll)
         self.splitter.addWidget(chat_box)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([400, 800])
+        share = round(self.width() * LIBRARY_SHARE)
+        self.splitter.setSizes([share, self.width() - share])
 
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -288,6 +280,7 @@ class MainWindow(QMainWindow):
         self.library.sig_cancel.connect(self._cancel_ingest)
         self.chat.sig_ask.connect(self._ask)
         self.chat.sig_open_source.connect(self._open_source)
+        self.chat.sig_error.connect(self.banner.show_error)
         self.model_chooser.sig_model_requested.connect(self._set_model)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
         self._library_refresh.timeout.connect(self.bridge.refresh_library)
@@ -452,6 +445,7 @@ class MainWindow(QMainWindow):
     def _on_status(self, status: EngineStatus) -> None:
         self.model_chooser.show_status(status)
         self.profiling_banner.show_status(status.profiling)
+        self.hardware_panel.show_profiling(status.profiling)
         activity = self.activity_panel is not None and self.activity_panel.isVisible()
         if activity and self.activity_panel is not None:
             self.activity_panel.show_status(status)
@@ -526,7 +520,12 @@ class MainWindow(QMainWindow):
 
     def show_welcome(self) -> WelcomeDialog:
         """The welcome, window-modal and not blocking: its choices apply when it closes."""
-        self.welcome = WelcomeDialog(choose_model_folder=self._choose_model_folder, parent=self)
+        self.welcome = WelcomeDialog(
+            choose_model_folder=self._choose_model_folder,
+            add_samples=not self.adding_on_start,
+            opening=self.opening,
+            parent=self,
+        )
         self.welcome.finished.connect(self._on_welcome_finished)
         self.welcome.open()
         return self.welcome
@@ -541,6 +540,23 @@ class MainWindow(QMainWindow):
             self.library.add_sample_collection()
         if choice.model:
             self._set_model(choice.model)
+        elif choice.open_models:
+            self.model_chooser.models_action.trigger()
+
+    def _fit_to_screen(self) -> None:
+        """First start: 1200 × 800, or maximized where the screen is smaller (an
+        800 × 600 screen gets the whole of it, not a window hanging off it)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        free = screen.availableGeometry()
+        width, height = min(1200, free.width()), min(800, free.height())
+        self.resize(width, height)
+        share = round(width * LIBRARY_SHARE)
+        self.splitter.setSizes([share, width - share])
+        if (width, height) != (1200, 800):
+            # The frame must fit too: the window manager knows its size, we do not.
+            self.setWindowState(Qt.WindowState.WindowMaximized)
 
     def _splitters(self) -> dict[str, QSplitter]:
         return {
@@ -554,6 +570,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.isVisible():
             save_window(window=self, splitters=self._splitters())
+            current = self.chat.current
+            remember_conversation(current.id if current.exchanges else "")
         # Hide first so that quitting feels instant while the engine is told to stop.
         self.viewer.close()
         self.hardware_panel.close()

@@ -51,3 +51,14 @@ def mark_welcome_seen() -> None:
     s = ui_settings()
     s.setValue("welcome/seen", True)
     s.sync()
+
+
+def last_conversation() -> str:
+    """The conversation open when the window last closed ("" when none was)."""
+    return str(ui_settings().value("chat/last_conversation", "") or "")
+
+
+def remember_conversation(conversation_id: str) -> None:
+    s = ui_settings()
+    s.setValue("chat/last_conversation", conversation_id)
+    s.sync()

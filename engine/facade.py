@@ -16,6 +16,7 @@ from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.wire import (
     FINAL_STATES,
     HardwareInfo,
+    IndexUsage,
     IngestProgress,
     IngestQueueState,
     ProfilingStatus,
@@ -102,16 +103,22 @@ class SystemAPI:
         """GET /v1/hardware: the profile, the placement in force of the model in use
         (else the plan for the chosen one), the stored fit. The first call on a machine
         measures disk bandwidth (seconds)."""
-        from engine.planner.report import hardware_info
+        from engine.planner.report import folder_bytes, hardware_info
 
         _, chunks = self._store.counts()
         meta = self._store.meta
+        index = IndexUsage(
+            chunks=chunks,
+            disk_bytes=folder_bytes(self._store.folder),
+            resident_bytes=self._store.resident_bytes(),
+        )
         return hardware_info(
             paths=self._paths,
             model=self._chosen_model(),
             chunks=chunks,
             vector_dim=meta.dimension if meta else None,
             in_force=self._placement(),
+            index=index,
         )
 
     def skip_profiling(self) -> ProfilingStatus:

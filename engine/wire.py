@@ -335,11 +335,21 @@ class FitSummary:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IndexUsage:
+    """What the collection's index takes now, measured (not planned)."""
+
+    chunks: int
+    disk_bytes: int  # the index folder's files (LanceDB tables, IVF view, full-text index)
+    resident_bytes: int  # held in memory for search: resident partitions and LanceDB caches
+
+
+@dataclass(frozen=True, kw_only=True)
 class HardwareInfo:
     profile: HardwareSummary
     placement: PlacementSummary | None  # None in extractive mode
     fit: FitSummary | None  # None until `ragdoll profile --active` has run
     note: str | None = None  # why there is no placement, in words
+    index: IndexUsage | None = None  # None from an engine that does not say
 
 
 # -- watched folders, collections, search, queue, server settings -------------------
@@ -536,6 +546,7 @@ class ModelAdvice:
     installed: bool
     installed_path: str | None = None  # the folder to choose when installed
     chosen: bool = False
+    download_bytes: int = 0  # what Download fetches (0: not known)
 
 
 @dataclass(frozen=True, kw_only=True)

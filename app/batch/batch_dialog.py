@@ -137,6 +137,7 @@ class BatchDialog(QDialog):
         self.progress.setFormat("%v of %m")
         self.progress.setValue(0)
         self.progress.setRange(0, 1)
+        self.progress.hide()  # until a run has questions to count: no "0 of 1"
         self.status = QLabel("")
         self.status.setObjectName("batchStatus")
         self.status.setAccessibleName("Batch status")
@@ -256,6 +257,7 @@ class BatchDialog(QDialog):
         self.sources_model.set_citations([])
         self.progress.setRange(0, len(texts))
         self.progress.setValue(0)
+        self.progress.show()
         self._generation += 1
         generation = self._generation
         run = self._asker.ask_batch(

@@ -45,7 +45,7 @@ from app.chat.conversations import (
 )
 from app.chat.loader import ConversationLoader
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
-from app.chat.transcript import transcript_css, write_answer, write_question
+from app.chat.transcript import as_written, transcript_css, write_answer, write_question
 from app.qt_compat import emit
 from app.theme import is_dark
 from engine.wire import AnswerDone, Citation
@@ -64,6 +64,7 @@ class ChatPane(QWidget):
     sig_ask = Signal(object)  # AnswerStream, begun: the asker feeds it
     sig_open_source = Signal(str)  # chunk id
     sig_conversations_loaded = Signal()
+    sig_error = Signal(str)  # a failure the person must see (saving, deleting)
 
     def __init__(
         self, *, store: ConversationStore | None = None, parent: QWidget | None = None
@@ -80,6 +81,7 @@ class ChatPane(QWidget):
         self._ready = False
         self._loaded = False
         self._filter = ""
+        self._reopen_id = ""  # the conversation to show once the files are read
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
@@ -274,8 +276,30 @@ class ChatPane(QWidget):
             self._conversations.setdefault(c.id, c)
             self._search_text.setdefault(c.id, text)
         self._loaded = True
+        self._reopen()
         self._refresh_list()
         emit(self.sig_conversations_loaded)
+
+    def reopen_when_loaded(self, conversation_id: str) -> None:
+        """Show this conversation (the one open when the window last closed) once
+        the conversations are read, unless the person has started another."""
+        self._reopen_id = conversation_id
+        if self._loaded:
+            self._reopen()
+
+    def _reopen(self) -> None:
+        wanted, self._reopen_id = self._reopen_id, ""
+        if self._current.exchanges or self._streaming:
+            return  # a question asked meanwhile: that conversation stays
+        found = self._conversations.get(wanted)
+        if found is None and not wanted:
+            return
+        latest = self.conversations
+        found = found or (latest[0] if latest else None)  # gone: the latest instead
+        if found is not None:
+            self._current = found
+            self._show_current()
+            self._refresh_list()
 
     def _refresh_list(self) -> None:
         words = self._filter.casefold().split()
@@ -284,7 +308,9 @@ class ChatPane(QWidget):
             for c in self.conversations
             if all(w in self._search_text.get(c.id, "") for w in words)
         ]
-        self.conversation_list.show_conversations(shown, current=self._current.id)
+        self.conversation_list.show_conversations(
+            shown, current=self._current.id, query=self._filter.strip()
+        )
 
     def set_filter(self, text: str) -> None:
         self._filter = text
@@ -320,8 +346,9 @@ class ChatPane(QWidget):
         self._search_text.pop(conversation_id, None)
         try:
             self.store.delete(conversation_id=conversation_id)
-        except OSError:
+        except OSError as e:
             log.exception("could not delete conversation %s", conversation_id)
+            emit(self.sig_error, f"Could not delete the conversation's file: {e}")
         if self._live is not None and conversation_id == self._live.conversation_id:
             self._on_stop()
         if conversation_id == self._current.id:
@@ -341,7 +368,7 @@ class ChatPane(QWidget):
                 self.store.save(conversation)
             except OSError as e:
                 log.exception("could not save conversation %s", conversation.id)
-                self.sources_label.setText(f"Could not save the conversation: {e}")
+                emit(self.sig_error, f"Could not save the conversation: {e}")
 
     def _update_streaming(self, *, save: bool, **changes: object) -> None:
         conv = self._conversations.get(self._live.conversation_id) if self._live else None
@@ -380,7 +407,9 @@ class ChatPane(QWidget):
             streaming = self._streaming_here() and i == len(exchanges) - 1
             if streaming:
                 self._answer_start = cursor.position()
-            write_answer(cursor=cursor, exchange=exchanges[i], streaming=streaming, dark=dark)
+            write_answer(
+                cursor=cursor, exchange=as_written(exchanges, i=i), streaming=streaming, dark=dark
+            )
             self._fill_next += 1
             if time.monotonic() - started > FILL_BUDGET_S and self._fill_next < len(exchanges):
                 self._fill_timer.start()
@@ -402,7 +431,7 @@ class ChatPane(QWidget):
         cursor.removeSelectedText()
         write_answer(
             cursor=cursor,
-            exchange=self._current.exchanges[-1],
+            exchange=as_written(self._current.exchanges, i=len(self._current.exchanges) - 1),
             streaming=streaming,
             dark=is_dark(),
         )

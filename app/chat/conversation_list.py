@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -68,6 +69,13 @@ class ConversationList(QWidget):
         self._search_timer.timeout.connect(lambda: emit(self.sig_search, self.search.text()))
         self.search.textChanged.connect(lambda _t: self._search_timer.start())
 
+        self.no_match = QLabel("")
+        self.no_match.setObjectName("quiet")
+        self.no_match.setAccessibleName("Search result")
+        self.no_match.setTextFormat(Qt.TextFormat.PlainText)
+        self.no_match.setWordWrap(True)
+        self.no_match.hide()
+
         self.list = QListWidget()
         self.list.setObjectName("conversations")
         self.list.setAccessibleName("Conversations")
@@ -103,18 +111,29 @@ class ConversationList(QWidget):
         layout.setSpacing(6)
         layout.addWidget(self.new_button)
         layout.addWidget(self.search)
+        layout.addWidget(self.no_match)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
         self._update_buttons()
 
     # -- what the pane shows -----------------------------------------------------------
 
-    def show_conversations(self, conversations: Iterable[Conversation], *, current: str) -> None:
-        """Refill the list (already filtered and ordered) and select `current`."""
+    def show_conversations(
+        self, conversations: Iterable[Conversation], *, current: str, query: str = ""
+    ) -> None:
+        """Refill the list (already filtered by `query` and ordered) and select
+        `current`; a search that finds nothing says so instead of an empty list."""
+        shown = list(conversations)
+        self.no_match.setText(
+            f"No conversation mentions “{query}” in its questions, answers or sources."
+            if query and not shown
+            else ""
+        )
+        self.no_match.setVisible(bool(query) and not shown)
         self._filling = True
         try:
             self.list.clear()
-            for c in conversations:
+            for c in shown:
                 item = QListWidgetItem(c.title)
                 item.setData(ID_ROLE, c.id)
                 item.setToolTip(f"{c.title}\n{when_text(stamp=c.updated)}")

@@ -58,9 +58,13 @@ class Conversation:
         return all(w in haystack for w in words)
 
     def search_text(self) -> str:
+        """What a search looks in: the title, the questions, the answers, and the
+        cited sources (their passages and file names)."""
         parts = [self.title]
         for e in self.exchanges:
             parts.extend((e.question, e.answer))
+            for c in e.citations:
+                parts.extend((c.text, c.path))
         return "\n".join(parts).casefold()
 
 

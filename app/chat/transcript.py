@@ -9,6 +9,7 @@ shows as text and never as markup.
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 
 from PySide6.QtGui import (
     QColor,
@@ -83,6 +84,15 @@ def markdown_fragment(*, text: str, citations: list[Citation], dark: bool) -> QT
             it += 1
         block = block.next()
     return QTextDocumentFragment(doc)
+
+
+def as_written(exchanges: tuple[Exchange, ...], *, i: int) -> Exchange:
+    """Exchange i as the transcript shows it: a note already shown above in the
+    conversation ("No language model is installed…") is not repeated."""
+    e = exchanges[i]
+    if e.note and any(earlier.note == e.note for earlier in exchanges[:i]):
+        return replace(e, note="")
+    return e
 
 
 def write_question(*, cursor: QTextCursor, question: str, first: bool) -> None:

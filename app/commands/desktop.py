@@ -101,6 +101,8 @@ def add_on_connect(*, window: Any, paths: list[str], choose_folder: bool, sample
     from app.qt_compat import emit
 
     pending = {"first": True}
+    window.opening = list(paths)
+    window.adding_on_start = bool(paths) or choose_folder or samples
 
     def on_connected(_status: object) -> None:
         if not pending.pop("first", False):

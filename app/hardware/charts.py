@@ -14,10 +14,11 @@ import math
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QPen
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from engine.wire import FitSummary, PlacementSummary
+from app.theme import is_dark
+from engine.wire import FitSummary, IndexUsage, PlacementSummary
 
 GIB = 2**30
 
@@ -27,11 +28,21 @@ SEGMENT_COLORS = {
     "KV cache": QColor("#E69F00"),
     "workspace": QColor("#009E73"),
     "index partitions": QColor("#CC79A7"),
+    "index files": QColor("#56B4E9"),
 }
 FREE_COLOR = QColor("#e9ecef")
 BUDGET_COLOR = QColor("#c0392b")
-TEXT_COLOR = QColor("#343a40")
 TIER_LABELS = {"gpu": "GPU", "cpu": "RAM", "disk": "Disk"}
+
+
+def ink(widget: QWidget) -> QColor:
+    """The theme's text colour: a fixed dark grey vanished on the dark theme."""
+    return widget.palette().color(QPalette.ColorRole.WindowText)
+
+
+def track() -> QColor:
+    """The empty part of a bar, a shade off the window's background."""
+    return QColor("#3a404a") if is_dark() else FREE_COLOR
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,23 +51,35 @@ class Segment:
     bytes: int
 
 
-def tier_segments(*, placement: PlacementSummary | None, tier: str) -> list[Segment]:
-    """What the placement puts on `tier` ("gpu", "cpu", "disk"), in drawing order;
-    empty parts are left out."""
-    if placement is None:
-        return []
-    parts = (
-        ("weights", placement.weights),
-        ("KV cache", placement.kv),
-        ("workspace", placement.workspace),
-        ("index partitions", placement.partitions),
-    )
-    out = [Segment(label=label, bytes=getattr(sizes, tier)) for label, sizes in parts]
+def tier_segments(
+    *, placement: PlacementSummary | None, tier: str, index: IndexUsage | None = None
+) -> list[Segment]:
+    """What lives on `tier` ("gpu", "cpu", "disk"), in drawing order; empty parts
+    are left out. The placement's parts are planned; the index's are measured: its
+    files on disk always, and what it holds in RAM when no placement says."""
+    out: list[Segment] = []
+    if placement is not None:
+        parts = (
+            ("weights", placement.weights),
+            ("KV cache", placement.kv),
+            ("workspace", placement.workspace),
+            ("index partitions", placement.partitions),
+        )
+        out = [Segment(label=label, bytes=getattr(sizes, tier)) for label, sizes in parts]
+    if index is not None:
+        if tier == "cpu" and placement is None:
+            out.append(Segment(label="index partitions", bytes=index.resident_bytes))
+        if tier == "disk":
+            out.append(Segment(label="index files", bytes=index.disk_bytes))
     return [s for s in out if s.bytes > 0]
 
 
 def gib(n: float) -> str:
+    """Bytes in GiB, or in MiB below one GiB: an index of a few thousand chunks is
+    tens of MiB, which "0.00 GiB" would hide."""
     value = n / GIB
+    if 0 < n < GIB:
+        return f"{n / 2**20:.1f} MiB"
     return f"{value:.2f} GiB" if value < 10 else f"{value:.1f} GiB"
 
 
@@ -113,13 +136,13 @@ class TierBar(QWidget):
         bold = QFont(self.font())
         bold.setBold(True)
         p.setFont(bold)
-        p.setPen(TEXT_COLOR)
+        p.setPen(ink(self))
         p.drawText(
             QRectF(0, bar.top(), 66, bar.height()), Qt.AlignmentFlag.AlignVCenter, self.title
         )
         p.setFont(self.font())
         p.setPen(Qt.PenStyle.NoPen)
-        p.setBrush(FREE_COLOR)
+        p.setBrush(track())
         p.drawRoundedRect(bar, 3, 3)
         for segment, rect in self.segment_rects():
             p.setBrush(SEGMENT_COLORS[segment.label])
@@ -129,7 +152,7 @@ class TierBar(QWidget):
             p.setPen(QPen(BUDGET_COLOR, 2, Qt.PenStyle.DashLine))
             p.drawLine(QPointF(x, bar.top() - 3), QPointF(x, bar.bottom() + 3))
         used = sum(s.bytes for s in self.segments)
-        p.setPen(TEXT_COLOR)
+        p.setPen(ink(self))
         text_rect = QRectF(bar.left(), bar.bottom() + 4, bar.width(), 20)
         p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft, f"{gib(used)} used")
         right = f"capacity {gib(self.capacity)}"
@@ -146,11 +169,12 @@ class Legend(QWidget):
         super().__init__(parent)
         self.setMinimumHeight(22)
         self.setAccessibleName("Legend")
-        keys = [*SEGMENT_COLORS, "usable budget"]
+        keys = [*SEGMENT_COLORS, "usable budget (capacity less a margin)"]
         self.setAccessibleDescription(", ".join(keys))
+        self.setToolTip("The red tick: usable budget, the capacity less a safety margin")
 
     def sizeHint(self) -> QSize:
-        return QSize(560, 22)
+        return QSize(680, 22)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
@@ -161,13 +185,13 @@ class Legend(QWidget):
             p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(color)
             p.drawRect(QRectF(x, 6, 12, 12))
-            p.setPen(TEXT_COLOR)
+            p.setPen(ink(self))
             p.drawText(QPointF(x + 17, 16), label)
             x += 17 + metrics.horizontalAdvance(label) + 18
         p.setPen(QPen(BUDGET_COLOR, 2, Qt.PenStyle.DashLine))
         p.drawLine(QPointF(x + 6, 3), QPointF(x + 6, 21))
-        p.setPen(TEXT_COLOR)
-        p.drawText(QPointF(x + 14, 16), "usable (capacity less margin)")
+        p.setPen(ink(self))
+        p.drawText(QPointF(x + 14, 16), "usable")
         p.end()
 
 
@@ -253,7 +277,7 @@ class FitPlot(QWidget):
         )
         self.geometry_drawn = g
         if g is None:
-            p.setPen(TEXT_COLOR)
+            p.setPen(ink(self))
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "No generation fit yet")
             p.end()
             return
@@ -269,18 +293,18 @@ class FitPlot(QWidget):
         for pt in g.points:
             p.drawEllipse(pt, 5, 5)
         assert self.fit is not None and self.fit.a is not None and self.fit.c is not None
-        p.setPen(TEXT_COLOR)
+        p.setPen(ink(self))
         title = f"T(B) = {self.fit.a:.3f} · B^{self.fit.c:.2f} s   (R² {self.fit.r2 or 0:.3f})"
         p.drawText(QRectF(g.area.left(), 4, g.area.width(), 20), Qt.AlignmentFlag.AlignLeft, title)
         p.end()
 
     def _axes(self, p: QPainter, g: PlotGeometry) -> None:
         a = g.area
-        p.setPen(QPen(QColor("#dee2e6"), 1))
+        p.setPen(QPen(QColor("#3a404a") if is_dark() else QColor("#dee2e6"), 1))
         for i in range(1, 5):
             y = a.bottom() - a.height() * i / 4
             p.drawLine(QPointF(a.left(), y), QPointF(a.right(), y))
-        p.setPen(QPen(TEXT_COLOR, 1))
+        p.setPen(QPen(ink(self), 1))
         p.drawLine(a.bottomLeft(), a.bottomRight())
         p.drawLine(a.bottomLeft(), a.topLeft())
         for i in range(5):

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -24,7 +25,13 @@ from PySide6.QtWidgets import (
 
 from app.hardware.charts import FitPlot, Legend, TierBar, gib, tier_segments
 from app.qt_compat import emit
-from engine.wire import HardwareInfo, HardwareSummary, PlacementSummary
+from engine.wire import (
+    HardwareInfo,
+    HardwareSummary,
+    IndexUsage,
+    PlacementSummary,
+    ProfilingStatus,
+)
 
 NOISY_R2 = 0.8
 
@@ -63,12 +70,14 @@ class HardwarePanel(QDialog):
         self.ram_value = _label(name="RAM")
         self.disk_value = _label(name="Disk")
         self.cores_value = _label(name="CPU cores")
+        self.index_value = _label(name="Index")
         machine = QGroupBox("This machine")
         form = QFormLayout(machine)
         form.addRow("GPU", self.gpu_value)
         form.addRow("RAM", self.ram_value)
         form.addRow("Disk", self.disk_value)
         form.addRow("CPU", self.cores_value)
+        form.addRow("Index", self.index_value)
 
         self.placement_title = _label(name="Placement")
         self.bars = {tier: TierBar(tier=tier) for tier in ("gpu", "cpu", "disk")}
@@ -80,11 +89,17 @@ class HardwarePanel(QDialog):
         pl.addWidget(Legend())
 
         self.fit_label = _label(name="Active profile")
+        self.profiling_bar = QProgressBar()
+        self.profiling_bar.setRange(0, 100)
+        self.profiling_bar.setAccessibleName("Timing this machine")
+        self.profiling_bar.hide()
         self.plot = FitPlot()
-        fit_box = QGroupBox("Generation time per batch (active profile)")
-        fl = QVBoxLayout(fit_box)
+        self.fit_box = QGroupBox("Generation time per batch (active profile)")
+        fl = QVBoxLayout(self.fit_box)
         fl.addWidget(self.fit_label)
+        fl.addWidget(self.profiling_bar)
         fl.addWidget(self.plot, 1)
+        self._profiling: ProfilingStatus | None = None
 
         top = QHBoxLayout()
         top.addWidget(self.state_label, 1)
@@ -93,7 +108,11 @@ class HardwarePanel(QDialog):
         layout.addLayout(top)
         layout.addWidget(machine)
         layout.addWidget(placement)
-        layout.addWidget(fit_box, 1)
+        layout.addWidget(self.fit_box, 1)
+        # Takes the spare height while there is no plot, so no empty box grows.
+        self._spare = QWidget()
+        layout.addWidget(self._spare, 0)
+        self._layout = layout
         self.show_loading()
 
     # -- what the main window hands over --------------------------------------------
@@ -113,11 +132,44 @@ class HardwarePanel(QDialog):
         self.refresh_button.setEnabled(True)
         self.state_label.setText("")
         self._show_profile(info.profile)
-        self._show_placement(info.placement, profile=info.profile, note=info.note)
-        fit = info.fit
+        self._show_placement(info.placement, profile=info.profile, note=info.note, index=info.index)
+        self._show_index(info)
+        self._show_fit()
+
+    def show_profiling(self, status: ProfilingStatus | None) -> None:
+        """The engine's timing of this machine, as the status brings it."""
+        running = status is not None and status.state == "running"
+        was_running = self._profiling is not None and self._profiling.state == "running"
+        if not running and not was_running:
+            return
+        self._profiling = status
+        if self.info is not None:
+            self._show_fit()
+        if was_running and not running and self.isVisible():
+            emit(self.sig_refresh)  # a new fit to show
+
+    def _show_fit(self) -> None:
+        assert self.info is not None
+        fit = self.info.fit
+        status = self._profiling
+        profiling = status is not None and status.state == "running"
+        has_plot = fit is not None and fit.a is not None
         self.plot.set_fit(fit)
-        self.plot.setVisible(fit is not None and fit.a is not None)
-        if fit is None:
+        self.plot.setVisible(has_plot)
+        self.profiling_bar.setVisible(profiling)
+        # The group box grows only with a plot to show; else a short box, no void.
+        self._layout.setStretchFactor(self.fit_box, 1 if has_plot else 0)
+        self._layout.setStretchFactor(self._spare, 0 if has_plot else 1)
+        if not has_plot:
+            # Once the layout has taken the plot's absence in: no empty lower half.
+            QTimer.singleShot(0, self, self._fit_height)
+        if profiling and status is not None:
+            self.profiling_bar.setValue(round(100 * status.fraction))
+            self.fit_label.setText(
+                f"The engine is timing this machine now: {status.message or 'starting'}. "
+                "The measured curve appears here when it is done."
+            )
+        elif fit is None:
             self.fit_label.setText(
                 "No active profile yet: the engine times this machine once it is idle "
                 "(or run `ragdoll profile --active`)."
@@ -135,6 +187,21 @@ class HardwarePanel(QDialog):
                 f"{fit.resident_partitions} resident index partitions"
                 + (f". {notes}" if notes else "")
             )
+
+    def _fit_height(self) -> None:
+        if self.height() > self.sizeHint().height():
+            self.resize(self.width(), self.sizeHint().height())
+
+    def _show_index(self, info: HardwareInfo) -> None:
+        index = info.index
+        if index is None:
+            self.index_value.setText("not reported by this engine")
+            return
+        self.index_value.setText(
+            f"{index.chunks:,} chunks: {gib(index.disk_bytes) if index.disk_bytes else 'nothing'} "
+            f"on disk, {gib(index.resident_bytes) if index.resident_bytes else 'nothing'} "
+            "held in memory for search now (measured)"
+        )
 
     def _show_profile(self, p: HardwareSummary) -> None:
         if p.gpus:
@@ -159,7 +226,12 @@ class HardwarePanel(QDialog):
         self.cores_value.setText(f"{p.cpu_cores_logical} logical cores{physical}; {p.platform}")
 
     def _show_placement(
-        self, placement: PlacementSummary | None, *, profile: HardwareSummary, note: str | None
+        self,
+        placement: PlacementSummary | None,
+        *,
+        profile: HardwareSummary,
+        note: str | None,
+        index: IndexUsage | None,
     ) -> None:
         if placement is None:
             self.placement_title.setText(note or "No placement.")
@@ -183,7 +255,7 @@ class HardwarePanel(QDialog):
         for tier, bar in self.bars.items():
             bar.set_data(
                 title=titles[tier],
-                segments=tier_segments(placement=placement, tier=tier),
+                segments=tier_segments(placement=placement, tier=tier, index=index),
                 capacity=capacities[tier],
                 budget=budgets[tier],
             )

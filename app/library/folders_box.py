@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -79,6 +79,9 @@ class FoldersBox(QWidget):
         self.view.setShowGrid(False)
         self.view.verticalHeader().setVisible(False)
         self.view.setMaximumHeight(130)
+        self.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a path's both ends matter
+        # The path column takes what the narrow ones leave, never a scroll bar.
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -89,6 +92,11 @@ class FoldersBox(QWidget):
         self.collection_combo.setToolTip(
             "Show one collection's folders and documents; a folder you add goes into it."
         )
+        # A long collection name must not widen the library: the list elides it.
+        self.collection_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.collection_combo.setMinimumContentsLength(12)
         self.collection_combo.addItem(ALL_COLLECTIONS)
         self.collection_combo.currentIndexChanged.connect(self._collection_chosen)
         self.remove_button = QPushButton("Remove folder…")
@@ -98,10 +106,11 @@ class FoldersBox(QWidget):
         )
         self.remove_button.clicked.connect(self.remove_selected)
 
-        row = QHBoxLayout()
-        row.addWidget(self.label)
-        row.addStretch(1)
-        row.addWidget(self.remove_button)
+        # Each row narrow enough for the library's minimum width: the title alone,
+        # the filter, the table, then the button that acts on the selected row.
+        remove_row = QHBoxLayout()
+        remove_row.addStretch(1)
+        remove_row.addWidget(self.remove_button)
         # A row of its own, so that the library does not grow wider for it.
         self.collection_label = QLabel("Show")
         self.collection_label.setBuddy(self.collection_combo)
@@ -111,9 +120,10 @@ class FoldersBox(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
-        layout.addLayout(row)
+        layout.addWidget(self.label)
         layout.addLayout(filter_row)
         layout.addWidget(self.view)
+        layout.addLayout(remove_row)
         self._update()
 
     def set_ready(self, ready: bool) -> None:
@@ -217,6 +227,8 @@ class FoldersBox(QWidget):
         shown = bool(self.collections())
         self.collection_combo.setVisible(shown)
         self.collection_label.setVisible(shown)
+        # A column that says "default" on every row takes the path's room for nothing.
+        self.view.setColumnHidden(1, len(self.collections()) < 2)
         selected = self.selected_folder()
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing

@@ -30,6 +30,7 @@ from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
 from app.library.progress_text import pace_line
 from app.qt_compat import emit
+from app.wrap_label import WrapLabel
 from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
@@ -96,8 +97,10 @@ class LibraryPane(QWidget):
         self.add_folder_button = QPushButton("Add folder…")
         self.add_folder_button.setAccessibleName("Add a folder of documents")
         self.add_folder_button.clicked.connect(self.choose_and_add_folder)
-        self.add_samples_button = QPushButton("Add the sample collection")
+        # Short words: the two buttons share a row at the library's narrowest.
+        self.add_samples_button = QPushButton("Add samples")
         self.add_samples_button.setAccessibleName("Add the sample collection")
+        self.add_samples_button.setToolTip("Add the sample collection: a short user guide to try")
         self.add_samples_button.clicked.connect(self.add_sample_collection)
 
         buttons = QHBoxLayout()
@@ -118,12 +121,12 @@ class LibraryPane(QWidget):
         self.progress_bar.setAccessibleName("Files done")
         self.progress_bar.setFormat("%v of %m files")
         self.progress_bar.setTextVisible(True)
-        self.current_label = QLabel("")
+        self.current_label = WrapLabel("")
         self.current_label.setObjectName("quiet")
         self.current_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.counts_label = QLabel("")
+        self.counts_label = WrapLabel("")
         self.counts_label.setObjectName("quiet")
-        self.pace_label = QLabel("")
+        self.pace_label = WrapLabel("")
         self.pace_label.setObjectName("quiet")
         self.pace_label.setAccessibleName("Speed and time left")
         self.pause_button = QPushButton("Pause")
@@ -137,20 +140,24 @@ class LibraryPane(QWidget):
         self.cancel_button.clicked.connect(self._cancel)
         controls = QHBoxLayout()
         controls.setSpacing(6)
-        controls.addWidget(self.pace_label, 1)
+        controls.addStretch(1)
         controls.addWidget(self.pause_button)
         controls.addWidget(self.resume_button)
         controls.addWidget(self.cancel_button)
+        # Long lines (the Pause message, a long file name) wrap within the pane
+        # rather than widen it (WrapLabel): the split is the person's, not the text's.
         progress_layout = QVBoxLayout(self.progress_box)
         progress_layout.setSpacing(4)
         progress_layout.addWidget(self.progress_bar)
         progress_layout.addWidget(self.current_label)
         progress_layout.addWidget(self.counts_label)
+        # A row of its own: beside the buttons a long line would wrap a word a line.
+        progress_layout.addWidget(self.pace_label)
         progress_layout.addLayout(controls)
         self.progress_box.setVisible(False)
 
         # -- documents
-        self.documents_label = QLabel("Documents")
+        self.documents_label = WrapLabel("Documents")
         self.documents_label.setObjectName("sectionTitle")
         self.documents_model = DocumentsModel(parent=self)
         self.documents_view = QTableView()
@@ -168,6 +175,8 @@ class LibraryPane(QWidget):
         self.reindex_button.setToolTip("Read the file again; an unchanged file is skipped.")
         self.reindex_button.clicked.connect(self.reindex_selected)
         self.documents_view.selectionModel().selectionChanged.connect(lambda *_: self._update())
+        self.documents_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.documents_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.documents_view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -195,8 +204,8 @@ class LibraryPane(QWidget):
         layout.addWidget(self.progress_box)
         layout.addWidget(self.folders_box)
         docs_row = QHBoxLayout()
-        docs_row.addWidget(self.documents_label)
-        docs_row.addStretch(1)
+        # "Documents (12 · 3,900 chunks)" wraps beside Re-index rather than be cut.
+        docs_row.addWidget(self.documents_label, 1)
         docs_row.addWidget(self.reindex_button)
         layout.addLayout(docs_row)
         layout.addWidget(self.empty_label)

@@ -34,7 +34,15 @@ from engine.planner.sizes import format_gib
 from engine.wire import FINAL_STATES, ModelAdvice, ModelDownload, RecommendedModels
 
 DOWNLOAD_POLL_S = 0.5  # how often a download in progress is asked about
-COLUMNS = ("Model", "Parameters", "On this machine", "Expected speed", "Installed", "Licence")
+COLUMNS = (
+    "Model",
+    "Parameters",
+    "Download",
+    "On this machine",
+    "Expected speed",
+    "Installed",
+    "Licence",
+)
 
 
 def params_text(params: int) -> str:
@@ -50,6 +58,13 @@ def speed_text(advice: ModelAdvice) -> str:
     if s >= 0.1:
         return f"≈ {s:.1f} tokens/s"
     return f"≈ {1 / s:.0f} s per token"
+
+
+def download_text(n_bytes: int) -> str:
+    """In decimal GB, as the hub lists file sizes, so that the two can be compared."""
+    if n_bytes <= 0:
+        return "—"
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.0f} MB"
 
 
 def size_text(n_bytes: int) -> str:
@@ -90,7 +105,7 @@ class ModelsDialog(QDialog):
         self.download: ModelDownload | None = None
         self.setWindowTitle("Models")
         self.setObjectName("modelsDialog")
-        self.resize(1000, 420)  # the licence column whole
+        self.resize(1100, 460)  # the licence column whole
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)
@@ -176,6 +191,7 @@ class ModelsDialog(QDialog):
             cells = (
                 m.name,
                 params_text(m.params),
+                download_text(m.download_bytes),
                 m.verdict,
                 speed_text(m),
                 installed,

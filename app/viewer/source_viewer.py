@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 HIGHLIGHT = QColor("#ffe58a")
 
 OpenAtPage = Callable[..., object]
+# Opens a file in its own application; False when the system has none for it.
+OpenFile = Callable[[str], bool]
+
+
+def system_open_file(path: str) -> bool:
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(path))
 
 
 def native_open_at_page() -> OpenAtPage | None:
@@ -70,7 +76,11 @@ class SourceViewer(QDialog):
     """Non-modal, reused for every click so that sources do not pile up in windows."""
 
     def __init__(
-        self, *, open_at_page: OpenAtPage | None = None, parent: QWidget | None = None
+        self,
+        *,
+        open_at_page: OpenAtPage | None = None,
+        open_file: OpenFile = system_open_file,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("sourceViewer")
@@ -79,6 +89,7 @@ class SourceViewer(QDialog):
         self.resize(900, 760)
         self._source: SourceView | None = None
         self._open_at_page = open_at_page or native_open_at_page()
+        self._open_file_with = open_file
         self._page_texts: dict[int, str] = {}
 
         self.title_label = QLabel()
@@ -89,6 +100,13 @@ class SourceViewer(QDialog):
         self.path_label.setTextFormat(Qt.TextFormat.PlainText)
         self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.path_label.setWordWrap(True)
+        # What happened when a button could not do its job (no system viewer, …).
+        self.message_label = QLabel()
+        self.message_label.setObjectName("errorText")
+        self.message_label.setAccessibleName("Viewer message")
+        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.message_label.setWordWrap(True)
+        self.message_label.hide()
 
         self.image_mode = QPushButton("Page image")
         self.image_mode.setAccessibleName("Show the page as an image")
@@ -145,6 +163,7 @@ class SourceViewer(QDialog):
         layout.addWidget(self.path_label)
         layout.addWidget(self.modes)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.message_label)
         layout.addWidget(buttons)
 
     @property
@@ -157,6 +176,7 @@ class SourceViewer(QDialog):
 
     def show_source(self, source: SourceView) -> None:
         self._source = source
+        self.message_label.hide()
         self._page_texts = {}
         self.setWindowTitle(page_title(path=source.path, page=source.page))
         exists = Path(source.path).exists()
@@ -239,17 +259,41 @@ class SourceViewer(QDialog):
         return self.pdf.page if self.modes.isVisible() else self._source.page
 
     def open_at_page(self) -> None:
-        """The system's viewer at the page on screen; without a page if it cannot."""
+        """The system's viewer at the page on screen; without a page if it cannot.
+        When nothing can open it, the viewer says so (not only the log)."""
         if self._source is None:
             return
+        self.message_label.hide()
         page = self.current_page()
         if self._open_at_page is not None and page is not None:
             try:
-                self._open_at_page(path=self._source.path, page=page)
+                command = self._open_at_page(path=self._source.path, page=page)
+            except Exception as e:
+                log.warning("could not open %s at page %s: %s", self._source.path, page, e)
+            else:
+                if getattr(command, "honours_page", True) is False:
+                    self._say(
+                        f"Opened in the system's viewer at its first page: no PDF viewer "
+                        f"that takes a page number was found (evince, okular, zathura…). "
+                        f"The passage is on page {page}."
+                    )
                 return
-            except Exception:
-                log.exception("could not open %s at page %s", self._source.path, page)
         self._open_file()
+
+    def _open_file(self) -> None:
+        if self._source is None:
+            return
+        self.message_label.hide()
+        if not self._open_file_with(self._source.path):
+            self._say(
+                f"No program on this computer opens {Path(self._source.path).suffix or 'this'} "
+                "files (the system has no viewer for them): install one, such as a PDF "
+                "viewer, or read the page here."
+            )
+
+    def _say(self, message: str) -> None:
+        self.message_label.setText(message)
+        self.message_label.show()
 
     def _highlight(self, *, start: int, end: int) -> None:
         cursor = QTextCursor(self.text.document())
@@ -275,7 +319,3 @@ class SourceViewer(QDialog):
         top = self.text.cursorRect(cursor).top()
         bar = self.text.verticalScrollBar()
         bar.setValue(bar.value() + top - self.text.viewport().height() // 3)
-
-    def _open_file(self) -> None:
-        if self._source is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self._source.path))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -35,10 +36,32 @@ INTRO = (
 )
 
 
+DIALOG_WIDTH = 600
+EXTRACTIVE_NOTE = (
+    "Without a model, an answer is the few sentences of your documents that match the "
+    "question best, quoted word for word, each with its source [1], [2]…; nothing is "
+    "rewritten or summarised."
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class WelcomeChoice:
     add_samples: bool
     model: str | None  # a model folder, or None for extractive answers
+    open_models: bool = False  # show Recommended models next, to download one
+
+
+def recommended_hint() -> str:
+    """A line naming two small recommended models and what each costs to download,
+    read from the catalogue that the Recommended models list shows."""
+    from engine.models.catalogue import load_catalogue
+
+    small = [e for e in load_catalogue() if 2e9 <= e.download_bytes <= 7e9][:2]
+    named = " or ".join(f"{e.name} ({e.download_bytes / 1e9:.1f} GB)" for e in small)
+    return (
+        "Recommended models lists models with how each would run on this computer and its "
+        f"download size{': ' + named if named else ''}. Nothing is downloaded until you ask."
+    )
 
 
 class WelcomeDialog(QDialog):
@@ -46,12 +69,16 @@ class WelcomeDialog(QDialog):
         self,
         *,
         choose_model_folder: FolderChooser = choose_model_dialog,
+        add_samples: bool = True,
+        opening: list[str] | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """`opening`: folders the window was asked to add (`ragdoll open`); the
+        sample collection is then not offered ticked."""
         super().__init__(parent)
         self.setObjectName("welcome")
         self.setWindowTitle("Welcome to RAGDoll")
-        self.setMinimumWidth(520)
+        self.setMinimumWidth(DIALOG_WIDTH)
         self._choose_model_folder = choose_model_folder
         self._model: str | None = None
 
@@ -65,25 +92,50 @@ class WelcomeDialog(QDialog):
             "Add the sample collection (a short user guide to try questions on)"
         )
         self.samples.setAccessibleName("Add the sample collection")
-        self.samples.setChecked(True)
+        self.samples.setChecked(add_samples and not opening)
+        self.opening_label = QLabel("")
+        self.opening_label.setObjectName("quiet")
+        self.opening_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.opening_label.setWordWrap(True)
+        if opening:
+            names = ", ".join(file_name(path=p) for p in opening[:3])
+            more = f" and {len(opening) - 3} more" if len(opening) > 3 else ""
+            self.opening_label.setText(f"Adding {names}{more} to the library now.")
+        self.opening_label.setVisible(bool(opening))
 
         answers = QLabel("How should answers be written?")
         answers.setObjectName("sectionTitle")
         self.extractive = QRadioButton("Quote the best passages (no language model, works at once)")
         self.extractive.setAccessibleName("Extractive answers, no model")
         self.extractive.setChecked(True)
+        extractive_note = QLabel(EXTRACTIVE_NOTE)
+        extractive_note.setObjectName("quiet")
+        extractive_note.setWordWrap(True)
+        extractive_note.setContentsMargins(24, 0, 0, 0)
         self.generative = QRadioButton("Write answers with a language model on this computer")
         self.generative.setAccessibleName("Answers from a language model")
-        self.choose_button = QPushButton("Choose a model folder…")
+        self.models_button = QPushButton("Recommended models…")
+        self.models_button.setAccessibleName("Show the recommended models, with download sizes")
+        self.models_button.setToolTip("Opens after Get started; choose one there and Download")
+        self.models_button.clicked.connect(self._want_recommended)
+        self.choose_button = QPushButton("I have a model folder…")
         self.choose_button.setAccessibleName("Choose a language model folder")
         self.choose_button.clicked.connect(self._choose)
+        # Enter must press Get started whatever has the focus, never open a picker.
+        for button in (self.models_button, self.choose_button):
+            button.setAutoDefault(False)
         self.model_label = QLabel("No model chosen")
         self.model_label.setObjectName("quiet")
         self.model_label.setTextFormat(Qt.TextFormat.PlainText)
         model_row = QHBoxLayout()
         model_row.setContentsMargins(24, 0, 0, 0)
+        model_row.addWidget(self.models_button)
         model_row.addWidget(self.choose_button)
         model_row.addWidget(self.model_label, 1)
+        self.model_hint = QLabel(recommended_hint())
+        self.model_hint.setObjectName("quiet")
+        self.model_hint.setWordWrap(True)
+        self.model_hint.setContentsMargins(24, 0, 0, 0)
         note = QLabel("You can change both later: File ▸ Add the sample collection, and Model.")
         note.setObjectName("quiet")
         note.setWordWrap(True)
@@ -95,6 +147,7 @@ class WelcomeDialog(QDialog):
         self.start_button.setDefault(True)
         self.start_button.clicked.connect(self.accept)
         skip = QPushButton("Skip")
+        skip.setAutoDefault(False)
         skip.setAccessibleName("Skip the welcome")
         skip.clicked.connect(self.reject)
         buttons.addButton(self.start_button, QDialogButtonBox.ButtonRole.AcceptRole)
@@ -105,15 +158,33 @@ class WelcomeDialog(QDialog):
         layout.setSpacing(8)
         layout.addWidget(title)
         layout.addWidget(intro)
+        layout.addWidget(self.opening_label)
         layout.addWidget(self.samples)
         layout.addSpacing(6)
         layout.addWidget(answers)
         layout.addWidget(self.extractive)
+        layout.addWidget(extractive_note)
         layout.addWidget(self.generative)
         layout.addLayout(model_row)
+        layout.addWidget(self.model_hint)
         layout.addSpacing(6)
         layout.addWidget(note)
         layout.addWidget(buttons)
+        # Word-wrapped text: a top-level window does not size itself by height for
+        # width, so ask the layout how tall it is at this width, or lines are cut.
+        self.resize(DIALOG_WIDTH, layout.totalHeightForWidth(DIALOG_WIDTH))
+        self.setMinimumHeight(layout.totalHeightForWidth(DIALOG_WIDTH))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        # The highlighted button has the focus, so the focus ring and Enter agree.
+        self.start_button.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+
+    def _want_recommended(self) -> None:
+        self._model = None
+        self.generative.setChecked(True)
+        self.model_label.setText("Recommended models open after Get started")
+        self.model_label.setToolTip("")
 
     def _choose(self) -> None:
         folder = self._choose_model_folder(self)
@@ -124,5 +195,11 @@ class WelcomeDialog(QDialog):
             self.generative.setChecked(True)
 
     def choice(self) -> WelcomeChoice:
-        model = self._model if self.generative.isChecked() else None
-        return WelcomeChoice(add_samples=self.samples.isChecked(), model=model)
+        generative = self.generative.isChecked()
+        model = self._model if generative else None
+        return WelcomeChoice(
+            add_samples=self.samples.isChecked(),
+            model=model,
+            # Asking for a model without a folder: the list is where to get one.
+            open_models=generative and model is None,
+        )

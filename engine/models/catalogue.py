@@ -46,6 +46,9 @@ class CatalogueEntry:
     id: str
     name: str
     config: str  # a file name (without .json) in resources/model_configs
+    # What a download fetches (safetensors weights and tokenizer files), from the
+    # sizes the hub lists; the tests hold it to the config's weight bytes.
+    download_bytes: int
     licence: str
     description: str
 
@@ -68,6 +71,7 @@ def load_catalogue(*, file: Path | None = None) -> tuple[CatalogueEntry, ...]:
             id=str(m["id"]),
             name=str(m["name"]),
             config=str(m["config"]),
+            download_bytes=int(m["download_bytes"]),
             licence=str(m["licence"]),
             description=str(m["description"]),
         )
@@ -155,6 +159,7 @@ def advise(
         licence=entry.licence,
         description=entry.description,
         weight_bytes=spec.weight_bytes,
+        download_bytes=entry.download_bytes,
         verdict=words,
         verdict_kind=kind,
         offloaded_percent=percent,

@@ -81,11 +81,26 @@ def list_files(
         for s in info.get("siblings", [])
         if wanted(s["rfilename"])
     ]
+    files = without_duplicate_weights(files)
     if not any(f.name == "config.json" for f in files):
         raise ValueError(f"{repo_id} has no config.json: it is not a model RAGDoll can load")
     if not any(f.name.endswith(".safetensors") for f in files):
         raise ValueError(f"{repo_id} has no .safetensors weights; RAGDoll loads only those")
     return str(info.get("sha") or "main"), files
+
+
+def without_duplicate_weights(files: list[RemoteFile]) -> list[RemoteFile]:
+    """Mistral's repos hold the weights twice: `consolidated.safetensors` for their
+    own runtime beside the sharded `model-*.safetensors` transformers loads. Fetch
+    the second only (14.5 GB, not 29); a repo with only consolidated files keeps them."""
+
+    def consolidated(f: RemoteFile) -> bool:
+        base = f.name.rsplit("/", 1)[-1]
+        return base.startswith("consolidated") and base.endswith(".safetensors")
+
+    if any(f.name.endswith(".safetensors") and not consolidated(f) for f in files):
+        return [f for f in files if not consolidated(f)]
+    return files
 
 
 class DownloadJob:

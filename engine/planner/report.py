@@ -7,6 +7,7 @@ is testable without HTTP, and the wire module needs no planner import.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from engine.hardware.profile import HardwareProfile, load_profile
@@ -25,6 +26,7 @@ from engine.wire import (
     GpuSummary,
     HardwareInfo,
     HardwareSummary,
+    IndexUsage,
     PlacementSummary,
     TierSizes,
 )
@@ -37,6 +39,7 @@ def hardware_info(
     chunks: int,
     vector_dim: int | None = None,
     in_force: Placement | None = None,
+    index: IndexUsage | None = None,
 ) -> HardwareInfo:
     """The first call on a machine measures disk bandwidth (seconds); later ones
     reuse the cached measurements. `in_force`: the placement the loaded model runs
@@ -67,7 +70,21 @@ def hardware_info(
         placement=placement,
         fit=fit_summary(fit) if fit else None,
         note=note,
+        index=index,
     )
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under `folder` (0 when it is missing); a file that
+    vanishes while counting (LanceDB compacts in the background) counts 0."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
 
 
 def store_spec(*, chunks: int, vector_dim: int, row_bytes: int | None = None) -> StoreSpec:

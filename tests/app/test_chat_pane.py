@@ -93,10 +93,57 @@ def test_the_search_box_filters_by_title_and_message_text(qtbot: QtBot, tmp_path
     answer(pane, question="budget", text="The plan has a total.")
     qtbot.keyClick(pane, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert pane.conversation_list.search.hasFocus()
-    qtbot.keyClicks(pane.conversation_list.search, "need SUN")
+    # Both cite the same passages; only one answer says "they".
+    qtbot.keyClicks(pane.conversation_list.search, "THEY need")
     qtbot.waitUntil(lambda: pane.conversation_list.ids() == [tomatoes], timeout=2000)
     pane.conversation_list.search.clear()
     qtbot.waitUntil(lambda: len(pane.conversation_list.ids()) == 2, timeout=2000)
+
+
+def test_ctrl_f_searches_the_sources_and_says_when_nothing_matches(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="tomatoes", text="They need sun [2].")
+    tomatoes = pane.current.id
+    pane.new_chat()
+    pane.begin_answer(question="budget")  # no sources
+    pane.finish_answer(done=AnswerDone(answer="The plan has a total.", note="", mode="extractive"))
+    search = pane.conversation_list.search
+    qtbot.keyClick(pane, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    # "May" is only in a cited passage (notes.md), not in a question or an answer.
+    qtbot.keyClicks(search, "before May")
+    qtbot.waitUntil(lambda: pane.conversation_list.ids() == [tomatoes], timeout=2000)
+    assert not pane.conversation_list.no_match.isVisible()
+    search.clear()
+    qtbot.keyClicks(search, "notes.md")  # a cited file's name finds it too
+    qtbot.waitUntil(lambda: tomatoes in pane.conversation_list.ids(), timeout=2000)
+    search.clear()
+    qtbot.keyClicks(search, "zeppelin")
+    qtbot.waitUntil(lambda: pane.conversation_list.no_match.isVisible(), timeout=2000)
+    assert pane.conversation_list.ids() == []
+    assert "No conversation mentions “zeppelin”" in pane.conversation_list.no_match.text()
+    search.clear()
+    qtbot.waitUntil(lambda: not pane.conversation_list.no_match.isVisible(), timeout=2000)
+
+
+def test_the_no_model_note_appears_once_per_conversation(qtbot: QtBot, tmp_path: Path) -> None:
+    pane = make_pane(qtbot, tmp_path)
+    note = "No language model is installed, so answers are quoted from your documents."
+    for question in ("tomatoes?", "peppers?", "beans?"):
+        pane.begin_answer(question=question)
+        pane.set_citations(CITATIONS)
+        pane.append_token("Quoted [1].")
+        pane.finish_answer(done=AnswerDone(answer="", note=note, mode="extractive"))
+    assert pane.transcript.toPlainText().count("No language model is installed") == 1
+    # Shown again from the files: still once; a new conversation shows it again.
+    pane._show_current()
+    qtbot.waitUntil(lambda: pane._filled(), timeout=2000)
+    assert pane.transcript.toPlainText().count("No language model is installed") == 1
+    pane.new_chat()
+    pane.begin_answer(question="onions?")
+    pane.finish_answer(done=AnswerDone(answer="Quoted.", note=note, mode="extractive"))
+    assert pane.transcript.toPlainText().count("No language model is installed") == 1
 
 
 def test_a_marker_shows_its_snippet_on_hover(qtbot: QtBot, tmp_path: Path) -> None:
@@ -199,3 +246,34 @@ def test_in_the_window_regenerate_streams_a_new_answer_and_keeps_one_exchange(
     (only,) = window.chat.current.exchanges
     assert only.answer == "".join(ANSWER_TOKENS)
     assert window.chat.transcript.toPlainText().count("What do tomatoes need?") == 1
+
+
+def test_the_last_conversation_is_reopened_after_a_restart(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(FakeClient())
+    qtbot.waitUntil(lambda: window.chat.loaded, timeout=5000)
+    answer(window.chat, question="What do tomatoes need?")
+    first = window.chat.current.id
+    window.chat.new_chat()
+    answer(window.chat, question="And peppers?")
+    window.chat.switch_to(first)  # the person went back to the first one
+    window.close()
+
+    again = make_window(FakeClient())
+    qtbot.waitUntil(lambda: again.chat.current.id == first, timeout=5000)
+    assert "tomatoes" in again.chat.transcript.toPlainText()
+    assert again.chat.conversation_list.current_id() == first
+
+
+def test_a_conversation_that_cannot_be_saved_is_said_in_the_window(
+    qtbot: QtBot, make_window: MakeWindow, tmp_path: Path
+) -> None:
+    window = make_window(FakeClient())
+    qtbot.waitUntil(lambda: window.chat.loaded, timeout=5000)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the conversations folder should be")
+    window.chat.store.folder = blocker
+    answer(window.chat, question="What do tomatoes need?")
+    assert window.banner.isVisible()
+    assert "Could not save the conversation" in window.banner.label.text()

@@ -11,6 +11,7 @@ from app.hardware.charts import plot_geometry, tier_segments
 from app.hardware.hardware_panel import HardwarePanel
 from app.main_window import MainWindow
 from engine.errors import EngineRequestError
+from engine.wire import IndexUsage, ProfilingStatus
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import HARDWARE, FakeClient
 
@@ -107,3 +108,56 @@ def test_a_failure_is_shown_and_refresh_asks_again(make_window: MakeWindow, qtbo
     panel.refresh_button.click()
     qtbot.waitUntil(lambda: panel.info is not None, timeout=5000)
     assert len(client.called("hardware")) == 2
+
+
+def test_the_index_on_disk_and_in_memory_is_shown_true(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    """Extractive mode with a 3,900-chunk index: the bars show the index's measured
+    bytes, never "0.00 GiB used"."""
+    index = IndexUsage(chunks=3900, disk_bytes=41 * 2**20, resident_bytes=6 * 2**20)
+    info = dataclasses.replace(
+        HARDWARE, placement=None, fit=None, note="Extractive answers.", index=index
+    )
+    _window, panel = open_panel(make_window, qtbot, FakeClient(hardware_info=info))
+    disk, ram = panel.bars["disk"], panel.bars["cpu"]
+    assert [(s.label, s.bytes) for s in disk.segments] == [("index files", 41 * 2**20)]
+    assert [(s.label, s.bytes) for s in ram.segments] == [("index partitions", 6 * 2**20)]
+    assert "41.0 MiB used" in disk.accessibleDescription()
+    assert "6.0 MiB used" in ram.accessibleDescription()
+    assert "3,900 chunks" in panel.index_value.text() and "41.0 MiB" in panel.index_value.text()
+    # With a placement, the index's files still count on the disk.
+    placed = dataclasses.replace(HARDWARE, index=index)
+    panel.show_info(placed)
+    assert ("index files", 41 * 2**20) in [(s.label, s.bytes) for s in disk.segments]
+
+
+def test_no_empty_chart_while_the_machine_is_timed(make_window: MakeWindow, qtbot: QtBot) -> None:
+    info = dataclasses.replace(HARDWARE, placement=None, fit=None)
+    _window, panel = open_panel(make_window, qtbot, FakeClient(hardware_info=info))
+    panel.resize(820, 780)
+    qtbot.wait(20)
+    assert not panel.plot.isVisibleTo(panel)
+    # The box holds its words, not an empty 400-pixel chart.
+    assert panel.fit_box.height() < 200
+    running = ProfilingStatus(state="running", message="generation, batch 4", fraction=0.4)
+    panel.show_profiling(running)
+    assert "timing this machine now" in panel.fit_label.text()
+    assert panel.profiling_bar.isVisibleTo(panel) and panel.profiling_bar.value() == 40
+    panel.show_profiling(ProfilingStatus(state="done"))
+    assert not panel.profiling_bar.isVisibleTo(panel)
+
+
+def test_the_profiling_banner_appears_when_the_engine_starts_timing_by_itself(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    """No click starts it: the engine begins once idle, and the window's regular
+    probe of the engine brings the news."""
+    client = FakeClient()
+    window = make_window(client)
+    assert not window.profiling_banner.isVisible()
+    client.profiling = ProfilingStatus(
+        state="running", message="retrieval", fraction=0.5, reason="first start"
+    )
+    qtbot.waitUntil(lambda: window.profiling_banner.isVisible(), timeout=8000)
+    assert "first start" in window.profiling_banner.label.text()

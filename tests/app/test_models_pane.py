@@ -52,6 +52,8 @@ def test_rows_show_the_verdict_and_speed(make_window: MakeWindow, qtbot: QtBot) 
     ]
     assert cell(dialog, 0, "Parameters") == "494 M" and cell(dialog, 1, "Parameters") == "8.0 B"
     assert [cell(dialog, r, "Installed") for r in range(3)] == ["yes", "no", "no"]
+    # What Download costs, before pressing it; "—" where the size is not known.
+    assert [cell(dialog, r, "Download") for r in range(3)] == ["1.0 GB", "16.1 GB", "—"]
     assert "estimates" in dialog.note.text()
     assert "estimate" in (dialog.table.item(1, 0).toolTip() or "")
 

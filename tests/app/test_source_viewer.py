@@ -210,3 +210,38 @@ def test_a_missing_pdf_falls_back_to_the_text_view(qtbot: QtBot) -> None:
     assert not viewer.showing_image
     assert not viewer.modes.isVisible()
     assert not viewer.open_page_button.isEnabled()
+
+
+def test_open_at_this_page_without_a_system_viewer_says_so(qtbot: QtBot, tmp_path: Path) -> None:
+    """No viewer takes a page and nothing opens PDFs: the window says it, rather
+    than a traceback on stderr and nothing on screen."""
+    path = garden_pdf(tmp_path)
+
+    def no_viewer(**kw: object) -> object:
+        raise FileNotFoundError("xdg-open")
+
+    tried: list[str] = []
+    viewer = SourceViewer(open_at_page=no_viewer, open_file=lambda p: tried.append(p) or False)
+    qtbot.addWidget(viewer)
+    viewer.show_source(engine_source(path, page=2, passage=PASSAGE_PDF))
+    viewer.open_page_button.click()
+    assert tried == [str(path)]
+    assert viewer.message_label.isVisibleTo(viewer)
+    assert "No program on this computer opens .pdf files" in viewer.message_label.text()
+    # The next source starts clean.
+    viewer.show_source(engine_source(path, page=2, passage=PASSAGE_PDF))
+    assert not viewer.message_label.isVisibleTo(viewer)
+
+
+def test_a_viewer_that_ignores_the_page_is_explained(qtbot: QtBot, tmp_path: Path) -> None:
+    from native.open_page import ViewerCommand
+
+    path = garden_pdf(tmp_path)
+    viewer = SourceViewer(
+        open_at_page=lambda **kw: ViewerCommand(argv=["xdg-open"], honours_page=False),
+        open_file=lambda p: True,
+    )
+    qtbot.addWidget(viewer)
+    viewer.show_source(engine_source(path, page=2, passage=PASSAGE_PDF))
+    viewer.open_page_button.click()
+    assert "first page" in viewer.message_label.text() and "page 2" in viewer.message_label.text()

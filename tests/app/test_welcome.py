@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLabel
 from pytestqt.qtbot import QtBot
 
 from app.theme import apply_theme, is_dark, style_sheet
@@ -26,6 +27,68 @@ def test_the_dialog_returns_the_samples_and_the_chosen_model(qtbot: QtBot) -> No
     assert not choice.add_samples and choice.model == "/models/tiny-llama"
     dialog.extractive.setChecked(True)
     assert dialog.choice().model is None
+
+
+def test_enter_presses_get_started_which_has_the_visible_focus(qtbot: QtBot) -> None:
+    picked: list[str] = []
+    dialog = WelcomeDialog(choose_model_folder=lambda parent: picked.append("picker") or None)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.start_button.hasFocus(), timeout=3000)
+    assert dialog.start_button.isDefault()
+    focused = QApplication.focusWidget()
+    assert focused is not None
+    with qtbot.waitSignal(dialog.accepted, timeout=3000):
+        qtbot.keyClick(focused, Qt.Key.Key_Return)
+    assert picked == []  # never the model-folder picker
+
+    # With the focus on the model-folder button, Enter still means Get started.
+    again = WelcomeDialog(choose_model_folder=lambda parent: picked.append("picker") or None)
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitExposed(again)
+    again.choose_button.setFocus()
+    with qtbot.waitSignal(again.accepted, timeout=3000):
+        qtbot.keyClick(again.choose_button, Qt.Key.Key_Return)
+    assert picked == []
+
+
+def test_the_model_choice_points_to_recommended_models_with_sizes(qtbot: QtBot) -> None:
+    dialog = WelcomeDialog(choose_model_folder=lambda parent: None)
+    qtbot.addWidget(dialog)
+    hint = dialog.model_hint.text()
+    assert "Recommended models" in hint and " GB)" in hint
+    # What answers look like without a model, said before choosing.
+    assert any("word for word" in label.text() for label in dialog.findChildren(QLabel))
+    dialog.models_button.click()
+    choice = dialog.choice()
+    assert dialog.generative.isChecked() and choice.open_models and choice.model is None
+
+
+def test_opening_a_folder_does_not_offer_the_samples(qtbot: QtBot, make_window: MakeWindow) -> None:
+    """`ragdoll open PATH` (the file manager): the welcome says the folder is being
+    added and the sample collection is not ticked."""
+    from app.commands.desktop import add_on_connect
+
+    client = FakeClient()
+    window = make_window(client, show_welcome=False, wait_connected=False)
+    add_on_connect(window=window, paths=["/docs/manuals"], choose_folder=False, samples=False)
+    welcome = window.show_welcome()
+    assert not welcome.samples.isChecked()
+    assert "manuals" in welcome.opening_label.text()
+
+
+def test_a_model_without_a_folder_opens_recommended_models(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(FakeClient())
+    welcome = window.show_welcome()
+    welcome.samples.setChecked(False)
+    welcome.generative.setChecked(True)
+    welcome.start_button.click()
+    qtbot.waitUntil(lambda: window.models_dialog.isVisible(), timeout=5000)
 
 
 def test_the_welcome_shows_once_and_its_choices_are_carried_out(
@@ -56,13 +119,15 @@ def test_window_geometry_and_splitters_are_remembered(
     qtbot: QtBot, make_window: MakeWindow
 ) -> None:
     window = make_window(FakeClient())
-    window.resize(760, 560)
-    window.splitter.setSizes([250, 500])
+    # Within the offscreen screen (800 × 600) and above the window's minimum width,
+    # which the library's and the answer column's minimums make.
+    window.resize(790, 560)
+    window.splitter.setSizes([225, 560])
     qtbot.wait(50)
     sizes = window.splitter.sizes()
     window.close()
     again = make_window(FakeClient())
-    assert (again.width(), again.height()) == (760, 560)
+    assert (again.width(), again.height()) == (790, 560)
     assert again.splitter.sizes() == sizes
 
 
@@ -78,6 +143,38 @@ def test_each_theme_has_its_style_sheet_and_palette(qtbot: QtBot, scheme: str) -
         assert "@STYLES@" not in app.styleSheet()  # icon urls point into the package
         window_colour = app.palette().window().color().lightness()
         assert (window_colour < 100) == (scheme == "dark")
+    finally:
+        apply_theme(app, scheme="light")
+        app.setStyleSheet("")
+        app.setPalette(app.style().standardPalette())
+
+
+def test_in_the_dark_theme_a_disabled_ask_looks_disabled(qtbot: QtBot) -> None:
+    """Not a dimmer blue that reads as enabled: the grey of any disabled button."""
+    from PySide6.QtWidgets import QPushButton
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    try:
+        apply_theme(app, scheme="dark")
+        ask, other = QPushButton("Ask"), QPushButton("Other")
+        ask.setObjectName("askButton")
+        for b in (ask, other):
+            qtbot.addWidget(b)
+            b.resize(90, 32)
+            b.setEnabled(False)
+            b.show()
+        qtbot.waitExposed(ask)
+
+        def fill(button: QPushButton) -> tuple[int, int, int]:
+            c = button.grab().toImage().pixelColor(12, 16)
+            return (c.red(), c.green(), c.blue())
+
+        disabled = fill(ask)
+        assert disabled == fill(other)
+        ask.setEnabled(True)
+        enabled = fill(ask)
+        assert enabled[2] > enabled[0] + 80 and disabled[2] < disabled[0] + 40  # blue vs grey
     finally:
         apply_theme(app, scheme="light")
         app.setStyleSheet("")

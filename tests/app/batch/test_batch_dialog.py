@@ -37,11 +37,13 @@ def test_answers_fill_the_table_export_and_open_the_cited_page(
     window.batch_action.trigger()
     dialog = window.batch_dialog
     assert dialog is not None and dialog.isVisible()
+    assert not dialog.progress.isVisible()  # no "0 of 1" before a run
     dialog.questions.setPlainText(
         "\n".join(["# the usual three, one twice", *QUESTIONS, QUESTIONS[0]])
     )
     qtbot.mouseClick(dialog.run_button, Qt.MouseButton.LeftButton)
     assert dialog.running and dialog.cancel_button.isEnabled()
+    assert dialog.progress.isVisible() and dialog.progress.maximum() == 4
     assert not dialog.export_csv_button.isEnabled()
     model = dialog.model
     assert model.rowCount() == 4

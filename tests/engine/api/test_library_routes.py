@@ -24,6 +24,17 @@ def test_collections_and_search(api_engine: RunningEngine, notes_dir: Path) -> N
     assert queue.ingest_jobs == [] and not queue.shutting_down
 
 
+def test_the_hardware_report_measures_the_index(api_engine: RunningEngine) -> None:
+    """What the Hardware panel draws: the index's files on disk and what search
+    holds in memory, measured on the running engine (not "0.00 GiB")."""
+    client = api_engine.client
+    index = client.hardware().index
+    assert index is not None
+    assert index.chunks == client.status().chunks > 0
+    assert index.disk_bytes > 10_000  # LanceDB tables of real chunks with vectors
+    assert index.resident_bytes >= 0
+
+
 def test_adding_and_removing_a_folder(api_engine: RunningEngine, tmp_path: Path) -> None:
     client = api_engine.client
     extra = tmp_path / "recipes"

@@ -29,7 +29,7 @@ def test_download_is_refused_offline_and_unknown_ids_are_not_found(
 ) -> None:
     client = api_engine.client
     with pytest.raises(EngineRequestError) as refused:
-        client.download_model(repo_id="Qwen/Qwen2-0.5B-Instruct")
+        client.download_model(repo_id="Qwen/Qwen2.5-0.5B-Instruct")
     assert refused.value.status == 409
     assert str(refused.value).startswith("The engine runs offline")
     with pytest.raises(EngineRequestError) as bad:

@@ -45,7 +45,7 @@ def _advice(hardware: HardwareProfile, repo_id: str):  # type: ignore[no-untyped
 
 def test_catalogue_entries_have_bundled_configs() -> None:
     entries = load_catalogue()
-    assert 4 <= len(entries) <= 8
+    assert 4 <= len(entries) <= 12
     for e in entries:
         spec = load_model_spec(source=e.config_path())
         assert spec.parameter_count > 0, e.id
@@ -53,10 +53,22 @@ def test_catalogue_entries_have_bundled_configs() -> None:
         # Recommend only what the executor runs: a download must end in answers.
         model_type = json.loads(e.config_path().read_text())["model_type"]
         assert model_type in ARCHITECTURES, (e.id, model_type)
+        # The download is the weights in the config's dtype plus tokenizer files:
+        # a size that disagrees with the config is a wrong entry.
+        assert spec.weight_bytes <= e.download_bytes <= spec.weight_bytes * 1.02 + 30e6, e.id
+
+
+def test_the_catalogue_spans_small_to_large_models() -> None:
+    """A laptop without a GPU needs choices between 0.5B and 7B, not a jump."""
+    params = sorted(
+        load_model_spec(source=e.config_path()).parameter_count for e in load_catalogue()
+    )
+    between = [p for p in params if 1e9 <= p < 7e9]
+    assert params[0] < 1e9 and len(between) >= 4 and params[-1] > 7e9
 
 
 def test_small_model_fits_on_a_big_gpu_and_is_fast() -> None:
-    a = _advice(BIG_GPU, "Qwen/Qwen2-0.5B-Instruct")
+    a = _advice(BIG_GPU, "Qwen/Qwen2.5-0.5B-Instruct")
     assert (a.verdict_kind, a.verdict, a.offloaded_percent) == ("gpu", "fits on GPU", 0)
     assert 0.4e9 < a.params < 0.6e9
     assert a.expected_tokens_per_s is not None and a.expected_tokens_per_s > 50
@@ -83,9 +95,9 @@ def test_too_large_says_how_much_is_missing_and_promises_no_speed() -> None:
 
 
 def test_without_a_gpu_the_verdict_speaks_of_ram_and_disk() -> None:
-    small = _advice(NO_GPU, "Qwen/Qwen2-0.5B-Instruct")
+    small = _advice(NO_GPU, "Qwen/Qwen2.5-0.5B-Instruct")
     assert (small.verdict_kind, small.verdict) == ("ram", "fits in RAM (no GPU)")
-    mid = _advice(NO_GPU, "Qwen/Qwen2-7B-Instruct")
+    mid = _advice(NO_GPU, "Qwen/Qwen2.5-7B-Instruct")
     assert mid.verdict_kind in ("ram", "offloaded")
     if mid.verdict_kind == "offloaded":
         assert mid.verdict.endswith("to disk (no GPU)")
@@ -118,7 +130,7 @@ def test_unfit_placement_verdict() -> None:
 
 def test_installed_when_a_finished_download_is_there(tmp_path: Path) -> None:
     paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
-    repo = "Qwen/Qwen2-0.5B-Instruct"
+    repo = "Qwen/Qwen2.5-0.5B-Instruct"
     folder = download_folder(repo_id=repo, paths=paths)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}", encoding="utf-8")
@@ -136,7 +148,7 @@ def test_installed_when_a_finished_download_is_there(tmp_path: Path) -> None:
     assert "estimates" in result.hardware_note
 
 
-@pytest.mark.parametrize("repo", ["Qwen/Qwen2-7B-Instruct"])
+@pytest.mark.parametrize("repo", ["Qwen/Qwen2.5-7B-Instruct"])
 def test_chosen_by_repo_id_counts_as_installed(tmp_path: Path, repo: str) -> None:
     paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
     result = recommended(paths=paths, chosen_model=repo, store=StoreSpec.default(), hardware=NO_GPU)

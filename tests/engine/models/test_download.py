@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.models.download import CHUNK_BYTES, COMPLETE_MARKER, DownloadJob, wanted
+from engine.models.download import (
+    CHUNK_BYTES,
+    COMPLETE_MARKER,
+    DownloadJob,
+    RemoteFile,
+    wanted,
+    without_duplicate_weights,
+)
 from tests.engine.models.fake_hub import FakeRepo, fake_hub
 
 REPO = "acme/tiny-model"
@@ -29,6 +36,26 @@ def test_only_loadable_files_are_wanted() -> None:
     assert wanted("model-00001-of-00002.safetensors") and wanted("config.json")
     assert wanted("model.safetensors.index.json") and wanted("tokenizer.model")
     assert not wanted("pytorch_model.bin") and not wanted("model.gguf")
+
+
+def test_mistral_consolidated_weights_are_not_fetched_twice() -> None:
+    files = [
+        RemoteFile(name=n, size=1)
+        for n in (
+            "config.json",
+            "consolidated.safetensors",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+        )
+    ]
+    kept = [f.name for f in without_duplicate_weights(files)]
+    assert "consolidated.safetensors" not in kept and len(kept) == 4
+    only = [
+        RemoteFile(name="config.json", size=1),
+        RemoteFile(name="consolidated.safetensors", size=1),
+    ]
+    assert without_duplicate_weights(only) == only
 
 
 def test_download_with_progress(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from engine.planner.placement import DEFAULT_VECTOR_DIM, StoreSpec
 from engine.planner.report import store_spec
 from tests.engine.models.fake_hub import FakeRepo, fake_hub
 
-REPO = "Qwen/Qwen2-0.5B-Instruct"  # in the catalogue
+REPO = "Qwen/Qwen2.5-0.5B-Instruct"  # in the catalogue
 
 
 @dataclass

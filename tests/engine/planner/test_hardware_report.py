@@ -7,7 +7,7 @@ from pathlib import Path
 from engine.models.synthetic import write_random_model
 from engine.paths import resolve_paths
 from engine.planner.profiling import run_active_profile, save_profile
-from engine.planner.report import hardware_info
+from engine.planner.report import folder_bytes, hardware_info
 
 
 def test_the_engine_reports_this_machine_without_a_gpu(engine) -> None:  # type: ignore[no-untyped-def]
@@ -17,6 +17,15 @@ def test_the_engine_reports_this_machine_without_a_gpu(engine) -> None:  # type:
     assert info.profile.disk_read_bytes_per_s  # measured on first call
     assert info.placement is None and "Extractive" in (info.note or "")
     assert info.fit is None
+    assert info.index is not None and info.index.chunks == 0
+
+
+def test_folder_bytes_counts_every_file_below(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "one.lance").write_bytes(b"x" * 1000)
+    (tmp_path / "a" / "b" / "two.idx").write_bytes(b"y" * 234)
+    assert folder_bytes(tmp_path) == 1234
+    assert folder_bytes(tmp_path / "missing") == 0
 
 
 def test_report_places_a_chosen_model_and_carries_a_current_fit(

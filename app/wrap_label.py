@@ -1,0 +1,45 @@
+"""A word-wrapped label that a layout never cuts short."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+# Before its first layout a label has no width to wrap at: assume a pane's.
+_FIRST_WIDTH = 300
+
+
+class WrapLabel(QLabel):
+    """Word-wrapped, and as tall as its lines at the width it was given.
+
+    Qt's layouts settle minimum heights without asking a wrapped label its height
+    for width, so in a crowded pane the lines overlap or are cut. This label's
+    minimum height follows its width, and it takes no width of its own: the text
+    wraps in whatever the pane gives it rather than widen the pane."""
+
+    def __init__(self, text: str = "", *, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+
+    def _height(self) -> int:
+        if not self.text():
+            return 0
+        width = self.width() if self.width() > 40 else _FIRST_WIDTH
+        return self.heightForWidth(width)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self._height())
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self._height())
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.updateGeometry()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()  # a new width: maybe another number of lines

@@ -1,0 +1,98 @@
+"""Layouts that hold: the answer column keeps a useful width at every window size,
+long messages wrap instead of widening the library, and the split is the user's."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from app.main_window import ANSWER_MIN_WIDTH
+from engine.wire import IngestProgress, WatchedFolder
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import FakeClient
+
+LONG = "/home/someone/Documents/" + "/".join(["a-rather-long-folder-name"] * 6)
+
+
+def _answer_width(window) -> int:  # type: ignore[no-untyped-def]
+    return window.chat.split.width()
+
+
+def _paused(job: str = "j") -> IngestProgress:
+    return IngestProgress(
+        job_id=job,
+        state="running",
+        origin="request",
+        files_total=40,
+        files_done=3,
+        paused=True,
+        current=LONG + "/a-file-with-a-very-long-name-indeed-that-goes-on.pdf",
+    )
+
+
+def _settle(qtbot: QtBot) -> None:
+    QApplication.processEvents()
+    qtbot.wait(30)
+
+
+def test_the_answer_column_keeps_its_width_at_800_by_600(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(FakeClient())
+    window.resize(800, 600)
+    _settle(qtbot)
+    assert _answer_width(window) >= ANSWER_MIN_WIDTH
+    library = window.splitter.sizes()[0]
+    assert library <= 0.4 * window.width()
+
+    # The Pause message, a long file being read and long watched folders: the
+    # library wraps them; neither pane moves.
+    window.library.start_job()
+    window.library.show_progress(_paused())
+    window.library.set_paused(True)
+    window.library.set_folders(
+        [WatchedFolder(path=LONG + f"/{i}", collection="default") for i in range(3)]
+    )
+    _settle(qtbot)
+    assert window.splitter.sizes()[0] == library
+    assert _answer_width(window) >= ANSWER_MIN_WIDTH
+    pace = window.library.pace_label
+    assert pace.text().startswith("Paused")
+    # Wrapped whole on lines of its own: not a word a line, not cut off.
+    assert pace.width() > 0.8 * window.library.progress_box.width()
+    assert pace.height() >= pace.heightForWidth(pace.width())
+
+
+def test_at_every_size_the_answer_column_stays_useful(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    window = make_window(FakeClient())
+    window.library.start_job()
+    window.library.show_progress(_paused())
+    for width, height in ((700, 500), (800, 600), (1024, 700), (1400, 900), (2560, 1440)):
+        window.resize(width, height)
+        _settle(qtbot)
+        assert _answer_width(window) >= ANSWER_MIN_WIDTH, (width, window.splitter.sizes())
+        # The larger the window, the more of it goes to the answer.
+        assert window.splitter.sizes()[1] >= window.splitter.sizes()[0]
+
+
+def test_the_split_is_the_users_and_is_remembered(qtbot: QtBot, make_window: MakeWindow) -> None:
+    window = make_window(FakeClient())
+    window.resize(800, 600)  # within the offscreen screen, where the geometry is restored
+    _settle(qtbot)
+    default = window.splitter.sizes()
+    window.splitter.setSizes([default[0] + 25, default[1] - 25])
+    _settle(qtbot)
+    chosen = window.splitter.sizes()
+    assert chosen != default
+    window.library.start_job()
+    window.library.show_progress(_paused())
+    window.library.set_folders([WatchedFolder(path=LONG, collection="default")])
+    _settle(qtbot)
+    assert window.splitter.sizes() == chosen  # content does not move it
+    window.close()
+    again = make_window(FakeClient())
+    _settle(qtbot)
+    # Within the 2 px by which the offscreen platform restores a window narrower.
+    assert abs(again.splitter.sizes()[0] - chosen[0]) <= 2
