@@ -1,0 +1,172 @@
+"""GGUF files as models: a random-weight Llama/Qwen2 written as GGUF loads through the
+same resolution and executor users run, its tokenizer matches the Hugging Face one, its
+greedy tokens match transformers run on the dequantized weights, and files the executor
+cannot run are refused with a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+from engine.answer.in_use import open_model
+from engine.errors import EngineRequestError, ModelLoadError
+from engine.executor.compat import GenerateCompat
+from engine.models.gguf_file import read_gguf, read_tensor
+from engine.models.gguf_writer import write_gguf
+from engine.models.resolve import display_name, resolve_model_path
+from engine.models.synthetic import write_random_model
+from tests.support.engine import RunningEngine
+
+MESSAGES = [{"role": "user", "content": "When is the honey extracted?"}]
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGDOLL_HOME", str(tmp_path / "home"))
+
+
+@pytest.mark.parametrize(
+    ("architecture", "qtype"),
+    [("qwen2", GGMLQuantizationType.Q8_0), ("llama", GGMLQuantizationType.Q4_0)],
+)
+def test_gguf_greedy_tokens_match_transformers_on_dequantized_weights(
+    tmp_path: Path, architecture: str, qtype: GGMLQuantizationType
+) -> None:
+    hf = write_random_model(folder=tmp_path / architecture, architecture=architecture)
+    gguf_path = write_gguf(model_dir=hf, out=tmp_path / f"{architecture}.gguf", qtype=qtype)
+
+    folder = resolve_model_path(model=str(gguf_path))
+    assert display_name(model_path=folder) == gguf_path.name
+    assert resolve_model_path(model=str(gguf_path)) == folder  # made once, reused
+
+    original = AutoTokenizer.from_pretrained(hf)
+    rebuilt = AutoTokenizer.from_pretrained(folder)
+    prompt = rebuilt.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    assert prompt == original.apply_chat_template(
+        MESSAGES, add_generation_prompt=True, tokenize=False
+    )
+    ids = rebuilt(prompt, add_special_tokens=False).input_ids
+    assert ids == original(prompt, add_special_tokens=False).input_ids
+
+    model = read_gguf(gguf_path)
+    reference = AutoModelForCausalLM.from_config(
+        AutoConfig.from_pretrained(folder), dtype=torch.float32
+    )
+    with gguf_path.open("rb") as f:
+        state = {t.name: read_tensor(f, t, dtype=torch.float32) for t in model.tensors}
+    loaded = reference.load_state_dict(state, strict=False)
+    assert not loaded.unexpected_keys
+    assert set(loaded.missing_keys) <= {"lm_head.weight"}  # tied to the embedding
+    reference.tie_weights()
+    # The permuted Llama q rows came back in Hugging Face order: only quantization
+    # error separates them from the original weights.
+    original_q = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32).state_dict()[
+        "model.layers.0.self_attn.q_proj.weight"
+    ]
+    assert (state["model.layers.0.self_attn.q_proj.weight"] - original_q).abs().max() < 0.05
+
+    inputs = torch.tensor([ids])
+    expected = reference.generate(inputs, max_new_tokens=10, do_sample=False)
+    in_use = open_model(model_path=folder, device="cpu")
+    assert isinstance(in_use.answerer.model, GenerateCompat)
+    got = in_use.answerer.model.generate(input_ids=inputs, max_new_tokens=10)
+    assert got[0, inputs.shape[1] :].tolist() == expected[0, inputs.shape[1] :].tolist()
+
+
+def test_gguf_weights_stay_in_the_file(tmp_path: Path) -> None:
+    hf = write_random_model(folder=tmp_path / "m", architecture="qwen2")
+    gguf_path = write_gguf(model_dir=hf, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q4_0)
+    folder = resolve_model_path(model=str(gguf_path))
+    assert not list(folder.glob("*.safetensors"))
+    model = read_gguf(gguf_path)
+    q4 = [t for t in model.tensors if t.qtype == GGMLQuantizationType.Q4_0]
+    assert q4 and all((t.end - t.start) * 8 < 4 * 4 * np.prod(t.shape) for t in q4)
+
+
+def test_gguf_in_hugging_face_cache_is_found(tmp_path: Path) -> None:
+    hf = write_random_model(folder=tmp_path / "m", architecture="llama")
+    snapshot = tmp_path / "hub" / "models--someone--tiny-GGUF" / "snapshots" / "abc"
+    snapshot.mkdir(parents=True)
+    for name, qtype in (
+        ("tiny.Q8_0.gguf", GGMLQuantizationType.Q8_0),
+        ("tiny.Q4_0.gguf", GGMLQuantizationType.Q4_0),
+    ):
+        write_gguf(model_dir=hf, out=snapshot / name, qtype=qtype)
+    folder = resolve_model_path(model="someone/tiny-GGUF", cache_dir=tmp_path / "hub")
+    assert display_name(model_path=folder) == "tiny.Q4_0.gguf"  # the 4-bit file first
+
+
+def _minimal_gguf(path: Path, *, arch: str, qtype: GGMLQuantizationType) -> Path:
+    writer = GGUFWriter(str(path), arch)
+    writer.add_embedding_length(32)
+    writer.add_block_count(1)
+    writer.add_head_count(4)
+    if qtype == GGMLQuantizationType.F32:
+        writer.add_tensor("token_embd.weight", np.zeros((16, 32), dtype=np.float32))
+    else:
+        per_block, size = GGML_QUANT_SIZES[qtype]
+        raw = np.zeros((16, 32 // per_block * size), dtype=np.uint8)
+        writer.add_tensor("token_embd.weight", raw, raw_shape=raw.shape, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_unsupported_architecture_is_refused(tmp_path: Path) -> None:
+    path = _minimal_gguf(tmp_path / "x.gguf", arch="gpt2", qtype=GGMLQuantizationType.F32)
+    with pytest.raises(ModelLoadError, match="gpt2 model; RAGDoll runs GGUF models of"):
+        resolve_model_path(model=str(path))
+
+
+def test_unknown_quant_type_is_refused(tmp_path: Path) -> None:
+    path = _minimal_gguf(tmp_path / "x.gguf", arch="llama", qtype=GGMLQuantizationType.Q8_1)
+    with pytest.raises(ModelLoadError, match="Q8_1, a GGML type RAGDoll cannot decode"):
+        resolve_model_path(model=str(path))
+
+
+def test_truncated_file_is_refused(tmp_path: Path) -> None:
+    hf = write_random_model(folder=tmp_path / "m", architecture="qwen2")
+    path = write_gguf(model_dir=hf, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q8_0)
+    data = path.read_bytes()
+    for keep in (len(data) - 1000, 200, 3):
+        cut = tmp_path / f"cut{keep}.gguf"
+        cut.write_bytes(data[:keep])
+        with pytest.raises(ModelLoadError, match=r"truncated|not a readable GGUF"):
+            resolve_model_path(model=str(cut))
+
+
+def test_ragdoll_model_gguf_answers_through_the_engine(
+    engine: RunningEngine, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "bees.md").write_text(
+        "# Apiary\n\nThe hives are inspected every Saturday morning. The honey is "
+        "extracted in late August and stored in the cellar.\n"
+    )
+    assert engine.ingest(notes).state == "done"
+    hf = write_random_model(folder=tmp_path / "tiny-qwen", architecture="qwen2")
+    gguf_path = write_gguf(
+        model_dir=hf, out=tmp_path / "tiny-qwen.Q4_0.gguf", qtype=GGMLQuantizationType.Q4_0
+    )
+
+    result = engine.ragdoll("model", str(gguf_path))
+    assert result.returncode == 0, result.stderr
+    answer = engine.client.ask(question="When is the honey extracted?")
+    assert answer.mode == "generative"
+    assert answer.model and "tiny-qwen.Q4_0.gguf" in answer.model
+    assert answer.citations and answer.citations[0].path.endswith("bees.md")
+
+    bad = _minimal_gguf(tmp_path / "other.gguf", arch="gpt2", qtype=GGMLQuantizationType.F32)
+    with pytest.raises(EngineRequestError) as refused:
+        engine.client.set_model(model=str(bad))
+    assert refused.value.status == 400
+    assert "gpt2" in str(refused.value)
+    assert engine.client.settings().model == str(gguf_path)  # the old choice stands
