@@ -51,6 +51,11 @@ def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
     return snapshot
 
 
+def hub_cache() -> Path:
+    """The Hugging Face hub cache folder as the environment sets it now."""
+    return _hub_cache()
+
+
 def _hub_cache() -> Path:
     # Read at call time: huggingface_hub.constants freezes the environment at import.
     if os.environ.get("HF_HUB_CACHE"):
