@@ -501,15 +501,12 @@ def _read_gguf(
     """Read each tensor's GGML blocks by byte range and decode them (in the copy thread
     for streamed units, so the file and the page cache hold only compressed bytes)."""
     out: dict[str, torch.Tensor] = {}
-    by_file: dict[Path, list[TensorSource]] = {}
-    for s in sources:
-        by_file.setdefault(s.file, []).append(s)
-    for file, items in by_file.items():
-        with file.open("rb", buffering=0) as f:
-            for s in sorted(items, key=lambda s: s.start):
-                assert s.gguf is not None
-                t = read_tensor(f, s.gguf, dtype=dtype)
-                out[s.param] = t.pin_memory() if pin else t
+    # A GGUF model is one file (split files are refused in read_gguf).
+    with sources[0].file.open("rb", buffering=0) as f:
+        for s in sorted(sources, key=lambda s: s.start):
+            assert s.gguf is not None
+            t = read_tensor(f, s.gguf, dtype=dtype)
+            out[s.param] = t.pin_memory() if pin else t
     return out
 
 

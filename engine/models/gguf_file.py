@@ -137,6 +137,11 @@ def read_gguf(path: Path) -> GGUFModel:
             f"the {', '.join(sorted(GGUF_ARCHITECTURES))} architectures only (the layer-"
             "streaming executor implements those decoder layers)."
         )
+    if int(fields.get("split.count") or 1) > 1:
+        raise ModelLoadError(
+            f"{path.name} is one part of a split GGUF model; RAGDoll reads single-file "
+            "GGUF models only (llama.cpp's `llama-gguf-split --merge` joins the parts)."
+        )
     size = path.stat().st_size
     config = _config(arch=arch, fields=fields, names={t.name for t in reader.tensors})
     embedding = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
@@ -189,7 +194,6 @@ def read_gguf(path: Path) -> GGUFModel:
 
 def read_tensor(file: Any, tensor: GGUFTensor, *, dtype: torch.dtype) -> torch.Tensor:
     """One tensor's values in `dtype`, read from an open binary file by byte range."""
-
     raw = torch.empty(tensor.end - tensor.start, dtype=torch.uint8)
     view = memoryview(raw.numpy())
     file.seek(tensor.start)

@@ -10,6 +10,7 @@ tokenizer that llama.cpp's `convert_hf_to_gguf.py` writes, quantized with
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,20 @@ _FILE_TYPES = {
     GGMLQuantizationType.F16: 1,
     GGMLQuantizationType.Q4_0: 2,
     GGMLQuantizationType.Q8_0: 7,
+    GGMLQuantizationType.Q4_K: 15,  # Q4_K_M: Q4_K with some tensors in Q6_K
 }
 
 
-def write_gguf(*, model_dir: Path, out: Path, qtype: GGMLQuantizationType) -> Path:
+def write_gguf(
+    *,
+    model_dir: Path,
+    out: Path,
+    qtype: GGMLQuantizationType,
+    qtype_of: Callable[[str], GGMLQuantizationType] | None = None,
+) -> Path:
     """Write the model in `model_dir` (config.json, safetensors, tokenizer.json) to `out`
-    with its matrices in `qtype` (F32, F16, Q8_0 or Q4_0)."""
+    with its matrices in `qtype` (F32, F16, Q8_0 or Q4_0: what `gguf.quants.quantize`
+    makes), or per GGUF tensor name in `qtype_of(name)` (mixed files such as Q4_K_M)."""
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     arch = config["model_type"]
     if arch not in GGUF_ARCHITECTURES:
@@ -62,7 +71,8 @@ def write_gguf(*, model_dir: Path, out: Path, qtype: GGMLQuantizationType) -> Pa
             # llama.cpp interleaves the rotary halves of Llama-style q/k rows.
             groups = heads if "attn_q" in gguf_name else kv_heads
             data = permute_rows(torch.from_numpy(data), heads=groups, inverse=False).numpy()
-        _add_tensor(writer=writer, name=gguf_name, data=data, qtype=qtype)
+        chosen = qtype_of(gguf_name) if qtype_of is not None else qtype
+        _add_tensor(writer=writer, name=gguf_name, data=data, qtype=chosen)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFWriter
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from engine.answer.in_use import open_model
 from engine.errors import EngineRequestError, ModelLoadError
 from engine.executor.compat import GenerateCompat
-from engine.models.gguf_file import read_gguf, read_tensor
+from engine.models.gguf_file import permute_rows, read_gguf, read_tensor
 from engine.models.gguf_writer import write_gguf
 from engine.models.resolve import display_name, resolve_model_path
 from engine.models.synthetic import write_random_model
@@ -170,3 +170,82 @@ def test_ragdoll_model_gguf_answers_through_the_engine(
     assert refused.value.status == 400
     assert "gpt2" in str(refused.value)
     assert engine.client.settings().model == str(gguf_path)  # the old choice stands
+
+
+def _random_k_blocks(data: np.ndarray, qtype: GGMLQuantizationType) -> np.ndarray:
+    """Valid K-quant blocks with random contents and small scales, in the shape
+    `gguf.quants.quantize` returns (gguf 0.19 cannot quantize to Q4_K or Q6_K)."""
+    per_block, size = GGML_QUANT_SIZES[qtype]
+    rows = data.shape[0]
+    n = rows * data.shape[1] // per_block
+    rng = np.random.default_rng(data.size)
+    raw = rng.integers(0, 256, size=(n, size), dtype=np.uint8)
+    halves = [(0, 2), (2, 4)] if qtype == GGMLQuantizationType.Q4_K else [(size - 2, size)]
+    for start, end in halves:
+        raw[:, start:end] = (
+            rng.uniform(1e-4, 4e-4, n).astype(np.float16).view(np.uint8).reshape(n, 2)
+        )
+    return raw.reshape(rows, -1)
+
+
+def test_q4_k_m_file_runs_bit_exact_to_gguf_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Q4_K_M-shaped file (Q4_K, attn_v and ffn_down in Q6_K) through the executor
+    gives the greedy tokens of transformers on weights decoded by gguf's own numpy
+    dequantizer."""
+    from gguf.quants import dequantize as reference_dequantize
+
+    from engine.models import gguf_writer
+
+    hf = write_random_model(
+        folder=tmp_path / "k",
+        architecture="llama",
+        hidden_size=256,
+        num_heads=4,
+        num_kv_heads=2,
+        intermediate_size=512,
+    )
+    monkeypatch.setattr(gguf_writer, "quantize", _random_k_blocks)
+
+    def qtype_of(name: str) -> GGMLQuantizationType:
+        if "attn_v" in name or "ffn_down" in name:
+            return GGMLQuantizationType.Q6_K
+        return GGMLQuantizationType.Q4_K
+
+    gguf_path = write_gguf(
+        model_dir=hf,
+        out=tmp_path / "k.Q4_K_M.gguf",
+        qtype=GGMLQuantizationType.Q4_K,
+        qtype_of=qtype_of,
+    )
+    folder = resolve_model_path(model=str(gguf_path))
+    model = read_gguf(gguf_path)
+    assert {t.qtype.name for t in model.tensors} == {"Q4_K", "Q6_K", "F32"}
+
+    reader = GGUFReader(gguf_path)
+    state = {}
+    for t in reader.tensors:
+        values = reference_dequantize(np.array(t.data), t.tensor_type).astype(np.float32)
+        shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+        values = torch.from_numpy(values.reshape(shape))
+        ours = next(x for x in model.tensors if x.gguf_name == t.name)
+        if ours.permute_heads:
+            values = permute_rows(values, heads=ours.permute_heads, inverse=True)
+        state[ours.name] = values
+    reference = AutoModelForCausalLM.from_config(
+        AutoConfig.from_pretrained(folder), dtype=torch.float32
+    )
+    reference.load_state_dict(state, strict=False)
+    reference.tie_weights()
+
+    inputs = torch.tensor([[1, 40, 41, 42, 43, 44]])
+    expected = reference.generate(inputs, max_new_tokens=8, do_sample=False)
+    in_use = open_model(model_path=folder, device="cpu")
+    got = in_use.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
+    assert got[0, 6:].tolist() == expected[0, 6:].tolist()
+    executor = in_use.answerer.model.executor
+    held = executor.store.resident("layer.0")
+    assert torch.equal(
+        held["self_attn.v_proj.weight"], state["model.layers.0.self_attn.v_proj.weight"]
+    )
