@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 
@@ -148,13 +150,21 @@ def read_gguf(path: Path) -> GGUFModel:
     if embedding is None:
         raise ModelLoadError(f"{path.name} has no token embedding: not a complete model.")
     config["vocab_size"] = int(embedding.shape.tolist()[-1])
+    rope_freqs = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
+    if rope_freqs is not None:
+        config["rope_scaling"] = _llama3_rope_scaling(
+            factors=np.asarray(rope_freqs.data, dtype=np.float64).reshape(-1),
+            base=float(config["rope_theta"]),
+            head_dim=int(config["head_dim"]),
+            name=path.name,
+        )
     heads = int(config["num_attention_heads"])
     kv_heads = int(config["num_key_value_heads"])
     tensors: list[GGUFTensor] = []
     for t in reader.tensors:
         hf = gguf_to_hf_name(t.name)
         if hf is None:
-            continue  # e.g. rope_freqs: recomputed from the config
+            continue  # rope_freqs: its rope_scaling is in the config
         if not decodable(t.tensor_type):
             raise ModelLoadError(
                 f"{path.name}: tensor {t.name} is stored as {t.tensor_type.name}, a GGML "
@@ -267,6 +277,41 @@ def _field_value(field: Any) -> Any:
     if kinds[0] == GGUFValueType.STRING:
         return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
     return field.parts[field.data[0]].tolist()[0]
+
+
+# Llama 3.1's rope_scaling besides its factor (Llama 3.2 shares them): llama.cpp stores
+# only the per-frequency factors these give, so they are checked against the file.
+_LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original": 8192}
+
+
+def _llama3_rope_scaling(
+    *, factors: np.ndarray, base: float, head_dim: int, name: str
+) -> dict[str, Any]:
+    """transformers' "llama3" rope_scaling that gives llama.cpp's `rope_freqs` factors
+    (its convert_hf_to_gguf.py computes them from the same formula)."""
+    factor = float(factors.max())
+    low, high = _LLAMA3_ROPE["low_freq_factor"], _LLAMA3_ROPE["high_freq_factor"]
+    original = _LLAMA3_ROPE["original"]
+    freqs = 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    wavelen = 2 * math.pi / freqs
+    smooth = (original / wavelen - low) / (high - low)
+    expected = np.where(
+        wavelen < original / high,
+        1.0,
+        np.where(wavelen > original / low, factor, 1 / ((1 - smooth) / factor + smooth)),
+    )
+    if expected.shape != factors.shape or not np.allclose(expected, factors, rtol=1e-4):
+        raise ModelLoadError(
+            f"{name} scales its rotary frequencies in a way RAGDoll does not recognise "
+            "(only Llama 3's rope scaling is supported)."
+        )
+    return {
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low,
+        "high_freq_factor": high,
+        "original_max_position_embeddings": original,
+    }
 
 
 def _config(*, arch: str, fields: dict[str, Any], names: set[str]) -> dict[str, Any]:

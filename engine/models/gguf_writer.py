@@ -10,6 +10,7 @@ tokenizer that llama.cpp's `convert_hf_to_gguf.py` writes, quantized with
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,10 @@ def write_gguf(
     writer.add_layer_norm_rms_eps(float(config["rms_norm_eps"]))
     writer.add_rope_freq_base(float(config.get("rope_theta") or 10000.0))
     _add_tokenizer(writer=writer, model_dir=model_dir, config=config)
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("rope_type") == "llama3":
+        head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
+        writer.add_tensor("rope_freqs.weight", _llama3_rope_factors(config, head_dim=head_dim))
     weights: dict[str, torch.Tensor] = {}
     for file in sorted(model_dir.glob("*.safetensors")):
         weights.update(load_file(str(file)))
@@ -78,6 +83,27 @@ def write_gguf(
     writer.write_tensors_to_file()
     writer.close()
     return out
+
+
+def _llama3_rope_factors(config: dict, *, head_dim: int) -> np.ndarray:
+    """Per-frequency factors as llama.cpp's converter stores Llama 3's rope scaling."""
+    scaling = config["rope_scaling"]
+    base = float(config.get("rope_theta") or 10000.0)
+    factor = float(scaling["factor"])
+    low, high = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+    original = float(scaling["original_max_position_embeddings"])
+    freqs = 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    factors = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < original / high:
+            factors.append(1.0)
+        elif wavelen > original / low:
+            factors.append(factor)
+        else:
+            smooth = (original / wavelen - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
 
 
 def _add_tensor(

@@ -5,6 +5,7 @@ cannot run are refused with a clear message."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -249,3 +250,30 @@ def test_q4_k_m_file_runs_bit_exact_to_gguf_reference(
     assert torch.equal(
         held["self_attn.v_proj.weight"], state["model.layers.0.self_attn.v_proj.weight"]
     )
+
+
+def test_llama3_rope_scaling_comes_back_from_rope_freqs(tmp_path: Path) -> None:
+    hf = write_random_model(folder=tmp_path / "l3", architecture="llama")
+    config_file = hf / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["rope_theta"] = 500000.0
+    config["rope_scaling"] = {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    }
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    gguf_path = write_gguf(model_dir=hf, out=tmp_path / "l3.gguf", qtype=GGMLQuantizationType.F32)
+
+    # Only the config says it: at this size the scaling moves logits by ~1e-3 and
+    # leaves the greedy tokens as they are.
+    assert read_gguf(gguf_path).config["rope_scaling"] == config["rope_scaling"]
+
+    inputs = torch.tensor([[1, 40, 41, 42, 43, 44]])
+    original = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    expected = original.generate(inputs, max_new_tokens=8, do_sample=False)
+    in_use = open_model(model_path=resolve_model_path(model=str(gguf_path)), device="cpu")
+    got = in_use.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
+    assert got[0, 6:].tolist() == expected[0, 6:].tolist()
