@@ -81,6 +81,7 @@ class GGUFModel:
     config: dict[str, Any]  # a transformers config.json
     tensors: tuple[GGUFTensor, ...]
     chat_template: str | None
+    stop_ids: tuple[int, ...]  # end-of-generation tokens (eos, end of turn)
 
     def compressed_bytes(self) -> int:
         return sum(t.end - t.start for t in self.tensors)
@@ -199,6 +200,7 @@ def read_gguf(path: Path) -> GGUFModel:
         config=config,
         tensors=tuple(tensors),
         chat_template=str(template) if template else None,
+        stop_ids=_stop_ids(fields),
     )
 
 
@@ -233,6 +235,10 @@ def companion_folder(*, gguf_path: Path, cache: Path) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.json").write_text(json.dumps(model.config, indent=2), encoding="utf-8")
     _write_tokenizer(gguf_path=gguf_path, folder=tmp, template=model.chat_template)
+    if model.stop_ids:
+        (tmp / "generation_config.json").write_text(
+            json.dumps({"eos_token_id": list(model.stop_ids)}), encoding="utf-8"
+        )
     (tmp / SOURCE_FILE).write_text(
         json.dumps({"file": str(gguf_path), "architecture": model.architecture}),
         encoding="utf-8",
@@ -264,6 +270,26 @@ def _write_tokenizer(*, gguf_path: Path, folder: Path, template: str | None) -> 
     if template and not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = template
     tokenizer.save_pretrained(folder)
+
+
+# End-of-turn tokens of common chat formats, which llama.cpp also treats as the end of
+# generation though a file's eos names another token (Llama 3: <|end_of_text|>).
+_END_OF_TURN = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>")
+
+
+def _stop_ids(fields: dict[str, Any]) -> tuple[int, ...]:
+    ids = {
+        int(fields[key])
+        for key in (
+            "tokenizer.ggml.eos_token_id",
+            "tokenizer.ggml.eot_token_id",
+            "tokenizer.ggml.eom_token_id",
+        )
+        if fields.get(key) is not None
+    }
+    tokens = fields.get("tokenizer.ggml.tokens") or []
+    ids.update(i for i, text in enumerate(tokens) if text in _END_OF_TURN)
+    return tuple(sorted(ids))
 
 
 def _field_value(field: Any) -> Any:

@@ -52,6 +52,8 @@ def test_gguf_greedy_tokens_match_transformers_on_dequantized_weights(
         MESSAGES, add_generation_prompt=True, tokenize=False
     )
     ids = rebuilt(prompt, add_special_tokens=False).input_ids
+    generation = json.loads((folder / "generation_config.json").read_text(encoding="utf-8"))
+    assert generation["eos_token_id"] == [original.eos_token_id]
     assert ids == original(prompt, add_special_tokens=False).input_ids
 
     model = read_gguf(gguf_path)
