@@ -237,6 +237,7 @@ class MainWindow(QMainWindow):
         model_menu = self.menuBar().addMenu("&Model")
         model_menu.addAction(self.model_chooser.models_action)
         model_menu.addAction(self.model_chooser.choose_action)
+        model_menu.addAction(self.model_chooser.choose_gguf_action)
         model_menu.addAction(self.model_chooser.extractive_action)
 
         hardware_menu = self.menuBar().addMenu("&Hardware")

@@ -523,6 +523,20 @@ DownloadState = Literal["queued", "running", "done", "cancelled", "failed"]
 
 
 @dataclass(frozen=True, kw_only=True)
+class GGUFVariantAdvice:
+    """A GGUF file of a recommended model: its size (an estimate from the parameter
+    count and the format's bits per weight) and the planner's verdict for it here."""
+
+    repo: str
+    file: str
+    quant: str  # Q4_K_M, Q8_0, ...
+    file_bytes: int
+    verdict: str
+    note: str
+    installed_path: str | None = None  # the .gguf to choose when it is in the HF cache
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelAdvice:
     """One recommended model, as the planner sees it on this machine.
 
@@ -547,6 +561,7 @@ class ModelAdvice:
     installed_path: str | None = None  # the folder to choose when installed
     chosen: bool = False
     download_bytes: int = 0  # what Download fetches (0: not known)
+    gguf_variants: list[GGUFVariantAdvice] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,8 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "model",
         nargs="?",
-        help="a local folder with a Hugging Face causal LM, or a model id "
-        "already in the Hugging Face cache",
+        help="a local folder with a Hugging Face causal LM, a .gguf file (Llama, "
+        "Mistral, Qwen2), or a model id already in the Hugging Face cache",
     )
     p.add_argument("--none", action="store_true", help="no model: extractive answers")
     p.set_defaults(func=run)

@@ -1,4 +1,5 @@
-"""The "Model…" control: pick a local language model folder, or extractive answers."""
+"""The "Model…" control: pick a local language model folder or GGUF file, or extractive
+answers."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def choose_model_dialog(parent: QWidget) -> str | None:
     return folder or None
 
 
+def choose_gguf_dialog(parent: QWidget) -> str | None:
+    path, _ = QFileDialog.getOpenFileName(
+        parent,
+        "Choose a GGUF model file (Llama, Mistral or Qwen2; e.g. Q4_K_M, Q8_0)",
+        str(Path.home()),
+        "GGUF models (*.gguf)",
+    )
+    return path or None
+
+
 def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = None) -> str:
     """What the status bar says about how answers are made."""
     if model_error:
@@ -37,7 +48,8 @@ def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = 
 
 
 class ModelChooser(QToolButton):
-    """Emits `sig_model_requested` with a folder, or None for extractive answers."""
+    """Emits `sig_model_requested` with a folder or a GGUF file, or None for extractive
+    answers."""
 
     sig_model_requested = Signal(object)  # str | None
 
@@ -45,10 +57,12 @@ class ModelChooser(QToolButton):
         self,
         *,
         choose_folder: FolderChooser = choose_model_dialog,
+        choose_file: FolderChooser = choose_gguf_dialog,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._choose_folder = choose_folder
+        self._choose_file = choose_file
         self.setText("Model…")
         self.setObjectName("modelButton")
         self.setAccessibleName("Choose the answer model")
@@ -62,10 +76,13 @@ class ModelChooser(QToolButton):
         menu.addAction(self.models_action)
         self.choose_action = QAction("Choose a model folder…", self)
         self.choose_action.triggered.connect(self.choose_folder)
+        self.choose_gguf_action = QAction("Choose a GGUF model file…", self)
+        self.choose_gguf_action.triggered.connect(self.choose_gguf)
         self.extractive_action = QAction("Extractive answers (no model)", self)
         self.extractive_action.setCheckable(True)
         self.extractive_action.triggered.connect(self.use_extractive)
         menu.addAction(self.choose_action)
+        menu.addAction(self.choose_gguf_action)
         menu.addSeparator()
         menu.addAction(self.extractive_action)
         self.setMenu(menu)
@@ -74,6 +91,11 @@ class ModelChooser(QToolButton):
         folder = self._choose_folder(self)
         if folder:
             emit(self.sig_model_requested, folder)
+
+    def choose_gguf(self) -> None:
+        path = self._choose_file(self)
+        if path:
+            emit(self.sig_model_requested, path)
 
     def use_extractive(self) -> None:
         emit(self.sig_model_requested, None)

@@ -86,6 +86,16 @@ def progress_text(d: ModelDownload) -> str:
     return f"Downloading {d.repo_id}: {size}{resumed} ({files})"
 
 
+def gguf_text(m: ModelAdvice) -> str:
+    """The model's GGUF files, one line each (empty when it has none)."""
+    lines = [
+        f"\nGGUF {v.quant}: {v.repo}/{v.file}, {v.note.split(': ', 1)[-1]}; {v.verdict}"
+        + (" (downloaded)" if v.installed_path else "")
+        for v in m.gguf_variants
+    ]
+    return "".join(lines)
+
+
 class ModelsDialog(QDialog):
     """Emits `sig_model_requested` with a folder or repo id, or None for extractive."""
 
@@ -200,7 +210,9 @@ class ModelsDialog(QDialog):
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, m.id)
-                item.setToolTip(f"{m.id}\n{m.description}\n{m.speed_note}\n{m.licence}")
+                item.setToolTip(
+                    f"{m.id}\n{m.description}\n{m.speed_note}\n{m.licence}" + gguf_text(m)
+                )
                 self.table.setItem(row, col, item)
             if selected is not None and m.id == selected.id:
                 self.table.selectRow(row)

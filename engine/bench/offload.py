@@ -44,12 +44,14 @@ from engine.bench.offload_systems import (
     GIB,
     MIB,
     Size,
+    _prompts,
     cold_read_bandwidth,
     forced_placement,
     load_average,
     run_systems,
     write_model,
 )
+from engine.bench.offload_weights import parse_formats, run_weight_formats
 from engine.executor.weights import checkpoint_files, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
 from engine.planner.model_spec import load_model_spec
@@ -70,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layers", type=int, help="override the model's layer count")
     parser.add_argument("--hidden", type=int, help="override the hidden size")
     parser.add_argument("--intermediate", type=int, help="override the MLP size")
+    parser.add_argument(
+        "--weights",
+        help="weight formats, e.g. f32,q8_0,q4_0: the executor also runs the model "
+        "written as GGUF in each (CPU form)",
+    )
     parser.add_argument(
         "--device",
         choices=("cuda", "cpu"),
@@ -150,9 +157,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # faster figure gives the tighter (more demanding) roofline.
     bandwidth = max(bandwidth, *(cold_read_bandwidth(sources=disk_sources) for _ in range(2)))
 
+    formats = parse_formats(getattr(args, "weights", None))
+    weights = run_weight_formats(
+        model_dir=model_dir,
+        formats=formats,
+        placement=placement,
+        batches=batches,
+        prompts_of=lambda batch: _prompts(batch=batch, length=prompt_tokens),
+        tokens=tokens,
+        cache=folder.parent / f"{folder.name}-gguf-cache",
+        say=say,
+    )
+
     figures = figures_of(
         runs=runs, batches=batches, bandwidth=bandwidth, tokens=tokens, prompt_tokens=prompt_tokens
     )
+    if weights:
+        figures["weights"] = {
+            name: {
+                **w,
+                "runs": {
+                    b: {k: v for k, v in r.items() if k != "tokens"} for b, r in w["runs"].items()
+                },
+            }
+            for name, w in weights.items()
+        }
+        figures["weights"]["f32"] = {"disk_bytes_per_token": disk_bytes}
     figures.update(
         {
             "model": {

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from engine.models.gguf_file import GGUFTensor, gguf_source, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
 EMBED = "embed"
@@ -59,6 +60,7 @@ class TensorSource:
     end: int
     dtype: str = ""  # safetensors dtype code ("F32", "BF16", ...)
     shape: tuple[int, ...] = ()
+    gguf: GGUFTensor | None = None  # a GGUF tensor's blocks (decoded when read)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +102,26 @@ def read_header(path: Path) -> tuple[int, dict[str, dict]]:
 def index_checkpoint(model_dir: Path) -> dict[str, list[TensorSource]]:
     """Each unit's tensors, with their files and byte ranges (for page-cache eviction)."""
     units: dict[str, list[TensorSource]] = {}
+    source = gguf_source(model_dir)
+    if source is not None:
+        for tensor in read_gguf(source).tensors:
+            where = unit_of(tensor.name)
+            if where is None:
+                continue
+            unit, param = where
+            units.setdefault(unit, []).append(
+                TensorSource(
+                    file=source,
+                    name=tensor.name,
+                    param=param,
+                    start=tensor.start,
+                    end=tensor.end,
+                    dtype=f"GGUF:{tensor.qtype.name}",
+                    shape=tensor.shape,
+                    gguf=tensor,
+                )
+            )
+        return units
     for file in checkpoint_files(model_dir):
         base, header = read_header(file)
         for name, info in header.items():
@@ -340,6 +362,11 @@ class WeightStore:
 
     def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
         sources = self._sources_of(unit)
+        if any(s.gguf is not None for s in sources):
+            out = _read_gguf(sources, dtype=self._dtype, pin=pin)
+            if self._evict_after_read:
+                evict_ranges(sources)
+            return out
         if all(s.dtype in _DTYPES for s in sources):
             out = _read_direct(sources, dtype=self._dtype, pin=pin, pool=self._pool)
             if self._evict_after_read:
@@ -465,6 +492,21 @@ def _read_direct(
                     else:
                         pool.give([staged])
                 out[s.param] = t
+    return out
+
+
+def _read_gguf(
+    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool
+) -> dict[str, torch.Tensor]:
+    """Read each tensor's GGML blocks by byte range and decode them (in the copy thread
+    for streamed units, so the file and the page cache hold only compressed bytes)."""
+    out: dict[str, torch.Tensor] = {}
+    # A GGUF model is one file (split files are refused in read_gguf).
+    with sources[0].file.open("rb", buffering=0) as f:
+        for s in sorted(sources, key=lambda s: s.start):
+            assert s.gguf is not None
+            t = read_tensor(f, s.gguf, dtype=dtype)
+            out[s.param] = t.pin_memory() if pin else t
     return out
 
 

@@ -199,7 +199,11 @@ def recommended(
                 chosen=is_chosen(repo_id=entry.id, chosen_model=chosen_model, folder=installed),
             )
         )
-    return RecommendedModels(models=models, hardware_note=_hardware_note(hardware))
+    from engine.models.catalogue_gguf import with_gguf_variants
+
+    return RecommendedModels(
+        models=with_gguf_variants(models), hardware_note=_hardware_note(hardware)
+    )
 
 
 def download_folder(*, repo_id: str, paths: Paths) -> Path:

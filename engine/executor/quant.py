@@ -1,0 +1,128 @@
+"""GGML block formats decoded by torch, bit for bit as `gguf.quants.dequantize` does.
+
+GGUF files (llama.cpp's format) store most weights in blocks: a few half-precision scales
+and 4- to 8-bit integers. The executor reads a tensor's raw blocks by byte range and
+decodes them here, in the copy thread, so the file and the page cache hold the
+compressed bytes. Each decoder repeats the reference's float32 operations in the same
+order (no fused multiply-add), so the results are identical, not merely close; the test
+compares them bit for bit on random blocks. Formats without a torch decoder here fall
+back to the reference itself (numpy, slower, equally exact).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.quants import dequantize as reference_dequantize
+
+QK_K = 256
+
+# Plain element types: the bytes are the values.
+_PLAIN: dict[GGMLQuantizationType, torch.dtype] = {
+    GGMLQuantizationType.F32: torch.float32,
+    GGMLQuantizationType.F16: torch.float16,
+    GGMLQuantizationType.BF16: torch.bfloat16,
+}
+
+
+def block_bytes(qtype: GGMLQuantizationType) -> tuple[int, int]:
+    """(values per block, bytes per block) of a GGML type."""
+    return GGML_QUANT_SIZES[qtype]
+
+
+def tensor_bytes(*, qtype: GGMLQuantizationType, elements: int) -> int:
+    per_block, size = block_bytes(qtype)
+    return elements // per_block * size
+
+
+def dequantize(
+    raw: torch.Tensor, *, qtype: GGMLQuantizationType, shape: tuple[int, ...]
+) -> torch.Tensor:
+    """The values of a tensor stored as `raw` (its bytes, uint8) in GGML type `qtype`,
+    as float32 (or the plain type for F32/F16/BF16), in `shape` (row-major, the Hugging
+    Face order: GGUF lists dimensions innermost first)."""
+    plain = _PLAIN.get(qtype)
+    if plain is not None:
+        return raw.view(plain).reshape(shape)
+    decoder = _DECODERS.get(qtype)
+    _, size = block_bytes(qtype)
+    if decoder is None:
+        # gguf's own numpy decoder: exact by definition, for the rarer formats.
+        flat = reference_dequantize(raw.numpy(), qtype)
+        return torch.from_numpy(np.ascontiguousarray(flat, dtype=np.float32)).reshape(shape)
+    blocks = raw.reshape(-1, size)
+    return decoder(blocks).reshape(shape)
+
+
+def _half(column: torch.Tensor) -> torch.Tensor:
+    """(n, 2) uint8 → (n, 1) float32 read as little-endian float16."""
+    return column.contiguous().view(torch.float16).to(torch.float32)
+
+
+def _nibbles(qs: torch.Tensor) -> torch.Tensor:
+    """(..., k) uint8 → (..., 2, k): low nibbles first, then high (ggml's order)."""
+    return torch.stack((qs & 0x0F, qs >> 4), dim=-2)
+
+
+def _q8_0(blocks: torch.Tensor) -> torch.Tensor:
+    d = _half(blocks[:, :2])
+    x = blocks[:, 2:].contiguous().view(torch.int8).to(torch.float32)
+    return x * d
+
+
+def _q4_0(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    d = _half(blocks[:, :2])
+    q = _nibbles(blocks[:, 2:]).reshape(n, -1).to(torch.int8) - 8
+    return d * q.to(torch.float32)
+
+
+def _q4_k(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    d = _half(blocks[:, 0:2])
+    dmin = _half(blocks[:, 2:4])
+    scales = blocks[:, 4:16].reshape(n, 3, 4)
+    lo, hi, mixed = scales[:, 0], scales[:, 1], scales[:, 2]
+    # Six-bit scales and mins for 8 sub-blocks, packed in 12 bytes (see gguf's Q4_K).
+    sc = torch.cat((lo & 0x3F, (mixed & 0x0F) | ((lo >> 2) & 0x30)), dim=-1)
+    mn = torch.cat((hi & 0x3F, (mixed >> 4) | ((hi >> 2) & 0x30)), dim=-1)
+    scale = (d * sc.to(torch.float32)).reshape(n, -1, 1)
+    offset = (dmin * mn.to(torch.float32)).reshape(n, -1, 1)
+    q = _nibbles(blocks[:, 16:].reshape(n, -1, 32)).reshape(n, -1, 32).to(torch.float32)
+    return (scale * q - offset).reshape(n, QK_K)
+
+
+def _q6_k(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    ql = blocks[:, : QK_K // 2]
+    qh = blocks[:, QK_K // 2 : QK_K // 2 + QK_K // 4]
+    scales = blocks[:, QK_K // 2 + QK_K // 4 : QK_K // 2 + QK_K // 4 + QK_K // 16]
+    d = _half(blocks[:, -2:])
+    scale = (d * scales.contiguous().view(torch.int8).to(torch.float32)).reshape(n, -1, 1)
+    low = _nibbles(ql.reshape(n, -1, 64)).reshape(n, -1, 32)
+    shifts = torch.tensor([0, 2, 4, 6], dtype=torch.uint8).reshape(1, 1, 4, 1)
+    high = ((qh.reshape(n, -1, 1, 32) >> shifts) & 0x03).reshape(n, -1, 32)
+    q = (low | (high << 4)).to(torch.int8) - 32
+    q = q.reshape(n, QK_K // 16, -1).to(torch.float32)
+    return (scale * q).reshape(n, QK_K)
+
+
+_DECODERS = {
+    GGMLQuantizationType.Q8_0: _q8_0,
+    GGMLQuantizationType.Q4_0: _q4_0,
+    GGMLQuantizationType.Q4_K: _q4_k,
+    GGMLQuantizationType.Q6_K: _q6_k,
+}
+
+
+def decodable(qtype: GGMLQuantizationType) -> bool:
+    """Whether a tensor of this type can be decoded (here or by gguf's reference)."""
+    if qtype in _PLAIN or qtype in _DECODERS:
+        return True
+    probe = np.zeros(block_bytes(qtype)[1], dtype=np.uint8)
+    try:
+        reference_dequantize(probe, qtype)
+    except (NotImplementedError, KeyError, ValueError):
+        return False
+    return True

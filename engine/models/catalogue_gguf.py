@@ -1,0 +1,112 @@
+"""The GGUF files of the recommended models, with what they cost on this machine.
+
+Kept apart from the catalogue's own entries (resources/models_gguf.json beside
+resources/models.json) so that either list can change alone. A GGUF file is smaller on
+disk and in what a layer streamed from disk reads (its GGML blocks), but the executor
+decodes the weights it keeps in RAM or on the GPU to the compute dtype
+(engine/models/gguf_file.py), so the memory verdict is the model's own; what the variant
+changes is the download and the disk stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.planner.sizes import format_gib
+from engine.wire import GGUFVariantAdvice, ModelAdvice
+from resources import resource_path
+
+
+@dataclass(frozen=True, kw_only=True)
+class GGUFVariant:
+    model: str  # the catalogue entry's repo id
+    repo: str  # the repo holding the GGUF file
+    file: str
+    quant: str  # Q4_K_M, Q8_0, ...
+    bits_per_weight: float
+
+
+def load_gguf_variants(*, file: Path | None = None) -> tuple[GGUFVariant, ...]:
+    """Every GGUF variant; a broken list is a packaging bug, so it raises."""
+    path = file or resource_path("models_gguf.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return tuple(
+        GGUFVariant(
+            model=str(v["model"]),
+            repo=str(v["repo"]),
+            file=str(v["file"]),
+            quant=str(v["quant"]),
+            bits_per_weight=float(v["bits_per_weight"]),
+        )
+        for v in data["variants"]
+    )
+
+
+def gguf_advice(
+    *,
+    model: str,
+    params: int,
+    verdict: str,
+    installed: dict[str, Path],
+    variants: tuple[GGUFVariant, ...],
+) -> list[GGUFVariantAdvice]:
+    """The variants of catalogue model `model` (with `params` parameters and the
+    planner's `verdict` for it); `installed`: GGUF file name → local path."""
+    out = []
+    for v in variants:
+        if v.model != model:
+            continue
+        size = int(params * v.bits_per_weight / 8)
+        path = installed.get(v.file)
+        out.append(
+            GGUFVariantAdvice(
+                repo=v.repo,
+                file=v.file,
+                quant=v.quant,
+                file_bytes=size,
+                verdict=f"{verdict}; weights decoded in memory",
+                note=f"{v.quant}: about {format_gib(size)} on disk and streamed",
+                installed_path=str(path) if path else None,
+            )
+        )
+    return out
+
+
+def installed_gguf_files(*, variants: tuple[GGUFVariant, ...], hub_cache: Path) -> dict[str, Path]:
+    """GGUF files of `variants` already in the Hugging Face cache, by file name."""
+    found: dict[str, Path] = {}
+    for v in variants:
+        snapshots = hub_cache / f"models--{v.repo.replace('/', '--')}" / "snapshots"
+        if not snapshots.is_dir():
+            continue
+        for snapshot in snapshots.iterdir():
+            candidate = snapshot / v.file
+            if candidate.is_file():
+                found[v.file] = candidate
+    return found
+
+
+def with_gguf_variants(
+    models: list[ModelAdvice], *, hub_cache: Path | None = None
+) -> list[ModelAdvice]:
+    """`models` with each one's GGUF variants attached."""
+    from engine.models.resolve import hub_cache as default_hub_cache
+
+    variants = load_gguf_variants()
+    installed = installed_gguf_files(variants=variants, hub_cache=hub_cache or default_hub_cache())
+    return [
+        dataclasses.replace(
+            m,
+            gguf_variants=gguf_advice(
+                model=m.id,
+                params=m.params,
+                verdict=m.verdict,
+                installed=installed,
+                variants=variants,
+            ),
+        )
+        for m in models
+    ]

@@ -1,0 +1,51 @@
+"""The recommended models' GGUF variants: each names a catalogue model, has a size
+smaller than the model's own weights, and is found when it is in the Hugging Face cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.hardware.profile import synthetic_profile
+from engine.models.catalogue import load_catalogue, recommended
+from engine.models.catalogue_gguf import load_gguf_variants
+from engine.paths import resolve_paths
+from engine.planner import StoreSpec
+
+GIB = 2**30
+NO_GPU = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GIB)
+
+
+def test_every_variant_names_a_catalogue_model_and_a_gguf_file() -> None:
+    ids = {e.id for e in load_catalogue()}
+    variants = load_gguf_variants()
+    assert variants
+    for v in variants:
+        assert v.model in ids, v.model
+        assert v.file.lower().endswith(".gguf")
+        assert v.quant.lower().replace("_m", "") in v.file.lower().replace("_m", "")
+        assert 2 < v.bits_per_weight < 17
+
+
+def test_recommended_models_carry_gguf_sizes_and_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    variant = next(v for v in load_gguf_variants() if v.model == "Qwen/Qwen2.5-0.5B-Instruct")
+    snapshot = hub / f"models--{variant.repo.replace('/', '--')}" / "snapshots" / "abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / variant.file).write_bytes(b"GGUF")
+
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
+    result = recommended(paths=paths, chosen_model=None, store=StoreSpec.default(), hardware=NO_GPU)
+
+    by_id = {m.id: m for m in result.models}
+    qwen = by_id["Qwen/Qwen2.5-0.5B-Instruct"]
+    sizes = {v.quant: v.file_bytes for v in qwen.gguf_variants}
+    assert sizes["Q4_K_M"] < sizes["Q8_0"] < qwen.weight_bytes
+    assert all(qwen.verdict in v.verdict for v in qwen.gguf_variants)
+    installed = [v for v in qwen.gguf_variants if v.installed_path]
+    assert [v.file for v in installed] == [variant.file]
+    assert not any(v.installed_path for v in by_id["Qwen/Qwen2.5-7B-Instruct"].gguf_variants)
