@@ -46,9 +46,10 @@ def run(args: argparse.Namespace) -> int:
 def _show(p: IngestProgress) -> None:
     if not sys.stderr.isatty() or p.files_total == 0:
         return
-    current = (p.current or "")[-60:]
+    current = (p.current or "")[-50:]
     print(
-        f"\r{p.files_done}/{p.files_total} files  {p.chunks_added} chunks  {current:<60}",
+        f"\r{p.files_done}/{p.files_total} files  {p.pages_read} pages  "
+        f"{p.chunks_embedded}/{p.chunks_found} chunks embedded  {current:<50}",
         end="",
         file=sys.stderr,
         flush=True,
@@ -62,6 +63,10 @@ def _summary(p: IngestProgress) -> int:
     )
     for e in p.errors:
         print(f"  error: {e.path}: {e.reason}")
+    for n in p.notes:
+        print(f"  note: {n.path}: {n.note}")
+    if p.disk_full is not None:
+        return fail(p.message or "the disk holding the index is full")
     if p.state != "done":
         return fail(f"ingestion {p.state}: {p.message or ''}".strip())
     return 2 if p.errors else 0

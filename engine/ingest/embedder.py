@@ -9,6 +9,12 @@ spare the memory it needs, on the CPU otherwise (`choose_device`): with the
 planner's Placement, what is left of the GPU budget after the generator's
 weights, KV cache and workspace; without one, the GPU's free memory less the
 planner's safety margin. Texts are encoded in batches (`embed(batch_size=)`).
+
+Questions go first: one model runs one encode at a time, and a question's
+embedding waits only for the batch running now, never for the rest of an
+ingestion's texts. Ingestion asks with `background=True`; its texts are then
+encoded one batch per turn, and a question that arrives meanwhile takes the
+next turn (as Trinity puts a fresh question's retrieval ahead of background work).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +48,35 @@ class EmbedderInfo:
     max_tokens: int
 
 
+class PriorityGate:
+    """One holder at a time; a waiting question goes before any background turn."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextmanager
+    def turn(self, *, background: bool) -> Iterator[None]:
+        with self._cond:
+            if not background:
+                self._urgent_waiting += 1
+            try:
+                self._cond.wait_for(
+                    lambda: not self._busy and (not background or self._urgent_waiting == 0)
+                )
+            finally:
+                if not background:
+                    self._urgent_waiting -= 1
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 def _locate(model: str) -> str:
     if model == DEFAULT_EMBEDDER:
         try:
@@ -55,7 +92,7 @@ def _locate(model: str) -> str:
 
 class Embedder:
     """Thread-safe wrapper: torch releases the GIL, but one model instance
-    must not run two encode() calls at once."""
+    must not run two encode() calls at once; `PriorityGate` orders them."""
 
     def __init__(
         self, *, model: str = DEFAULT_EMBEDDER, device: str | None = None, placement: Any = None
@@ -70,7 +107,7 @@ class Embedder:
             self._model = SentenceTransformer(location, device=self.device)
         except Exception as e:  # the library raises many types; one clear error out
             raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
-        self._lock = threading.Lock()
+        self._gate = PriorityGate()
         dim = self._model.get_embedding_dimension()
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
@@ -80,18 +117,30 @@ class Embedder:
     def tokenizer(self) -> Any:
         return self._model.tokenizer
 
-    def embed(self, texts: list[str], *, batch_size: int = DEFAULT_BATCH) -> np.ndarray:
-        """L2-normalised float32 rows, one per text."""
+    def embed(
+        self, texts: list[str], *, batch_size: int = DEFAULT_BATCH, background: bool = False
+    ) -> np.ndarray:
+        """L2-normalised float32 rows, one per text. `background` (ingestion):
+        one batch per turn, so that a question waits at most one batch."""
         if not texts:
             return np.zeros((0, self.info.dimension), dtype=np.float32)
-        with self._lock:
-            vectors = self._model.encode(
-                texts,
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        if not background:
+            with self._gate.turn(background=False):
+                return self._encode(texts, batch_size=batch_size)
+        parts = []
+        for start in range(0, len(texts), batch_size):
+            with self._gate.turn(background=True):
+                parts.append(self._encode(texts[start : start + batch_size], batch_size=batch_size))
+        return np.concatenate(parts)
+
+    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        vectors = self._model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vectors, dtype=np.float32)
 
 
