@@ -320,7 +320,7 @@ def disk_full_text(report: DiskFull) -> str:
     """The sentence the CLI and the window show for a job stopped on a full disk."""
     return (
         f"The disk at {report.mount} is full (it holds the index, {report.folder}). "
-        f"{_files(report.files_in)} in the index; {_files(report.files_not_read)} not read. "
+        f"{_files(report.files_in)} in the index; {_not_read(report.files_not_read)}. "
         "Nothing was lost: what is in stays whole, "
         "and the rest is read when there is room (free some space, then add the folder "
         "again or restart RAGDoll)."
@@ -329,3 +329,7 @@ def disk_full_text(report: DiskFull) -> str:
 
 def _files(n: int) -> str:
     return f"{n} file{'' if n == 1 else 's'} {'is' if n == 1 else 'are'}"
+
+
+def _not_read(n: int) -> str:
+    return f"{n} {'was' if n == 1 else 'were'} not read"
