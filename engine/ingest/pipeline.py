@@ -22,7 +22,7 @@ from pathlib import Path
 from engine.errors import ParseError
 from engine.ingest.discovery import IgnoreRules, discover
 from engine.ingest.embedder import DEFAULT_BATCH, Embedder
-from engine.ingest.fspath import from_store
+from engine.ingest.fspath import from_store, to_store
 from engine.ingest.indexer import (
     CHANGED_WHILE_READ,
     ChunkingParams,
@@ -45,6 +45,7 @@ from engine.wire import FileError, FileNote
 EMBED_BATCH_CHUNKS = DEFAULT_BATCH  # one embedding call: a question waits at most this
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
+PUBLISH_EVERY_S = 0.1  # progress reaches readers at most this often (errors and notes at once)
 COMMIT_FILES_ENV = "RAGDOLL_INGEST_COMMIT_FILES"  # tests and benchmarks: smaller groups
 
 
@@ -98,6 +99,7 @@ class JobRun:
         self._partial = 0.0  # bytes of the group's files, credited as they are embedded
         self._pace = Pace(total_bytes=0)
         self._groups = 0
+        self._published = 0.0
         self._attempts: dict[Path, int] = {}
         self.changed_store = False
 
@@ -180,8 +182,10 @@ class JobRun:
             if inflight is not None:
                 self.ctx.sandbox.abort()  # the file in the child's hands is not wanted
             self._commit_embedded(journal=journal)
+            self._tick(force=True)
             return "cancelled"
         self._commit(journal=journal)
+        self._tick(force=True)
         return "done"
 
     def _next_parse(self, *, todo: deque[Path], journal: Journal) -> ToParse | None:
@@ -205,7 +209,7 @@ class JobRun:
         if not self.ctx.paused():
             return False
         self._commit(journal=journal)
-        self._tick()
+        self._tick(force=True)
         paused_at = time.monotonic()
         stop = self.ctx.checkpoint()
         self._since += time.monotonic() - paused_at  # paused time is not working time
@@ -333,13 +337,18 @@ class JobRun:
     def _chunk_rate(self) -> float:
         return self.embedded / self.active_s if self.active_s > 0 else 0.0
 
-    def _tick(self, **changes: object) -> None:
+    def _tick(self, *, force: bool = False, **changes: object) -> None:
         now = time.monotonic()
         dt = now - self._since
         self.active_s += dt
         self._since = now
         done_bytes = self._credited + self._partial
         self._pace.advance(done_bytes=done_bytes, dt=dt)
+        # A rescan skips thousands of files a second: readers need a few
+        # updates a second, not one per file (the job's end forces the last).
+        if not (force or changes) and now - self._published < PUBLISH_EVERY_S:
+            return
+        self._published = now
         rate = self.done / self.active_s if self.active_s > 0 else 0.0
         eta = self._pace.eta_s
         self.job.update(  # type: ignore[attr-defined]
@@ -361,13 +370,18 @@ class JobRun:
 
     def _forget(self, *, journal: Journal, under: list[Path], present: set[Path]) -> None:
         """Documents under `under` whose file is gone lose their chunks (a
-        deleted file, the old name of a renamed one)."""
+        deleted file, the old name of a renamed one). Compared as the store's
+        strings: a rescan of 20,000 files must not build 20,000 Paths to find none."""
         if not under:
             return
+        present_keys = {to_store(p) for p in present}
+        roots = [to_store(u) for u in under]
+        prefixes = tuple(r if r.endswith(os.sep) else r + os.sep for r in roots)
         for doc in journal.documents():
-            path = from_store(doc.path)
-            if path in present or not any(path == u or path.is_relative_to(u) for u in under):
+            key = doc.path
+            if key in present_keys or not (key in roots or key.startswith(prefixes)):
                 continue
+            path = from_store(key)
             if not path.exists():
                 self.ctx.store.remove_document(doc_id=doc.doc_id)
                 journal.forget(path=doc.path)

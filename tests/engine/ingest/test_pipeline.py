@@ -1,22 +1,21 @@
 """An ingestion job's pipeline with the real store, parsing child and chunker,
-and a fake embedder (the real tokenizer; vectors from a hash, each embedding
-call taking `batch_s`): questions go first, progress counts pages and chunks,
+and a fake embedder (the real gate, batching and tokenizer; vectors from a hash,
+each embedding call taking `batch_s`): questions go first, progress counts pages and chunks,
 files commit in groups, and a crash or a full disk mid-group loses nothing."""
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from engine.bench.ingest_many import StandInEmbedder as FakeEmbedder
 from engine.ingest import pipeline
-from engine.ingest.embedder import Embedder, PriorityGate
+from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.pipeline import CommitPolicy
@@ -27,25 +26,6 @@ from engine.wire import IngestProgress
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 NOTED = "tests.support.hostile_parsers:parse"
-
-
-class FakeEmbedder(Embedder):
-    """The real Embedder's gate and batching and its tokenizer; a fake encode."""
-
-    def __init__(self, *, real: Embedder, batch_s: float = 0.0) -> None:
-        self._gate = PriorityGate()
-        self._model = real._model  # the tokenizer: chunks are cut as in the product
-        self.info = real.info
-        self.batch_s = batch_s
-
-    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
-        time.sleep(self.batch_s)
-        rows = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(self.info.dimension)
-            rows.append(v / np.linalg.norm(v))
-        return np.asarray(rows, dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
