@@ -21,6 +21,7 @@ import hashlib
 import os
 import shutil
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,16 @@ class StandInEmbedder(Embedder):
         self._gate = PriorityGate()
         self._model = real._model  # the tokenizer: chunks are cut as in the product
         self.info = real.info
+        self._beside_lock = threading.Lock()
+        self._beside_ok = True
         self.batch_s = batch_s
 
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         if self.batch_s:
             time.sleep(self.batch_s)
+        return self._encode_beside(texts, batch_size=batch_size)
+
+    def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         rows = []
         for text in texts:
             seed = int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "little")

@@ -89,13 +89,20 @@ class _SlowEmbedder(Embedder):
 
     def __init__(self, *, batch_s: float) -> None:
         self._gate = PriorityGate()
+        self._beside_lock = threading.Lock()
+        self._beside_ok = True
         self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
         self.batch_s = batch_s
         self.calls: list[int] = []
+        self.beside: list[int] = []
 
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         self.calls.append(len(texts))
         time.sleep(self.batch_s)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.beside.append(len(texts))
         return np.ones((len(texts), 4), dtype=np.float32)
 
 
@@ -106,24 +113,31 @@ def test_background_texts_are_encoded_one_batch_per_call() -> None:
     assert slow.calls == [32, 32, 6]
 
 
-def test_a_question_waits_at_most_one_background_batch() -> None:
-    slow = _SlowEmbedder(batch_s=0.2)
-    texts = [f"chunk {i}" for i in range(32 * 20)]  # 20 batches: 4 s of background work
+def test_a_question_does_not_wait_for_the_background_batch_running() -> None:
+    slow = _SlowEmbedder(batch_s=1.0)
+    texts = [f"chunk {i}" for i in range(32 * 4)]  # 4 batches: 4 s of background work
     worker = threading.Thread(target=lambda: slow.embed(texts, background=True))
     worker.start()
     try:
-        time.sleep(0.5)
+        time.sleep(0.3)  # the first batch runs
         started = time.perf_counter()
         slow.embed(["what does the manual say about the valve?"])
         waited = time.perf_counter() - started
-        assert waited < 0.2 * 2 + 0.15  # the batch running, then its own
+        assert waited < 0.5, f"the question waited {waited:.2f} s"
+        assert slow.beside == [1], "it was encoded beside the batch"
         assert worker.is_alive(), "the background work goes on after the question"
     finally:
         worker.join()
-    assert sum(slow.calls) == len(texts) + 1
+    assert slow.calls == [32, 32, 32, 32]
 
 
-def test_questions_arriving_together_all_go_before_the_background() -> None:
+def test_a_question_idle_goes_through_the_gate_as_usual() -> None:
+    slow = _SlowEmbedder(batch_s=0.0)
+    slow.embed(["a question"])
+    assert slow.calls == [1] and slow.beside == []
+
+
+def test_questions_waiting_for_the_gate_all_go_before_the_background() -> None:
     gate = PriorityGate()
     order: list[str] = []
     with gate.turn(background=True):
@@ -142,3 +156,12 @@ def test_questions_arriving_together_all_go_before_the_background() -> None:
 def _take(gate: PriorityGate, order: list[str], name: str, background: bool) -> None:
     with gate.turn(background=background):
         order.append(name)
+
+
+def test_the_path_beside_gives_the_vectors_encode_gives() -> None:
+    embedder = Embedder()
+    texts = ["How are maintainer scripts installed?", "git bisect skip", "x " * 400]
+    plain = embedder.embed(texts)
+    beside = embedder._encode_beside(texts, batch_size=2)
+    assert beside.shape == plain.shape
+    assert float(np.min(np.sum(plain * beside, axis=1))) > 0.9999

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from engine.ingest.pace import WARM_UP_S, Pace
 
 
@@ -39,6 +41,6 @@ def test_a_mixed_folder_does_not_swing_the_eta_tenfold() -> None:
     steps += [(1.0, 2_000.0)] * 30
     pace = Pace(total_bytes=2_000_000)
     etas = _run(pace, steps)
-    worst = max(max(a, b) / min(a, b) for a, b in zip(etas, etas[1:], strict=False))
+    worst = max(max(a, b) / min(a, b) for a, b in itertools.pairwise(etas))
     assert worst < 1.5, f"the ETA jumped by {worst:.1f}x between two updates"
     assert max(etas) / min(etas) < 10
