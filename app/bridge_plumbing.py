@@ -1,77 +1,62 @@
-"""What the engine bridge stands on: the client calls it makes (a Protocol, so tests can
-hand in a fake), the default connection, error wording, and the one door from worker
-threads into Qt."""
+"""What the engine bridge stands on: the engine op (one call as background work),
+the default connection, error wording, and the one door from worker threads into Qt.
+
+The bridge calls `engine.client.EngineClient` itself; tests hand in a subclass
+(tests/app/fake_client.py), so the client's API is written down once."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from app.door import Door
 from app.qt_compat import emit
-from engine.client import AskEvent, EngineClient
+from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
-from engine.wire import (
-    DocumentInfo,
-    EngineSettings,
-    EngineStatus,
-    FileError,
-    FolderAdded,
-    HardwareInfo,
-    IngestProgress,
-    IngestQueueState,
-    ModelDownload,
-    Priority,
-    ProfilingStatus,
-    RecommendedModels,
-    ServerSettings,
-    SourceView,
-    WatchedFolder,
-)
+
+T = TypeVar("T")
+
+ClientFactory = Callable[[], EngineClient]
+# In a worker: hand a step of progress to the GUI thread. False once nobody
+# listens any more (the window closed): a long call should stop then.
+Report = Callable[[Any], bool]
 
 
-class EngineClientLike(Protocol):
-    """What the GUI needs of EngineClient; tests pass a fake with these methods."""
-
-    def status(self) -> EngineStatus: ...
-    def settings(self) -> EngineSettings: ...
-    def set_model(self, *, model: str | None) -> EngineSettings: ...
-    def documents(self) -> list[DocumentInfo]: ...
-    def errors(self) -> list[FileError]: ...
-    def source(self, *, chunk_id: str) -> SourceView: ...
-    def hardware(self) -> HardwareInfo: ...
-    def ingest(self, *, paths: list[str]) -> IngestProgress: ...
-    def ingest_progress(self, *, job_id: str) -> IngestProgress: ...
-    def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]: ...
-    def ingest_queue(self) -> IngestQueueState: ...
-    def cancel_ingest(self, *, job_id: str) -> IngestProgress: ...
-    def pause_ingest(self) -> IngestQueueState: ...
-    def resume_ingest(self) -> IngestQueueState: ...
-    def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]: ...
-    def shutdown(self) -> None: ...
-    def alive(self, *, timeout_s: float = 5.0) -> bool: ...
-    def skip_profiling(self) -> ProfilingStatus: ...
-    def folders(self) -> list[WatchedFolder]: ...
-    def add_folder(
-        self, *, path: str, collection: str = "default", ingest: bool = True
-    ) -> FolderAdded: ...
-    def remove_folder(self, *, path: str) -> WatchedFolder: ...
-    def server_settings(self) -> ServerSettings: ...
-    def set_server_settings(
-        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
-    ) -> ServerSettings: ...
-    def recommended_models(self) -> RecommendedModels: ...
-    def download_model(self, *, repo_id: str) -> ModelDownload: ...
-    def download_progress(self, *, download_id: str) -> ModelDownload: ...
-    def cancel_download(self, *, download_id: str) -> ModelDownload: ...
+def _ignore(_value: object) -> None:
+    return None
 
 
-ClientFactory = Callable[[], EngineClientLike]
+@dataclass(frozen=True, kw_only=True)
+class EngineOp(Generic[T]):
+    """One engine call as background work, in the shape of Anki's QueryOp
+    (qt/aqt/operations): `call(client)` runs in a worker; then, on the GUI thread,
+    `success(result)`, or `failure(error)`. Without `failure` the bridge reports
+    the error as `sig_error(what, message)`: failures are never swallowed.
+
+    A call that takes long and has steps to show is a `follow(client, report)`
+    instead: each `report(value)` reaches `progress(value)` on the GUI thread."""
+
+    what: str  # what is being done, in words: the headline of its failure
+    call: Callable[[EngineClient], T] | None = None
+    follow: Callable[[EngineClient, Report], T] | None = None
+    success: Callable[[T], object] = _ignore
+    failure: Callable[[BaseException], object] | None = None
+    progress: Callable[[Any], object] = _ignore
+
+    def __post_init__(self) -> None:
+        if (self.call is None) == (self.follow is None):
+            raise ValueError("an EngineOp has either a call or a follow")
+
+    def run(self, *, client: EngineClient, report: Report) -> T:
+        """In the worker."""
+        if self.follow is not None:
+            return self.follow(client, report)
+        assert self.call is not None
+        return self.call(client)
 
 
 def connect_default() -> EngineClient:
@@ -93,41 +78,38 @@ class MainThreadInvoker(QObject):
     """Runs closures on the thread this object lives in (the GUI thread).
 
     A signal emitted from a worker thread to a receiver in the GUI thread is
-    queued by Qt, which is the whole trick: workers never touch widgets."""
+    queued by Qt, which is the whole trick: workers never touch widgets. Posting
+    goes through a Door, shut for good on `close` or when the invoker is destroyed,
+    so that no worker emits on a deleted object."""
 
     sig_call = Signal(object)
 
     def __init__(self, *, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.door = Door()
+        # A plain object's method: Qt does not call back into one being destroyed.
+        self.destroyed.connect(self.door.close)
         self.sig_call.connect(self._run)
+
+    @property
+    def closed(self) -> bool:
+        return not self.door.is_open
+
+    def post(self, fn: Callable[[], None]) -> bool:
+        """Run `fn` on the GUI thread soon; False (and nothing runs) once closed."""
+        posted = False
+
+        def send() -> None:
+            nonlocal posted
+            emit(self.sig_call, fn)
+            posted = True
+
+        self.door.call(send)
+        return posted
+
+    def close(self) -> None:
+        self.door.close()
 
     @Slot(object)
     def _run(self, fn: Callable[[], None]) -> None:
         fn()
-
-
-class Gate:
-    """The one door from worker threads into Qt, shut for good on close.
-
-    Without the lock a worker could pass the "still open?" check, the window
-    could close and delete the invoker, and the worker would then emit on a
-    dead object (a crash, not an exception). Emitting a queued signal only
-    posts an event, so holding the lock across it costs nothing."""
-
-    def __init__(self, *, invoker: MainThreadInvoker) -> None:
-        self._invoker = invoker
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
-    def post(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if not self._closed.is_set():
-                emit(self._invoker.sig_call, fn)
-
-    def close(self, *_: object) -> None:
-        with self._lock:
-            self._closed.set()

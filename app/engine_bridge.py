@@ -1,13 +1,16 @@
 """The GUI's one facade onto the engine.
 
 Every EngineClient call blocks (HTTP on loopback, sometimes seconds: loading a
-model, a first ask), so none runs on the GUI thread. Each call runs in a daemon
-thread and reports back by a `sig_*` signal that Qt delivers on the GUI thread.
-Daemon threads rather than a QThreadPool: a stream stuck in a read must never
-keep the app from quitting, and QThreadPool waits for its runnables on exit.
+model, a first ask), so none runs on the GUI thread. A call is an EngineOp
+(app/bridge_plumbing.py, Anki's QueryOp shape): `run(op)` runs it in a daemon
+thread, then its success or failure runs on the GUI thread. Daemon threads
+rather than a QThreadPool: a stream stuck in a read must never keep the app from
+quitting, and QThreadPool waits for its runnables on exit. What the whole window
+follows (the connection, the status, the library, ingestion jobs) the bridge
+announces with `sig_*` signals; an answer is fed into its AnswerStream (`ask`).
 
-Failures are never swallowed: a worker logs the traceback and emits `sig_error`
-with a message a person can read.
+Failures are never swallowed: a worker logs the traceback and the op's failure
+runs, or `sig_error` with a message a person can read.
 
 The bridge also keeps the engine alive: it probes it every few seconds, and when
 the engine has died (a crash, kill -9) it says so (`sig_engine_lost`), starts a
@@ -17,7 +20,6 @@ nothing indexed is lost; an answer being streamed fails and can be asked again.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -29,36 +31,35 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.batch.runner import BatchResult, BatchRun
 from app.bridge_plumbing import (
     ClientFactory,
-    EngineClientLike,
-    Gate,
+    EngineOp,
     MainThreadInvoker,
     connect_default,
     describe_error,
 )
+from app.chat.answer_stream import AnswerStream
 from app.qt_compat import emit, emit_drops_a_reference
-from engine.client import AskEvent, grant_folders
+from engine.client import EngineClient, grant_folders
 from engine.errors import EngineUnavailableError
 from engine.wire import (
+    FINAL_STATES,
+    AnswerEvent,
     EngineSettings,
     EngineStatus,
     IngestProgress,
     IngestQueueState,
-    ModelDownload,
     ServerSettings,
-    WatchedFolder,
+    ends_answer,
 )
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-FINAL_JOB_STATES = frozenset({"done", "cancelled", "failed"})
 HEALTH_INTERVAL_MS = 2000
 # More deaths than this within the window: something is wrong that a restart
 # does not fix (a broken install); stop trying and say so.
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 120.0
-DOWNLOAD_POLL_S = 0.5
 # Jobs the engine starts on its own (a watched folder changed, the rescan at
 # start): the window follows them too, found by the health probe.
 ENGINE_ORIGINS = frozenset({"watcher", "rescan"})
@@ -76,17 +77,8 @@ class EngineBridge(QObject):
     sig_ingest_progress = Signal(object)  # IngestProgress
     sig_ingest_finished = Signal(object)  # IngestProgress, in a final state
     sig_ingest_paused = Signal(bool)  # whether the engine's ingestion queue is paused
-    sig_cancel_failed = Signal(str)
+    sig_ingest_not_started = Signal()  # adding documents failed before its job ran
     sig_folders = Signal(object)  # list[WatchedFolder]
-    sig_folder_removed = Signal(object)  # WatchedFolder
-    sig_folder_remove_failed = Signal(str, str)  # the folder's path, why
-    sig_ask_citations = Signal(int, object)  # request id, list[Citation]
-    sig_ask_token = Signal(int, str)
-    sig_ask_done = Signal(int, object)  # request id, AnswerDone
-    sig_ask_failed = Signal(int, str)
-    sig_source = Signal(object)  # SourceView
-    sig_hardware = Signal(object)  # HardwareInfo
-    sig_hardware_failed = Signal(str)
     sig_model_busy = Signal(bool)
     sig_model_changed = Signal(object)  # EngineSettings
     sig_model_failed = Signal(str)
@@ -94,10 +86,6 @@ class EngineBridge(QObject):
     sig_engine_lost = Signal(str)  # the engine died; a new one is being started
     sig_engine_restarted = Signal(object)  # EngineStatus of the new engine
     sig_keep_running = Signal(bool)  # whether quitting leaves the engine running
-    sig_recommended_models = Signal(object)  # RecommendedModels
-    sig_recommended_failed = Signal(str)
-    sig_download_progress = Signal(object)  # ModelDownload, the last one in a final state
-    sig_download_failed = Signal(str, str)  # repo id, why
 
     def __init__(
         self,
@@ -108,7 +96,7 @@ class EngineBridge(QObject):
     ) -> None:
         super().__init__(parent)
         self._client_factory = client_factory
-        self._client: EngineClientLike | None = None
+        self._client: EngineClient | None = None
         self._started_engine = False
         self._connecting = False
         self._keep_running = False
@@ -119,12 +107,10 @@ class EngineBridge(QObject):
         self._health.setInterval(health_interval_ms)
         self._health.timeout.connect(self._probe)
         emit_drops_a_reference()  # probe on the GUI thread, before any worker emits
-        self._gate = Gate(invoker=MainThreadInvoker(parent=self))
-        # Shut the gate even if the bridge is deleted without close().
-        self.destroyed.connect(self._gate.close)
-        self._post = self._gate.post
-        self._ask_ids = itertools.count(1)
-        self._ask_stops: dict[int, threading.Event] = {}
+        self._invoker = MainThreadInvoker(parent=self)
+        # Shut the door even if the bridge is deleted without close().
+        self.destroyed.connect(self._invoker.door.close)
+        self._post = self._invoker.post
         self._followed: set[str] = set()  # engine-started jobs already followed
         self._queue_paused: bool | None = None
         self._counts: tuple[int, int] | None = None  # documents, chunks at the last status
@@ -152,44 +138,48 @@ class EngineBridge(QObject):
     def _spawn(self, *, name: str, target: Callable[[], None]) -> None:
         threading.Thread(target=target, name=f"ragdoll-gui-{name}", daemon=True).start()
 
+    def run(self, op: EngineOp[T]) -> bool:
+        """Run `op` in a worker (see EngineOp). False, with the failure reported at
+        once, when the engine is not connected."""
+        client = self._client
+        if client is None:
+            if op.failure is None:
+                emit(self.sig_error, op.what, "The engine is not connected yet.")
+            else:
+                op.failure(EngineUnavailableError("the engine is not connected yet"))
+            return False
+
+        def report(value: object) -> bool:
+            return self._post(lambda: op.progress(value))
+
+        def work() -> None:
+            try:
+                value = op.run(client=client, report=report)
+            except Exception as e:
+                log.exception("engine call failed: %s", op.what)
+                self._post(lambda err=e: self._fail(op=op, error=err))
+                return
+            self._post(lambda: op.success(value))
+
+        self._spawn(name=op.what, target=work)
+        return True
+
     def _submit(
         self,
         *,
         what: str,
-        call: Callable[[EngineClientLike], T],
-        on_result: Callable[[T], None],
-        on_error: Callable[[BaseException], None] | None = None,
+        call: Callable[[EngineClient], T],
+        on_result: Callable[[T], object],
+        on_error: Callable[[BaseException], object] | None = None,
     ) -> bool:
-        """Run `call(client)` in a worker; `on_result` or `on_error` run on the GUI thread.
-        Without `on_error`, a failure is reported as `sig_error(what, message)`."""
-        client = self._client
-        if client is None:
-            emit(self.sig_error, what, "The engine is not connected yet.")
-            return False
+        """The bridge's own shorthand for `run(EngineOp(...))`."""
+        return self.run(EngineOp(what=what, call=call, success=on_result, failure=on_error))
 
-        def work() -> None:
-            try:
-                value = call(client)
-            except Exception as e:
-                log.exception("engine call failed: %s", what)
-                self._post(lambda err=e: self._fail(what=what, error=err, on_error=on_error))
-                return
-            self._post(lambda: on_result(value))
-
-        self._spawn(name=what, target=work)
-        return True
-
-    def _fail(
-        self,
-        *,
-        what: str,
-        error: BaseException,
-        on_error: Callable[[BaseException], None] | None,
-    ) -> None:
-        if on_error is not None:
-            on_error(error)
+    def _fail(self, *, op: EngineOp[T], error: BaseException) -> None:
+        if op.failure is not None:
+            op.failure(error)
         else:
-            emit(self.sig_error, what, describe_error(error=error))
+            emit(self.sig_error, op.what, describe_error(error=error))
 
     # -- connection -------------------------------------------------------------
 
@@ -213,12 +203,12 @@ class EngineBridge(QObject):
 
         self._spawn(name="connect", target=work)
 
-    def _connect_done(self, *, client: EngineClientLike, status: EngineStatus) -> None:
+    def _connect_done(self, *, client: EngineClient, status: EngineStatus) -> None:
         self._connecting = False
         self._client = client
         # Only an engine this window started is stopped when it closes: one the
         # CLI or another window started must outlive us.
-        self._started_engine = bool(getattr(client, "started_here", False))
+        self._started_engine = client.started_here
         restarted, self._restarting = self._restarting, False
         emit(self.sig_connected, status)
         if restarted:
@@ -239,7 +229,7 @@ class EngineBridge(QObject):
     def _probe(self) -> None:
         """Is the engine still there? Runs off the GUI thread; one probe at a time."""
         client = self._client
-        if client is None or self._probing or self._gate.closed:
+        if client is None or self._probing or self._invoker.closed:
             return
         self._probing = True
 
@@ -261,7 +251,7 @@ class EngineBridge(QObject):
     def _probed(
         self,
         *,
-        client: EngineClientLike,
+        client: EngineClient,
         alive: bool,
         queue: IngestQueueState | None = None,
         status: EngineStatus | None = None,
@@ -310,9 +300,7 @@ class EngineBridge(QObject):
         self._health.stop()
         client, self._client = self._client, None
         if client is not None:
-            close = getattr(client, "close", None)
-            if close is not None:
-                self._spawn(name="close", target=close)
+            self._spawn(name="close", target=client.close)
         now = time.monotonic()
         self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S] + [now]
         if len(self._restarts) > MAX_RESTARTS:
@@ -385,22 +373,6 @@ class EngineBridge(QObject):
             on_result=lambda value: emit(self.sig_file_errors, value),
         )
 
-    def open_source(self, *, chunk_id: str) -> None:
-        self._submit(
-            what="Opening the source",
-            call=lambda c: c.source(chunk_id=chunk_id),
-            on_result=lambda value: emit(self.sig_source, value),
-        )
-
-    def refresh_hardware(self) -> None:
-        """Profile, placement and fit; the engine's first answer measures the disk (seconds)."""
-        self._submit(
-            what="Reading the hardware profile",
-            call=lambda c: c.hardware(),
-            on_result=lambda value: emit(self.sig_hardware, value),
-            on_error=lambda e: emit(self.sig_hardware_failed, describe_error(error=e)),
-        )
-
     def set_model(self, *, model: str | None) -> None:
         """Switch the answer model; loading one can take many seconds."""
 
@@ -426,39 +398,53 @@ class EngineBridge(QObject):
     def ingest(self, *, paths: list[str]) -> None:
         """Queue files or folders and follow the job's progress to its end."""
 
-        def follow(client: EngineClientLike) -> IngestProgress:
+        def follow(client: EngineClient) -> IngestProgress:
             # The folders the person picked become watched folders: the engine
             # reads nothing outside them.
             grant_folders(client=client, paths=paths)
             return self._follow(client=client, last=client.ingest(paths=paths))
 
-        self._submit(what="Adding documents", call=follow, on_result=self._job_finished)
+        self._submit(
+            what="Adding documents",
+            call=follow,
+            on_result=self._job_finished,
+            on_error=lambda e: self._not_started(what="Adding documents", error=e),
+        )
 
     def add_folder(self, *, path: str, collection: str) -> None:
         """Watch a folder in a collection and index it, following the job to its end."""
 
-        def follow(client: EngineClientLike) -> IngestProgress:
+        def follow(client: EngineClient) -> IngestProgress:
             added = client.add_folder(path=path, collection=collection, ingest=True)
             self._post(self.refresh_library)
             if added.job is None:  # an older engine: ingest it as any folder
                 return self._follow(client=client, last=client.ingest(paths=[path]))
             return self._follow(client=client, last=added.job)
 
-        self._submit(what="Adding the folder", call=follow, on_result=self._job_finished)
+        self._submit(
+            what="Adding the folder",
+            call=follow,
+            on_result=self._job_finished,
+            on_error=lambda e: self._not_started(what="Adding the folder", error=e),
+        )
 
-    def _follow(self, *, client: EngineClientLike, last: IngestProgress) -> IngestProgress:
+    def _not_started(self, *, what: str, error: BaseException) -> None:
+        emit(self.sig_ingest_not_started)
+        emit(self.sig_error, what, describe_error(error=error))
+
+    def _follow(self, *, client: EngineClient, last: IngestProgress) -> IngestProgress:
         """In a worker: report a job's progress until it ends; returns its last state."""
         self._post(lambda: emit(self.sig_ingest_progress, last))
-        if last.state in FINAL_JOB_STATES:
+        if last.state in FINAL_STATES:
             return last
         for progress in client.ingest_events(job_id=last.job_id):
-            if self._gate.closed:
+            if self._invoker.closed:
                 break
             last = progress
             self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
-            if progress.state in FINAL_JOB_STATES:
+            if progress.state in FINAL_STATES:
                 break
-        if last.state not in FINAL_JOB_STATES and not self._gate.closed:
+        if last.state not in FINAL_STATES and not self._invoker.closed:
             # The event stream ended early (say, a proxy cut it): ask once.
             last = client.ingest_progress(job_id=last.job_id)
         return last
@@ -467,15 +453,6 @@ class EngineBridge(QObject):
         emit(self.sig_ingest_finished, progress)
         self.refresh_library()
         self.refresh_status()
-
-    def cancel_ingest(self, *, job_id: str) -> None:
-        """Ask the engine to stop a job; the job's own stream reports the end."""
-        self._submit(
-            what="Cancelling",
-            call=lambda c: c.cancel_ingest(job_id=job_id),
-            on_result=lambda value: emit(self.sig_ingest_progress, value),
-            on_error=lambda e: emit(self.sig_cancel_failed, describe_error(error=e)),
-        )
 
     def pause_ingest(self) -> None:
         """Pause all ingestion after the file at hand (watched folders too)."""
@@ -495,39 +472,20 @@ class EngineBridge(QObject):
     def _queue_state(self, state: IngestQueueState) -> None:
         emit(self.sig_ingest_paused, state.paused)
 
-    # -- watched folders ----------------------------------------------------------
-
-    def remove_folder(self, *, path: str) -> None:
-        """Stop watching a folder: its chunks leave the index; its files are untouched."""
-
-        def removed(folder: WatchedFolder) -> None:
-            emit(self.sig_folder_removed, folder)
-            self.refresh_library()
-            self.refresh_status()
-
-        self._submit(
-            what="Removing the folder",
-            call=lambda c: c.remove_folder(path=path),
-            on_result=removed,
-            on_error=lambda e: emit(self.sig_folder_remove_failed, path, describe_error(error=e)),
-        )
-
     # -- asking -------------------------------------------------------------------
 
-    def ask(self, *, question: str, k: int = 5) -> int:
-        """Stream an answer; returns the request id its signals carry (0 if not sent)."""
-        request_id = next(self._ask_ids)
-        stop = threading.Event()
-        self._ask_stops[request_id] = stop
+    def ask(self, *, stream: AnswerStream) -> bool:
+        """Feed the engine's answer to `stream.question` into `stream`, until it ends
+        or is stopped (`stream.cancel`). False, the stream failed, when not sent."""
 
-        def stream(client: EngineClientLike) -> None:
-            events = client.ask_stream(question=question, k=k)
+        def read(client: EngineClient) -> None:
+            events = client.ask_stream(question=stream.question, k=stream.k)
             try:
                 for event in events:
-                    if stop.is_set() or self._gate.closed:
+                    if stream.cancel.is_set() or self._invoker.closed:
                         return
-                    self._post(lambda ev=event: self._deliver(request_id=request_id, event=ev))
-                    if event.done is not None or event.error is not None:
+                    self._post(lambda ev=event: stream.deliver(ev))
+                    if ends_answer(event):
                         return
             finally:
                 # Closing the generator closes the HTTP stream, so the engine
@@ -535,47 +493,18 @@ class EngineBridge(QObject):
                 close = getattr(events, "close", None)
                 if close is not None:
                     close()
-            self._post(
-                lambda: emit(
-                    self.sig_ask_failed, request_id, "The answer stream ended without a result."
-                )
-            )
+            self._post(lambda: stream.fail(message="The answer stream ended without a result."))
 
         def failed(error: BaseException) -> None:
-            self._ask_stops.pop(request_id, None)
-            if not stop.is_set():
-                emit(self.sig_ask_failed, request_id, describe_error(error=error))
+            stream.fail(message=describe_error(error=error))  # nothing, once stopped
             if isinstance(error, EngineUnavailableError):
                 self._probe()  # the engine may have died: find out now
 
-        sent = self._submit(
-            what="Asking",
-            call=stream,
-            on_result=lambda _none: self._ask_stops.pop(request_id, None),
-            on_error=failed,
-        )
-        return request_id if sent else 0
-
-    def stop_ask(self, *, request_id: int) -> None:
-        """Stop reading an answer; later events of that request are dropped."""
-        stop = self._ask_stops.pop(request_id, None)
-        if stop is not None:
-            stop.set()
-
-    def _deliver(self, *, request_id: int, event: AskEvent) -> None:
-        stop = self._ask_stops.get(request_id)
-        if stop is None or stop.is_set():
-            return
-        if event.citations is not None:
-            emit(self.sig_ask_citations, request_id, event.citations)
-        elif event.token is not None:
-            emit(self.sig_ask_token, request_id, event.token)
-        elif event.done is not None:
-            self._ask_stops.pop(request_id, None)
-            emit(self.sig_ask_done, request_id, event.done)
-        elif event.error is not None:
-            self._ask_stops.pop(request_id, None)
-            emit(self.sig_ask_failed, request_id, event.error)
+        if self._client is None:
+            emit(self.sig_error, "Asking", "The engine is not connected yet.")
+            stream.fail(message="the engine is not connected")
+            return False
+        return self._submit(what="Asking", call=read, on_result=lambda _none: None, on_error=failed)
 
     # -- batch questions --------------------------------------------------------------
 
@@ -594,10 +523,10 @@ class EngineBridge(QObject):
         client = self._client
         if client is None:
             return None
-        gate = self._gate
+        invoker = self._invoker
 
-        def ask(question: str) -> Iterator[AskEvent]:
-            if gate.closed:  # the window closed: send nothing more
+        def ask(question: str) -> Iterator[AnswerEvent]:
+            if invoker.closed:  # the window closed: send nothing more
                 run.cancel()
                 raise EngineUnavailableError("the window was closed")
             return client.ask_stream(question=question, k=k, priority="background")
@@ -608,7 +537,7 @@ class EngineBridge(QObject):
             on_result=lambda result, n: self._post(lambda: on_result(result, n)),
         )
 
-        def answer_all(_client: EngineClientLike) -> list[BatchResult]:
+        def answer_all(_client: EngineClient) -> list[BatchResult]:
             run.start().wait()
             return run.results()
 
@@ -629,11 +558,9 @@ class EngineBridge(QObject):
         Waits at most `shutdown_timeout_s` for the engine to acknowledge: the
         window is already hidden, and quitting must not hang on an engine that
         does not answer."""
-        self._gate.close()
+        # Every answer's reader sees the door shut and closes its stream.
+        self._invoker.close()
         self._health.stop()
-        for stop in self._ask_stops.values():
-            stop.set()
-        self._ask_stops.clear()
         client, self._client = self._client, None
         if client is None:
             return
@@ -647,48 +574,8 @@ class EngineBridge(QObject):
             except Exception:
                 log.exception("the engine did not acknowledge the shutdown")
             finally:
-                close = getattr(client, "close", None)
-                if close is not None:
-                    close()
+                client.close()
 
         worker = threading.Thread(target=stop_engine, name="ragdoll-gui-quit", daemon=True)
         worker.start()
         worker.join(timeout=shutdown_timeout_s)
-
-    # -- models: recommendations and hub downloads ---------------------------------
-
-    def refresh_recommended_models(self) -> None:
-        self._submit(
-            what="Reading the recommended models",
-            call=lambda c: c.recommended_models(),
-            on_result=lambda value: emit(self.sig_recommended_models, value),
-            on_error=lambda e: emit(self.sig_recommended_failed, describe_error(error=e)),
-        )
-
-    def download_model(self, *, repo_id: str, poll_s: float = DOWNLOAD_POLL_S) -> None:
-        """Start a hub download (the person asked for it) and follow it to its end by
-        polling: a download runs for minutes, and polling survives an engine restart
-        with a clear failure instead of a stream stuck in a read."""
-
-        def follow(client: EngineClientLike) -> ModelDownload:
-            state = client.download_model(repo_id=repo_id)
-            while state.state not in FINAL_JOB_STATES and not self._gate.closed:
-                self._post(lambda s=state: emit(self.sig_download_progress, s))
-                time.sleep(poll_s)
-                state = client.download_progress(download_id=state.download_id)
-            return state
-
-        self._submit(
-            what="Downloading a model",
-            call=follow,
-            on_result=lambda value: emit(self.sig_download_progress, value),
-            on_error=lambda e: emit(self.sig_download_failed, repo_id, describe_error(error=e)),
-        )
-
-    def cancel_download(self, *, download_id: str) -> None:
-        """The follower sees the cancelled state on its next poll."""
-        self._submit(
-            what="Cancelling the download",
-            call=lambda c: c.cancel_download(download_id=download_id),
-            on_result=lambda _value: None,
-        )

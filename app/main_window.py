@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.batch.batch_dialog import BatchDialog
+from app.bridge_plumbing import EngineOp, describe_error
+from app.chat.answer_stream import AnswerStream
 from app.chat.chat_pane import ChatPane
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.hardware.hardware_panel import HardwarePanel
@@ -43,14 +45,7 @@ from app.ui_state import mark_welcome_seen, restore_window, save_window, welcome
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
 from engine.paths import resolve_paths
-from engine.wire import (
-    AnswerDone,
-    Citation,
-    EngineSettings,
-    EngineStatus,
-    IngestProgress,
-    WatchedFolder,
-)
+from engine.wire import EngineSettings, EngineStatus, IngestProgress, SourceView, WatchedFolder
 
 if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
@@ -120,7 +115,6 @@ class MainWindow(QMainWindow):
         self.batch_dialog: BatchDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
-        self._ask_id = 0
         self._files_done: dict[str, int] = {}  # per job: refresh the library as files land
         # While a job runs, show its documents as they land, but ask the engine
         # at most every 1.5 s however many files finish in between.
@@ -274,17 +268,8 @@ class MainWindow(QMainWindow):
         b.sig_ingest_progress.connect(self._on_ingest_progress)
         b.sig_ingest_finished.connect(self._on_ingest_finished)
         b.sig_ingest_paused.connect(self.library.set_paused)
-        b.sig_cancel_failed.connect(self._on_cancel_failed)
+        b.sig_ingest_not_started.connect(self.library.job_not_started)
         b.sig_folders.connect(self.library.set_folders)
-        b.sig_folder_removed.connect(self._on_folder_removed)
-        b.sig_folder_remove_failed.connect(self._on_folder_remove_failed)
-        b.sig_ask_citations.connect(self._on_citations)
-        b.sig_ask_token.connect(self._on_token)
-        b.sig_ask_done.connect(self._on_done)
-        b.sig_ask_failed.connect(self._on_ask_failed)
-        b.sig_source.connect(self.viewer.show_source)
-        # The status line said "Opening the source…": put the engine's state back.
-        b.sig_source.connect(lambda _source: b.refresh_status())
         b.sig_model_busy.connect(self._on_model_busy)
         b.sig_model_changed.connect(self._on_model_changed)
         b.sig_model_failed.connect(self._on_model_failed)
@@ -292,19 +277,16 @@ class MainWindow(QMainWindow):
         b.sig_engine_lost.connect(self._on_engine_lost)
         b.sig_engine_restarted.connect(self._on_engine_restarted)
         b.sig_keep_running.connect(self.keep_running_action.setChecked)
-        b.sig_hardware.connect(self.hardware_panel.show_info)
-        b.sig_hardware_failed.connect(self.hardware_panel.show_error)
         self.hardware_panel.sig_refresh.connect(self.show_hardware)
 
         self.library.sig_add_paths.connect(self._add_paths)
         self.library.sig_add_folder.connect(self._add_folder)
         self.library.sig_reindex.connect(lambda path: self._add_paths([path]))
-        self.library.sig_remove_folder.connect(lambda path: self.bridge.remove_folder(path=path))
+        self.library.sig_remove_folder.connect(self._remove_folder)
         self.library.sig_pause.connect(self.bridge.pause_ingest)
         self.library.sig_resume.connect(self.bridge.resume_ingest)
-        self.library.sig_cancel.connect(lambda job_id: self.bridge.cancel_ingest(job_id=job_id))
+        self.library.sig_cancel.connect(self._cancel_ingest)
         self.chat.sig_ask.connect(self._ask)
-        self.chat.sig_stop.connect(self._stop)
         self.chat.sig_open_source.connect(self._open_source)
         self.model_chooser.sig_model_requested.connect(self._set_model)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
@@ -332,16 +314,54 @@ class MainWindow(QMainWindow):
         self.library.start_job()
         self.bridge.add_folder(path=path, collection=collection)
 
-    def _ask(self, question: str) -> None:
-        self.chat.begin_answer(question=question)
-        self._ask_id = self.bridge.ask(question=question)
-        if not self._ask_id:
-            self.chat.fail_answer(message="the engine is not connected")
+    def _ask(self, stream: AnswerStream) -> None:
+        """Where the window asks the engine for an answer: the chat pane made the
+        stream (and stops it); the bridge feeds it."""
+        stream.sig_failed.connect(
+            lambda message: self.statusBar().showMessage(f"The answer failed: {message}", 10_000)
+        )
+        self.bridge.ask(stream=stream)
 
-    def _stop(self) -> None:
-        self.bridge.stop_ask(request_id=self._ask_id)
-        self._ask_id = 0
-        self.chat.stop_answer()
+    def _remove_folder(self, path: str) -> None:
+        """Stop watching a folder: its chunks leave the index; its files are untouched."""
+
+        def removed(folder: WatchedFolder) -> None:
+            self.engine_label.setText(f"Stopped watching {folder.path}; its files were not touched")
+            self.bridge.refresh_library()
+            self.bridge.refresh_status()
+
+        def failed(error: BaseException) -> None:
+            self.library.folder_removal_failed(path)
+            self.banner.show_error(
+                f"Could not remove the folder {path}: {describe_error(error=error)}"
+            )
+
+        self.bridge.run(
+            EngineOp(
+                what="Removing the folder",
+                call=lambda c: c.remove_folder(path=path),
+                success=removed,
+                failure=failed,
+            )
+        )
+
+    def _cancel_ingest(self, job_id: str) -> None:
+        """Ask the engine to stop a job; the job's own stream reports the end."""
+
+        def failed(error: BaseException) -> None:
+            self.library.cancel_failed()
+            self.banner.show_error(
+                f"Could not cancel adding documents: {describe_error(error=error)}"
+            )
+
+        self.bridge.run(
+            EngineOp(
+                what="Cancelling",
+                call=lambda c: c.cancel_ingest(job_id=job_id),
+                success=self._on_ingest_progress,
+                failure=failed,
+            )
+        )
 
     def show_hardware(self) -> None:
         self.hardware_panel.show_loading()
@@ -350,7 +370,15 @@ class MainWindow(QMainWindow):
         if not self.bridge.connected:
             self.hardware_panel.show_error("the engine is not connected yet")
             return
-        self.bridge.refresh_hardware()
+        # Profile, placement and fit; the engine's first answer measures the disk (seconds).
+        self.bridge.run(
+            EngineOp(
+                what="Reading the hardware profile",
+                call=lambda c: c.hardware(),
+                success=self.hardware_panel.show_info,
+                failure=lambda e: self.hardware_panel.show_error(describe_error(error=e)),
+            )
+        )
 
     def show_batch(self) -> BatchDialog:
         """The batch questions dialog; one per window, so a run survives closing it."""
@@ -380,7 +408,19 @@ class MainWindow(QMainWindow):
 
     def _open_source(self, chunk_id: str) -> None:
         self.engine_label.setText("Opening the source…")
-        self.bridge.open_source(chunk_id=chunk_id)
+
+        def opened(source: SourceView) -> None:
+            self.viewer.show_source(source)
+            # The status line said "Opening the source…": put the engine's state back.
+            self.bridge.refresh_status()
+
+        self.bridge.run(
+            EngineOp(
+                what="Opening the source",
+                call=lambda c: c.source(chunk_id=chunk_id),
+                success=opened,
+            )
+        )
 
     def _set_model(self, model: str | None) -> None:
         self.bridge.set_model(model=model)
@@ -437,17 +477,6 @@ class MainWindow(QMainWindow):
             if not self._library_refresh.isActive():
                 self._library_refresh.start()
 
-    def _on_folder_removed(self, folder: WatchedFolder) -> None:
-        self.engine_label.setText(f"Stopped watching {folder.path}; its files were not touched")
-
-    def _on_folder_remove_failed(self, path: str, message: str) -> None:
-        self.library.folder_removal_failed(path)
-        self.banner.show_error(f"Could not remove the folder {path}: {message}")
-
-    def _on_cancel_failed(self, message: str) -> None:
-        self.library.cancel_failed()
-        self.banner.show_error(f"Could not cancel adding documents: {message}")
-
     def _on_ingest_finished(self, progress: IngestProgress) -> None:
         self._library_refresh.stop()  # the bridge refreshes once the job has ended
         self.library.finish_job(progress)
@@ -455,25 +484,6 @@ class MainWindow(QMainWindow):
             self.banner.show_error(
                 f"Adding documents failed: {progress.message or 'the engine gave no reason'}"
             )
-
-    def _on_citations(self, request_id: int, citations: list[Citation]) -> None:
-        if request_id == self._ask_id:
-            self.chat.set_citations(citations)
-
-    def _on_token(self, request_id: int, text: str) -> None:
-        if request_id == self._ask_id:
-            self.chat.append_token(text)
-
-    def _on_done(self, request_id: int, done: AnswerDone) -> None:
-        if request_id == self._ask_id:
-            self._ask_id = 0
-            self.chat.finish_answer(done=done)
-
-    def _on_ask_failed(self, request_id: int, message: str) -> None:
-        if request_id == self._ask_id:
-            self._ask_id = 0
-            self.chat.fail_answer(message=message)
-            self.statusBar().showMessage(f"The answer failed: {message}", 10_000)
 
     def _on_model_busy(self, busy: bool) -> None:
         self.model_chooser.set_busy(busy)
@@ -509,8 +519,6 @@ class MainWindow(QMainWindow):
         )
 
     def _on_error(self, what: str, message: str) -> None:
-        if what in ("Adding documents", "Adding the folder"):
-            self.library.job_not_started()
         self.engine_label.setText(f"{what} failed")
         self.banner.show_error(f"{what} failed: {message}")
 

@@ -118,6 +118,8 @@ def take_activity_screenshot(*, out: Path) -> int:
     """The Models dialog, then the Activity window after questions asked in two waves,
     several at once (as several programs would ask): the engine batches them, and
     what the charts show is what it measured."""
+    from app.chat.answer_stream import AnswerStream
+
     with _connected_window(out=out) as (app, window):
         if window is None:
             return 1
@@ -129,12 +131,12 @@ def take_activity_screenshot(*, out: Path) -> int:
             _wait(app, lambda: not window.library.ingesting, 600, "ingestion")
         _take_collections_screenshot(app=app, window=window, out=out)
         panel = window.show_activity()
-        finished: set[int] = set()
-        window.bridge.sig_ask_done.connect(lambda rid, _done: finished.add(rid))
-        window.bridge.sig_ask_failed.connect(lambda rid, _why: finished.add(rid))
         for wave in (ACTIVITY_QUESTIONS, ACTIVITY_QUESTIONS[:4]):
-            asked = {window.bridge.ask(question=q) for q in wave}
-            _wait(app, lambda ids=asked: finished >= ids, 600, "answers")
+            # Streams of their own, beside the chat: many questions in flight at once.
+            asked = [AnswerStream(request_id=i, question=q) for i, q in enumerate(wave)]
+            for stream in asked:
+                window.bridge.ask(stream=stream)
+            _wait(app, lambda s=asked: all(a.ended for a in s), 600, "answers")
             _settle(app, 3.0)  # a few status polls between the waves
         if panel.pipeline is None:
             print("the engine reports no pipeline yet: the charts stay empty", file=sys.stderr)

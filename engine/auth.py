@@ -36,9 +36,12 @@ def load_or_create_token(*, file: Path) -> str:
 
 
 def token_matches(*, header: str | None, token: str) -> bool:
-    if not header or not header.startswith("Bearer "):
+    if not header:
         return False
-    return hmac.compare_digest(header[7:].strip().encode(), token.encode())
+    scheme, _, credentials = header.strip().partition(" ")
+    if scheme.lower() != "bearer":  # RFC 9110 §11.1: the scheme is case-insensitive
+        return False
+    return hmac.compare_digest(credentials.strip().encode(), token.encode())
 
 
 def host_is_loopback(host_header: str | None) -> bool:
@@ -105,9 +108,10 @@ def normalize_origin(origin: str) -> str | None:
     """`scheme://host[:port]` in lower case, or None for anything that is not an
     origin (a path, a wildcard, "null", user info)."""
     try:
+        origin.encode("utf-8")  # a lone surrogate is not text: never saved, never echoed
         parts = urlsplit(origin.strip())
         port = parts.port
-    except ValueError:
+    except ValueError:  # UnicodeEncodeError included
         return None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None

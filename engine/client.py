@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import httpx
 
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.ingest.fspath import from_store, to_store
+from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
 from engine.wire import (
+    ANSWER_EVENTS,
     Answer,
-    AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     CollectionInfo,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
+    FailedEvent,
     FileError,
     FolderAdded,
     HardwareInfo,
@@ -33,31 +38,19 @@ from engine.wire import (
     ModelDownload,
     Priority,
     ProfilingStatus,
+    ProgressEvent,
     QueueStatus,
     RecommendedModels,
-    SearchResult,
+    SearchResponse,
     ServerSettings,
     SourceView,
+    StreamEvent,
     WatchedFolder,
+    decode_sse,
     from_json_dict,
-    to_json_dict,
 )
 
-
-@dataclass(frozen=True, kw_only=True)
-class AskEvent:
-    """One step of a streamed answer: exactly one of the fields is set."""
-
-    citations: list[Citation] | None = None
-    token: str | None = None
-    done: AnswerDone | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Endpoint:
-    base_url: str
-    token: str
+__all__ = ["Endpoint", "EngineClient", "folders_to_grant", "grant_folders"]
 
 
 class EngineClient:
@@ -78,8 +71,6 @@ class EngineClient:
     @classmethod
     def connect(cls, *, paths: Paths, start: bool = True, wait_s: float = 60.0) -> EngineClient:
         """Attach to the user's engine, starting one when `start` and none runs."""
-        from engine.launcher import ensure_engine
-
         handle = ensure_engine(paths=paths, start=start, wait_s=wait_s)
         return cls(endpoint=handle.endpoint, started_here=handle.started_here)
 
@@ -130,7 +121,8 @@ class EngineClient:
 
     def ingest(self, *, paths: list[str]) -> IngestProgress:
         """Queue files or folders for ingestion; returns the job's first state."""
-        body = self._request("POST", "/v1/ingest", json={"paths": paths})
+        # A name that is not UTF-8 travels in the store's encoding (engine/ingest/fspath.py).
+        body = self._request("POST", "/v1/ingest", json={"paths": [to_store(p) for p in paths]})
         return from_json_dict(IngestProgress, body)
 
     def ingest_progress(self, *, job_id: str) -> IngestProgress:
@@ -176,20 +168,20 @@ class EngineClient:
     ) -> FolderAdded:
         """Watch a folder: the grant that lets requests name paths in it. With
         `ingest`, its documents are indexed too (the job is in the result)."""
-        body = {"path": path, "collection": collection, "ingest": ingest}
+        body = {"path": to_store(path), "collection": collection, "ingest": ingest}
         return from_json_dict(FolderAdded, self._request("POST", "/v1/folders", json=body))
 
     def remove_folder(self, *, path: str) -> WatchedFolder:
-        body = self._request("DELETE", "/v1/folders", params={"path": path})
+        body = self._request("DELETE", "/v1/folders", params={"path": to_store(path)})
         return from_json_dict(WatchedFolder, body)
 
     def collections(self) -> list[CollectionInfo]:
         body = self._request("GET", "/v1/collections")
         return [from_json_dict(CollectionInfo, c) for c in body["collections"]]
 
-    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResult:
+    def search(self, *, query: str, k: int = 5, collection: str | None = None) -> SearchResponse:
         body = {"query": query, "k": k, "collection": collection}
-        return from_json_dict(SearchResult, self._request("POST", "/v1/search", json=body))
+        return from_json_dict(SearchResponse, self._request("POST", "/v1/search", json=body))
 
     def add_paths(self, *, paths: list[str]) -> IngestProgress:
         """Ingest files or folders the person named, watching their folders first
@@ -218,33 +210,28 @@ class EngineClient:
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
         """Progress of one ingestion job until it ends."""
-        for event, data in self._stream("GET", f"/v1/ingest/{job_id}/events"):
-            if event == "progress":
-                yield from_json_dict(IngestProgress, data)
+        events = self._stream("GET", f"/v1/ingest/{job_id}/events", kinds=(ProgressEvent,))
+        for event in events:
+            yield cast(ProgressEvent, event).progress
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
+        """The answer's events (engine/wire_events.py): citations, tokens, then done,
+        or failed when the engine gave up after the stream began."""
         body = {"question": question, "k": k, "priority": priority}
-        for event, data in self._stream("POST", "/v1/ask", json=body):
-            if event == "citations":
-                yield AskEvent(citations=[from_json_dict(Citation, c) for c in data["citations"]])
-            elif event == "token":
-                yield AskEvent(token=data["text"])
-            elif event == "done":
-                yield AskEvent(done=from_json_dict(AnswerDone, data))
-            elif event == "error":
-                yield AskEvent(error=data["message"])
+        for event in self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS):
+            yield cast(AnswerEvent, event)
 
     def ask(self, *, question: str, k: int = 5, priority: Priority = "interactive") -> Answer:
         """The whole answer at once (the stream, collected)."""
         citations: list[Citation] = []
         for ev in self.ask_stream(question=question, k=k, priority=priority):
-            if ev.citations is not None:
+            if isinstance(ev, CitationsEvent):
                 citations = ev.citations
-            elif ev.error is not None:
-                raise EngineRequestError(ev.error, status=500)
-            elif ev.done is not None:
+            elif isinstance(ev, FailedEvent):
+                raise EngineRequestError(ev.message, status=500)
+            elif isinstance(ev, DoneEvent):
                 d = ev.done
                 return Answer(
                     answer=d.answer, citations=citations, mode=d.mode, note=d.note, model=d.model
@@ -290,13 +277,15 @@ class EngineClient:
         _raise_for_status(response)
         return response.json()
 
-    def _stream(self, method: str, url: str, **kw: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _stream(
+        self, method: str, url: str, *, kinds: Iterable[type[StreamEvent]], **kw: Any
+    ) -> Iterator[StreamEvent]:
         try:
             with self._http.stream(method, url, **kw) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for_status(response)
-                yield from _parse_sse(response.iter_lines())
+                yield from decode_sse(lines=response.iter_lines(), kinds=kinds)
         except httpx.TransportError as e:
             raise EngineUnavailableError(f"the engine stopped answering: {e}") from e
 
@@ -314,7 +303,7 @@ def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[st
 
     Paths are resolved here, on the same machine as the engine, as the engine
     resolves them (symlinks, `..`)."""
-    roots = [Path(w) for w in watched]
+    roots = [from_store(w) for w in watched]
     wanted: list[Path] = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()
@@ -347,24 +336,3 @@ def _raise_for_status(response: httpx.Response) -> None:
     except ValueError:
         detail = response.text
     raise EngineRequestError(str(detail), status=response.status_code)
-
-
-def _parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    event, data = "message", []
-    for line in lines:
-        if not line:
-            if data:
-                yield event, json.loads("\n".join(data))
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-    if data:
-        yield event, json.loads("\n".join(data))
-
-
-def encode_sse(*, event: str, value: Any) -> str:
-    """One server-sent event; the server uses this so both sides agree."""
-    payload = to_json_dict(value) if hasattr(value, "__dataclass_fields__") else value
-    return f"event: {event}\ndata: {json.dumps(payload)}\n\n"

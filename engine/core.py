@@ -1,8 +1,9 @@
 """The engine as a plain object: ingest, ask, look up sources, choose a model.
 
-The HTTP server (engine/server.py) is a thin layer over this; tests can call it
-in-process. Heavy parts (the embedder, a language model) load lazily, in the
-background where possible, so the engine answers /v1/status at once.
+The HTTP server (engine/server.py) is a thin layer over this and its named sub-APIs
+(`ingestion`, `library`, `system`: engine/facade.py); tests can call it in-process.
+Heavy parts (the embedder, a language model) load lazily, in the background where
+possible, so the engine answers /v1/status at once.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine.answer.extractive import NO_MODEL_NOTE
 from engine.errors import ModelLoadError
+from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
@@ -29,14 +32,18 @@ from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
+from engine.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
 from engine.planner.profiling import PowerLawFit
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchFilters, SearchHit
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -44,8 +51,12 @@ from engine.wire import (
     PipelineInfo,
     Priority,
     SourceView,
+    TokenEvent,
     WatchedFolder,
 )
+
+if TYPE_CHECKING:
+    from engine.answer.in_use import ModelInUse
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -56,7 +67,6 @@ NOT_FOUND_ANSWER = (
     "I could not find anything about this in your documents, so I will not guess. "
     "Try other words, or add the documents that cover it."
 )
-AskEventT = tuple[str, Any]  # ("citations", list[Citation]) | ("token", str) | ("done", AnswerDone)
 
 
 class Engine:
@@ -67,7 +77,7 @@ class Engine:
         self.folders = FolderRegistry(file=paths.folders_file)
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
-        self._generator: Any = None  # GenerativeAnswerer when a model is chosen
+        self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
         # Held while the model runs (a generation batch, an answer without retrieval,
@@ -95,6 +105,16 @@ class Engine:
         if watch:
             threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
         self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
+        # What the server calls besides the methods below (engine/facade.py).
+        self.ingestion = IngestionAPI(queue=self.ingest)
+        self.library = LibraryAPI(folders=self.folders)
+        self.system = SystemAPI(
+            paths=self.paths,
+            store=self.store,
+            profiler=self.profiler,
+            chosen_model=lambda: self.settings.model,
+            placement=self.placement,
+        )
         if warm_up:
             threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
 
@@ -105,11 +125,7 @@ class Engine:
             if self._embedder is None:
                 # With a model in use, the embedder takes the GPU only if that model's
                 # placement leaves it room (without one: the GPU's free memory).
-                generator = self._generator
-                embedder = Embedder(
-                    model=self.settings.embedder,
-                    placement=generator.placement if generator is not None else None,
-                )
+                embedder = Embedder(model=self.settings.embedder, placement=self.placement())
                 stale = self.store.ensure_embedder(
                     embedder_id=embedder.info.id, dimension=embedder.info.dimension
                 )
@@ -162,11 +178,12 @@ class Engine:
     def _generation_sampler(self) -> Sampler | None:
         from engine.planner.samplers import generation_sampler
 
-        generator = self._generator
-        if generator is None:
+        model = self._model
+        if model is None:
             return None
+        answerer = model.answerer
         with self._answer_lock:
-            sample = generation_sampler(model=generator.model, tokenizer=generator.tokenizer)
+            sample = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
 
         def between_answers(batch: int) -> float:
             # One timed batch at a time under the answer lock: a question waits
@@ -181,21 +198,20 @@ class Engine:
 
         return retrieval_sampler(store=self.store) if chunks > 0 else None
 
-    def _load_generator(self, model: str) -> Any:
-        from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+    def _load_generator(self, model: str) -> ModelInUse:
+        from engine.answer.in_use import open_model
+        from engine.models.resolve import resolve_model_path
 
         with self._model_lock:
             path = resolve_model_path(model=model)
-            _, chunks = self.store.counts()
             # One placement for both pipelines: the model's tiers and the index's
-            # resident budget come from the same plan (RAGDoll §4.2).
-            store = self.planner_store()
-            generator = GenerativeAnswerer(model_path=path, store=store)
-            if chunks > 0:
-                self.store.apply_placement(placement=generator.placement)
-            self._generator, self._generator_error = generator, None
+            # resident budget come from the same plan, and one owner (RAGDoll §4.2).
+            in_use = open_model(
+                model_path=path, store=self.planner_store, index=self.store, paths=self.paths
+            )
+            self._model, self._generator_error = in_use, None
         self._drop_serving()  # the next question builds pipelines for this model
-        return generator
+        return in_use
 
     # -- settings ------------------------------------------------------------------
 
@@ -206,7 +222,7 @@ class Engine:
             self._load_generator(model)
         else:
             with self._model_lock:
-                self._generator = None
+                self._model = None
             self._drop_serving()
         self.settings = with_changes(self.settings, model=model or None)
         save_settings(file=self.paths.settings_file, settings=self.settings)
@@ -223,7 +239,7 @@ class Engine:
             chunks=chunks,
             embedder=self.settings.embedder,
             model=self.settings.model,
-            answer_mode="generative" if self._generator is not None else "extractive",
+            answer_mode="generative" if self._model is not None else "extractive",
             model_error=self._generator_error,
             profiling=self.profiler.status(),
             pipeline=self.pipeline_info(),
@@ -235,8 +251,17 @@ class Engine:
         serving = self._serving
         if serving is None:
             return None
-        pipeline = serving.pipeline
-        return pipeline_info(status=pipeline.status(), placement=pipeline.placement)
+        return pipeline_info(status=serving.pipeline.status(), placement=serving.placement)
+
+    def model_in_use(self) -> ModelInUse | None:
+        """The language model answering now and the owner of its placement."""
+        return self._model
+
+    def placement(self) -> Placement | None:
+        """The placement in force of the model in use (None: no language model), as
+        its owner reports it: after an out-of-memory recovery, the demoted one."""
+        model = self._model
+        return model.owner.placement if model is not None else None
 
     def documents(self) -> list[DocumentInfo]:
         return [
@@ -327,7 +352,7 @@ class Engine:
         self.watcher.unwatch(folder=root)
         for doc in self.store.list_documents():
             if (
-                Path(doc.path).is_relative_to(root)
+                from_store(doc.path).is_relative_to(root)
                 and self.folders.containing(path=doc.path) is None
             ):
                 self.store.remove_document(doc_id=doc.doc_id)
@@ -359,8 +384,8 @@ class Engine:
         folders: tuple[str, ...] = (),
         types: tuple[str, ...] = (),
         priority: Priority = "interactive",
-    ) -> Iterator[AskEventT]:
-        """("citations", [...]), ("token", str)..., ("done", AnswerDone), through the
+    ) -> Iterator[AnswerEvent]:
+        """CitationsEvent, TokenEvent..., DoneEvent (engine/wire_events.py), through the
         retrieval and generation pipelines: the question is batched with others asked
         meanwhile; "interactive" (the chat a person watches) goes ahead of
         "background" work (batch questions, API clients), which is never starved."""
@@ -383,19 +408,17 @@ class Engine:
         with self._serving_lock:
             serving = self._serving
             retiring = None
-            if serving is not None and serving.answerer is not self._generator:
+            if serving is not None and serving.model is not self._model:
                 retiring, serving, self._serving = serving, None, None
             if serving is None:
-                generator = self._generator
+                model = self._model
                 self._serving_profile = self.profiler.status()
                 serving = ServingPipeline(
                     store=self.store,
                     embed=embedder.embed,
-                    answerer=generator,
+                    model=model,
                     model_lock=self._answer_lock,
-                    generation_fit=self._generation_fit() if generator is not None else None,
-                    paths=self.paths,
-                    store_spec=self.planner_store,
+                    generation_fit=self._generation_fit() if model is not None else None,
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -438,10 +461,9 @@ class Engine:
             return None
         return result.generation if result is not None else None
 
-    def planner_store(self) -> Any:
+    def planner_store(self) -> StoreSpec:
         """The index as the planner sees it (a `StoreSpec`): the collection's
         chunks, each as resident in the store's layout."""
-        from engine.planner.placement import DEFAULT_VECTOR_DIM
         from engine.planner.report import store_spec
 
         _, chunks = self.store.counts()
@@ -457,11 +479,11 @@ class Engine:
     ) -> Iterator[str]:
         """The chosen model's answer without retrieval (the API's `retrieval: false`).
         Raises ModelLoadError when no language model is in use."""
-        generator = self._generator
-        if generator is None:
+        model = self._model
+        if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         with self._answer_lock:
-            yield from generator.stream(question=question.strip(), passages=[], cancel=cancel)
+            yield from model.answerer.stream(question=question.strip(), passages=[], cancel=cancel)
 
     def close(self) -> None:
         with self._serving_lock:
@@ -474,7 +496,9 @@ class Engine:
         self.store.close()
 
 
-def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> Iterator[AskEventT]:
+def _answer_events(
+    *, handle: RequestHandle, cancel: threading.Event | None
+) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: the citations once retrieved
     (none when nothing relevant was found), the text as it is written, then done."""
     gated: GatedHits | None = None
@@ -489,10 +513,10 @@ def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> 
                 gated = event.hits if isinstance(event.hits, GatedHits) else None
                 found = gated is not None and gated.found
                 hits = gated.hits if gated is not None and found else ()
-                yield "citations", [citation_for(i + 1, h) for i, h in enumerate(hits)]
+                yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
             elif isinstance(event, Piece) and event.text:
                 pieces.append(event.text)
-                yield "token", event.text
+                yield TokenEvent(text=event.text)
             elif isinstance(event, Finished):
                 outcome = event
     finally:
@@ -503,15 +527,16 @@ def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> 
     if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
         raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
     if gated is None:  # cancelled before its retrieval
-        yield "citations", []
+        yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
         answer = NOT_FOUND_ANSWER if gated is not None else ""
-        yield "done", AnswerDone(answer=answer, mode="none")
+        done = AnswerDone(answer=answer, mode="none")
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
-        yield "done", AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+        done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
     else:
-        yield "done", AnswerDone(answer="".join(pieces), mode="generative", model=model)
+        done = AnswerDone(answer="".join(pieces), mode="generative", model=model)
+    yield DoneEvent(done=done)
 
 
 def citation_for(index: int, hit: SearchHit) -> Citation:
@@ -526,6 +551,7 @@ def citation_for(index: int, hit: SearchHit) -> Citation:
         score=round(hit.similarity, 4),
         char_start=c.char_start,
         char_end=c.char_end,
+        section=c.section,
     )
 
 

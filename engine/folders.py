@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from engine.ingest.fspath import from_store
 from engine.json_file import set_aside, write_json
 from engine.wire import WatchedFolder, from_json_dict, to_json_dict
 
@@ -54,7 +55,9 @@ class FolderRegistry:
         """The watched folder a path lies in, after resolving symlinks and
         `..`; None when it lies in none (the request must be refused)."""
         try:
-            resolved = Path(path).expanduser().resolve()
+            # A document's path comes from the store, where a name that is not UTF-8
+            # is kept in its own encoding (engine/ingest/fspath.py).
+            resolved = from_store(str(path)).expanduser().resolve()
         except (OSError, RuntimeError):  # symlink loop, unreadable
             return None
         with self._lock:

@@ -17,7 +17,10 @@ def write_json(*, file: Path, data: Any, indent: int | None = 2) -> None:
     new one, never half of one."""
     file.parent.mkdir(parents=True, exist_ok=True)
     tmp = file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=indent), encoding="utf-8")
+    # 0600: settings, folders and conversations are this user's alone.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=indent))
     os.replace(tmp, file)
 
 

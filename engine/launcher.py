@@ -14,10 +14,17 @@ from typing import IO
 
 import httpx
 
-from engine.client import Endpoint
 from engine.errors import EngineUnavailableError
 from engine.json_file import write_json
 from engine.paths import Paths
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """Where a running engine listens, and the token it wants."""
+
+    base_url: str
+    token: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +131,8 @@ def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineH
 def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
     """A detached `python -m engine`: it outlives the window when asked to."""
     paths.ensure()
-    log = paths.engine_log.open("ab")
+    fd = os.open(paths.engine_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log = os.fdopen(fd, "ab")
     kwargs: dict[str, object] = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True

@@ -8,6 +8,7 @@ portable installs); otherwise they follow the platform's conventions.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import platformdirs
 
 APP_NAME = "RAGDoll"
 HOME_ENV = "RAGDOLL_HOME"
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,9 +57,39 @@ class Paths:
         return self.logs / "engine.log"
 
     def ensure(self) -> Paths:
+        """The folders exist, and only this user can enter them (0700); an install
+        from before that rule gets its folders and files (0600) fixed here."""
         for folder in (self.data, self.config, self.cache, self.logs, self.runtime):
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+            keep_private(folder)
         return self
+
+
+def keep_private(folder: Path) -> None:
+    """Make `folder` 0700 and, when it was open to others, everything in it: folders
+    0700, files 0600. The index and conversations hold the documents' text, which
+    another account on this machine must not read without the token."""
+    if os.name != "posix":
+        return  # elsewhere the user's profile folder is private already
+    try:
+        if stat.S_IMODE(folder.stat().st_mode) & 0o077 == 0:
+            return  # fixed before (and new files inherit nothing looser than 0700 above)
+        os.chmod(folder, PRIVATE_FOLDER)
+    except OSError:
+        return
+    for root, dirnames, filenames in os.walk(folder):  # links are not followed
+        for name in dirnames:
+            _chmod(Path(root) / name, PRIVATE_FOLDER)
+        for name in filenames:
+            _chmod(Path(root) / name, PRIVATE_FILE)
+
+
+def _chmod(path: Path, mode: int) -> None:
+    try:
+        if not path.is_symlink():
+            os.chmod(path, mode)
+    except OSError:  # not ours, or gone meanwhile: the folder above still keeps others out
+        pass
 
 
 def resolve_paths(*, env: dict[str, str] | None = None) -> Paths:

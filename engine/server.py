@@ -23,6 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
@@ -30,23 +31,29 @@ from engine.api.routes_models import models_router
 from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
+from engine.api.slow_clients import HeaderDeadlineH11
 from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
-from engine.client import encode_sse
 from engine.core import VERSION, Engine
 from engine.errors import ModelLoadError
-from engine.ingest.jobs import FINAL_STATES, IngestJob
+from engine.ingest.fspath import from_store, to_store
+from engine.ingest.jobs import IngestJob
 from engine.paths import Paths
 from engine.wire import (
+    FINAL_STATES,
     ApiError,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
+    FailedEvent,
     FileError,
     HardwareInfo,
     IngestProgress,
     Priority,
     ProfilingStatus,
+    ProgressEvent,
     SourceView,
+    encode_sse,
     to_json_dict,
 )
 
@@ -71,7 +78,7 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 class AskBody(BaseModel):
     model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
     priority: Priority = "interactive"
 
 
@@ -138,17 +145,7 @@ def create_app(
     def hardware() -> dict:
         # A sync endpoint runs in the server's thread pool: the first call measures
         # disk bandwidth (seconds) without holding up other requests.
-        from engine.planner.report import hardware_info
-
-        _, chunks = engine.store.counts()
-        meta = engine.store.meta
-        info = hardware_info(
-            paths=engine.paths,
-            model=engine.settings.model,
-            chunks=chunks,
-            vector_dim=meta.dimension if meta else None,
-        )
-        return to_json_dict(info)
+        return to_json_dict(engine.system.hardware())
 
     @app.get("/v1/documents", response_model=dict[str, list[DocumentInfo]])
     def documents() -> dict:
@@ -173,19 +170,21 @@ def create_app(
     def ingest(body: IngestBody) -> dict:
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
-        for path in body.paths:
-            if "\x00" in path or engine.folders.containing(path=path) is None:
+        # Paths come in the store's encoding, as the API shows them (fspath.py).
+        paths = [str(from_store(p)) for p in body.paths]
+        for path, named in zip(paths, body.paths, strict=True):
+            if "\x00" in path or engine.library.folder_of(path=path) is None:
                 raise HTTPException(
                     status_code=403,
-                    detail=f"{path} is outside every watched folder; add its folder first "
+                    detail=f"{named} is outside every watched folder; add its folder first "
                     "(POST /v1/folders)",
                 )
-        return to_json_dict(engine.start_ingest(paths=body.paths).snapshot())
+        return to_json_dict(engine.start_ingest(paths=paths).snapshot())
 
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")
     def ingest_queue() -> dict:
-        return to_json_dict(engine.ingest.state())
+        return to_json_dict(engine.ingestion.state())
 
     @app.post("/v1/ingest/pause")
     def ingest_pause() -> dict:
@@ -196,7 +195,7 @@ def create_app(
         return to_json_dict(engine.resume_ingest())
 
     def job_or_404(job_id: str) -> IngestJob:
-        job = engine.ingest.job(job_id=job_id)
+        job = engine.ingestion.job(job_id=job_id)
         if job is None:
             raise HTTPException(status_code=404, detail="no such ingestion job")
         return job
@@ -208,7 +207,9 @@ def create_app(
     @app.post("/v1/ingest/{job_id}/cancel", response_model=IngestProgress, responses=NOT_FOUND)
     def ingest_cancel(job_id: str) -> dict:
         job_or_404(job_id)
-        job = engine.ingest.cancel(job_id=job_id)
+        job = engine.ingestion.cancel(
+            job_id=job_id, reason="cancelled on request (the window or a client)"
+        )
         assert job is not None
         return to_json_dict(job.snapshot())
 
@@ -220,7 +221,7 @@ def create_app(
             version = -1
             while True:
                 version, progress = job.wait_next(after=version, timeout_s=10.0)
-                yield encode_sse(event="progress", value=progress)
+                yield encode_sse(ProgressEvent(progress=progress))
                 if progress.state in FINAL_STATES:
                     return
 
@@ -234,28 +235,23 @@ def create_app(
                     yield from answer_events(cancel)
             except Exception as e:  # the stream has begun: report in-band
                 log.exception("answering failed")
-                yield encode_sse(event="error", value={"message": f"{type(e).__name__}: {e}"})
+                yield encode_sse(FailedEvent(message=f"{type(e).__name__}: {e}"))
 
         def answer_events(cancel: threading.Event) -> Iterator[str]:
             events = engine.ask_stream(
                 question=body.question, k=body.k, cancel=cancel, priority=body.priority
             )
-            for name, value in events:
+            for event in events:
                 lifecycle.check()
-                if name == "citations":
-                    payload = {"citations": [to_json_dict(c) for c in value]}
-                    yield encode_sse(event="citations", value=payload)
-                elif name == "token":
-                    yield encode_sse(event="token", value={"text": value})
-                else:
-                    lifecycle.check()
-                    yield encode_sse(event="done", value=value)
+                if isinstance(event, DoneEvent):
+                    lifecycle.check()  # a cut answer is never passed off as whole
+                yield encode_sse(event)
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
     @app.post("/v1/profiling/skip", response_model=ProfilingStatus)
     def skip_profiling() -> dict:
-        return to_json_dict(engine.profiler.skip())
+        return to_json_dict(engine.system.skip_profiling())
 
     @app.post("/v1/shutdown", response_model=dict[str, bool])
     def shutdown() -> dict:
@@ -276,6 +272,10 @@ def serve(
     token-only."""
     from engine.launcher import EngineLock, remove_endpoint, write_endpoint
 
+    if os.name == "posix":
+        # Everything the engine writes (index, logs, settings, the parsing child's
+        # files) is this user's alone: 0600 files, 0700 folders.
+        os.umask(0o077)
     paths.ensure()
     lock = EngineLock(file=paths.engine_lock)
     if not lock.acquire():
@@ -310,7 +310,12 @@ def serve(
             lifecycle=lifecycle,
         )
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+            app,
+            http=HeaderDeadlineH11,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
         )
         server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server
@@ -333,8 +338,7 @@ def _begin_shutdown(engine: Engine, lifecycle: Lifecycle) -> None:
     """End answer streams now, and cancel ingestion after the file in hand, so that
     the server's graceful wait for open responses is short."""
     lifecycle.begin_shutdown()
-    for job in engine.ingest.jobs():
-        engine.ingest.cancel(job_id=job.id)
+    engine.ingestion.cancel_all()
 
 
 class _Server(uvicorn.Server):
@@ -378,25 +382,31 @@ def _warn_network(*, host: str, port: int, token_file: Path) -> None:
 
 
 class _Redact(logging.Filter):
-    """The token never reaches a log, whatever a message or traceback contains."""
+    """The token never reaches a log, whatever a message or traceback contains; a
+    file name that is not UTF-8 is written as the store keeps it, not lost to an
+    encoding error."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str | None) -> None:
         super().__init__()
         self._secret = secret
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if self._secret in message:
-            record.msg, record.args = message.replace(self._secret, "[token]"), None
+        clean = to_store(message)
+        if self._secret:
+            clean = clean.replace(self._secret, "[token]")
+        if clean != message:
+            record.msg, record.args = clean, None
         return True
 
 
 def _setup_logging(file: Path, *, secret: str | None = None) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(file, encoding="utf-8")
+    # backslashreplace: what the filter cannot reach (a traceback's text) still
+    # never makes a line vanish.
+    handler = logging.FileHandler(file, encoding="utf-8", errors="backslashreplace")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    if secret:
-        handler.addFilter(_Redact(secret))
+    handler.addFilter(_Redact(secret))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)

@@ -4,50 +4,61 @@ Every value that crosses the HTTP boundary is one of these frozen dataclasses,
 turned into JSON with `to_json_dict` and back with `from_json_dict`. The server
 and the client both import this module; nothing else defines the shapes.
 
-Streams are server-sent events. `/v1/ask` sends, in order:
-  event: citations  data: {"citations": [Citation, ...]}
-  event: token      data: {"text": "..."}            (repeated)
-  event: done       data: AnswerDone
-  event: error      data: {"message": "..."}         (instead of done, on failure)
+Streams are server-sent events, typed events encoded and decoded by the one codec
+in engine/wire_events.py (re-exported here). `/v1/ask` sends, in order:
+  event: citations  data: {"citations": [Citation, ...]}   CitationsEvent
+  event: token      data: {"text": "..."}  (repeated)      TokenEvent
+  event: done       data: AnswerDone                       DoneEvent
+  event: error      data: {"message": "..."}               FailedEvent, instead of done
 `/v1/ingest/{job_id}/events` sends `event: progress` with an IngestProgress each
-time it changes, the last one with a final `state`.
+time it changes, the last one with a final `state` (ProgressEvent).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_type_hints
+from typing import Any, ClassVar, Literal
 
-T = TypeVar("T")
+from engine.wire_events import (
+    ANSWER_EVENTS,
+    AnswerDone,
+    AnswerEvent,
+    AnswerMode,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    StreamEvent,
+    TokenEvent,
+    decode_sse,
+    encode_sse,
+    ends_answer,
+    from_json_dict,
+    to_json_dict,
+)
 
-AnswerMode = Literal["extractive", "generative", "none"]
+__all__ = [  # re-exported: the answer stream's events and the codec
+    "ANSWER_EVENTS",
+    "AnswerDone",
+    "AnswerEvent",
+    "AnswerMode",
+    "Citation",
+    "CitationsEvent",
+    "DoneEvent",
+    "FailedEvent",
+    "StreamEvent",
+    "TokenEvent",
+    "decode_sse",
+    "encode_sse",
+    "ends_answer",
+    "from_json_dict",
+    "to_json_dict",
+]
+
 JobState = Literal["queued", "running", "done", "cancelled", "failed"]
+# A job (ingestion, a model download) in one of these states changes no more.
+FINAL_STATES: frozenset[str] = frozenset({"done", "cancelled", "failed"})
 Priority = Literal["interactive", "background"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Citation:
-    """One source behind an answer; `index` is the n of its [n] marker."""
-
-    index: int
-    chunk_id: str
-    path: str
-    page: int | None  # 1-based; None for formats without pages
-    text: str  # the passage (the chunk's text)
-    score: float
-    char_start: int  # span of the passage within its page's text
-    char_end: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class AnswerDone:
-    answer: str
-    mode: AnswerMode
-    note: str | None = None  # e.g. "No language model is installed: ..."
-    model: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +136,21 @@ class IngestProgress:
     bytes_done: int = 0  # of which done (a file being embedded: its share embedded)
     notes: list[FileNote] = field(default_factory=list)
     disk_full: DiskFull | None = None  # set when the job stopped on a full disk
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgressEvent(StreamEvent):
+    """One state of an ingestion job, as `/v1/ingest/{job_id}/events` streams it."""
+
+    name: ClassVar[str] = "progress"
+    progress: IngestProgress
+
+    def payload(self) -> dict[str, Any]:
+        return to_json_dict(self.progress)  # the wire carries IngestProgress itself
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> ProgressEvent:
+        return cls(progress=from_json_dict(IngestProgress, data))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,37 +368,6 @@ class HardwareInfo:
     note: str | None = None  # why there is no placement, in words
 
 
-def to_json_dict(value: Any) -> dict[str, Any]:
-    return dataclasses.asdict(value)
-
-
-def from_json_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """Build a wire dataclass from JSON, nested dataclasses and lists included.
-    Unknown keys are ignored so that an older client survives a newer engine."""
-    hints = get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name])
-    return cls(**kwargs)
-
-
-def _convert(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(hint):
-            if arg is not type(None):
-                return _convert(arg, value)
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        return [_convert(item, v) for v in value]
-    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-        return from_json_dict(hint, value)  # type: ignore[arg-type]
-    return value
-
-
 # -- watched folders, collections, search, queue, server settings -------------------
 
 
@@ -396,7 +391,7 @@ class CollectionInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SearchResult:
+class SearchResponse:
     """POST /v1/search: the passages that match, best first, as citations."""
 
     query: str

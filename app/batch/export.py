@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from app.batch.runner import BatchResult
+from app.batch.visible import visible
 from app.chat.answer_render import source_title
 
 Format = Literal["csv", "md"]
@@ -142,10 +143,12 @@ def _mode_for(path: Path) -> int:
 
 
 def _cell(text: str) -> str:
+    text = visible(text, keep="\n\r\t")  # a CSV cell may span lines; nothing else
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 def _md(text: str) -> str:
     """Text for one table cell: pipes escaped, no HTML tags, line breaks as <br>."""
-    text = text.strip().replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    text = visible(text.strip(), keep="\n\r")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
     return "<br>".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.batch.visible import visible
+
 # The engine refuses longer questions (engine/server.py, the ask body's
 # max_length); checking here says which line before any question is sent.
 MAX_QUESTION_CHARS = 8000
@@ -17,28 +19,29 @@ class QuestionsError(ValueError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Question:
+class ListedQuestion:
     line: int  # 1-based line of the file or text it came from
     text: str
 
 
-def parse_questions(*, text: str, source: str = "the list") -> tuple[Question, ...]:
+def parse_questions(*, text: str, source: str = "the list") -> tuple[ListedQuestion, ...]:
     """One question per line; blank lines and lines starting with `#` are skipped,
-    duplicates are kept (the person may want both answers). Every line that is too
+    duplicates are kept (the person may want both answers); control characters and
+    terminal escapes are made visible (app/batch/visible.py), never sent raw. Every line that is too
     long is reported at once, so that one edit fixes the list."""
-    questions: list[Question] = []
+    questions: list[ListedQuestion] = []
     too_long: list[str] = []
     # Not str.splitlines(): it also splits at form feeds and U+2028, and the line
     # numbers would then disagree with the person's editor.
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = visible(raw.strip(), keep="\t")
         if not line or line.startswith("#"):
             continue
         if len(line) > MAX_QUESTION_CHARS:
             too_long.append(f"line {number} ({len(line)} characters)")
             continue
-        questions.append(Question(line=number, text=line))
+        questions.append(ListedQuestion(line=number, text=line))
     if too_long:
         raise QuestionsError(
             f"{source}: questions may be at most {MAX_QUESTION_CHARS} characters long; "
@@ -52,7 +55,7 @@ def parse_questions(*, text: str, source: str = "the list") -> tuple[Question, .
     return tuple(questions)
 
 
-def read_questions(*, path: Path) -> tuple[Question, ...]:
+def read_questions(*, path: Path) -> tuple[ListedQuestion, ...]:
     """The questions of a UTF-8 text file (a byte-order mark is allowed)."""
     try:
         size = path.stat().st_size

@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engine.client import AskEvent
-from engine.wire import Citation
+from engine.wire import AnswerEvent, Citation, CitationsEvent, DoneEvent, FailedEvent
 
 Status = Literal["answered", "failed", "cancelled"]
 # question -> the engine's answer stream (k and the priority bound by the caller)
-AskFn = Callable[[str], Iterable[AskEvent]]
+AskFn = Callable[[str], Iterable[AnswerEvent]]
 MAX_IN_FLIGHT = 16
 
 
@@ -160,11 +159,11 @@ class BatchRun:
             for event in events:
                 if self._cancel.is_set():
                     return row("cancelled")
-                if event.citations is not None:
+                if isinstance(event, CitationsEvent):
                     citations = tuple(event.citations)
-                elif event.error is not None:
-                    return row("failed", error=event.error)
-                elif event.done is not None:
+                elif isinstance(event, FailedEvent):
+                    return row("failed", error=event.message)
+                elif isinstance(event, DoneEvent):
                     return row("answered", answer=event.done.answer, mode=event.done.mode)
             return row("failed", error="the answer stream ended without a result")
         except Exception as e:  # one question's failure is its row's, not the run's

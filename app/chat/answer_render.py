@@ -76,8 +76,11 @@ def file_name(*, path: str) -> str:
 
 
 def source_title(*, citation: Citation) -> str:
-    """ "report.pdf — page 3", or just the file name for formats without pages."""
-    return page_title(path=citation.path, page=citation.page)
+    """ "report.pdf — page 3", or just the file name for formats without pages;
+    then the section when the document has one: "… — 5.13 Other debian/* files"."""
+    title = page_title(path=citation.path, page=citation.page)
+    section = citation.section
+    return f"{title} — {elide(text=section, limit=80)}" if section else title
 
 
 # What a "page" is in formats that have none (docs/formats.md).

@@ -1,13 +1,16 @@
 """The chat pane: conversations, the transcript, the question box, and the sources.
 
-It knows nothing of the engine: the main window feeds it (`begin_answer`,
-`append_token`, ...) and listens to its `sig_*` signals. It owns the
-conversations: loaded from disk in a worker, saved as each answer ends.
+It knows nothing of the engine. A question becomes an AnswerStream
+(app/chat/answer_stream.py) that the pane owns and announces with `sig_ask`;
+whoever asks the engine (the main window, through the bridge) feeds the stream,
+and the pane writes what it announces. It owns the conversations: loaded from
+disk in a worker, saved as each answer ends.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import logging
 import time
 from dataclasses import replace
@@ -28,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.answer_render import chunk_id_from_href, copy_text, elide, source_title
+from app.chat.answer_stream import AnswerStream
 from app.chat.conversation_list import ConversationList
 from app.chat.conversations import (
     Conversation,
@@ -57,8 +61,7 @@ FILL_BUDGET_S = 0.03
 class ChatPane(QWidget):
     """Questions and streamed answers with clickable [n] markers and sources."""
 
-    sig_ask = Signal(str)
-    sig_stop = Signal()
+    sig_ask = Signal(object)  # AnswerStream, begun: the asker feeds it
     sig_open_source = Signal(str)  # chunk id
     sig_conversations_loaded = Signal()
 
@@ -70,11 +73,10 @@ class ChatPane(QWidget):
         self._conversations: dict[str, Conversation] = {}
         self._search_text: dict[str, str] = {}
         self._current: Conversation = new_conversation()
-        self._streaming_id = ""  # the conversation an answer is streaming into
+        self._request_ids = itertools.count(1)
+        self._live: AnswerStream | None = None  # the answer being streamed
+        self._last: AnswerStream | None = None  # the latest answer asked for
         self._answer_start = -1  # document position where the streaming answer begins
-        self._answer_text = ""
-        self._citations: list[Citation] = []
-        self._streaming = False
         self._ready = False
         self._loaded = False
         self._filter = ""
@@ -220,12 +222,17 @@ class ChatPane(QWidget):
 
     @property
     def streaming(self) -> bool:
-        return self._streaming
+        return self._live is not None
+
+    @property
+    def answer_stream(self) -> AnswerStream | None:
+        """The answer being (or last) streamed."""
+        return self._last
 
     @property
     def answer_text(self) -> str:
         """The raw text of the answer being (or last) streamed."""
-        return self._answer_text
+        return self._last.text if self._last is not None else ""
 
     @property
     def current(self) -> Conversation:
@@ -246,18 +253,18 @@ class ChatPane(QWidget):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        can_ask = self._ready and not self._streaming
+        can_ask = self._ready and not self.streaming
         # The question box stays editable while an answer streams: the next
         # question can be typed meanwhile; only sending it waits.
         self.ask_button.setEnabled(can_ask and bool(self.question.text().strip()))
-        self.stop_button.setEnabled(self._streaming)
-        self.stop_button.setVisible(self._streaming)
+        self.stop_button.setEnabled(self.streaming)
+        self.stop_button.setVisible(self.streaming)
         has_answer = bool(self._current.exchanges) and not self._streaming_here()
         self.regenerate_button.setEnabled(can_ask and has_answer)
         self.copy_button.setEnabled(has_answer and bool(self._current.exchanges[-1].answer))
 
     def _streaming_here(self) -> bool:
-        return self._streaming and self._streaming_id == self._current.id
+        return self._live is not None and self._live.conversation_id == self._current.id
 
     # -- conversations --------------------------------------------------------------
 
@@ -315,7 +322,7 @@ class ChatPane(QWidget):
             self.store.delete(conversation_id=conversation_id)
         except OSError:
             log.exception("could not delete conversation %s", conversation_id)
-        if conversation_id == self._streaming_id and self._streaming:
+        if self._live is not None and conversation_id == self._live.conversation_id:
             self._on_stop()
         if conversation_id == self._current.id:
             remaining = self.conversations
@@ -336,11 +343,8 @@ class ChatPane(QWidget):
                 log.exception("could not save conversation %s", conversation.id)
                 self.sources_label.setText(f"Could not save the conversation: {e}")
 
-    def _streaming_conversation(self) -> Conversation | None:
-        return self._conversations.get(self._streaming_id)
-
     def _update_streaming(self, *, save: bool, **changes: object) -> None:
-        conv = self._streaming_conversation()
+        conv = self._conversations.get(self._live.conversation_id) if self._live else None
         if conv is None or not conv.exchanges:
             return
         last = replace(conv.exchanges[-1], **changes)  # type: ignore[arg-type]
@@ -450,12 +454,18 @@ class ChatPane(QWidget):
 
     # -- the answer being streamed ---------------------------------------------------
 
-    def begin_answer(self, *, question: str) -> None:
-        """Show the question and a placeholder where the answer will stream in."""
-        self._streaming = True
-        self._answer_text = ""
-        self._citations = []
-        self._streaming_id = self._current.id
+    def ask(self, *, question: str) -> AnswerStream:
+        """Show the question and a placeholder where its answer will stream in, and
+        announce the answer's stream (`sig_ask`) for the asker to feed."""
+        stream = AnswerStream(
+            request_id=next(self._request_ids), question=question, conversation_id=self._current.id
+        )
+        stream.sig_citations.connect(self._on_citations)
+        stream.sig_token.connect(self._on_token)
+        stream.sig_done.connect(self._on_done)
+        stream.sig_failed.connect(self._on_failed)
+        stream.sig_stopped.connect(self._on_stopped)
+        self._live = self._last = stream
         complete = self._filled()
         self._put(with_exchange(self._current, exchange=Exchange(question=question)))
         self._refresh_list()
@@ -465,42 +475,42 @@ class ChatPane(QWidget):
             self._fill_step()
         else:
             self._show_current()
+        emit(self.sig_ask, stream)
+        return stream
 
-    def set_citations(self, citations: list[Citation]) -> None:
-        self._citations = list(citations)
-        self._update_streaming(save=False, citations=tuple(self._citations))
+    def _on_citations(self, citations: list[Citation]) -> None:
+        if self._live is None:
+            return
+        self._update_streaming(save=False, citations=tuple(citations))
         if self._streaming_here():
-            self._show_sources(self._citations)
-            if self._answer_text:
+            self._show_sources(citations)
+            if self._live.text:
                 self._render_answer()
 
-    def append_token(self, text: str) -> None:
-        if not self._streaming:
-            return
-        self._answer_text += text
-        if not self._render_timer.isActive():
+    def _on_token(self, _piece: str) -> None:
+        if self._live is not None and not self._render_timer.isActive():
             self._render_timer.start()
 
-    def finish_answer(self, *, done: AnswerDone) -> None:
-        """The final text replaces the streamed one (they agree unless tokens were lost)."""
-        if done.answer:
-            self._answer_text = done.answer
-        self._end_stream(answer=self._answer_text, note=done.note or "")
+    def _on_done(self, done: AnswerDone) -> None:
+        self._end_stream(note=done.note or "")
 
-    def fail_answer(self, *, message: str) -> None:
-        self._end_stream(answer=self._answer_text, error=message)
+    def _on_failed(self, message: str) -> None:
+        self._end_stream(error=message)
 
-    def stop_answer(self) -> None:
+    def _on_stopped(self) -> None:
         """The person pressed Stop: keep what arrived, say it was cut short."""
-        if self._streaming:
-            self._end_stream(answer=self._answer_text, stopped=True)
+        self._end_stream(stopped=True)
 
     def _end_stream(self, **changes: object) -> None:
+        stream = self._live
+        if stream is None:
+            return
         self._render_timer.stop()
-        self._update_streaming(save=True, citations=tuple(self._citations), **changes)
+        self._update_streaming(
+            save=True, answer=stream.text, citations=tuple(stream.citations), **changes
+        )
         here = self._streaming_here()
-        self._streaming = False
-        self._streaming_id = ""
+        self._live = None
         if here and self._answer_start >= 0:
             self._rewrite_last_answer(streaming=False)
             last = self._current.exchanges[-1]
@@ -511,7 +521,9 @@ class ChatPane(QWidget):
         self.question.setFocus()
 
     def _render_answer(self) -> None:
-        self._update_streaming(save=False, answer=self._answer_text)
+        if self._live is None:
+            return
+        self._update_streaming(save=False, answer=self._live.text)
         if self._streaming_here():
             self._rewrite_last_answer(streaming=True)
 
@@ -523,12 +535,12 @@ class ChatPane(QWidget):
 
     def regenerate(self) -> None:
         """Ask the last question again; the new answer replaces the old one."""
-        if self._streaming or not self._ready or not self._current.exchanges:
+        if self.streaming or not self._ready or not self._current.exchanges:
             return
         question = self._current.exchanges[-1].question
         self._put(without_last_exchange(self._current))
         self._show_current()
-        emit(self.sig_ask, question)
+        self.ask(question=question)
 
     def copy_answer(self) -> str:
         """The last answer of this conversation, with its sources, to the clipboard."""
@@ -545,14 +557,14 @@ class ChatPane(QWidget):
 
     def _on_ask(self) -> None:
         question = self.question.text().strip()
-        if not question or not self._ready or self._streaming:
+        if not question or not self._ready or self.streaming:
             return
-        emit(self.sig_ask, question)
         self.question.clear()
+        self.ask(question=question)
 
     def _on_stop(self) -> None:
-        if self._streaming:
-            emit(self.sig_stop)
+        if self._live is not None:
+            self._live.stop()
 
     def _on_anchor(self, url: QUrl) -> None:
         chunk_id = chunk_id_from_href(

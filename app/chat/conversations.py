@@ -177,12 +177,15 @@ class ConversationStore:
         return out
 
     def save(self, conversation: Conversation) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.path_of(conversation_id=conversation.id)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         text = json.dumps(to_json(conversation), ensure_ascii=False, indent=1)
         try:
-            tmp.write_text(text, encoding="utf-8")
+            # 0600: a conversation quotes the documents; it is this user's alone.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

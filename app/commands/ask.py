@@ -13,23 +13,36 @@ import sys
 from pathlib import Path
 
 from app.batch.export import check_writable, format_for, render, write_results
-from app.batch.questions import QuestionsError, read_questions
+from app.batch.questions import MAX_QUESTION_CHARS, QuestionsError, read_questions
 from app.batch.runner import BatchResult, BatchRun, summary
+from app.batch.visible import visible
 from app.chat.answer_render import elide
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.wire import Answer, Citation, to_json_dict
+from engine.wire import (
+    Answer,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    TokenEvent,
+    to_json_dict,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="ask a question (or a file of questions) about your documents")
-    p.add_argument("question", nargs="?", help="the question (or use --file)")
+    p.add_argument(
+        "question",
+        nargs="?",
+        help=f"the question, at most {MAX_QUESTION_CHARS:,} characters (or use --file)",
+    )
     p.add_argument(
         "--file",
         type=Path,
         metavar="QUESTIONS.txt",
-        help="answer every question of a UTF-8 text file, one per line "
-        "(blank lines and lines starting with # are skipped)",
+        help="answer every question of a UTF-8 text file, one per line, each at most "
+        f"{MAX_QUESTION_CHARS:,} characters (blank lines and lines starting with # are skipped)",
     )
     p.add_argument(
         "--out",
@@ -55,13 +68,22 @@ def run(args: argparse.Namespace) -> int:
         return fail("give a question, or --file QUESTIONS.txt", code=2)
     if args.out is not None or args.format is not None:
         return fail("--out and --format go with --file", code=2)
+    question = visible(args.question.strip(), keep="\t")
+    if not question:
+        return fail("the question is empty", code=2)
+    if len(question) > MAX_QUESTION_CHARS:
+        return fail(
+            f"the question is {len(question):,} characters long; "
+            f"questions may be at most {MAX_QUESTION_CHARS:,}",
+            code=2,
+        )
     try:
         with engine_session(keep=args.keep_engine) as client:
             if args.json:
-                answer = client.ask(question=args.question, k=args.k)
+                answer = client.ask(question=question, k=args.k)
                 print(json.dumps(to_json_dict(answer), ensure_ascii=False))
                 return 0
-            return _stream(client, question=args.question, k=args.k)
+            return _stream(client, question=question, k=args.k)
     except (EngineUnavailableError, EngineRequestError) as e:
         return fail(str(e))
 
@@ -69,19 +91,18 @@ def run(args: argparse.Namespace) -> int:
 def _stream(client, *, question: str, k: int) -> int:  # type: ignore[no-untyped-def]
     citations: list[Citation] = []
     for ev in client.ask_stream(question=question, k=k):
-        if ev.citations is not None:
+        if isinstance(ev, CitationsEvent):
             citations = ev.citations
-        elif ev.token is not None:
-            print(ev.token, end="", flush=True)
-        elif ev.error is not None:
+        elif isinstance(ev, TokenEvent):
+            print(visible(ev.text, keep="\n\t"), end="", flush=True)
+        elif isinstance(ev, FailedEvent):
             print()
-            return fail(ev.error)
-        elif ev.done is not None:
+            return fail(visible(ev.message))
+        elif isinstance(ev, DoneEvent):
+            done = ev.done
             print()
             _sources(
-                Answer(
-                    answer=ev.done.answer, citations=citations, mode=ev.done.mode, note=ev.done.note
-                )
+                Answer(answer=done.answer, citations=citations, mode=done.mode, note=done.note)
             )
     return 0
 
@@ -90,11 +111,12 @@ def _sources(answer: Answer) -> None:
     if answer.citations:
         print("\nSources:")
     for c in answer.citations:
-        where = os.path.basename(c.path) + (f", page {c.page}" if c.page else "")
-        snippet = " ".join(c.text.split())[:100]
+        where = visible(os.path.basename(c.path)) + (f", page {c.page}" if c.page else "")
+        where += f", {visible(c.section)}" if c.section else ""
+        snippet = visible(" ".join(c.text.split())[:100])
         print(f"  [{c.index}] {where}: {snippet}…")
     if answer.note:
-        print(f"\n{answer.note}", file=sys.stderr)
+        print(f"\n{visible(answer.note, keep=chr(10))}", file=sys.stderr)
 
 
 # -- a file of questions ---------------------------------------------------------------
@@ -152,7 +174,9 @@ def _run_file(args: argparse.Namespace) -> int:
 
 
 def _progress(*, batch: BatchRun, result: BatchResult, done: int) -> None:
-    what = "" if result.status == "answered" else f" {result.status.upper()}: {result.error}"
+    what = (
+        "" if result.status == "answered" else f" {result.status.upper()}: {visible(result.error)}"
+    )
     print(
         f"[{done}/{batch.total}] {batch.elapsed_s():6.1f} s  #{result.number} "
         f"{elide(text=result.question, limit=60)}{what}",

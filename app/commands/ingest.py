@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.batch.visible import visible
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.wire import IngestProgress
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    last: IngestProgress | None = None
     try:
         with engine_session(keep=args.keep_engine) as client:
             job = client.add_paths(paths=list(args.paths))
@@ -34,7 +36,18 @@ def run(args: argparse.Namespace) -> int:
             for progress in client.ingest_events(job_id=job.job_id):
                 _show(progress)
                 last = progress
-    except (EngineUnavailableError, EngineRequestError) as e:
+    except EngineUnavailableError as e:
+        if last is None:
+            return fail(str(e))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        # The job is kept on disk until it ends (engine/ingest/jobs.py, PendingJobs).
+        return fail(
+            f"the engine stopped during the ingestion ({last.files_done} of "
+            f"{last.files_total} files done, kept); the rest is ingested when the engine "
+            "next starts (`ragdoll ingest` again, or open the window)"
+        )
+    except EngineRequestError as e:
         return fail(str(e))
     except KeyboardInterrupt:
         return fail("interrupted; files already ingested are kept", code=130)
@@ -46,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def _show(p: IngestProgress) -> None:
     if not sys.stderr.isatty() or p.files_total == 0:
         return
-    current = (p.current or "")[-50:]
+    current = visible(p.current or "")[-50:]
     print(
         f"\r{p.files_done}/{p.files_total} files  {p.pages_read} pages  "
         f"{p.chunks_embedded}/{p.chunks_found} chunks embedded  {current:<50}",
@@ -62,11 +75,15 @@ def _summary(p: IngestProgress) -> int:
         f"{len(p.errors)} errors; {p.chunks_added} chunks added"
     )
     for e in p.errors:
-        print(f"  error: {e.path}: {e.reason}")
+        print(f"  error: {visible(e.path)}: {visible(e.reason)}")
     for n in p.notes:
-        print(f"  note: {n.path}: {n.note}")
+        print(f"  note: {visible(n.path)}: {visible(n.note)}")
     if p.disk_full is not None:
         return fail(p.message or "the disk holding the index is full")
+    if p.state == "cancelled":
+        why = p.message or "it was cancelled from the window or by another client"
+        return fail(f"ingestion cancelled: {why}; files already ingested are kept")
     if p.state != "done":
-        return fail(f"ingestion {p.state}: {p.message or ''}".strip())
+        why = p.message or "no reason given; see `ragdoll status` and the engine log"
+        return fail(f"ingestion {p.state}: {why}")
     return 2 if p.errors else 0

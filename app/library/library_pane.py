@@ -30,13 +30,12 @@ from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
 from app.library.progress_text import counts_line, notes_text, pace_line, work_permille
 from app.qt_compat import emit
-from engine.wire import DocumentInfo, FileError, IngestProgress, WatchedFolder
+from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
 # Asks the name of a new collection: (parent) -> the name, or None.
 NameAsker = Callable[[QWidget], str | None]
 
-_FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 # A job that ended well leaves its box this long, then the box goes; a failed
 # one (a full disk) stays until the next job.
 FINISHED_BOX_MS = 8_000
@@ -336,7 +335,7 @@ class LibraryPane(QWidget):
         one shown until it ends, then the next one still running. Events of
         jobs not shown add their errors and are counted as waiting."""
         p = progress
-        if p.job_id in self._ended and p.state in _FINAL_STATES:
+        if p.job_id in self._ended and p.state in FINAL_STATES:
             # A late event of a job already followed to its end (the bridge's
             # queue poll can trail its stream): not the answer to a new request.
             return
@@ -350,8 +349,8 @@ class LibraryPane(QWidget):
         elif (
             not self._awaiting
             and shown is not None
-            and shown.state in _FINAL_STATES
-            and p.state not in _FINAL_STATES
+            and shown.state in FINAL_STATES
+            and p.state not in FINAL_STATES
         ):
             self._job_id = p.job_id  # the job shown has ended: show the next one
         if p.job_id not in self._ended:
@@ -384,7 +383,7 @@ class LibraryPane(QWidget):
     def jobs_waiting(self) -> int:
         """Jobs running or queued besides the one shown."""
         return sum(
-            1 for k, v in self._jobs.items() if k != self._job_id and v.state not in _FINAL_STATES
+            1 for k, v in self._jobs.items() if k != self._job_id and v.state not in FINAL_STATES
         )
 
     def set_documents(self, documents: list[DocumentInfo]) -> None:
@@ -437,8 +436,11 @@ class LibraryPane(QWidget):
             self.progress_bar.setValue(work_permille(progress=p))
             self.progress_bar.setFormat(f"{p.files_done} of {total} files")
         self.progress_box.setTitle(job_title(p))
-        if p.state in _FINAL_STATES:
+        if p.state in FINAL_STATES:
             self.current_label.setText(_final_line(p))
+        elif p.message and p.state == "running" and p.current:
+            self.current_label.setText(p.message)  # e.g. "scan.pdf: OCR page 12 of 500"
+            self.current_label.setToolTip(p.current)
         elif p.current:
             self.current_label.setText(f"Working on {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)
@@ -458,7 +460,7 @@ class LibraryPane(QWidget):
         last = self._last
         if self._awaiting or last is None or last.state not in ("done", "cancelled"):
             return
-        if any(v.state not in _FINAL_STATES for v in self._jobs.values()):
+        if any(v.state not in FINAL_STATES for v in self._jobs.values()):
             return
         self.progress_box.setVisible(False)
 
@@ -479,7 +481,7 @@ class LibraryPane(QWidget):
         self.errors_label.setVisible(errors > 0)
         self.errors_view.setVisible(errors > 0)
         running = self._awaiting or (
-            self._last is not None and self._last.state not in _FINAL_STATES
+            self._last is not None and self._last.state not in FINAL_STATES
         )
         self.pause_button.setVisible(running and not self._paused)
         self.resume_button.setVisible(running and self._paused)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.wire import FileNote, IngestProgress
+from engine.wire import FINAL_STATES, FileNote, IngestProgress
 
 NOTES_SHOWN = 3
 
@@ -33,7 +33,7 @@ def eta_text(*, eta_s: float | None) -> str:
 
 def pace_line(*, progress: IngestProgress) -> str:
     """One line under the bar: paused, or the rate and what is left."""
-    if progress.state in ("done", "cancelled", "failed"):
+    if progress.state in FINAL_STATES:
         return ""
     if progress.paused:
         return "Paused: the engine finishes the file at hand, then waits for Resume."
@@ -62,7 +62,7 @@ def counts_line(*, progress: IngestProgress, jobs_waiting: int = 0) -> str:
     counts = []
     if p.pages_read:
         counts.append(f"{p.pages_read:,} page{'s' if p.pages_read != 1 else ''}")
-    if p.chunks_found > p.chunks_embedded and p.state not in ("done", "cancelled", "failed"):
+    if p.chunks_found > p.chunks_embedded and p.state not in FINAL_STATES:
         counts.append(f"{p.chunks_embedded:,} of {p.chunks_found:,} new chunks embedded")
     counts.append(f"{p.chunks_added:,} chunks added")
     if p.files_skipped:

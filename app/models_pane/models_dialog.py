@@ -1,12 +1,14 @@
 """The Models dialog: recommended models with this machine's verdict and an expected
 speed, downloads from the Hugging Face hub, a local folder, or extractive answers.
 
-Everything it asks of the engine goes through the bridge (off the GUI thread); it
-only draws what the bridge's signals bring. Nothing is downloaded unless the person
+Everything it asks of the engine is an EngineOp the bridge runs off the GUI
+thread; it only draws what the ops bring back. Nothing is downloaded unless the person
 presses Download, and the button says where the files come from.
 """
 
 from __future__ import annotations
+
+import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -23,14 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.bridge_plumbing import EngineOp, Report, describe_error
 from app.engine_bridge import EngineBridge
 from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
 from app.qt_compat import emit
+from engine.client import EngineClient
 from engine.planner.sizes import format_gib
-from engine.wire import ModelAdvice, ModelDownload, RecommendedModels
+from engine.wire import FINAL_STATES, ModelAdvice, ModelDownload, RecommendedModels
 
+DOWNLOAD_POLL_S = 0.5  # how often a download in progress is asked about
 COLUMNS = ("Model", "Parameters", "On this machine", "Expected speed", "Installed", "Licence")
-FINAL_STATES = frozenset({"done", "cancelled", "failed"})
 
 
 def params_text(params: int) -> str:
@@ -141,10 +145,6 @@ class ModelsDialog(QDialog):
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)
 
-        bridge.sig_recommended_models.connect(self.show_models)
-        bridge.sig_recommended_failed.connect(self.show_error)
-        bridge.sig_download_progress.connect(self.show_download)
-        bridge.sig_download_failed.connect(self._download_failed)
         self._update_buttons()
 
     def _button(self, text: str, tip: str) -> QPushButton:
@@ -157,7 +157,14 @@ class ModelsDialog(QDialog):
 
     def refresh(self) -> None:
         self.note.setText("Reading the recommendations…")
-        self._bridge.refresh_recommended_models()
+        self._bridge.run(
+            EngineOp(
+                what="Reading the recommended models",
+                call=lambda c: c.recommended_models(),
+                success=self.show_models,
+                failure=lambda e: self.show_error(describe_error(error=e)),
+            )
+        )
 
     def show_models(self, result: RecommendedModels) -> None:
         selected = self.selected()
@@ -225,11 +232,28 @@ class ModelsDialog(QDialog):
         if m is None or self._downloading():
             return
         self.progress_label.setText(f"Asking huggingface.co for {m.id}…")
-        self._bridge.download_model(repo_id=m.id)
+        self._bridge.run(
+            EngineOp(
+                what="Downloading a model",
+                follow=lambda c, report: follow_download(
+                    client=c, repo_id=m.id, report=report, poll_s=DOWNLOAD_POLL_S
+                ),
+                progress=self.show_download,
+                success=self.show_download,
+                failure=lambda e: self._download_failed(m.id, describe_error(error=e)),
+            )
+        )
 
     def cancel_download(self) -> None:
         if self.download is not None and self._downloading():
-            self._bridge.cancel_download(download_id=self.download.download_id)
+            download_id = self.download.download_id
+            # The follower sees the cancelled state on its next poll.
+            self._bridge.run(
+                EngineOp(
+                    what="Cancelling the download",
+                    call=lambda c: c.cancel_download(download_id=download_id),
+                )
+            )
 
     def choose_folder(self) -> None:
         folder = self._choose_folder(self)
@@ -248,6 +272,19 @@ class ModelsDialog(QDialog):
         self.use_button.setEnabled(m is not None and m.installed)
         self.download_button.setEnabled(m is not None and not m.installed and not busy)
         self.cancel_button.setEnabled(busy)
+
+
+def follow_download(
+    *, client: EngineClient, repo_id: str, report: Report, poll_s: float
+) -> ModelDownload:
+    """In a worker: start a hub download (the person asked for it) and follow it to
+    its end by polling: a download runs for minutes, and polling survives an engine
+    restart with a clear failure instead of a stream stuck in a read."""
+    state = client.download_model(repo_id=repo_id)
+    while state.state not in FINAL_STATES and report(state):
+        time.sleep(poll_s)
+        state = client.download_progress(download_id=state.download_id)
+    return state
 
 
 def attach_models_dialog(

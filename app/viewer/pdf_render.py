@@ -84,6 +84,14 @@ def render_page(request: PageRequest) -> RenderedPage:
                     x1, y1 = conv.to_bitmap(right, bottom)
                     highlights.append(QRectF(x0, y0, x1 - x0, y1 - y0).normalized())
             textpage.close()
+            if span is None and request.passage and not "".join(chars).strip():
+                # A scanned page: the engine read it by OCR, so the passage is
+                # found again in OCR's lines and their boxes are highlighted.
+                highlights, ocr_text = _ocr_highlights(
+                    page=page, passage=request.passage, width=image.width(), height=image.height()
+                )
+                chars = list(ocr_text)
+                span = (0, 0) if highlights else None
             _paint_highlights(image=image, rects=highlights)
         finally:
             page.close()
@@ -98,6 +106,41 @@ def render_page(request: PageRequest) -> RenderedPage:
         found=span is not None,
         text="".join(chars).replace("\r\n", "\n"),
     )
+
+
+def _ocr_highlights(
+    *, page: object, passage: str, width: int, height: int
+) -> tuple[list[QRectF], str]:
+    """Boxes (in image pixels) of the OCR lines that hold `passage` on a page
+    without a text layer, and the page's OCR text; none when OCR is not
+    installed or does not find the passage."""
+    try:
+        from engine.ingest.ocr import OCR_DPI, ocr_available, read_image
+    except ImportError:
+        return [], ""
+    if not ocr_available():
+        return [], ""
+    # Read at the engine's resolution, so the text is the one the passage came from.
+    ocr = read_image(image=page.render(scale=OCR_DPI / 72).to_pil())  # type: ignore[attr-defined]
+    chars: list[str] = []
+    owner: list[int] = []
+    for number, line in enumerate(ocr.lines):
+        for ch in line.text + "\n":
+            chars.append(ch)
+            owner.append(number)
+    span = locate(chars=chars, passage=passage)
+    if span is None:
+        return [], ocr.text
+    rects = [
+        QRectF(
+            line.left * width,
+            line.top * height,
+            (line.right - line.left) * width,
+            (line.bottom - line.top) * height,
+        )
+        for line in ocr.lines[owner[span[0]] : owner[span[1]] + 1]
+    ]
+    return rects, ocr.text
 
 
 def _paint_highlights(*, image: QImage, rects: list[QRectF]) -> None:

@@ -1,15 +1,12 @@
 """Answers written by a local Hugging Face causal language model, with [n] citations.
 
-The model runs on the layer-streaming executor (engine/executor) under the placement the
-planner makes for this machine, so a model larger than memory streams from the disk
-instead of failing to load. The prompt is built by `build_prompt` alone.
+The model runs on the layer-streaming executor (engine/executor) under the placement its
+PlacementOwner hands it (engine/planner/owner.py), so a model larger than memory streams
+from the disk instead of failing to load. The prompt is built by `build_prompt` alone.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -18,101 +15,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import torch
-from huggingface_hub import snapshot_download
-from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+from transformers import GenerationConfig
 
 from engine.answer.passages import Passage
-from engine.errors import ModelLoadError
 from engine.executor.compat import GenerateCompat
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, Sampling, TokenEvent, generate
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
-from engine.hardware.profile import HardwareProfile, load_profile
-from engine.paths import resolve_paths
-from engine.planner.model_spec import load_model_spec
-from engine.planner.placement import Placement, StoreSpec, Workload
-from engine.planner.planner import plan
+from engine.models.loading import LoadedModel
+from engine.planner.placement import Placement
 
-# A repo id is "name" or "org/name" (see huggingface_hub's validate_repo_id).
-_REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]+$")
 # Below this many tokens a truncated source is more confusing than useful.
 _MIN_SOURCE_TOKENS = 24
-# Used when neither the config nor the tokenizer says how long a context can be.
-_FALLBACK_CONTEXT = 2048
-# The context the placement is sized for: prompts of a few sources and an answer. A
-# model's full window (32k for Qwen2) would reserve KV that a RAG answer never fills
-# and push weights off the compute tier for nothing.
-PLANNED_CONTEXT = 4096
-
-
-def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
-    """The folder of a model named by a local path or a Hugging Face repo id.
-
-    Only what is already on disk is considered: a folder with config.json, or a snapshot
-    in the local Hugging Face cache (`cache_dir`, else HF_HUB_CACHE / HF_HOME as set now).
-    """
-    local = Path(model).expanduser()
-    if local.is_dir():
-        _check_model_folder(local)
-        return local.resolve()
-    # "./x" matches the repo-id pattern but is clearly meant as a path.
-    if not _REPO_ID.match(model) or model.startswith("."):
-        raise ModelLoadError(f"No model folder at {model}: the folder does not exist.")
-    cache = cache_dir if cache_dir is not None else _hub_cache()
-    snapshot = _cached_snapshot(repo_id=model, cache=cache)
-    if snapshot is None:
-        raise ModelLoadError(
-            f"Model {model!r} was not found: it is neither a folder on this computer nor "
-            f"downloaded into the Hugging Face cache at {cache}. "
-            "Give the path of a model folder, or download the model first."
-        )
-    _check_model_folder(snapshot)
-    return snapshot
-
-
-def _hub_cache() -> Path:
-    # Read at call time: huggingface_hub.constants freezes the environment at import.
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg).expanduser() / "huggingface" / "hub"
-
-
-def _cached_snapshot(*, repo_id: str, cache: Path) -> Path | None:
-    try:
-        return Path(snapshot_download(repo_id, cache_dir=cache, local_files_only=True))
-    except Exception:
-        # Offline lookups fail for many reasons (no refs/main, malformed id, missing
-        # files); scanning the snapshots folder below still finds a usable copy.
-        pass
-    snapshots = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    candidates = [s for s in snapshots.iterdir() if (s / "config.json").is_file()]
-    if not candidates:
-        return None
-    return max(candidates, key=lambda s: s.stat().st_mtime)
-
-
-def _check_model_folder(folder: Path) -> None:
-    if not (folder / "config.json").is_file():
-        raise ModelLoadError(f"{folder} is not a model folder: it has no config.json.")
-    if not any(folder.glob("*.safetensors")):
-        raise ModelLoadError(
-            f"{folder} has no .safetensors weights. RAGDoll only loads safetensors, "
-            "because other weight formats can run code when they are opened."
-        )
-
-
-def display_name(*, model_path: Path) -> str:
-    """'org/name' for a model in the Hugging Face cache, else the folder's name."""
-    parent = model_path.parent
-    if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
-        return parent.parent.name.removeprefix("models--").replace("--", "/")
-    return model_path.name
 
 
 def load_system_prompt() -> str:
@@ -271,65 +185,38 @@ class IncrementalDetokenizer:
 
 
 class GenerativeAnswerer:
-    """A causal LM under the planner's placement for this machine, run by the
-    layer-streaming executor, that streams answers to questions about passages.
-
-    Nothing loads the whole model: the executor builds it on the meta device and reads
-    each unit's tensors into its home tier (held, or streamed per use from the disk)."""
+    """A loaded causal LM, run by the layer-streaming executor, that streams answers to
+    questions about passages. It is given the model and its placement and does not
+    plan (engine/answer/in_use.py `open_model` assembles the three)."""
 
     def __init__(
         self,
         *,
-        model_path: Path,
-        device: str | None = None,
-        dtype: str | None = None,
-        hardware: HardwareProfile | None = None,
-        placement: Placement | None = None,
-        store: StoreSpec | None = None,
-        fault_hook: Callable[[str], None] | None = None,
-        evict_after_read: bool = False,
+        model: LoadedModel,
+        placement: Placement,
+        on_degrade: Callable[[Placement], None] | None = None,
         stop_at_eos: bool = True,
     ):
-        """`evict_after_read` and `stop_at_eos=False` are for benchmarks: disk units are
-        dropped from the page cache after each read (every read is a real disk read), and
-        every answer runs to its max_new_tokens (equal work for every system compared)."""
-        _check_model_folder(model_path)
-        self.model_path = model_path
-        self.name = display_name(model_path=model_path)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
-            config = AutoConfig.from_pretrained(model_path, local_files_only=True)
-            self.context_length = _context_length(config=config, tokenizer=self.tokenizer)
-            if placement is None:
-                hardware = hardware or _this_machine(device=device)
-                placement = _plan(
-                    model_path=model_path,
-                    hardware=hardware,
-                    store=store or StoreSpec.default(),
-                    dtype=_compute_dtype(config=config, dtype=dtype, cpu=hardware.gpu is None),
-                    context_tokens=min(self.context_length, PLANNED_CONTEXT),
-                )
-            cpu = placement.compute_tier == "cpu"
-            self.placement = placement
-            self.executor = StreamingModel(
-                model_dir=model_path,
-                placement=placement,
-                dtype=_compute_dtype(config=config, dtype=dtype, cpu=cpu),
-                fault_hook=fault_hook,
-                evict_after_read=evict_after_read,
-            )
-        except ModelLoadError:
-            raise
-        except Exception as e:
-            raise ModelLoadError(f"Could not load the language model in {model_path}: {e}") from e
+        """`model` runs under `placement` (the PlacementOwner's, which it does not
+        keep: the owner reports the placement in force); `on_degrade` hears each
+        placement an out-of-memory recovery moves the model to (the owner's `demoted`).
+        `stop_at_eos=False` is for benchmarks: every answer runs to its max_new_tokens
+        (equal work for every system compared)."""
+        files = model.files
+        self.model_path = files.path
+        self.name = files.name
+        self.tokenizer = files.tokenizer
+        self.context_length = files.context_length
+        self.executor = model.executor
         self.model = GenerateCompat(model=self.executor)  # for code written against HF
         self.device = str(self.executor.device)
+        self._on_degrade = on_degrade
         # KV of prompt starts reused across turns and requests; None turns reuse off.
         self.prefix_cache: PrefixCache | None = prefix_cache_for(
             placement=placement, device=self.executor.device
         )
         stop_ids = _stop_ids(
-            model_path=model_path, executor=self.executor, tokenizer=self.tokenizer
+            model_path=files.path, executor=self.executor, tokenizer=self.tokenizer
         )
         self._pad_id = _pad_id(tokenizer=self.tokenizer, stop_ids=stop_ids)
         self._stop_ids = stop_ids if stop_at_eos else ()
@@ -434,6 +321,7 @@ class GenerativeAnswerer:
                 cancelled=cancelled,
                 incoming=arrivals if incoming is not None else None,
                 prefix_cache=self.prefix_cache,
+                on_degrade=self._on_degrade,
             )
             try:
                 for event in events:
@@ -454,52 +342,6 @@ class GenerativeAnswerer:
         self._finalizer()
 
 
-def _this_machine(*, device: str | None) -> HardwareProfile:
-    """The cached hardware profile (never a slow measurement here); without a cache,
-    the counts alone."""
-    hardware = load_profile(paths=resolve_paths(), measure=False)
-    if device == "cpu" and hardware.gpus:
-        hardware = dataclasses.replace(hardware, gpus=())
-    return hardware
-
-
-def _plan(
-    *,
-    model_path: Path,
-    hardware: HardwareProfile,
-    store: StoreSpec,
-    dtype: torch.dtype,
-    context_tokens: int,
-) -> Placement:
-    spec = load_model_spec(source=model_path, dtype=str(dtype).removeprefix("torch."))
-    placement = plan(
-        hardware=hardware,
-        model=spec,
-        store=store,
-        workload=Workload(batch=1, context_tokens=context_tokens),
-    )
-    if not placement.fits:
-        raise ModelLoadError(
-            f"The language model in {model_path} does not fit: {placement.message}"
-        )
-    return placement
-
-
-def _compute_dtype(*, config: Any, dtype: str | None, cpu: bool) -> torch.dtype:
-    """The dtype asked for; else the checkpoint's, except bf16/f16 on a CPU, which run
-    several times slower there than float32 (few CPUs have fast half-precision math)."""
-    if dtype:
-        return _torch_dtype(dtype)
-    stored = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
-    if isinstance(stored, str):
-        stored = getattr(torch, stored, None)
-    if not isinstance(stored, torch.dtype):
-        return torch.float32
-    if cpu and stored in (torch.bfloat16, torch.float16):
-        return torch.float32
-    return stored
-
-
 def _stop_ids(*, model_path: Path, executor: StreamingModel, tokenizer: Any) -> tuple[int, ...]:
     ids = set(executor.eos_token_ids)
     try:
@@ -517,20 +359,3 @@ def _pad_id(*, tokenizer: Any, stop_ids: tuple[int, ...]) -> int:
     if tokenizer.pad_token_id is not None:
         return int(tokenizer.pad_token_id)
     return stop_ids[0] if stop_ids else 0
-
-
-def _context_length(*, config: Any, tokenizer: Any) -> int:
-    text = config.get_text_config() if hasattr(config, "get_text_config") else None
-    length = getattr(text or config, "max_position_embeddings", None)
-    if not length:
-        # Tokenizers without a limit report a huge sentinel (int(1e30)).
-        limit = getattr(tokenizer, "model_max_length", None)
-        length = limit if limit and limit < 10_000_000 else _FALLBACK_CONTEXT
-    return int(length)
-
-
-def _torch_dtype(name: str) -> torch.dtype:
-    dtype = getattr(torch, name, None)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ModelLoadError(f"Unknown dtype {name!r}; expected e.g. float32, bfloat16, float16.")
-    return dtype

@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,11 +33,15 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
 from engine.core import Engine
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
+    DoneEvent,
     OpenAIChatCompletion,
     OpenAIChatCompletionChunk,
     OpenAIChoice,
@@ -50,6 +55,7 @@ from engine.wire import (
     OpenAIMessage,
     OpenAIModel,
     OpenAIModelList,
+    TokenEvent,
     to_json_dict,
 )
 
@@ -83,15 +89,25 @@ class RagdollChatOptions(BaseModel):
     model_config = ConfigDict(strict=True)
 
     retrieval: bool = True
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
+
+
+_A_USER_MESSAGE = {
+    "type": "object",
+    "properties": {"role": {"const": "user"}, "content": {"type": "string", "pattern": "\\S"}},
+    "required": ["role", "content"],
+}
 
 
 class ChatCompletionBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
+    # The schema says what the route needs: a user message with some text.
+    messages: list[ChatMessageIn] = Field(
+        min_length=1, max_length=1000, json_schema_extra={"contains": _A_USER_MESSAGE}
+    )
     stream: bool = False
-    n: int = Field(default=1, ge=1, le=1)
+    n: WholeNumber = Field(default=1, ge=1, le=1)
     ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
 
 
@@ -99,10 +115,10 @@ class EmbeddingsBody(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     # A long text is fine (the embedder reads its first 256 tokens); the 1 MiB body
     # limit bounds the total.
-    input: str | Annotated[list[str], Field(max_length=MAX_EMBEDDING_INPUTS)]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
     model: str = Field(default="", max_length=4096)
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1)
+    dimensions: WholeNumber | None = Field(default=None, ge=1)
 
 
 def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
@@ -148,7 +164,7 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         events = _answer_events(
-            engine=engine, lifecycle=lifecycle, question=question, options=options
+            engine=engine, lifecycle=lifecycle, question=question, options=options, model=model_id
         )
         if body.stream:
             chunks = _stream(events, completion_id=completion_id, created=created, model=model_id)
@@ -156,13 +172,11 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         citations: list[Citation] = []
         answer = ""
         try:
-            for name, value in events:
-                if name == "citations":
-                    citations = value
-                elif name == "token":
-                    answer += value
-                elif name == "done" and isinstance(value, AnswerDone):
-                    answer = value.answer
+            for event in events:
+                if isinstance(event, CitationsEvent):
+                    citations = event.citations
+                elif isinstance(event, DoneEvent):
+                    answer = event.done.answer
         except Exception as e:
             log.exception("answering failed")
             return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
@@ -225,13 +239,32 @@ def install_openai_error_handlers(app: FastAPI) -> None:
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:  # Starlette names only the methods of the first route that matched
+            exc.headers = {**(exc.headers or {}), "Allow": allowed}
         if not request.url.path.startswith(OPENAI_PATHS):
             return await http_exception_handler(request, exc)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return _error(exc.status_code, str(exc.detail), kind=kind)
+        response = _error(exc.status_code, str(exc.detail), kind=kind)
+        response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+        return response
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method the published schema gives this request's path (RFC 9110
+    §15.5.6), a literal path before a template that would also match it."""
+    paths: dict[str, dict[str, Any]] = request.app.openapi()["paths"]
+    path = request.url.path
+    templates = [path] if path in paths else [t for t in paths if _template(t).fullmatch(path)]
+    methods = {m.upper() for t in templates for m in paths[t]}
+    return ", ".join(sorted(methods)) or None
+
+
+def _template(path: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)))
 
 
 def _models(engine: Engine) -> list[OpenAIModel]:
@@ -261,33 +294,42 @@ def _last_user_text(messages: list[ChatMessageIn]) -> str:
 
 
 def _answer_events(
-    *, engine: Engine, lifecycle: Lifecycle, question: str, options: RagdollChatOptions
-) -> Iterator[tuple[str, Any]]:
-    """("citations", [...]), ("token", str)..., ("done", AnswerDone | None), ending early
-    with EngineStoppingError when the engine shuts down."""
+    *,
+    engine: Engine,
+    lifecycle: Lifecycle,
+    question: str,
+    options: RagdollChatOptions,
+    model: str,
+) -> Iterator[AnswerEvent]:
+    """The answer stream's events (engine/wire_events.py), ending early with
+    EngineStoppingError when the engine shuts down."""
     with lifecycle.answer() as cancel:
         if options.retrieval:
             # API clients are background work: the chat a person watches goes first.
-            source: Iterator[tuple[str, Any]] = engine.ask_stream(
+            source: Iterator[AnswerEvent] = engine.ask_stream(
                 question=question, k=options.k, cancel=cancel, priority="background"
             )
         else:
-            source = _unretrieved(engine=engine, question=question, cancel=cancel)
+            source = _unretrieved(engine=engine, question=question, cancel=cancel, model=model)
         for event in source:
             lifecycle.check()
             yield event
         lifecycle.check()
 
 
-def _unretrieved(*, engine: Engine, question: str, cancel: Any) -> Iterator[tuple[str, Any]]:
-    yield "citations", []
+def _unretrieved(
+    *, engine: Engine, question: str, cancel: Any, model: str
+) -> Iterator[AnswerEvent]:
+    yield CitationsEvent(citations=[])
+    pieces: list[str] = []
     for piece in engine.generate_stream(question=question, cancel=cancel):
-        yield "token", piece
-    yield "done", None
+        pieces.append(piece)
+        yield TokenEvent(text=piece)
+    yield DoneEvent(done=AnswerDone(answer="".join(pieces), mode="generative", model=model))
 
 
 def _stream(
-    events: Iterator[tuple[str, Any]], *, completion_id: str, created: int, model: str
+    events: Iterator[AnswerEvent], *, completion_id: str, created: int, model: str
 ) -> Iterator[str]:
     def chunk(delta: OpenAIDelta, *, finish: Any = None, citations: Any = None) -> str:
         value = OpenAIChatCompletionChunk(
@@ -304,16 +346,16 @@ def _stream(
 
     sent_text = False
     try:
-        for name, value in events:
-            if name == "citations":
-                yield chunk(OpenAIDelta(role="assistant", content=""), citations=value)
-            elif name == "token" and value:
+        for event in events:
+            if isinstance(event, CitationsEvent):
+                yield chunk(OpenAIDelta(role="assistant", content=""), citations=event.citations)
+            elif isinstance(event, TokenEvent) and event.text:
                 sent_text = True
-                yield chunk(OpenAIDelta(content=value))
-            elif name == "done":
+                yield chunk(OpenAIDelta(content=event.text))
+            elif isinstance(event, DoneEvent):
                 # "Not found" answers arrive whole, with no tokens before them.
-                if isinstance(value, AnswerDone) and value.answer and not sent_text:
-                    yield chunk(OpenAIDelta(content=value.answer))
+                if event.done.answer and not sent_text:
+                    yield chunk(OpenAIDelta(content=event.done.answer))
                 yield chunk(OpenAIDelta(), finish="stop")
         yield "data: [DONE]\n\n"
     except Exception as e:  # the stream has begun: report in-band, as OpenAI does

@@ -6,18 +6,21 @@ inside it (POST /v1/ingest), and nothing outside any watched folder.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.api.body_checks import WholeNumber
 from engine.core import Engine, citation_for
+from engine.ingest.fspath import from_store, to_store
 from engine.store.records import SearchHit
 from engine.wire import (
     CollectionInfo,
     FolderAdded,
-    SearchResult,
+    SearchResponse,
     WatchedFolder,
 )
 
@@ -34,7 +37,7 @@ class FolderBody(BaseModel):
 class SearchBody(BaseModel):
     model_config = ConfigDict(strict=True)
     query: str = Field(min_length=1, max_length=8000)
-    k: int = Field(default=5, ge=1, le=50)
+    k: WholeNumber = Field(default=5, ge=1, le=50)
     collection: str | None = Field(default=None, max_length=200)
 
 
@@ -43,7 +46,7 @@ def library_router(*, engine: Engine) -> APIRouter:
 
     @router.get("/v1/folders", response_model=dict[str, list[WatchedFolder]])
     def list_folders() -> dict[str, Any]:
-        return {"folders": engine.folders.list()}
+        return {"folders": [_shown(f) for f in engine.library.folders()]}
 
     @router.post(
         "/v1/folders",
@@ -54,7 +57,7 @@ def library_router(*, engine: Engine) -> APIRouter:
         if "\x00" in body.path:
             raise HTTPException(status_code=400, detail="a path cannot contain a NUL character")
         try:
-            resolved = Path(body.path).expanduser().resolve()
+            resolved = from_store(body.path).expanduser().resolve()
         except (OSError, RuntimeError) as e:
             raise HTTPException(status_code=400, detail=f"cannot resolve {body.path}: {e}") from e
         if resolved == Path(resolved.anchor):
@@ -64,11 +67,11 @@ def library_router(*, engine: Engine) -> APIRouter:
         try:
             if body.ingest:
                 folder, job = engine.add_folder(path=str(resolved), collection=body.collection)
-                return FolderAdded(folder=folder, job=job.snapshot())
+                return FolderAdded(folder=_shown(folder), job=job.snapshot())
             folder = engine.watch_folder(path=str(resolved), collection=body.collection)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
-            raise HTTPException(status_code=400, detail=str(e)) from e
-        return FolderAdded(folder=folder)
+            raise HTTPException(status_code=400, detail=to_store(str(e))) from e
+        return FolderAdded(folder=_shown(folder))
 
     @router.delete(
         "/v1/folders",
@@ -78,24 +81,24 @@ def library_router(*, engine: Engine) -> APIRouter:
     def remove_folder(path: str = Query(min_length=1, max_length=4096)) -> WatchedFolder:
         """Forget a folder; its documents leave the index. The files are never touched."""
         try:
-            removed = engine.remove_folder(path=path)
+            removed = engine.remove_folder(path=str(from_store(path)))
         except (OSError, RuntimeError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         if removed is None:
             raise HTTPException(status_code=404, detail=f"not a watched folder: {path}")
-        return removed
+        return _shown(removed)
 
     @router.get("/v1/collections", response_model=dict[str, list[CollectionInfo]])
     def collections() -> dict[str, Any]:
         folders: dict[str, list[str]] = {}
-        for folder in engine.folders.list():
-            folders.setdefault(folder.collection, []).append(folder.path)
+        for folder in engine.library.folders():
+            folders.setdefault(folder.collection, []).append(to_store(folder.path))
         docs: dict[str, int] = dict.fromkeys(folders, 0)
         chunks: dict[str, int] = dict.fromkeys(folders, 0)
         for doc in engine.documents():
             if doc.status != "indexed":
                 continue
-            owner = engine.folders.containing(path=doc.path)
+            owner = engine.library.folder_of(path=doc.path)
             name = owner.collection if owner is not None else UNFILED
             docs[name] = docs.get(name, 0) + 1
             chunks[name] = chunks.get(name, 0) + doc.chunks
@@ -111,8 +114,8 @@ def library_router(*, engine: Engine) -> APIRouter:
             ]
         }
 
-    @router.post("/v1/search", response_model=SearchResult)
-    def search(body: SearchBody) -> SearchResult:
+    @router.post("/v1/search", response_model=SearchResponse)
+    def search(body: SearchBody) -> SearchResponse:
         """Passages that match the query, best first, without writing an answer."""
         query = body.query.strip()
         if not query:
@@ -121,13 +124,19 @@ def library_router(*, engine: Engine) -> APIRouter:
         hits = engine.retrieve(question=query, k=wanted)
         if body.collection is not None:
             hits = [h for h in hits if _collection(engine, h) == body.collection]
-        return SearchResult(
+        return SearchResponse(
             query=query, hits=[citation_for(i + 1, h) for i, h in enumerate(hits[: body.k])]
         )
 
     return router
 
 
+def _shown(folder: WatchedFolder) -> WatchedFolder:
+    """A folder as the API shows every path: a name that is not UTF-8 in the store's
+    encoding (engine/ingest/fspath.py); requests give paths back in it."""
+    return dataclasses.replace(folder, path=to_store(folder.path))
+
+
 def _collection(engine: Engine, hit: SearchHit) -> str | None:
-    folder = engine.folders.containing(path=hit.chunk.path)
+    folder = engine.library.folder_of(path=hit.chunk.path)
     return folder.collection if folder is not None else None

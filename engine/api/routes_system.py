@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.api.lifecycle import Lifecycle
 from engine.api.server_settings import ServerSettingsStore
 from engine.core import Engine
-from engine.ingest.jobs import FINAL_STATES
 from engine.wire import QueueStatus, ServerSettings
 
 
@@ -28,9 +27,8 @@ def system_router(
 
     @router.get("/v1/queue", response_model=QueueStatus)
     def queue() -> QueueStatus:
-        jobs = [job.snapshot() for job in engine.ingest.jobs()]
         return QueueStatus(
-            ingest_jobs=[p for p in jobs if p.state not in FINAL_STATES],
+            ingest_jobs=engine.ingestion.unfinished(),
             answers_active=lifecycle.answers_active,
             shutting_down=lifecycle.stopping.is_set(),
         )

@@ -7,12 +7,15 @@ see a chunked body as it arrives to cap its size, and answer CORS preflights
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.datastructures import Headers
 
+from engine.api.body_checks import invalid_text_at
+from engine.api.openai_routes import OPENAI_PATHS
 from engine.auth import HostPolicy, host_allowed, normalize_origin, origin_allowed, token_matches
 
 Scope = MutableMapping[str, Any]
@@ -22,6 +25,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_BODY_BYTES = 1 << 20
+# A body of at most 1 MiB on this machine takes milliseconds; the time bounds how
+# long a client that trickles bytes holds a connection and a request.
+BODY_TIMEOUT_S = 15.0
 CORS_MAX_AGE_S = 600
 
 
@@ -39,12 +45,14 @@ class ApiGuard:
         host_policy: HostPolicy,
         allowed_origins: Callable[[], list[str]],
         max_body_bytes: int = MAX_BODY_BYTES,
+        body_timeout_s: float = BODY_TIMEOUT_S,
     ) -> None:
         self.app = app
         self._token = token
         self._host_policy = host_policy
         self._allowed_origins = allowed_origins
         self._max_body = max_body_bytes
+        self._body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":  # no route uses one: refuse before any check
@@ -55,13 +63,14 @@ class ApiGuard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        path = scope.get("path", "")
         if not host_allowed(headers.get("host"), policy=self._host_policy):
-            await _reply(send, status=403, detail="forbidden host")
+            await _reply(send, status=403, detail="forbidden host", path=path)
             return
         origin = headers.get("origin")
         allowed = self._allowed_origins()
         if not origin_allowed(origin, allowed=allowed):
-            await _reply(send, status=403, detail="forbidden origin")
+            await _reply(send, status=403, detail="forbidden origin", path=path)
             return
         cors_origin = _cors_origin(origin, allowed=allowed)
         if (
@@ -78,19 +87,44 @@ class ApiGuard:
                 status=401,
                 detail="missing or wrong token",
                 extra=[(b"www-authenticate", b"Bearer"), *cors],
+                path=path,
             )
             return
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self._max_body):
-            await _reply(send, status=413, detail="request too large", extra=cors)
+        refusal = _body_refusal(headers, limit=self._max_body)
+        if refusal is not None:
+            await _reply(send, status=refusal[0], detail=refusal[1], extra=cors, path=path)
             return
-        if length is None and "transfer-encoding" in headers:
-            body = await _read_capped(receive, limit=self._max_body)
+        if "content-length" in headers or "transfer-encoding" in headers:
+            # Read here, whatever the headers announced: the limit counts what arrives,
+            # and a client that sends slowly is cut off.
+            try:
+                async with asyncio.timeout(self._body_timeout_s):
+                    body = await _read_capped(receive, limit=self._max_body)
+            except TimeoutError:
+                await _reply(send, status=408, detail="the body came too slowly", path=path)
+                return
             if body is None:
-                await _reply(send, status=413, detail="request too large", extra=cors)
+                await _reply(send, status=413, detail="request too large", extra=cors, path=path)
+                return
+            where = invalid_text_at(body)
+            if where is not None:
+                detail = f"{where}: not valid text (a lone UTF-16 surrogate such as \\ud800)"
+                await _reply(send, status=400, detail=detail, extra=cors, path=path)
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, _with_headers(send, cors) if cors else send)
+
+
+def _body_refusal(headers: Headers, *, limit: int) -> tuple[int, str] | None:
+    """A status and reason to refuse the request on its headers alone."""
+    length = headers.get("content-length")
+    if length is not None and "transfer-encoding" in headers:
+        # RFC 9112 §6.1: a request smuggling attempt, or a broken client. The server
+        # would read the chunked body whatever Content-Length says.
+        return 400, "both Content-Length and Transfer-Encoding"
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        return 413, "request too large"
+    return None
 
 
 async def _read_capped(receive: Receive, *, limit: int) -> bytes | None:
@@ -121,6 +155,14 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()  # then wait for the disconnect, as the server would
 
     return replay
+
+
+def _error_body(detail: str, *, status: int, path: str) -> dict[str, Any]:
+    """OpenAI's shape on its routes (its clients read `error.message`), ours elsewhere."""
+    if not path.startswith(OPENAI_PATHS):
+        return {"detail": detail}
+    kind = "authentication_error" if status == 401 else "invalid_request_error"
+    return {"error": {"message": detail, "type": kind, "param": None, "code": None}}
 
 
 def _cors_origin(origin: str | None, *, allowed: list[str]) -> str | None:
@@ -156,9 +198,18 @@ def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
 
 
 async def _reply(
-    send: Send, *, status: int, detail: str | None, extra: list[tuple[bytes, bytes]] = ()
+    send: Send,
+    *,
+    status: int,
+    detail: str | None,
+    extra: list[tuple[bytes, bytes]] = (),
+    path: str = "",
 ) -> None:
-    body = b"" if detail is None else json.dumps({"detail": detail}).encode()
+    body = (
+        b""
+        if detail is None
+        else json.dumps(_error_body(detail, status=status, path=path)).encode()
+    )
     headers = [(b"content-length", str(len(body)).encode()), *extra]
     if body:
         headers.append((b"content-type", b"application/json"))

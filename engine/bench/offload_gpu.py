@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from engine.bench.offload import figures_of, report, sized
+from engine.bench.offload_figures import figures_of, report, sized
 from engine.bench.offload_systems import (
     GIB,
     MIB,

@@ -48,13 +48,15 @@ def bench_answerer(
     """The product's answerer under `placement`, with the disk layers dropped from the
     page cache after each read (as the Accelerate baseline is made to) and no stop
     tokens, so every answer has the fixed length."""
-    return GenerativeAnswerer(
+    from engine.answer.in_use import open_model
+
+    return open_model(
         model_path=model_dir,
         placement=placement,
         dtype=dtype,
         evict_after_read=True,
         stop_at_eos=False,
-    )
+    ).answerer
 
 
 def prompt_ids(

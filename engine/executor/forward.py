@@ -8,7 +8,6 @@ cache are those of the installed transformers (5.x), so the arithmetic is the li
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -28,7 +27,8 @@ from engine.executor.kv import (
 )
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
-from engine.planner.placement import Placement, Tier
+from engine.planner.demotion import demoted
+from engine.planner.placement import Placement
 
 Phase = Literal["prefill", "decode"]
 
@@ -97,6 +97,8 @@ class StreamingModel:
         self.placement = placement
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=self.dtype)
+        # An override (tests, benchmarks) holds until an out-of-memory moves KV down.
+        self._kv_fixed = kv_host_layers is not None
         self.kv_host_layers = (
             kv_host_layers
             if kv_host_layers is not None
@@ -145,6 +147,8 @@ class StreamingModel:
         """Run under `placement` from the next forward on; only units whose home changed
         move (a demoted unit's memory is freed now, a promoted one is read when first
         needed). Returns how many units changed home. Call between forwards."""
+        if not self._kv_fixed:
+            self._set_host_kv(host_kv_layers(placement=placement, layers=len(self._layers)))
         if placement.layer_tiers == self.placement.layer_tiers and (
             placement.embed_tier,
             placement.head_tier,
@@ -165,25 +169,36 @@ class StreamingModel:
         self._start_prefetcher()  # the streamed units are another set now
         return moved
 
-    def degrade(self) -> bool:
-        """Free compute-tier memory after an out-of-memory: move the later half of the
-        resident layers one tier down (compute → host on a GPU, compute → disk on a CPU).
-        On a GPU the KV cache goes first: half of the KV layers still on the GPU move to
-        the host. False when nothing is left to move."""
-        layers = len(self._layers)
-        if self.device.type == "cuda" and self.kv_host_layers < layers:
-            # KV first: the caller rebuilds the cache from the checkpoint, so moving it
-            # costs nothing now, and a KV byte on the host costs less per step than a
-            # weight byte (it is attended to where it is, or copied once per step).
-            self.kv_host_layers += max(1, (layers - self.kv_host_layers + 1) // 2)
-            self.kv_host_layers = min(self.kv_host_layers, layers)
+    def degrade(self) -> Placement | None:
+        """Free compute-tier memory after an out-of-memory and return the placement it
+        runs under now (None when nothing is left to move): on a GPU, half of the KV
+        layers still there move to the host first; then the later half of the resident
+        layers one tier down (engine/planner/demotion.py decides which). The caller
+        hands the result to the PlacementOwner."""
+        step = demoted(
+            self.placement,
+            kv_host_layers=self.kv_host_layers,
+            kv_first=self.device.type == "cuda",
+        )
+        if step is None:
+            return None
+        if step.kv_host_layers != self.kv_host_layers:
+            # The caller rebuilds the cache from the checkpoint, so moving KV costs
+            # nothing now, and a KV byte on the host costs less per step than a weight
+            # byte (it is attended to where it is, or copied once per step).
+            self._set_host_kv(step.kv_host_layers)
+            self.placement = step.placement
+            return step.placement
+        self.apply_placement(step.placement)
+        return step.placement
+
+    def _set_host_kv(self, layers: int) -> None:
+        """From the next cache on, the last `layers` layers keep their KV on the host."""
+        if layers == self.kv_host_layers:
+            return
+        self.kv_host_layers = layers
+        if layers:
             use_tiered_attention(self._attn_config)
-            return True
-        smaller = demoted_placement(self.placement)
-        if smaller is None:
-            return False
-        self.apply_placement(smaller)
-        return True
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -321,25 +336,6 @@ class StreamingModel:
         if "sliding_attention" in self._layer_types:
             masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
         return masks
-
-
-def demoted_placement(placement: Placement) -> Placement | None:
-    """`placement` with the later half (at least one) of its compute-tier layers one tier
-    down; None when no layer is on the compute tier."""
-    compute = placement.compute_tier
-    lower: Tier = "cpu" if compute == "gpu" and placement.memory_model == "discrete" else "disk"
-    resident = [i for i, t in enumerate(placement.layer_tiers) if t == compute]
-    if not resident:
-        return None
-    move = set(resident[len(resident) // 2 :])
-    tiers = tuple(lower if i in move else t for i, t in enumerate(placement.layer_tiers))
-    depth = max(placement.prefetch_depth_decode, 1)
-    return dataclasses.replace(
-        placement,
-        layer_tiers=tiers,
-        prefetch_depth_prefill=min(placement.prefetch_depth_prefill, 1),
-        prefetch_depth_decode=depth,
-    )
 
 
 def _layer_types(config: PretrainedConfig) -> list[str]:

@@ -12,7 +12,9 @@ Out of memory (RAGDoll §5): the checkpoint of a batch is each row's prompt plus
 tokens it has generated. When a forward raises `torch.OutOfMemoryError` or
 `MemoryError`, the model is asked to `degrade()` (KV, then weights, down a tier) and
 the batch is prefilled again from its checkpoint; the person gets a slower answer, and
-the greedy tokens are those of an undisturbed run.
+the greedy tokens are those of an undisturbed run. The placement the model degraded to
+goes to `on_degrade` (the PlacementOwner, engine/planner/owner.py), so that what the
+engine reports is what runs.
 
 Prefix reuse (RAGCache): with a `PrefixCache`, each row entering the batch looks up the
 longest cached start of its prompt (at least its last token is left to prefill, so the
@@ -37,6 +39,7 @@ import torch
 from engine.executor.forward import StreamingModel
 from engine.executor.kv import is_host_layer
 from engine.executor.prefix_cache import PrefixCache, PrefixHit
+from engine.planner.placement import Placement
 
 # After this many recoveries in one generation the fault is not memory pressure any
 # more but something degrading cannot fix: let it surface.
@@ -98,6 +101,7 @@ def generate(
     cancelled: Callable[[int], bool] | None = None,
     incoming: Callable[[], Sequence[GenerationRequest]] | None = None,
     prefix_cache: PrefixCache | None = None,
+    on_degrade: Callable[[Placement], None] | None = None,
 ) -> Iterator[TokenEvent]:
     """Yield each request's new tokens, step by step, until every request has stopped.
 
@@ -105,7 +109,8 @@ def generate(
     the batch (no further events). `incoming()` is asked at every step boundary too: the
     requests it returns join the batch (numbered after those seen so far, in order) and
     produce their first token in the next step. Closing the iterator frees the batch.
-    `prefix_cache` (one per model) reuses and stores the KV of prompt starts."""
+    `prefix_cache` (one per model) reuses and stores the KV of prompt starts.
+    `on_degrade(placement)` hears each placement an out-of-memory recovery moved to."""
     pad = pad_token_id if pad_token_id is not None else _pad_of(model)
     eos = frozenset(model.eos_token_ids)
     arrived = 0
@@ -132,7 +137,7 @@ def generate(
         return out
 
     rows = admit(requests)
-    state = _Batch(model=model, pad=pad, prefix_cache=prefix_cache)
+    state = _Batch(model=model, pad=pad, prefix_cache=prefix_cache, on_degrade=on_degrade)
     logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
     while True:
         finished_now: list[int] = []
@@ -175,9 +180,15 @@ class _Batch:
     checkpoints."""
 
     def __init__(
-        self, *, model: StreamingModel, pad: int, prefix_cache: PrefixCache | None = None
+        self,
+        *,
+        model: StreamingModel,
+        pad: int,
+        prefix_cache: PrefixCache | None = None,
+        on_degrade: Callable[[Placement], None] | None = None,
     ) -> None:
         self._model = model
+        self._on_degrade = on_degrade
         self._pad = pad
         self._recoveries = 0
         self._cache = model.new_cache()
@@ -317,7 +328,12 @@ class _Batch:
         self.store_pending()
         if not _mergeable(self._cache):
             return self.start(rows_before + rows)[len(rows_before) :]
-        other = _Batch(model=self._model, pad=self._pad, prefix_cache=self._prefix)
+        other = _Batch(
+            model=self._model,
+            pad=self._pad,
+            prefix_cache=self._prefix,
+            on_degrade=self._on_degrade,
+        )
         logits = other.start(rows)
         self._append(other)
         return logits
@@ -351,8 +367,13 @@ class _Batch:
     def _recover(self, error: BaseException) -> None:
         self._cache = self._model.new_cache()  # drop the partial KV before anything else
         self._recoveries += 1
-        if self._recoveries > MAX_RECOVERIES or not self._model.degrade():
+        if self._recoveries > MAX_RECOVERIES:
             raise error
+        placement = self._model.degrade()
+        if placement is None:
+            raise error
+        if self._on_degrade is not None:
+            self._on_degrade(placement)
 
 
 def _past_block(

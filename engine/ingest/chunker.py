@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.ingest.parsers import ParsedDocument
+from engine.ingest.parsers import PageText, ParsedDocument
 
 _SENTENCE_ENDS = frozenset(".!?…")
 _CLOSERS = frozenset("\"')]}”’»")
@@ -30,6 +30,9 @@ class Chunk:
     char_start: int  # span in that page's cleaned text: text == page.text[char_start:char_end]
     char_end: int
     ordinal: int  # 0.. within the document
+    # Title of the section the chunk's middle lies in ("5.13 Other debian/*
+    # files"), from the PDF outline or the document's headings; "" when none.
+    section: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +57,13 @@ def chunk_document(
     pages = [page for page in doc.pages if page.text.strip()]
     if not pages:
         return []
+    # The section in effect when each page begins: a heading holds until the next.
+    entering: dict[int, str] = {}
+    current = ""
+    for page in doc.pages:
+        entering[id(page)] = current
+        if page.headings:
+            current = page.headings[-1].title
     encoded = tokenizer(
         [page.text for page in pages],
         add_special_tokens=False,
@@ -75,9 +85,21 @@ def chunk_document(
                     char_start=char_start,
                     char_end=char_end,
                     ordinal=len(chunks),
+                    section=_section_at(
+                        page=page, offset=(char_start + char_end) // 2, before=entering[id(page)]
+                    ),
                 )
             )
     return chunks
+
+
+def _section_at(*, page: PageText, offset: int, before: str) -> str:
+    section = before
+    for heading in page.headings:
+        if heading.offset > offset:
+            break
+        section = heading.title
+    return section
 
 
 def _tokens_of(*, text: str, offsets: list[tuple[int, int]]) -> _Tokens:

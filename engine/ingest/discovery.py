@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.wire import FileError
 
+log = logging.getLogger(__name__)
 # Editor backups, office lock files and the temporary files editors save
 # through are never documents. Hidden names (".x") are ignored as a whole.
 _IGNORED_PREFIXES = ("~$", ".~lock", ".#", "#", "~WRL", "~WRD")
 _IGNORED_SUFFIXES = ("~", "#", ".tmp", ".temp", ".swp", ".swx", ".part", ".crdownload")
 DEFAULT_MAX_FILE_MB = 512
+OUTSIDE = "a symbolic link that leads outside every watched folder: not read"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,22 +60,32 @@ def is_candidate(*, path: Path, root: Path, suffixes: frozenset[str]) -> bool:
     return not any(is_ignored(part) for part in parts)
 
 
-def discover(*, paths: list[str], suffixes: frozenset[str]) -> Discovery:
+def discover(
+    *, paths: list[str], suffixes: frozenset[str], inside: Callable[[Path], bool] | None = None
+) -> Discovery:
+    """The files `paths` name or hold. With `inside` (is this real path in a watched
+    folder?), a path in a watched folder whose real path (symbolic links followed)
+    is not is listed as an error, never read: a link must not let an outside file in."""
     files: list[Path] = []
     errors: list[FileError] = []
     folders: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
-        path = Path(raw).expanduser()
+        named = path = Path(raw).expanduser()
         try:
             path = path.resolve(strict=True)
         except (FileNotFoundError, RuntimeError, OSError) as e:
             reason = "not found" if isinstance(e, FileNotFoundError) else f"cannot open: {e}"
             errors.append(FileError(path=str(path), reason=reason))
             continue
+        if _leads_out(link=named.absolute(), target=path, inside=inside):
+            errors.append(FileError(path=str(named), reason=OUTSIDE))
+            continue
         if path.is_dir():
             folders.append(path)
-            _walk(folder=path, suffixes=suffixes, files=files, errors=errors, seen=seen)
+            _walk(
+                folder=path, suffixes=suffixes, files=files, errors=errors, seen=seen, inside=inside
+            )
         elif path.suffix.lower() in suffixes:
             if path not in seen:
                 seen.add(path)
@@ -90,6 +104,7 @@ def _walk(
     files: list[Path],
     errors: list[FileError],
     seen: set[Path],
+    inside: Callable[[Path], bool] | None,
 ) -> None:
     def on_error(e: OSError) -> None:
         errors.append(
@@ -106,6 +121,7 @@ def _walk(
                 continue
             path = Path(root) / name
             if path.is_symlink():
+                link = path
                 try:
                     path = path.resolve(strict=True)
                 except FileNotFoundError:
@@ -114,6 +130,19 @@ def _walk(
                 except (OSError, RuntimeError):  # Python 3.11 says RuntimeError for a loop
                     errors.append(FileError(path=str(path), reason="symbolic link loop"))
                     continue
+                if _leads_out(link=link, target=path, inside=inside):
+                    errors.append(FileError(path=str(link), reason=OUTSIDE))
+                    continue
             if path not in seen:
                 seen.add(path)
                 files.append(path)
+
+
+def _leads_out(*, link: Path, target: Path, inside: Callable[[Path], bool] | None) -> bool:
+    """Whether `link`, in a watched folder, resolves to `target` outside them all."""
+    if inside is None or link == target:
+        return False
+    if inside(link.parent) and not inside(target):
+        log.warning("not read: %s is a symbolic link that leads outside every watched folder", link)
+        return True
+    return False

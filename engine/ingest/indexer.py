@@ -181,6 +181,7 @@ def prepare(
             char_end=c.char_end,
             text=c.text,
             text_hash=hashlib.sha1(c.text.encode("utf-8", "surrogatepass")).hexdigest(),
+            section=c.section,
         )
         for c in chunks
     ]

@@ -22,15 +22,16 @@ from pathlib import Path
 
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.fspath import to_store
 from engine.ingest.indexer import ChunkingParams
 from engine.ingest.pipeline import CommitPolicy, JobContext, JobRun
 from engine.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.store.doc_writes import disk_full_error, is_disk_full
 from engine.store.lance_store import LanceStore
-from engine.wire import DiskFull, IngestProgress, IngestQueueState
+from engine.wire import FINAL_STATES, DiskFull, FileError, IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
-FINAL_STATES = frozenset({"done", "cancelled", "failed"})
+
 KEEP_FINISHED_JOBS = 200  # the watcher makes many small jobs; old ones are forgotten
 
 
@@ -56,6 +57,7 @@ class IngestJob:
             return self._progress
 
     def update(self, **changes: object) -> None:
+        changes = _displayable(changes)
         with self._cond:
             self._progress = dataclasses.replace(self._progress, **changes)  # type: ignore[arg-type]
             self._version += 1
@@ -66,6 +68,21 @@ class IngestJob:
         with self._cond:
             self._cond.wait_for(lambda: self._version > after, timeout=timeout_s)
             return self._version, self._progress
+
+
+def _displayable(changes: dict[str, object]) -> dict[str, object]:
+    """File names that are not UTF-8 as the store keeps them (engine/ingest/fspath.py):
+    progress goes out as JSON, which cannot carry the bytes Python keeps as surrogates."""
+    out = dict(changes)
+    for key in ("current", "message"):
+        if isinstance(out.get(key), str):
+            out[key] = to_store(out[key])  # type: ignore[arg-type]
+    errors = out.get("errors")
+    if isinstance(errors, list):
+        out["errors"] = [
+            FileError(path=to_store(e.path), reason=to_store(e.reason)) for e in errors
+        ]
+    return out
 
 
 class PendingJobs:
@@ -264,6 +281,7 @@ class IngestQueue:
                 checkpoint=lambda: self._checkpoint(job),
                 paused=lambda: self.paused,
                 accept=self._accept if job.spec.origin != "request" else None,
+                inside=self._accept,
                 commits=self._commits,
             )
             run = JobRun(job=job, ctx=ctx)

@@ -18,6 +18,7 @@ from engine.errors import ParseError
 from engine.ingest.formats.base import NO_TEXT_REASON, PageText, ParsedDocument
 from engine.ingest.formats.ebook import parse_epub
 from engine.ingest.formats.html_page import parse_html
+from engine.ingest.formats.image import parse_image
 from engine.ingest.formats.mail import parse_eml, parse_mbox
 from engine.ingest.formats.opendocument import parse_odt
 from engine.ingest.formats.pdf import parse_pdf
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 # Text-like files are read whole into memory; beyond this they are almost
 # certainly logs or data dumps, not documents anyone asks questions about.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
+# Compressed image files beyond this are photographs or posters, not pages.
+_MAX_IMAGE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +56,8 @@ class FileFormat:
     parse: Callable[..., ParsedDocument]
     max_bytes: int | None = MAX_TEXT_BYTES  # None: read whatever the size
     streamed: bool = False
+    # The parser takes progress=(done, total) for slow pages (OCR).
+    reports_progress: bool = False
 
 
 # Binary containers (max_bytes=None) are read whole whatever their size: their
@@ -61,7 +66,7 @@ class FileFormat:
 # entry here; SUPPORTED_SUFFIXES (what discovery and watching pick up) follows.
 _FORMATS: Mapping[str, FileFormat] = MappingProxyType(
     {
-        ".pdf": FileFormat(parse=parse_pdf, max_bytes=None),
+        ".pdf": FileFormat(parse=parse_pdf, max_bytes=None, reports_progress=True),
         ".txt": FileFormat(parse=parse_text),
         ".md": FileFormat(parse=parse_text),
         ".markdown": FileFormat(parse=parse_text),
@@ -77,14 +82,20 @@ _FORMATS: Mapping[str, FileFormat] = MappingProxyType(
         ".rtf": FileFormat(parse=parse_rtf),
         ".eml": FileFormat(parse=parse_eml),
         ".mbox": FileFormat(parse=parse_mbox, max_bytes=None, streamed=True),
+        ".png": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".jpg": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".jpeg": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".tif": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".tiff": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
     }
 )
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_FORMATS)
 
 
-def parse_file(*, path: Path) -> ParsedDocument:
-    """Read and parse one file; raises ParseError for anything that goes wrong."""
+def parse_file(*, path: Path, progress: Callable[[int, int], None] | None = None) -> ParsedDocument:
+    """Read and parse one file; raises ParseError for anything that goes wrong.
+    `progress(done, total)` hears about slow pages (OCR) as they are read."""
     suffix = path.suffix.lower()
     file_format = _FORMATS.get(suffix)
     if file_format is None:
@@ -98,6 +109,8 @@ def parse_file(*, path: Path) -> ParsedDocument:
         data = _read_bytes(path=path, limit=file_format.max_bytes)
         if not data:
             raise ParseError("empty file")
+        if file_format.reports_progress and progress is not None:
+            return file_format.parse(path=path, data=data, progress=progress)
         return file_format.parse(path=path, data=data)
     except ParseError:
         raise

@@ -78,6 +78,9 @@ class JobContext:
     paused: Callable[[], bool]
     # Paths of watcher and rescan jobs must still lie in a watched folder.
     accept: Callable[[Path], bool] | None = None
+    # Where a file's real path must lie, for every job: a symbolic link in a watched
+    # folder that leads out of them all is listed as an error, never read.
+    inside: Callable[[Path], bool] | None = None
     commits: CommitPolicy = CommitPolicy()
 
 
@@ -111,7 +114,7 @@ class JobRun:
         paths = spec.paths
         if spec.origin != "request":  # gone again since the event: the removal covers it
             paths = [p for p in paths if os.path.lexists(p)]
-        found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES)
+        found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES, inside=self.ctx.inside)
         files = found.files
         if self.ctx.accept is not None:
             files = [f for f in files if self.ctx.accept(f)]
@@ -152,7 +155,7 @@ class JobRun:
             plan = inflight
             self.job.update(current=str(plan.path))  # type: ignore[attr-defined]
             try:
-                parsed = self.ctx.sandbox.collect()
+                parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
                 self._count(
                     plan.path,
@@ -187,6 +190,15 @@ class JobRun:
         self._commit(journal=journal)
         self._tick(force=True)
         return "done"
+
+    def _ocr_progress(self, *, path: Path) -> Callable[[int, int], None]:
+        """Pages read by OCR (slow: seconds each) shown as the job's message."""
+
+        def show(done: int, total: int) -> None:
+            message = None if done >= total else f"{path.name}: OCR, page {done + 1} of {total}"
+            self.job.update(message=message)  # type: ignore[attr-defined]
+
+        return show
 
     def _next_parse(self, *, todo: deque[Path], journal: Journal) -> ToParse | None:
         """Triage files until one needs parsing and hand it to the child."""

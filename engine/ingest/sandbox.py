@@ -5,7 +5,8 @@ costs about a second, more than parsing most files). A file that takes too long
 gets the child killed; one that needs too much memory fails inside it or gets
 it killed. Either way the file's outcome is a ParseError with the reason, and
 the next file starts a fresh child. The engine never waits longer than the
-time limit on one file.
+time limit on one file, or, for files read page by page with OCR, on one page
+(each page read resets the clock).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,14 +56,18 @@ class ParseSandbox:
         self._conn: Connection | None = None
         self._inflight: _InFlight | None = None
         self.starts = 0  # children started: more than one means kills or crashes
+        # (pages done, pages to do) of the file in flight, when its parser says.
+        self.progress: tuple[int, int] | None = None
 
     @property
     def busy(self) -> bool:
         return self._inflight is not None
 
-    def parse(self, *, path: Path) -> ParsedDocument:
+    def parse(
+        self, *, path: Path, on_progress: Callable[[int, int], None] | None = None
+    ) -> ParsedDocument:
         self.submit(path=path)
-        return self.collect()
+        return self.collect(on_progress=on_progress)
 
     def submit(self, *, path: Path) -> None:
         if self._inflight is not None:
@@ -70,28 +76,39 @@ class ParseSandbox:
         conn.send(str(path))
         self._inflight = _InFlight(path=path, deadline=time.monotonic() + self.limits.time_s)
 
-    def collect(self) -> ParsedDocument:
+    def collect(self, *, on_progress: Callable[[int, int], None] | None = None) -> ParsedDocument:
         """The parsed document of the file in flight; ParseError with the reason
-        when it could not be parsed, ran out of time or memory."""
+        when it could not be parsed, ran out of time or memory. `on_progress`
+        hears (pages done, pages to do) from parsers that read slow pages."""
         inflight, self._inflight = self._inflight, None
         if inflight is None or self._conn is None:
             raise RuntimeError("no file is being parsed")
-        remaining = max(0.0, inflight.deadline - time.monotonic())
-        if not self._conn.poll(remaining):
-            log.warning(
-                "parsing %s took over %.0f s: stopping it", inflight.path, self.limits.time_s
-            )
-            self._kill()
-            raise ParseError(
-                f"parsing took longer than the limit ({self.limits.time_s:g} s); skipped"
-            )
-        try:
-            kind, value = self._conn.recv()
-        except (EOFError, OSError):
-            raise ParseError(self._reason_for_death()) from None
-        if kind == "ok":
-            return value
-        raise ParseError(str(value))
+        deadline = inflight.deadline
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            if not self._conn.poll(remaining):
+                log.warning(
+                    "parsing %s took over %.0f s: stopping it", inflight.path, self.limits.time_s
+                )
+                self._kill()
+                raise ParseError(
+                    f"parsing took longer than the limit ({self.limits.time_s:g} s); skipped"
+                )
+            try:
+                kind, value = self._conn.recv()
+            except (EOFError, OSError):
+                raise ParseError(self._reason_for_death()) from None
+            if kind == "progress":
+                # A page was read: the limit now applies to the next one.
+                deadline = time.monotonic() + self.limits.time_s
+                self.progress = value
+                if on_progress is not None:
+                    on_progress(*value)
+                continue
+            self.progress = None
+            if kind == "ok":
+                return value
+            raise ParseError(str(value))
 
     def abort(self) -> None:
         """Stop the file in flight, if any (cancel, shutdown)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -51,13 +52,23 @@ def _limit_resources(*, memory_mb: int, nice: int) -> None:
 
 
 def serve(*, conn: Connection, parse: Callable[..., Any]) -> int:
+    # Parsers that read slow pages (OCR) report each one; the engine takes the
+    # message as a sign of life (it extends the time limit) and shows it.
+    takes_progress = "progress" in inspect.signature(parse).parameters
+
+    def progress(done: int, total: int) -> None:
+        conn.send(("progress", (done, total)))
+
     while True:
         try:
             path = conn.recv()
         except (EOFError, OSError):
             return 0  # the engine closed its end: nothing more to do
         try:
-            conn.send(("ok", parse(path=Path(path))))
+            if takes_progress:
+                conn.send(("ok", parse(path=Path(path), progress=progress)))
+            else:
+                conn.send(("ok", parse(path=Path(path))))
         except MemoryError:
             return EXIT_OUT_OF_MEMORY
         except ParseError as e:

@@ -1,9 +1,10 @@
 """Pure string clean-up for extracted document text.
 
-PDF extraction (pypdf) gives text as the page draws it: words hyphenated at line
-ends, ligature glyphs, running headers and footers with page numbers on every
-page. Those defects hurt both retrieval (a header repeated on every chunk
-matches every query about its words) and the viewer, so the cleaned text is what
+PDF extraction (PDFium) gives text as the page draws it: words hyphenated at line
+ends (PDFium marks those hyphens with U+FFFE and joins the lines), ligature
+glyphs, running headers and footers with page numbers on every page. Those
+defects hurt both retrieval (a header repeated on every chunk matches every
+query about its words) and the viewer, so the cleaned text is what
 is stored and what chunk spans index into.
 
 Nothing here touches files; `engine.ingest.parsers` calls these functions.
@@ -44,7 +45,12 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # on the next. Capitalised continuations ("Anglo-\nSaxon") keep their hyphen.
 _HYPHEN_BREAK = re.compile(r"(\w+)-\n[ \t]*([a-z]\S*)[ \t]*\n?")
 _HYPHENATED_WORD = re.compile(r"\b(\w+)-(\w+)\b")
+# PDFium's mark for a hyphen it found at a line end (it has already joined the
+# two lines); older builds use U+0002.
+_SOFT_BREAK = re.compile(r"(\w*)[\ufffe\x02](\w*)")
 _PAGE_WORD_NUMBER = re.compile(r"\bpage \d+")
+# "35 / 57", "35 of 57": a page counter anywhere in a header line.
+_PAGE_COUNTER = re.compile(r"\b\d+ ?(?:/|of) ?\d+\b")
 _EDGE_NUMBER = re.compile(r"^\d+|\d+$")
 _PAGE_NUMBER_LINE = re.compile(
     r"^(?:page\s*)?[-–—(\[]?\s*"
@@ -170,13 +176,17 @@ def clean_pdf_pages(*, pages: Sequence[str]) -> list[str]:
     stripped = strip_running_lines(pages=fixed)
     vocabulary = _hyphenated_vocabulary(pages=stripped)
     return [
-        _tidy_lines(text=join_hyphenated_breaks(text=page, keep_hyphen=vocabulary))
+        _tidy_lines(
+            text=join_hyphenated_breaks(
+                text=join_soft_breaks(text=page, keep_hyphen=vocabulary), keep_hyphen=vocabulary
+            )
+        )
         for page in stripped
     ]
 
 
 def _fix_chars(*, text: str) -> str:
-    # pypdf can produce lone surrogates from broken ToUnicode maps; they cannot be
+    # PDF text can hold lone surrogates from broken ToUnicode maps; they cannot be
     # encoded as UTF-8 and would fail much later, in the store.
     text = _LONE_SURROGATE.sub("\ufffd", text)
     return unicodedata.normalize("NFC", text.translate(_CHAR_FIXES))
@@ -222,6 +232,23 @@ def join_hyphenated_breaks(*, text: str, keep_hyphen: frozenset[str] = frozenset
     return _HYPHEN_BREAK.sub(join, text).rstrip("\n") + ("\n" if text.endswith("\n") else "")
 
 
+def join_soft_breaks(*, text: str, keep_hyphen: frozenset[str] = frozenset()) -> str:
+    """Undo the line-end hyphens PDFium marked: "distri\ufffebution" ->
+    "distribution". A compound the document writes with a hyphen elsewhere, or
+    a capitalised continuation ("Non\ufffeMaintainer"), keeps its hyphen."""
+
+    def join(match: re.Match[str]) -> str:
+        head, tail = match.group(1), match.group(2)
+        if not head or not tail:
+            return f"{head}{tail}"
+        compound = f"{head}-{tail}"
+        if compound.lower() in keep_hyphen or not tail[0].islower():
+            return compound
+        return f"{head}{tail}"
+
+    return _SOFT_BREAK.sub(join, text)
+
+
 def _line_key(line: str) -> str:
     """What makes two header lines "the same": case and spacing ignored, and so
     are page numbers: a number that starts or ends the line, or follows "page".
@@ -229,6 +256,7 @@ def _line_key(line: str) -> str:
     "Chapter 4: Setup 17", but "Step 3 of the setup." keeps its digit."""
     key = " ".join(line.lower().split())
     key = _PAGE_WORD_NUMBER.sub("page #", key)
+    key = _PAGE_COUNTER.sub("# / #", key)
     return _EDGE_NUMBER.sub("#", key)
 
 

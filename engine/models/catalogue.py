@@ -204,8 +204,8 @@ def download_folder(*, repo_id: str, paths: Paths) -> Path:
 
 def installed_folder(*, repo_id: str, paths: Paths) -> Path | None:
     """A complete local copy: a finished download, or a snapshot in the HF cache."""
-    from engine.answer.generative import resolve_model_path
     from engine.errors import ModelLoadError
+    from engine.models.resolve import resolve_model_path
 
     own = download_folder(repo_id=repo_id, paths=paths)
     if _complete(own):

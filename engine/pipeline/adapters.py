@@ -174,22 +174,3 @@ def generate_rows(
                 yield job.request_id, DONE
     finally:
         events.close()
-
-
-def executor_apply_placement(*, answerer: GenerativeAnswerer) -> Callable[[Any], None]:
-    """The generation worker's placement hook: move the executor's layers, if it can."""
-
-    def apply(placement: Any) -> None:
-        executor = getattr(answerer, "executor", None)
-        if executor is not None and hasattr(executor, "apply_placement"):
-            executor.apply_placement(placement)
-            answerer.placement = placement
-
-    return apply
-
-
-def store_apply_placement(*, store: LanceStore) -> Callable[[Any], None]:
-    def apply(placement: Any) -> None:
-        store.apply_placement(placement=placement)
-
-    return apply

@@ -13,17 +13,17 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from engine.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
 from engine.pipeline.requests import Finished, RequestHandle
 from engine.pipeline.scheduler import Pending, SchedulerPolicy, select
 from engine.pipeline.status import BatchRecord, WorkerStatus
+from engine.planner.placement import Placement
 from engine.planner.profiling import PowerLawFit
 
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
 HISTORY = 64  # batches kept per worker for the status timeline
-ApplyPlacement = Callable[[Any], None]
+ApplyPlacement = Callable[[Placement], None]
 
 
 @dataclass(kw_only=True)
@@ -43,7 +43,7 @@ class BatchWorker:
         run_batch: Callable[[list[RequestHandle]], int | None],
         model: BatchModel,
         cap: int,
-        cap_of: Callable[[Any], int],
+        cap_of: Callable[[Placement], int],
         apply_placement: ApplyPlacement | None,
         policy: SchedulerPolicy,
         clock: Callable[[], float],
@@ -152,7 +152,13 @@ class BatchWorker:
                     self._batches += 1
         return True
 
-    def set_placement(self, placement: Any) -> None:
+    @property
+    def placements_waiting(self) -> int:
+        """`set_placement` calls waiting for the batch in flight to end."""
+        with self._cond:
+            return self._placement_waiting
+
+    def set_placement(self, placement: Placement) -> None:
         """Apply between two batches: waits for the batch in flight, if any, and the
         worker starts no new batch meanwhile (a plain lock is not fair: a busy worker
         could take it back before this thread woke)."""

@@ -22,7 +22,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.planner.placement import Placement
 
 log = logging.getLogger(__name__)
 
@@ -79,21 +82,25 @@ class PlacementGovernor:
     """Watches the generation backlog of a pipeline and re-plans its placement.
 
     `plan_for(batch)` returns a placement sized for that batch, or None when none fits
-    (the placement in force then stays, and the next try waits for the cooldown)."""
+    (the placement in force then stays, and the next try waits for the cooldown);
+    `in_force()` is the placement in force (its owner's: after an out-of-memory
+    recovery, the demoted one)."""
 
     def __init__(
         self,
         *,
         pipeline: Any,
-        plan_for: Callable[[int], Any | None],
+        plan_for: Callable[[int], Placement | None],
         policy: GovernorPolicy,
         planned: int,
+        in_force: Callable[[], Placement | None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
         interval_s: float = 0.25,
         start: bool = True,
     ) -> None:
         self._pipeline = pipeline
         self._plan_for = plan_for
+        self._in_force = in_force
         self._policy = policy
         self._clock = clock
         self._interval_s = interval_s
@@ -110,6 +117,11 @@ class PlacementGovernor:
     @property
     def planned(self) -> int:
         return self._state.planned
+
+    @property
+    def placement(self) -> Placement | None:
+        """The placement in force, as its owner reports it."""
+        return self._in_force()
 
     def tick(self) -> int | None:
         """One observation; the batch the placement was re-planned for, if it was."""

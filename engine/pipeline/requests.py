@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.pipeline.scheduler import PRIORITIES, Priority
+from engine.pipeline.scheduler import PRIORITIES
+from engine.wire import Priority
 
 
 @dataclass(frozen=True, kw_only=True)

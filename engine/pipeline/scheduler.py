@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-Priority = Literal["interactive", "background"]
+from engine.wire import Priority
+
 PRIORITIES: tuple[Priority, ...] = ("interactive", "background")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.pipeline.requests import RequestTimes
-from engine.pipeline.scheduler import Priority
+from engine.wire import Priority
 
 
 @dataclass(frozen=True, kw_only=True)

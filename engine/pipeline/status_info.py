@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from engine.pipeline.status import BatchRecord, PipelineStatus, RequestRecord, WorkerStatus
+from engine.planner.placement import Placement
 from engine.wire import BatchPoint, PipelineInfo, PipelineWorkerInfo, RequestPoint
 
 WIRE_BATCHES = 128
@@ -20,7 +20,7 @@ WIRE_REQUESTS = 256
 def pipeline_info(
     *,
     status: PipelineStatus,
-    placement: Any,
+    placement: Placement | None,
     clock: Callable[[], float] = time.monotonic,
     epoch: Callable[[], float] = time.time,
 ) -> PipelineInfo:
@@ -44,7 +44,7 @@ def pipeline_info(
     )
 
 
-def describe_placement(placement: Any) -> str:
+def describe_placement(placement: Placement | None) -> str:
     """The placement in a line: its batch, where the layers live, the resident index."""
     if placement is None:
         return "extractive (no language model)"

@@ -37,9 +37,11 @@ from engine.pipeline.requests import (
     Retrieved,
     new_question,
 )
-from engine.pipeline.scheduler import Priority, SchedulerPolicy
+from engine.pipeline.scheduler import SchedulerPolicy
 from engine.pipeline.status import PipelineStatus, RequestRecord
+from engine.planner.placement import Placement
 from engine.planner.profiling import PowerLawFit
+from engine.wire import Priority
 
 
 class _Done:
@@ -81,7 +83,7 @@ class Pipeline:
         *,
         retrieve_batch: RetrieveBatch,
         generate_batch: GenerateBatch,
-        placement: Any = None,
+        placement: Placement | None = None,
         retrieval_fit: PowerLawFit | None = None,
         generation_fit: PowerLawFit | None = None,
         apply_retrieval_placement: ApplyPlacement | None = None,
@@ -107,7 +109,9 @@ class Pipeline:
         self._join = join_running_batch
         self.model_name = model_name
         self._clock = clock
-        self._placement = placement
+        # The batch the caps are sized for (the status says it); the placement itself
+        # is its owner's (engine/planner/owner.py), which reports the one in force.
+        self._placement_batch = placement.batch if placement is not None else None
         self._placement_lock = threading.Lock()  # one placement change at a time
         self._counts_lock = threading.Lock()
         self._submitted = 0
@@ -232,20 +236,16 @@ class Pipeline:
             self._submitted += 1
         (self.generation if retrieved else self.retrieval).enqueue(handle)
 
-    def set_placement(self, placement: Any) -> None:
-        """Each worker takes the placement between two of its batches, retrieval first;
+    def set_placement(self, placement: Placement) -> None:
+        """Each worker takes the placement between two of its batches, retrieval first
+        (each through its hook: the owner's `apply_to_store` / `apply_to_executor`);
         nothing queued or in flight is dropped."""
         with self._placement_lock:
             self.retrieval.set_placement(placement)
             self.generation.set_placement(placement)
-            self._placement = placement
             with self._counts_lock:
+                self._placement_batch = placement.batch
                 self._placements += 1
-
-    @property
-    def placement(self) -> Any:
-        """The placement in force (the last one applied to both workers)."""
-        return self._placement
 
     def idle(self) -> bool:
         """Nothing submitted is unfinished."""
@@ -260,11 +260,11 @@ class Pipeline:
             submitted, finished = self._submitted, self._finished
             placements, records = self._placements, tuple(self._records)
             rate = self._token_rate()
-        placement = self._placement
+            placement_batch = self._placement_batch
         return PipelineStatus(
             retrieval=self.retrieval.status(),
             generation=self.generation.status(),
-            placement_batch=int(placement.batch) if placement is not None else None,
+            placement_batch=placement_batch,
             submitted=submitted,
             finished=finished,
             placements_applied=placements,
@@ -390,13 +390,13 @@ class Pipeline:
         return joined
 
 
-def _retrieval_cap(placement: Any) -> int:
+def _retrieval_cap(placement: Placement | None) -> int:
     if placement is None:
         return DEFAULT_RETRIEVAL_CAP
     return max(1, int(placement.max_retrieval_batch))
 
 
-def _generation_cap(placement: Any) -> int:
+def _generation_cap(placement: Placement | None) -> int:
     if placement is None:
         return DEFAULT_GENERATION_CAP
     return max(1, int(placement.max_batch))

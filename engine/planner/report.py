@@ -31,10 +31,16 @@ from engine.wire import (
 
 
 def hardware_info(
-    *, paths: Paths, model: str | None, chunks: int, vector_dim: int | None = None
+    *,
+    paths: Paths,
+    model: str | None,
+    chunks: int,
+    vector_dim: int | None = None,
+    in_force: Placement | None = None,
 ) -> HardwareInfo:
     """The first call on a machine measures disk bandwidth (seconds); later ones
-    reuse the cached measurements."""
+    reuse the cached measurements. `in_force`: the placement the loaded model runs
+    under (its owner's), shown instead of a fresh plan."""
     hardware = load_profile(paths=paths)
     fit = load_current_profile(
         data_dir=paths.data,
@@ -50,7 +56,10 @@ def hardware_info(
         if chunks <= 0:
             note = "No documents yet: the index is planned at a default size."
         try:
-            placement = _plan_for(model=model, hardware=hardware, store=store, fit=fit)
+            if in_force is not None:
+                placement = placement_summary(in_force, model=Path(model).name or model)
+            else:
+                placement = _plan_for(model=model, hardware=hardware, store=store, fit=fit)
         except (OSError, ValueError) as e:  # UnsupportedArchitectureError is a ValueError
             note = f"No placement for {model}: {e}"
     return HardwareInfo(
@@ -79,13 +88,22 @@ def store_spec(*, chunks: int, vector_dim: int, row_bytes: int | None = None) ->
 def _plan_for(
     *, model: str, hardware: HardwareProfile, store: StoreSpec, fit: ProfileResult | None
 ) -> PlacementSummary:
-    from engine.answer.generative import resolve_model_path
-    from engine.planner import load_model_spec, plan
+    from engine.models.resolve import resolve_model_path
+    from engine.planner.model_spec import load_model_spec
+    from engine.planner.owner import PlacementRequest, plan_model
 
     spec = load_model_spec(source=resolve_model_path(model=model))
     # The fitted batch when there is one: that is the batch the engine will run.
     workload = Workload(batch=fit.batch) if fit and fit.generation else Workload()
-    placement = plan(hardware=hardware, model=spec, store=store, workload=workload)
+    placement = plan_model(
+        PlacementRequest(
+            model=spec,
+            hardware=hardware,
+            store=store,
+            batch=workload.batch,
+            context_tokens=workload.context_tokens,
+        )
+    )
     return placement_summary(placement, model=Path(model).name or model)
 
 

@@ -183,10 +183,13 @@ def profile_in_process(
         sample_retrieval = retrieval_sampler(store=store, partition_count=max(partitions))
     sample_generation = None
     if settings.model:
-        from engine.answer.generative import GenerativeAnswerer, resolve_model_path
+        from engine.answer.in_use import open_model
+        from engine.models.resolve import resolve_model_path
 
         _report(progress, f"loading {settings.model}", 0.0)
-        answerer = GenerativeAnswerer(model_path=resolve_model_path(model=settings.model))
+        answerer = open_model(
+            model_path=resolve_model_path(model=settings.model), paths=paths
+        ).answerer
         sample_generation = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
 
     result = run_active_profile(

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.json_file import write_json
+from engine.planner.placement import Placement
 from engine.store import doc_writes, view_upkeep
 from engine.store import search as _search
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
@@ -131,6 +132,10 @@ class LanceStore:
             # A store from before file-type filters: derive the column in place.
             log.info("adding the file-type column to %s", self.meta.chunks_table)
             table.add_columns({"ext": _EXT_SQL})
+        if "section" not in table.schema.names:
+            # A store from before section titles: its chunks have none.
+            log.info("adding the section column to %s", self.meta.chunks_table)
+            table.add_columns({"section": "CAST('' AS STRING)"})
         return table
 
     # -- the IVF view (ivf_view.py) ------------------------------------------
@@ -521,8 +526,8 @@ class LanceStore:
                 self.view.cache.clear()
                 self.view.cache.set_budget(self._view_budget())
 
-    def apply_placement(self, *, placement: Any) -> None:
-        """Honour the planner's budget for resident index partitions."""
+    def apply_placement(self, *, placement: Placement) -> None:
+        """Honour the budget for resident index partitions (from engine/planner/owner.py)."""
         self.set_resident_budget(resident_bytes=int(placement.resident_partition_bytes))
 
     def close(self) -> None:

@@ -18,6 +18,8 @@ class ChunkRecord:
     char_end: int
     text: str
     text_hash: str
+    # Title of the chunk's section (PDF outline, document headings); "" if none.
+    section: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

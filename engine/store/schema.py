@@ -46,6 +46,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("text_hash", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             pa.field("ext", pa.string()),
+            pa.field("section", pa.string()),
         ]
     )
 

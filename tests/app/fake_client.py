@@ -1,4 +1,7 @@
-"""A stand-in for EngineClient: same methods, wire values, no engine.
+"""A stand-in for EngineClient: a subclass, so the client's API is written down once
+(engine/client.py); it overrides what the GUI tests need with wire values and no
+engine. A call it does not fake reaches `_request` and fails saying so, and
+tests/app/test_fake_client.py checks that every override keeps the real signature.
 
 Calls are recorded; `delay_s` makes every call (and every streamed event) slow,
 as a busy engine is; `fail` makes a named method raise. `step_s` spaces the
@@ -12,12 +15,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from engine.client import AskEvent
+from engine.client import EngineClient
 from engine.errors import EngineRequestError
 from engine.wire import (
     AnswerDone,
+    AnswerEvent,
     Citation,
+    CitationsEvent,
     DocumentInfo,
+    DoneEvent,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -38,6 +44,7 @@ from engine.wire import (
     ServerSettings,
     SourceView,
     TierSizes,
+    TokenEvent,
     WatchedFolder,
 )
 
@@ -213,8 +220,8 @@ RECOMMENDED = RecommendedModels(
 )
 
 
-@dataclass(kw_only=True)
-class FakeClient:
+@dataclass(kw_only=True, eq=False)
+class FakeClient(EngineClient):
     delay_s: float = 0.0
     fail: dict[str, BaseException] = field(default_factory=dict)
     started_here: bool = False
@@ -422,20 +429,29 @@ class FakeClient:
         with self._lock:
             self.calls.append(("close", {}))
 
+    def _request(self, method: str, url: str, **kw: object) -> dict[str, object]:
+        raise NotImplementedError(f"FakeClient does not fake {method} {url}: override its method")
+
+    def _stream(self, method: str, url: str, **kw: object) -> Iterator[object]:
+        raise NotImplementedError(f"FakeClient does not fake {method} {url}: override its method")
+
     # -- streams -----------------------------------------------------------
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
         self._call("ask_stream", question=question, k=k)
-        yield AskEvent(citations=list(CITATIONS))
-        for token in self.tokens:
-            if self.token_delay_s or self.delay_s:
-                time.sleep(self.token_delay_s or self.delay_s)
-            yield AskEvent(token=token)
-        yield AskEvent(
-            done=AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
-        )
+        try:
+            yield CitationsEvent(citations=list(CITATIONS))
+            for token in self.tokens:
+                if self.token_delay_s or self.delay_s:
+                    time.sleep(self.token_delay_s or self.delay_s)
+                yield TokenEvent(text=token)
+            done = AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
+            yield DoneEvent(done=done)
+        finally:  # the reader closed the stream, as the real client closes its HTTP stream
+            with self._lock:
+                self.calls.append(("ask_stream_closed", {"question": question}))
 
     # -- models ------------------------------------------------------------
 

@@ -10,9 +10,10 @@ from PySide6.QtWidgets import QApplication, QToolTip
 from pytestqt.qtbot import QtBot
 
 from app.chat.answer_render import chunk_id_from_href
+from app.chat.answer_stream import AnswerStream
 from app.chat.chat_pane import ChatPane
 from app.chat.conversations import ConversationStore
-from engine.wire import AnswerDone
+from engine.wire import AnswerDone, CitationsEvent, DoneEvent, TokenEvent
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import ANSWER_TOKENS, CITATIONS, FakeClient
 
@@ -27,13 +28,16 @@ def make_pane(qtbot: QtBot, folder: Path) -> ChatPane:
     return pane
 
 
-def answer(pane: ChatPane, *, question: str, text: str = "") -> None:
-    """What the main window does with the bridge's events for one question."""
-    pane.begin_answer(question=question)
-    pane.set_citations(CITATIONS)
+def feed(stream: AnswerStream, *, text: str = "") -> None:
+    """What the bridge does with the engine's events for one question."""
+    stream.deliver(CitationsEvent(citations=CITATIONS))
     for token in [text] if text else ANSWER_TOKENS:
-        pane.append_token(token)
-    pane.finish_answer(done=AnswerDone(answer="", note="", mode="extractive"))
+        stream.deliver(TokenEvent(text=token))
+    stream.deliver(DoneEvent(done=AnswerDone(answer="", note="", mode="extractive")))
+
+
+def answer(pane: ChatPane, *, question: str, text: str = "") -> None:
+    feed(pane.ask(question=question), text=text)
 
 
 def anchor_point(pane: ChatPane, *, chunk_id: str) -> QPoint:
@@ -111,13 +115,14 @@ def test_regenerate_asks_the_last_question_again_in_place(qtbot: QtBot, tmp_path
     pane = make_pane(qtbot, tmp_path)
     answer(pane, question="first")
     answer(pane, question="second")
-    asked: list[str] = []
+    asked: list[AnswerStream] = []
     pane.sig_ask.connect(asked.append)
     assert pane.regenerate_button.isEnabled()
     pane.regenerate_button.click()
-    assert asked == ["second"]
-    assert [e.question for e in pane.current.exchanges] == ["first"]
-    answer(pane, question="second", text="better")
+    assert [a.question for a in asked] == ["second"]
+    assert [e.question for e in pane.current.exchanges] == ["first", "second"]
+    assert pane.current.exchanges[-1].answer == ""  # the old answer went
+    feed(asked[0], text="better")
     assert [e.answer for e in pane.current.exchanges][-1] == "better"
     assert len(pane.current.exchanges) == 2
 
@@ -142,19 +147,19 @@ def test_ctrl_enter_sends_and_a_stream_can_go_on_in_another_conversation(
     qtbot: QtBot, tmp_path: Path
 ) -> None:
     pane = make_pane(qtbot, tmp_path)
-    asked: list[str] = []
+    asked: list[AnswerStream] = []
     pane.sig_ask.connect(asked.append)
     qtbot.keyClicks(pane.question, "hello")
     qtbot.keyClick(pane.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    assert asked == ["hello"]
+    (stream,) = asked
+    assert stream.question == "hello" and pane.streaming
 
-    pane.begin_answer(question="hello")
     streaming_into = pane.current.id
-    pane.set_citations(CITATIONS)
-    pane.append_token("Half ")
+    stream.deliver(CitationsEvent(citations=CITATIONS))
+    stream.deliver(TokenEvent(text="Half "))
     pane.new_chat()  # the person moves on while the answer streams
-    pane.append_token("and the rest.")
-    pane.finish_answer(done=AnswerDone(answer="", note="done", mode="extractive"))
+    stream.deliver(TokenEvent(text="and the rest."))
+    stream.deliver(DoneEvent(done=AnswerDone(answer="", note="done", mode="extractive")))
     assert pane.transcript.toPlainText() == ""
     pane.switch_to(streaming_into)
     assert "Half and the rest." in pane.transcript.toPlainText()

@@ -37,7 +37,7 @@ def test_kill_9_during_a_chat_restarts_the_engine_with_the_index_intact(
     tokens: list[str] = []
     window.bridge.sig_connected.connect(lambda status: pids.append(status.pid))
     window.bridge.sig_engine_lost.connect(lost.append)
-    window.bridge.sig_ask_token.connect(lambda _id, text: tokens.append(text))
+    window.chat.sig_ask.connect(lambda stream: stream.sig_token.connect(tokens.append))
     qtbot.addWidget(window)
     window.show()
     try:

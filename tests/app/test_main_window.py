@@ -150,7 +150,7 @@ def test_an_answer_streams_in_with_clickable_citations(
     client = FakeClient(token_delay_s=0.05)
     window = make_window(client)
     tokens: list[str] = []
-    window.bridge.sig_ask_token.connect(lambda _id, text: tokens.append(text))
+    window.chat.sig_ask.connect(lambda stream: stream.sig_token.connect(tokens.append))
 
     ask(qtbot, window)
     assert window.chat.streaming
@@ -220,9 +220,13 @@ def test_stop_keeps_what_arrived_and_ignores_the_rest(
     qtbot.keyClick(window.chat.question, Qt.Key.Key_Escape)
 
     assert not window.chat.streaming
+    assert window.chat.answer_stream is not None
+    assert window.chat.answer_stream.state == "stopped"
     assert "(stopped)" in window.chat.transcript.toPlainText()
     cut = window.chat.answer_text
     assert cut != ANSWER
+    # The reader closes the engine's stream at its next event: the engine stops writing.
+    qtbot.waitUntil(lambda: bool(client.called("ask_stream_closed")), timeout=5000)
     qtbot.wait(1200)  # the stream would have finished by now
     assert window.chat.answer_text == cut
     assert "No language model" not in window.chat.transcript.toPlainText()

@@ -36,6 +36,9 @@ def test_token_check() -> None:
     assert not token_matches(header="Bearer wrong", token="s3cret")
     assert not token_matches(header=None, token="s3cret")
     assert not token_matches(header="s3cret", token="s3cret")
+    assert token_matches(header="bearer s3cret", token="s3cret")  # the scheme's case is free
+    assert not token_matches(header="Basic s3cret", token="s3cret")
+    assert not token_matches(header="Bearers3cret", token="s3cret")
 
 
 def test_only_loopback_hosts_pass() -> None:
@@ -94,3 +97,10 @@ def test_network_listening_adapts_the_host_check() -> None:
         assert host_allowed(ok, policy=network), ok
     for bad in ("evil.example", "evil.example:8000", "", None):
         assert not host_allowed(bad, policy=network), bad
+
+
+def test_an_origin_that_is_not_text_is_not_an_origin() -> None:
+    from engine.auth import normalize_origin
+
+    assert normalize_origin("http://a\ud800.example") is None
+    assert normalize_origin("http://a.example") == "http://a.example"

@@ -72,11 +72,15 @@ def test_bad_files_are_listed_with_reasons_and_the_rest_is_ingested(
 def test_missing_path_and_unsupported_file_are_errors(
     engine: RunningEngine, tmp_path: Path
 ) -> None:
+    (tmp_path / "backup.7z").write_bytes(b"7z\xbc\xaf\x27\x1c")
     (tmp_path / "photo.jpg").write_bytes(b"\xff\xd8\xff")
-    result = engine.ragdoll("ingest", str(tmp_path / "nope"), str(tmp_path / "photo.jpg"))
+    result = engine.ragdoll(
+        "ingest", str(tmp_path / "nope"), str(tmp_path / "backup.7z"), str(tmp_path / "photo.jpg")
+    )
     assert result.returncode == 2
     assert "not found" in result.stdout
-    assert "unsupported file type .jpg" in result.stdout
+    assert "unsupported file type .7z" in result.stdout
+    assert "not a readable image" in result.stdout  # images are read by OCR now
 
 
 def test_file_that_vanishes_mid_read_is_an_error(tmp_path: Path) -> None:
@@ -140,7 +144,7 @@ def test_hostile_files_and_awkward_names(ragdoll_home: Path, tmp_path: Path) -> 
             for line in result.stdout.splitlines()
             if line.startswith("  error:")
         }
-        assert "page tree depth" in reasons["deep tree.pdf"]
+        assert "page tree" in reasons["deep tree.pdf"]
         assert "size limit (2 MB)" in reasons["huge.pdf"]
         assert "symbolic link loop" in job_reasons["self loop.txt"]
         docs = {os.fsencode(from_store(d.path)): d for d in engine.client.documents()}

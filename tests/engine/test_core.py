@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine.core import NOT_FOUND_ANSWER, Engine
+from engine.wire import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent
 
 
 def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan(
@@ -34,8 +35,8 @@ def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan
         while job.snapshot().state not in ("done", "failed", "cancelled"):
             version, _ = job.wait_next(after=version, timeout_s=1.0)
         engine.set_model(model=str(model))
-        placement = engine._generator.placement
-        assert placement.resident_partition_bytes > 0
+        placement = engine.placement()
+        assert placement is not None and placement.resident_partition_bytes > 0
         assert engine.store.resident_budget == placement.resident_partition_bytes
     finally:
         engine.close()
@@ -109,9 +110,9 @@ def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
 
 def _join(
     threads: list[threading.Thread],
-    results: list[list[tuple[str, Any]]],
+    results: list[list[AnswerEvent]],
     errors: list[BaseException],
-) -> list[list[tuple[str, Any]]]:
+) -> list[list[AnswerEvent]]:
     for t in threads:
         t.join(timeout=120)
         assert not t.is_alive(), "an answer never finished"
@@ -127,7 +128,7 @@ def _until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
 
 
 def _start(engine: Engine, asks: list[dict[str, Any]]) -> tuple[list[threading.Thread], Any, Any]:
-    results: list[list[tuple[str, Any]]] = [[] for _ in asks]
+    results: list[list[AnswerEvent]] = [[] for _ in asks]
     errors: list[BaseException] = []
 
     def one(i: int) -> None:
@@ -158,16 +159,16 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
     _join(threads, results, errors)
 
     for (question, (file, words)), events in zip(QUESTIONS.items(), results, strict=False):
-        citations, done = events[0][1], events[-1][1]
-        assert [name for name, _ in events] == ["citations", "token", "done"], question
+        citations, done = events[0].citations, events[-1].done
+        assert [e.name for e in events] == ["citations", "token", "done"], question
         assert citations[0].path.endswith(file), question
         assert done.mode == "extractive" and words in done.answer, question
     unrelated = results[len(QUESTIONS)]
-    assert unrelated[0] == ("citations", [])
-    assert unrelated[-1][1].mode == "none" and unrelated[-1][1].answer == NOT_FOUND_ANSWER
+    assert unrelated[0] == CitationsEvent(citations=[])
+    assert unrelated[-1].done.mode == "none" and unrelated[-1].done.answer == NOT_FOUND_ANSWER
     van = results[-1]
-    assert {Path(c.path).name for c in van[0][1]} == {"van.md"}
-    assert "3.1 bar" in van[-1][1].answer
+    assert {Path(c.path).name for c in van[0].citations} == {"van.md"}
+    assert "3.1 bar" in van[-1].done.answer
 
     info = local_engine.status().pipeline
     assert info is not None
@@ -189,7 +190,8 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
 def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> None:
     engine = with_model
     serving = engine.serving()
-    assert serving.answerer is engine._generator
+    in_use = engine.model_in_use()
+    assert in_use is not None and serving.answerer is in_use.answerer
     pipeline = serving.pipeline
     questions = list(QUESTIONS)[:3]
     with pipeline.generation.paused():
@@ -200,13 +202,13 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
     from engine.answer.passages import Passage
 
     for question, events in zip(questions, results, strict=True):
-        citations, done = events[0][1], events[-1][1]
+        citations, done = events[0].citations, events[-1].done
         assert done.mode == "generative" and done.model == "tiny-llama"
-        assert done.answer == "".join(v for name, v in events if name == "token")
+        assert done.answer == "".join(e.text for e in events if isinstance(e, TokenEvent))
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
-        alone = "".join(engine._generator.stream(question=question, passages=passages))
+        alone = "".join(in_use.answerer.stream(question=question, passages=passages))
         assert done.answer == alone, question
     info = engine.status().pipeline
     assert info is not None
@@ -222,7 +224,8 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
 def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -> None:
     engine = with_model
     pipeline = engine.serving().pipeline
-    placement = pipeline.placement
+    placement = engine.placement()
+    assert placement is not None
     # One question per generation batch, so that the order is the scheduler's.
     pipeline.set_placement(dataclasses.replace(placement, max_batch=1))
     finished: list[str] = []
@@ -230,7 +233,7 @@ def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -
 
     def ask(question: str, priority: str) -> None:
         events = list(engine.ask_stream(question=question, priority=priority))  # type: ignore[arg-type]
-        assert events[-1][1].mode == "generative"
+        assert events[-1].done.mode == "generative"
         with lock:
             finished.append(priority)
 
@@ -252,20 +255,17 @@ def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -
 
 def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None:
     from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
-    from engine.pipeline.serving import plan_for_batch
 
     engine = with_model
-    pipeline = engine.serving().pipeline
+    serving = engine.serving()
+    pipeline, owner = serving.pipeline, serving.owner
+    assert owner is not None
     # The engine's re-planning, without waiting for a backlog to persist: the planner's
     # placement for the batch that holds the backlog, applied while a batch runs.
     governor = PlacementGovernor(
         pipeline=pipeline,
-        plan_for=lambda batch: plan_for_batch(
-            answerer=engine._generator,
-            paths=engine.paths,
-            store=engine.planner_store(),
-            batch=batch,
-        ),
+        plan_for=lambda batch: owner.plan_for(batch=batch),
+        in_force=lambda: owner.placement,
         policy=GovernorPolicy(
             base_batch=1, max_batch=4, grow_after_s=0, shrink_after_s=0, cooldown_s=0
         ),
@@ -282,13 +282,15 @@ def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None
 
     assert target in (2, 4)
     for (question, (file, _)), events in zip(QUESTIONS.items(), results, strict=True):
-        assert events[0][1][0].path.endswith(file), question
-        assert events[-1][1].mode == "generative" and events[-1][1].answer, question
+        assert events[0].citations[0].path.endswith(file), question
+        assert events[-1].done.mode == "generative" and events[-1].done.answer, question
     after = pipeline.status()
     assert after.submitted - before.submitted == len(questions)
     assert after.finished == after.submitted
     assert after.placements_applied == before.placements_applied + 1
-    assert after.placement_batch == target and engine._generator.placement.batch == target
+    in_force = engine.placement()
+    assert in_force is not None and governor.placement is in_force
+    assert after.placement_batch == target and in_force.batch == target
     info = engine.status().pipeline
     assert info is not None and info.placement.startswith(f"batch {target} ")
     statuses = [r.status for r in info.requests[-len(questions) :]]
@@ -303,10 +305,10 @@ def test_cancel_stops_the_answer_and_frees_its_place(with_model: Engine) -> None
     engine = with_model
     cancel = threading.Event()
     events = engine.ask_stream(question=next(iter(QUESTIONS)), cancel=cancel)
-    assert next(events)[0] == "citations"
+    assert isinstance(next(events), CitationsEvent)
     cancel.set()
     rest = list(events)
-    assert rest[-1][0] == "done"
+    assert isinstance(rest[-1], DoneEvent)
     pipeline = engine.serving().pipeline
     _until(pipeline.idle)
     assert pipeline.status().requests[-1].status == "cancelled"
@@ -327,7 +329,7 @@ def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: 
     assert pipeline.status().finished == finished + 1
     list(pieces)
     _join(threads, results, errors)
-    assert results[0][-1][1].mode == "generative"
+    assert results[0][-1].done.mode == "generative"
 
 
 def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> None:
@@ -345,7 +347,9 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
     _until(lambda: pipeline.retrieval.status().queue_length == 1)
     # However slow the machine, the first question must still be decoding when the second
     # arrives: its second forward (a decode step) waits until the second is queued.
-    executor = engine._generator.executor
+    in_use = engine.model_in_use()
+    assert in_use is not None
+    executor = in_use.answerer.executor
     forward, calls = executor.forward, []
 
     def gated_forward(*args: Any, **kwargs: Any) -> Any:
@@ -369,11 +373,11 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
     (record,) = pipeline.status().generation.recent
     assert record.size == 2  # one batch, grown by the question that joined it
     for question, events in ((first, results[0]), (second, late[0])):
-        citations, done = events[0][1], events[-1][1]
+        citations, done = events[0].citations, events[-1].done
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
-        alone = "".join(engine._generator.stream(question=question, passages=passages))
+        alone = "".join(in_use.answerer.stream(question=question, passages=passages))
         assert done.mode == "generative" and done.answer == alone, question
 
 
@@ -392,9 +396,51 @@ def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
     new = engine.serving()
     assert new is not old and new.answerer is None
     for (question, (file, phrase)), events in zip(QUESTIONS.items(), results, strict=False):
-        done = events[-1][1]
+        done = events[-1].done
         assert done.mode == "extractive", question
-        assert events[0][1][0].path.endswith(file) and phrase in done.answer, question
+        assert events[0].citations[0].path.endswith(file) and phrase in done.answer, question
     assert old.pipeline.status().generation.batches == 0
     _until(lambda: new.pipeline.status().finished >= len(questions))
     engine.set_model(model=str(tiny_model))  # as the fixture left it
+
+
+def test_after_an_out_of_memory_the_status_and_the_governor_report_the_demoted_placement(
+    with_model: Engine,
+) -> None:
+    """The executor hands the placement it degraded to back to the owner: /v1/status,
+    the governor and the hardware panel describe what runs, not the plan before."""
+    import torch
+
+    engine = with_model
+    serving = engine.serving()
+    assert serving.governor is not None and serving.answerer is not None
+    planned = engine.placement()
+    assert planned is not None and "disk" not in planned.layer_tiers
+    executor = serving.answerer.executor
+    forward, calls = executor.forward, []
+
+    def fails_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("injected")
+        return forward(*args, **kwargs)
+
+    executor.forward = fails_once  # type: ignore[method-assign]
+    try:
+        events = list(engine.ask_stream(question=next(iter(QUESTIONS))))
+    finally:
+        del executor.forward
+    assert events[-1].done.mode == "generative" and events[-1].done.answer
+
+    demoted = engine.placement()
+    assert demoted is not None and demoted is not planned
+    assert "disk" in demoted.layer_tiers
+    assert demoted.layer_tiers == executor.placement.layer_tiers
+    assert serving.governor.placement is demoted
+    info = engine.status().pipeline
+    assert info is not None and "on disk" in info.placement
+    hardware = engine.system.hardware()
+    assert hardware.placement is not None and hardware.placement.weights.disk > 0
+    # A re-plan for a larger batch keeps the layers the recovery moved down.
+    bigger = serving.owner.plan_for(batch=2) if serving.owner is not None else None
+    assert bigger is not None and "disk" in bigger.layer_tiers

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import ParseError
 from engine.ingest.text_cleanup import normalize_plain_text
 
-NO_TEXT_REASON = "no extractable text — scanned pages need OCR, which RAGDoll does not do yet"
+NO_TEXT_REASON = "no extractable text (no text layer, and OCR found no text on the pages)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Heading:
+    """A section title that starts at `offset` in its page's cleaned text; it
+    holds for everything after it, on this page and the next ones, until the
+    next heading."""
+
+    offset: int
+    title: str  # one line, e.g. "5.13 Other debian/* files"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +28,7 @@ class PageText:
     # None for formats that are one flow of text.
     number: int | None
     text: str  # cleaned text: what chunk spans index into and what the viewer shows
+    headings: tuple[Heading, ...] = ()  # in offset order
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,13 +41,42 @@ class ParsedDocument:
     notes: tuple[str, ...] = field(default=())
 
 
-def single_page(*, path: Path, text: str, notes: tuple[str, ...] = ()) -> ParsedDocument:
-    """A non-paged document from already cleaned text."""
+def single_page(
+    *, path: Path, text: str, notes: tuple[str, ...] = (), headings: Sequence[str] = ()
+) -> ParsedDocument:
+    """A non-paged document from already cleaned text; `headings` are the
+    section titles in the order they appear in it."""
     if not text.strip():
         raise ParseError("no text in the file")
-    return ParsedDocument(
-        path=path, pages=[PageText(number=None, text=text)], page_count=None, notes=notes
-    )
+    page = PageText(number=None, text=text, headings=locate_headings(text=text, titles=headings))
+    return ParsedDocument(path=path, pages=[page], page_count=None, notes=notes)
+
+
+def locate_headings(*, text: str, titles: Sequence[str]) -> tuple[Heading, ...]:
+    """Where each title (in document order) starts in `text`: searched forward
+    from the previous one, at a line start first. Titles not found are left out,
+    so a clean-up that changed a title loses that title, never the order."""
+    found: list[Heading] = []
+    at = 0
+    for raw in titles:
+        title = one_line(raw)
+        if not title:
+            continue
+        pos = _find_line_start(text=text, needle=title, start=at)
+        if pos < 0:
+            pos = text.find(title, at)
+        if pos < 0:
+            continue
+        found.append(Heading(offset=pos, title=title[:200]))
+        at = pos + len(title)
+    return tuple(found)
+
+
+def _find_line_start(*, text: str, needle: str, start: int) -> int:
+    pos = text.find(needle, start)
+    while pos > 0 and text[pos - 1] != "\n":
+        pos = text.find(needle, pos + 1)
+    return pos
 
 
 def numbered_pages(

@@ -14,9 +14,10 @@ from ebooklib import epub
 from lxml import etree
 
 from engine.errors import ParseError
-from engine.ingest.formats.base import ParsedDocument, numbered_pages
+from engine.ingest.formats.base import PageText, ParsedDocument, locate_headings
 from engine.ingest.formats.containers import DAMAGED_ZIP_ERRORS, open_zip
-from engine.ingest.formats.html_page import html_to_text
+from engine.ingest.formats.html_page import html_text_and_headings
+from engine.ingest.text_cleanup import normalize_plain_text
 
 _ENCRYPTION = "META-INF/encryption.xml"
 _CIPHER_REFERENCE = "{http://www.w3.org/2001/04/xmlenc#}CipherReference"
@@ -28,18 +29,25 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
         _refuse_drm(archive=archive)
     try:
         book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
-        texts = [text for text in _chapter_texts(book=book) if text.strip()]
+        chapters = [c for c in _chapter_texts(book=book) if c[0].strip()]
     except epub.EpubException as e:
         raise ParseError(f".epub file is damaged ({e.msg})"[:300]) from e
     except (KeyError, IndexError, AttributeError, etree.LxmlError) as e:
         raise ParseError(f".epub file is damaged ({type(e).__name__}: {e})"[:300]) from e
     except DAMAGED_ZIP_ERRORS as e:
         raise ParseError(f".epub file is damaged ({e})"[:300]) from e
-    return numbered_pages(path=path, texts=texts, empty_reason="no text in the book")
+    pages: list[PageText] = []
+    for number, (raw, titles) in enumerate(chapters, start=1):
+        text = normalize_plain_text(text=raw)
+        headings = locate_headings(text=text, titles=titles)
+        pages.append(PageText(number=number, text=text, headings=headings))
+    if not any(page.text.strip() for page in pages):
+        raise ParseError("no text in the book")
+    return ParsedDocument(path=path, pages=pages, page_count=len(pages))
 
 
-def _chapter_texts(*, book: epub.EpubBook) -> list[str]:
-    texts: list[str] = []
+def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, list[str]]]:
+    texts: list[tuple[str, list[str]]] = []
     seen: set[str] = set()
     for entry in book.spine:
         idref = entry[0] if isinstance(entry, tuple) else entry
@@ -48,7 +56,7 @@ def _chapter_texts(*, book: epub.EpubBook) -> list[str]:
             continue
         seen.add(idref)
         # <title> is usually the book's title on every chapter: a running header.
-        texts.append(html_to_text(data=item.get_content(), keep_title=False))
+        texts.append(html_text_and_headings(data=item.get_content(), keep_title=False))
     return texts
 
 

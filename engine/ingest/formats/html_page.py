@@ -10,7 +10,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from engine.errors import ParseError
-from engine.ingest.formats.base import ParsedDocument, single_page
+from engine.ingest.formats.base import ParsedDocument, one_line, single_page
 from engine.ingest.text_cleanup import normalize_plain_text
 
 # Elements whose text is never document content.
@@ -65,6 +65,7 @@ _HTML_PARAGRAPHS = frozenset(
         "body",
     }
 )
+_HTML_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _HTML_LINES = frozenset({"li", "dt", "dd", "tr", "br", "caption", "option"})
 _HTML_CELLS = frozenset({"td", "th"})
 _WHITESPACE_RUN = re.compile(r"\s+")
@@ -77,7 +78,8 @@ _MARK_RUN = re.compile(r"\s*[\ue000-\ue002](?:[\s\ue000-\ue002])*")
 def parse_html(*, path: Path, data: bytes) -> ParsedDocument:
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ParseError("not an HTML file (binary content)")
-    return single_page(path=path, text=html_to_text(data=data))
+    text, headings = html_text_and_headings(data=data)
+    return single_page(path=path, text=text, headings=headings)
 
 
 def html_to_text(*, data: bytes | str, keep_title: bool = True) -> str:
@@ -85,9 +87,16 @@ def html_to_text(*, data: bytes | str, keep_title: bool = True) -> str:
     honours a BOM or <meta charset> and otherwise guesses, which beats assuming
     UTF-8 for old saved pages. `keep_title=False` drops <title>, for pages whose
     title is the same on every page (EPUB chapters)."""
+    return html_text_and_headings(data=data, keep_title=keep_title)[0]
+
+
+def html_text_and_headings(*, data: bytes | str, keep_title: bool = True) -> tuple[str, list[str]]:
+    """html_to_text, and the texts of the headings (h1-h6) in document order."""
     soup = BeautifulSoup(data, "html.parser")
     title = [_html_title(soup=soup)] if keep_title else []
-    return _join_html_parts(parts=[*title, *_html_text_parts(root=soup)])
+    headings: list[str] = []
+    text = _join_html_parts(parts=[*title, *_html_text_parts(root=soup, headings=headings)])
+    return text, headings
 
 
 def _html_title(*, soup: BeautifulSoup) -> str:
@@ -98,9 +107,10 @@ def _html_title(*, soup: BeautifulSoup) -> str:
     return f"{title}{_PARAGRAPH_MARK}" if title else ""
 
 
-def _html_text_parts(*, root: Tag) -> list[str]:
-    """Text of the tree with break markers where blocks begin and end. Iterative,
-    because unclosed tags in real pages nest thousands deep."""
+def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
+    """Text of the tree with break markers where blocks begin and end; the
+    headings met are appended to `headings`. Iterative, because unclosed tags in
+    real pages nest thousands deep."""
     parts: list[str] = []
     # Nodes still to visit; plain str entries are markers to emit on the way out.
     stack: list[Tag | NavigableString | str] = [root]
@@ -118,6 +128,10 @@ def _html_text_parts(*, root: Tag) -> list[str]:
         name = node.name.lower() if node.name else ""
         if name in _HTML_DROP:
             continue
+        if name in _HTML_HEADINGS:
+            heading = one_line(node.get_text(" "))
+            if heading:
+                headings.append(heading)
         marker = ""
         if name in _HTML_PARAGRAPHS:
             marker = _PARAGRAPH_MARK

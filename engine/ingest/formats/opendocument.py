@@ -62,25 +62,29 @@ def parse_odt(*, path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(f"not an OpenDocument text file (it is {document.mimetype})"[:300])
     if document.text is None:
         raise ParseError(".odt file is damaged (content.xml holds no document body)")
-    blocks = _blocks(node=document.text, depth=0, indent="")
+    headings: list[str] = []
+    blocks = _blocks(node=document.text, depth=0, indent="", headings=headings)
     text = "\n\n".join(block for block in blocks if block.strip())
-    return single_page(path=path, text=normalize_plain_text(text=text))
+    return single_page(path=path, text=normalize_plain_text(text=text), headings=headings)
 
 
-def _blocks(*, node: Element, depth: int, indent: str) -> list[str]:
-    """Paragraph-level blocks under `node`, in order."""
+def _blocks(*, node: Element, depth: int, indent: str, headings: list[str]) -> list[str]:
+    """Paragraph-level blocks under `node`, in order; the headings' texts are
+    appended to `headings`."""
     blocks: list[str] = []
     for child in node.childNodes:
         if child.nodeType != Node.ELEMENT_NODE or child.qname in _SKIPPED:
             continue
         if child.qname in _PARAGRAPHS or depth >= _MAX_DEPTH:
             blocks.append(_inline(node=child).strip())
+            if child.qname == (TEXTNS, "h") and blocks[-1]:
+                headings.append(one_line(blocks[-1]))
         elif child.qname == (TEXTNS, "list"):
             blocks.append(_list_text(node=child, depth=depth + 1, indent=indent))
         elif child.qname == (TABLENS, "table"):
             blocks.append(_table_text(node=child))
         else:  # sections, frames, text boxes, table row groups: look inside
-            blocks.extend(_blocks(node=child, depth=depth + 1, indent=indent))
+            blocks.extend(_blocks(node=child, depth=depth + 1, indent=indent, headings=headings))
     return blocks
 
 

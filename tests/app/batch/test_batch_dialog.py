@@ -13,9 +13,9 @@ from pytestqt.qtbot import QtBot
 
 from app.batch.export import Format
 from app.main_window import MainWindow
-from engine.client import AskEvent, EngineClient
+from engine.client import EngineClient
 from engine.paths import resolve_paths
-from engine.wire import Priority
+from engine.wire import AnswerEvent, Priority
 from tests.app.batch.conftest import QUESTIONS
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient
@@ -130,7 +130,7 @@ class PrioritisedClient(FakeClient):
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: Priority = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
         yield from super().ask_stream(question=question, k=k)
 

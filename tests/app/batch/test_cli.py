@@ -15,8 +15,15 @@ from pathlib import Path
 import pytest
 
 import app.commands.ask as ask_command
-from engine.client import AskEvent
-from engine.wire import AnswerDone, Citation
+from engine.wire import (
+    AnswerDone,
+    AnswerEvent,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    TokenEvent,
+)
 from tests.app.batch.conftest import QUESTIONS
 from tests.support.engine import RunningEngine
 
@@ -77,16 +84,16 @@ class FakeClient:
 
     def ask_stream(
         self, *, question: str, k: int = 5, priority: str = "interactive"
-    ) -> Iterator[AskEvent]:
+    ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
-        yield AskEvent(citations=[CITATION])
+        yield CitationsEvent(citations=[CITATION])
         if question == "refused":
-            yield AskEvent(error="the engine refused it")
+            yield FailedEvent(message="the engine refused it")
             return
         if question == "slow":
             self.release.wait(10)
-        yield AskEvent(token=f"answer to {question}")
-        yield AskEvent(done=AnswerDone(answer=f"answer to {question}", mode="extractive"))
+        yield TokenEvent(text=f"answer to {question}")
+        yield DoneEvent(done=AnswerDone(answer=f"answer to {question}", mode="extractive"))
 
 
 @pytest.fixture
@@ -183,6 +190,9 @@ def test_ctrl_c_writes_what_was_answered(
         (["ask", "--file", "{tmp}/missing.txt"], "does not exist"),
         (["ask", "--file", "{long}"], "line 2"),
         (["ask"], "--file"),
+        (["ask", ""], "the question is empty"),
+        (["ask", "  \t "], "the question is empty"),
+        (["ask", "x" * 100_000], "100,000 characters long; questions may be at most 8,000"),
     ],
 )
 def test_bad_arguments_fail_before_any_question_is_sent(
@@ -198,4 +208,30 @@ def test_bad_arguments_fail_before_any_question_is_sent(
     long.write_text("fine?\n" + "x" * 8001 + "\n")
     args = [a.format(q=q, tmp=tmp_path, long=long) for a in argv]
     assert main(args) == 2
-    assert words in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert words in err
+    assert err.count("\n") == 1 and len(err) < 300  # one line, never the question echoed
+
+
+def test_the_question_limit_is_in_the_help() -> None:
+    parser = argparse.ArgumentParser(prog="ragdoll")
+    ask_command.register(sub := parser.add_subparsers(dest="command"))
+    assert "at most 8,000 characters" in sub.choices["ask"].format_help()
+
+
+def test_terminal_escapes_in_a_questions_file_are_made_harmless(
+    batch_engine: RunningEngine, tmp_path: Path
+) -> None:
+    questions = _questions_file(
+        tmp_path, ["\x1b[2J\x1b]0;pwned\x07What is the name of the lighthouse keeper's cat?\x08"]
+    )
+    out = tmp_path / "answers.csv"
+    for extra in (["--out", str(out)], ["--format", "csv"]):
+        result = batch_engine.ragdoll("ask", "--file", str(questions), *extra)
+        assert result.returncode == 0, result.stderr
+        for text in (result.stdout, result.stderr, out.read_text(encoding="utf-8-sig")):
+            assert not any(ch in text for ch in "\x1b\x07\x08"), text
+    with out.open(encoding="utf-8-sig", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["question"].startswith("\\x1b[2J\\x1b]0;pwned\\x07What is")
+    assert "Biscuit" in row["answer"]

@@ -6,7 +6,7 @@ import pytest
 
 from app.batch.questions import (
     MAX_QUESTION_CHARS,
-    Question,
+    ListedQuestion,
     QuestionsError,
     parse_questions,
     read_questions,
@@ -16,10 +16,10 @@ from app.batch.questions import (
 def test_one_per_line_comments_and_blanks_skipped_duplicates_kept() -> None:
     text = "# my questions\n\nWhat is A?\r\n  What is B?  \n\n# skipped\nWhat is A?\rLast one"
     assert parse_questions(text=text) == (
-        Question(line=3, text="What is A?"),
-        Question(line=4, text="What is B?"),
-        Question(line=7, text="What is A?"),
-        Question(line=8, text="Last one"),
+        ListedQuestion(line=3, text="What is A?"),
+        ListedQuestion(line=4, text="What is B?"),
+        ListedQuestion(line=7, text="What is A?"),
+        ListedQuestion(line=8, text="Last one"),
     )
 
 

@@ -5,8 +5,15 @@ import time
 from collections.abc import Iterator
 
 from app.batch.runner import BatchResult, BatchRun, summary
-from engine.client import AskEvent
-from engine.wire import AnswerDone, Citation
+from engine.wire import (
+    AnswerDone,
+    AnswerEvent,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    FailedEvent,
+    TokenEvent,
+)
 
 CITATION = Citation(
     index=1, chunk_id="c1", path="/d/a.pdf", page=3, text="t", score=1.0, char_start=0, char_end=1
@@ -26,24 +33,24 @@ class FakeEngine:
         self.asked: list[str] = []
         self.closed = 0
 
-    def ask(self, question: str) -> Iterator[AskEvent]:
+    def ask(self, question: str) -> Iterator[AnswerEvent]:
         with self.lock:
             self.asked.append(question)
             self.open += 1
             self.most_open = max(self.most_open, self.open)
         try:
-            yield AskEvent(citations=[CITATION])
+            yield CitationsEvent(citations=[CITATION])
             if self.block is not None:
                 self.block.wait(5)
             if question == "broken":
                 raise ConnectionError("the engine stopped answering")
             if question == "refused":
-                yield AskEvent(error="the question was refused")
+                yield FailedEvent(message="the question was refused")
                 return
             n = int(question[1:]) if question[1:].isdigit() else 0
             time.sleep(self.delay_s * (1 + (20 - n) % 4))
-            yield AskEvent(token="A")
-            yield AskEvent(done=AnswerDone(answer=f"A{question[1:]}", mode="extractive"))
+            yield TokenEvent(text="A")
+            yield DoneEvent(done=AnswerDone(answer=f"A{question[1:]}", mode="extractive"))
         finally:
             with self.lock:
                 self.open -= 1

@@ -1,45 +1,63 @@
-"""`ragdoll ingest`'s summary: notes about files read, and a full disk said in words."""
+"""`ragdoll ingest` when the ingestion does not end well, against a real engine:
+it says why, and what happens to the files not yet in."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-from app.commands.ingest import _summary
-from engine.ingest.jobs import disk_full_text
-from engine.wire import DiskFull, FileNote, IngestProgress
+from tests.support.engine import RunningEngine, process_alive
 
 
-def test_the_summary_lists_the_notes_about_files(capsys: pytest.CaptureFixture[str]) -> None:
-    done = IngestProgress(
-        job_id="a",
-        state="done",
-        files_total=2,
-        files_done=2,
-        files_indexed=2,
-        chunks_added=9,
-        notes=[FileNote(path="/docs/big.csv", note="only the first 100,000 rows were read")],
+def _folder(root: Path, count: int = 400) -> Path:
+    folder = root / "archive"
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"record {i:04d}.txt").write_text(f"Record {i} of the archive: a ledger page.")
+    return folder
+
+
+def _ingest_in_background(engine: RunningEngine, folder: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "ingest", str(folder)],
+        env=engine.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert _summary(done) == 0
-    out = capsys.readouterr().out
-    assert "2 files: 2 ingested, 0 unchanged, 0 errors; 9 chunks added" in out
-    assert "note: /docs/big.csv: only the first 100,000 rows were read" in out
 
 
-def test_a_full_disk_says_which_what_is_in_and_that_nothing_was_lost(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    report = DiskFull(mount="/mnt/small", folder="/mnt/small/index", files_in=369, files_not_read=1)
-    failed = IngestProgress(
-        job_id="a",
-        state="failed",
-        files_total=370,
-        files_done=369,
-        files_indexed=369,
-        disk_full=report,
-        message=disk_full_text(report),
-    )
-    assert _summary(failed) == 1
-    err = capsys.readouterr().err
-    assert "The disk at /mnt/small is full (it holds the index, /mnt/small/index)." in err
-    assert "369 files are in the index; 1 was not read. Nothing was lost" in err
-    assert "Lance" not in err and ".rs" not in err
+def _running_job(engine: RunningEngine) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        jobs = [j for j in engine.client.ingest_queue().jobs if j.state == "running"]
+        if jobs and jobs[0].files_done > 0:
+            return jobs[0].job_id
+        time.sleep(0.05)
+    raise AssertionError("the ingestion never started")
+
+
+def test_a_cancelled_ingestion_says_so_and_why(engine: RunningEngine, tmp_path: Path) -> None:
+    process = _ingest_in_background(engine, _folder(tmp_path))
+    engine.client.cancel_ingest(job_id=_running_job(engine))
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "ingestion cancelled: cancelled on request" in stderr
+    assert "files already ingested are kept" in stderr
+
+
+def test_an_engine_killed_mid_ingest_is_explained(engine: RunningEngine, tmp_path: Path) -> None:
+    process = _ingest_in_background(engine, _folder(tmp_path))
+    _running_job(engine)
+    os.kill(engine.pid, signal.SIGKILL)
+    while process_alive(engine.pid):
+        time.sleep(0.05)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "the engine stopped during the ingestion" in stderr
+    assert "ingested when the engine next starts" in stderr
+    assert "peer closed" not in stderr

@@ -13,10 +13,9 @@ from engine.answer.generative import (
     GenerativeAnswerer,
     build_prompt,
     count_prompt_tokens,
-    display_name,
     load_system_prompt,
-    resolve_model_path,
 )
+from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
 from engine.errors import ModelLoadError
 from engine.models.synthetic import write_random_model
@@ -44,14 +43,14 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def llama(models: dict[str, Path]) -> GenerativeAnswerer:
-    return GenerativeAnswerer(model_path=models["llama"])
+    return open_model(model_path=models["llama"]).answerer
 
 
 @pytest.mark.parametrize("architecture", ["llama", "qwen2", "mistral"])
 def test_each_architecture_streams_an_answer_within_max_new_tokens(
     models: dict[str, Path], architecture: str
 ) -> None:
-    answerer = GenerativeAnswerer(model_path=models[architecture])
+    answerer = open_model(model_path=models[architecture]).answerer
     assert answerer.name == architecture
 
     pieces = list(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
@@ -167,7 +166,7 @@ def test_a_short_context_model_gets_a_prompt_and_answer_that_fit(tmp_path: Path)
     folder = write_random_model(
         folder=tmp_path / "short", hidden_size=32, max_position_embeddings=640
     )
-    answerer = GenerativeAnswerer(model_path=folder)
+    answerer = open_model(model_path=folder).answerer
     assert answerer.context_length == 640
     many = [
         Passage(index=i, text="The pump runs quietly at night. " * 40, path="a.txt", page=None)
@@ -193,73 +192,9 @@ def test_plain_template_without_a_chat_template(models: dict[str, Path]) -> None
     assert "[2] (notes.txt)" in prompt
 
 
-def _put_in_hf_cache(*, hub: Path, repo_id: str, model: Path, revision: str) -> Path:
-    repo = hub / f"models--{repo_id.replace('/', '--')}"
-    snapshot = repo / "snapshots" / revision
-    shutil.copytree(model, snapshot)
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(revision)
-    return snapshot
-
-
-def test_resolve_model_path_finds_a_model_in_the_hf_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: dict[str, Path]
-) -> None:
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    snapshot = _put_in_hf_cache(
-        hub=tmp_path / "hf" / "hub",
-        repo_id="acme/tiny-llama",
-        model=models["llama"],
-        revision="0123456789abcdef0123456789abcdef01234567",
-    )
-
-    found = resolve_model_path(model="acme/tiny-llama")
-
-    assert found.resolve() == snapshot.resolve()
-    assert display_name(model_path=found) == "acme/tiny-llama"
-    answerer = GenerativeAnswerer(model_path=found)
-    assert answerer.name == "acme/tiny-llama"
-
-
-def test_resolve_model_path_honours_hf_hub_cache_and_missing_refs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: dict[str, Path]
-) -> None:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    snapshot = _put_in_hf_cache(
-        hub=tmp_path / "hub", repo_id="acme/q", model=models["qwen2"], revision="abc"
-    )
-    (snapshot.parent.parent / "refs" / "main").unlink()  # e.g. a copied cache
-
-    assert resolve_model_path(model="acme/q").resolve() == snapshot.resolve()
-
-
-def test_resolve_model_path_accepts_a_local_folder(models: dict[str, Path]) -> None:
-    assert resolve_model_path(model=str(models["mistral"])) == models["mistral"].resolve()
-
-
-def test_resolve_model_path_explains_what_is_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
-    with pytest.raises(ModelLoadError, match=r"'acme/absent'.*empty-hub"):
-        resolve_model_path(model="acme/absent")
-    with pytest.raises(ModelLoadError, match="does not exist"):
-        resolve_model_path(model=str(tmp_path / "no" / "such" / "folder"))
-
-    not_a_model = tmp_path / "folder"
-    not_a_model.mkdir()
-    with pytest.raises(ModelLoadError, match=r"config\.json"):
-        resolve_model_path(model=str(not_a_model))
-    (not_a_model / "config.json").write_text("{}")
-    (not_a_model / "pytorch_model.bin").write_bytes(b"")
-    with pytest.raises(ModelLoadError, match="safetensors"):
-        resolve_model_path(model=str(not_a_model))
-
-
 def test_a_broken_model_gives_model_load_error(tmp_path: Path, models: dict[str, Path]) -> None:
     broken = tmp_path / "broken"
     shutil.copytree(models["llama"], broken)
     (broken / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(ModelLoadError, match="Could not load"):
-        GenerativeAnswerer(model_path=broken)
+        open_model(model_path=broken)

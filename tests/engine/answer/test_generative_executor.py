@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from engine.answer.generative import GenerativeAnswerer, IncrementalDetokenizer
+from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
 from engine.core import Engine
 from engine.executor.forward import StreamingModel
@@ -46,15 +47,18 @@ def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path
     try:
         _wait_for_ingest(engine, [str(notes)])
         engine.set_model(model=str(model))
-        answerer = engine._generator
+        serving = engine.serving()
+        answerer = serving.answerer
         assert isinstance(answerer, GenerativeAnswerer)
         assert isinstance(answerer.executor, StreamingModel)
-        assert answerer.placement.fits and answerer.executor.placement == answerer.placement
+        placement = engine.placement()
+        assert placement is not None and placement.fits
+        assert answerer.executor.placement == placement
         before = answerer.executor.forward_calls
 
         events = list(engine.ask_stream(question=QUESTION))
 
-        done = events[-1][1]
+        done = events[-1].done
         assert done.mode == "generative"
         assert answerer.executor.forward_calls > before  # the executor computed the answer
         assert answerer.last_generation is not None
@@ -65,14 +69,14 @@ def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path
 
 def test_bf16_checkpoint_computes_in_float32_on_the_cpu(tmp_path: Path) -> None:
     folder = write_random_model(folder=tmp_path / "bf16", hidden_size=32, dtype="bfloat16")
-    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    answerer = open_model(model_path=folder, device="cpu").answerer
     assert answerer.executor.dtype == torch.float32
     assert "".join(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=4))
 
 
 def test_a_forced_out_of_memory_recovers_with_the_same_answer(tmp_path: Path) -> None:
     folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=4)
-    calm = GenerativeAnswerer(model_path=folder, device="cpu")
+    calm = open_model(model_path=folder, device="cpu").answerer
     expected = "".join(calm.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
     calls = {"n": 0}
 
@@ -81,14 +85,24 @@ def test_a_forced_out_of_memory_recovers_with_the_same_answer(tmp_path: Path) ->
         if calls["n"] == 30:  # mid-decode, once
             raise torch.OutOfMemoryError("injected")
 
-    faulty = GenerativeAnswerer(model_path=folder, device="cpu", fault_hook=fault)
-    assert "disk" not in faulty.placement.layer_tiers
+    in_use = open_model(model_path=folder, device="cpu", fault_hook=fault)
+    faulty, owner = in_use.answerer, in_use.owner
+    planned = owner.placement
+    assert "disk" not in planned.layer_tiers
     got = "".join(faulty.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
     assert got == expected
     assert calls["n"] > 30
-    # The recovery moved weights down a tier and the answer went on from there.
+    # The recovery moved weights down a tier and the answer went on from there; the
+    # executor reported it, so the owner reports what runs, weight bytes included.
     assert "disk" in faulty.executor.placement.layer_tiers
     assert faulty.executor.store.stats().moves > 0
+    assert owner.demotions == 1
+    assert owner.placement.layer_tiers == faulty.executor.placement.layer_tiers
+    assert owner.placement.weights.disk > 0
+    assert owner.placement.weights.total == planned.weights.total
+    # A re-plan for another batch keeps what the recovery moved down.
+    replanned = owner.plan_for(batch=2)
+    assert replanned is not None and "disk" in replanned.layer_tiers
 
 
 def test_incremental_detokenizer_releases_the_whole_text_once(tmp_path: Path) -> None:
@@ -113,7 +127,7 @@ def test_cancel_frees_the_batch(tmp_path: Path, cancel_after: int) -> None:
     from transformers import DynamicCache
 
     folder = write_random_model(folder=tmp_path / "llama", hidden_size=32)
-    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    answerer = open_model(model_path=folder, device="cpu").answerer
     caches: list[weakref.ref[DynamicCache]] = []
     new_cache = answerer.executor.new_cache
 
@@ -140,9 +154,9 @@ def test_dropping_an_answerer_stops_its_copy_thread(tmp_path: Path) -> None:
     import threading
 
     folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
-    first = GenerativeAnswerer(model_path=folder, device="cpu")
-    streamed = dataclasses.replace(first.placement, layer_tiers=("cpu", "disk"))
-    answerer = GenerativeAnswerer(model_path=folder, placement=streamed)
+    first = open_model(model_path=folder, device="cpu")
+    streamed = dataclasses.replace(first.owner.placement, layer_tiers=("cpu", "disk"))
+    answerer = open_model(model_path=folder, placement=streamed).answerer
     assert answerer.executor.prefetcher is not None
     thread: threading.Thread = answerer.executor.prefetcher._thread
     assert thread.is_alive()
@@ -150,3 +164,33 @@ def test_dropping_an_answerer_stops_its_copy_thread(tmp_path: Path) -> None:
     gc.collect()
     thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_an_out_of_memory_moves_kv_to_the_host_first_and_the_owner_reports_it(
+    tmp_path: Path,
+) -> None:
+    from engine.executor.kv import host_kv_layers
+    from engine.hardware.profile import synthetic_profile
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=4)
+    gpu = synthetic_profile(gpu_bytes=8 * 2**30, ram_bytes=16 * 2**30, disk_bytes=64 * 2**30)
+    calm = open_model(model_path=folder, hardware=gpu).answerer
+    expected = "".join(calm.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    calls = {"n": 0}
+
+    def fault(unit: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 30:
+            raise torch.OutOfMemoryError("injected")
+
+    in_use = open_model(model_path=folder, hardware=gpu, fault_hook=fault)
+    owner, answerer = in_use.owner, in_use.answerer
+    assert answerer.executor.device.type == "cuda" and answerer.executor.kv_host_layers == 0
+    got = "".join(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=12))
+    assert got == expected
+    # KV went first (half of the layers' KV to the host); the weights stayed.
+    assert answerer.executor.kv_host_layers == 2
+    assert owner.demotions == 1
+    assert host_kv_layers(placement=owner.placement, layers=4) == 2
+    assert owner.placement.kv.cpu > 0 and set(owner.placement.layer_tiers) == {"gpu"}

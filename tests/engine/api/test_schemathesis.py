@@ -15,10 +15,8 @@ from tests.support.engine import RunningEngine
 # folders with generated paths could grant a real folder of this machine.
 EXCLUDED = ("--exclude-path", "/v1/shutdown", "--exclude-path", "/v1/folders")
 # Left out as checks: `positive_data_acceptance` (a schema-valid request the engine
-# refuses on its meaning, e.g. a chat with no user message, is a correct 400);
-# `unsupported_method`/`allow_header_conformance` (Starlette answers 405 for one
-# route of a path that has several, with an Allow header naming only that one).
-SKIPPED_CHECKS = "positive_data_acceptance,unsupported_method,allow_header_conformance"
+# refuses on its meaning, e.g. a search for blanks, is a correct 400).
+SKIPPED_CHECKS = "positive_data_acceptance"
 
 
 def test_no_server_errors_and_responses_match_the_schema(

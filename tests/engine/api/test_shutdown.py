@@ -15,7 +15,7 @@ from engine.api.lifecycle import STOPPING_MESSAGE, Lifecycle
 from engine.api.server_settings import ServerSettingsStore
 from engine.folders import FolderRegistry
 from engine.server import create_app
-from engine.wire import AnswerDone, EngineStatus
+from engine.wire import AnswerDone, CitationsEvent, DoneEvent, EngineStatus, TokenEvent
 
 TOKEN = "test-token"
 
@@ -36,11 +36,11 @@ class EndlessEngine:
     def ask_stream(
         self, *, question: str, k: int, cancel: threading.Event, priority: str
     ) -> Iterator[Any]:
-        yield "citations", []
+        yield CitationsEvent(citations=[])
         while not cancel.wait(0.01):
             self.started.set()
-            yield "token", "more "
-        yield "done", AnswerDone(answer="cut", mode="extractive")
+            yield TokenEvent(text="more ")
+        yield DoneEvent(done=AnswerDone(answer="cut", mode="extractive"))
 
 
 def _stream_until_shutdown(path: str, body: dict[str, Any], tmp_path: Path) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.bench import offload
+from engine.bench.offload_systems import SYSTEMS
 
 
 def offload_args(folder: Path, *extra: str) -> argparse.Namespace:
@@ -50,7 +51,7 @@ def assert_every_figure(figures: dict[str, Any], *, batches: set[str]) -> None:
         assert isinstance(figures[key], float), key
     assert figures["speedup_vs_accelerate_b1"] > 0
     assert figures["roofline_efficiency"] > 0
-    assert set(figures["systems"]) == set(offload.SYSTEMS)
+    assert set(figures["systems"]) == set(SYSTEMS)
     for by_batch in figures["systems"].values():
         assert set(by_batch) == batches
         assert all(v["decode_tok_s"] > 0 and v["prefill_tok_s"] > 0 for v in by_batch.values())

@@ -388,12 +388,12 @@ def test_out_of_memory_with_the_cache_recovers_with_the_same_tokens(
 
 
 def test_the_answerer_reuses_the_prompt_of_a_repeated_question(tmp_path: Path) -> None:
-    from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.in_use import open_model
     from engine.answer.passages import Passage
     from engine.models.synthetic import write_random_model
 
     folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
-    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
+    answerer = open_model(model_path=folder, device="cpu").answerer
     try:
         assert answerer.prefix_cache is not None
         assert answerer.prefix_cache.stats().host_budget > 0

@@ -87,3 +87,27 @@ def test_a_file_symlink_loop_is_reported_as_such(tmp_path: Path) -> None:
         ("dangling.txt", "broken symbolic link"),
         ("loop.txt", "symbolic link loop"),
     ]
+
+
+def test_a_link_out_of_the_watched_folders_is_listed_not_followed(tmp_path: Path) -> None:
+    from engine.ingest.discovery import OUTSIDE
+
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (docs / "real.txt").write_text("real")
+    os.symlink(outside / "secret.txt", docs / "out.txt")
+    os.symlink(docs / "real.txt", docs / "in.txt")
+
+    def inside(path: Path) -> bool:
+        return path.resolve().is_relative_to(docs)
+
+    suffixes = frozenset({".txt"})
+    walked = discover(paths=[str(docs)], suffixes=suffixes, inside=inside)
+    assert walked.files == [docs / "real.txt"]
+    assert [(Path(e.path).name, e.reason) for e in walked.errors] == [("out.txt", OUTSIDE)]
+    named = discover(paths=[str(docs / "out.txt")], suffixes=suffixes, inside=inside)
+    assert named.files == [] and named.errors[0].reason == OUTSIDE
+    # Without watched folders to keep to (a benchmark's own queue), links are followed.
+    assert outside / "secret.txt" in discover(paths=[str(docs)], suffixes=suffixes).files

@@ -67,3 +67,20 @@ def test_abort_stops_a_file_in_flight(tmp_path: Path) -> None:
         assert sandbox.parse(path=_note(tmp_path, "after.txt")).pages
     finally:
         sandbox.close()
+
+
+def test_pages_reported_by_a_slow_parser_extend_its_time_limit(tmp_path: Path) -> None:
+    # Six pages of 0.5 s each: three times the limit, but never 1.5 s without news.
+    sandbox = ParseSandbox(
+        limits=SandboxLimits(time_s=1.5, parser="tests.support.hostile_parsers:parse_slow_pages")
+    )
+    seen: list[tuple[int, int]] = []
+    try:
+        doc = sandbox.parse(
+            path=_note(tmp_path, "scan-6.txt"), on_progress=lambda d, t: seen.append((d, t))
+        )
+    finally:
+        sandbox.close()
+    assert doc.pages[0].text.startswith("A short note")
+    assert seen == [(d, 6) for d in range(1, 7)]
+    assert sandbox.starts == 1

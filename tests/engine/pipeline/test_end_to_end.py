@@ -15,11 +15,9 @@ import pytest
 
 from engine.ingest.embedder import Embedder
 from engine.pipeline.adapters import (
-    executor_apply_placement,
     executor_generate_batch,
     extractive_generate_batch,
     passages_of,
-    store_apply_placement,
     store_retrieve_batch,
 )
 from engine.pipeline.requests import RequestHandle
@@ -126,12 +124,13 @@ def test_extractive_answers_through_both_workers(store: LanceStore, embedder: Em
 def test_tiny_model_batches_match_single_answers_and_survive_a_placement_change(
     store: LanceStore, embedder: Embedder, tmp_path: Path
 ) -> None:
-    from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.in_use import open_model
     from engine.models.synthetic import write_random_model
 
     folder = write_random_model(folder=tmp_path / "tiny", hidden_size=32, num_layers=2)
-    answerer = GenerativeAnswerer(model_path=folder, device="cpu")
-    placement = answerer.placement
+    in_use = open_model(model_path=folder, device="cpu", index=store)
+    answerer, owner = in_use.answerer, in_use.owner
+    placement = owner.placement
     retrieve = store_retrieve_batch(store=store, embed=embedder.embed)
     gate = threading.Event()
     entered = threading.Event()
@@ -146,8 +145,8 @@ def test_tiny_model_batches_match_single_answers_and_survive_a_placement_change(
         retrieve_batch=retrieve,
         generate_batch=gated,
         placement=placement,
-        apply_retrieval_placement=store_apply_placement(store=store),
-        apply_generation_placement=executor_apply_placement(answerer=answerer),
+        apply_retrieval_placement=owner.apply_to_store,
+        apply_generation_placement=owner.apply_to_executor,
     )
     try:
         questions = list(QUESTIONS)[:4]
@@ -167,14 +166,14 @@ def test_tiny_model_batches_match_single_answers_and_survive_a_placement_change(
         mover = threading.Thread(target=pipe.set_placement, args=(changed,))
         mover.start()
         # The mover is waiting for the generation worker's batch to end.
-        assert wait_for(lambda: pipe.generation._placement_waiting == 1)
+        assert wait_for(lambda: pipe.generation.placements_waiting == 1)
         gate.set()
         mover.join(60)
         assert not mover.is_alive()
         for h in handles:
             assert h.wait(timeout=120), h.question.text
         texts = {h.question.text: h.text(timeout=1) for h in handles}
-        assert answerer.placement is changed
+        assert owner.placement is changed
         assert answerer.executor.placement.layer_tiers == tiers
         # A handle hears Finished just before its batch is recorded.
         assert wait_for(lambda: sum(b.size for b in pipe.status().generation.recent) == 4)

@@ -125,7 +125,7 @@ def test_nothing_joins_while_a_placement_change_waits() -> None:
             thread = threading.Thread(target=pipeline.generation.set_placement, args=(Placement,))
             thread.start()
             changer.append(thread)
-            while not pipeline.generation._placement_waiting:
+            while not pipeline.generation.placements_waiting:
                 threading.Event().wait(0.001)
 
     stepper.on_step = arrive

@@ -93,10 +93,11 @@ def test_the_timeline_counts_placement_changes() -> None:
     )
     pipeline.submit(question="a")
     pipeline.retrieval.run_once()
-    pipeline.set_placement(P())
+    placement = P()
+    pipeline.set_placement(placement)  # type: ignore[arg-type]
     pipeline.submit(question="b")
     pipeline.retrieval.run_once()
-    info = pipeline_info(status=pipeline.status(), placement=pipeline.placement)
+    info = pipeline_info(status=pipeline.status(), placement=placement)  # type: ignore[arg-type]
     assert [b.placement for b in info.batches if b.worker == "retrieval"] == [0, 1]
     assert info.placements_applied == 1 and info.placement_batch == 4
     assert info.retrieval.cap == 16

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.answer.generative import GenerativeAnswerer
+from engine.answer.in_use import open_model
 from engine.models.synthetic import write_random_model
 from engine.paths import resolve_paths
 from engine.planner.profiling import EXTRACTIVE_NOTE, fit_power_law, load_saved_profile
@@ -16,7 +16,7 @@ from engine.planner.samplers import generation_sampler
 
 def test_generation_sampler_times_batches_of_a_tiny_model(tmp_path: Path) -> None:
     folder = write_random_model(folder=tmp_path / "llama", architecture="llama", hidden_size=32)
-    answerer = GenerativeAnswerer(model_path=folder)
+    answerer = open_model(model_path=folder).answerer
     sample = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
     samples = [(b, sample(b)) for b in (1, 2, 4)]
     assert all(t > 0 for _, t in samples)

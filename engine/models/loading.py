@@ -1,0 +1,116 @@
+"""Loading a model folder: what is read before a placement exists (tokenizer, config,
+context window, compute dtype), then the layer-streaming executor under a placement.
+
+Neither step plans: the PlacementOwner (engine/planner/owner.py) decides where the
+tensors live, and engine/answer/in_use.py puts the three together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoConfig, AutoTokenizer
+
+from engine.errors import ModelLoadError
+from engine.executor.forward import StreamingModel
+from engine.models.resolve import check_model_folder, display_name
+from engine.planner.placement import Placement
+
+# Used when neither the config nor the tokenizer says how long a context can be.
+_FALLBACK_CONTEXT = 2048
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFiles:
+    """A model folder's tokenizer and config, read before anything is placed."""
+
+    path: Path
+    name: str  # 'org/name' for a Hugging Face cache snapshot, else the folder's name
+    tokenizer: Any
+    config: Any
+    context_length: int
+
+    def compute_dtype(self, *, dtype: str | None, cpu: bool) -> torch.dtype:
+        """The dtype asked for; else the checkpoint's, except bf16/f16 on a CPU, which
+        run several times slower there than float32 (few CPUs have fast half-precision
+        math)."""
+        if dtype:
+            return torch_dtype(dtype)
+        stored = getattr(self.config, "dtype", None) or getattr(self.config, "torch_dtype", None)
+        if isinstance(stored, str):
+            stored = getattr(torch, stored, None)
+        if not isinstance(stored, torch.dtype):
+            return torch.float32
+        if cpu and stored in (torch.bfloat16, torch.float16):
+            return torch.float32
+        return stored
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedModel:
+    """A model ready to generate: its files and its executor (weights in their homes)."""
+
+    files: ModelFiles
+    executor: StreamingModel
+
+
+def read_model_files(*, model_path: Path) -> ModelFiles:
+    """ModelLoadError when the folder is not a safetensors model this can read."""
+    check_model_folder(model_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
+        config = AutoConfig.from_pretrained(model_path, local_files_only=True)
+    except Exception as e:
+        raise ModelLoadError(f"Could not load the language model in {model_path}: {e}") from e
+    return ModelFiles(
+        path=model_path,
+        name=display_name(model_path=model_path),
+        tokenizer=tokenizer,
+        config=config,
+        context_length=_context_length(config=config, tokenizer=tokenizer),
+    )
+
+
+def load_model(
+    *,
+    files: ModelFiles,
+    placement: Placement,
+    dtype: torch.dtype,
+    fault_hook: Callable[[str], None] | None = None,
+    evict_after_read: bool = False,
+) -> LoadedModel:
+    """The executor under `placement` (nothing loads whole: each unit is read into its
+    home tier). `fault_hook` and `evict_after_read` are the executor's test and
+    benchmark seams."""
+    try:
+        executor = StreamingModel(
+            model_dir=files.path,
+            placement=placement,
+            dtype=dtype,
+            fault_hook=fault_hook,
+            evict_after_read=evict_after_read,
+        )
+    except Exception as e:
+        raise ModelLoadError(f"Could not load the language model in {files.path}: {e}") from e
+    return LoadedModel(files=files, executor=executor)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ModelLoadError(f"Unknown dtype {name!r}; expected e.g. float32, bfloat16, float16.")
+    return dtype
+
+
+def _context_length(*, config: Any, tokenizer: Any) -> int:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else None
+    length = getattr(text or config, "max_position_embeddings", None)
+    if not length:
+        # Tokenizers without a limit report a huge sentinel (int(1e30)).
+        limit = getattr(tokenizer, "model_max_length", None)
+        length = limit if limit and limit < 10_000_000 else _FALLBACK_CONTEXT
+    return int(length)

