@@ -42,3 +42,14 @@ class UnsupportedArchitectureError(RagdollError, ValueError):
 
 class PlacementError(RagdollError, ValueError):
     """Nothing fits: the message says how much memory is missing."""
+
+
+class DiskFullError(RagdollError, OSError):
+    """A write to the index found its disk full. `folder` is the index folder,
+    `mount` the disk (mount point) that holds it."""
+
+    def __init__(self, *, folder: str, mount: str, free_bytes: int | None) -> None:
+        super().__init__(f"the disk at {mount} (holding {folder}) is full")
+        self.folder = folder
+        self.mount = mount
+        self.free_bytes = free_bytes

@@ -88,6 +88,26 @@ class FileError:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileNote:
+    """Something to know about a file that was read: "only the first 100,000
+    rows were read", or that it yields a huge number of chunks."""
+
+    path: str
+    note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiskFull:
+    """A job stopped because the disk holding the index is full."""
+
+    mount: str  # the full disk, as its mount point
+    folder: str  # the index folder on it
+    files_in: int  # files of this job in the index, whole (read or unchanged)
+    files_not_read: int  # files of this job not read: they go in when there is room
+    free_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class IngestRequest:
     paths: list[str]
 
@@ -110,6 +130,12 @@ class IngestProgress:
     chunks_per_s: float = 0.0
     eta_s: float | None = None  # None until there is a rate to go by
     origin: str = "request"  # "request" | "watcher" (a folder changed) | "rescan" (at start)
+    pages_read: int = 0  # pages of the files parsed so far (1 for a file without pages)
+    chunks_found: int = 0  # chunks of the files chunked so far; chunks_embedded of them computed
+    bytes_total: int = 0  # the size of the job's files: the work, for the bar and the ETA
+    bytes_done: int = 0  # of which done (a file being embedded: its share embedded)
+    notes: list[FileNote] = field(default_factory=list)
+    disk_full: DiskFull | None = None  # set when the job stopped on a full disk
 
 
 @dataclass(frozen=True, kw_only=True)

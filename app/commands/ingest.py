@@ -59,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
 def _show(p: IngestProgress) -> None:
     if not sys.stderr.isatty() or p.files_total == 0:
         return
-    current = visible(p.current or "")[-60:]
+    current = visible(p.current or "")[-50:]
     print(
-        f"\r{p.files_done}/{p.files_total} files  {p.chunks_added} chunks  {current:<60}",
+        f"\r{p.files_done}/{p.files_total} files  {p.pages_read} pages  "
+        f"{p.chunks_embedded}/{p.chunks_found} chunks embedded  {current:<50}",
         end="",
         file=sys.stderr,
         flush=True,
@@ -75,6 +76,10 @@ def _summary(p: IngestProgress) -> int:
     )
     for e in p.errors:
         print(f"  error: {visible(e.path)}: {visible(e.reason)}")
+    for n in p.notes:
+        print(f"  note: {visible(n.path)}: {visible(n.note)}")
+    if p.disk_full is not None:
+        return fail(p.message or "the disk holding the index is full")
     if p.state == "cancelled":
         why = p.message or "it was cancelled from the window or by another client"
         return fail(f"ingestion cancelled: {why}; files already ingested are kept")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from app.chat.answer_render import file_name
 from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
-from app.library.progress_text import pace_line
+from app.library.progress_text import counts_line, notes_text, pace_line, work_permille
 from app.qt_compat import emit
 from app.wrap_label import WrapLabel
 from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, WatchedFolder
@@ -36,6 +36,10 @@ from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, W
 FolderChooser = Callable[[QWidget], str | None]
 # Asks the name of a new collection: (parent) -> the name, or None.
 NameAsker = Callable[[QWidget], str | None]
+
+# A job that ended well leaves its box this long, then the box goes; a failed
+# one (a full disk) stays until the next job.
+FINISHED_BOX_MS = 8_000
 
 
 def choose_folder_dialog(parent: QWidget) -> str | None:
@@ -126,6 +130,14 @@ class LibraryPane(QWidget):
         self.current_label.setTextFormat(Qt.TextFormat.PlainText)
         self.counts_label = WrapLabel("")
         self.counts_label.setObjectName("quiet")
+        self.notes_label = WrapLabel("")
+        self.notes_label.setObjectName("quiet")
+        self.notes_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.notes_label.setAccessibleName("Notes about the files read")
+        self.notes_label.setVisible(False)
+        self._hide_timer = QTimer(self)
+        self._hide_timer.setSingleShot(True)
+        self._hide_timer.timeout.connect(self._hide_finished)
         self.pace_label = WrapLabel("")
         self.pace_label.setObjectName("quiet")
         self.pace_label.setAccessibleName("Speed and time left")
@@ -151,6 +163,7 @@ class LibraryPane(QWidget):
         progress_layout.addWidget(self.progress_bar)
         progress_layout.addWidget(self.current_label)
         progress_layout.addWidget(self.counts_label)
+        progress_layout.addWidget(self.notes_label)
         # A row of its own: beside the buttons a long line would wrap a word a line.
         progress_layout.addWidget(self.pace_label)
         progress_layout.addLayout(controls)
@@ -317,6 +330,8 @@ class LibraryPane(QWidget):
         self.progress_bar.setRange(0, 0)  # busy until the engine has counted the files
         self.current_label.setText("Looking for documents…")
         self.counts_label.setText("")
+        self.notes_label.setVisible(False)
+        self._hide_timer.stop()
         self.progress_box.setVisible(True)
         self._update()
 
@@ -423,8 +438,11 @@ class LibraryPane(QWidget):
         if p.state in ("queued",) or (p.state == "running" and total == 0):
             self.progress_bar.setRange(0, 0)
         else:
-            self.progress_bar.setRange(0, max(total, 1))
-            self.progress_bar.setValue(min(p.files_done, max(total, 1)) if total else 1)
+            # The bar fills with the work done (bytes, a big file's share as its
+            # chunks are embedded); its words count files.
+            self.progress_bar.setRange(0, 1000)
+            self.progress_bar.setValue(work_permille(progress=p))
+            self.progress_bar.setFormat(f"{p.files_done} of {total} files")
         self.progress_box.setTitle(job_title(p))
         if p.state in FINAL_STATES:
             self.current_label.setText(_final_line(p))
@@ -432,19 +450,27 @@ class LibraryPane(QWidget):
             self.current_label.setText(p.message)  # e.g. "scan.pdf: OCR page 12 of 500"
             self.current_label.setToolTip(p.current)
         elif p.current:
-            self.current_label.setText(f"Reading {file_name(path=p.current)}")
+            self.current_label.setText(f"Working on {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)
         else:
             self.current_label.setText("Waiting for the engine…")
-        counts = [f"{p.chunks_added} chunks added"]
-        if p.files_skipped:
-            counts.append(f"{p.files_skipped} unchanged")
-        if p.errors:
-            counts.append(f"{len(p.errors)} could not be read")
-        waiting = self.jobs_waiting()
-        if waiting:
-            counts.append(f"{waiting} more job{'s' if waiting > 1 else ''} waiting")
-        self.counts_label.setText(" · ".join(counts))
+        self.counts_label.setText(counts_line(progress=p, jobs_waiting=self.jobs_waiting()))
+        notes = notes_text(notes=p.notes)
+        self.notes_label.setText(notes)
+        self.notes_label.setVisible(bool(notes))
+        if p.state in ("done", "cancelled"):
+            self._hide_timer.start(FINISHED_BOX_MS)
+        else:
+            self._hide_timer.stop()
+
+    def _hide_finished(self) -> None:
+        """The box of a job that ended goes, unless another job has begun since."""
+        last = self._last
+        if self._awaiting or last is None or last.state not in ("done", "cancelled"):
+            return
+        if any(v.state not in FINAL_STATES for v in self._jobs.values()):
+            return
+        self.progress_box.setVisible(False)
 
     def _update(self) -> None:
         enabled = self._ready

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from engine.wire import FINAL_STATES, IngestProgress
+from engine.wire import FINAL_STATES, FileNote, IngestProgress
+
+NOTES_SHOWN = 3
 
 
 def rate_text(*, progress: IngestProgress) -> str:
@@ -41,3 +43,44 @@ def pace_line(*, progress: IngestProgress) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def work_permille(*, progress: IngestProgress) -> int:
+    """How much of the job is done, 0 to 1000: by bytes when the engine counts
+    them (a big file is most of the work), else by files."""
+    p = progress
+    if p.state == "done":
+        return 1000
+    if p.bytes_total > 0:
+        return max(0, min(1000, p.bytes_done * 1000 // p.bytes_total))
+    return p.files_done * 1000 // p.files_total if p.files_total > 0 else 0
+
+
+def counts_line(*, progress: IngestProgress, jobs_waiting: int = 0) -> str:
+    """Pages and chunks as they are read and embedded, not only per file done."""
+    p = progress
+    counts = []
+    if p.pages_read:
+        counts.append(f"{p.pages_read:,} page{'s' if p.pages_read != 1 else ''}")
+    if p.chunks_found > p.chunks_embedded and p.state not in FINAL_STATES:
+        counts.append(f"{p.chunks_embedded:,} of {p.chunks_found:,} new chunks embedded")
+    counts.append(f"{p.chunks_added:,} chunks added")
+    if p.files_skipped:
+        counts.append(f"{p.files_skipped} unchanged")
+    if p.errors:
+        counts.append(f"{len(p.errors)} could not be read")
+    if jobs_waiting:
+        counts.append(f"{jobs_waiting} more job{'s' if jobs_waiting > 1 else ''} waiting")
+    return " · ".join(counts)
+
+
+def notes_text(*, notes: list[FileNote]) -> str:
+    """The first notes about files read ("only the first 100,000 rows were read")."""
+    lines = [f"{_base_name(n.path)}: {n.note}" for n in notes[:NOTES_SHOWN]]
+    if len(notes) > NOTES_SHOWN:
+        lines.append(f"and {len(notes) - NOTES_SHOWN} more notes")
+    return "\n".join(lines)
+
+
+def _base_name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -11,6 +11,8 @@ unchanged folder costs.
    The journal and chunks of this folder are written in bulk with synthetic
    vectors — ingesting 10,000 files for real would take an hour on 2 cores and
    says nothing about the rescan; the rescan itself is the real job.
+3. small-files and ask-during (`--parts`): many small files of real text, and
+   questions asked while a long real PDF is embedded (engine/bench/ingest_many.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pdfs", type=int, help="PDF files in the ingestion corpus")
     parser.add_argument("--pages", type=int, help="pages per PDF")
     parser.add_argument("--rescan-files", type=int, help="files in the rescanned folder")
+    parser.add_argument(
+        "--parts",
+        default="pdfs,rescan",
+        help="comma-separated: pdfs, rescan, small-files, ask-during (default: pdfs,rescan)",
+    )
+    parser.add_argument(
+        "--small-files", type=int, help="files of real text in small-files (20,000; quick 2,000)"
+    )
+    parser.add_argument(
+        "--stand-in-embedder",
+        action="store_true",
+        help="small-files: hash vectors instead of MiniLM (all but the embedder is measured)",
+    )
+    parser.add_argument(
+        "--ask-during", type=int, metavar="PAGES", help="pages of the PDF of ask-during (2,000)"
+    )
 
 
 class _CountingEmbedder:
@@ -70,29 +88,81 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pages = args.pages or (5 if args.quick else 10)
     rescan_files = args.rescan_files or (1_000 if args.quick else 10_000)
     say = (lambda *a: None) if args.json else print
+    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-ingest-"))
+    figures: dict[str, Any] = {}
     try:
-        embedder = _CountingEmbedder(Embedder())
-        say(f"generating {pdfs} PDFs x {pages} pages…")
-        corpus = _write_pdf_corpus(folder=root / "pdfs", files=pdfs, pages=pages)
-        figures = _ingest(root=root, corpus=corpus, embedder=embedder)
-        say(
-            f"ingestion: {figures['pdf_pages']} pages, {figures['chunks']} chunks in "
-            f"{figures['ingest_seconds']:.1f} s = {figures['pages_per_s']:.2f} pages/s, "
-            f"{figures['chunks_per_s']:.2f} chunks/s (embedding {figures['embed_seconds']:.1f} s)"
-        )
-        say(f"writing {rescan_files} files and their journal…")
-        figures |= _rescan(root=root, files=rescan_files, embedder=embedder)
-        say(
-            f"rescan of {figures['rescan_files']} unchanged files: "
-            f"{figures['rescan_seconds']:.2f} s, {figures['rescan_embeddings']} embeddings; "
-            f"after touching every file: {figures['rescan_touched_seconds']:.2f} s, "
-            f"{figures['rescan_touched_embeddings']} embeddings"
-        )
+        real = Embedder()
+        embedder = _CountingEmbedder(real)
+        if "pdfs" in parts:
+            say(f"generating {pdfs} PDFs x {pages} pages…")
+            corpus = _write_pdf_corpus(folder=root / "pdfs", files=pdfs, pages=pages)
+            figures |= _ingest(root=root, corpus=corpus, embedder=embedder)
+            say(
+                f"ingestion: {figures['pdf_pages']} pages, {figures['chunks']} chunks in "
+                f"{figures['ingest_seconds']:.1f} s = {figures['pages_per_s']:.2f} pages/s, "
+                f"{figures['chunks_per_s']:.2f} chunks/s "
+                f"(embedding {figures['embed_seconds']:.1f} s)"
+            )
+        if "rescan" in parts:
+            say(f"writing {rescan_files} files and their journal…")
+            figures |= _rescan(root=root, files=rescan_files, embedder=embedder)
+            say(
+                f"rescan of {figures['rescan_files']} unchanged files: "
+                f"{figures['rescan_seconds']:.2f} s, {figures['rescan_embeddings']} embeddings; "
+                f"after touching every file: {figures['rescan_touched_seconds']:.2f} s, "
+                f"{figures['rescan_touched_embeddings']} embeddings"
+            )
+        if parts & {"small-files", "ask-during"}:
+            figures |= _real_text_parts(args=args, parts=parts, root=root, real=real, say=say)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     say(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
+    return figures
+
+
+def _real_text_parts(
+    *, args: argparse.Namespace, parts: set[str], root: Path, real: Any, say: Any
+) -> dict[str, Any]:
+    from engine.bench import ingest_many
+    from engine.bench.real_docs import find_real_docs
+
+    corpus = find_real_docs()
+    if corpus is None:
+        raise SystemExit(
+            "small-files and ask-during need the real manuals: "
+            "python -m engine.bench.real_docs (or set RAGDOLL_REAL_DOCS)"
+        )
+    figures: dict[str, Any] = {}
+    if "small-files" in parts:
+        count = args.small_files or (2_000 if args.quick else 20_000)
+        figures |= ingest_many.small_files(
+            root=root,
+            corpus=corpus,
+            count=count,
+            real=real,
+            stand_in=args.stand_in_embedder,
+            say=say,
+        )
+        say(
+            f"{count} small files: {figures['small_files_seconds']} s = "
+            f"{figures['small_files_per_s']} files/s ({figures['small_files_embedder']}); "
+            f"index {figures['index_bytes_after_job'] / 2**20:.1f} MiB after the job, "
+            f"{figures['index_bytes_settled'] / 2**20:.1f} MiB settled, for "
+            f"{figures['chunk_text_and_vector_bytes'] / 2**20:.1f} MiB of chunks and vectors "
+            f"({figures['index_ratio_settled']}x); rescan unchanged "
+            f"{figures['rescan_unchanged_seconds']} s; MiniLM {figures['minilm_chunks_per_s']} "
+            "chunks/s here"
+        )
+    if "ask-during" in parts:
+        pages = args.ask_during or (300 if args.quick else 2_000)
+        figures |= ingest_many.ask_during(root=root, corpus=corpus, pages=pages, real=real, say=say)
+        say(
+            f"asking: {figures['ask_idle_median_s']} s idle, {figures['ask_during_median_s']} s "
+            f"while a {figures['ask_pdf_pages']}-page PDF is embedded "
+            f"({figures['ask_during_ratio']}x; worst {figures['ask_during_max_s']} s)"
+        )
     return figures
 
 

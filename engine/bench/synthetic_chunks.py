@@ -69,6 +69,7 @@ def arrow_block(
             "text_hash": [f"h{i}" for i in ids],
             "vector": pa.FixedSizeListArray.from_arrays(flat_vectors, data.dim),
             "ext": list(exts),
+            "section": [""] * n,
         },
         schema=schema,
     )

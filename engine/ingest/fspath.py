@@ -8,14 +8,18 @@ OPTU-8 convention), so every name round-trips and the file is found again.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 _SURROGATE_TO_PRIVATE = 0xEF80 - 0xDC80
+# One search in C per name: a rescan converts every path of the folder.
+_SURROGATES = re.compile("[\udc80-\udcff]")
+_PRIVATE = re.compile("[\uef80-\uefff]")
 
 
 def to_store(path: Path | str) -> str:
     text = str(path)
-    if not any(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+    if not _SURROGATES.search(text):
         return text
     return "".join(
         chr(ord(ch) + _SURROGATE_TO_PRIVATE) if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in text
@@ -23,7 +27,7 @@ def to_store(path: Path | str) -> str:
 
 
 def from_store(text: str) -> Path:
-    if not any(0xEF80 <= ord(ch) <= 0xEFFF for ch in text):
+    if not _PRIVATE.search(text):
         return Path(text)
     return Path(
         "".join(

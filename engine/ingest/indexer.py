@@ -5,7 +5,8 @@
    already has (a rename, a copy) gets that document's chunks and vectors.
 2. parsing, by whoever runs the parser (a sandboxed child in a job).
 3. `prepare`: chunk; find which chunks need vectors (text not seen before).
-4. `commit`: swap the document's pages and chunks in, then its journal row.
+4. `commit_group`: swap a group of documents' pages and chunks in, then their
+   journal rows (four LanceDB commits for the whole group).
 
 `index_file` runs the four in-process for one file. Bad files never raise: the
 outcome carries the reason, and the journal records it.
@@ -18,7 +19,7 @@ import errno
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,13 @@ from engine.ingest.fspath import to_store
 from engine.ingest.journal import Journal, copy_document
 from engine.ingest.parsers import ParsedDocument, parse_file
 from engine.store.lance_store import LanceStore
-from engine.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
+from engine.store.records import (
+    ChunkRecord,
+    DocumentContent,
+    DocumentRecord,
+    EmbeddedChunks,
+    PageRecord,
+)
 
 log = logging.getLogger(__name__)
 CHANGED_WHILE_READ = "the file kept changing while it was being read"
@@ -88,6 +95,7 @@ class Prepared:
     records: list[ChunkRecord]
     vectors: np.ndarray
     todo: list[int]
+    notes: tuple[str, ...] = ()  # the parser's notes about the file
 
 
 def doc_id_for(path: Path) -> str:
@@ -177,9 +185,9 @@ def prepare(
         )
         for c in chunks
     ]
-    # Also after a crash that left this document's new chunks without their
-    # journal row: those vectors are reused, not recomputed.
-    old = store.vectors_by_text_hash(doc_id=plan.doc_id)
+    # A file new to the journal has no rows to reuse (what a crash left of
+    # one is removed at the engine's start): no lookup per new file.
+    old = store.vectors_by_text_hash(doc_id=plan.doc_id) if plan.known is not None else {}
     vectors = np.zeros((len(records), dimension), dtype=np.float32)
     todo: list[int] = []
     for i, r in enumerate(records):
@@ -187,34 +195,52 @@ def prepare(
             vectors[i] = old[r.text_hash]
         else:
             todo.append(i)
+    notes = tuple(parsed.notes)
     doc = dataclasses.replace(
         _document(doc_id=plan.doc_id, path=plan.path, stat=plan.stat, digest=plan.digest),
         pages=parsed.page_count,
         chunks=len(records),
+        # An indexed document's `error` carries the notes about its reading:
+        # the library shows them with the document.
+        error="; ".join(notes) or None,
     )
     pages = [PageRecord(doc_id=plan.doc_id, page=p.number, text=p.text) for p in parsed.pages]
-    return Prepared(plan=plan, doc=doc, pages=pages, records=records, vectors=vectors, todo=todo)
+    return Prepared(
+        plan=plan, doc=doc, pages=pages, records=records, vectors=vectors, todo=todo, notes=notes
+    )
+
+
+def commit_group(
+    *, group: Sequence[Prepared], store: LanceStore, journal: Journal
+) -> list[FileOutcome]:
+    """Swap a group of embedded documents in (doc_writes.replace_documents):
+    journal rows last, and a changed file's old row loses its hash first, so
+    that a crash midway leaves rows that cannot pass for the content now stored."""
+    store.replace_documents(
+        items=[
+            DocumentContent(
+                doc=p.doc,
+                pages=p.pages,
+                embedded=EmbeddedChunks(chunks=p.records, vectors=p.vectors),
+                previous=p.plan.known,
+            )
+            for p in group
+        ]
+    )
+    for p in group:
+        journal.remember(p.doc)
+    return [
+        FileOutcome(
+            status="indexed", chunks=len(p.records), embedded=len(p.todo), pages=p.doc.pages or 1
+        )
+        for p in group
+    ]
 
 
 def commit(*, prepared: Prepared, store: LanceStore, journal: Journal) -> FileOutcome:
-    """Swap the document in. Its journal row is written last; a changed file's
-    old row loses its hash first, so that a crash between the two commits
-    leaves a row that cannot pass for the content now stored."""
-    known = prepared.plan.known
-    if known is not None and known.content_hash:
-        store.record_document(doc=dataclasses.replace(known, content_hash=""))
-    store.replace_document(
-        doc=prepared.doc,
-        pages=prepared.pages,
-        embedded=EmbeddedChunks(chunks=prepared.records, vectors=prepared.vectors),
-    )
-    journal.remember(prepared.doc)
-    return FileOutcome(
-        status="indexed",
-        chunks=len(prepared.records),
-        embedded=len(prepared.todo),
-        pages=prepared.doc.pages or 1,
-    )
+    """One document: `commit_group` of one."""
+    (outcome,) = commit_group(group=[prepared], store=store, journal=journal)
+    return outcome
 
 
 def record_error(*, store: LanceStore, journal: Journal, path: Path, reason: str) -> FileOutcome:
@@ -278,15 +304,20 @@ def index_file(
 
 
 def embed_into(*, prepared: list[Prepared], embedder: Embedder) -> int:
-    """One embedding call for the new chunks of several files; returns how many."""
-    texts = [p.records[i].text for p in prepared for i in p.todo]
-    fresh = embedder.embed(texts)
-    row = 0
-    for p in prepared:
-        for i in p.todo:
-            p.vectors[i] = fresh[row]
-            row += 1
-    return len(texts)
+    """The new chunks of several files, embedded as background work (a question
+    goes first between batches); returns how many."""
+    rows = [(p, i) for p in prepared for i in p.todo]
+    embed_rows(rows=rows, embedder=embedder)
+    return len(rows)
+
+
+def embed_rows(*, rows: Sequence[tuple[Prepared, int]], embedder: Embedder) -> None:
+    """Vectors for these (file, chunk row) pairs, in one background call."""
+    if not rows:
+        return
+    fresh = embedder.embed([p.records[i].text for p, i in rows], background=True)
+    for (p, i), vector in zip(rows, fresh, strict=True):
+        p.vectors[i] = vector
 
 
 _GONE = "the file disappeared while it was being read"

@@ -24,10 +24,11 @@ from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import to_store
 from engine.ingest.indexer import ChunkingParams
-from engine.ingest.pipeline import JobContext, JobRun
+from engine.ingest.pipeline import CommitPolicy, JobContext, JobRun
 from engine.ingest.sandbox import ParseSandbox, SandboxLimits
+from engine.store.doc_writes import disk_full_error, is_disk_full
 from engine.store.lance_store import LanceStore
-from engine.wire import FINAL_STATES, FileError, IngestProgress, IngestQueueState
+from engine.wire import FINAL_STATES, DiskFull, FileError, IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +118,15 @@ class PendingJobs:
                 jobs = json.loads(self._file.read_text(encoding="utf-8"))["jobs"]
             except (FileNotFoundError, ValueError, KeyError, TypeError):
                 jobs = []
-            self._file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self._file.with_suffix(".tmp")
             # surrogateescape: a path is bytes on disk, and must come back the same.
             text = json.dumps({"jobs": edit(jobs)}, ensure_ascii=True)
-            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
-            os.replace(tmp, self._file)
+            tmp = self._file.with_suffix(".tmp")
+            try:
+                self._file.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+                os.replace(tmp, self._file)
+            except OSError as e:  # a full disk: the job runs, it is just not resumed
+                log.warning("could not write the pending ingestion jobs file: %s", e)
 
 
 class IngestQueue:
@@ -136,8 +140,10 @@ class IngestQueue:
         rules: IgnoreRules | None = None,
         pending_file: Path | None = None,
         accept: Callable[[Path], bool] | None = None,
+        commits: CommitPolicy | None = None,
     ) -> None:
         self._store = store
+        self._commits = commits or CommitPolicy.from_env()
         self._embedder = embedder
         self._params = params or ChunkingParams()
         self._limits = limits or SandboxLimits()
@@ -264,6 +270,7 @@ class IngestQueue:
 
     def _run(self, job: IngestJob, sandbox: ParseSandbox) -> None:
         job.update(state="running", message="Looking for documents…")
+        run: JobRun | None = None
         try:
             ctx = JobContext(
                 store=self._store,
@@ -275,22 +282,72 @@ class IngestQueue:
                 paused=lambda: self.paused,
                 accept=self._accept if job.spec.origin != "request" else None,
                 inside=self._accept,
+                commits=self._commits,
             )
-            state = JobRun(job=job, ctx=ctx).run()
+            run = JobRun(job=job, ctx=ctx)
+            state = run.run()
         except Exception as e:  # a bug must not kill the worker: the job says so
-            log.exception("ingestion job %s failed", job.id)
             sandbox.abort()
+            if is_disk_full(e):
+                self._disk_full(job, run=run)
+                return
+            log.exception("ingestion job %s failed", job.id)
             self._finish(job, state="failed", message=f"{type(e).__name__}: {e}")
             return
         self._finish(job, state=state)
 
-    def _finish(self, job: IngestJob, *, state: str, message: str | None = None) -> None:
+    def _disk_full(self, job: IngestJob, *, run: JobRun | None) -> None:
+        """Say which disk is full, what is in and what is not, and that nothing
+        was lost: every write is all or nothing, and the rest waits for room."""
+        error = disk_full_error(self._store.folder)
+        total = job.snapshot().files_total
+        files_in = run.files_in if run is not None else 0
+        unread = max(0, total - (run.done if run is not None else 0))
+        report = DiskFull(
+            mount=error.mount,
+            folder=error.folder,
+            files_in=files_in,
+            files_not_read=unread,
+            free_bytes=error.free_bytes,
+        )
+        log.warning("ingestion job %s stopped: %s", job.id, error)
+        self._finish(job, state="failed", message=disk_full_text(report), disk_full=report)
+
+    def _finish(
+        self,
+        job: IngestJob,
+        *,
+        state: str,
+        message: str | None = None,
+        disk_full: DiskFull | None = None,
+    ) -> None:
         changes: dict[str, object] = {"state": state, "current": None, "paused": False}
         if message is not None:
             changes["message"] = message
+        if disk_full is not None:
+            changes["disk_full"] = disk_full
         if state == "done":
             changes["eta_s"] = 0.0
         # A job cut short by shutdown stays pending; one the person cancelled does not.
         if not (self._stopping and state == "cancelled"):
             self._pending.remove(job)
         job.update(**changes)
+
+
+def disk_full_text(report: DiskFull) -> str:
+    """The sentence the CLI and the window show for a job stopped on a full disk."""
+    return (
+        f"The disk at {report.mount} is full (it holds the index, {report.folder}). "
+        f"{_files(report.files_in)} in the index; {_not_read(report.files_not_read)}. "
+        "Nothing was lost: what is in stays whole, "
+        "and the rest is read when there is room (free some space, then add the folder "
+        "again or restart RAGDoll)."
+    )
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'' if n == 1 else 's'} {'is' if n == 1 else 'are'}"
+
+
+def _not_read(n: int) -> str:
+    return f"{n} {'was' if n == 1 else 'were'} not read"

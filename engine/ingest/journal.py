@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.errors import DiskFullError
 from engine.store.lance_store import LanceStore
 from engine.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
 
@@ -123,9 +124,13 @@ def remove_orphans(*, store: LanceStore) -> int:
         log.exception("could not look for unfinished documents")
         return 0
     orphans = sorted(found - known)
-    for doc_id in orphans:
-        log.info("removing the rows of an unfinished document %s", doc_id)
-        store.remove_document(doc_id=doc_id)
+    try:
+        if orphans:
+            log.info("removing the rows of %d unfinished documents", len(orphans))
+            store.remove_documents(doc_ids=orphans)
+    except DiskFullError as e:  # the start-up rescan says so; the engine starts
+        log.warning("could not remove unfinished documents: %s", e)
+        return 0
     return len(orphans)
 
 

@@ -1,9 +1,13 @@
 """One ingestion job, file by file: triage against the journal, parse in the
-sandbox, chunk, embed in batches across files, swap each document in.
+sandbox, chunk, embed, and commit the documents in groups.
 
 The child parses the next file while this thread chunks and embeds the last
-one. Every document is committed on its own, so cancelling, pausing or a
-kill -9 loses at most the files not yet committed, never half of one.
+one. New chunks are embedded a batch at a time as background work, so a
+question waits for one batch at most, never for a whole file. Documents are
+committed in groups (`CommitPolicy`): four
+LanceDB commits per group, not per file; a group is all or nothing for each of
+its files, so cancelling, pausing or a kill -9 loses at most the files of the
+group in hand (read again next time), never half of one.
 """
 
 from __future__ import annotations
@@ -17,28 +21,49 @@ from pathlib import Path
 
 from engine.errors import ParseError
 from engine.ingest.discovery import IgnoreRules, discover
-from engine.ingest.embedder import Embedder
-from engine.ingest.fspath import from_store
+from engine.ingest.embedder import DEFAULT_BATCH, Embedder
+from engine.ingest.fspath import from_store, to_store
 from engine.ingest.indexer import (
     CHANGED_WHILE_READ,
     ChunkingParams,
     FileOutcome,
     Prepared,
     ToParse,
-    commit,
-    embed_into,
+    commit_group,
+    embed_rows,
     prepare,
     record_error,
     triage,
 )
 from engine.ingest.journal import Journal
+from engine.ingest.pace import Pace
 from engine.ingest.parsers import SUPPORTED_SUFFIXES
 from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
-from engine.wire import FileError
+from engine.wire import FileError, FileNote
 
-EMBED_BATCH_CHUNKS = 64  # new chunks gathered across files before one embedding call
+EMBED_BATCH_CHUNKS = DEFAULT_BATCH  # one embedding call: a question waits at most this
+HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
+PUBLISH_EVERY_S = 0.1  # progress reaches readers at most this often (errors and notes at once)
+COMMIT_FILES_ENV = "RAGDOLL_INGEST_COMMIT_FILES"  # tests and benchmarks: smaller groups
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitPolicy:
+    """When a group of ready files is committed: once it holds `files` files or
+    `chunks` chunks, or its first file was ready `after_s` ago. The journal and
+    pages tables are compacted every `compact_every` groups and at the end."""
+
+    files: int = 500
+    chunks: int = 2_000
+    after_s: float = 10.0
+    compact_every: int = 25
+
+    @classmethod
+    def from_env(cls) -> CommitPolicy:
+        value = os.environ.get(COMMIT_FILES_ENV, "")
+        return cls(files=max(1, int(value))) if value.isdigit() else cls()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +81,7 @@ class JobContext:
     # Where a file's real path must lie, for every job: a symbolic link in a watched
     # folder that leads out of them all is listed as an error, never read.
     inside: Callable[[Path], bool] | None = None
+    commits: CommitPolicy = CommitPolicy()
 
 
 class JobRun:
@@ -63,10 +89,20 @@ class JobRun:
         self.job = job  # an IngestJob: update(**fields), spec, cancel_requested
         self.ctx = ctx
         self.errors: list[FileError] = []
+        self.notes: list[FileNote] = []
         self.done = self.indexed = self.skipped = self.chunks = self.embedded = 0
+        self.pages = self.found = 0
         self.active_s = 0.0
         self._since = time.monotonic()
-        self._batch: list[Prepared] = []
+        self._group: list[Prepared] = []  # ready files not yet committed
+        self._group_since = 0.0
+        self._unembedded: deque[tuple[Prepared, int]] = deque()
+        self._sizes: dict[Path, int] = {}
+        self._credited = 0.0  # bytes of files counted done
+        self._partial = 0.0  # bytes of the group's files, credited as they are embedded
+        self._pace = Pace(total_bytes=0)
+        self._groups = 0
+        self._published = 0.0
         self._attempts: dict[Path, int] = {}
         self.changed_store = False
 
@@ -82,8 +118,15 @@ class JobRun:
         files = found.files
         if self.ctx.accept is not None:
             files = [f for f in files if self.ctx.accept(f)]
+        self._sizes = {f: _size(f) for f in files}
+        self._pace = Pace(total_bytes=sum(self._sizes.values()))
         self.errors = list(found.errors)
-        self.job.update(files_total=len(files), errors=list(self.errors), message=None)  # type: ignore[attr-defined]
+        self.job.update(  # type: ignore[attr-defined]
+            files_total=len(files),
+            bytes_total=self._pace.total_bytes,
+            errors=list(self.errors),
+            message=None,
+        )
         journal = Journal(store=self.ctx.store)
         todo: deque[Path] = deque(files)
         try:
@@ -91,18 +134,26 @@ class JobRun:
         finally:
             journal.flush()
         if state == "cancelled":
+            self._compact()
             return state
         present = set(files)
         self._forget(journal=journal, under=found.folders, present=present)
         self._forget(journal=journal, under=[Path(p) for p in spec.removed], present=present)
         if self.changed_store:
+            self._compact()
             self.ctx.store.refresh_fulltext_index()
         return "done"
+
+    @property
+    def files_in(self) -> int:
+        """Files of this job whole in the index: read now, or unchanged."""
+        return self.indexed + self.skipped
 
     def _files(self, *, todo: deque[Path], journal: Journal) -> str:
         inflight = self._next_parse(todo=todo, journal=journal)
         while inflight is not None:
             plan = inflight
+            self.job.update(current=str(plan.path))  # type: ignore[attr-defined]
             try:
                 parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
@@ -125,11 +176,20 @@ class JobRun:
             # The child parses the next file while this one is embedded.
             inflight = self._next_parse(todo=todo, journal=journal)
             self._settle(plan=plan, ready=ready, todo=todo, journal=journal)
-            pending = sum(len(p.todo) for p in self._batch)
-            if pending >= EMBED_BATCH_CHUNKS or (inflight is None and self._batch):
-                self._flush(journal=journal)
-        self._flush(journal=journal)
-        return "cancelled" if self.job.cancel_requested.is_set() else "done"  # type: ignore[attr-defined]
+            if not self._embed(final=False):
+                break
+            due = self._group_due() or (inflight is None and bool(self._group))
+            if due and not self._commit(journal=journal):
+                break
+        if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
+            if inflight is not None:
+                self.ctx.sandbox.abort()  # the file in the child's hands is not wanted
+            self._commit_embedded(journal=journal)
+            self._tick(force=True)
+            return "cancelled"
+        self._commit(journal=journal)
+        self._tick(force=True)
+        return "done"
 
     def _ocr_progress(self, *, path: Path) -> Callable[[int, int], None]:
         """Pages read by OCR (slow: seconds each) shown as the job's message."""
@@ -146,7 +206,6 @@ class JobRun:
             if self._must_stop(journal=journal):
                 return None
             path = todo.popleft()
-            self.job.update(current=str(path))  # type: ignore[attr-defined]
             step = triage(path=path, store=self.ctx.store, journal=journal, rules=self.ctx.rules)
             if isinstance(step, FileOutcome):
                 self._count(path, step)
@@ -161,8 +220,8 @@ class JobRun:
             return True
         if not self.ctx.paused():
             return False
-        self._flush(journal=journal)
-        self._tick()
+        self._commit(journal=journal)
+        self._tick(force=True)
         paused_at = time.monotonic()
         stop = self.ctx.checkpoint()
         self._since += time.monotonic() - paused_at  # paused time is not working time
@@ -172,7 +231,7 @@ class JobRun:
         self, *, plan: ToParse, ready: Prepared | FileOutcome, todo: deque[Path], journal: Journal
     ) -> None:
         if isinstance(ready, Prepared):
-            self._batch.append(ready)
+            self._add_to_group(ready)
             return
         if ready.status == "changed" and plan.path.exists():
             tries = self._attempts.get(plan.path, 1)
@@ -190,24 +249,95 @@ class JobRun:
             record_error(store=self.ctx.store, journal=journal, path=plan.path, reason=reason),
         )
 
-    def _flush(self, *, journal: Journal) -> None:
-        if not self._batch:
-            return
-        batch, self._batch = self._batch, []
-        embed_into(prepared=batch, embedder=self.ctx.embedder)
-        for prepared in batch:
-            outcome = commit(prepared=prepared, store=self.ctx.store, journal=journal)
-            self._count(prepared.plan.path, outcome)
+    # -- groups: embedding and committing -----------------------------------------
+
+    def _add_to_group(self, ready: Prepared) -> None:
+        if not self._group:
+            self._group_since = time.monotonic()
+        self._group.append(ready)
+        self._unembedded.extend((ready, i) for i in ready.todo)
+        self.pages += ready.doc.pages or 1
+        self.found += len(ready.records)
+        path = str(ready.plan.path)
+        notes = [FileNote(path=path, note=n) for n in ready.notes]
+        if len(ready.todo) >= HUGE_FILE_CHUNKS:
+            notes.append(FileNote(path=path, note=_huge_note(len(ready.todo), self._chunk_rate())))
+        if notes:
+            self.notes.extend(notes)
+        self._tick(**({"notes": list(self.notes)} if notes else {}))
+
+    def _embed(self, *, final: bool) -> bool:
+        """Embed whole batches of the group's new chunks (all of them when
+        `final`), one call each; False when the job was cancelled meanwhile."""
+        while len(self._unembedded) >= EMBED_BATCH_CHUNKS or (final and self._unembedded):
+            if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
+                return False
+            take = min(EMBED_BATCH_CHUNKS, len(self._unembedded))
+            rows = [self._unembedded.popleft() for _ in range(take)]
+            embed_rows(rows=rows, embedder=self.ctx.embedder)
+            self.embedded += take
+            for p, _ in rows:
+                if p.todo:  # a file's share of its bytes, as its chunks are embedded
+                    self._partial += self._sizes.get(p.plan.path, 0) / len(p.todo)
+            self._tick(current=str(rows[-1][0].plan.path))
+        return True
+
+    def _group_due(self) -> bool:
+        if not self._group:
+            return False
+        policy = self.ctx.commits
+        chunks = sum(len(p.records) for p in self._group)
+        return (
+            len(self._group) >= policy.files
+            or chunks >= policy.chunks
+            or time.monotonic() - self._group_since >= policy.after_s
+        )
+
+    def _commit(self, *, journal: Journal) -> bool:
+        """Embed what is left of the group and commit it; False when cancelled."""
+        if not self._group:
+            return True
+        if not self._embed(final=True):
+            return False
+        group, self._group = self._group, []
+        outcomes = commit_group(group=group, store=self.ctx.store, journal=journal)
+        self._partial = 0.0
+        for prepared, outcome in zip(group, outcomes, strict=True):
+            self._count(prepared.plan.path, outcome, embedded_already=True)
+        self._groups += 1
+        if self._groups % self.ctx.commits.compact_every == 0:
+            self._compact()
+        return True
+
+    def _commit_embedded(self, *, journal: Journal) -> None:
+        """Cancelled: the group's files whose chunks are all embedded go in;
+        the rest are read again next time."""
+        waiting = {id(p) for p, _ in self._unembedded}
+        ready = [p for p in self._group if id(p) not in waiting]
+        self._group, self._partial = [], 0.0
+        self._unembedded.clear()
+        if ready:
+            outcomes = commit_group(group=ready, store=self.ctx.store, journal=journal)
+            for prepared, outcome in zip(ready, outcomes, strict=True):
+                self._count(prepared.plan.path, outcome, embedded_already=True)
+
+    def _compact(self) -> None:
+        self.ctx.store.compact()
 
     # -- bookkeeping -------------------------------------------------------------
 
-    def _count(self, path: Path, outcome: FileOutcome) -> None:
+    def _count(self, path: Path, outcome: FileOutcome, *, embedded_already: bool = False) -> None:
         self.done += 1
+        self._credited += self._sizes.get(path, 0)
         changes: dict[str, object] = {}
         if outcome.status in ("indexed", "copied"):
             self.indexed += 1
             self.chunks += outcome.chunks
-            self.embedded += outcome.embedded
+            if not embedded_already:
+                self.embedded += outcome.embedded
+            if outcome.status == "copied":
+                self.pages += outcome.pages or 1
+                self.found += outcome.chunks
             self.changed_store = True
         elif outcome.status == "unchanged":
             self.skipped += 1
@@ -216,34 +346,70 @@ class JobRun:
             changes["errors"] = list(self.errors)
         self._tick(**changes)
 
-    def _tick(self, **changes: object) -> None:
+    def _chunk_rate(self) -> float:
+        return self.embedded / self.active_s if self.active_s > 0 else 0.0
+
+    def _tick(self, *, force: bool = False, **changes: object) -> None:
         now = time.monotonic()
-        self.active_s += now - self._since
+        dt = now - self._since
+        self.active_s += dt
         self._since = now
+        done_bytes = self._credited + self._partial
+        self._pace.advance(done_bytes=done_bytes, dt=dt)
+        # A rescan skips thousands of files a second: readers need a few
+        # updates a second, not one per file (the job's end forces the last).
+        if not (force or changes) and now - self._published < PUBLISH_EVERY_S:
+            return
+        self._published = now
         rate = self.done / self.active_s if self.active_s > 0 else 0.0
-        total = self.job.snapshot().files_total  # type: ignore[attr-defined]
+        eta = self._pace.eta_s
         self.job.update(  # type: ignore[attr-defined]
             files_done=self.done,
             files_indexed=self.indexed,
             files_skipped=self.skipped,
             chunks_added=self.chunks,
             chunks_embedded=self.embedded,
+            chunks_found=self.found,
+            pages_read=self.pages,
+            bytes_done=int(min(done_bytes, self._pace.total_bytes)),
             files_per_s=round(rate, 3),
-            chunks_per_s=round(self.chunks / self.active_s, 3) if self.active_s > 0 else 0.0,
-            eta_s=round(max(0, total - self.done) / rate, 1) if rate > 0 else None,
+            chunks_per_s=round(max(self.chunks, self.embedded) / self.active_s, 3)
+            if self.active_s > 0
+            else 0.0,
+            eta_s=round(eta, 1) if eta is not None else None,
             **changes,
         )
 
     def _forget(self, *, journal: Journal, under: list[Path], present: set[Path]) -> None:
         """Documents under `under` whose file is gone lose their chunks (a
-        deleted file, the old name of a renamed one)."""
+        deleted file, the old name of a renamed one). Compared as the store's
+        strings: a rescan of 20,000 files must not build 20,000 Paths to find none."""
         if not under:
             return
+        present_keys = {to_store(p) for p in present}
+        roots = [to_store(u) for u in under]
+        prefixes = tuple(r if r.endswith(os.sep) else r + os.sep for r in roots)
         for doc in journal.documents():
-            path = from_store(doc.path)
-            if path in present or not any(path == u or path.is_relative_to(u) for u in under):
+            key = doc.path
+            if key in present_keys or not (key in roots or key.startswith(prefixes)):
                 continue
+            path = from_store(key)
             if not path.exists():
                 self.ctx.store.remove_document(doc_id=doc.doc_id)
                 journal.forget(path=doc.path)
                 self.changed_store = True
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _huge_note(chunks: int, rate: float) -> str:
+    note = f"yields {chunks:,} chunks to embed"
+    if rate > 0:
+        minutes = chunks / rate / 60
+        note += f" (about {max(1, round(minutes))} min at the current pace)"
+    return note + "; questions are still answered meanwhile"

@@ -1,8 +1,9 @@
 """LanceDB on disk: the documents journal, their pages and their chunks.
 
-Replacing a document's chunks is one `merge_insert` commit (insert the new
-rows, delete the document's rows that are not among them), so a reader never
-sees half a document and a crash leaves either the old or the new version.
+Replacing documents' chunks is one `merge_insert` commit per table for a whole
+group of documents (insert the new rows, delete their rows that are not among
+them; doc_writes.py), so a reader never sees half a document and a crash
+leaves either the old or the new version.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import datetime
 import json
 import logging
 import os
-import re
 import shutil
 import threading
 import time
@@ -26,12 +26,13 @@ import pyarrow as pa
 
 from engine.json_file import write_json
 from engine.planner.placement import Placement
+from engine.store import doc_writes, view_upkeep
 from engine.store import search as _search
-from engine.store import view_upkeep
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.store.ivf_view import IvfView
 from engine.store.records import (
     ChunkRecord,
+    DocumentContent,
     DocumentRecord,
     EmbeddedChunks,
     IndexMeta,
@@ -40,9 +41,14 @@ from engine.store.records import (
     SearchHit,
     SearchResult,
 )
+from engine.store.schema import DOCUMENTS_SCHEMA, PAGES_SCHEMA, chunks_schema
+from engine.store.schema import chunk_of as _chunk
+from engine.store.schema import document_of as _document
+from engine.store.schema import slug as _slug
 from engine.store.search import NOT_FOUND_SIMILARITY, file_type
 from engine.store.search import quote as _quote
 
+__all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema", "resident_budget"]
 log = logging.getLogger(__name__)
 # Columns with a scalar index once the table has rows: point lookups (chunk(),
 # a document's rows) and the file-type filter then read an index, not the table.
@@ -55,47 +61,6 @@ _EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
 # an eighth each, at most 64 MiB; the IVF view's partitions the rest.
 _LANCE_CACHE_SHARE = 8
 _LANCE_CACHE_MAX = 64 * 2**20
-
-DOCUMENTS_SCHEMA = pa.schema(
-    [
-        pa.field("doc_id", pa.string()),
-        pa.field("path", pa.string()),
-        pa.field("size", pa.int64()),
-        pa.field("mtime", pa.float64()),
-        pa.field("content_hash", pa.string()),
-        pa.field("status", pa.string()),
-        pa.field("error", pa.string()),
-        pa.field("pages", pa.int32()),
-        pa.field("chunks", pa.int32()),
-    ]
-)
-PAGES_SCHEMA = pa.schema(
-    [
-        pa.field("page_key", pa.string()),
-        pa.field("doc_id", pa.string()),
-        pa.field("page", pa.int32()),
-        pa.field("text", pa.string()),
-    ]
-)
-
-
-def chunks_schema(dimension: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("chunk_id", pa.string()),
-            pa.field("doc_id", pa.string()),
-            pa.field("path", pa.string()),
-            pa.field("ordinal", pa.int32()),
-            pa.field("page", pa.int32()),
-            pa.field("char_start", pa.int32()),
-            pa.field("char_end", pa.int32()),
-            pa.field("text", pa.string()),
-            pa.field("text_hash", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dimension)),
-            pa.field("ext", pa.string()),
-            pa.field("section", pa.string()),
-        ]
-    )
 
 
 class LanceStore:
@@ -123,6 +88,9 @@ class LanceStore:
         self._write_lock = threading.Lock()
         self._fts_lock = threading.Lock()
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
+        # Old versions of the journal and pages kept for readers in flight: their
+        # reads are point lookups of milliseconds.
+        self.keep_journal_versions_s = 60.0
         self._search_pool = ThreadPoolExecutor(
             max_workers=min(8, os.cpu_count() or 2), thread_name_prefix="store-fts"
         )
@@ -224,12 +192,18 @@ class LanceStore:
         if not self.use_view or view is None or not view.ready:
             return None
         if self.chunks.version != view.table_version:
-            with self._write_lock:  # no journalled write half done
+            # No journalled write half done; a write in progress (a group of
+            # files) must not hold a question up: LanceDB answers this one.
+            if not self._write_lock.acquire(blocking=False):
+                return None
+            try:
                 version = self.chunks.version
                 if not view.validate(table_rows=self.chunks.count_rows()):
                     self.maintainer.wake()  # rebuild it; LanceDB answers meanwhile
                     return None
                 view.table_version = version
+            finally:
+                self._write_lock.release()
         return view
 
     def _view_step(self, *, due: bool, force: bool) -> str | None:
@@ -346,74 +320,48 @@ class LanceStore:
         return sorted((_document(r) for r in rows), key=lambda d: d.path)
 
     def record_document(self, *, doc: DocumentRecord) -> None:
-        with self._write_lock:
-            (
-                self.documents.merge_insert("doc_id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute([doc.__dict__])
-            )
+        with doc_writes.disk_full_raised(self.folder), self._write_lock:
+            doc_writes.upsert_documents(table=self.documents, rows=[doc.__dict__])
 
     def replace_document(
         self, *, doc: DocumentRecord, pages: list[PageRecord], embedded: EmbeddedChunks
     ) -> None:
         """Swap in a document's new pages and chunks, then its journal row."""
-        doc_filter = f"doc_id = {_quote(doc.doc_id)}"
-        page_rows = [
-            {"page_key": f"{p.doc_id}:{p.page}", "doc_id": p.doc_id, "page": p.page, "text": p.text}
-            for p in pages
-        ]
-        chunk_rows = [
-            {**c.__dict__, "vector": v, "ext": file_type(c.path)}
-            for c, v in zip(embedded.chunks, embedded.vectors.tolist(), strict=True)
-        ]
-        view = self.view
-        with self._write_lock:
-            if view is not None:
-                view.begin(doc_id=doc.doc_id)
-            _replace_rows(
-                self.pages,
-                key="page_key",
-                rows=page_rows,
-                doc_filter=doc_filter,
-                schema=PAGES_SCHEMA,
-            )
-            _replace_rows(
-                self.chunks,
-                key="chunk_id",
-                rows=chunk_rows,
-                doc_filter=doc_filter,
-                schema=self.chunks.schema,
-            )
-            (
-                self.documents.merge_insert("doc_id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute([doc.__dict__])
-            )
-            if view is not None:
-                view.commit(
-                    doc_id=doc.doc_id,
-                    path=doc.path,
-                    ext=file_type(doc.path),
-                    ids=[c.chunk_id for c in embedded.chunks],
-                    vectors=embedded.vectors,
-                )
-                view.table_version = self.chunks.version
-        self.maintainer.wake()
+        self.replace_documents(items=[DocumentContent(doc=doc, pages=pages, embedded=embedded)])
+
+    def replace_documents(self, *, items: list[DocumentContent]) -> None:
+        """Swap in a group of documents in four commits (doc_writes.py)."""
+        doc_writes.replace_documents(store=self, lock=self._write_lock, items=items)
 
     def remove_document(self, *, doc_id: str) -> None:
-        doc_filter = f"doc_id = {_quote(doc_id)}"
+        self.remove_documents(doc_ids=[doc_id])
+
+    def remove_documents(self, *, doc_ids: Sequence[str]) -> None:
+        """Their chunks, pages and journal rows go: one commit per table."""
+        if not doc_ids:
+            return
+        doc_filter = doc_writes.in_filter("doc_id", doc_ids)
         view = self.view
-        with self._write_lock:
+        with doc_writes.disk_full_raised(self.folder), self._write_lock:
             if view is not None:
-                view.begin(doc_id=doc_id)
+                for doc_id in doc_ids:
+                    view.begin(doc_id=doc_id)
             self.chunks.delete(doc_filter)
             if view is not None:
-                view.commit(doc_id=doc_id, path="", ext="", ids=[], vectors=np.zeros(0))
+                for doc_id in doc_ids:
+                    view.commit(doc_id=doc_id, path="", ext="", ids=[], vectors=np.zeros(0))
                 view.table_version = self.chunks.version
             self.pages.delete(doc_filter)
             self.documents.delete(doc_filter)
+
+    def compact(self) -> None:
+        """Fold the small files of many commits together and drop old versions
+        of the journal and pages (the index maintainer does the chunks table,
+        with its vector index). Writes wait meanwhile; searches do not."""
+        with doc_writes.disk_full_raised(self.folder), self._write_lock:
+            doc_writes.compact(
+                tables=[self.documents, self.pages], keep_versions_s=self.keep_journal_versions_s
+            )
 
     def vectors_by_text_hash(self, *, doc_id: str) -> dict[str, np.ndarray]:
         """The vectors a document already has, so unchanged chunks are not
@@ -585,33 +533,6 @@ class LanceStore:
     def close(self) -> None:
         self.maintainer.stop()
         self._search_pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _replace_rows(
-    table: Any, *, key: str, rows: list[dict[str, Any]], doc_filter: str, schema: pa.Schema
-) -> None:
-    if rows:
-        (
-            table.merge_insert(key)
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(doc_filter)
-            .execute(pa.Table.from_pylist(rows, schema=schema))
-        )
-    else:
-        table.delete(doc_filter)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:40] or "embedder"
-
-
-def _document(r: dict[str, Any]) -> DocumentRecord:
-    return DocumentRecord(**{f: r[f] for f in DocumentRecord.__dataclass_fields__})
-
-
-def _chunk(r: dict[str, Any]) -> ChunkRecord:
-    return ChunkRecord(**{f: r[f] for f in ChunkRecord.__dataclass_fields__})
 
 
 def resident_budget(*, view_bytes: int, share: float) -> int:

@@ -65,6 +65,18 @@ class EmbeddedChunks:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DocumentContent:
+    """A document's new journal row, pages and chunks, for a group write."""
+
+    doc: DocumentRecord
+    pages: list[PageRecord]
+    embedded: EmbeddedChunks
+    # Its row before, when the file changed: the row loses its content hash
+    # first, so that a crash mid-write leaves a row that cannot pass for the new content.
+    previous: DocumentRecord | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SearchFilters:
     """Which chunks a search may return. Empty means no restriction.
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMenu, QWidget
 from pytestqt.qtbot import QtBot
 
+from app.library import library_pane
 from app.library.library_pane import LibraryPane
 from app.qt_compat import emit
-from engine.wire import IngestProgress, WatchedFolder
+from engine.ingest.jobs import disk_full_text
+from engine.wire import DiskFull, FileNote, IngestProgress, WatchedFolder
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, indexed_docs, request_error
 
@@ -209,3 +212,68 @@ def test_a_late_event_of_an_ended_job_is_not_taken_for_the_next_one(qtbot: QtBot
     pane.show_progress(second)
     pane.finish_job(dataclasses.replace(second, state="done"))
     assert not pane.ingesting
+
+
+def test_progress_counts_pages_and_chunks_fills_by_work_and_shows_notes(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_pane, "FINISHED_BOX_MS", 200)
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.set_ready(True)
+    pane.start_job()
+    running = IngestProgress(
+        job_id="a",
+        state="running",
+        files_total=20,
+        files_done=0,
+        current="/docs/big manual.pdf",
+        pages_read=196,
+        chunks_found=900,
+        chunks_embedded=300,
+        bytes_total=10_000,
+        bytes_done=2_500,
+        notes=[FileNote(path="/docs/big.csv", note="only the first 100,000 rows were read")],
+    )
+    pane.show_progress(running)
+    # "0 of 20 files" and yet a quarter of the work is done: the bar says so.
+    assert pane.progress_bar.value() == 250 and pane.progress_bar.text() == "0 of 20 files"
+    assert pane.current_label.text() == "Working on big manual.pdf"
+    assert "196 pages" in pane.counts_label.text()
+    assert "300 of 900 new chunks embedded" in pane.counts_label.text()
+    assert pane.notes_label.text() == "big.csv: only the first 100,000 rows were read"
+    # A finished job's box goes after a short while.
+    pane.finish_job(dataclasses.replace(running, state="done", files_done=20))
+    assert pane.progress_box.isVisible()
+    qtbot.waitUntil(lambda: not pane.progress_box.isVisible(), timeout=3000)
+
+
+def test_a_full_disk_is_said_in_the_box_and_the_box_stays(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_pane, "FINISHED_BOX_MS", 100)
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.set_ready(True)
+    report = DiskFull(
+        mount="/mnt/small", folder="/mnt/small/index", files_in=369, files_not_read=12
+    )
+    failed = IngestProgress(
+        job_id="r",
+        state="failed",
+        origin="rescan",  # the start-up rescan says it too
+        files_total=381,
+        files_done=369,
+        disk_full=report,
+        message=disk_full_text(report),
+    )
+    pane.show_progress(failed)
+    pane.finish_job(failed)
+    text = pane.current_label.text()
+    assert "The disk at /mnt/small is full" in text
+    assert "369 files are in the index; 12 were not read" in text
+    assert "Nothing was lost" in text
+    qtbot.wait(300)
+    assert pane.progress_box.isVisible()

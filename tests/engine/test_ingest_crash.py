@@ -1,6 +1,10 @@
 """kill -9 the engine while it ingests a few hundred files, start it again:
 the interrupted job resumes by itself, and every file is in the collection
-exactly once with exactly its chunks."""
+exactly once with exactly its chunks.
+
+Files are committed in groups (engine/ingest/pipeline.py); the engines here
+commit every 25 files, so that a kill lands while a group is being gathered,
+embedded or written, with groups already in before it."""
 
 from __future__ import annotations
 
@@ -13,8 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from engine.ingest.pipeline import COMMIT_FILES_ENV
 from engine.store.lance_store import LanceStore
 from tests.support.engine import process_alive, running_engine
+
+GROUP_FILES = 25
+
+
+@pytest.fixture(autouse=True)
+def small_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(COMMIT_FILES_ENV, str(GROUP_FILES))  # the engine child inherits it
+
 
 WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo")
 
@@ -84,6 +97,7 @@ def test_kill_9_mid_ingest_then_restart_loses_and_duplicates_nothing(tmp_path: P
     home = tmp_path / "home"
     done = _kill_mid_ingest(home=home, folder=tmp_path / "archive", after_documents=40)
     assert 0 < done < len(texts), "the kill must land mid-job"
+    assert done % GROUP_FILES == 0, "whole groups are in, the next one was under way"
     _check_whole(home=home, texts=texts)
 
 

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from engine.errors import EmbedderError
 from engine.hardware.gpus import GpuInfo
-from engine.ingest.embedder import DEFAULT_EMBEDDER, _locate, choose_device, embedder_need_bytes
+from engine.ingest.embedder import (
+    DEFAULT_EMBEDDER,
+    Embedder,
+    EmbedderInfo,
+    PriorityGate,
+    _locate,
+    choose_device,
+    embedder_need_bytes,
+)
 
 GIB = 2**30
 NEED = 400 * 2**20
@@ -67,3 +78,90 @@ def test_the_need_counts_the_bundled_weights() -> None:
         pytest.skip(str(e))
     need = embedder_need_bytes(location)
     assert 256 * 2**20 + 40 * 2**20 < need < 2 * GIB  # MiniLM-L6: ~90 MB of fp32 weights
+
+
+# -- questions first ---------------------------------------------------------------
+
+
+class _SlowEmbedder(Embedder):
+    """The real gate and batching over a fake encode of `batch_s` seconds a call
+    (no model is loaded: what is under test is who goes first)."""
+
+    def __init__(self, *, batch_s: float) -> None:
+        self._gate = PriorityGate()
+        self._beside_lock = threading.Lock()
+        self._beside_ok = True
+        self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
+        self.batch_s = batch_s
+        self.calls: list[int] = []
+        self.beside: list[int] = []
+
+    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.calls.append(len(texts))
+        time.sleep(self.batch_s)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.beside.append(len(texts))
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+
+def test_background_texts_are_encoded_one_batch_per_call() -> None:
+    slow = _SlowEmbedder(batch_s=0.0)
+    out = slow.embed([f"t{i}" for i in range(70)], batch_size=32, background=True)
+    assert out.shape == (70, 4)
+    assert slow.calls == [32, 32, 6]
+
+
+def test_a_question_does_not_wait_for_the_background_batch_running() -> None:
+    slow = _SlowEmbedder(batch_s=1.0)
+    texts = [f"chunk {i}" for i in range(32 * 4)]  # 4 batches: 4 s of background work
+    worker = threading.Thread(target=lambda: slow.embed(texts, background=True))
+    worker.start()
+    try:
+        time.sleep(0.3)  # the first batch runs
+        started = time.perf_counter()
+        slow.embed(["what does the manual say about the valve?"])
+        waited = time.perf_counter() - started
+        assert waited < 0.5, f"the question waited {waited:.2f} s"
+        assert slow.beside == [1], "it was encoded beside the batch"
+        assert worker.is_alive(), "the background work goes on after the question"
+    finally:
+        worker.join()
+    assert slow.calls == [32, 32, 32, 32]
+
+
+def test_a_question_idle_goes_through_the_gate_as_usual() -> None:
+    slow = _SlowEmbedder(batch_s=0.0)
+    slow.embed(["a question"])
+    assert slow.calls == [1] and slow.beside == []
+
+
+def test_questions_waiting_for_the_gate_all_go_before_the_background() -> None:
+    gate = PriorityGate()
+    order: list[str] = []
+    with gate.turn(background=True):
+        threads = [
+            threading.Thread(target=_take, args=(gate, order, name, background))
+            for name, background in (("bg", True), ("q1", False), ("q2", False))
+        ]
+        for t in threads:
+            t.start()
+            time.sleep(0.05)  # bg asks first, then the two questions
+    for t in threads:
+        t.join()
+    assert order[-1] == "bg" and sorted(order[:2]) == ["q1", "q2"]
+
+
+def _take(gate: PriorityGate, order: list[str], name: str, background: bool) -> None:
+    with gate.turn(background=background):
+        order.append(name)
+
+
+def test_the_path_beside_gives_the_vectors_encode_gives() -> None:
+    embedder = Embedder()
+    texts = ["How are maintainer scripts installed?", "git bisect skip", "x " * 400]
+    plain = embedder.embed(texts)
+    beside = embedder._encode_beside(texts, batch_size=2)
+    assert beside.shape == plain.shape
+    assert float(np.min(np.sum(plain * beside, axis=1))) > 0.9999

@@ -1,0 +1,279 @@
+"""An ingestion job's pipeline with the real store, parsing child and chunker,
+and a fake embedder (the real gate, batching and tokenizer; vectors from a hash,
+each embedding call taking `batch_s`): questions go first, progress counts pages and chunks,
+files commit in groups, and a crash or a full disk mid-group loses nothing."""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.bench.ingest_many import StandInEmbedder as FakeEmbedder
+from engine.ingest import pipeline
+from engine.ingest.embedder import Embedder
+from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
+from engine.ingest.journal import remove_orphans
+from engine.ingest.pipeline import CommitPolicy
+from engine.ingest.sandbox import SandboxLimits
+from engine.store import doc_writes
+from engine.store.lance_store import LanceStore
+from engine.wire import IngestProgress
+from tests.fixtures.pdf_factory import PdfPage, write_pdf
+
+NOTED = "tests.support.hostile_parsers:parse"
+
+
+@pytest.fixture(scope="module")
+def real() -> Embedder:
+    return Embedder()
+
+
+@pytest.fixture
+def store(tmp_path: Path, real: Embedder) -> Iterator[LanceStore]:
+    store = LanceStore(folder=tmp_path / "index", background=False)
+    store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
+    yield store
+    store.close()
+
+
+def wait(job: IngestJob, timeout_s: float = 240) -> IngestProgress:
+    deadline = time.monotonic() + timeout_s
+    version = -1
+    while time.monotonic() < deadline:
+        version, progress = job.wait_next(after=version, timeout_s=1.0)
+        if progress.state in FINAL_STATES:
+            return progress
+    raise AssertionError(f"job did not end: {job.snapshot()}")
+
+
+def wait_for(job: IngestJob, ready: object, timeout_s: float = 120) -> IngestProgress:
+    deadline = time.monotonic() + timeout_s
+    version = -1
+    while time.monotonic() < deadline:
+        version, progress = job.wait_next(after=version, timeout_s=1.0)
+        if ready(progress):  # type: ignore[operator]
+            return progress
+        assert progress.state not in FINAL_STATES, f"the job ended first: {progress}"
+    raise AssertionError(f"never reached: {job.snapshot()}")
+
+
+def small_files(folder: Path, count: int) -> dict[str, str]:
+    folder.mkdir(parents=True)
+    texts = {}
+    for i in range(count):
+        sub = folder / f"box {i % 9}"
+        sub.mkdir(exist_ok=True)
+        path = sub / f"note {i:05d}.txt"
+        text = f"Note {i} of the logbook: the ferry left pier {i % 17} at {i % 24} o'clock."
+        path.write_text(text)
+        texts[str(path)] = text
+    return texts
+
+
+def long_text(paragraphs: int) -> str:
+    return "\n\n".join(
+        f"Paragraph {i} explains step {i} of repairing the old greenhouse roof, "
+        + "with the glass panes, the putty and the wooden frames described in detail. " * 6
+        for i in range(paragraphs)
+    )
+
+
+def whole(store: LanceStore, texts: dict[str, str]) -> None:
+    """Every file exactly once: one journal row, its one chunk, its one page."""
+    docs = store.list_documents()
+    assert sorted(d.path for d in docs) == sorted(texts)
+    assert all(d.status == "indexed" and d.chunks == 1 for d in docs)
+    rows = store.chunks.to_arrow().select(["chunk_id", "path", "text"]).to_pylist()
+    assert len(rows) == len(texts)
+    assert max(Counter(r["chunk_id"] for r in rows).values()) == 1
+    assert {r["path"]: r["text"] for r in rows} == texts
+    assert store.pages.count_rows() == len(texts)
+
+
+def test_a_question_is_embedded_while_a_long_file_is(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path
+) -> None:
+    slow = FakeEmbedder(real=real, batch_s=0.25)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "greenhouse manual.md").write_text(long_text(400))
+    (folder / "short note.md").write_text("# Bees\n\nThe hive is checked every Sunday.\n")
+    queue = IngestQueue(store=store, embedder=lambda: slow)
+    try:
+        job = queue.submit(paths=[str(folder)])
+        during = wait_for(job, lambda p: p.chunks_embedded >= 64 and p.chunks_found > 200)
+        assert during.current is not None and during.current.endswith("greenhouse manual.md")
+        started = time.perf_counter()
+        vector = slow.embed(["how are the glass panes fixed?"])[0]
+        hits = store.hybrid_search(vector=vector, text="glass panes", k=3)
+        waited = time.perf_counter() - started
+        after = job.snapshot()
+        assert waited < 2 * 0.25 + 0.5, f"the question waited {waited:.2f} s"
+        assert after.state == "running" and after.chunks_embedded < after.chunks_found
+        assert isinstance(hits, list)
+        done = wait(job)
+    finally:
+        queue.stop()
+    assert done.state == "done" and done.files_indexed == 2
+    assert done.chunks_embedded == done.chunks_found == done.chunks_added
+    assert done.bytes_done == done.bytes_total > 0
+
+
+def test_progress_counts_pages_and_chunks_and_carries_notes(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "HUGE_FILE_CHUNKS", 50)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    pages = [
+        PdfPage(heading=f"Chapter {n}", paragraphs=[f"Page {n} tells how to prime pump {n}."])
+        for n in range(1, 8)
+    ]
+    write_pdf(path=folder / "pump manual.pdf", pages=pages)
+    (folder / "sheet noted.md").write_text("# Rows\n\nRow 1: valve A; Row 2: valve B.\n")
+    (folder / "greenhouse.md").write_text(long_text(120))
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        limits=SandboxLimits(parser=NOTED),
+    )
+    try:
+        done = wait(queue.submit(paths=[str(folder)]))
+    finally:
+        queue.stop()
+    assert done.state == "done", done.message
+    docs = {Path(d.path).name: d for d in store.list_documents()}
+    assert docs["pump manual.pdf"].pages == 7
+    assert done.pages_read == 7 + 1 + 1  # a file without pages counts as one
+    assert done.chunks_found == done.chunks_added == sum(d.chunks for d in docs.values())
+    notes = {Path(n.path).name: n.note for n in done.notes}
+    assert notes["sheet noted.md"] == "only the first 100,000 rows were read"
+    assert "chunks to embed" in notes["greenhouse.md"]
+    # The library shows the note with the document.
+    assert docs["sheet noted.md"].error == "only the first 100,000 rows were read"
+    assert docs["pump manual.pdf"].error is None
+
+
+def test_thousands_of_small_files_commit_in_groups_and_compact(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path
+) -> None:
+    texts = small_files(tmp_path / "logbook", 1_500)
+    store.keep_journal_versions_s = 0.001  # versions older than 1 ms go
+    before = {name: getattr(store, name).version for name in ("documents", "pages")}
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=400, after_s=600.0, compact_every=2),
+    )
+    try:
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and done.files_indexed == 1_500
+    for name in ("documents", "pages"):
+        table = getattr(store, name)
+        # 4 groups: a commit each, and compactions; not one commit per file.
+        assert table.version - before[name] < 20, name
+        assert len(table.list_versions()) <= 2, name
+        assert table.stats()["fragment_stats"]["num_fragments"] <= 2, name
+    whole(store, texts)
+
+
+def test_a_crash_between_a_groups_rows_and_its_journal_loses_nothing(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = small_files(tmp_path / "logbook", 300)
+    calls = {"n": 0}
+    upsert = doc_writes.upsert_documents
+
+    def dies_on_the_second_group(*, table, rows):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second group's pages and chunks are written
+            raise RuntimeError("the engine was killed here")
+        upsert(table=table, rows=rows)
+
+    monkeypatch.setattr(doc_writes, "upsert_documents", dies_on_the_second_group)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=100, after_s=600.0),
+    )
+    try:
+        crashed = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert crashed.state == "failed" and crashed.files_indexed == 100
+    assert store.chunks.count_rows() == 200  # the second group's rows, without journal rows
+    monkeypatch.setattr(doc_writes, "upsert_documents", upsert)
+
+    # The next start: rows without a journal row go, the job runs again.
+    restarted = LanceStore(folder=store.folder, background=False)
+    assert remove_orphans(store=restarted) == 100
+    queue = IngestQueue(store=restarted, embedder=lambda: FakeEmbedder(real=real))
+    try:
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+        restarted.close()
+    assert done.files_skipped == 100 and done.files_indexed == 200
+    whole(restarted, texts)
+
+
+def test_a_full_disk_says_which_what_is_in_and_that_nothing_was_lost(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = small_files(tmp_path / "logbook", 200)
+    replace_rows = doc_writes.replace_rows
+    calls = {"n": 0}
+
+    def full_after_the_first_group(table, **kw):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 2:  # the first group's pages and chunks went in
+            raise OSError(
+                "LanceError(IO): Generic LocalFileSystem error: Unable to copy file: "
+                "No space left on device (os error 28), /build/lance-io/src/local.rs:312:31"
+            )
+        replace_rows(table, **kw)
+
+    monkeypatch.setattr(doc_writes, "replace_rows", full_after_the_first_group)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=50, after_s=600.0),
+    )
+    try:
+        full = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+        assert full.state == "failed" and full.disk_full is not None
+        assert full.disk_full.files_in == 50
+        assert full.disk_full.files_not_read == 150
+        assert full.disk_full.folder == str(store.folder)
+        assert full.message is not None
+        assert f"The disk at {full.disk_full.mount} is full" in full.message
+        assert "Nothing was lost" in full.message and ".rs" not in full.message
+        assert len(store.list_documents()) == 50
+
+        monkeypatch.setattr(doc_writes, "replace_rows", replace_rows)  # room again
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and (done.files_skipped, done.files_indexed) == (50, 150)
+    whole(store, texts)
+
+
+def test_a_disk_full_error_is_known_however_it_comes() -> None:
+    assert doc_writes.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    lance = RuntimeError("LanceError(IO): No space left on device (os error 28), src/io.rs:9")
+    assert doc_writes.is_disk_full(lance)
+    try:
+        try:
+            raise OSError(errno.EDQUOT, "Disk quota exceeded")
+        except OSError as e:
+            raise RuntimeError("commit failed") from e
+    except RuntimeError as wrapped:
+        assert doc_writes.is_disk_full(wrapped)
+    assert not doc_writes.is_disk_full(OSError(errno.EACCES, "Permission denied"))
