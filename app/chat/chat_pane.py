@@ -289,7 +289,7 @@ class ChatPane(QWidget):
 
     def _reopen(self) -> None:
         wanted, self._reopen_id = self._reopen_id, ""
-        if self._current.exchanges or self._streaming:
+        if self._current.exchanges or self.streaming:
             return  # a question asked meanwhile: that conversation stays
         found = self._conversations.get(wanted)
         if found is None and not wanted:
