@@ -24,7 +24,8 @@ from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
-from engine.pipeline.answering import GatedHits
+from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
+from engine.pipeline.answering import GatedHits, refusal_text
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
@@ -52,10 +53,6 @@ VERSION = "0.1.0"
 # The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
 # engine/pipeline/answering.py: it runs on each question right after its batch's search.
 _CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
-NOT_FOUND_ANSWER = (
-    "I could not find anything about this in your documents, so I will not guess. "
-    "Try other words, or add the documents that cover it."
-)
 AskEventT = tuple[str, Any]  # ("citations", list[Citation]) | ("token", str) | ("done", AnswerDone)
 
 
@@ -505,7 +502,7 @@ def _answer_events(*, handle: RequestHandle, cancel: threading.Event | None) -> 
     if gated is None:  # cancelled before its retrieval
         yield "citations", []
     if gated is None or not gated.found:
-        answer = NOT_FOUND_ANSWER if gated is not None else ""
+        answer = refusal_text(hits=gated.hits) if gated is not None else ""
         yield "done", AnswerDone(answer=answer, mode="none")
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)

@@ -485,7 +485,9 @@ class ChatPane(QWidget):
         """The final text replaces the streamed one (they agree unless tokens were lost)."""
         if done.answer:
             self._answer_text = done.answer
-        self._end_stream(answer=self._answer_text, note=done.note or "")
+        self._end_stream(
+            answer=self._answer_text, note=done.note or "", quoted=done.mode != "generative"
+        )
 
     def fail_answer(self, *, message: str) -> None:
         self._end_stream(answer=self._answer_text, error=message)

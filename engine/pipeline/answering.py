@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from engine.answer.extractive import ExtractiveAnswer, ExtractiveAnswerer
@@ -27,6 +28,30 @@ from engine.store.search import NOT_FOUND_SIMILARITY
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
     from engine.store.lance_store import LanceStore
+
+
+NOT_FOUND_ANSWER = (
+    "Not found in your documents: nothing in them answers this, so I will not guess. "
+    "Try other words, or add the documents that cover it."
+)
+_RELATED = 3  # closest sources named in a refusal
+
+
+def refusal_text(*, hits: Sequence[SearchHit]) -> str:
+    """The refusal, naming the closest sources as "may be related": offered to look
+    at, not quoted as an answer (they did not pass the gate)."""
+    names: list[str] = []
+    for hit in hits:
+        name = PurePath(hit.chunk.path.replace("\\", "/")).name
+        if hit.chunk.page is not None:
+            name += f", page {hit.chunk.page}"
+        if name not in names:
+            names.append(name)
+        if len(names) == _RELATED:
+            break
+    if not names:
+        return NOT_FOUND_ANSWER
+    return f"{NOT_FOUND_ANSWER}\n\nMay be related (they do not answer it): {'; '.join(names)}."
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -164,7 +164,7 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
         assert done.mode == "extractive" and words in done.answer, question
     unrelated = results[len(QUESTIONS)]
     assert unrelated[0] == ("citations", [])
-    assert unrelated[-1][1].mode == "none" and unrelated[-1][1].answer == NOT_FOUND_ANSWER
+    assert unrelated[-1][1].mode == "none" and unrelated[-1][1].answer.startswith(NOT_FOUND_ANSWER)
     van = results[-1]
     assert {Path(c.path).name for c in van[0][1]} == {"van.md"}
     assert "3.1 bar" in van[-1][1].answer
