@@ -37,7 +37,16 @@ from pathlib import Path
 from typing import Any
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
-QUICK_PER_SPLIT = 8  # answerable questions per split in --quick; unanswerable: a third
+# --quick ingests only these (small) files and asks only their questions, with a few
+# unanswerable ones: minutes, not the half hour the whole corpus takes on 2 cores.
+QUICK_FILES = (
+    "git-bisect.txt",
+    "apt-guide.txt",
+    "sqlite-createtable.html",
+    "git-rebase.html",
+    "latex-clsguide.pdf",
+)
+QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
 
 
@@ -90,6 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--index", type=Path, help="keep the ingested index here and reuse it when present"
     )
     parser.add_argument("--split", choices=("tune", "held", "all"), default="all")
+    parser.add_argument(
+        "--reranker", help="a cross-encoder (local folder or cached id) to re-order the top 20"
+    )
+    parser.add_argument(
+        "--rerank-latency",
+        action="store_true",
+        help="also time a MiniLM-L6-shaped cross-encoder (random weights) at k=20 on 2 threads",
+    )
     parser.add_argument("--show", action="store_true", help="print each question's outcome")
 
 
@@ -104,14 +121,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "`python -m engine.bench.real_docs` (or set RAGDOLL_REAL_DOCS)"
         )
     questions = select(load_set(), quick=bool(args.quick), split=args.split)
-    temp = None if args.index else Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
-    folder = args.index or temp
-    assert folder is not None
+    temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
+    folder = args.index or temp / "index"
+    if args.quick:
+        corpus = quick_corpus(corpus=Path(corpus), folder=temp / "corpus")
     try:
-        figures = measure(corpus=Path(corpus), index=folder, questions=questions, say=say)
+        figures = measure(
+            corpus=Path(corpus),
+            index=folder,
+            questions=questions,
+            say=say,
+            reranker=args.reranker,
+        )
+        if args.rerank_latency:
+            from engine.bench.quality_rerank import rerank_latency
+
+            figures["rerank_latency"] = rerank_latency(index=folder, say=say)
     finally:
-        if temp is not None:
-            shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(temp, ignore_errors=True)
     if args.show and not args.json:
         for line in figures.pop("outcomes"):
             print(line, file=sys.stderr)
@@ -129,10 +156,19 @@ def select(questions: list[QualityQuestion], *, quick: bool, split: str) -> list
     out: list[QualityQuestion] = []
     for name in ("tune", "held"):
         part = [q for q in chosen if q.split == name]
-        answerable = [q for q in part if q.answerable][:QUICK_PER_SPLIT]
-        unanswerable = [q for q in part if not q.answerable][: max(1, QUICK_PER_SPLIT // 3)]
-        out += answerable + unanswerable
+        out += [q for q in part if q.file in QUICK_FILES]
+        out += [q for q in part if not q.answerable][:QUICK_UNANSWERABLE]
     return out
+
+
+def quick_corpus(*, corpus: Path, folder: Path) -> Path:
+    """A folder with links to the quick slice's files only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in QUICK_FILES:
+        link = folder / name
+        if not link.exists():
+            link.symlink_to((corpus / name).resolve())
+    return folder
 
 
 def measure(
@@ -141,7 +177,9 @@ def measure(
     index: Path,
     questions: Sequence[QualityQuestion],
     say: Callable[[str], None],
+    reranker: str | None = None,
 ) -> dict[str, Any]:
+    from engine.answer.reranker import Reranker
     from engine.ingest.embedder import Embedder
     from engine.pipeline.answering import gated_retrieve_batch
     from engine.pipeline.requests import Question
@@ -151,7 +189,8 @@ def measure(
     ingest = build_index(corpus=corpus, index=index, embedder=embedder, say=say)
     store = LanceStore(folder=index)
     try:
-        retrieve = gated_retrieve_batch(store=store, embed=embedder.embed)
+        rerank = Reranker(model=reranker) if reranker else None
+        retrieve = gated_retrieve_batch(store=store, embed=embedder.embed, reranker=rerank)
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []
         for q in questions:
@@ -161,7 +200,7 @@ def measure(
             outcomes.append(_outcome(question=q, gated=gated, seconds=seconds))
     finally:
         store.close()
-    figures: dict[str, Any] = {"ingest": ingest, "top_k": TOP_K}
+    figures: dict[str, Any] = {"ingest": ingest, "top_k": TOP_K, "reranker": reranker}
     for split in ("tune", "held", "all"):
         part = [o for o in outcomes if split in ("all", o.question.split)]
         if part:

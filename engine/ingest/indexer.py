@@ -18,6 +18,7 @@ import errno
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,9 @@ class Prepared:
     records: list[ChunkRecord]
     vectors: np.ndarray
     todo: list[int]
+    # What is embedded for each record: its text under its document's title and its
+    # section's (`embedding_text`); the stored text stays the page's exact span.
+    embed_texts: list[str] = dataclasses.field(default_factory=list)
 
 
 def doc_id_for(path: Path) -> str:
@@ -162,6 +166,11 @@ def prepare(
     if not chunks:
         return FileOutcome(status="error", reason="no text found in the file")
     key = to_store(plan.path)
+    title = getattr(parsed, "title", None) or readable_title(plan.path)
+    embed_texts = [
+        embedding_text(title=title, section=getattr(c, "section", None), text=c.text)
+        for c in chunks
+    ]
     records = [
         ChunkRecord(
             chunk_id=f"{plan.doc_id}:{c.ordinal}",
@@ -172,9 +181,10 @@ def prepare(
             char_start=c.char_start,
             char_end=c.char_end,
             text=c.text,
-            text_hash=hashlib.sha1(c.text.encode("utf-8", "surrogatepass")).hexdigest(),
+            # Of the embedded text: a vector is reused only for the very text it embeds.
+            text_hash=hashlib.sha1(t.encode("utf-8", "surrogatepass")).hexdigest(),
         )
-        for c in chunks
+        for c, t in zip(chunks, embed_texts, strict=True)
     ]
     # Also after a crash that left this document's new chunks without their
     # journal row: those vectors are reused, not recomputed.
@@ -192,7 +202,28 @@ def prepare(
         chunks=len(records),
     )
     pages = [PageRecord(doc_id=plan.doc_id, page=p.number, text=p.text) for p in parsed.pages]
-    return Prepared(plan=plan, doc=doc, pages=pages, records=records, vectors=vectors, todo=todo)
+    return Prepared(
+        plan=plan,
+        doc=doc,
+        pages=pages,
+        records=records,
+        vectors=vectors,
+        todo=todo,
+        embed_texts=embed_texts,
+    )
+
+
+def readable_title(path: Path) -> str:
+    """A document's title from its file name when it names none itself:
+    "debian-reference.pdf" -> "debian reference"."""
+    return " ".join(w for w in re.split(r"[-_.\s]+", path.stem) if w) or path.name
+
+
+def embedding_text(*, title: str, section: str | None, text: str) -> str:
+    """The chunk as the embedder reads it: under its document's title and its section's,
+    so that a passage saying "the option" is found by a question naming the program."""
+    head = f"{title} — {section}" if section else title
+    return f"{head}\n{text}" if head else text
 
 
 def commit(*, prepared: Prepared, store: LanceStore, journal: Journal) -> FileOutcome:
@@ -278,7 +309,9 @@ def index_file(
 
 def embed_into(*, prepared: list[Prepared], embedder: Embedder) -> int:
     """One embedding call for the new chunks of several files; returns how many."""
-    texts = [p.records[i].text for p in prepared for i in p.todo]
+    texts = [
+        p.embed_texts[i] if p.embed_texts else p.records[i].text for p in prepared for i in p.todo
+    ]
     fresh = embedder.embed(texts)
     row = 0
     for p in prepared:

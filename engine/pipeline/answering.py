@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from engine.answer.extractive import ExtractiveAnswer, ExtractiveAnswerer
 from engine.answer.passages import Passage
+from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob
@@ -27,6 +28,7 @@ from engine.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.reranker import Reranker
     from engine.store.lance_store import LanceStore
 
 
@@ -76,17 +78,24 @@ def settled(hits: object) -> bool:
 
 
 def gated_retrieve_batch(
-    *, store: LanceStore, embed: Embed
+    *, store: LanceStore, embed: Embed, reranker: Reranker | None = None
 ) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
-    folder / type filters, see store_retrieve_batch), then the gate per question."""
+    folder / type filters, see store_retrieve_batch), then the gate per question.
+    With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
+    cross-encoder and cut to its k."""
     search = store_retrieve_batch(store=store, embed=embed)
     extractive = ExtractiveAnswerer(embed=embed)
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
         out: list[GatedHits] = []
-        for question, result in zip(questions, search(questions), strict=True):
+        asked = questions
+        if reranker is not None:
+            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in questions]
+        for question, result in zip(questions, search(asked), strict=True):
             hits = tuple(result.hits)
+            if reranker is not None:
+                hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
             extract = None
             # Sentence-level scores separate "answered here" from "unrelated" far
             # better than whole-chunk similarity does; the similarity only spares
