@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.answer.extractive import NO_MODEL_NOTE
+from engine.answer.reranker import Reranker
 from engine.errors import ModelLoadError
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
@@ -63,6 +64,7 @@ class Engine:
         self.store = LanceStore(folder=paths.index_dir)
         self.folders = FolderRegistry(file=paths.folders_file)
         self._embedder: Embedder | None = None
+        self._reranker: Reranker | None = None
         self._embedder_lock = threading.Lock()
         self._generator: Any = None  # GenerativeAnswerer when a model is chosen
         self._generator_error: str | None = None
@@ -393,6 +395,7 @@ class Engine:
                     generation_fit=self._generation_fit() if generator is not None else None,
                     paths=self.paths,
                     store_spec=self.planner_store,
+                    reranker=self.reranker(),
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -403,6 +406,16 @@ class Engine:
         if retiring is not None:
             _retire(retiring, successor=serving)
         return serving
+
+    def reranker(self) -> Reranker | None:
+        """The cross-encoder of the settings (loaded once), or None when none is set."""
+        name = self.settings.reranker
+        if not name:
+            return None
+        with self._embedder_lock:
+            if self._reranker is None or self._reranker.info.id != name:
+                self._reranker = Reranker(model=name)
+            return self._reranker
 
     def _drop_serving(self) -> None:
         """The model changed: questions still waiting go on with the new one (its

@@ -22,6 +22,7 @@ from engine.planner.profiling import PowerLawFit
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.reranker import Reranker
     from engine.paths import Paths
     from engine.planner.placement import Placement, StoreSpec
     from engine.store.lance_store import LanceStore
@@ -39,11 +40,12 @@ class ServingPipeline:
         paths: Paths,
         store_spec: Callable[[], StoreSpec],
         governor_policy: GovernorPolicy | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.answerer = answerer
         placement = answerer.placement if answerer is not None else None
         self.pipeline = Pipeline(
-            retrieve_batch=gated_retrieve_batch(store=store, embed=embed),
+            retrieve_batch=gated_retrieve_batch(store=store, embed=embed, reranker=reranker),
             generate_batch=gated_generate_batch(answerer=answerer, model_lock=model_lock),
             placement=placement,
             generation_fit=generation_fit,
