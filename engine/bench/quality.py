@@ -70,9 +70,11 @@ class Outcome:
     question: QualityQuestion
     rank: int | None  # 1-based rank of the first right citation; None: none in the top k
     refused: bool
-    contains_answer: bool
+    contains_answer: bool  # anywhere in the answer (its sentence and the quotation)
+    key_contains: bool  # in the answer sentence alone (the first paragraph)
     answer_text: str
     seconds: float
+    score: float | None  # the answer sentence's relevance; None: no chunk was close enough
 
 
 def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
@@ -99,6 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--index", type=Path, help="keep the ingested index here and reuse it when present"
     )
     parser.add_argument("--split", choices=("tune", "held", "all"), default="all")
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        help="the gate's answer threshold (default the product's); a low one records every "
+        "question's score, for sweeping the threshold offline",
+    )
     parser.add_argument(
         "--reranker", help="a cross-encoder (local folder or cached id) to re-order the top 20"
     )
@@ -132,6 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             questions=questions,
             say=say,
             reranker=args.reranker,
+            min_score=args.min_score,
         )
         if args.rerank_latency:
             from engine.bench.quality_rerank import rerank_latency
@@ -178,7 +187,9 @@ def measure(
     questions: Sequence[QualityQuestion],
     say: Callable[[str], None],
     reranker: str | None = None,
+    min_score: float | None = None,
 ) -> dict[str, Any]:
+    from engine.answer.extractive import DEFAULT_MIN_SCORE
     from engine.answer.reranker import Reranker
     from engine.ingest.embedder import Embedder
     from engine.pipeline.answering import gated_retrieve_batch
@@ -190,7 +201,12 @@ def measure(
     store = LanceStore(folder=index)
     try:
         rerank = Reranker(model=reranker) if reranker else None
-        retrieve = gated_retrieve_batch(store=store, embed=embedder.embed, reranker=rerank)
+        retrieve = gated_retrieve_batch(
+            store=store,
+            embed=embedder.embed,
+            reranker=rerank,
+            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+        )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []
         for q in questions:
@@ -208,6 +224,19 @@ def measure(
     figures["load_average_1m"] = round(os.getloadavg()[0], 2)
     figures["cpus"] = os.cpu_count()
     figures["outcomes"] = [_describe(o) for o in outcomes]
+    figures["records"] = [
+        {
+            "id": o.question.id,
+            "split": o.question.split,
+            "answerable": o.question.answerable,
+            "rank": o.rank,
+            "refused": o.refused,
+            "score": o.score,
+            "contains": o.contains_answer,
+            "sentence_contains": o.key_contains,
+        }
+        for o in outcomes
+    ]
     return figures
 
 
@@ -266,8 +295,11 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
         rank=rank,
         refused=refused,
         contains_answer=question.answerable and contains(answer_text, question.answer),
+        key_contains=question.answerable
+        and contains(answer_text.split("\n\n")[0], question.answer),
         answer_text=answer_text,
         seconds=seconds,
+        score=gated.extract.score if gated.extract is not None and gated.extract.found else None,
     )
 
 
@@ -309,6 +341,7 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "hit_at_3": round(sum(1 for o in answerable if o.rank and o.rank <= 3) / n, 3),
         "mrr": round(sum(1 / o.rank for o in answerable if o.rank) / n, 3),
         "answer_contains": round(sum(1 for o in answerable if o.contains_answer) / n, 3),
+        "sentence_contains": round(sum(1 for o in answerable if o.key_contains) / n, 3),
         "answerable_refused": round(sum(1 for o in answerable if o.refused) / n, 3),
         "refusal_recall": round(right_refusals / (len(unanswerable) or 1), 3),
         "refusal_precision": round(right_refusals / len(refused), 3) if refused else None,
@@ -320,18 +353,19 @@ def _describe(o: Outcome) -> str:
     q = o.question
     if not q.answerable:
         verdict = "refused" if o.refused else "ANSWERED"
-        return f"{q.id} [{q.split}] unanswerable: {verdict}: {q.question}"
+        return f"{q.id} [{q.split}] unanswerable: {verdict} (score {o.score}): {q.question}"
     verdict = f"rank {o.rank}" if o.rank else "MISSED"
     contains_ = "contains" if o.contains_answer else ("REFUSED" if o.refused else "LACKS")
     return (
-        f"{q.id} [{q.split}] {verdict}, answer {contains_} {q.answer!r}: {q.question}\n"
+        f"{q.id} [{q.split}] {verdict}, answer {contains_} {q.answer!r} (score {o.score}): "
+        f"{q.question}\n"
         f"    -> {o.answer_text[:300]}"
     )
 
 
 def report(figures: dict[str, Any]) -> str:
     lines = ["quality on real documents (right file and page among the top 5 citations)"]
-    header = "split  n   hit@1  hit@3  MRR    answer  refused:unans  ans  precision  ms"
+    header = "split  n   hit@1  hit@3  MRR    answer  sentence  refused:unans  ans  precision  ms"
     lines.append(header)
     for split in ("tune", "held", "all"):
         f = figures.get(split)
@@ -340,7 +374,7 @@ def report(figures: dict[str, Any]) -> str:
         precision = "-" if f["refusal_precision"] is None else f"{f['refusal_precision']:.2f}"
         lines.append(
             f"{split:5}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
-            f"{f['mrr']:.2f}   {f['answer_contains']:.2f}    "
+            f"{f['mrr']:.2f}   {f['answer_contains']:.2f}    {f['sentence_contains']:.2f}      "
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3}    "
             f"{f['answerable_refused']:.2f} {precision:>9}  {f['median_ms']}"
         )

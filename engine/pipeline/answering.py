@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from engine.answer.extractive import ExtractiveAnswer, ExtractiveAnswerer
+from engine.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswer, ExtractiveAnswerer
 from engine.answer.passages import Passage
 from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
@@ -78,14 +78,18 @@ def settled(hits: object) -> bool:
 
 
 def gated_retrieve_batch(
-    *, store: LanceStore, embed: Embed, reranker: Reranker | None = None
+    *,
+    store: LanceStore,
+    embed: Embed,
+    reranker: Reranker | None = None,
+    min_score: float = DEFAULT_MIN_SCORE,
 ) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question.
     With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
     cross-encoder and cut to its k."""
     search = store_retrieve_batch(store=store, embed=embed)
-    extractive = ExtractiveAnswerer(embed=embed)
+    extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
         out: list[GatedHits] = []
