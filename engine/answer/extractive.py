@@ -41,7 +41,7 @@ NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 
 # The relevance (semantic + lexical) the best sentence needs for an answer. Set on the
 # quality benchmark's tune split (engine/bench/quality.py) with all-MiniLM-L6-v2.
-DEFAULT_MIN_SCORE = 0.45
+DEFAULT_MIN_SCORE = 0.6
 # A second passage is quoted when its best sentence is at most this much weaker.
 _SECOND_MARGIN = 0.08
 _LEXICAL_WEIGHT = 0.3
