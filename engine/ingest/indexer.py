@@ -216,7 +216,10 @@ def prepare(
 def readable_title(path: Path) -> str:
     """A document's title from its file name when it names none itself:
     "debian-reference.pdf" -> "debian reference"."""
-    return " ".join(w for w in re.split(r"[-_.\s]+", path.stem) if w) or path.name
+    # A name that is not valid UTF-8 arrives with surrogate escapes: the tokenizer
+    # refuses those, so the title shows the undecodable bytes as U+FFFD.
+    stem = path.stem.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return " ".join(w for w in re.split(r"[-_.\s]+", stem) if w) or "document"
 
 
 def embedding_text(*, title: str, section: str | None, text: str) -> str:

@@ -11,6 +11,8 @@ def test_a_file_name_becomes_a_readable_title() -> None:
     assert readable_title(Path("/docs/debian-reference.pdf")) == "debian reference"
     assert readable_title(Path("/docs/git_rebase.html")) == "git rebase"
     assert readable_title(Path("/docs/.hidden")) == "hidden"
+    # Not UTF-8 on disk: the tokenizer must get text it can encode.
+    assert readable_title(Path("/docs/caf\udce9-menu.pdf")) == "caf\ufffd menu"
 
 
 def test_the_chunk_is_embedded_under_its_titles_and_keeps_its_text() -> None:
