@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.answer.extractive import NO_MODEL_NOTE
+from engine.answer.reranker import Reranker
 from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
@@ -27,7 +28,8 @@ from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
-from engine.pipeline.answering import GatedHits
+from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
+from engine.pipeline.answering import GatedHits, refusal_text
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
@@ -63,10 +65,6 @@ VERSION = "0.1.0"
 # The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
 # engine/pipeline/answering.py: it runs on each question right after its batch's search.
 _CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
-NOT_FOUND_ANSWER = (
-    "I could not find anything about this in your documents, so I will not guess. "
-    "Try other words, or add the documents that cover it."
-)
 
 
 class Engine:
@@ -76,6 +74,7 @@ class Engine:
         self.store = LanceStore(folder=paths.index_dir)
         self.folders = FolderRegistry(file=paths.folders_file)
         self._embedder: Embedder | None = None
+        self._reranker: Reranker | None = None
         self._embedder_lock = threading.Lock()
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
@@ -419,6 +418,7 @@ class Engine:
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,
+                    reranker=self.reranker(),
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -429,6 +429,16 @@ class Engine:
         if retiring is not None:
             _retire(retiring, successor=serving)
         return serving
+
+    def reranker(self) -> Reranker | None:
+        """The cross-encoder of the settings (loaded once), or None when none is set."""
+        name = self.settings.reranker
+        if not name:
+            return None
+        with self._embedder_lock:
+            if self._reranker is None or self._reranker.info.id != name:
+                self._reranker = Reranker(model=name)
+            return self._reranker
 
     def _drop_serving(self) -> None:
         """The model changed: questions still waiting go on with the new one (its
@@ -529,7 +539,7 @@ def _answer_events(
     if gated is None:  # cancelled before its retrieval
         yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
-        answer = NOT_FOUND_ANSWER if gated is not None else ""
+        answer = refusal_text(hits=gated.hits) if gated is not None else ""
         done = AnswerDone(answer=answer, mode="none")
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)

@@ -200,6 +200,9 @@ class WatchedFolder:
 class EngineSettings:
     model: str | None = None  # local folder or Hugging Face id; None = extractive
     embedder: str = "all-MiniLM-L6-v2"
+    # A cross-encoder (local folder or Hugging Face cache id) that re-orders the top 20
+    # candidates of each question; None: retrieval's own order (engine/answer/reranker.py).
+    reranker: str | None = None
     max_file_mb: int = 512  # larger files are listed as errors, never read
     parse_time_limit_s: float = 120.0  # per file, in the parsing child
     parse_memory_mb: int = 2048  # address space of the parsing child

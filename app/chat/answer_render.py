@@ -19,6 +19,7 @@ CITE_SCHEME = "cite"
 # "[1]" and also "[1, 2]": models write both.
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _SPACE = re.compile(r"\s+")
+_KEY_MARKER = re.compile(r" \[\d+\](?=\S*$)")
 
 
 def citation_href(*, chunk_id: str) -> str:
@@ -49,6 +50,34 @@ def answer_html(*, text: str, citations: list[Citation]) -> str:
         pos = match.end()
     out.append(_escape_inline(text[pos:]))
     return "".join(out)
+
+
+def quoted_html(*, text: str, citations: list[Citation]) -> str:
+    """An answer quoted from the documents as inline HTML: literal text (no Markdown),
+    [n] markers as links, and the answer sentence (the first paragraph) highlighted
+    wherever it stands inside the quotations that follow it."""
+    paragraphs = text.split("\n\n")
+    # The answer's marker sits before its closing punctuation ("... tested [2].").
+    key = _KEY_MARKER.sub("", paragraphs[0].strip())
+    out = [answer_html(text=paragraphs[0], citations=citations)]
+    for paragraph in paragraphs[1:]:
+        out.append(_highlighted(text=paragraph, key=key, citations=citations))
+    return "<br><br>".join(out)
+
+
+def _highlighted(*, text: str, key: str, citations: list[Citation]) -> str:
+    at = text.find(key) if len(key) > 3 else -1
+    if at < 0 and key.endswith("."):  # a list item quoted with a full stop added
+        key = key[:-1]
+        at = text.find(key) if len(key) > 3 else -1
+    if at < 0:
+        return answer_html(text=text, citations=citations)
+    before, rest = text[:at], text[at + len(key) :]
+    return (
+        answer_html(text=before, citations=citations)
+        + f'<span class="key">{_escape_inline(key)}</span>'
+        + answer_html(text=rest, citations=citations)
+    )
 
 
 def _marker_html(*, numbers: str, by_index: dict[int, Citation]) -> str:

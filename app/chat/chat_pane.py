@@ -521,7 +521,8 @@ class ChatPane(QWidget):
             self._render_timer.start()
 
     def _on_done(self, done: AnswerDone) -> None:
-        self._end_stream(note=done.note or "")
+        # Every answer not written by a model is quoted: shown as literal text.
+        self._end_stream(note=done.note or "", quoted=done.mode != "generative")
 
     def _on_failed(self, message: str) -> None:
         self._end_stream(error=message)

@@ -39,6 +39,8 @@ class Exchange:
     note: str = ""
     stopped: bool = False
     error: str = ""
+    # Quoted from the documents (no language model): shown literally, never as Markdown.
+    quoted: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +151,7 @@ def _exchange(data: Any) -> Exchange:
         note=str(data.get("note", "")),
         stopped=bool(data.get("stopped", False)),
         error=str(data.get("error", "")),
+        quoted=bool(data.get("quoted", False)),
     )
 
 

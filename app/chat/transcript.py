@@ -21,7 +21,7 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 
-from app.chat.answer_render import answer_markdown
+from app.chat.answer_render import answer_markdown, quoted_html
 from app.chat.conversations import Exchange
 from engine.wire import Citation
 
@@ -30,6 +30,7 @@ def transcript_css(*, dark: bool) -> str:
     quiet = "#a0a8b4" if dark else "#5b6472"
     failed = "#ff8a80" if dark else "#b42318"
     link = "#7fb0ff" if dark else "#1d5fd1"
+    key = "#4a4320" if dark else "#fff1a8"
     return f"""
 .question {{ font-weight: 600; }}
 .who {{ color: {quiet}; font-size: small; }}
@@ -37,6 +38,7 @@ def transcript_css(*, dark: bool) -> str:
 .failed {{ color: {failed}; }}
 .pending {{ color: {quiet}; font-style: italic; }}
 a {{ color: {link}; text-decoration: none; }}
+.key {{ background-color: {key}; font-weight: 600; }}
 """
 
 
@@ -113,7 +115,11 @@ def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, da
     """The answer part of an exchange, at `cursor` (the end of the document)."""
     cursor.setCharFormat(QTextCharFormat())
     citations = list(exchange.citations)
-    if exchange.answer:
+    if exchange.answer and exchange.quoted:
+        # Quotations are the documents' own text: "~/test.sh ... ~" or "gnuplot*gray"
+        # must read as written, so they are escaped, never parsed as Markdown.
+        cursor.insertHtml(quoted_html(text=exchange.answer, citations=citations))
+    elif exchange.answer:
         cursor.insertFragment(
             markdown_fragment(text=exchange.answer, citations=citations, dark=dark)
         )

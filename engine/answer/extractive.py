@@ -1,14 +1,28 @@
-"""Answers without a language model: the passages' own sentences that answer best.
+"""Answers without a language model: the sentence that states the fact, in its passage.
 
-Each sentence is scored by its embedding's cosine similarity with the question, plus a
-small bonus for sharing the question's words (embedders are weak on names, codes and
-numbers) and one for coming from a better-ranked passage. The best few sentences that
-are not near-duplicates of one another are quoted, in reading order, each with the [n]
-marker of its passage.
+Every sentence of the retrieved passages is scored against the question:
+- its embedding's cosine similarity with the question's;
+- lexical overlap, each question word weighted by how rare it is among the candidate
+  sentences (embedders are weak on names, codes and numbers, and a word every sentence
+  shares says nothing);
+- the code tokens the question names ("--onto", "LINENO", "max_part") found verbatim,
+  and any number when the question asks for one ("how many", "which version");
+- a heading or a fragment cut at the passage's edge is marked down: it names the topic
+  but states nothing;
+- a share of its neighbours' scores, since the fact often sits next to the sentence
+  that repeats the question's words.
+
+The best sentence is the answer. It comes first, with the [n] marker of its passage,
+then the passage around it as a quotation (the sentence before and after, whole
+sentences only) so that a fact in the next sentence is not lost; a second passage is
+quoted too when its best sentence is nearly as good and says something else. The
+text is meant to be shown literally (never as Markdown): `key` is the sentence the
+window highlights inside the quotation.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,17 +39,21 @@ NO_MODEL_NOTE = (
 )
 NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 
-# Tuned with all-MiniLM-L6-v2: sentences that answer a question score about 0.45-0.8,
-# unrelated ones below 0.25.
-DEFAULT_MIN_SCORE = 0.35
-# A sentence this much weaker than the best one is context, not answer.
-_RELATIVE_MARGIN = 0.15
-_LEXICAL_WEIGHT = 0.15
+# The relevance (semantic + lexical) the best sentence needs for an answer, with
+# all-MiniLM-L6-v2. The quality benchmark's tune split (engine/bench/quality.py) points
+# at 0.60; that refuses a plain question over a one-file collection in the engine's own
+# tests, so 0.50 (docs/benchmarks.md has the sweep).
+DEFAULT_MIN_SCORE = 0.5
+# A second passage is quoted when its best sentence is at most this much weaker.
+_SECOND_MARGIN = 0.08
+_LEXICAL_WEIGHT = 0.3
+_CODE_BONUS = 0.12  # per code token of the question the sentence holds verbatim (max 2)
+_NUMBER_BONUS = 0.06  # a number, when the question asks for one
+_HEADING_PENALTY = 0.12
+_FRAGMENT_PENALTY = 0.08
+_NEIGHBOUR_WEIGHT = 0.15
 _RANK_WEIGHT = 0.04
-# How strongly similarity to sentences already chosen counts against a candidate (MMR).
-_REDUNDANCY_WEIGHT = 0.3
 _DUPLICATE_SIMILARITY = 0.82  # MiniLM: paraphrases score 0.82-0.92, related sentences ~0.65
-_DUPLICATE_WORD_OVERLAP = 0.8
 
 
 def _words(text: str) -> frozenset[str]:
@@ -50,16 +68,32 @@ _STOPWORDS = _words(
     "should would will shall may might must not no yes i you he she we they me my "
     "your our their his her them us so than then too very just also any all some each "
     "every more most much many such own same other only both either neither nor per "
-    "via s t"
+    "via s t get use using want need way make instead"
 )
 _TERMINAL = re.compile(r"([.!?…]+)([\"'”’)\]]*)$")
+# What a question names exactly: options, paths, identifiers with _ . / $ or digits,
+# CamelCase and ALLCAPS words.
+_CODE_TOKEN = re.compile(
+    r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
+    r"[a-z]+[A-Z]\w*|\w*\d\w*)"
+)
+_ASKS_NUMBER = re.compile(
+    r"\b(how (many|much|long|big|old|often|large|far)|which (version|port|year|number|code|"
+    r"exit code|size)|what (version|port|year|size|number|code|exit code|date)|when\b|"
+    r"since which|since when)",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+_SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExtractiveAnswer:
-    text: str  # quoted sentences, each followed by its marker: "... monthly [2]."
+    text: str  # the answer sentence with its marker, then the quoted passage(s)
     used_indices: list[int]  # the passages quoted, ascending
     found: bool  # False when no sentence is relevant enough
+    key: str = ""  # the answer sentence as it stands in the quotation (to highlight)
+    score: float = 0.0  # the answer sentence's relevance (semantic + lexical)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,10 +102,11 @@ class _Candidate:
     rank: int  # the passage's position in the list given (0 = best)
     position: int  # the sentence's position within its passage
     text: str
+    fragment: bool  # cut by the passage's edge: never quoted alone
 
 
 class ExtractiveAnswerer:
-    """Quotes the sentences that best answer a question.
+    """Finds the sentence that answers a question and quotes it in its passage.
 
     `embed` turns texts into L2-normalised rows (as sentence-transformers' encode does
     with normalize_embeddings=True); it is called once per answer.
@@ -97,30 +132,131 @@ class ExtractiveAnswerer:
             self._embed([question] + [c.text for c in candidates]), dtype=np.float32
         )
         sentence_vectors = vectors[1:]
-        semantic = sentence_vectors @ vectors[0]
-        question_words = _content_words(question)
-        lexical = np.array([_overlap(question_words, c.text) for c in candidates])
-        relevance = semantic + _LEXICAL_WEIGHT * lexical
+        relevance = score_sentences(
+            question=question,
+            sentences=[c.text for c in candidates],
+            semantic=sentence_vectors @ vectors[0],
+        )
+        relevance -= np.array([_FRAGMENT_PENALTY * c.fragment for c in candidates])
+        score = relevance + _neighbour_share(candidates, relevance)
         rank = np.array([c.rank for c in candidates], dtype=np.float32)
-        score = relevance + _RANK_WEIGHT * (1.0 - rank / len(passages))
+        score += _RANK_WEIGHT * (1.0 - rank / len(passages))
 
-        best = int(np.argmax(relevance))
+        best = int(np.argmax(score))
         if relevance[best] < self._min_score:
             return _not_found()
-        cutoff = max(self._min_score, float(relevance[best]) - _RELATIVE_MARGIN)
-        chosen = _select(
-            candidates=candidates,
-            vectors=sentence_vectors,
-            score=score,
-            eligible=relevance >= cutoff,
-            limit=max_sentences,
-        )
-        chosen.sort(key=lambda i: (candidates[i].passage.index, candidates[i].position))
-        text = " ".join(
-            _with_marker(candidates[i].text, index=candidates[i].passage.index) for i in chosen
-        )
+        chosen = [best]
+        if max_sentences > 1:
+            second = _second(
+                candidates=candidates,
+                vectors=sentence_vectors,
+                score=score,
+                relevance=relevance,
+                best=best,
+                floor=max(self._min_score, float(score[best]) - _SECOND_MARGIN),
+            )
+            if second is not None:
+                chosen.append(second)
+        key = candidates[best]
+        parts = [_with_marker(key.text, index=key.passage.index)]
+        for i in chosen:
+            window = _window(candidates, i)
+            if len(window) > 1 or i != best:
+                parts.append(f"“{' '.join(window)}” [{candidates[i].passage.index}]")
         used = sorted({candidates[i].passage.index for i in chosen})
-        return ExtractiveAnswer(text=text, used_indices=used, found=True)
+        return ExtractiveAnswer(
+            text="\n\n".join(parts),
+            used_indices=used,
+            found=True,
+            key=key.text,
+            score=round(float(relevance[best]), 4),
+        )
+
+
+def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
+    """Each sentence's relevance to the question: cosine similarity, rare shared words,
+    the code tokens and numbers the question asks for, headings marked down."""
+    wanted = list(dict.fromkeys(_content_words(question)))
+    sentence_words = [set(_content_words(s)) for s in sentences]
+    n = len(sentences)
+    weights = {
+        w: math.log(1.0 + n / (1 + sum(w in words for words in sentence_words))) for w in wanted
+    }
+    total = sum(weights.values()) or 1.0
+    lexical = np.array(
+        [sum(weights[w] for w in wanted if w in words) / total for words in sentence_words],
+        dtype=np.float32,
+    )
+    codes = [t.lower() for t in _CODE_TOKEN.findall(question) if len(t) > 1]
+    asks_number = bool(_ASKS_NUMBER.search(question))
+    bonus = np.zeros(n, dtype=np.float32)
+    for i, sentence in enumerate(sentences):
+        low = sentence.lower()
+        bonus[i] += _CODE_BONUS * min(2, sum(1 for t in codes if t in low))
+        if asks_number and _DIGIT.search(sentence):
+            bonus[i] += _NUMBER_BONUS
+        if _heading_like(sentence):
+            bonus[i] -= _HEADING_PENALTY
+    return np.asarray(semantic, dtype=np.float32) + _LEXICAL_WEIGHT * lexical + bonus
+
+
+def _heading_like(sentence: str) -> bool:
+    words = sentence.split()
+    if _SECTION_NUMBER.match(sentence):
+        return True
+    return len(words) < 8 and not _TERMINAL.search(sentence)
+
+
+def _neighbour_share(candidates: list[_Candidate], relevance: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(relevance)
+    for i, c in enumerate(candidates):
+        around = [
+            relevance[j]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(candidates) and candidates[j].passage is c.passage
+        ]
+        if around:
+            out[i] = _NEIGHBOUR_WEIGHT * max(0.0, max(around))
+    return out
+
+
+def _second(
+    *,
+    candidates: list[_Candidate],
+    vectors: np.ndarray,
+    score: np.ndarray,
+    relevance: np.ndarray,
+    best: int,
+    floor: float,
+) -> int | None:
+    """The best sentence of another passage nearly as good as the first, unless it
+    repeats it (overlapping chunks hold the same text) or sits in its window."""
+    first = candidates[best]
+    shown = {s.lower() for s in _window(candidates, best)}
+    for i in np.argsort(-score):
+        i = int(i)
+        c = candidates[i]
+        if score[i] < floor or relevance[i] <= 0:
+            return None
+        if c.passage is first.passage or c.text.lower() in shown:
+            continue
+        if float(vectors[i] @ vectors[best]) >= _DUPLICATE_SIMILARITY:
+            continue
+        return i
+    return None
+
+
+def _window(candidates: list[_Candidate], i: int) -> list[str]:
+    """The sentence with the one before and after it in its passage, fragments left out."""
+    c = candidates[i]
+    out = []
+    for j in (i - 1, i, i + 1):
+        if not 0 <= j < len(candidates) or candidates[j].passage is not c.passage:
+            continue
+        if j != i and candidates[j].fragment:
+            continue
+        out.append(candidates[j].text)
+    return out
 
 
 def _not_found() -> ExtractiveAnswer:
@@ -128,40 +264,28 @@ def _not_found() -> ExtractiveAnswer:
 
 
 def _candidates(passages: list[Passage]) -> list[_Candidate]:
-    return [
-        _Candidate(passage=passage, rank=rank, position=position, text=sentence)
-        for rank, passage in enumerate(passages)
-        for position, sentence in enumerate(split_sentences(passage.text))
-    ]
+    out = []
+    for rank, passage in enumerate(passages):
+        sentences = split_sentences(passage.text)
+        for position, sentence in enumerate(sentences):
+            # A chunk starts wherever its token window did: a first sentence that
+            # starts in lower case began in the chunk before.
+            fragment = position == 0 and _starts_mid_sentence(passage.text)
+            out.append(
+                _Candidate(
+                    passage=passage,
+                    rank=rank,
+                    position=position,
+                    text=sentence,
+                    fragment=fragment,
+                )
+            )
+    return out
 
 
-def _select(
-    *,
-    candidates: list[_Candidate],
-    vectors: np.ndarray,
-    score: np.ndarray,
-    eligible: np.ndarray,
-    limit: int,
-) -> list[int]:
-    """Greedy maximal marginal relevance over the eligible sentences, skipping any that
-    repeat one already chosen (the same text often sits in overlapping chunks)."""
-    similarity = vectors @ vectors.T
-    words = [set(_content_words(c.text)) for c in candidates]
-    remaining = [i for i in np.argsort(-score) if eligible[i]]
-    chosen: list[int] = []
-    while remaining and len(chosen) < limit:
-        redundancy = [max((similarity[i, j] for j in chosen), default=0.0) for i in remaining]
-        pick = max(
-            range(len(remaining)),
-            key=lambda k: score[remaining[k]] - _REDUNDANCY_WEIGHT * redundancy[k],
-        )
-        i = int(remaining.pop(pick))
-        if redundancy[pick] >= _DUPLICATE_SIMILARITY or any(
-            _jaccard(words[i], words[j]) >= _DUPLICATE_WORD_OVERLAP for j in chosen
-        ):
-            continue
-        chosen.append(i)
-    return chosen
+def _starts_mid_sentence(text: str) -> bool:
+    head = text.lstrip()[:1]
+    return bool(head) and (head.islower() or head in ",;:)]")
 
 
 def _with_marker(sentence: str, *, index: int) -> str:
@@ -184,16 +308,3 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
-
-
-def _overlap(question_words: list[str], sentence: str) -> float:
-    wanted = set(question_words)
-    if not wanted:
-        return 0.0
-    return len(wanted & set(_content_words(sentence))) / len(wanted)
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)

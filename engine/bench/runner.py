@@ -16,6 +16,7 @@ KINDS = {
     "ingest": "ingestion pages/s and chunks/s, and the rescan of an unchanged folder",
     "pipeline": "decoupled pipelines with adaptive batches against serial RAG",
     "prefix": "time to first token of a conversation's next turn with prefix KV reuse",
+    "quality": "right page, answers that state the fact, refusals: real documents",
 }
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from engine.answer.extractive import ExtractiveAnswer, ExtractiveAnswerer
+from engine.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswer, ExtractiveAnswerer
 from engine.answer.passages import Passage
+from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob
@@ -26,7 +28,32 @@ from engine.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.reranker import Reranker
     from engine.store.lance_store import LanceStore
+
+
+NOT_FOUND_ANSWER = (
+    "Not found in your documents: nothing in them answers this, so I will not guess. "
+    "Try other words, or add the documents that cover it."
+)
+_RELATED = 3  # closest sources named in a refusal
+
+
+def refusal_text(*, hits: Sequence[SearchHit]) -> str:
+    """The refusal, naming the closest sources as "may be related": offered to look
+    at, not quoted as an answer (they did not pass the gate)."""
+    names: list[str] = []
+    for hit in hits:
+        name = PurePath(hit.chunk.path.replace("\\", "/")).name
+        if hit.chunk.page is not None:
+            name += f", page {hit.chunk.page}"
+        if name not in names:
+            names.append(name)
+        if len(names) == _RELATED:
+            break
+    if not names:
+        return NOT_FOUND_ANSWER
+    return f"{NOT_FOUND_ANSWER}\n\nMay be related (they do not answer it): {'; '.join(names)}."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,17 +78,28 @@ def settled(hits: object) -> bool:
 
 
 def gated_retrieve_batch(
-    *, store: LanceStore, embed: Embed
+    *,
+    store: LanceStore,
+    embed: Embed,
+    reranker: Reranker | None = None,
+    min_score: float = DEFAULT_MIN_SCORE,
 ) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
-    folder / type filters, see store_retrieve_batch), then the gate per question."""
+    folder / type filters, see store_retrieve_batch), then the gate per question.
+    With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
+    cross-encoder and cut to its k."""
     search = store_retrieve_batch(store=store, embed=embed)
-    extractive = ExtractiveAnswerer(embed=embed)
+    extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
         out: list[GatedHits] = []
-        for question, result in zip(questions, search(questions), strict=True):
+        asked = questions
+        if reranker is not None:
+            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in questions]
+        for question, result in zip(questions, search(asked), strict=True):
             hits = tuple(result.hits)
+            if reranker is not None:
+                hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
             extract = None
             # Sentence-level scores separate "answered here" from "unrelated" far
             # better than whole-chunk similarity does; the similarity only spares

@@ -21,6 +21,7 @@ from engine.planner.profiling import PowerLawFit
 
 if TYPE_CHECKING:
     from engine.answer.in_use import ModelInUse
+    from engine.answer.reranker import Reranker
     from engine.planner.placement import Placement
     from engine.store.lance_store import LanceStore
 
@@ -35,6 +36,7 @@ class ServingPipeline:
         model_lock: threading.Lock,
         generation_fit: PowerLawFit | None,
         governor_policy: GovernorPolicy | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -45,7 +47,7 @@ class ServingPipeline:
         owner = self.owner
         placement = owner.placement if owner is not None else None
         self.pipeline = Pipeline(
-            retrieve_batch=gated_retrieve_batch(store=store, embed=embed),
+            retrieve_batch=gated_retrieve_batch(store=store, embed=embed, reranker=reranker),
             generate_batch=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
             placement=placement,
             generation_fit=generation_fit,

@@ -27,6 +27,10 @@ import pyarrow as pa
 from engine.store.records import ChunkRecord, SearchFilters, SearchHit, SearchResult
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al.)
+# How much each ranked list counts in the fusion (set on the quality benchmark's tune
+# split, engine/bench/quality.py; docs/benchmarks.md has the sweep).
+VECTOR_WEIGHT = 1.0
+TEXT_WEIGHT = 1.0
 # all-MiniLM-L6-v2: answerable questions' best chunk scored 0.24-0.75 on the
 # fact corpus, unrelated questions' 0.08-0.23 (see engine/core.py).
 NOT_FOUND_SIMILARITY = 0.2
@@ -302,9 +306,9 @@ def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[s
 def _fuse(*, vec_ids: list[str], fts_ids: list[str]) -> list[tuple[str, float]]:
     """Chunk ids by reciprocal-rank fusion, best first."""
     fused: dict[str, float] = {}
-    for ranked in (vec_ids, fts_ids):
+    for ranked, weight in ((vec_ids, VECTOR_WEIGHT), (fts_ids, TEXT_WEIGHT)):
         for rank, cid in enumerate(ranked):
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
+            fused[cid] = fused.get(cid, 0.0) + weight / (RRF_K + rank + 1)
     # A stable sort: on a tie the vector candidate stays ahead of the BM25 one.
     return sorted(fused.items(), key=lambda c: -c[1])
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtGui import QTextCursor, QTextDocument
 from pytestqt.qtbot import QtBot
 
-from app.chat.answer_render import answer_markdown, chunk_id_from_href, copy_text
-from app.chat.transcript import markdown_fragment
+from app.chat.answer_render import answer_markdown, chunk_id_from_href, copy_text, quoted_html
+from app.chat.transcript import markdown_fragment, transcript_css
 from tests.app.fake_client import CITATIONS
 
 ANSWER = """Tomatoes need sun [1] and warm soil [1, 2].
@@ -91,3 +93,59 @@ def test_copy_text_lists_the_sources_under_the_answer() -> None:
     assert lines[3] == "[1] garden guide.pdf — page 2 (/docs/garden guide.pdf)"
     assert "Tomatoes need at least six hours" in lines[4]
     assert lines[5].startswith("[2] notes.md")
+
+
+QUOTED = (
+    "make || exit 125 # this skips broken builds [1].\n\n"
+    "“$ cat ~/test.sh ~ and gnuplot*gray*scale __init__ stay as written. "
+    "make || exit 125 # this skips broken builds. Then run it.” [1]"
+)
+
+
+def test_a_quoted_answer_is_literal_text_with_its_sentence_highlighted(qtbot: QtBot) -> None:
+    html_text = quoted_html(text=QUOTED, citations=CITATIONS)
+    assert html_text.count('class="key"') == 1
+    doc = QTextDocument()
+    doc.setDefaultStyleSheet(transcript_css(dark=False))
+    QTextCursor(doc).insertHtml(html_text)
+    text = doc.toPlainText()
+    # Markdown would strike "~/test.sh ~" through and eat the asterisks and underscores.
+    assert "~/test.sh ~" in text
+    assert "gnuplot*gray*scale __init__" in text
+    assert "# this skips broken builds [1]." in text
+    styles = {}
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            fmt = frag.charFormat()
+            assert not fmt.fontStrikeOut() and not fmt.fontItalic(), frag.text()
+            styles[frag.text()] = fmt.background().color().name()
+            it += 1
+        block = block.next()
+    assert styles["make || exit 125 # this skips broken builds."] == "#fff1a8"
+    assert [chunk_id_from_href(href=h) for h in _anchors(doc)] == ["doc-a/p2#0", "doc-a/p2#0"]
+
+
+def test_a_quoted_answer_in_the_chat_window_stays_literal(qtbot: QtBot, tmp_path: Path) -> None:
+    from app.chat.chat_pane import ChatPane
+    from app.chat.conversations import ConversationStore
+    from engine.wire import AnswerDone
+
+    pane = ChatPane(store=ConversationStore(folder=tmp_path))
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.loaded, timeout=5000)
+    pane.set_ready(True)
+    pane.begin_answer(question="How do I skip broken builds?")
+    pane.set_citations(CITATIONS)
+    pane.append_token(QUOTED)
+    pane.finish_answer(done=AnswerDone(answer=QUOTED, mode="extractive"))
+    assert pane.current.exchanges[-1].quoted
+    assert "~/test.sh ~ and gnuplot*gray*scale __init__" in pane.transcript.toPlainText()
+
+    pane.begin_answer(question="And with a model?")
+    pane.finish_answer(done=AnswerDone(answer="Use **make** [1].", mode="generative", model="m"))
+    assert not pane.current.exchanges[-1].quoted
+    assert "Use make [1]." in pane.transcript.toPlainText()  # the model's Markdown renders

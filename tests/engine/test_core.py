@@ -165,7 +165,9 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
         assert done.mode == "extractive" and words in done.answer, question
     unrelated = results[len(QUESTIONS)]
     assert unrelated[0] == CitationsEvent(citations=[])
-    assert unrelated[-1].done.mode == "none" and unrelated[-1].done.answer == NOT_FOUND_ANSWER
+    assert unrelated[-1].done.mode == "none" and unrelated[-1].done.answer.startswith(
+        NOT_FOUND_ANSWER
+    )
     van = results[-1]
     assert {Path(c.path).name for c in van[0].citations} == {"van.md"}
     assert "3.1 bar" in van[-1].done.answer

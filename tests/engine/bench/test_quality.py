@@ -1,0 +1,147 @@
+"""`ragdoll bench quality`: the question set is sound, and the quick form runs on real
+documents through the product's path (skipped when they have not been fetched)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from engine.bench import quality
+from engine.bench.quality import QualityQuestion, contains, load_set, right_source, summarise
+from engine.bench.real_docs import DOCS, find_real_docs
+
+
+def test_the_set_is_big_enough_split_and_spread_over_every_file() -> None:
+    questions = load_set()
+    answerable = [q for q in questions if q.answerable]
+    unanswerable = [q for q in questions if not q.answerable]
+    assert len(answerable) >= 90 and len(unanswerable) >= 20
+    assert len({q.id for q in questions}) == len(questions)
+    held = sum(q.split == "held" for q in questions) / len(questions)
+    assert 0.25 <= held <= 0.4
+    per_file = Counter(q.file for q in answerable)
+    assert set(per_file) == {d.name for d in DOCS}
+    assert min(per_file.values()) >= 5
+    for q in answerable:
+        assert q.answer and q.question.endswith("?"), q.id
+        paged = q.file.endswith(".pdf")
+        assert bool(q.pages) == paged, q.id
+    raw = json.loads(quality.SET_FILE.read_text(encoding="utf-8"))
+    assert all(q["split"] in ("tune", "held") for q in raw["questions"])
+
+
+def test_a_right_source_is_the_file_and_one_of_its_pages_or_an_alternative() -> None:
+    q = QualityQuestion(
+        id="x",
+        question="?",
+        split="tune",
+        file="a.pdf",
+        pages=(3, 4),
+        also=(("b.pdf", (9,)),),
+        answer="x",
+    )
+    assert right_source(q, path="/docs/a.pdf", page=4)
+    assert not right_source(q, path="/docs/a.pdf", page=5)
+    assert right_source(q, path="/else/b.pdf", page=9)
+    assert not right_source(q, path="/docs/c.pdf", page=3)
+
+
+def test_the_answer_string_is_found_across_wrapped_lines_and_typographic_quotes() -> None:
+    assert contains("the default\n  increment is 1 [2].", "default increment is 1")
+    assert contains("‘%1’ is a synonym for ‘fg %1’", "'%1' is a synonym for 'fg %1'")
+    assert contains("unix−word−rubout (C−w)", "unix-word-rubout")
+    assert not contains("exit code 126", "125")
+
+
+def test_the_summary_counts_hits_answers_and_refusals() -> None:
+    def q(i: int, answerable: bool) -> QualityQuestion:
+        return QualityQuestion(
+            id=str(i),
+            question="?",
+            split="tune",
+            file="a.pdf" if answerable else None,
+            pages=(1,),
+            also=(),
+            answer="x",
+        )
+
+    outcomes = [
+        quality.Outcome(
+            question=q(1, True),
+            rank=1,
+            refused=False,
+            contains_answer=True,
+            key_contains=True,
+            answer_text="x",
+            seconds=0.1,
+            score=None,
+        ),
+        quality.Outcome(
+            question=q(2, True),
+            rank=3,
+            refused=False,
+            contains_answer=False,
+            key_contains=False,
+            answer_text="",
+            seconds=0.1,
+            score=None,
+        ),
+        quality.Outcome(
+            question=q(3, True),
+            rank=None,
+            refused=True,
+            contains_answer=False,
+            key_contains=False,
+            answer_text="",
+            seconds=0.1,
+            score=None,
+        ),
+        quality.Outcome(
+            question=q(4, False),
+            rank=None,
+            refused=True,
+            contains_answer=False,
+            key_contains=False,
+            answer_text="",
+            seconds=0.1,
+            score=None,
+        ),
+        quality.Outcome(
+            question=q(5, False),
+            rank=None,
+            refused=False,
+            contains_answer=False,
+            key_contains=False,
+            answer_text="",
+            seconds=0.1,
+            score=None,
+        ),
+    ]
+    s = summarise(outcomes)
+    assert (s["hit_at_1"], s["hit_at_3"], s["mrr"]) == (0.333, 0.667, 0.444)
+    assert s["answer_contains"] == 0.333 and s["answerable_refused"] == 0.333
+    assert s["refusal_recall"] == 0.5 and s["refusal_precision"] == 0.5
+
+
+def test_the_quick_form_runs_on_the_real_documents() -> None:
+    if find_real_docs() is None:
+        pytest.skip(
+            "the real documents are not fetched: run `python -m engine.bench.real_docs` "
+            "(or set RAGDOLL_REAL_DOCS to where they are)"
+        )
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    quality.add_arguments(parser)
+    figures = quality.run(parser.parse_args(["--quick", "--json"]))
+    assert figures["ingest"]["documents"] == len(quality.QUICK_FILES)
+    for split in ("tune", "held"):
+        f = figures[split]
+        assert f["answerable"] > 0 and f["unanswerable"] == quality.QUICK_UNANSWERABLE
+        # Small, easy files: retrieval that breaks shows here first.
+        assert f["hit_at_3"] >= 0.6, figures
+        assert f["answer_contains"] >= 0.3, figures

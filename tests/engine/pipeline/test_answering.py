@@ -1,0 +1,82 @@
+"""The retrieval step's relevance gate with a reranker, and the refusal's wording."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from engine.answer.reranker import RERANK_CANDIDATES
+from engine.pipeline.answering import NOT_FOUND_ANSWER, gated_retrieve_batch, refusal_text
+from engine.pipeline.requests import Question
+from engine.store.records import ChunkRecord, SearchFilters, SearchHit, SearchResult
+
+TEXTS = [f"Filler passage number {i} about nothing in particular." for i in range(30)]
+TEXTS[17] = "The air filter is cleaned every month with warm water."
+
+
+def hit(i: int, *, path: str = "/docs/manual.pdf", page: int | None = 1) -> SearchHit:
+    chunk = ChunkRecord(
+        chunk_id=f"d:{i}",
+        doc_id="d",
+        path=path,
+        ordinal=i,
+        page=page,
+        char_start=0,
+        char_end=len(TEXTS[i]),
+        text=TEXTS[i],
+        text_hash=str(i),
+    )
+    return SearchHit(chunk=chunk, similarity=0.5, fused=1.0)
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.asked_k: list[int] = []
+
+    def search_batch(
+        self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
+    ) -> list[SearchResult]:
+        self.asked_k.append(k)
+        return [
+            SearchResult(hits=tuple(hit(i) for i in range(k)), best_similarity=0.5, not_found=False)
+            for _ in texts
+        ]
+
+
+class FilterFirst:
+    """A reranker that knows the filter passage answers."""
+
+    def rerank(self, *, question: str, hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
+        return sorted(hits, key=lambda h: "filter" not in h.chunk.text)[:k]
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    rows = np.array([[1.0, 0.0] if "filter" in t else [0.0, 1.0] for t in texts], np.float32)
+    return rows
+
+
+def test_with_a_reranker_the_gate_asks_for_more_candidates_and_keeps_k() -> None:
+    store = FakeStore()
+    retrieve = gated_retrieve_batch(store=store, embed=embed, reranker=FilterFirst())
+    (gated,) = retrieve([Question(request_id="1", text="How is the air filter cleaned?", k=5)])
+    assert store.asked_k == [RERANK_CANDIDATES]
+    assert len(gated.hits) == 5 and gated.hits[0].chunk.ordinal == 17  # was 18th
+    assert gated.found and "warm water" in gated.extract.text
+
+    store = FakeStore()
+    plain = gated_retrieve_batch(store=store, embed=embed)
+    (gated,) = plain([Question(request_id="1", text="How is the air filter cleaned?", k=5)])
+    assert store.asked_k == [5] and not gated.found  # the answer was not in the top 5
+
+
+def test_a_refusal_offers_the_closest_sources_as_may_be_related() -> None:
+    text = refusal_text(
+        hits=[hit(0), hit(1), hit(2, page=4), hit(3, path="/web/page.html", page=None), hit(4)]
+    )
+    assert text.startswith(NOT_FOUND_ANSWER)
+    assert "Not found in your documents" in text
+    assert text.endswith(
+        "May be related (they do not answer it): manual.pdf, page 1; manual.pdf, page 4; page.html."
+    )
+    assert refusal_text(hits=[]) == NOT_FOUND_ANSWER
