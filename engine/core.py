@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
 from engine.pipeline.answering import GatedHits
+from engine.pipeline.follow_up import resolve_follow_up
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
@@ -46,8 +47,10 @@ from engine.wire import (
     IngestQueueState,
     PipelineInfo,
     Priority,
+    SearchedEvent,
     SourceView,
     TokenEvent,
+    Turn,
     WatchedFolder,
 )
 
@@ -362,21 +365,38 @@ class Engine:
         folders: tuple[str, ...] = (),
         types: tuple[str, ...] = (),
         priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
     ) -> Iterator[AnswerEvent]:
-        """CitationsEvent, TokenEvent..., DoneEvent (engine/wire_events.py), through the
-        retrieval and generation pipelines: the question is batched with others asked
-        meanwhile; "interactive" (the chat a person watches) goes ahead of
-        "background" work (batch questions, API clients), which is never starved."""
+        """SearchedEvent (a follow-up only), CitationsEvent, TokenEvent..., DoneEvent
+        (engine/wire_events.py), through the retrieval and generation pipelines: the
+        question is batched with others asked meanwhile; "interactive" (the chat a
+        person watches) goes ahead of "background" work (batch questions, API
+        clients), which is never starved. `history`, the conversation's earlier
+        turns, resolves a follow-up before retrieval and goes into the prompt."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
         serving = self.serving()
+        follow_up = None
+        if history:
+            follow_up = resolve_follow_up(
+                pipeline=serving.pipeline,
+                question=question,
+                history=history,
+                with_model=serving.answerer is not None,
+                cancel=cancel,
+            )
+        if follow_up is not None and follow_up.dependent:
+            yield SearchedEvent(query=follow_up.query, rewritten_by=follow_up.rewritten_by)
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         handle = serving.pipeline.submit(
-            question=question,
+            question=follow_up.query if follow_up is not None else question,
             priority=priority,
             k=max(1, min(k, 50)),
+            max_new_tokens=max(1, max_new_tokens),
             payload=None if filters.empty else filters,
+            conversation=follow_up,
         )
         yield from _answer_events(handle=handle, cancel=cancel)
 
@@ -456,7 +476,12 @@ class Engine:
         )
 
     def generate_stream(
-        self, *, question: str, cancel: threading.Event | None = None
+        self,
+        *,
+        question: str,
+        cancel: threading.Event | None = None,
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
     ) -> Iterator[str]:
         """The chosen model's answer without retrieval (the API's `retrieval: false`).
         Raises ModelLoadError when no language model is in use."""
@@ -464,7 +489,22 @@ class Engine:
         if generator is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         with self._answer_lock:
-            yield from generator.stream(question=question.strip(), passages=[], cancel=cancel)
+            yield from generator.stream(
+                question=question.strip(),
+                passages=[],
+                cancel=cancel,
+                history=history,
+                max_new_tokens=max_new_tokens,
+            )
+
+    def language_model(self) -> Any:
+        """The GenerativeAnswerer in use; None in extractive mode."""
+        return self._generator
+
+    def last_generation(self) -> Any:
+        """What the model's last run fed and produced (a GenerationRecord), if any."""
+        generator = self._generator
+        return generator.last_generation if generator is not None else None
 
     def close(self) -> None:
         with self._serving_lock:
@@ -516,7 +556,15 @@ def _answer_events(
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
         done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
     else:
-        done = AnswerDone(answer="".join(pieces), mode="generative", model=model)
+        completion = handle.tokens
+        done = AnswerDone(
+            answer="".join(pieces),
+            mode="generative",
+            model=model,
+            prompt_tokens=handle.prompt_tokens or None,
+            completion_tokens=completion,
+            finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
+        )
     yield DoneEvent(done=done)
 
 

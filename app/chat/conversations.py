@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.paths import resolve_paths
-from engine.wire import Citation
+from engine.wire import Citation, Turn
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class Exchange:
     note: str = ""
     stopped: bool = False
     error: str = ""
+    searched: str = ""  # the query a follow-up was searched as ("" when as asked)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +109,16 @@ def without_last_exchange(conversation: Conversation) -> Conversation:
     return replace(conversation, exchanges=conversation.exchanges[:-1])
 
 
+def history_of(conversation: Conversation) -> list[Turn]:
+    """The turns a new question of this conversation is asked after: the exchanges
+    that got an answer (a failed or empty one tells the engine nothing)."""
+    return [
+        Turn(question=e.question, answer=e.answer, citations=list(e.citations))
+        for e in conversation.exchanges
+        if e.answer.strip() and not e.error
+    ]
+
+
 # -- (de)serialising ----------------------------------------------------------------
 
 
@@ -145,6 +156,7 @@ def _exchange(data: Any) -> Exchange:
         note=str(data.get("note", "")),
         stopped=bool(data.get("stopped", False)),
         error=str(data.get("error", "")),
+        searched=str(data.get("searched", "")),
     )
 
 
@@ -162,6 +174,14 @@ class ConversationStore:
         if not _ID.match(conversation_id):
             raise ValueError(f"bad conversation id {conversation_id!r}")
         return self.folder / f"{conversation_id}.json"
+
+    def load(self, *, conversation_id: str) -> Conversation | None:
+        """One conversation; None when there is no such file (ValueError: damaged)."""
+        try:
+            text = self.path_of(conversation_id=conversation_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        return from_json(json.loads(text))
 
     def load_all(self) -> list[Conversation]:
         """Every readable conversation, newest first; damaged files set aside."""

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoTokenizer
 
-from engine.answer.generative import load_system_prompt
+from engine.answer.prompt import load_system_prompt
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for

@@ -45,6 +45,11 @@ class GatedHits:
         return passages_of(self.hits)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RewriteOnly:
+    """A follow-up's rewrite request: nothing to search, straight to the model."""
+
+
 def settled(hits: object) -> bool:
     """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
     return isinstance(hits, GatedHits) and not hits.found
@@ -52,16 +57,22 @@ def settled(hits: object) -> bool:
 
 def gated_retrieve_batch(
     *, store: LanceStore, embed: Embed
-) -> Callable[[Sequence[Question]], list[GatedHits]]:
+) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
-    folder / type filters, see store_retrieve_batch), then the gate per question."""
+    folder / type filters, see store_retrieve_batch), then the gate per question. A
+    follow-up's rewrite request (`Question.rewrite`) is not searched: it goes to the
+    model as it is, in the same generation batches as the answers."""
     search = store_retrieve_batch(store=store, embed=embed)
     extractive = ExtractiveAnswerer(embed=embed)
 
-    def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
-        out: list[GatedHits] = []
-        for question, result in zip(questions, search(questions), strict=True):
-            hits = tuple(result.hits)
+    def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
+        results = iter(search([q for q in questions if not q.rewrite]))
+        out: list[GatedHits | RewriteOnly] = []
+        for question in questions:
+            if question.rewrite:
+                out.append(RewriteOnly())
+                continue
+            hits = tuple(next(results).hits)
             extract = None
             # Sentence-level scores separate "answered here" from "unrelated" far
             # better than whole-chunk similarity does; the similarity only spares
