@@ -21,6 +21,7 @@ KINDS = {
     "ingest": "ingestion pages/s and chunks/s, and the rescan of an unchanged folder",
     "pipeline": "decoupled pipelines with adaptive batches against serial RAG",
     "prefix": "time to first token of a conversation's next turn with prefix KV reuse",
+    "conversation": "follow-up questions over real documents: the right page in the top 3",
 }
 
 
