@@ -122,35 +122,45 @@ def _turn_user_text(turn: Turn, *, with_sources: bool) -> str:
 
 
 def _fit_turns(*, tokenizer: Any, history: Sequence[Turn], budget: int) -> list[tuple[str, str]]:
-    """Earlier turns as (user text, answer) within `budget` tokens, newest kept first;
-    when some must go, the kept ones take at most half the budget (a stable prefix for
-    the next turns) and the first says which questions were dropped. A turn too long
-    with its sources is kept without them."""
+    """Earlier turns as (user text, answer) within `budget` tokens. When they do not
+    all fit, the oldest go, a whole step of turns at a time (half of what fits): the
+    kept turns then start at the same turn for the next few turns of the conversation,
+    so their prompts share a start the prefix cache serves (dropping one turn per new
+    turn would shift it every time). The first kept turn says which questions were
+    dropped. A newest turn too long even alone is kept without its sources, if that
+    fits."""
     overhead = 12  # a turn's role markers in a chat template, roughly
 
     def cost(user: str, answer: str) -> int:
         return len(_ids(tokenizer, user)) + len(_ids(tokenizer, answer)) + overhead
 
     full = [(_turn_user_text(t, with_sources=True), t.answer.strip()) for t in history]
-    if sum(cost(u, a) for u, a in full) <= budget:
+    costs = [cost(u, a) for u, a in full]
+    if sum(costs) <= budget:
         return full
-    limit = budget // 2
+    step = max(1, int(budget // (sum(costs) / len(costs))) // 2)
     kept: list[tuple[str, str]] = []
-    used = 0
-    for turn, (user, answer) in zip(reversed(history), reversed(full), strict=True):
-        c = cost(user, answer)
-        if used + c > limit:
-            user = _turn_user_text(turn, with_sources=False)
+    for start in range(step, len(full), step):
+        if sum(costs[start:]) <= budget:
+            kept = full[start:]
+            break
+    if not kept:  # not even the last step fits: the newest turns that do, one by one
+        used = 0
+        for turn, (user, answer) in zip(reversed(history), reversed(full), strict=True):
             c = cost(user, answer)
-            if used + c > limit:
-                break
-        kept.insert(0, (user, answer))
-        used += c
+            if used + c > budget:
+                user = _turn_user_text(turn, with_sources=False)
+                c = cost(user, answer)
+                if used + c > budget:
+                    break
+            kept.insert(0, (user, answer))
+            used += c
     dropped = history[: len(history) - len(kept)]
     if dropped and kept:
         asked = "; ".join(" ".join(t.question.split())[:120] for t in dropped[-5:])
         user, answer = kept[0]
         note = f"(Earlier in this conversation the person asked: {asked}.)\n\n"
+        used = sum(cost(u, a) for u, a in kept)
         if len(_ids(tokenizer, note)) + used <= budget:
             kept[0] = (note + user, answer)
     return kept

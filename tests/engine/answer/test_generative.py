@@ -14,8 +14,8 @@ from engine.answer.generative import (
     display_name,
     resolve_model_path,
 )
-from engine.answer.prompt import build_prompt, count_prompt_tokens, load_system_prompt
 from engine.answer.passages import Passage
+from engine.answer.prompt import build_prompt, count_prompt_tokens, load_system_prompt
 from engine.errors import ModelLoadError
 from engine.models.synthetic import write_random_model
 
