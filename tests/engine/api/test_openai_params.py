@@ -142,3 +142,29 @@ def test_legacy_completions(api_engine: RunningEngine) -> None:
         )
     )
     assert "August" in "".join(p.choices[0].text for p in pieces if p.choices)
+
+
+def test_langchains_chat_openai_sees_limits_usage_and_sources(
+    api_engine: RunningEngine,
+) -> None:
+    chat_openai = pytest.importorskip("langchain_openai").ChatOpenAI
+    endpoint = api_engine.client.endpoint
+    chat = chat_openai(
+        base_url=f"{endpoint.base_url}/v1",
+        api_key=endpoint.token,
+        model=EXTRACTIVE_MODEL_ID,
+        max_retries=0,
+    )
+    reply = chat.invoke("When is honey extracted?")
+    assert "August" in reply.content and "Sources:\n[1] bees.md" in reply.content
+    assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] > 0
+    cut = chat.bind(max_tokens=2).invoke("When is honey extracted?")
+    assert cut.response_metadata["finish_reason"] == "length"
+    followed = chat.invoke(
+        [
+            ("user", "When is the honey extracted?"),
+            ("assistant", reply.content),
+            ("user", "And where is it kept after that?"),
+        ]
+    )
+    assert "cellar" in followed.content
