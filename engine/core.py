@@ -388,7 +388,11 @@ class Engine:
                 cancel=cancel,
             )
         if follow_up is not None and follow_up.dependent:
-            yield SearchedEvent(query=follow_up.query, rewritten_by=follow_up.rewritten_by)
+            yield SearchedEvent(
+                query=follow_up.query,
+                rewritten_by=follow_up.rewritten_by,
+                context=follow_up.context if follow_up.rewritten_by == "history" else "",
+            )
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         handle = serving.pipeline.submit(
             question=follow_up.query if follow_up is not None else question,

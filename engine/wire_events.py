@@ -133,13 +133,20 @@ class CitationsEvent(StreamEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class SearchedEvent(StreamEvent):
-    """The search query a follow-up question was resolved to (before the citations):
-    the question joined with what it refers to in earlier turns, or the model's
-    standalone rewrite of it. Sent only for a question asked within a conversation."""
+    """How a follow-up question was searched (before the citations): as asked with the
+    earlier question it refers to weighed in (`context`), or as the model's standalone
+    rewrite of it. Sent only for a follow-up asked within a conversation."""
+
+    def shown(self) -> str:
+        """ "searched for: …" as the window and the CLI write it."""
+        if self.context:
+            return f"{self.query}  (with: {self.context})"
+        return self.query
 
     name: ClassVar[str] = "searched"
     query: str
     rewritten_by: Literal["history", "model"] = "history"
+    context: str = ""  # the earlier question(s) the search weighed in ("history" only)
 
 
 @dataclass(frozen=True, kw_only=True)

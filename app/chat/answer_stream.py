@@ -101,8 +101,8 @@ class AnswerStream(QObject):
         if self.ended:
             return
         if isinstance(event, SearchedEvent):
-            self.searched = event.query
-            emit(self.sig_searched, event.query)
+            self.searched = event.shown()
+            emit(self.sig_searched, self.searched)
         elif isinstance(event, CitationsEvent):
             self._state = "streaming"
             self._citations = list(event.citations)

@@ -105,8 +105,8 @@ def _stream(client, *, question: str, k: int, conversation: CliConversation | No
     history = history_of(conversation.value) if conversation is not None else []
     for ev in client.ask_stream(question=question, k=k, history=history):
         if isinstance(ev, SearchedEvent):
-            searched = ev.query
-            print(f"(searched for: {ev.query})", file=sys.stderr, flush=True)
+            searched = ev.shown()
+            print(f"(searched for: {searched})", file=sys.stderr, flush=True)
         elif isinstance(ev, CitationsEvent):
             citations = ev.citations
         elif isinstance(ev, TokenEvent):

@@ -5,10 +5,11 @@ alone: searched as asked it finds nothing, or the wrong thing. Before retrieval 
 resolved into a `FollowUp`:
 
 - without a language model, history-aware retrieval: the search text is the question
-  with the content words of the earlier question it leans on, its embedding is the
-  question's blended with the earlier question's and answer's (weighted below the
-  question's own), and passages from the pages already cited get a bonus in the
-  ranking (a follow-up usually asks about the same place);
+  as asked, its embedding is the question's blended with the earlier question's
+  (weighted below the question's own), and passages from the pages and files already
+  cited get a small bonus in the ranking (a follow-up often asks about the same place,
+  but not always: a larger bonus, or the earlier question's words in the search text,
+  pulled follow-ups back to the earlier page; measured by `ragdoll bench conversation`);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/pipeline/answering.py); the
   rewritten query is searched as such, with the same bonus for the pages cited.
@@ -25,13 +26,15 @@ from dataclasses import dataclass
 from engine.wire_events import Turn
 
 # Earlier turns' embeddings count less than the question's own words.
-PREVIOUS_QUESTION_WEIGHT = 0.6
-PREVIOUS_ANSWER_WEIGHT = 0.3
+PREVIOUS_QUESTION_WEIGHT = 0.3
+PREVIOUS_ANSWER_WEIGHT = 0.0  # the answer's words pulled follow-ups back to its page
 # A follow-up with at most this many content words of its own leans on the last turn.
 _FEW_CONTENT_WORDS = 3
 _WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
 # Words that point back at something said before.
 _ANAPHORS = frozenset(
+    # Pronouns only: "that", "then", "one" are as often relative or counting words
+    # in a question that stands alone ("how do I tell git that the commit is good?").
     [
         "it",
         "its",
@@ -40,28 +43,14 @@ _ANAPHORS = frozenset(
         "them",
         "their",
         "theirs",
-        "this",
-        "that",
         "these",
         "those",
         "he",
         "she",
         "his",
         "her",
-        "there",
-        "then",
-        "one",
-        "ones",
         "former",
         "latter",
-        "second",
-        "first",
-        "third",
-        "last",
-        "other",
-        "another",
-        "same",
-        "such",
     ]
 )
 _OPENERS = ("and ", "what about", "how about", "and what", "and how", "also", "then ", "but ")
@@ -168,6 +157,7 @@ class FollowUp:
 
     question: str  # as asked
     query: str  # the search text (shown as "searched for: …")
+    context: str = ""  # the earlier question(s) blended into its embedding
     history: tuple[Turn, ...]  # the turns before it, oldest first
     blend: tuple[tuple[str, float], ...] = ()  # (text, weight) embedded with the query
     cited: frozenset[tuple[str, int | None]] = frozenset()  # (path, page) cited last turn
@@ -194,22 +184,25 @@ def looks_dependent(question: str) -> bool:
 def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
     """The history-aware search for `question` (no model needed); None when there is
     no earlier turn. A question that names what it asks about is searched as asked
-    (`dependent` False), though the model still sees the turns before it."""
+    (`dependent` False), though the model still sees the turns before it.
+
+    The follow-up's own words stay the search text (borrowing the earlier question's
+    words into it pulled the search back to the earlier answer's page); the earlier
+    question it leans on is blended into its embedding instead, and is `context`."""
     question = " ".join(question.split())
     last = _last_answered(history)
     if last is None:
         return None
     if not looks_dependent(question):
         return FollowUp(question=question, query=question, history=history, dependent=False)
-    mine = {w.casefold() for w in content_words(question)}
-    borrowed = [w for w in _referent_words(history) if w.casefold() not in mine]
-    query = " ".join([*_unique(borrowed), question]) if borrowed else question
-    blend = [(last.question, PREVIOUS_QUESTION_WEIGHT)]
-    if last.answer.strip():
+    referents = _referents(history)
+    blend = [(q, PREVIOUS_QUESTION_WEIGHT) for q in referents]
+    if last.answer.strip() and PREVIOUS_ANSWER_WEIGHT > 0:
         blend.append((last.answer, PREVIOUS_ANSWER_WEIGHT))
     return FollowUp(
         question=question,
-        query=query,
+        query=question,
+        context=" / ".join(referents),
         history=history,
         blend=tuple(blend),
         cited=frozenset((c.path, c.page) for c in last.citations),
@@ -225,6 +218,7 @@ def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
     return FollowUp(
         question=follow_up.question,
         query=query,
+        context=follow_up.context,
         history=follow_up.history,
         cited=follow_up.cited,
         rewritten_by="model",
@@ -243,15 +237,15 @@ def rewrite_prompt_text(*, question: str, history: tuple[Turn, ...], max_turns: 
     return "\n".join(lines)
 
 
-def _referent_words(history: tuple[Turn, ...]) -> list[str]:
-    """The content words of the last question, and of the one before it when the last
-    was itself a follow-up ("and the second one?" then "when was it?")."""
-    words: list[str] = []
+def _referents(history: tuple[Turn, ...]) -> list[str]:
+    """The earlier questions a follow-up leans on: the last one, and the one before it
+    when the last was itself a follow-up ("and the second one?" then "when was it?")."""
+    questions: list[str] = []
     for turn in reversed(history[-2:]):
-        words.extend(content_words(turn.question))
+        questions.insert(0, " ".join(turn.question.split()))
         if not looks_dependent(turn.question):
             break
-    return words
+    return questions
 
 
 def _last_answered(history: tuple[Turn, ...]) -> Turn | None:

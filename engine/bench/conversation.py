@@ -126,7 +126,7 @@ def _ask(*, engine: Any, question: str, history: list[Turn]) -> tuple[str, list[
         elif isinstance(event, DoneEvent):
             answer = event.done.answer
         elif getattr(event, "name", "") == "searched":
-            searched = event.query
+            searched = event.shown()
     return answer, citations, searched
 
 

@@ -67,7 +67,7 @@ def store_retrieve_batch(
 # A follow-up's candidates: more than its k, so that a cited page ranked lower can rise.
 _FOLLOW_UP_CANDIDATES = 12
 # Bonuses in reciprocal-rank-fusion units (a first rank in one list is 1/61).
-_SAME_PAGE_BONUS = 0.6 / (RRF_K + 1)
+_SAME_PAGE_BONUS = 0.2 / (RRF_K + 1)
 _SAME_FILE_BONUS = 0.2 / (RRF_K + 1)
 
 

@@ -133,7 +133,7 @@ def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
         with_model=False,
     )
     assert alone is not None and alone.rewritten_by == "history" and not quiet.asked
-    assert "exim" in alone.query
+    assert "exim" in alone.context
 
 
 def test_a_failed_rewrite_leaves_the_history_aware_query(tmp_path: Path) -> None:
@@ -151,4 +151,4 @@ def test_a_failed_rewrite_leaves_the_history_aware_query(tmp_path: Path) -> None
         history=history,
         with_model=True,
     )
-    assert follow is not None and follow.rewritten_by == "history" and "exim" in follow.query
+    assert follow is not None and follow.rewritten_by == "history" and "exim" in follow.context
