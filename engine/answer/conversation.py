@@ -28,6 +28,36 @@ from engine.wire_events import Turn
 # Earlier turns' embeddings count less than the question's own words.
 PREVIOUS_QUESTION_WEIGHT = 0.3
 PREVIOUS_ANSWER_WEIGHT = 0.0  # the answer's words pulled follow-ups back to its page
+# A follow-up that names nothing but these ("the second one", "the other option") means
+# nothing alone: the earlier question's words join its search text.
+_GENERIC = frozenset(
+    [
+        "first",
+        "second",
+        "third",
+        "fourth",
+        "last",
+        "next",
+        "previous",
+        "one",
+        "ones",
+        "other",
+        "another",
+        "same",
+        "option",
+        "options",
+        "choice",
+        "choices",
+        "thing",
+        "things",
+        "part",
+        "step",
+        "way",
+        "example",
+        "kind",
+    ]
+)
+BORROWED_QUESTION_WEIGHT = 0.6  # the blend for such a follow-up
 # A follow-up with at most this many content words of its own leans on the last turn.
 _FEW_CONTENT_WORDS = 3
 _WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
@@ -186,9 +216,11 @@ def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
     no earlier turn. A question that names what it asks about is searched as asked
     (`dependent` False), though the model still sees the turns before it.
 
-    The follow-up's own words stay the search text (borrowing the earlier question's
-    words into it pulled the search back to the earlier answer's page); the earlier
-    question it leans on is blended into its embedding instead, and is `context`."""
+    A follow-up that names something of its own ("what about POP3?") is searched with
+    its own words (borrowing the earlier question's words pulled the search back to
+    the earlier answer's page), the earlier question it leans on blended lightly into
+    its embedding (`context`). One that names nothing ("and the second one?") borrows
+    the earlier question's words into its search text and leans on it more."""
     question = " ".join(question.split())
     last = _last_answered(history)
     if last is None:
@@ -196,12 +228,21 @@ def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
     if not looks_dependent(question):
         return FollowUp(question=question, query=question, history=history, dependent=False)
     referents = _referents(history)
-    blend = [(q, PREVIOUS_QUESTION_WEIGHT) for q in referents]
+    own = [w.casefold() for w in content_words(question)]
+    if all(w in _GENERIC for w in own):
+        # Nothing of its own to search for: the earlier question's words join its own.
+        mine = set(own)
+        borrowed = [w for q in referents for w in content_words(q) if w.casefold() not in mine]
+        query = " ".join([*_unique(borrowed), question])
+        weight = BORROWED_QUESTION_WEIGHT
+    else:
+        query, weight = question, PREVIOUS_QUESTION_WEIGHT
+    blend = [(q, weight) for q in referents]
     if last.answer.strip() and PREVIOUS_ANSWER_WEIGHT > 0:
         blend.append((last.answer, PREVIOUS_ANSWER_WEIGHT))
     return FollowUp(
         question=question,
-        query=question,
+        query=query,
         context=" / ".join(referents),
         history=history,
         blend=tuple(blend),

@@ -78,11 +78,21 @@ def gated_retrieve_batch(
             # better than whole-chunk similarity does; the similarity only spares
             # the check for questions nothing relates to.
             if hits and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY:
-                extract = extractive.answer(question=question.text, passages=passages_of(hits))
+                extract = extractive.answer(
+                    question=_gate_text(question), passages=passages_of(hits)
+                )
             out.append(GatedHits(hits=hits, extract=extract))
         return out
 
     return retrieve
+
+
+def _gate_text(question: Question) -> str:
+    """What the gate (and an extractive answer) checks the passages against: a
+    follow-up's words alone ("and the second one?") match no sentence, so the earlier
+    question it leans on goes first."""
+    context = getattr(question.conversation, "context", "")
+    return f"{context} {question.text}" if context else question.text
 
 
 def gated_generate_batch(

@@ -73,3 +73,11 @@ def test_a_models_rewrite_replaces_the_query_but_keeps_the_pages() -> None:
     assert better.cited == follow.cited
     assert SearchedEvent(query="q", context="earlier").shown() == "q  (with: earlier)"
     assert rewritten(follow_up=follow, query="   ") is follow  # nothing said: keep it
+
+
+def test_a_follow_up_that_names_nothing_borrows_the_earlier_questions_words() -> None:
+    options = Turn(question="What choices does git rebase --empty accept?", answer="drop, keep")
+    follow = resolve(question="And what does the second one do?", history=(options,))
+    assert follow is not None and follow.dependent
+    assert "--empty" in follow.query and follow.query.endswith("And what does the second one do?")
+    assert follow.blend[0][1] > PREVIOUS_QUESTION_WEIGHT  # it leans on it more
