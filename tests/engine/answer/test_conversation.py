@@ -79,5 +79,7 @@ def test_a_follow_up_that_names_nothing_borrows_the_earlier_questions_words() ->
     options = Turn(question="What choices does git rebase --empty accept?", answer="drop, keep")
     follow = resolve(question="And what does the second one do?", history=(options,))
     assert follow is not None and follow.dependent
-    assert "--empty" in follow.query and follow.query.endswith("And what does the second one do?")
+    assert "rebase empty" in follow.query and follow.query.endswith(
+        "And what does the second one do?"
+    )
     assert follow.blend[0][1] > PREVIOUS_QUESTION_WEIGHT  # it leans on it more
