@@ -487,7 +487,7 @@ class EngineBridge(QObject):
         or is stopped (`stream.cancel`). False, the stream failed, when not sent."""
 
         def read(client: EngineClient) -> None:
-            events = client.ask_stream(question=stream.question, k=stream.k)
+            events = client.ask_stream(question=stream.question, k=stream.k, history=stream.history)
             try:
                 for event in events:
                     if stream.cancel.is_set() or self._invoker.closed:

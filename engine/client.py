@@ -8,7 +8,7 @@ failure surfaces as EngineUnavailableError (no engine) or EngineRequestError
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -22,6 +22,7 @@ from engine.wire import (
     ANSWER_EVENTS,
     Answer,
     AnswerEvent,
+    AskRequest,
     Citation,
     CitationsEvent,
     CollectionInfo,
@@ -45,9 +46,11 @@ from engine.wire import (
     ServerSettings,
     SourceView,
     StreamEvent,
+    Turn,
     WatchedFolder,
     decode_sse,
     from_json_dict,
+    to_json_dict,
 )
 
 __all__ = ["Endpoint", "EngineClient", "folders_to_grant", "grant_folders"]
@@ -215,18 +218,32 @@ class EngineClient:
             yield cast(ProgressEvent, event).progress
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
     ) -> Iterator[AnswerEvent]:
-        """The answer's events (engine/wire_events.py): citations, tokens, then done,
-        or failed when the engine gave up after the stream began."""
-        body = {"question": question, "k": k, "priority": priority}
+        """The answer's events (engine/wire_events.py): for a follow-up the query it
+        was searched as, citations, tokens, then done, or failed when the engine gave
+        up after the stream began. `history`: the conversation's turns so far."""
+        request = AskRequest(question=question, k=k, priority=priority, history=list(history))
+        body = to_json_dict(request)
         for event in self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS):
             yield cast(AnswerEvent, event)
 
-    def ask(self, *, question: str, k: int = 5, priority: Priority = "interactive") -> Answer:
+    def ask(
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
+    ) -> Answer:
         """The whole answer at once (the stream, collected)."""
         citations: list[Citation] = []
-        for ev in self.ask_stream(question=question, k=k, priority=priority):
+        for ev in self.ask_stream(question=question, k=k, priority=priority, history=history):
             if isinstance(ev, CitationsEvent):
                 citations = ev.citations
             elif isinstance(ev, FailedEvent):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
 from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
 from engine.pipeline.answering import GatedHits, refusal_text
+from engine.pipeline.follow_up import resolve_follow_up
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
@@ -52,12 +53,15 @@ from engine.wire import (
     IngestQueueState,
     PipelineInfo,
     Priority,
+    SearchedEvent,
     SourceView,
     TokenEvent,
+    Turn,
     WatchedFolder,
 )
 
 if TYPE_CHECKING:
+    from engine.answer.generative import GenerationRecord, GenerativeAnswerer
     from engine.answer.in_use import ModelInUse
 
 log = logging.getLogger(__name__)
@@ -383,21 +387,42 @@ class Engine:
         folders: tuple[str, ...] = (),
         types: tuple[str, ...] = (),
         priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
     ) -> Iterator[AnswerEvent]:
-        """CitationsEvent, TokenEvent..., DoneEvent (engine/wire_events.py), through the
-        retrieval and generation pipelines: the question is batched with others asked
-        meanwhile; "interactive" (the chat a person watches) goes ahead of
-        "background" work (batch questions, API clients), which is never starved."""
+        """SearchedEvent (a follow-up only), CitationsEvent, TokenEvent..., DoneEvent
+        (engine/wire_events.py), through the retrieval and generation pipelines: the
+        question is batched with others asked meanwhile; "interactive" (the chat a
+        person watches) goes ahead of "background" work (batch questions, API
+        clients), which is never starved. `history`, the conversation's earlier
+        turns, resolves a follow-up before retrieval and goes into the prompt."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
         serving = self.serving()
+        follow_up = None
+        if history:
+            follow_up = resolve_follow_up(
+                pipeline=serving.pipeline,
+                question=question,
+                history=history,
+                with_model=serving.answerer is not None,
+                cancel=cancel,
+            )
+        if follow_up is not None and follow_up.dependent:
+            yield SearchedEvent(
+                query=follow_up.query,
+                rewritten_by=follow_up.rewritten_by,
+                context=follow_up.context if follow_up.rewritten_by == "history" else "",
+            )
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         handle = serving.pipeline.submit(
-            question=question,
+            question=follow_up.query if follow_up is not None else question,
             priority=priority,
             k=max(1, min(k, 50)),
+            max_new_tokens=max(1, max_new_tokens),
             payload=None if filters.empty else filters,
+            conversation=follow_up,
         )
         yield from _answer_events(handle=handle, cancel=cancel)
 
@@ -485,7 +510,12 @@ class Engine:
         )
 
     def generate_stream(
-        self, *, question: str, cancel: threading.Event | None = None
+        self,
+        *,
+        question: str,
+        cancel: threading.Event | None = None,
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
     ) -> Iterator[str]:
         """The chosen model's answer without retrieval (the API's `retrieval: false`).
         Raises ModelLoadError when no language model is in use."""
@@ -493,7 +523,23 @@ class Engine:
         if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         with self._answer_lock:
-            yield from model.answerer.stream(question=question.strip(), passages=[], cancel=cancel)
+            yield from model.answerer.stream(
+                question=question.strip(),
+                passages=[],
+                cancel=cancel,
+                history=history,
+                max_new_tokens=max_new_tokens,
+            )
+
+    def language_model(self) -> GenerativeAnswerer | None:
+        """The answerer of the language model in use; None in extractive mode."""
+        model = self._model
+        return model.answerer if model is not None else None
+
+    def last_generation(self) -> GenerationRecord | None:
+        """What the model's last run fed and produced, if any."""
+        model = self._model
+        return model.answerer.last_generation if model is not None else None
 
     def close(self) -> None:
         with self._serving_lock:
@@ -545,7 +591,15 @@ def _answer_events(
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
         done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
     else:
-        done = AnswerDone(answer="".join(pieces), mode="generative", model=model)
+        completion = handle.tokens
+        done = AnswerDone(
+            answer="".join(pieces),
+            mode="generative",
+            model=model,
+            prompt_tokens=handle.prompt_tokens or None,
+            completion_tokens=completion,
+            finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
+        )
     yield DoneEvent(done=done)
 
 

@@ -53,7 +53,9 @@ from engine.wire import (
     ProfilingStatus,
     ProgressEvent,
     SourceView,
+    Turn,
     encode_sse,
+    from_json_dict,
     to_json_dict,
 )
 
@@ -75,11 +77,34 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+class CitationBody(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    index: int = 0
+    chunk_id: str = ""
+    path: str = Field(max_length=4096)
+    page: int | None = None
+    text: str = Field(default="", max_length=20000)
+    score: float = 0.0
+    char_start: int = 0
+    char_end: int = 0
+
+
+class TurnBody(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    question: str = Field(max_length=8000)
+    answer: str = Field(default="", max_length=100_000)
+    citations: list[CitationBody] = Field(default_factory=list, max_length=50)
+
+
 class AskBody(BaseModel):
     model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, max_length=8000)
     k: WholeNumber = Field(default=5, ge=1, le=50)
     priority: Priority = "interactive"
+    history: list[TurnBody] = Field(default_factory=list, max_length=200)
+
+    def turns(self) -> list[Turn]:
+        return [from_json_dict(Turn, t.model_dump()) for t in self.history]
 
 
 class IngestBody(BaseModel):
@@ -122,7 +147,7 @@ def create_app(
     )
     # Before the OpenAI routes: their /v1/models/{model} would take /v1/models/recommended.
     app.include_router(models_router(engine=engine))
-    app.include_router(openai_router(engine=engine, lifecycle=lifecycle))
+    app.include_router(openai_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
     app.include_router(library_router(engine=engine))
     app.include_router(system_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
 
@@ -239,7 +264,11 @@ def create_app(
 
         def answer_events(cancel: threading.Event) -> Iterator[str]:
             events = engine.ask_stream(
-                question=body.question, k=body.k, cancel=cancel, priority=body.priority
+                question=body.question,
+                k=body.k,
+                cancel=cancel,
+                priority=body.priority,
+                history=body.turns(),
             )
             for event in events:
                 lifecycle.check()

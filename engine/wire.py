@@ -6,6 +6,7 @@ and the client both import this module; nothing else defines the shapes.
 
 Streams are server-sent events, typed events encoded and decoded by the one codec
 in engine/wire_events.py (re-exported here). `/v1/ask` sends, in order:
+  event: searched   data: {"query": "...", ...}            SearchedEvent (follow-ups only)
   event: citations  data: {"citations": [Citation, ...]}   CitationsEvent
   event: token      data: {"text": "..."}  (repeated)      TokenEvent
   event: done       data: AnswerDone                       DoneEvent
@@ -28,8 +29,10 @@ from engine.wire_events import (
     CitationsEvent,
     DoneEvent,
     FailedEvent,
+    SearchedEvent,
     StreamEvent,
     TokenEvent,
+    Turn,
     decode_sse,
     encode_sse,
     ends_answer,
@@ -46,8 +49,10 @@ __all__ = [  # re-exported: the answer stream's events and the codec
     "CitationsEvent",
     "DoneEvent",
     "FailedEvent",
+    "SearchedEvent",
     "StreamEvent",
     "TokenEvent",
+    "Turn",
     "decode_sse",
     "encode_sse",
     "ends_answer",
@@ -79,6 +84,9 @@ class AskRequest:
     # "interactive": the chat a person is watching goes first; "background": batch
     # questions and API clients (served in value order, never starved).
     priority: Priority = "interactive"
+    # The conversation so far, oldest first: a follow-up is resolved against it and
+    # the model sees it (within its context; the oldest turns are dropped first).
+    history: list[Turn] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -427,6 +435,9 @@ class ServerSettings:
 
     allowed_origins: list[str] = field(default_factory=list)  # e.g. "http://localhost:3000"
     keep_engine_running: bool = False
+    # OpenAI-compatible answers end with their sources as a numbered list in the text
+    # (generic clients show no `citations` field); a request can say otherwise.
+    api_sources_in_text: bool = True
 
 
 # -- OpenAI-compatible shapes (/v1/chat/completions, /v1/models, /v1/embeddings) -------
@@ -501,7 +512,31 @@ class OpenAIChatCompletionChunk:
     model: str
     choices: list[OpenAIChunkChoice]
     citations: list[Citation] | None = None
+    # With `stream_options.include_usage`: null on every chunk but the last, which has
+    # no choices and the whole answer's usage (OpenAI's layout).
+    usage: OpenAIUsage | None = None
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAICompletionChoice:
+    index: int
+    text: str
+    finish_reason: Literal["stop", "length"] | None = None
+    logprobs: None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAICompletion:
+    """`/v1/completions` (the legacy text API), a whole answer or one streamed piece."""
+
+    id: str
+    created: int
+    model: str
+    choices: list[OpenAICompletionChoice]
+    citations: list[Citation] | None = None
+    usage: OpenAIUsage | None = None
+    object: Literal["text_completion"] = "text_completion"
 
 
 @dataclass(frozen=True, kw_only=True)

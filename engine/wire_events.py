@@ -1,6 +1,7 @@
 """The engine's streamed events, and their one encoding: server-sent events.
 
-An answer (`/v1/ask`) is a stream of typed events, in order: one CitationsEvent,
+An answer (`/v1/ask`) is a stream of typed events, in order: for a question asked
+within a conversation a SearchedEvent (the query it was resolved to), one CitationsEvent,
 TokenEvents as the text is written, then a DoneEvent, or a FailedEvent instead when
 it fails. The engine core yields them, the server encodes them with `encode_sse`,
 the client decodes them with `decode_sse`, and the window reads the same objects:
@@ -55,6 +56,21 @@ class AnswerDone:
     mode: AnswerMode
     note: str | None = None  # e.g. "No language model is installed: ..."
     model: str | None = None
+    # Counted by the model's tokenizer when a model answered; None in extractive mode.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: Literal["stop", "length"] = "stop"  # "length": cut at max_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One earlier turn of a conversation, as the question's context: what was asked,
+    what was answered, and the sources that answer was given (their text included,
+    so that the prompt renders the turn exactly as the model saw it)."""
+
+    question: str
+    answer: str
+    citations: list[Citation] = dataclasses.field(default_factory=list)
 
 
 # -- JSON: every wire dataclass, both ways ------------------------------------------
@@ -119,6 +135,24 @@ class CitationsEvent(StreamEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SearchedEvent(StreamEvent):
+    """How a follow-up question was searched (before the citations): as asked with the
+    earlier question it refers to weighed in (`context`), or as the model's standalone
+    rewrite of it. Sent only for a follow-up asked within a conversation."""
+
+    def shown(self) -> str:
+        """ "searched for: …" as the window and the CLI write it."""
+        if self.context:
+            return f"{self.query}  (with: {self.context})"
+        return self.query
+
+    name: ClassVar[str] = "searched"
+    query: str
+    rewritten_by: Literal["history", "model"] = "history"
+    context: str = ""  # the earlier question(s) the search weighed in ("history" only)
+
+
+@dataclass(frozen=True, kw_only=True)
 class TokenEvent(StreamEvent):
     """A piece of the answer's text, as it is written."""
 
@@ -149,8 +183,14 @@ class FailedEvent(StreamEvent):
     message: str
 
 
-AnswerEvent = CitationsEvent | TokenEvent | DoneEvent | FailedEvent
-ANSWER_EVENTS: tuple[type[StreamEvent], ...] = (CitationsEvent, TokenEvent, DoneEvent, FailedEvent)
+AnswerEvent = SearchedEvent | CitationsEvent | TokenEvent | DoneEvent | FailedEvent
+ANSWER_EVENTS: tuple[type[StreamEvent], ...] = (
+    SearchedEvent,
+    CitationsEvent,
+    TokenEvent,
+    DoneEvent,
+    FailedEvent,
+)
 
 
 def ends_answer(event: StreamEvent) -> bool:

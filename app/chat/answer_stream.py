@@ -24,7 +24,9 @@ from engine.wire import (
     CitationsEvent,
     DoneEvent,
     FailedEvent,
+    SearchedEvent,
     TokenEvent,
+    Turn,
 )
 
 AnswerState = Literal["asking", "streaming", "done", "failed", "stopped"]
@@ -35,6 +37,7 @@ class AnswerStream(QObject):
     """A question and its answer as it streams in. GUI thread only, except
     `cancel`, which a worker may read."""
 
+    sig_searched = Signal(str)  # the query a follow-up was searched as
     sig_citations = Signal(object)  # list[Citation]
     sig_token = Signal(str)  # the piece that arrived (the whole text is `text`)
     sig_done = Signal(object)  # AnswerDone
@@ -48,6 +51,7 @@ class AnswerStream(QObject):
         question: str,
         conversation_id: str = "",
         k: int = 5,
+        history: tuple[Turn, ...] = (),
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -55,6 +59,8 @@ class AnswerStream(QObject):
         self.question = question
         self.conversation_id = conversation_id  # where the answer is written
         self.k = k
+        self.history = history  # the conversation's turns before this question
+        self.searched = ""  # the query a follow-up was searched as, once told
         self.cancel = threading.Event()  # set by Stop; the reader closes the stream
         self._state: AnswerState = "asking"
         self._text = ""
@@ -94,7 +100,10 @@ class AnswerStream(QObject):
         """One event of the engine's stream (GUI thread). Ignored once ended."""
         if self.ended:
             return
-        if isinstance(event, CitationsEvent):
+        if isinstance(event, SearchedEvent):
+            self.searched = event.shown()
+            emit(self.sig_searched, self.searched)
+        elif isinstance(event, CitationsEvent):
             self._state = "streaming"
             self._citations = list(event.citations)
             emit(self.sig_citations, self.citations)

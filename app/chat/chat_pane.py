@@ -38,6 +38,7 @@ from app.chat.conversations import (
     ConversationStore,
     Exchange,
     default_folder,
+    history_of,
     new_conversation,
     with_exchange,
     with_last_exchange,
@@ -121,6 +122,12 @@ class ChatPane(QWidget):
 
         self.sources_label = QLabel("Sources")
         self.sources_label.setObjectName("sectionTitle")
+        # A follow-up's search, as the engine resolved it: "searched for: …".
+        self.searched_label = QLabel("")
+        self.searched_label.setObjectName("searchedFor")
+        self.searched_label.setAccessibleName("The search the sources came from")
+        self.searched_label.setWordWrap(True)
+        self.searched_label.setVisible(False)
         self.sources_model = SourcesModel(parent=self)
         self.sources = QListView()
         self.sources.setObjectName("sources")
@@ -165,6 +172,7 @@ class ChatPane(QWidget):
         sources_head.addWidget(self.regenerate_button)
         sources_head.addWidget(self.copy_button)
         sources_layout.addLayout(sources_head)
+        sources_layout.addWidget(self.searched_label)
         sources_layout.addWidget(self.sources)
 
         self.split = QSplitter(Qt.Orientation.Vertical)
@@ -392,6 +400,7 @@ class ChatPane(QWidget):
         self._fill_next = 0
         exchanges = self._current.exchanges
         self._show_sources(list(exchanges[-1].citations) if exchanges else [])
+        self._show_searched(exchanges[-1].searched if exchanges else "")
         self._update_buttons()
         self._fill_step()
 
@@ -487,8 +496,12 @@ class ChatPane(QWidget):
         """Show the question and a placeholder where its answer will stream in, and
         announce the answer's stream (`sig_ask`) for the asker to feed."""
         stream = AnswerStream(
-            request_id=next(self._request_ids), question=question, conversation_id=self._current.id
+            request_id=next(self._request_ids),
+            question=question,
+            conversation_id=self._current.id,
+            history=tuple(history_of(self._current)),  # the conversation shown
         )
+        stream.sig_searched.connect(self._on_searched)
         stream.sig_citations.connect(self._on_citations)
         stream.sig_token.connect(self._on_token)
         stream.sig_done.connect(self._on_done)
@@ -500,12 +513,24 @@ class ChatPane(QWidget):
         self._refresh_list()
         if complete:  # write only the new exchange, not the whole conversation again
             self._show_sources([])
+            self._show_searched("")
             self._update_buttons()
             self._fill_step()
         else:
             self._show_current()
         emit(self.sig_ask, stream)
         return stream
+
+    def _on_searched(self, query: str) -> None:
+        if self._live is None:
+            return
+        self._update_streaming(save=False, searched=query)
+        if self._streaming_here():
+            self._show_searched(query)
+
+    def _show_searched(self, query: str) -> None:
+        self.searched_label.setText(f"searched for: {query}" if query else "")
+        self.searched_label.setVisible(bool(query))
 
     def _on_citations(self, citations: list[Citation]) -> None:
         if self._live is None:
@@ -545,6 +570,7 @@ class ChatPane(QWidget):
             self._rewrite_last_answer(streaming=False)
             last = self._current.exchanges[-1]
             self._show_sources(list(last.citations))
+            self._show_searched(last.searched)
         self._answer_start = -1
         self._refresh_list()
         self._update_buttons()

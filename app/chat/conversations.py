@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.paths import resolve_paths
-from engine.wire import Citation
+from engine.wire import Citation, Turn
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class Exchange:
     error: str = ""
     # Quoted from the documents (no language model): shown literally, never as Markdown.
     quoted: bool = False
+    searched: str = ""  # the query a follow-up was searched as ("" when as asked)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +115,16 @@ def without_last_exchange(conversation: Conversation) -> Conversation:
     return replace(conversation, exchanges=conversation.exchanges[:-1])
 
 
+def history_of(conversation: Conversation) -> list[Turn]:
+    """The turns a new question of this conversation is asked after: the exchanges
+    that got an answer (a failed or empty one tells the engine nothing)."""
+    return [
+        Turn(question=e.question, answer=e.answer, citations=list(e.citations))
+        for e in conversation.exchanges
+        if e.answer.strip() and not e.error
+    ]
+
+
 # -- (de)serialising ----------------------------------------------------------------
 
 
@@ -152,6 +163,7 @@ def _exchange(data: Any) -> Exchange:
         stopped=bool(data.get("stopped", False)),
         error=str(data.get("error", "")),
         quoted=bool(data.get("quoted", False)),
+        searched=str(data.get("searched", "")),
     )
 
 
@@ -169,6 +181,14 @@ class ConversationStore:
         if not _ID.match(conversation_id):
             raise ValueError(f"bad conversation id {conversation_id!r}")
         return self.folder / f"{conversation_id}.json"
+
+    def load(self, *, conversation_id: str) -> Conversation | None:
+        """One conversation; None when there is no such file (ValueError: damaged)."""
+        try:
+            text = self.path_of(conversation_id=conversation_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        return from_json(json.loads(text))
 
     def load_all(self) -> list[Conversation]:
         """Every readable conversation, newest first; damaged files set aside."""

@@ -1,5 +1,10 @@
 """`ragdoll ask "QUESTION"`: an answer with its sources.
 
+`ragdoll ask --conversation NAME "QUESTION"`: a question of a conversation kept under
+the data folder (the window's conversations folder: a name of your own, or the id of a
+conversation the window shows); the earlier turns go with the question, so a follow-up
+("and the second one?") finds what it refers to, and the turn is appended.
+
 `ragdoll ask --file QUESTIONS.txt`: a list of questions answered together (the
 engine batches them), as a table with sources on stdout or in a CSV or Markdown file.
 """
@@ -17,6 +22,8 @@ from app.batch.questions import MAX_QUESTION_CHARS, QuestionsError, read_questio
 from app.batch.runner import BatchResult, BatchRun, summary
 from app.batch.visible import visible
 from app.chat.answer_render import elide
+from app.chat.conversations import history_of
+from app.commands.cli_conversation import CliConversation, open_conversation
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.wire import (
@@ -25,6 +32,7 @@ from engine.wire import (
     CitationsEvent,
     DoneEvent,
     FailedEvent,
+    SearchedEvent,
     TokenEvent,
     to_json_dict,
 )
@@ -51,6 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --file: write the table to this .csv or .md file (default: Markdown on stdout)",
     )
     p.add_argument("--format", choices=("csv", "md"), help="with --file: the table's format")
+    p.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="ask within this conversation (a name, or a window conversation's id): "
+        "earlier turns are sent with the question and this turn is appended",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-k", "--k", type=int, default=5, help="how many passages to retrieve (1-50)")
     p.add_argument(
@@ -62,6 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= 50:
         return fail("--k must be between 1 and 50", code=2)
+    if args.conversation is not None and args.file is not None:
+        return fail("--conversation asks one question, not --file", code=2)
     if args.file is not None:
         return _run_file(args)
     if args.question is None:
@@ -78,20 +94,34 @@ def run(args: argparse.Namespace) -> int:
             code=2,
         )
     try:
+        conversation = (
+            open_conversation(name=args.conversation) if args.conversation is not None else None
+        )
+    except ValueError as e:
+        return fail(str(e), code=2)
+    history = history_of(conversation.value) if conversation is not None else []
+    try:
         with engine_session(keep=args.keep_engine) as client:
             if args.json:
-                answer = client.ask(question=question, k=args.k)
+                answer = client.ask(question=question, k=args.k, history=history)
+                if conversation is not None:
+                    conversation.append(question=question, answer=answer, searched="")
                 print(json.dumps(to_json_dict(answer), ensure_ascii=False))
                 return 0
-            return _stream(client, question=question, k=args.k)
+            return _stream(client, question=question, k=args.k, conversation=conversation)
     except (EngineUnavailableError, EngineRequestError) as e:
         return fail(str(e))
 
 
-def _stream(client, *, question: str, k: int) -> int:  # type: ignore[no-untyped-def]
+def _stream(client, *, question: str, k: int, conversation: CliConversation | None) -> int:  # type: ignore[no-untyped-def]
     citations: list[Citation] = []
-    for ev in client.ask_stream(question=question, k=k):
-        if isinstance(ev, CitationsEvent):
+    searched = ""
+    history = history_of(conversation.value) if conversation is not None else []
+    for ev in client.ask_stream(question=question, k=k, history=history):
+        if isinstance(ev, SearchedEvent):
+            searched = ev.shown()
+            print(f"(searched for: {searched})", file=sys.stderr, flush=True)
+        elif isinstance(ev, CitationsEvent):
             citations = ev.citations
         elif isinstance(ev, TokenEvent):
             print(visible(ev.text, keep="\n\t"), end="", flush=True)
@@ -101,9 +131,10 @@ def _stream(client, *, question: str, k: int) -> int:  # type: ignore[no-untyped
         elif isinstance(ev, DoneEvent):
             done = ev.done
             print()
-            _sources(
-                Answer(answer=done.answer, citations=citations, mode=done.mode, note=done.note)
-            )
+            answer = Answer(answer=done.answer, citations=citations, mode=done.mode, note=done.note)
+            if conversation is not None:
+                conversation.append(question=question, answer=answer, searched=searched)
+            _sources(answer)
     return 0
 
 

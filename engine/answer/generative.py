@@ -11,131 +11,20 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from transformers import GenerationConfig
 
 from engine.answer.passages import Passage
+from engine.answer.prompt import build_prompt, encode_prompt
 from engine.executor.compat import GenerateCompat
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, Sampling, TokenEvent, generate
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
 from engine.models.loading import LoadedModel
 from engine.planner.placement import Placement
-
-# Below this many tokens a truncated source is more confusing than useful.
-_MIN_SOURCE_TOKENS = 24
-
-
-def load_system_prompt() -> str:
-    return (
-        resources.files("resources")
-        .joinpath("prompts/answer_system.txt")
-        .read_text(encoding="utf-8")
-        .strip()
-    )
-
-
-def build_prompt(
-    *, tokenizer: Any, question: str, passages: list[Passage], max_prompt_tokens: int
-) -> str:
-    """The full prompt text: system prompt, numbered sources, question.
-
-    Sources are kept in the order given (best first); the last one that does not fit is
-    cut and the rest dropped, so that the prompt stays within `max_prompt_tokens` as
-    counted by `count_prompt_tokens`.
-    """
-    system = load_system_prompt()
-    question = " ".join(question.split())
-
-    def render(blocks: list[str], q: str) -> str:
-        return _render(tokenizer=tokenizer, system=system, sources=blocks, question=q)
-
-    frame = count_prompt_tokens(tokenizer=tokenizer, prompt=render([], question))
-    if frame > max_prompt_tokens:
-        # Only an absurdly long question gets here; its start says what is asked.
-        ids = _ids(tokenizer, question)
-        question = _truncate(tokenizer, question, max(1, len(ids) - (frame - max_prompt_tokens)))
-        frame = count_prompt_tokens(tokenizer=tokenizer, prompt=render([], question))
-        if frame > max_prompt_tokens:
-            raise ValueError(
-                f"max_prompt_tokens={max_prompt_tokens} cannot hold even the instructions "
-                f"({frame} tokens)"
-            )
-
-    budget = max_prompt_tokens - frame
-    blocks: list[str] = []
-    for passage in passages:
-        block = _source_block(passage)
-        # +2 for the blank line between sources; the final check below corrects drift.
-        cost = len(_ids(tokenizer, block)) + 2
-        if cost <= budget:
-            blocks.append(block)
-            budget -= cost
-            continue
-        if budget >= _MIN_SOURCE_TOKENS:
-            blocks.append(_truncate(tokenizer, block, budget - 2) + " …")
-        break
-
-    # Token counts of pieces do not add up exactly (merges across joins): shrink the last
-    # source until the whole prompt fits.
-    prompt = render(blocks, question)
-    while blocks:
-        excess = count_prompt_tokens(tokenizer=tokenizer, prompt=prompt) - max_prompt_tokens
-        if excess <= 0:
-            break
-        keep = len(_ids(tokenizer, blocks[-1])) - excess - 2
-        if keep < _MIN_SOURCE_TOKENS:
-            blocks.pop()
-        else:
-            blocks[-1] = _truncate(tokenizer, blocks[-1], keep) + " …"
-        prompt = render(blocks, question)
-    return prompt
-
-
-def count_prompt_tokens(*, tokenizer: Any, prompt: str) -> int:
-    """Tokens of a prompt as `GenerativeAnswerer` feeds it to the model."""
-    return len(_encode_prompt(tokenizer=tokenizer, prompt=prompt, return_tensors=None)["input_ids"])
-
-
-def _encode_prompt(*, tokenizer: Any, prompt: str, return_tensors: str | None) -> Any:
-    # Chat templates write their own bos; adding special tokens again would double it.
-    add_special = not getattr(tokenizer, "chat_template", None)
-    return tokenizer(prompt, add_special_tokens=add_special, return_tensors=return_tensors)
-
-
-def _render(*, tokenizer: Any, system: str, sources: list[str], question: str) -> str:
-    sources_text = "\n\n".join(sources) if sources else "(no sources were found)"
-    user = f"Sources:\n{sources_text}\n\nQuestion: {question}"
-    if not getattr(tokenizer, "chat_template", None):
-        return f"{system}\n\n{user}\n\nAnswer:"
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception:
-        # Some templates (Gemma, older Mistral) refuse a system role: fold it into the
-        # user's turn instead.
-        merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
-        return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
-
-
-def _source_block(passage: Passage) -> str:
-    where = Path(passage.path).name or passage.path
-    if passage.page is not None:
-        where = f"{where}, p. {passage.page}"
-    return f"[{passage.index}] ({where}) {' '.join(passage.text.split())}"
-
-
-def _ids(tokenizer: Any, text: str) -> list[int]:
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
-
-
-def _truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
-    ids = _ids(tokenizer, text)[: max(0, max_tokens)]
-    # A cut inside a multi-byte character decodes to U+FFFD; drop it.
-    return tokenizer.decode(ids).rstrip("\ufffd").rstrip()
+from engine.wire_events import Turn
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,11 +124,12 @@ class GenerativeAnswerer:
         temperature: float = 0.0,
         cancel: threading.Event | None = None,
         seed: int = 0,
+        history: Sequence[Turn] = (),
     ) -> Iterator[str]:
         """Yield the answer's text piece by piece; stops early when `cancel` is set or
         the caller stops reading (the batch and its KV cache are freed then)."""
         request = self.prompt_request(
-            question=question, passages=passages, max_new_tokens=max_new_tokens
+            question=question, passages=passages, max_new_tokens=max_new_tokens, history=history
         )
         generated = 0
         stopped = cancel is not None and cancel.is_set()
@@ -271,18 +161,53 @@ class GenerativeAnswerer:
         return self._pad_id
 
     def prompt_request(
-        self, *, question: str, passages: list[Passage], max_new_tokens: int = 256
+        self,
+        *,
+        question: str,
+        passages: list[Passage],
+        max_new_tokens: int = 256,
+        history: Sequence[Turn] = (),
     ) -> GenerationRequest:
         """One question as the executor's request: the prompt cut to fit the context
-        (at least half of it kept for the sources) and this model's stop tokens."""
+        (at least half of it kept for the sources; earlier turns of the conversation
+        in what is left, oldest dropped first) and this model's stop tokens."""
         max_new_tokens = max(1, min(max_new_tokens, self.context_length // 2))
         prompt = build_prompt(
             tokenizer=self.tokenizer,
             question=question,
             passages=passages,
             max_prompt_tokens=self.context_length - max_new_tokens,
+            history=history,
         )
-        ids = _encode_prompt(tokenizer=self.tokenizer, prompt=prompt, return_tensors=None)
+        return self._request(prompt=prompt, max_new_tokens=max_new_tokens)
+
+    def rewrite_request(
+        self, *, question: str, history: Sequence[Turn], max_new_tokens: int = 48
+    ) -> GenerationRequest:
+        """A follow-up's rewrite into a standalone search query, as a short request."""
+        from engine.answer.conversation import REWRITE_INSTRUCTIONS, rewrite_prompt_text
+
+        user = rewrite_prompt_text(question=question, history=tuple(history))
+        if getattr(self.tokenizer, "chat_template", None):
+            messages = [
+                {"role": "system", "content": REWRITE_INSTRUCTIONS},
+                {"role": "user", "content": user},
+            ]
+            try:
+                prompt = self.tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=True
+                )
+            except Exception:  # a template without a system role
+                merged = [{"role": "user", "content": f"{REWRITE_INSTRUCTIONS}\n\n{user}"}]
+                prompt = self.tokenizer.apply_chat_template(
+                    merged, tokenize=False, add_generation_prompt=True
+                )
+        else:
+            prompt = f"{REWRITE_INSTRUCTIONS}\n\n{user}\n\nQuery:"
+        return self._request(prompt=prompt, max_new_tokens=max_new_tokens)
+
+    def _request(self, *, prompt: str, max_new_tokens: int) -> GenerationRequest:
+        ids = encode_prompt(tokenizer=self.tokenizer, prompt=prompt, return_tensors=None)
         return GenerationRequest(
             prompt_ids=tuple(ids["input_ids"]),
             max_new_tokens=max_new_tokens,

@@ -1,12 +1,19 @@
-"""OpenAI-compatible endpoints: /v1/chat/completions, /v1/models, /v1/embeddings.
+"""OpenAI-compatible endpoints: /v1/chat/completions, /v1/completions, /v1/models,
+/v1/embeddings.
 
 Existing OpenAI clients work unchanged against the engine (base URL
 http://127.0.0.1:PORT/v1, api key = the engine's token). Chat answers come from
-the person's documents: the last user message is the question, retrieval is on
-unless the request says `"ragdoll": {"retrieval": false}`, and the sources are
-in an extension field `citations` (on the response, and on the first chunk of a
-stream). Sampling parameters (temperature, top_p, ...) are accepted and ignored:
-answers are greedy so that the same question gets the same cited answer.
+the person's documents: the last user message is the question and the user /
+assistant messages before it are the conversation (a follow-up is resolved against
+them and the model sees them); retrieval is on unless the request says
+`"ragdoll": {"retrieval": false}`. The sources are in an extension field `citations`
+(on the response, and on the first chunk of a stream) and, unless turned off (per
+request or in the server settings), appended to the text as a numbered list.
+`max_tokens` / `max_completion_tokens` and `stop` are honoured, `usage` is counted.
+Sampling parameters (temperature, top_p, ...) are accepted and ignored: answers are
+greedy so that the same question gets the same cited answer; what cannot be honoured
+(n > 1, a required tool call, a response format) is refused with a 400. docs/api.md
+says it all exactly.
 """
 
 from __future__ import annotations
@@ -35,18 +42,24 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle
+from engine.api.openai_answer import (
+    AnswerAsked,
+    Shaped,
+    answer_events,
+    collect,
+    shaped,
+    stop_sequences,
+    usage_tokenizer,
+)
+from engine.api.openai_chunks import chat_chunks, completion_chunks
+from engine.api.openai_shape import ChatText, question_and_history
+from engine.api.server_settings import ServerSettingsStore
 from engine.core import Engine
 from engine.wire import (
-    AnswerDone,
-    AnswerEvent,
-    Citation,
-    CitationsEvent,
-    DoneEvent,
     OpenAIChatCompletion,
-    OpenAIChatCompletionChunk,
     OpenAIChoice,
-    OpenAIChunkChoice,
-    OpenAIDelta,
+    OpenAICompletion,
+    OpenAICompletionChoice,
     OpenAIEmbedding,
     OpenAIEmbeddingList,
     OpenAIEmbeddingUsage,
@@ -55,7 +68,7 @@ from engine.wire import (
     OpenAIMessage,
     OpenAIModel,
     OpenAIModelList,
-    TokenEvent,
+    Turn,
     to_json_dict,
 )
 
@@ -63,7 +76,7 @@ log = logging.getLogger(__name__)
 EXTRACTIVE_MODEL_ID = "ragdoll-extractive"
 MAX_QUESTION_CHARS = 8000
 MAX_EMBEDDING_INPUTS = 2048
-OPENAI_PATHS = ("/v1/chat/completions", "/v1/embeddings", "/v1/models")
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": OpenAIError, "description": "The request is malformed or cannot be answered"},
     404: {"model": OpenAIError, "description": "No such model"},
@@ -90,6 +103,8 @@ class RagdollChatOptions(BaseModel):
 
     retrieval: bool = True
     k: WholeNumber = Field(default=5, ge=1, le=50)
+    # The sources as a numbered list at the end of the text; None: the server setting.
+    sources_in_text: bool | None = None
 
 
 _A_USER_MESSAGE = {
@@ -99,16 +114,38 @@ _A_USER_MESSAGE = {
 }
 
 
-class ChatCompletionBody(BaseModel):
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    include_usage: bool = False
+
+
+class AnswerBody(BaseModel):
+    """What /v1/chat/completions and /v1/completions share."""
+
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: WholeNumber = Field(default=1, ge=1, le=128)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    stop: str | Annotated[list[str], Field(max_length=4)] | None = None
+    ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
+
+
+class ChatCompletionBody(AnswerBody):
     # The schema says what the route needs: a user message with some text.
     messages: list[ChatMessageIn] = Field(
         min_length=1, max_length=1000, json_schema_extra={"contains": _A_USER_MESSAGE}
     )
-    stream: bool = False
-    n: WholeNumber = Field(default=1, ge=1, le=1)
-    ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+
+
+class CompletionBody(AnswerBody):
+    prompt: str | Annotated[list[str], Field(min_length=1, max_length=1)]
+    echo: bool = False
 
 
 class EmbeddingsBody(BaseModel):
@@ -121,7 +158,9 @@ class EmbeddingsBody(BaseModel):
     dimensions: WholeNumber | None = Field(default=None, ge=1)
 
 
-def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
+def openai_router(
+    *, engine: Engine, lifecycle: Lifecycle, settings: ServerSettingsStore
+) -> APIRouter:
     router = APIRouter(tags=["OpenAI-compatible"])
 
     @router.get("/v1/models", response_model=OpenAIModelList)
@@ -148,35 +187,33 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         },
     )
     def chat_completions(body: ChatCompletionBody) -> Any:
-        question = _last_user_text(body.messages)
+        refusal = _refusal(body) or _chat_refusal(body)
+        if refusal is not None:
+            return refusal
+        messages = [ChatText(role=m.role, text=_text_of(m)) for m in body.messages]
+        question, history = question_and_history(messages)
         if not question:
             return _error(400, "no user message with text: the last user message is the question")
-        if len(question) > MAX_QUESTION_CHARS:
-            return _error(400, f"the question is longer than {MAX_QUESTION_CHARS} characters")
-        options = body.ragdoll
-        if not options.retrieval and engine.status().answer_mode != "generative":
-            return _error(
-                400,
-                "retrieval is off but no language model is in use: choose a model "
-                "(PUT /v1/settings/model) or leave retrieval on",
-            )
+        max_tokens = body.max_completion_tokens or body.max_tokens
+        asked = _asked(body, question=question, history=history, max_tokens=max_tokens)
+        if isinstance(asked, JSONResponse):
+            return asked
         model_id = _model_id(engine)
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
-        events = _answer_events(
-            engine=engine, lifecycle=lifecycle, question=question, options=options, model=model_id
-        )
+        stream = _shaped_answer(asked=asked, model=model_id)
         if body.stream:
-            chunks = _stream(events, completion_id=completion_id, created=created, model=model_id)
-            return StreamingResponse(chunks, media_type="text/event-stream")
-        citations: list[Citation] = []
-        answer = ""
+            include_usage = body.stream_options is not None and body.stream_options.include_usage
+            chunks = chat_chunks(
+                stream,
+                completion_id=completion_id,
+                created=created,
+                model=model_id,
+                include_usage=include_usage,
+            )
+            return StreamingResponse(_guarded(chunks), media_type="text/event-stream")
         try:
-            for event in events:
-                if isinstance(event, CitationsEvent):
-                    citations = event.citations
-                elif isinstance(event, DoneEvent):
-                    answer = event.done.answer
+            citations, answer, ended = collect(stream)
         except Exception as e:
             log.exception("answering failed")
             return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
@@ -188,11 +225,94 @@ def openai_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
                 OpenAIChoice(
                     index=0,
                     message=OpenAIMessage(role="assistant", content=answer),
-                    finish_reason="stop",
+                    finish_reason=ended.finish_reason,
                 )
             ],
             citations=citations,
+            usage=ended.usage,
         )
+
+    @router.post(
+        "/v1/completions",
+        response_model=OpenAICompletion,
+        responses={
+            **ERROR_RESPONSES,
+            200: {
+                "description": "The answer to the prompt (the legacy text API); with "
+                "`stream: true`, server-sent events of text_completion objects",
+                "content": {"text/event-stream": {}},
+            },
+        },
+    )
+    def completions(body: CompletionBody) -> Any:
+        refusal = _refusal(body)
+        if refusal is not None:
+            return refusal
+        if body.echo:
+            return _error(400, "echo is not supported: the prompt is a question", param="echo")
+        prompt = body.prompt if isinstance(body.prompt, str) else body.prompt[0]
+        if not prompt.strip():
+            return _error(400, "the prompt is empty", param="prompt")
+        asked = _asked(body, question=prompt.strip(), history=[], max_tokens=body.max_tokens)
+        if isinstance(asked, JSONResponse):
+            return asked
+        model_id = _model_id(engine)
+        completion_id = f"cmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        stream = _shaped_answer(asked=asked, model=model_id)
+        if body.stream:
+            include_usage = body.stream_options is not None and body.stream_options.include_usage
+            chunks = completion_chunks(
+                stream,
+                completion_id=completion_id,
+                created=created,
+                model=model_id,
+                include_usage=include_usage,
+            )
+            return StreamingResponse(_guarded(chunks), media_type="text/event-stream")
+        try:
+            citations, answer, ended = collect(stream)
+        except Exception as e:
+            log.exception("answering failed")
+            return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
+        return OpenAICompletion(
+            id=completion_id,
+            created=created,
+            model=model_id,
+            choices=[
+                OpenAICompletionChoice(index=0, text=answer, finish_reason=ended.finish_reason)
+            ],
+            citations=citations,
+            usage=ended.usage,
+        )
+
+    def _asked(
+        body: AnswerBody, *, question: str, history: list[Turn], max_tokens: int | None
+    ) -> AnswerAsked | JSONResponse:
+        if len(question) > MAX_QUESTION_CHARS:
+            return _error(400, f"the question is longer than {MAX_QUESTION_CHARS} characters")
+        options = body.ragdoll
+        if not options.retrieval and engine.status().answer_mode != "generative":
+            return _error(
+                400,
+                "retrieval is off but no language model is in use: choose a model "
+                "(PUT /v1/settings/model) or leave retrieval on",
+            )
+        in_text = options.sources_in_text
+        return AnswerAsked(
+            question=question,
+            history=history,
+            k=options.k,
+            retrieval=options.retrieval,
+            max_tokens=max_tokens,
+            stops=stop_sequences(body.stop),
+            sources_in_text=settings.value.api_sources_in_text if in_text is None else in_text,
+        )
+
+    def _shaped_answer(*, asked: AnswerAsked, model: str) -> Iterator[Shaped]:
+        tokenizer, extractive = usage_tokenizer(engine)
+        events = answer_events(engine=engine, lifecycle=lifecycle, asked=asked, model=model)
+        return shaped(events=events, asked=asked, tokenizer=tokenizer, extractive=extractive)
 
     @router.post("/v1/embeddings", response_model=OpenAIEmbeddingList, responses=ERROR_RESPONSES)
     def embeddings(body: EmbeddingsBody) -> Any:
@@ -249,8 +369,22 @@ def install_openai_error_handlers(app: FastAPI) -> None:
         response.headers.update(exc.headers or {})  # e.g. a 405's Allow
         return response
 
+    async def on_not_found(request: Request, exc: Exception) -> Response:
+        """A path no route serves: OpenAI's shape under /v1/ (a client trying an API
+        the engine does not have, e.g. /v1/responses, gets an error it can read)."""
+        assert isinstance(exc, StarletteHTTPException)
+        path = request.url.path
+        if exc.status_code == 404 and path.startswith("/v1/") and exc.detail == "Not Found":
+            return _error(
+                404,
+                f"no such endpoint: {request.method} {path} (see docs/api.md for the "
+                "OpenAI-compatible endpoints RAGDoll serves)",
+                code="unknown_url",
+            )
+        return await on_http(request, exc)
+
     app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(StarletteHTTPException, on_not_found)
 
 
 def _allowed_methods(request: Request) -> str | None:
@@ -282,82 +416,52 @@ def _model_id(engine: Engine) -> str:
     return local.name if local.is_dir() else status.model
 
 
-def _last_user_text(messages: list[ChatMessageIn]) -> str:
-    for message in reversed(messages):
-        if message.role != "user":
-            continue
-        content = message.content
-        if isinstance(content, list):
-            content = " ".join(p.text for p in content if p.type == "text" and p.text)
-        return (content or "").strip()
-    return ""
+def _text_of(message: ChatMessageIn) -> str:
+    content = message.content
+    if isinstance(content, list):
+        content = " ".join(p.text for p in content if p.type == "text" and p.text)
+    return content or ""
 
 
-def _answer_events(
-    *,
-    engine: Engine,
-    lifecycle: Lifecycle,
-    question: str,
-    options: RagdollChatOptions,
-    model: str,
-) -> Iterator[AnswerEvent]:
-    """The answer stream's events (engine/wire_events.py), ending early with
-    EngineStoppingError when the engine shuts down."""
-    with lifecycle.answer() as cancel:
-        if options.retrieval:
-            # API clients are background work: the chat a person watches goes first.
-            source: Iterator[AnswerEvent] = engine.ask_stream(
-                question=question, k=options.k, cancel=cancel, priority="background"
-            )
-        else:
-            source = _unretrieved(engine=engine, question=question, cancel=cancel, model=model)
-        for event in source:
-            lifecycle.check()
-            yield event
-        lifecycle.check()
-
-
-def _unretrieved(
-    *, engine: Engine, question: str, cancel: Any, model: str
-) -> Iterator[AnswerEvent]:
-    yield CitationsEvent(citations=[])
-    pieces: list[str] = []
-    for piece in engine.generate_stream(question=question, cancel=cancel):
-        pieces.append(piece)
-        yield TokenEvent(text=piece)
-    yield DoneEvent(done=AnswerDone(answer="".join(pieces), mode="generative", model=model))
-
-
-def _stream(
-    events: Iterator[AnswerEvent], *, completion_id: str, created: int, model: str
-) -> Iterator[str]:
-    def chunk(delta: OpenAIDelta, *, finish: Any = None, citations: Any = None) -> str:
-        value = OpenAIChatCompletionChunk(
-            id=completion_id,
-            created=created,
-            model=model,
-            choices=[OpenAIChunkChoice(index=0, delta=delta, finish_reason=finish)],
-            citations=citations,
+def _refusal(body: AnswerBody) -> JSONResponse | None:
+    """What cannot be honoured is said, not silently ignored."""
+    if body.n > 1:
+        return _error(
+            400,
+            "n > 1 is not supported: answers are greedy, so every choice would be the same "
+            "answer; ask once (n = 1)",
+            param="n",
+            code="unsupported_parameter",
         )
-        data = to_json_dict(value)
-        if citations is None:
-            del data["citations"]
-        return f"data: {json.dumps(data)}\n\n"
+    return None
 
-    sent_text = False
+
+def _chat_refusal(body: ChatCompletionBody) -> JSONResponse | None:
+    choice = body.tool_choice
+    if body.tools and (choice == "required" or isinstance(choice, dict)):
+        return _error(
+            400,
+            "tool calls are not supported: RAGDoll answers from your documents and never "
+            "calls tools, so tool_choice cannot be 'required' or name a function "
+            "(tools with tool_choice 'auto' or 'none' are accepted and ignored)",
+            param="tool_choice",
+            code="unsupported_parameter",
+        )
+    fmt = body.response_format
+    if fmt is not None and fmt.get("type", "text") != "text":
+        return _error(
+            400,
+            f"response_format {fmt.get('type')!r} is not supported: answers are text "
+            "with [n] citations (leave response_format out, or use {'type': 'text'})",
+            param="response_format",
+            code="unsupported_parameter",
+        )
+    return None
+
+
+def _guarded(chunks: Iterator[str]) -> Iterator[str]:
     try:
-        for event in events:
-            if isinstance(event, CitationsEvent):
-                yield chunk(OpenAIDelta(role="assistant", content=""), citations=event.citations)
-            elif isinstance(event, TokenEvent) and event.text:
-                sent_text = True
-                yield chunk(OpenAIDelta(content=event.text))
-            elif isinstance(event, DoneEvent):
-                # "Not found" answers arrive whole, with no tokens before them.
-                if event.done.answer and not sent_text:
-                    yield chunk(OpenAIDelta(content=event.done.answer))
-                yield chunk(OpenAIDelta(), finish="stop")
-        yield "data: [DONE]\n\n"
+        yield from chunks
     except Exception as e:  # the stream has begun: report in-band, as OpenAI does
         log.exception("answering failed")
         detail = OpenAIErrorDetail(message=f"{type(e).__name__}: {e}", type="server_error")

@@ -18,6 +18,7 @@ class ServerSettingsBody(BaseModel):
 
     allowed_origins: list[str] | None = Field(default=None, max_length=32)
     keep_engine_running: bool | None = None
+    api_sources_in_text: bool | None = None
 
 
 def system_router(
@@ -47,6 +48,7 @@ def system_router(
             return settings.update(
                 allowed_origins=body.allowed_origins,
                 keep_engine_running=body.keep_engine_running,
+                api_sources_in_text=body.api_sources_in_text,
             )
         except ValueError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e

@@ -28,7 +28,11 @@ class ServerSettingsStore:
         return self.value.allowed_origins
 
     def update(
-        self, *, allowed_origins: list[str] | None = None, keep_engine_running: bool | None = None
+        self,
+        *,
+        allowed_origins: list[str] | None = None,
+        keep_engine_running: bool | None = None,
+        api_sources_in_text: bool | None = None,
     ) -> ServerSettings:
         """Raises ValueError for an origin that is not `scheme://host[:port]`."""
         changes: dict[str, object] = {}
@@ -45,6 +49,8 @@ class ServerSettingsStore:
             changes["allowed_origins"] = sorted(set(normal))
         if keep_engine_running is not None:
             changes["keep_engine_running"] = keep_engine_running
+        if api_sources_in_text is not None:
+            changes["api_sources_in_text"] = api_sources_in_text
         with self._lock:
             self._value = dataclasses.replace(self._value, **changes)  # type: ignore[arg-type]
             self._save(self._value)

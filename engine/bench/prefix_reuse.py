@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoTokenizer
 
-from engine.answer.generative import load_system_prompt
+from engine.answer.prompt import load_system_prompt
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
@@ -60,14 +60,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, help="a model folder (default: a random Llama)")
     parser.add_argument("--repeats", type=int, help="cold/warm pairs; medians")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument(
+        "--path",
+        choices=("prompt", "product", "both"),
+        default="both",
+        help="prompt: a hand-built follow-up prompt on the executor; product: turns 1-5 of "
+        "a conversation through the engine's answering API (engine/bench/"
+        "prefix_conversation.py); both (default)",
+    )
+    parser.add_argument("--k", type=int, default=2, help="product path: sources per turn")
+    parser.add_argument("--docs", type=Path, help="product path: a folder to ask about")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     quick = bool(getattr(args, "quick", False))
     if args.threads:
         torch.set_num_threads(args.threads)
-    model_dir = args.model or _random_model(quick=quick)
     say: Callable[[str], None] = (lambda _: None) if args.json else print
+    path = getattr(args, "path", "prompt")
+    product = None
+    if path in ("product", "both"):
+        product = _product_path(args=args, quick=quick, say=say)
+        if path == "product":
+            return {"product": product}
+    model_dir = args.model or _random_model(quick=quick)
     figures = measure_ttft_prefix_reuse(model_dir=model_dir, quick=quick, repeats=args.repeats)
     other = figures["other_sources"]
     say(
@@ -84,6 +100,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"{other['reused_tokens']} (the system prompt): {other['ttft_cold_s'] * 1000:.0f} ms "
         f"→ {other['ttft_warm_s'] * 1000:.0f} ms, {other['ttft_speedup']:.2f}x"
     )
+    if product is not None:
+        figures["product"] = product
+    return figures
+
+
+def _product_path(
+    *, args: argparse.Namespace, quick: bool, say: Callable[[str], None]
+) -> dict[str, Any]:
+    from engine.bench.prefix_conversation import measure_conversation_ttft
+
+    model_dir = args.model or _random_model(quick=quick, product=True)
+    figures = measure_conversation_ttft(
+        model_dir=model_dir, docs=args.docs, repeats=max(1, args.repeats or 1), k=args.k
+    )
+    config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
+    figures["model"] = (
+        f"{config.model_type}, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+        "random weights"
+    )
+    figures["load_average"] = _load()
+    lines = [
+        f"product path: a 5-turn conversation through Engine.ask_stream, {figures['model']} "
+        f"on {figures['device']}, k={figures['k']} sources per turn, answers of "
+        f"{figures['answer_tokens']} tokens; load average {figures['load_average']}"
+    ]
+    for t in figures["turns"]:
+        if t["ttft_off_s"] is None or t["ttft_on_s"] is None:
+            lines.append(f"  turn {t['turn']}: not answered (nothing relevant found)")
+            continue
+        lines.append(
+            f"  turn {t['turn']}: prompt {t['prompt_tokens']} tokens, {t['reused_tokens']} "
+            f"reused; TTFT {t['ttft_off_s'] * 1000:.0f} ms without reuse, "
+            f"{t['ttft_on_s'] * 1000:.0f} ms with it: {t['speedup']:.1f}x"
+        )
+    say("\n".join(lines))
     return figures
 
 
@@ -253,10 +304,15 @@ def _dtype(model_dir: Path) -> torch.dtype:
     return torch.float32
 
 
-def _random_model(*, quick: bool) -> Path:
-    """A random-weight Llama, written once per size under the temp folder."""
+def _random_model(*, quick: bool, product: bool = False) -> Path:
+    """A random-weight Llama, written once per size under the temp folder. The product
+    path's is smaller (five turns, twice, through the whole pipeline) with a context
+    long enough for a five-turn conversation."""
     layers, hidden, mlp, heads, kv = (4, 128, 256, 4, 2) if quick else (8, 1024, 2816, 16, 4)
-    folder = Path(tempfile.gettempdir()) / f"ragdoll-bench-prefix-{layers}x{hidden}x{mlp}"
+    if product and not quick:
+        layers, hidden, mlp, heads, kv = (8, 512, 1408, 8, 4)
+    context = 16384 if product else 4096
+    folder = Path(tempfile.gettempdir()) / f"ragdoll-bench-prefix-{layers}x{hidden}x{mlp}-{context}"
     if not (folder / "config.json").is_file():
         write_random_model(
             folder=folder,
@@ -266,7 +322,7 @@ def _random_model(*, quick: bool) -> Path:
             num_heads=heads,
             num_kv_heads=kv,
             intermediate_size=mlp,
-            max_position_embeddings=4096,
+            max_position_embeddings=context,
             dtype="float32",
         )
     return folder

@@ -17,6 +17,7 @@ KINDS = {
     "pipeline": "decoupled pipelines with adaptive batches against serial RAG",
     "prefix": "time to first token of a conversation's next turn with prefix KV reuse",
     "quality": "right page, answers that state the fact, refusals: real documents",
+    "conversation": "follow-up questions over real documents: the right page in the top 3",
 }
 
 

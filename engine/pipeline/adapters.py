@@ -15,6 +15,7 @@ from engine.answer.passages import Passage
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob, _Done
 from engine.store.records import SearchFilters, SearchHit, SearchResult
+from engine.store.search import RRF_K
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
@@ -30,19 +31,21 @@ def store_retrieve_batch(
     """Embed the batch's questions in one call and search them in one search_batch.
     Questions with different k or filters share the call at the largest k and are
     cut to their own k; a question's `payload`, when a SearchFilters, filters it
-    (questions with different filters are searched in separate calls)."""
+    (questions with different filters are searched in separate calls). A follow-up
+    of a conversation (`Question.conversation`) is searched history-aware: its
+    vector blended with the earlier turn's, the pages cited before favoured."""
 
     def retrieve(questions: Sequence[Question]) -> list[SearchResult]:
         if not questions:
             return []
-        vectors = embed([q.text for q in questions])
+        vectors = _blended_vectors(questions=questions, embed=embed)
         groups: dict[SearchFilters | None, list[int]] = {}
         for i, q in enumerate(questions):
             key = q.payload if isinstance(q.payload, SearchFilters) else None
             groups.setdefault(key, []).append(i)
         out: list[SearchResult | None] = [None] * len(questions)
         for filters, rows in groups.items():
-            k = max(questions[i].k for i in rows)
+            k = max(_search_k(questions[i]) for i in rows)
             results = store.search_batch(
                 vectors=vectors[rows],
                 texts=[questions[i].text for i in rows],
@@ -50,14 +53,63 @@ def store_retrieve_batch(
                 filters=filters,
             )
             for i, result in zip(rows, results, strict=True):
+                hits = _favour_cited(hits=result.hits, question=questions[i])
                 out[i] = SearchResult(
-                    hits=result.hits[: questions[i].k],
+                    hits=hits[: questions[i].k],
                     best_similarity=result.best_similarity,
                     not_found=result.not_found,
                 )
         return [r for r in out if r is not None]
 
     return retrieve
+
+
+# A follow-up's candidates: more than its k, so that a cited page ranked lower can rise.
+_FOLLOW_UP_CANDIDATES = 12
+# Bonuses in reciprocal-rank-fusion units (a first rank in one list is 1/61).
+_SAME_PAGE_BONUS = 0.2 / (RRF_K + 1)
+_SAME_FILE_BONUS = 0.2 / (RRF_K + 1)
+
+
+def _search_k(question: Question) -> int:
+    if getattr(question.conversation, "cited", None):
+        return max(question.k, _FOLLOW_UP_CANDIDATES)
+    return question.k
+
+
+def _blended_vectors(*, questions: Sequence[Question], embed: Embed) -> np.ndarray:
+    """The questions' embeddings, a follow-up's blended with the earlier turn's texts
+    (weighted below its own) and normalised again: cosine similarity stays meaningful."""
+    vectors = np.array(embed([q.text for q in questions]), dtype=np.float32)
+    extra = [
+        (i, text, weight)
+        for i, q in enumerate(questions)
+        for text, weight in getattr(q.conversation, "blend", ())
+    ]
+    if not extra:
+        return vectors
+    more = np.asarray(embed([text for _, text, _ in extra]), dtype=np.float32)
+    for (i, _, weight), vector in zip(extra, more, strict=True):
+        vectors[i] += weight * vector
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[SearchHit]:
+    """A follow-up usually asks about the place the last answer came from: passages of
+    a page (then a file) cited last turn move up, by a bonus a better match outranks."""
+    cited = getattr(question.conversation, "cited", None)
+    if not cited:
+        return list(hits)
+    files = {path for path, _ in cited}
+
+    def score(hit: SearchHit) -> float:
+        c = hit.chunk
+        if (c.path, c.page) in cited:
+            return hit.fused + _SAME_PAGE_BONUS
+        return hit.fused + (_SAME_FILE_BONUS if c.path in files else 0.0)
+
+    return sorted(hits, key=score, reverse=True)
 
 
 def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
@@ -136,19 +188,15 @@ def generate_rows(
     rows: list[GenerationJob] = []  # every job seen, in the executor's numbering
     detok: list[IncrementalDetokenizer] = []
     pending: list[int] = []  # tokens decoded but not yet released as text, per row
+    prompt_len: list[int] = []  # told with a row's first piece, then 0
 
     def admit(new: Sequence[GenerationJob]) -> list[Any]:
         rows.extend(new)
         detok.extend(IncrementalDetokenizer(tokenizer=answerer.tokenizer) for _ in new)
         pending.extend(0 for _ in new)
-        return [
-            answerer.prompt_request(
-                question=job.question.text,
-                passages=passages(job),
-                max_new_tokens=job.question.max_new_tokens,
-            )
-            for job in new
-        ]
+        made = [_request(answerer=answerer, job=job, passages=passages) for job in new]
+        prompt_len.extend(len(r.prompt_ids) for r in made)
+        return made
 
     requests = admit(jobs)
     if not requests:
@@ -168,9 +216,35 @@ def generate_rows(
             if event.finished:
                 text += detok[i].flush()
             if text or event.finished:
-                yield job.request_id, Piece(text=text, tokens=pending[i])
-                pending[i] = 0
+                yield (
+                    job.request_id,
+                    Piece(text=text, tokens=pending[i], prompt_tokens=prompt_len[i]),
+                )
+                pending[i] = prompt_len[i] = 0
             if event.finished:
                 yield job.request_id, DONE
     finally:
         events.close()
+
+
+def _request(
+    *,
+    answerer: GenerativeAnswerer,
+    job: GenerationJob,
+    passages: Callable[[GenerationJob], list[Passage]],
+) -> Any:
+    """A job as the executor's request: a follow-up's rewrite, or an answer (to the
+    question as asked, with the conversation's earlier turns, for a follow-up)."""
+    q = job.question
+    conversation = q.conversation
+    history = tuple(getattr(conversation, "history", ()))
+    if q.rewrite:
+        return answerer.rewrite_request(
+            question=getattr(conversation, "question", q.text), history=history
+        )
+    return answerer.prompt_request(
+        question=getattr(conversation, "question", q.text),
+        passages=passages(job),
+        max_new_tokens=q.max_new_tokens,
+        history=history,
+    )

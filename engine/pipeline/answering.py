@@ -72,6 +72,11 @@ class GatedHits:
         return passages_of(self.hits)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RewriteOnly:
+    """A follow-up's rewrite request: nothing to search, straight to the model."""
+
+
 def settled(hits: object) -> bool:
     """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
     return isinstance(hits, GatedHits) and not hits.found
@@ -83,21 +88,28 @@ def gated_retrieve_batch(
     embed: Embed,
     reranker: Reranker | None = None,
     min_score: float = DEFAULT_MIN_SCORE,
-) -> Callable[[Sequence[Question]], list[GatedHits]]:
+) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question.
     With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
-    cross-encoder and cut to its k."""
+    cross-encoder and cut to its k. A follow-up's rewrite request (`Question.rewrite`)
+    is not searched: it goes to the model as it is, in the same generation batches as
+    the answers."""
     search = store_retrieve_batch(store=store, embed=embed)
     extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
 
-    def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
-        out: list[GatedHits] = []
-        asked = questions
+    def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
+        searched = [q for q in questions if not q.rewrite]
+        asked = searched
         if reranker is not None:
-            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in questions]
-        for question, result in zip(questions, search(asked), strict=True):
-            hits = tuple(result.hits)
+            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
+        results = iter(search(asked))
+        out: list[GatedHits | RewriteOnly] = []
+        for question in questions:
+            if question.rewrite:
+                out.append(RewriteOnly())
+                continue
+            hits = tuple(next(results).hits)
             if reranker is not None:
                 hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
             extract = None
@@ -105,11 +117,21 @@ def gated_retrieve_batch(
             # better than whole-chunk similarity does; the similarity only spares
             # the check for questions nothing relates to.
             if hits and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY:
-                extract = extractive.answer(question=question.text, passages=passages_of(hits))
+                extract = extractive.answer(
+                    question=_gate_text(question), passages=passages_of(hits)
+                )
             out.append(GatedHits(hits=hits, extract=extract))
         return out
 
     return retrieve
+
+
+def _gate_text(question: Question) -> str:
+    """What the gate (and an extractive answer) checks the passages against: a
+    follow-up's words alone ("and the second one?") match no sentence, so the earlier
+    question it leans on goes first."""
+    context = getattr(question.conversation, "context", "")
+    return f"{context} {question.text}" if context else question.text
 
 
 def gated_generate_batch(

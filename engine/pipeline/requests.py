@@ -29,6 +29,10 @@ class Question:
     max_new_tokens: int = 256
     cost_s: float = 0.0  # what this request is expected to add to a batch, if known
     payload: Any = None  # anything the injected retrieve / generate functions need (filters)
+    # A question of a conversation (engine/answer/conversation.py's FollowUp): `text`
+    # is then its search query; the prompt shows the question as asked and the turns.
+    conversation: Any = None
+    rewrite: bool = False  # a follow-up's rewrite into a search query, not an answer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +44,7 @@ class Retrieved:
 class Piece:
     text: str
     tokens: int = 0  # generated tokens this piece stands for (0: not counted)
+    prompt_tokens: int = 0  # on a row's first piece: its prompt's length in tokens
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +88,7 @@ class RequestHandle:
         self.hits: Any = None
         self.outcome: Finished | None = None
         self.tokens = 0  # generated tokens delivered so far
+        self.prompt_tokens = 0  # the prompt's tokens, once the model took it
         self.served_by: str | None = None  # the model of the pipeline answering it (None: none)
 
     @property
@@ -136,6 +142,7 @@ class RequestHandle:
                 self.hits = event.hits
             elif isinstance(event, Piece):
                 self.tokens += event.tokens
+                self.prompt_tokens = self.prompt_tokens or event.prompt_tokens
         self._events.put(event)
         if self._on_event is not None:
             try:
@@ -187,6 +194,8 @@ def new_question(
     cost_s: float = 0.0,
     payload: Any = None,
     request_id: str | None = None,
+    conversation: Any = None,
+    rewrite: bool = False,
 ) -> Question:
     """A Question with a fresh id, after checking what a caller could get wrong."""
     if not text.strip():
@@ -203,4 +212,6 @@ def new_question(
         max_new_tokens=max_new_tokens,
         cost_s=cost_s,
         payload=payload,
+        conversation=conversation,
+        rewrite=rewrite,
     )

@@ -175,6 +175,8 @@ class Pipeline:
         payload: Any = None,
         request_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        conversation: Any = None,
+        rewrite: bool = False,
     ) -> RequestHandle:
         """Queue a question for retrieval; ValueError on an empty question or bad limits."""
         if request_id is not None:
@@ -189,6 +191,8 @@ class Pipeline:
             cost_s=cost_s,
             payload=payload,
             request_id=request_id,
+            conversation=conversation,
+            rewrite=rewrite,
         )
 
         def counted(event: Event) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from engine.client import EngineClient
@@ -41,10 +41,12 @@ from engine.wire import (
     Priority,
     ProfilingStatus,
     RecommendedModels,
+    SearchedEvent,
     ServerSettings,
     SourceView,
     TierSizes,
     TokenEvent,
+    Turn,
     WatchedFolder,
 )
 
@@ -440,10 +442,17 @@ class FakeClient(EngineClient):
     # -- streams -----------------------------------------------------------
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
     ) -> Iterator[AnswerEvent]:
-        self._call("ask_stream", question=question, k=k)
+        self._call("ask_stream", question=question, k=k, history=list(history))
         try:
+            if history:  # as the engine tells how it searched a conversation's question
+                yield SearchedEvent(query=question, context=history[-1].question)
             yield CitationsEvent(citations=list(CITATIONS))
             for token in self.tokens:
                 if self.token_delay_s or self.delay_s:

@@ -277,3 +277,27 @@ def test_a_conversation_that_cannot_be_saved_is_said_in_the_window(
     answer(window.chat, question="What do tomatoes need?")
     assert window.banner.isVisible()
     assert "Could not save the conversation" in window.banner.label.text()
+
+
+def test_a_follow_up_goes_with_the_conversation_shown_and_says_how_it_was_searched(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient()
+    window = make_window(client)
+    chat = window.chat
+    for question in ("What do tomatoes need?", "And how much of it?"):
+        qtbot.keyClicks(chat.question, question)
+        qtbot.keyClick(chat.question, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not chat.streaming, timeout=5000)
+    first, second = client.called("ask_stream")
+    assert first["history"] == []
+    (turn,) = second["history"]
+    assert turn.question == "What do tomatoes need?"
+    assert turn.answer == "".join(ANSWER_TOKENS) and turn.citations == list(CITATIONS)
+    assert chat.searched_label.isVisible()
+    assert chat.searched_label.text() == (
+        "searched for: And how much of it?  (with: What do tomatoes need?)"
+    )
+    assert chat.current.exchanges[-1].searched.startswith("And how much of it?")
+    chat.new_chat()  # a new conversation: nothing searched yet, and no history
+    assert not chat.searched_label.isVisible()

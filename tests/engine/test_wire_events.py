@@ -14,6 +14,7 @@ from engine.wire import (
     FailedEvent,
     IngestProgress,
     ProgressEvent,
+    SearchedEvent,
     TokenEvent,
     decode_sse,
     encode_sse,
@@ -67,6 +68,9 @@ def test_the_wire_format_is_the_documented_one() -> None:
         "mode": "generative",
         "note": None,
         "model": "m",
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "finish_reason": "stop",
     }
     assert frames[4] == 'event: error\ndata: {"message": "boom"}\n\n'
     progress = encode_sse(ProgressEvent(progress=IngestProgress(job_id="j", state="done")))
@@ -84,7 +88,7 @@ def test_what_is_encoded_decodes_to_the_same_events() -> None:
 
 def test_an_unknown_kind_is_skipped_so_an_older_client_survives_a_newer_engine() -> None:
     newer = (
-        'event: searched\ndata: {"query": "tomato sun"}\n\n'
+        'event: reranked\ndata: {"order": [2, 1]}\n\n'
         + encode_sse(TokenEvent(text="a"))
         + ": a comment line\n"
         + encode_sse(ProgressEvent(progress=IngestProgress(job_id="j", state="running")))
@@ -93,3 +97,10 @@ def test_an_unknown_kind_is_skipped_so_an_older_client_survives_a_newer_engine()
     assert decoded == [TokenEvent(text="a")]
     (progress,) = decode_sse(lines=newer.split("\n"), kinds=(ProgressEvent,))
     assert isinstance(progress, ProgressEvent) and progress.progress.state == "running"
+
+
+def test_a_follow_ups_query_travels_as_its_own_event() -> None:
+    frame = encode_sse(SearchedEvent(query="exim POP3 what about POP3?"))
+    assert frame.startswith("event: searched\n")
+    (event,) = decode_sse(lines=_lines(frame), kinds=ANSWER_EVENTS)
+    assert event == SearchedEvent(query="exim POP3 what about POP3?", rewritten_by="history")

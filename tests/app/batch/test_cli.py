@@ -83,7 +83,7 @@ class FakeClient:
         self.priorities: list[str] = []
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: str = "interactive"
+        self, *, question: str, k: int = 5, priority: str = "interactive", history: object = ()
     ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
         yield CitationsEvent(citations=[CITATION])

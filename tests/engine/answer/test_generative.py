@@ -11,12 +11,10 @@ from transformers import AutoTokenizer
 
 from engine.answer.generative import (
     GenerativeAnswerer,
-    build_prompt,
-    count_prompt_tokens,
-    load_system_prompt,
 )
 from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
+from engine.answer.prompt import build_prompt, count_prompt_tokens, load_system_prompt
 from engine.errors import ModelLoadError
 from engine.models.synthetic import write_random_model
 

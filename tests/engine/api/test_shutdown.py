@@ -4,9 +4,11 @@ leaving clients hanging until the server gives up) and cancels ingestion."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -33,14 +35,26 @@ class EndlessEngine:
             answer_mode="extractive",
         )  # fmt: skip
 
+    def language_model(self) -> None:
+        return None  # extractive
+
+    def embedder(self) -> Any:
+        return SimpleNamespace(tokenizer=_words)
+
     def ask_stream(
-        self, *, question: str, k: int, cancel: threading.Event, priority: str
+        self, *, question: str, k: int, cancel: threading.Event, priority: str, **_: Any
     ) -> Iterator[Any]:
         yield CitationsEvent(citations=[])
         while not cancel.wait(0.01):
             self.started.set()
             yield TokenEvent(text="more ")
         yield DoneEvent(done=AnswerDone(answer="cut", mode="extractive"))
+
+
+def _words(text: str, **_: Any) -> dict[str, list[Any]]:
+    """A tokenizer's shape for the usage counts: one token per word."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    return {"input_ids": list(range(len(spans))), "offset_mapping": spans}
 
 
 def _stream_until_shutdown(path: str, body: dict[str, Any], tmp_path: Path) -> list[str]:

@@ -1,0 +1,306 @@
+"""A question asked within a conversation: what it refers to, and how to search for it.
+
+A follow-up ("and the second one?", "what about POP3?", "when was it?") means little
+alone: searched as asked it finds nothing, or the wrong thing. Before retrieval it is
+resolved into a `FollowUp`:
+
+- without a language model, history-aware retrieval: the search text is the question
+  as asked, its embedding is the question's blended with the earlier question's
+  (weighted below the question's own), and passages from the pages and files already
+  cited get a small bonus in the ranking (a follow-up often asks about the same place,
+  but not always: a larger bonus, or the earlier question's words in the search text,
+  pulled follow-ups back to the earlier page; measured by `ragdoll bench conversation`);
+- with a model, the model rewrites the question as a standalone search query first (a
+  short generation through the pipeline, see engine/pipeline/answering.py); the
+  rewritten query is searched as such, with the same bonus for the pages cited.
+
+A question that does not look like a follow-up (it names what it asks about) is
+searched as asked: a conversation can change subject.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.wire_events import Turn
+
+# Earlier turns' embeddings count less than the question's own words.
+PREVIOUS_QUESTION_WEIGHT = 0.3
+PREVIOUS_ANSWER_WEIGHT = 0.0  # the answer's words pulled follow-ups back to its page
+# A follow-up that names nothing but these ("the second one", "the other option") means
+# nothing alone: the earlier question's words join its search text.
+_GENERIC = frozenset(
+    [
+        "first",
+        "second",
+        "third",
+        "fourth",
+        "last",
+        "next",
+        "previous",
+        "one",
+        "ones",
+        "other",
+        "another",
+        "same",
+        "option",
+        "options",
+        "choice",
+        "choices",
+        "thing",
+        "things",
+        "part",
+        "step",
+        "way",
+        "example",
+        "kind",
+    ]
+)
+BORROWED_QUESTION_WEIGHT = 0.6  # the blend for such a follow-up
+# A follow-up with at most this many content words of its own leans on the last turn.
+_FEW_CONTENT_WORDS = 3
+_WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
+# Words that point back at something said before.
+_ANAPHORS = frozenset(
+    # Pronouns only: "that", "then", "one" are as often relative or counting words
+    # in a question that stands alone ("how do I tell git that the commit is good?").
+    [
+        "it",
+        "its",
+        "it's",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "these",
+        "those",
+        "he",
+        "she",
+        "his",
+        "her",
+        "former",
+        "latter",
+    ]
+)
+_OPENERS = ("and ", "what about", "how about", "and what", "and how", "also", "then ", "but ")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "about",
+        "into",
+        "over",
+        "under",
+        "than",
+        "so",
+        "not",
+        "no",
+        "yes",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "please",
+        "tell",
+        "give",
+        "show",
+        "explain",
+        "mean",
+        "means",
+        "more",
+        "also",
+        "just",
+        "there",
+        "here",
+        "any",
+        "some",
+        "all",
+        "each",
+        "every",
+        "both",
+        "few",
+        "many",
+        "much",
+    ]
+)
+
+REWRITE_INSTRUCTIONS = (
+    "Rewrite the last question of the conversation below as one standalone search query "
+    "that names everything it refers to. Reply with the query only."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FollowUp:
+    """How one question of a conversation is searched for."""
+
+    question: str  # as asked
+    query: str  # the search text (shown as "searched for: …")
+    context: str = ""  # the earlier question(s) blended into its embedding
+    history: tuple[Turn, ...]  # the turns before it, oldest first
+    blend: tuple[tuple[str, float], ...] = ()  # (text, weight) embedded with the query
+    cited: frozenset[tuple[str, int | None]] = frozenset()  # (path, page) cited last turn
+    rewritten_by: str = "history"  # "history" | "model"
+    dependent: bool = True  # False: searched as asked
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text) if w.casefold() not in _STOPWORDS]
+
+
+def looks_dependent(question: str) -> bool:
+    """Whether a question leans on an earlier turn: it opens like a follow-up, points
+    back ("it", "the second one"), or names almost nothing of its own."""
+    text = " ".join(question.casefold().split())
+    if text.startswith(_OPENERS):
+        return True
+    words = [w.casefold() for w in _WORD.findall(text)]
+    if any(w in _ANAPHORS for w in words):
+        return True
+    return len(content_words(question)) <= _FEW_CONTENT_WORDS
+
+
+def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
+    """The history-aware search for `question` (no model needed); None when there is
+    no earlier turn. A question that names what it asks about is searched as asked
+    (`dependent` False), though the model still sees the turns before it.
+
+    A follow-up that names something of its own ("what about POP3?") is searched with
+    its own words (borrowing the earlier question's words pulled the search back to
+    the earlier answer's page), the earlier question it leans on blended lightly into
+    its embedding (`context`). One that names nothing ("and the second one?") borrows
+    the earlier question's words into its search text and leans on it more."""
+    question = " ".join(question.split())
+    last = _last_answered(history)
+    if last is None:
+        return None
+    if not looks_dependent(question):
+        return FollowUp(question=question, query=question, history=history, dependent=False)
+    referents = _referents(history)
+    own = [w.casefold() for w in content_words(question)]
+    if all(w in _GENERIC for w in own):
+        # Nothing of its own to search for: the earlier question's words join its own.
+        mine = set(own)
+        borrowed = [w for q in referents for w in content_words(q) if w.casefold() not in mine]
+        query = " ".join([*_unique(borrowed), question])
+        weight = BORROWED_QUESTION_WEIGHT
+    else:
+        query, weight = question, PREVIOUS_QUESTION_WEIGHT
+    blend = [(q, weight) for q in referents]
+    if last.answer.strip() and PREVIOUS_ANSWER_WEIGHT > 0:
+        blend.append((last.answer, PREVIOUS_ANSWER_WEIGHT))
+    return FollowUp(
+        question=question,
+        query=query,
+        context=" / ".join(referents),
+        history=history,
+        blend=tuple(blend),
+        cited=frozenset((c.path, c.page) for c in last.citations),
+    )
+
+
+def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
+    """The model's standalone rewrite replaces the history-aware query (and its
+    blend: the rewrite already names what the question refers to)."""
+    query = " ".join(query.split()).strip(" \"'")
+    if not query:
+        return follow_up
+    return FollowUp(
+        question=follow_up.question,
+        query=query,
+        context=follow_up.context,
+        history=follow_up.history,
+        cited=follow_up.cited,
+        rewritten_by="model",
+    )
+
+
+def rewrite_prompt_text(*, question: str, history: tuple[Turn, ...], max_turns: int = 3) -> str:
+    """The user message of the rewrite generation: the last turns (answers cut short)
+    and the question."""
+    lines = []
+    for turn in history[-max_turns:]:
+        lines.append(f"Question: {' '.join(turn.question.split())}")
+        answer = " ".join(turn.answer.split())
+        lines.append(f"Answer: {answer[:400]}{'…' if len(answer) > 400 else ''}")
+    lines.append(f"Last question: {' '.join(question.split())}")
+    return "\n".join(lines)
+
+
+def _referents(history: tuple[Turn, ...]) -> list[str]:
+    """The earlier questions a follow-up leans on: the last one, and the one before it
+    when the last was itself a follow-up ("and the second one?" then "when was it?")."""
+    questions: list[str] = []
+    for turn in reversed(history[-2:]):
+        questions.insert(0, " ".join(turn.question.split()))
+        if not looks_dependent(turn.question):
+            break
+    return questions
+
+
+def _last_answered(history: tuple[Turn, ...]) -> Turn | None:
+    for turn in reversed(history):
+        if turn.question.strip():
+            return turn
+    return None
+
+
+def _unique(words: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for w in words:
+        if w.casefold() not in seen:
+            seen.add(w.casefold())
+            out.append(w)
+    return out

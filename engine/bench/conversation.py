@@ -1,0 +1,188 @@
+"""`ragdoll bench conversation`: does a follow-up find what it refers to?
+
+Two-turn conversations over real documents (engine/bench/conversation_set.py): the
+first question is asked alone, the follow-up with the first turn as its history, both
+through the engine's own answering path (`Engine.ask_stream`: the retrieval pipeline,
+the relevance gate, the history-aware search), in extractive mode (no language model).
+A follow-up counts as found when one of its top 3 sources is the right file and, for
+files with pages, one of the right pages. The same follow-ups asked without their
+history are the baseline: they mean little alone. Held-out conversations (set aside
+before the search was tuned) are reported apart.
+
+The documents are the files of the set from the real-docs corpus (RAGDOLL_REAL_DOCS,
+engine/bench/real_docs.py), indexed into a fresh data folder unless `--home` names one
+where they already are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
+from engine.bench.real_docs import find_real_docs
+from engine.wire import CitationsEvent, DoneEvent, Turn
+
+TOP = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--home",
+        type=Path,
+        help="a RAGDOLL_HOME whose index already holds the set's files (default: index "
+        "them into a temporary one)",
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    say: Callable[[str], None] = (lambda _: None) if args.json else print
+    if args.home is not None:
+        home = args.home
+        figures = _measure(home=home, index=False, say=say)
+    else:
+        corpus = find_real_docs()
+        if corpus is None:
+            raise SystemExit(
+                "the real documents are not there: run `python -m engine.bench.real_docs` "
+                "(or set RAGDOLL_REAL_DOCS to where they are)"
+            )
+        with tempfile.TemporaryDirectory(prefix="ragdoll-conv-") as tmp:
+            docs = Path(tmp) / "docs"
+            docs.mkdir()
+            for name in FILES:
+                shutil.copy2(corpus / name, docs / name)
+            figures = _measure(home=Path(tmp) / "home", index=True, say=say, docs=docs)
+    say(_report(figures))
+    return figures
+
+
+def _measure(
+    *, home: Path, index: bool, say: Callable[[str], None], docs: Path | None = None
+) -> dict[str, Any]:
+    os.environ["RAGDOLL_HOME"] = str(home)
+    from engine.core import Engine
+    from engine.paths import resolve_paths
+
+    engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
+    try:
+        if engine.status().answer_mode != "extractive":
+            engine.set_model(model=None)
+        if index:
+            assert docs is not None
+            began = time.perf_counter()
+            _, job = engine.add_folder(path=str(docs))
+            version, progress = 0, job.snapshot()
+            while progress.state not in ("done", "failed", "cancelled"):
+                version, progress = job.wait_next(after=version, timeout_s=30.0)
+            say(f"indexed {progress.files_indexed} files in {time.perf_counter() - began:.0f} s")
+        rows = [_ask_pair(engine=engine, conv=c) for c in CONVERSATIONS]
+    finally:
+        engine.close()
+    status = {"documents": len(FILES)}
+    return {
+        "top": TOP,
+        "conversations": len(rows),
+        "tuned": _score([r for r in rows if not r["held_out"]]),
+        "held_out": _score([r for r in rows if r["held_out"]]),
+        "all": _score(rows),
+        "with_pages": _score([r for r in rows if r["pages"] is not None]),
+        "rows": rows,
+        "index": status,
+        "machine": {"load_average": _load(), "cpus": os.cpu_count()},
+    }
+
+
+def _ask_pair(*, engine: Any, conv: TwoTurns) -> dict[str, Any]:
+    answer, citations, _ = _ask(engine=engine, question=conv.first, history=[])
+    turn = Turn(question=conv.first, answer=answer, citations=citations)
+    _, follow, searched = _ask(engine=engine, question=conv.follow_up, history=[turn])
+    _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[])
+    return {
+        "file": conv.file,
+        "pages": list(conv.pages) if conv.pages is not None else None,
+        "held_out": conv.held_out,
+        "first": conv.first,
+        "follow_up": conv.follow_up,
+        "searched": searched,
+        "found": _found(conv, follow),
+        "found_alone": _found(conv, alone),
+        "top": [_where(c) for c in follow[:TOP]],
+    }
+
+
+def _ask(*, engine: Any, question: str, history: list[Turn]) -> tuple[str, list[Any], str]:
+    citations: list[Any] = []
+    answer = searched = ""
+    for event in engine.ask_stream(question=question, history=history, priority="background"):
+        if isinstance(event, CitationsEvent):
+            citations = event.citations
+        elif isinstance(event, DoneEvent):
+            answer = event.done.answer
+        elif getattr(event, "name", "") == "searched":
+            searched = event.shown()
+    return answer, citations, searched
+
+
+def _found(conv: TwoTurns, citations: list[Any]) -> bool:
+    for c in citations[:TOP]:
+        if Path(c.path).name != conv.file:
+            continue
+        if conv.pages is None or c.page in conv.pages:
+            return True
+    return False
+
+
+def _where(c: Any) -> str:
+    return Path(c.path).name + (f" p.{c.page}" if c.page is not None else "")
+
+
+def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    found = sum(r["found"] for r in rows)
+    alone = sum(r["found_alone"] for r in rows)
+    return {
+        "n": n,
+        "found": found,
+        "rate": found / n if n else 0.0,
+        "found_alone": alone,
+        "rate_alone": alone / n if n else 0.0,
+    }
+
+
+def _report(figures: dict[str, Any]) -> str:
+    def line(name: str, s: dict[str, Any]) -> str:
+        return (
+            f"{name}: {s['found']}/{s['n']} ({s['rate']:.0%}) with the conversation, "
+            f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone"
+        )
+
+    misses = [
+        f"  missed: {r['follow_up']!r} after {r['first']!r} -> {r['top']}"
+        for r in figures["rows"]
+        if not r["found"]
+    ]
+    return "\n".join(
+        [
+            f"follow-up's right file and page in the top {figures['top']} (extractive mode), "
+            f"load average {figures['machine']['load_average']}",
+            line("tuned set", figures["tuned"]),
+            line("held-out set", figures["held_out"]),
+            line("all", figures["all"]),
+            line("files with pages", figures["with_pages"]),
+            *misses,
+        ]
+    )
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

@@ -1,0 +1,67 @@
+"""A conversation's follow-up question, resolved before its retrieval.
+
+History-aware resolution (engine/answer/conversation.py) needs no model. With a model
+in use, the model also rewrites a follow-up into a standalone search query: a short
+generation submitted to the same pipeline as the answers (so it is batched with them
+and scheduled, as the interactive request it is, ahead of background work), read
+here before the question itself is submitted. A rewrite that fails or says nothing
+leaves the history-aware query in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from engine.answer.conversation import FollowUp, resolve, rewritten
+from engine.pipeline.requests import Finished, Piece
+from engine.pipeline.workers import Pipeline
+from engine.wire_events import Turn
+
+log = logging.getLogger(__name__)
+
+REWRITE_TOKENS = 48  # a search query is a line
+_POLL_S = 0.05
+
+
+def resolve_follow_up(
+    *,
+    pipeline: Pipeline,
+    question: str,
+    history: Sequence[Turn],
+    with_model: bool,
+    cancel: threading.Event | None = None,
+) -> FollowUp | None:
+    """How to search for `question` asked after `history` (None: no earlier turn)."""
+    follow_up = resolve(question=question, history=tuple(history))
+    if follow_up is None or not follow_up.dependent or not with_model:
+        return follow_up
+    handle = pipeline.submit(
+        question=follow_up.query,
+        priority="interactive",
+        k=1,
+        max_new_tokens=REWRITE_TOKENS,
+        conversation=follow_up,
+        rewrite=True,
+    )
+    pieces: list[str] = []
+    outcome: Finished | None = None
+    try:
+        while outcome is None:
+            if cancel is not None and cancel.is_set():
+                handle.cancel()
+            event = handle.next_event(timeout=_POLL_S)
+            if isinstance(event, Piece):
+                pieces.append(event.text)
+            elif isinstance(event, Finished):
+                outcome = event
+    finally:
+        if outcome is None:
+            handle.cancel()
+    if outcome.status != "done":
+        log.info("the rewrite of a follow-up ended %s: searching history-aware", outcome.status)
+        return follow_up
+    # The first line: a model may go on after the query.
+    text = "".join(pieces).strip().splitlines()
+    return rewritten(follow_up=follow_up, query=text[0] if text else "")

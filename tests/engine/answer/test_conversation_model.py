@@ -1,0 +1,154 @@
+"""A conversation with a language model (random weights): the next turn's prompt
+starts with the last turn's, so the prefix cache serves it (the hit is asserted, not
+timed); a follow-up's rewrite is a short request in the same generation batches as
+answers, and what it says becomes the search query."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.answer.conversation import resolve
+from engine.answer.generative import GenerativeAnswerer
+from engine.answer.passages import Passage
+from engine.models.synthetic import write_random_model
+from engine.pipeline.adapters import generate_rows
+from engine.pipeline.answering import RewriteOnly
+from engine.pipeline.follow_up import resolve_follow_up
+from engine.pipeline.requests import Finished, Piece, new_question
+from engine.pipeline.workers import DONE, GenerationJob
+from engine.wire import Citation, Turn
+
+
+@pytest.fixture(scope="module")
+def answerer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GenerativeAnswerer]:
+    folder = write_random_model(
+        folder=tmp_path_factory.mktemp("m") / "llama", hidden_size=32, num_layers=2
+    )
+    model = GenerativeAnswerer(model_path=folder, device="cpu")
+    yield model
+    model.close()
+
+
+def _citations(passages: list[Passage]) -> list[Citation]:
+    return [
+        Citation(
+            index=p.index, chunk_id=f"c{p.index}", path=p.path, page=p.page, text=p.text,
+            score=0.5, char_start=0, char_end=len(p.text),
+        )
+        for p in passages
+    ]  # fmt: skip
+
+
+def test_the_next_turn_reuses_the_conversations_kv(answerer: GenerativeAnswerer) -> None:
+    cache = answerer.prefix_cache
+    assert cache is not None
+    first = [Passage(index=1, text="The pump is serviced in May.", path="a.pdf", page=3)]
+    answer = "".join(
+        answerer.stream(question="When is the pump serviced?", passages=first, max_new_tokens=6)
+    )
+    turn_one = answerer.prompt_request(
+        question="When is the pump serviced?", passages=first, max_new_tokens=6
+    )
+    before = cache.stats()
+    history = [
+        Turn(question="When is the pump serviced?", answer=answer, citations=_citations(first))
+    ]
+    second = [Passage(index=1, text="The valve is replaced every two years.", path="b.pdf", page=9)]
+    "".join(
+        answerer.stream(
+            question="And the valve?", passages=second, max_new_tokens=4, history=history
+        )
+    )
+    after = cache.stats()
+    assert after.hits == before.hits + 1
+    # At least the whole first turn's prompt came from the cache.
+    assert after.tokens_reused - before.tokens_reused >= len(turn_one.prompt_ids) - 1
+
+
+def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> None:
+    history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
+    follow = resolve(question="what about POP3?", history=history)
+    assert follow is not None
+    request = answerer.rewrite_request(question=follow.question, history=history)
+    prompt = answerer.tokenizer.decode(request.prompt_ids)
+    assert "exim for IMAP" in prompt and "what about POP3?" in prompt
+    assert request.max_new_tokens <= 48
+    job = GenerationJob(
+        request_id="r",
+        question=new_question(text=follow.query, conversation=follow, rewrite=True),
+        hits=RewriteOnly(),
+        cancel=threading.Event(),
+    )
+    out = list(generate_rows(answerer=answerer, jobs=[job], passages=lambda _: []))
+    assert out[-1] == ("r", DONE)
+    assert any(isinstance(p, Piece) and p.tokens for _, p in out)
+
+
+class _StubHandle:
+    """A rewrite request that says what a model would."""
+
+    def __init__(self, text: str) -> None:
+        self._events: list[Any] = [Piece(text=text), Finished(status="done")]
+
+    def next_event(self, *, timeout: float) -> Any:
+        return self._events.pop(0) if self._events else None
+
+    def cancel(self) -> None:
+        pass
+
+
+class _StubPipeline:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.asked: dict[str, Any] = {}
+
+    def submit(self, **kwargs: Any) -> _StubHandle:
+        self.asked = kwargs
+        return _StubHandle(self.text)
+
+
+def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
+    history = [Turn(question="How do I configure exim for IMAP?", answer="Use maildir.")]
+    pipeline = _StubPipeline("configure exim for POP3 delivery\nmore words")
+    follow = resolve_follow_up(
+        pipeline=pipeline,  # type: ignore[arg-type]
+        question="what about POP3?",
+        history=history,
+        with_model=True,
+    )
+    assert follow is not None and follow.query == "configure exim for POP3 delivery"
+    assert follow.rewritten_by == "model"
+    assert pipeline.asked["rewrite"] is True and pipeline.asked["priority"] == "interactive"
+    # Without a model: the history-aware query, and nothing submitted.
+    quiet = _StubPipeline("unused")
+    alone = resolve_follow_up(
+        pipeline=quiet,  # type: ignore[arg-type]
+        question="what about POP3?",
+        history=history,
+        with_model=False,
+    )
+    assert alone is not None and alone.rewritten_by == "history" and not quiet.asked
+    assert "exim" in alone.context
+
+
+def test_a_failed_rewrite_leaves_the_history_aware_query(tmp_path: Path) -> None:
+    history = [Turn(question="How do I configure exim for IMAP?", answer="Use maildir.")]
+
+    class Failing(_StubPipeline):
+        def submit(self, **kwargs: Any) -> _StubHandle:
+            handle = _StubHandle("")
+            handle._events = [Finished(status="error", error="boom")]
+            return handle
+
+    follow = resolve_follow_up(
+        pipeline=Failing(""),  # type: ignore[arg-type]
+        question="what about POP3?",
+        history=history,
+        with_model=True,
+    )
+    assert follow is not None and follow.rewritten_by == "history" and "exim" in follow.context
