@@ -107,8 +107,11 @@ def test_ctrl_f_searches_the_sources_and_says_when_nothing_matches(
     answer(pane, question="tomatoes", text="They need sun [2].")
     tomatoes = pane.current.id
     pane.new_chat()
-    pane.begin_answer(question="budget")  # no sources
-    pane.finish_answer(done=AnswerDone(answer="The plan has a total.", note="", mode="extractive"))
+    stream = pane.ask(question="budget")  # no sources
+    stream.deliver(CitationsEvent(citations=[]))
+    stream.deliver(
+        DoneEvent(done=AnswerDone(answer="The plan has a total.", note="", mode="extractive"))
+    )
     search = pane.conversation_list.search
     qtbot.keyClick(pane, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     # "May" is only in a cited passage (notes.md), not in a question or an answer.
@@ -131,18 +134,18 @@ def test_the_no_model_note_appears_once_per_conversation(qtbot: QtBot, tmp_path:
     pane = make_pane(qtbot, tmp_path)
     note = "No language model is installed, so answers are quoted from your documents."
     for question in ("tomatoes?", "peppers?", "beans?"):
-        pane.begin_answer(question=question)
-        pane.set_citations(CITATIONS)
-        pane.append_token("Quoted [1].")
-        pane.finish_answer(done=AnswerDone(answer="", note=note, mode="extractive"))
+        stream = pane.ask(question=question)
+        stream.deliver(CitationsEvent(citations=CITATIONS))
+        stream.deliver(TokenEvent(text="Quoted [1]."))
+        stream.deliver(DoneEvent(done=AnswerDone(answer="", note=note, mode="extractive")))
     assert pane.transcript.toPlainText().count("No language model is installed") == 1
     # Shown again from the files: still once; a new conversation shows it again.
     pane._show_current()
     qtbot.waitUntil(lambda: pane._filled(), timeout=2000)
     assert pane.transcript.toPlainText().count("No language model is installed") == 1
     pane.new_chat()
-    pane.begin_answer(question="onions?")
-    pane.finish_answer(done=AnswerDone(answer="Quoted.", note=note, mode="extractive"))
+    stream = pane.ask(question="onions?")
+    stream.deliver(DoneEvent(done=AnswerDone(answer="Quoted.", note=note, mode="extractive")))
     assert pane.transcript.toPlainText().count("No language model is installed") == 1
 
 
