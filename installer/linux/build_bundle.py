@@ -108,7 +108,7 @@ def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True) -> Path:
     shutil.rmtree(bundle, ignore_errors=True)
     bundle.mkdir(parents=True)
     here = Path(__file__).resolve().parent
-    for name in ("install.sh", "install.py"):
+    for name in ("install.sh", "install.py", "running.py", "transaction.py"):
         shutil.copy2(here / name, bundle / name)
     shutil.copy2(REPO / "native" / "torch_choice.py", bundle / "torch_choice.py")
     shutil.copy2(
