@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# Qt's X11 plugin needs system libraries the wheels do not carry: name the missing
+# ones and the packages that provide them before the window starts (native/qt_deps.py).
 run: $(STAMP)
+	$(BIN)/python -m native.qt_deps
 	$(BIN)/ragdoll
 
 test: $(STAMP)
@@ -29,10 +32,11 @@ test-full: $(STAMP)
 screenshots: $(STAMP)
 	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb $(BIN)/python -m app.screenshot --out docs/screenshots
 
-# The Linux bundle (dist/ragdoll-VERSION-linux[.tar.gz]: ./install.sh is the one step) and
-# the Windows/macOS recipes rendered from installer/app_spec.toml (docs/install.md).
+# The Linux bundle (dist/ragdoll-VERSION-linux[.tar.gz]: ./install.sh is the one step),
+# the .deb beside it (where dpkg-deb is installed), a .sha256 for each, and the
+# Windows/macOS recipes rendered from installer/app_spec.toml (docs/install.md).
 dist: $(STAMP)
-	$(BIN)/python -m installer.linux.build_bundle --out dist --recipes dist/installer
+	$(BIN)/python -m installer.linux.build_bundle --out dist --deb --recipes dist/installer
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

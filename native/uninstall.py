@@ -78,17 +78,17 @@ def carry_out(
     step = max(total // 100, 1)
     for folder in folders:
         for root, dirs, files in os.walk(folder, topdown=False):
-            for name in files:
-                Path(root, name).unlink(missing_ok=True)
-            for name in dirs:
-                entry = Path(root, name)
-                if entry.is_symlink():
-                    entry.unlink()
-                else:
+            entries = [(Path(root, n), False) for n in files] + [
+                (Path(root, n), True) for n in dirs
+            ]
+            for entry, is_dir in entries:
+                if is_dir and not entry.is_symlink():
                     entry.rmdir()
-            done += len(files) + len(dirs)
-            if progress and (done // step) != ((done - len(files) - len(dirs)) // step):
-                progress(done, total)
+                else:
+                    entry.unlink(missing_ok=True)
+                done += 1
+                if progress and done % step == 0:
+                    progress(done, total)
         folder.rmdir()
     if progress:
         progress(total, total)

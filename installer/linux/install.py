@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import running  # noqa: E402
 import transaction  # noqa: E402
+import wheel_fit  # noqa: E402
 from torch_choice import TorchChoice, choose_torch, probe_machine  # noqa: E402
 
 MIN_PYTHON = (3, 11)
@@ -86,8 +88,12 @@ def plan(
     torch_override: str | None,
     integrate: bool,
     wheels: Path | None = None,
+    constraints: Path = HERE / "constraints.txt",
+    skip_vendored: frozenset[Path] = frozenset(),
 ) -> tuple[TorchChoice, list[list[str]]]:
-    """The commands an install runs, in order, and the torch choice behind them."""
+    """The commands an install runs, in order, and the torch choice behind them.
+    `skip_vendored`: bundle wheels this Python cannot install (wheel_fit.py), whose
+    pins `constraints` leaves out."""
     env = dict(os.environ)
     if torch_override:
         env["RAGDOLL_TORCH"] = torch_override
@@ -97,10 +103,10 @@ def plan(
     pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
     if hasattr(os, "getuid") and os.getuid() == 0:
         pip.append("--root-user-action=ignore")  # a system-wide install (the .deb) runs as root
-    local = ["-c", str(HERE / "constraints.txt"), "--find-links", str(HERE / "wheels")]
+    local = ["-c", str(constraints), "--find-links", str(HERE / "wheels")]
     if wheels is not None:
         local += ["--no-index", "--find-links", str(wheels)]
-    vendored = sorted(str(w) for w in (HERE / "wheels").glob("*.whl"))
+    vendored = sorted(str(w) for w in (HERE / "wheels").glob("*.whl") if w not in skip_vendored)
     commands = [[sys.executable, "-m", "venv", str(venv)]]
     # The steps before the last leave the environment incomplete on purpose (the
     # app's compiled dependencies come last); pip's conflict report about that
@@ -182,7 +188,12 @@ def _raise_interrupted(signum: int, _frame: object) -> None:
 
 
 def run_install(
-    *, prefix: Path, choice: TorchChoice, commands: list[list[str]], integrate: bool
+    *,
+    prefix: Path,
+    choice: TorchChoice,
+    commands: list[list[str]],
+    integrate: bool,
+    managed_by: str | None = None,
 ) -> None:
     layout = transaction.Layout(prefix=prefix)
     outcome = transaction.recover(layout=layout)
@@ -234,6 +245,7 @@ def run_install(
             "torch_reason": choice.reason,
             "python": sys.version.split()[0],
             "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"managed_by": managed_by} if managed_by else {}),
         },
     )
 
@@ -284,7 +296,49 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--yes", action="store_true", help="close a running RAGDoll window without asking"
     )
+    parser.add_argument(
+        "--stop-only",
+        action="store_true",
+        help="stop the RAGDoll running from this installation, install nothing (the .deb's prerm)",
+    )
+    # The .deb's postinst: `ragdoll uninstall` then points to apt instead.
+    parser.add_argument("--managed-by", default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def stop_running(*, prefix: Path, assume_yes: bool) -> list[running.AppProcess]:
+    """Stop what runs from `prefix` (asking before closing a window); returns it."""
+    if platform.system() != "Linux":
+        return []
+    system_wide = hasattr(os, "getuid") and os.getuid() == 0
+    found = running.find_app_processes(venv=prefix / "venv", all_users=system_wide)
+    windows = [p for p in found if p.kind == "window"]
+    if not confirm_closing(windows=windows, assume_yes=assume_yes):
+        raise fail(
+            "RAGDoll is open; close its window (File ▸ Quit) and install again, "
+            "or run ./install.sh --yes to close it"
+        )
+    if found:
+        print("Stopping RAGDoll: " + ", ".join(p.describe() for p in found), flush=True)
+        left = running.stop(processes=found)
+        if left:
+            raise fail(
+                "these did not stop within a minute, so nothing was replaced: "
+                + ", ".join(p.describe() for p in left)
+            )
+    return found
+
+
+def check_writable(*, targets: list[Path]) -> None:
+    blocked = unwritable(paths=targets)
+    if blocked is not None:
+        where, why = blocked
+        raise fail(
+            f"cannot write to {q(where)}: {why}.\n"
+            "  Install into your home folder (leave out --prefix), or choose a folder you own "
+            "with --prefix DIR;\n  for every user of this machine, install the .deb package "
+            "instead (sudo apt install ./ragdoll_VERSION_all.deb)."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,11 +347,33 @@ def main(argv: list[str] | None = None) -> int:
         need = ".".join(map(str, MIN_PYTHON))
         raise fail(f"RAGDoll needs Python {need} or newer, this is {sys.version.split()[0]}")
     prefix = (args.prefix or default_prefix()).expanduser().resolve()
+    if args.stop_only:
+        stop_running(prefix=prefix, assume_yes=True)
+        return 0
     if args.if_needed and installed_version(prefix) == bundle_version():
         return 0
     if args.wheels is not None and not args.wheels.is_dir():
         raise fail(f"--wheels {q(args.wheels)}: no such folder")
     integrate = not args.no_integrate and platform.system() == "Linux"
+    unfit = wheel_fit.unfit_wheels(
+        wheels=sorted((HERE / "wheels").glob("*.whl")), python=sys.version_info[:3]
+    )
+    constraints = HERE / "constraints.txt"
+    if unfit and not args.dry_run:
+        constraints = Path(tempfile.mkdtemp(prefix="ragdoll-install-")) / "constraints.txt"
+        constraints.write_text(
+            wheel_fit.constraints_without(
+                text=(HERE / "constraints.txt").read_text(encoding="utf-8"),
+                names={u.name for _, u in unfit},
+            ),
+            encoding="utf-8",
+        )
+    for _, u in unfit:
+        print(
+            f"note: {u.name} {u.version} needs Python {u.requires_python}, this is "
+            f"{sys.version.split()[0]}: pip installs the newest {u.name} that runs here",
+            file=sys.stderr,
+        )
     try:
         choice, commands = plan(
             prefix=prefix,
@@ -305,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
             torch_override=args.torch,
             integrate=integrate,
             wheels=args.wheels,
+            constraints=constraints,
+            skip_vendored=frozenset(w for w, _ in unfit),
         )
     except ValueError as e:
         raise SystemExit(f"install: {e}") from e
@@ -323,50 +401,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(body, indent=2))
         return 0
     bin_dir = Path.home() / ".local" / "bin"
-    targets = [prefix] + ([data_home(), bin_dir] if integrate else [])
-    blocked = unwritable(paths=targets)
-    if blocked is not None:
-        where, why = blocked
-        raise fail(
-            f"cannot write to {q(where)}: {why}.\n"
-            "  Install into your home folder (leave out --prefix), or choose a folder you own "
-            "with --prefix DIR;\n  for every user of this machine, install the .deb package "
-            "instead (sudo apt install ./ragdoll_VERSION_all.deb)."
-        )
-    system_wide = hasattr(os, "getuid") and os.getuid() == 0
-    found = (
-        running.find_app_processes(venv=prefix / "venv", all_users=system_wide)
-        if platform.system() == "Linux"
-        else []
-    )
-    windows = [p for p in found if p.kind == "window"]
-    if not confirm_closing(windows=windows, assume_yes=args.yes):
-        raise fail(
-            "RAGDoll is open; close its window (File ▸ Quit) and install again, "
-            "or run ./install.sh --yes to close it"
-        )
-    if found:
-        print("Stopping RAGDoll: " + ", ".join(p.describe() for p in found), flush=True)
-        left = running.stop(processes=found)
-        if left:
-            raise fail(
-                "these did not stop within a minute, so nothing was replaced: "
-                + ", ".join(p.describe() for p in left)
-            )
+    check_writable(targets=[prefix] + ([data_home(), bin_dir] if integrate else []))
+    found = stop_running(prefix=prefix, assume_yes=args.yes)
     print(f"Installing RAGDoll {bundle_version()} into {q(prefix)}")
     print(f"PyTorch: {choice.requirement} ({choice.reason})", flush=True)
     launcher = prefix / "venv" / ("Scripts" if platform.system() == "Windows" else "bin")
     launcher = launcher / "ragdoll"
     try:
-        run_install(prefix=prefix, choice=choice, commands=commands, integrate=integrate)
+        run_install(
+            prefix=prefix,
+            choice=choice,
+            commands=commands,
+            integrate=integrate,
+            managed_by=args.managed_by,
+        )
     except OSError as e:
         raise fail(f"{e.strerror or e}: {q(e.filename or prefix)}") from e
     finally:
-        started = running.start_again(launcher=launcher, stopped=found, env=dict(os.environ))
-        for what in started:
+        # Also after a failure: the previous version is back and runs again.
+        for what in running.start_again(launcher=launcher, stopped=found, env=dict(os.environ)):
             print(f"Started {what} again.")
     if integrate:
-        subprocess.run([str(venv_python(prefix / "venv")), "-m", "native.qt_deps"], check=False)
+        # Names the system packages the window still needs, if any (it does not fail the install).
+        qt_check = [str(venv_python(prefix / "venv")), "-m", "native.qt_deps", "--always"]
+        subprocess.run(qt_check, check=False)
     print(f"\nRAGDoll {bundle_version()} is installed in {q(prefix)}.")
     if integrate:
         print("Start it from the applications menu. " + path_advice(bin_dir=bin_dir) + ".")
