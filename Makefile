@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# constraints.txt pins torch 2.13.0 and pip takes it from where it is configured to
+# look. On PyPI, Linux x86_64's torch is the CUDA build with its CUDA libraries (GBs);
+# `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu` gets the CPU build
+# (2.13.0+cpu, which the pin admits) from PyTorch's own index.
+TORCH_INDEX ?=
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -13,7 +18,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -e '.[dev]'
 	touch $(STAMP)
 
 # Qt's X11 plugin needs system libraries the wheels do not carry: name the missing

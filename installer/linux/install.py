@@ -119,6 +119,11 @@ def plan(
     commands += [
         [*pip, *partial, *local, *choice.pip_args(offline=offline or wheels is not None)],
         [*pip, *local, str(app_wheel())],
+        # The installed command must start before the old copy is let go.
+        [
+            str(venv / ("Scripts" if platform.system() == "Windows" else "bin") / "ragdoll"),
+            "--help",
+        ],
     ]
     if integrate:
         commands.append([py, "-m", "native.linux", "integrate", "--app-dir", str(prefix)])
@@ -183,6 +188,19 @@ def confirm_closing(*, windows: list[running.AppProcess], assume_yes: bool) -> b
     return answer.strip().lower() in ("", "y", "yes")
 
 
+# A person's shell settings that would make pip install into, or see, somewhere else
+# than the new environment (a PYTHONPATH with a checkout made pip skip the app).
+_LEAKY = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PIP_USER", "PIP_TARGET", "PIP_PREFIX")
+
+
+def quiet_help(argv: list[str]) -> int | None:
+    return subprocess.DEVNULL if argv[-1:] == ["--help"] else None
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _LEAKY and k != "VIRTUAL_ENV"}
+
+
 def _raise_interrupted(signum: int, _frame: object) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
@@ -206,7 +224,7 @@ def run_install(
         transaction.begin(layout=layout)
         for argv in commands:
             print("+ " + " ".join(argv), flush=True)
-            subprocess.run(argv, check=True)
+            subprocess.run(argv, check=True, env=clean_env(), stdout=quiet_help(argv))
     except (OSError, subprocess.CalledProcessError, KeyboardInterrupt, Interrupted) as e:
         # A second Ctrl+C must not stop the rollback half-way.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -225,6 +243,7 @@ def run_install(
             python = str(venv_python(layout.venv))
             subprocess.run(
                 [python, "-m", "native.linux", "integrate", "--app-dir", str(prefix)],
+                env=clean_env(),
                 check=False,
                 capture_output=True,
             )
@@ -419,12 +438,12 @@ def main(argv: list[str] | None = None) -> int:
         raise fail(f"{e.strerror or e}: {q(e.filename or prefix)}") from e
     finally:
         # Also after a failure: the previous version is back and runs again.
-        for what in running.start_again(launcher=launcher, stopped=found, env=dict(os.environ)):
+        for what in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
             print(f"Started {what} again.")
     if integrate:
         # Names the system packages the window still needs, if any (it does not fail the install).
         qt_check = [str(venv_python(prefix / "venv")), "-m", "native.qt_deps", "--always"]
-        subprocess.run(qt_check, check=False)
+        subprocess.run(qt_check, check=False, env=clean_env())
     print(f"\nRAGDoll {bundle_version()} is installed in {q(prefix)}.")
     if integrate:
         print("Start it from the applications menu. " + path_advice(bin_dir=bin_dir) + ".")

@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from installer.linux.build_bundle import build
 from installer.linux.build_deb import build_deb
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
 
 
 @pytest.fixture(scope="module")
-def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    bundle = build(out=out, wheelhouse=False, tarball=False)
-    return build_deb(bundle=bundle, out=out, date="2026-11-24")
+def deb(quick_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_deb(bundle=quick_bundle, out=tmp_path_factory.mktemp("deb"), date="2026-11-24")
 
 
 def field(deb: Path, name: str) -> str:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from installer.linux.build_bundle import build, constraints_without_torch, is_pure
+from installer.linux.build_bundle import constraints_without_torch, is_pure
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(out=tmp_path_factory.mktemp("dist"), wheelhouse=False, tarball=False)
+@pytest.fixture
+def bundle(quick_bundle: Path) -> Path:
+    return quick_bundle
 
 
 def dry_run(bundle: Path, *, path: str, extra: list[str], tmp: Path) -> dict:

@@ -21,14 +21,13 @@ from pathlib import Path
 import pytest
 
 from installer.linux import transaction
-from installer.linux.build_bundle import build
 
 INSTALLER = Path(__file__).resolve().parents[2] / "installer" / "linux"
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(out=tmp_path_factory.mktemp("dist"), wheelhouse=False, tarball=False)
+@pytest.fixture
+def bundle(quick_bundle: Path) -> Path:
+    return quick_bundle
 
 
 def old_install(prefix: Path) -> transaction.Layout:
