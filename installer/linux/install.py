@@ -451,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
             f"To remove it: {q(prefix / 'uninstall.sh')}, or Uninstall in the menu entry's "
             "right-click menu. Your documents are never touched."
         )
+    elif args.managed_by == "deb":
+        print("Start it from the applications menu, or run: ragdoll (/usr/bin/ragdoll)")
     else:
         print(f"Run it: {q(launcher)}")
     notify(summary="RAGDoll is installed", body="Start it from the applications menu.")
