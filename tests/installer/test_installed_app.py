@@ -205,6 +205,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.timeout(3600)  # four real installs
 def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_path: Path) -> None:
     """Issue 21, points 8-10, on real installs: reinstalling with the engine running
     stops it and starts it again; Ctrl+C mid-upgrade puts the previous install back;

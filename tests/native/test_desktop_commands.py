@@ -141,3 +141,28 @@ def test_uninstall_without_a_terminal_says_what_it_did_in_a_notification(
     # Nothing to uninstall any more: why it stopped, in a notification too.
     assert main(["uninstall", "--gui", "--keep-index"]) == 1
     assert "RAGDoll was not uninstalled|" in log.read_text().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("label", "answer"),
+    [
+        ("Uninstall, keep the index", "keep"),
+        ("Uninstall and remove the index", "remove"),
+        ("Cancel", None),
+    ],
+)
+def test_the_uninstall_dialog_asks_keep_remove_or_cancel(
+    qtbot: QtBot, label: str, answer: str | None
+) -> None:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from app.commands.uninstall import ask_in_dialog
+
+    def click() -> None:
+        box = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox))
+        assert "documents are never touched" in box.text()
+        next(b for b in box.buttons() if b.text().replace("&", "") == label).click()
+
+    QTimer.singleShot(200, click)
+    assert ask_in_dialog() == answer
