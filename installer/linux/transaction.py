@@ -117,7 +117,12 @@ def rollback(*, layout: Layout) -> Outcome:
     try:
         journal = json.loads(layout.journal.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        journal = {"had_venv": layout.old.is_dir(), "manifest": None, "info": None}
+        # No journal: begin() had not started (nothing was changed), or it is from
+        # an installer without journals. The desktop files and their list stay.
+        if layout.old.is_dir():
+            shutil.rmtree(layout.venv, ignore_errors=True)
+            layout.old.rename(layout.venv)
+        return Outcome(restored_previous=layout.venv.is_dir(), removed_files=())
     before = set(manifest_files(text=journal.get("manifest")))
     removed = []
     for raw in manifest_files(text=_read_text(layout.manifest)):

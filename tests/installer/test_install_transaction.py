@@ -261,3 +261,12 @@ def test_no_write_permission_is_a_message_not_a_traceback(readable_bundle: Path,
     assert f"install: cannot write to {where}: you do not have permission" in result.stderr
     assert "--prefix DIR" in result.stderr and ".deb" in result.stderr
     assert not Path("/opt/ragdoll-test").exists()
+
+
+def test_a_rollback_before_the_journal_was_written_touches_nothing(tmp_path: Path) -> None:
+    """begin() failed before it wrote anything (say, a full disk): the working install,
+    its desktop files and their list stay as they were."""
+    layout = old_install(tmp_path / "data" / "ragdoll-desktop")
+    outcome = transaction.rollback(layout=layout)
+    assert outcome.restored_previous and outcome.removed_files == ()
+    assert_old_install_back(layout)
