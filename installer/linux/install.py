@@ -224,7 +224,11 @@ def run_install(
         transaction.begin(layout=layout)
         for argv in commands:
             print("+ " + " ".join(argv), flush=True)
-            subprocess.run(argv, check=True, env=clean_env(), stdout=quiet_help(argv))
+            # Its own process group: Ctrl+C (SIGINT to the terminal's group) reaches
+            # only the installer, which stops the step quietly and rolls back.
+            subprocess.run(
+                argv, check=True, env=clean_env(), stdout=quiet_help(argv), process_group=0
+            )
     except (OSError, subprocess.CalledProcessError, KeyboardInterrupt, Interrupted) as e:
         # A second Ctrl+C must not stop the rollback half-way.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
