@@ -441,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         raise fail(f"{e.strerror or e}: {q(e.filename or prefix)}") from e
     finally:
+        if constraints.parent != HERE:
+            shutil.rmtree(constraints.parent, ignore_errors=True)  # the adjusted pins
         # Also after a failure: the previous version is back and runs again.
         for what in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
             print(f"Started {what} again.")
