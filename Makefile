@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# constraints.txt pins torch 2.13.0 and pip takes it from where it is configured to
+# look. On PyPI, Linux x86_64's torch is the CUDA build with its CUDA libraries (GBs);
+# `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu` gets the CPU build
+# (2.13.0+cpu, which the pin admits) from PyTorch's own index.
+TORCH_INDEX ?=
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -13,10 +18,14 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -e '.[dev]'
 	touch $(STAMP)
 
+# Qt's X11 plugin needs system libraries the wheels do not carry: name the missing
+# ones and the packages that provide them before the window starts (native/qt_deps.py).
 run: $(STAMP)
+	$(BIN)/python -m native.qt_deps
 	$(BIN)/ragdoll
 
 test: $(STAMP)
@@ -29,10 +38,11 @@ test-full: $(STAMP)
 screenshots: $(STAMP)
 	xvfb-run -a -s "-screen 0 1400x900x24" env QT_QPA_PLATFORM=xcb $(BIN)/python -m app.screenshot --out docs/screenshots
 
-# The Linux bundle (dist/ragdoll-VERSION-linux[.tar.gz]: ./install.sh is the one step) and
-# the Windows/macOS recipes rendered from installer/app_spec.toml (docs/install.md).
+# The Linux bundle (dist/ragdoll-VERSION-linux[.tar.gz]: ./install.sh is the one step),
+# the .deb beside it (where dpkg-deb is installed), a .sha256 for each, and the
+# Windows/macOS recipes rendered from installer/app_spec.toml (docs/install.md).
 dist: $(STAMP)
-	$(BIN)/python -m installer.linux.build_bundle --out dist --recipes dist/installer
+	$(BIN)/python -m installer.linux.build_bundle --out dist --deb --recipes dist/installer
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

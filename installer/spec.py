@@ -44,7 +44,8 @@ class AppSpec:
 
     @property
     def mime_types(self) -> tuple[str, ...]:
-        return tuple(a.mime_type for a in self.associations)
+        """Each MIME type once, in the spec's order (.md and .markdown share one)."""
+        return tuple(dict.fromkeys(a.mime_type for a in self.associations))
 
 
 def load_spec(*, file: Path = SPEC_FILE, repo: Path = REPO) -> AppSpec:

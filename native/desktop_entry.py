@@ -41,9 +41,23 @@ def _list(values: tuple[str, ...]) -> str:
     return "".join(f"{v};" for v in values)
 
 
-def app_entry(*, launcher: Path, identity: AppIdentity = IDENTITY) -> str:
-    """The application's .desktop entry: the menu item, "Open with", and its actions."""
+def app_entry(
+    *, launcher: Path, uninstaller: Path | None = None, identity: AppIdentity = IDENTITY
+) -> str:
+    """The application's .desktop entry: the menu item, "Open with", and its actions
+    (with *Uninstall* where the install is the person's own, not a package's)."""
     exe = str(launcher)
+    actions = "ask-folder;add-samples;" + ("uninstall;" if uninstaller else "")
+    uninstall = (
+        [
+            "[Desktop Action uninstall]",
+            f"Name=Uninstall {identity.name}…",
+            f"Exec={exec_line(argv=[str(uninstaller), '--gui'])}",
+            "",
+        ]
+        if uninstaller
+        else []
+    )
     return "\n".join(
         [
             "[Desktop Entry]",
@@ -60,7 +74,7 @@ def app_entry(*, launcher: Path, identity: AppIdentity = IDENTITY) -> str:
             f"Keywords={_list(identity.keywords)}",
             f"MimeType={_list(identity.mime_types)}",
             "StartupNotify=true",
-            "Actions=ask-folder;add-samples;",
+            f"Actions={actions}",
             "",
             "[Desktop Action ask-folder]",
             "Name=Ask about a folder…",
@@ -70,6 +84,7 @@ def app_entry(*, launcher: Path, identity: AppIdentity = IDENTITY) -> str:
             "Name=Open with the sample collection",
             f"Exec={exec_line(argv=[exe, 'open', '--samples'])}",
             "",
+            *uninstall,
         ]
     )
 

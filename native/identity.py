@@ -18,15 +18,29 @@ class AppIdentity:
     generic_name: str = "Document Assistant"
     categories: tuple[str, ...] = ("Office",)
     keywords: tuple[str, ...] = ("RAG", "documents", "search", "question", "PDF")
-    # Documents RAGDoll reads; "Open with RAGDoll" adds them and opens the window.
+    # Documents RAGDoll reads (every format of engine/ingest/parsers.py); "Open with
+    # RAGDoll" adds them and opens the window.
     mime_types: tuple[str, ...] = (
         "application/pdf",
         "text/plain",
         "text/markdown",
         "text/html",
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "text/csv",
+        "text/tab-separated-values",
+        "application/vnd.oasis.opendocument.text",
+        "application/epub+zip",
+        "application/rtf",
+        "message/rfc822",
+        "application/mbox",
     )
     ask_folder_label: str = "Ask RAGDoll about this folder"
+    summary: str = "Ask questions about your own documents"  # AppStream: short, no full stop
+    license: str = "MIT"
+    homepage: str = "https://github.com/ragdoll-desktop/ragdoll"
+    developer: str = "RAGDoll contributors"
 
 
 IDENTITY = AppIdentity()

@@ -1,8 +1,10 @@
 """Linux desktop integration of an installed RAGDoll: write it, record it, remove it.
 
-`integrate` writes the .desktop entry, the hicolor icons, the file-manager actions,
-the `ragdoll` link in ~/.local/bin and the uninstall script, and records every file
-in a manifest so that uninstalling removes exactly those and nothing else.
+`integrate` writes the .desktop entry, the AppStream metainfo, the hicolor icons,
+the file-manager actions, the `ragdoll` link in ~/.local/bin and the uninstall
+script. Each file is recorded in the manifest before it is written, so that an
+uninstall, or the installer's rollback after a failure at any point, removes exactly
+what was written and nothing else.
 Run by the bundle's installer as `python -m native.linux integrate --app-dir DIR`.
 """
 
@@ -15,12 +17,15 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from native import desktop_entry
 from native.icons import icons_dir
 from native.identity import IDENTITY
+from native.metainfo import metainfo_name, metainfo_xml
 from native.xdg import XdgDirs, xdg_dirs
 
 APP_DIR_NAME = "ragdoll-desktop"
@@ -72,8 +77,13 @@ def integration_files(*, layout: InstallLayout, dirs: XdgDirs) -> dict[Path, tup
     """Every text file `integrate` writes: path -> (text, executable)."""
     exe = layout.launcher
     app_id = IDENTITY.app_id
+    entry = desktop_entry.app_entry(launcher=exe, uninstaller=layout.uninstall_script)
     return {
-        dirs.applications / f"{app_id}.desktop": (desktop_entry.app_entry(launcher=exe), False),
+        dirs.applications / f"{app_id}.desktop": (entry, False),
+        dirs.data_home / "metainfo" / metainfo_name(): (
+            metainfo_xml(version=_version(), date=time.strftime("%Y-%m-%d")),
+            False,
+        ),
         dirs.data_home / "kio" / "servicemenus" / f"{app_id}-ask-folder.desktop": (
             desktop_entry.kde_service_menu(launcher=exe),
             True,  # Plasma 6 only runs executable service menus
@@ -90,44 +100,74 @@ def integration_files(*, layout: InstallLayout, dirs: XdgDirs) -> dict[Path, tup
     }
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("ragdoll-desktop")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
 def integrate(*, layout: InstallLayout, dirs: XdgDirs, icons: Path | None = None) -> list[Path]:
-    """Write the desktop integration for `layout`; returns (and records) every path."""
+    """Write the desktop integration for `layout`; returns (and records) every path.
+
+    A failure part-way removes what this run added and leaves the manifest as it was,
+    then raises; files of an earlier version that this one no longer writes go."""
     icons = icons or icons_dir()
+    previous = read_manifest(layout=layout)
     written: list[Path] = []
-    for path, (text, executable) in integration_files(layout=layout, dirs=dirs).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if executable:
-            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+    def record(path: Path) -> Path:
         written.append(path)
-    written += _install_icons(icons=icons, dirs=dirs)
-    link = dirs.bin / "ragdoll"
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(layout.launcher)
-    written.append(link)
+        write_manifest(layout=layout, paths=list(dict.fromkeys([*previous, *written])))
+        return path
+
+    try:
+        _write_all(layout=layout, dirs=dirs, icons=icons, record=record)
+    except OSError:
+        for path in written:
+            if path not in previous:
+                _unlink(path)
+        if previous:
+            write_manifest(layout=layout, paths=previous)
+        else:
+            layout.manifest.unlink(missing_ok=True)
+        raise
+    for path in previous:
+        if path not in written:
+            _unlink(path)
     write_manifest(layout=layout, paths=written)
     refresh_caches(dirs=dirs)
     return written
 
 
-def _install_icons(*, icons: Path, dirs: XdgDirs) -> list[Path]:
-    name = IDENTITY.app_id
-    written = []
-    sources = sorted((icons / "hicolor").glob(f"*/apps/{name}.png"))
+def _write_all(
+    *, layout: InstallLayout, dirs: XdgDirs, icons: Path, record: Callable[[Path], Path]
+) -> None:
+    sources = sorted((icons / "hicolor").glob(f"*/apps/{IDENTITY.app_id}.png"))
     if not sources:
         raise FileNotFoundError(f"no hicolor PNGs under {icons}; run python -m native.icons")
-    for png in sources:
-        target = dirs.icons / png.relative_to(icons / "hicolor")
+    for path, (text, executable) in integration_files(layout=layout, dirs=dirs).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record(path).write_text(text, encoding="utf-8")
+        if executable:
+            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    copies = [(png, dirs.icons / png.relative_to(icons / "hicolor")) for png in sources]
+    svg = f"{IDENTITY.app_id}.svg"
+    copies.append((icons / svg, dirs.icons / "scalable" / "apps" / svg))
+    for source, target in copies:
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(png, target)
-        written.append(target)
-    svg = dirs.icons / "scalable" / "apps" / f"{name}.svg"
-    svg.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(icons / f"{name}.svg", svg)
-    written.append(svg)
-    return written
+        shutil.copyfile(source, record(target))
+    link = dirs.bin / "ragdoll"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    record(link).symlink_to(layout.launcher)
+
+
+def _unlink(path: Path) -> None:
+    path.unlink(missing_ok=True)
 
 
 def write_manifest(*, layout: InstallLayout, paths: list[Path]) -> None:
@@ -187,7 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     dirs = xdg_dirs(env=dict(os.environ))
     layout = InstallLayout(app_dir=args.app_dir.resolve())
     if args.action == "integrate":
-        for path in integrate(layout=layout, dirs=dirs):
+        try:
+            written = integrate(layout=layout, dirs=dirs)
+        except OSError as e:
+            print(
+                f"desktop integration failed, nothing of it was left: {e.strerror or e}: "
+                f"{e.filename or ''}",
+                file=sys.stderr,
+            )
+            return 1
+        for path in written:
             print(f"  {path}")
     else:
         for path in remove_integration(layout=layout, dirs=dirs):

@@ -8,7 +8,8 @@ home folder itself is never removed, whatever the settings say.
 
 from __future__ import annotations
 
-import shutil
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,33 @@ def _why_not(*, folder: Path, watched: list[Path], home: Path) -> str | None:
     return None
 
 
-def carry_out(*, plan: UninstallPlan) -> list[Path]:
-    removed = []
-    for folder in plan.remove:
-        if folder.exists():
-            shutil.rmtree(folder)
-            removed.append(folder)
-    return removed
+def count_files(*, folders: tuple[Path, ...]) -> int:
+    return sum(len(files) + len(dirs) for f in folders for _, dirs, files in os.walk(f))
+
+
+def carry_out(
+    *, plan: UninstallPlan, progress: Callable[[int, int], None] | None = None
+) -> list[Path]:
+    """Delete the plan's folders, calling `progress(done, total)` as entries go
+    (the program alone is tens of thousands of files: a person sees it move)."""
+    folders = tuple(f for f in plan.remove if f.exists())
+    total = count_files(folders=folders) if progress else 0
+    done = 0
+    step = max(total // 100, 1)
+    for folder in folders:
+        for root, dirs, files in os.walk(folder, topdown=False):
+            entries = [(Path(root, n), False) for n in files] + [
+                (Path(root, n), True) for n in dirs
+            ]
+            for entry, is_dir in entries:
+                if is_dir and not entry.is_symlink():
+                    entry.rmdir()
+                else:
+                    entry.unlink(missing_ok=True)
+                done += 1
+                if progress and done % step == 0:
+                    progress(done, total)
+        folder.rmdir()
+    if progress:
+        progress(total, total)
+    return list(folders)

@@ -8,13 +8,12 @@ with the given folders or files added once it is connected to the engine.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from app.commands.session import fail
+from app.commands.uninstall import register_arguments
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,16 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "file-manager actions and login start. Your documents are never touched. The index "
         "(and the app's settings, cache and logs) is kept or removed as you choose.",
     )
-    choice = u.add_mutually_exclusive_group()
-    choice.add_argument("--keep-index", dest="remove_index", action="store_false", default=None)
-    choice.add_argument("--remove-index", dest="remove_index", action="store_true")
-    u.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    u.add_argument(
-        "--keep-program-files",
-        action="store_true",
-        help="leave the program folder to the platform's uninstaller (Windows)",
-    )
-    u.set_defaults(func=run_uninstall)
+    register_arguments(u)
 
 
 def run_open(args: argparse.Namespace) -> int:
@@ -142,96 +132,3 @@ def run_autostart(args: argparse.Namespace) -> int:
     except (NotImplementedError, OSError) as e:
         return fail(str(e))
     return 0
-
-
-def run_uninstall(args: argparse.Namespace) -> int:
-    from engine.paths import resolve_paths
-    from native import autostart
-    from native.linux import installed_layout, remove_integration
-    from native.uninstall import carry_out, plan_uninstall
-    from native.xdg import xdg_dirs
-
-    layout = installed_layout()
-    if layout is None:
-        return fail(
-            "no installed RAGDoll found (this one runs from a checkout?); "
-            "nothing to uninstall. Remove the checkout's .venv to remove it."
-        )
-    dirs = xdg_dirs()
-    paths = resolve_paths()
-    remove_index = args.remove_index
-    if remove_index is None:
-        if not sys.stdin.isatty():
-            return fail("say --keep-index or --remove-index (no terminal to ask in)")
-        remove_index = _ask_yes_no(
-            f"Remove the index and settings in {paths.data} too? "
-            "Your documents are not touched either way. [y/N] "
-        )
-    plan = plan_uninstall(
-        paths=paths,
-        remove_index=remove_index,
-        program_dir=None if args.keep_program_files else layout.app_dir,
-        watched=_watched_folders(paths=paths),
-        home=dirs.home,
-    )
-    print("Uninstalling RAGDoll. Your documents are not touched.")
-    for folder in plan.remove:
-        print(f"  remove {folder}")
-    for folder in plan.keep:
-        print(f"  keep   {folder}")
-    for folder, why in plan.refused:
-        print(f"  keep   {folder} ({why})")
-    if not args.yes and sys.stdin.isatty() and not _ask_yes_no("Go ahead? [y/N] "):
-        print("nothing removed")
-        return 1
-    _stop_engine(paths=paths)
-    # Windows: the installer's Run value goes with its own uninstaller.
-    with contextlib.suppress(NotImplementedError):
-        autostart.disable(launcher=layout.launcher, dirs=dirs)
-    for path in remove_integration(layout=layout, dirs=dirs):
-        print(f"  removed {path}")
-    carry_out(plan=plan)
-    print(
-        "RAGDoll is uninstalled." + ("" if remove_index else f" The index stays in {paths.data}.")
-    )
-    return 0
-
-
-def _ask_yes_no(prompt: str) -> bool:
-    try:
-        return input(prompt).strip().lower() in ("y", "yes")
-    except EOFError:
-        return False
-
-
-def _watched_folders(*, paths) -> list[Path]:  # type: ignore[no-untyped-def]
-    from engine.folders import FolderRegistry
-
-    try:
-        return [Path(f.path) for f in FolderRegistry(file=paths.folders_file).list()]
-    except (OSError, ValueError):
-        return []
-
-
-def _stop_engine(*, paths) -> None:  # type: ignore[no-untyped-def]
-    """A running engine holds the index open; ask it to stop before files go."""
-    from engine.client import EngineClient
-    from engine.errors import EngineRequestError, EngineUnavailableError
-
-    try:
-        client = EngineClient.connect(paths=paths, start=False, wait_s=2.0)
-    except (EngineUnavailableError, EngineRequestError, OSError):
-        return
-    try:
-        client.shutdown()
-    except (EngineUnavailableError, EngineRequestError):
-        pass
-    finally:
-        client.close()
-    # The engine releases its lock as it exits; removing the index before would
-    # race with its last writes.
-    from engine.launcher import read_endpoint
-
-    deadline = time.monotonic() + 20
-    while read_endpoint(paths=paths) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)

@@ -31,6 +31,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from installer.linux.build_deb import sha256_file
 from installer.spec import REPO, load_spec, pyproject_version
 
 DIST_NAME = "ragdoll-desktop"
@@ -99,7 +100,7 @@ def pip(*args: str) -> None:
     subprocess.run(argv, check=True)
 
 
-def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True) -> Path:
+def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True, deb: bool = False) -> Path:
     spec = load_spec()
     version = pyproject_version()
     if spec.version != version:
@@ -108,7 +109,7 @@ def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True) -> Path:
     shutil.rmtree(bundle, ignore_errors=True)
     bundle.mkdir(parents=True)
     here = Path(__file__).resolve().parent
-    for name in ("install.sh", "install.py"):
+    for name in ("install.sh", "install.py", "running.py", "transaction.py", "wheel_fit.py"):
         shutil.copy2(here / name, bundle / name)
     shutil.copy2(REPO / "native" / "torch_choice.py", bundle / "torch_choice.py")
     shutil.copy2(
@@ -135,15 +136,26 @@ def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True) -> Path:
         f"{spec.name} {version} for Linux\n\n"
         "Install: run ./install.sh (or double-click it and choose Run).\n"
         "It needs Python 3.11 or newer with venv (Debian/Ubuntu: apt install python3-venv),\n"
-        "and, for the first install, access to PyPI (or a pip configuration with the wheels).\n"
+        "and, for the first install, access to PyPI (the compiled dependencies) and to\n"
+        "download.pytorch.org (PyTorch's CPU or CUDA build), or a folder of wheels\n"
+        "(./install.sh --wheels DIR; docs/install.md says how to fill it).\n"
         "Nothing is installed outside your home folder; no root needed.\n"
-        "Remove: ~/.local/share/ragdoll-desktop/uninstall.sh (keeps your documents).\n"
+        "Remove: ~/.local/share/ragdoll-desktop/uninstall.sh, or Uninstall in the menu\n"
+        "entry's right-click menu (keeps your documents).\n"
+        "Check the download: sha256sum -c ragdoll-VERSION-linux.tar.gz.sha256\n"
     )
     if tarball:
         archive = out / f"{bundle.name}.tar.gz"
         with tarfile.open(archive, "w:gz") as tar:
             tar.add(bundle, arcname=bundle.name)
         print(archive)
+        print(sha256_file(path=archive))
+    if deb:
+        from installer.linux.build_deb import build_deb
+
+        package = build_deb(bundle=bundle, out=out)
+        print(package)
+        print(package.with_name(package.name + ".sha256"))
     print(bundle)
     return bundle
 
@@ -153,11 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "dist")
     parser.add_argument("--no-wheelhouse", action="store_true", help="skip the pure wheels")
     parser.add_argument("--no-tarball", action="store_true")
+    parser.add_argument("--deb", action="store_true", help="also build the .deb (dpkg-deb)")
     parser.add_argument(
         "--recipes", type=Path, default=None, help="also render the Windows/macOS recipes here"
     )
     args = parser.parse_args(argv)
-    bundle = build(out=args.out, wheelhouse=not args.no_wheelhouse, tarball=not args.no_tarball)
+    bundle = build(
+        out=args.out,
+        wheelhouse=not args.no_wheelhouse,
+        tarball=not args.no_tarball,
+        deb=args.deb and shutil.which("dpkg-deb") is not None,
+    )
     if args.recipes is not None:
         from installer.render import render
 

@@ -17,7 +17,8 @@ def home_env(*, home: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("XDG_", "RAGDOLL_", "QT_", "VIRTUAL_ENV")) and k != "DISPLAY"
+        if not k.startswith(("XDG_", "RAGDOLL_", "QT_", "VIRTUAL_ENV", "PYTHONPATH"))
+        and k != "DISPLAY"
     }
     env.update(
         HOME=str(home),

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from installer.linux.build_bundle import build, constraints_without_torch, is_pure
+from installer.linux.build_bundle import constraints_without_torch, is_pure
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(out=tmp_path_factory.mktemp("dist"), wheelhouse=False, tarball=False)
+@pytest.fixture
+def bundle(quick_bundle: Path) -> Path:
+    return quick_bundle
 
 
 def dry_run(bundle: Path, *, path: str, extra: list[str], tmp: Path) -> dict:
@@ -48,6 +48,9 @@ def test_the_bundle_holds_the_installer_the_wheel_and_torch_free_constraints(
     for name in (
         "install.sh",
         "install.py",
+        "running.py",
+        "transaction.py",
+        "wheel_fit.py",
         "torch_choice.py",
         "constraints.txt",
         "bundle.json",
@@ -126,3 +129,18 @@ def test_pure_means_a_py3_none_any_wheel() -> None:
 
     assert is_pure(Dist("Root-Is-Purelib: true\nTag: py2-none-any\nTag: py3-none-any\n"))  # type: ignore[arg-type]
     assert not is_pure(Dist("Root-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_28_x86_64\n"))  # type: ignore[arg-type]
+
+
+def test_dry_run_from_a_folder_of_wheels_uses_no_index(bundle: Path, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    plan = dry_run(bundle, path="/usr/bin:/bin", extra=["--wheels", str(wheels)], tmp=tmp_path)
+    assert plan["torch"]["index_url"] is None
+    torch_cmd = next(c for c in plan["commands"] if any(a.startswith("torch==") for a in c))
+    app_cmd = next(c for c in plan["commands"] if c[-1].endswith(".whl") and "ragdoll" in c[-1])
+    for command in (torch_cmd, app_cmd):
+        assert "--no-index" in command and str(wheels) in command
+        assert "--extra-index-url" not in command
+    # The torch step leaves the environment incomplete on purpose: pip's "dependency
+    # resolver" report about that is not printed; the app's step, the last, checks.
+    assert "--no-warn-conflicts" in torch_cmd and "--no-warn-conflicts" not in app_cmd

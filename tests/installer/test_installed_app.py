@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from installer.linux.build_bundle import build
+from installer.linux.running import find_app_processes, stop
 from tests.installer.desktop_session import (
     exec_argv,
     home_env,
@@ -176,3 +177,135 @@ def test_build_install_start_ask_quit_uninstall(tmp_path: Path) -> None:
     assert not (data / "icons" / "hicolor" / "256x256" / "apps" / "ragdoll.png").exists()
     assert index.is_dir() and any(index.iterdir())
     assert {p.name: p.read_bytes() for p in docs.iterdir()} == before
+
+
+def _tree(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def _wait_for(predicate, *, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def _engine_pid(endpoint: Path) -> int | None:
+    try:
+        return int(json.loads(endpoint.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.timeout(5400)  # four real installs and engine starts, on a loaded machine
+def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_path: Path) -> None:
+    """Issue 21, points 8-10, on real installs: reinstalling with the engine running
+    stops it and starts it again; Ctrl+C mid-upgrade puts the previous install back;
+    a failed integration step leaves the previous install and no new file."""
+    bundle = build(out=tmp_path / "dist", wheelhouse=True, tarball=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = home_env(home=home)
+    cache = pip_cache()
+    if cache:
+        env["PIP_CACHE_DIR"] = cache
+    install = [str(bundle / "install.sh"), "--offline", "--yes"]
+    app_dir = home / ".local" / "share" / "ragdoll-desktop"
+    ragdoll = str(home / ".local" / "bin" / "ragdoll")
+    endpoint = home / ".config" / "RAGDoll" / "run" / "engine.json"
+    run(install, env=env, timeout=1500)
+
+    engine = subprocess.Popen(
+        [ragdoll, "engine"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for(lambda: _engine_pid(endpoint) == engine.pid, timeout_s=900, what="the engine")
+
+        # 8. Reinstall with the engine running: stopped first, started again after.
+        log = run(install, env=env, timeout=1500)
+        assert f"Stopping RAGDoll: the engine (pid {engine.pid})" in log, log
+        assert "Started the engine again." in log
+        assert engine.wait(timeout=5) is not None
+        _wait_for(
+            lambda: _engine_pid(endpoint) not in (None, engine.pid),
+            timeout_s=900,
+            what="the engine started again",
+        )
+        run([ragdoll, "status"], env=env)
+        restarted = _engine_pid(endpoint)
+        assert restarted is not None
+
+        # 9. Ctrl+C during an upgrade (the terminal sends SIGINT to the whole group).
+        (app_dir / "venv" / "marker-previous").write_text("the working copy")
+        upgrade = subprocess.Popen(
+            install,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _wait_for(
+            lambda: (app_dir / "venv.old").is_dir() and (app_dir / "venv" / "bin").is_dir(),
+            timeout_s=300,
+            what="the upgrade to start building",
+        )
+        time.sleep(5)  # pip is at work
+        os.killpg(upgrade.pid, signal.SIGINT)
+        _, err = upgrade.communicate(timeout=300)
+        assert upgrade.returncode != 0
+        assert "interrupted: the previous installation is back in place" in err, err
+        assert "Traceback" not in err
+        assert (app_dir / "venv" / "marker-previous").read_text() == "the working copy"
+        assert not (app_dir / "venv.old").exists()
+        assert not (app_dir / "install-journal.json").exists()
+        run([ragdoll, "--help"], env=env)
+        _wait_for(lambda: _engine_pid(endpoint) is not None, timeout_s=900, what="engine back")
+        run([ragdoll, "status"], env=env)
+
+        # 10. A failed integration step: the icons cannot be written.
+        data = home / ".local" / "share"
+        icons = data / "icons"
+        icons.rename(data / "icons.aside")
+        icons.write_text("a file where the icon folder goes")
+
+        def integration_files() -> set[Path]:
+            # Where integration writes, except the program and the index.
+            return (
+                (_tree(data) | _tree(home / ".local" / "bin"))
+                - _tree(app_dir)
+                - _tree(data / "RAGDoll")
+            )
+
+        before = integration_files()
+        result = subprocess.run(install, env=env, capture_output=True, text=True, timeout=1500)
+        assert result.returncode != 0
+        assert "failed: the previous installation is back in place" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert (app_dir / "venv" / "marker-previous").is_file()
+        after = integration_files()
+        assert after - before == set(), f"left behind: {sorted(after - before)}"
+        listed = json.loads((app_dir / "installed-files.json").read_text())["files"]
+        assert all(Path(p).exists() or Path(p).is_symlink() for p in listed if "/icons/" not in p)
+        icons.unlink()
+        (data / "icons.aside").rename(icons)
+        run([ragdoll, "--help"], env=env)
+    finally:
+        # Whatever runs from the installed environment (an engine started again may
+        # still be starting, with no endpoint file yet).
+        engine.kill()
+        assert stop(processes=find_app_processes(venv=app_dir / "venv"), timeout_s=120) == []
+    out = run([str(app_dir / "uninstall.sh"), "--remove-index", "--yes"], env=env)
+    assert "uninstalled" in out and not app_dir.exists()

@@ -4,6 +4,7 @@ against an installed layout in a temporary HOME; no engine, no window."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,59 @@ def test_open_adds_the_paths_once_the_window_is_connected_and_only_once(
     qtbot.waitUntil(lambda: window.bridge.connected, timeout=5000)
     qtbot.wait(300)
     assert len(client.called("ingest")) == 3
+
+
+def test_uninstall_of_a_package_managed_install_points_to_apt(
+    installed: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    info = installed["app"] / "install-info.json"
+    info.write_text(json.dumps({"version": "0.1.0", "managed_by": "deb"}))
+    assert main(["uninstall", "--keep-index", "--yes"]) == 1
+    assert "sudo apt remove ragdoll" in capsys.readouterr().err
+    assert installed["app"].is_dir() and installed["entry"].is_file()
+
+
+def test_uninstall_without_a_terminal_says_what_it_did_in_a_notification(
+    installed: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Double-clicked uninstall.sh, or the menu's Uninstall: the outcome goes to
+    notify-send (here a stand-in that records its arguments)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "notified"
+    sender = bin_dir / "notify-send"
+    sender.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {log}\necho >> {log}\n')
+    sender.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert main(["uninstall", "--gui", "--keep-index"]) == 0
+    assert not installed["app"].exists()
+    assert "RAGDoll is uninstalled|" in log.read_text()
+    assert "The index stays in" in log.read_text()
+    # Nothing to uninstall any more: why it stopped, in a notification too.
+    assert main(["uninstall", "--gui", "--keep-index"]) == 1
+    assert "RAGDoll was not uninstalled|" in log.read_text().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("label", "answer"),
+    [
+        ("Uninstall, keep the index", "keep"),
+        ("Uninstall and remove the index", "remove"),
+        ("Cancel", None),
+    ],
+)
+def test_the_uninstall_dialog_asks_keep_remove_or_cancel(
+    qtbot: QtBot, label: str, answer: str | None
+) -> None:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from app.commands.uninstall import ask_in_dialog
+
+    def click() -> None:
+        box = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox))
+        assert "documents are never touched" in box.text()
+        next(b for b in box.buttons() if b.text().replace("&", "") == label).click()
+
+    QTimer.singleShot(200, click)
+    assert ask_in_dialog() == answer

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -82,3 +83,74 @@ def test_the_module_entry_point_integrates_into_the_given_environment(
     )
     assert (Path(home["XDG_DATA_HOME"]) / "applications" / "ragdoll.desktop").is_file()
     assert (app_dir / "installed-files.json").is_file()
+
+
+def test_a_failed_integration_step_leaves_no_orphans(home: dict[str, str]) -> None:
+    dirs = xdg_dirs(env=home)
+    layout = InstallLayout.default(dirs=dirs)
+    # The icons cannot be written (a file where the folder must go): the entry, the
+    # metainfo and the folder actions were already written when that fails.
+    dirs.data_home.mkdir(parents=True)
+    (dirs.data_home / "icons").write_text("not a folder")
+    with pytest.raises(OSError):
+        integrate(layout=layout, dirs=dirs)
+    assert not (dirs.applications / "ragdoll.desktop").exists()
+    assert not (dirs.data_home / "metainfo" / "org.ragdoll.RAGDoll.metainfo.xml").exists()
+    assert not (dirs.data_home / "kio" / "servicemenus" / "ragdoll-ask-folder.desktop").exists()
+    assert not layout.uninstall_script.exists() and not layout.manifest.exists()
+    left = [p for p in Path(home["HOME"]).rglob("*") if p.is_file()]
+    assert left == [dirs.data_home / "icons"]
+
+
+def test_every_file_is_recorded_before_it_is_written(
+    home: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed part-way (no chance to clean up), the manifest still lists every file
+    on disk, so the installer's rollback or an uninstall finds them all."""
+    dirs = xdg_dirs(env=home)
+    layout = InstallLayout.default(dirs=dirs)
+    import native.linux as linux
+
+    seen: list[tuple[Path, bool]] = []
+    real_copy = linux.shutil.copyfile
+
+    def copy_and_check(src: Path, dst: Path) -> Path:
+        seen.append((Path(dst), Path(dst) in read_manifest(layout=layout)))
+        return real_copy(src, dst)
+
+    monkeypatch.setattr(linux.shutil, "copyfile", copy_and_check)
+    written = integrate(layout=layout, dirs=dirs)
+    assert seen and all(recorded for _, recorded in seen)
+    assert read_manifest(layout=layout) == written
+
+
+def test_an_upgrade_removes_files_the_new_version_no_longer_writes(home: dict[str, str]) -> None:
+    dirs = xdg_dirs(env=home)
+    layout = InstallLayout.default(dirs=dirs)
+    written = integrate(layout=layout, dirs=dirs)
+    stale = dirs.data_home / "applications" / "ragdoll-old-name.desktop"
+    stale.write_text("[Desktop Entry]\n")
+    from native.linux import write_manifest
+
+    write_manifest(layout=layout, paths=[*written, stale])
+    assert integrate(layout=layout, dirs=dirs) == written
+    assert not stale.exists()
+
+
+def test_the_menu_entry_offers_uninstall_and_every_format(home: dict[str, str]) -> None:
+    from engine.ingest.parsers import SUPPORTED_SUFFIXES
+    from installer.spec import load_spec
+
+    dirs = xdg_dirs(env=home)
+    layout = InstallLayout.default(dirs=dirs)
+    integrate(layout=layout, dirs=dirs)
+    entry = (dirs.applications / "ragdoll.desktop").read_text()
+    assert "Actions=ask-folder;add-samples;uninstall;" in entry
+    assert f"Exec={layout.uninstall_script} --gui" in entry
+    assert {a.extension for a in load_spec().associations} == set(SUPPORTED_SUFFIXES)
+    mimes = next(line for line in entry.splitlines() if line.startswith("MimeType="))
+    assert len(mimes.split("=", 1)[1].rstrip(";").split(";")) == 14
+    if shutil.which("desktop-file-validate"):
+        subprocess.run(
+            ["desktop-file-validate", str(dirs.applications / "ragdoll.desktop")], check=True
+        )

@@ -62,3 +62,23 @@ def test_state_dirs_drop_nested_folders() -> None:
     paths = resolve_paths(env={"RAGDOLL_HOME": "/tmp/rh"})
     dirs = state_dirs(paths=paths)
     assert len(dirs) == len(set(dirs)) == 5
+
+
+def test_carrying_out_reports_progress_to_the_end(tmp_path: Path) -> None:
+    from native.uninstall import UninstallPlan, carry_out
+
+    program = tmp_path / "ragdoll-desktop"
+    for i in range(250):
+        (program / "venv" / f"pkg{i % 7}").mkdir(parents=True, exist_ok=True)
+        (program / "venv" / f"pkg{i % 7}" / f"m{i}.py").write_text("x")
+    (program / "venv" / "link").symlink_to(program / "venv" / "pkg0")
+    seen: list[tuple[int, int]] = []
+    plan = UninstallPlan(remove=(program,), keep=(), refused=())
+    assert carry_out(plan=plan, progress=lambda done, total: seen.append((done, total))) == [
+        program
+    ]
+    assert not program.exists()
+    total = seen[-1][1]
+    assert total == 250 + 7 + 1 + 1  # files, folders, the link, venv/
+    assert seen[-1] == (total, total)
+    assert len(seen) > 10 and [d for d, _ in seen] == sorted(d for d, _ in seen)

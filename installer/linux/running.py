@@ -1,0 +1,132 @@
+"""The installed app's running processes: found, stopped before files are replaced,
+started again after. Standard library only (the installer runs it with the system
+Python); Linux only (it reads /proc).
+
+An engine left running under a replaced environment fails at its next lazy import
+(`ModuleNotFoundError` for a module the new version moved), so an install stops
+every process whose interpreter or script lives in the environment it replaces.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# What the window runs (no subcommand is `gui`); everything else but the engine is a
+# command line that ends on its own (`ragdoll ask`), stopped like the engine.
+_WINDOW_COMMANDS = frozenset({"gui", "open", "ask-folder"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppProcess:
+    pid: int
+    uid: int
+    argv: tuple[str, ...]
+    kind: str  # "engine", "window" or "command"
+
+    def describe(self) -> str:
+        return f"the {self.kind} (pid {self.pid})"
+
+
+def classify(*, argv: tuple[str, ...]) -> str:
+    """engine, window or command, from a command line such as
+    `venv/bin/python venv/bin/ragdoll open` or `venv/bin/python -m engine`."""
+    rest = list(argv[1:])
+    if rest[:2] == ["-m", "engine"]:
+        return "engine"
+    if rest and rest[0] == "-m":
+        rest = rest[2:]
+    elif rest and rest[0].endswith("/ragdoll"):
+        rest = rest[1:]
+    words = [a for a in rest if not a.startswith("-")]
+    sub = words[0] if words else "gui"
+    if sub == "engine":
+        return "engine"
+    return "window" if sub in _WINDOW_COMMANDS else "command"
+
+
+def find_app_processes(
+    *, venv: Path, proc: Path = Path("/proc"), all_users: bool = False
+) -> list[AppProcess]:
+    """Processes whose interpreter or script is inside `venv` (this user's, or
+    everyone's for a system-wide install run as root)."""
+    inside = str(venv.absolute()).rstrip("/") + "/"
+    me = os.getpid()
+    found = []
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+            uid = entry.stat().st_uid
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        argv = tuple(a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a)
+        if not argv or (not all_users and uid != os.getuid()):
+            continue
+        if any(os.path.abspath(a).startswith(inside) for a in argv[:2]):
+            found.append(
+                AppProcess(pid=int(entry.name), uid=uid, argv=argv, kind=classify(argv=argv))
+            )
+    return found
+
+
+def alive(*, pid: int, proc: Path = Path("/proc")) -> bool:
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]  # a zombie has exited
+
+
+def stop(*, processes: list[AppProcess], timeout_s: float = 60.0) -> list[AppProcess]:
+    """SIGTERM each (windows first: a window stops the engine it started), wait;
+    returns those still running. The engine finishes the file at hand and closes its
+    store on SIGTERM; it is never killed, so the index is never left half-written."""
+    ordered = sorted(processes, key=lambda p: p.kind != "window")
+    for p in ordered:
+        try:
+            os.kill(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        if p.kind == "window":
+            time.sleep(0.5)
+    deadline = time.monotonic() + timeout_s
+    left = list(ordered)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if alive(pid=p.pid)]
+        if left:
+            time.sleep(0.2)
+    return left
+
+
+def start_again(*, launcher: Path, stopped: list[AppProcess], env: dict[str, str]) -> list[str]:
+    """Start what was stopped, for this user: the window where one ran and a display is
+    here (it starts its engine), else the engine alone. Returns what was started,
+    in words."""
+    mine = [p for p in stopped if p.uid == os.getuid()]
+    has_display = bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+    window = any(p.kind == "window" for p in mine) and has_display
+    engine = any(p.kind == "engine" for p in mine) or (
+        any(p.kind == "window" for p in mine) and not has_display
+    )
+    started: list[str] = []
+    argv = [str(launcher), "open"] if window else [str(launcher), "engine"] if engine else None
+    if argv is None or not launcher.exists():
+        return started
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # outlives the installer and its terminal
+    )
+    started.append("the window" if window else "the engine")
+    return started

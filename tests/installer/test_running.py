@@ -1,0 +1,91 @@
+"""installer/linux/running.py: the installed app's processes are found, stopped
+before files are replaced and started again after (reinstalling with the engine
+running; the slow form with the real engine is tests/installer/test_installed_app.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from installer.linux.running import alive, classify, find_app_processes, start_again, stop
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+
+
+def test_engine_window_and_commands_are_told_apart() -> None:
+    py, script = "/a/venv/bin/python", "/a/venv/bin/ragdoll"
+    assert classify(argv=(py, "-m", "engine")) == "engine"
+    assert classify(argv=(py, script, "engine", "--port", "0")) == "engine"
+    assert classify(argv=(py, script)) == "window"
+    assert classify(argv=(py, script, "open", "/docs")) == "window"
+    assert classify(argv=(py, script, "ask-folder")) == "window"
+    assert classify(argv=(py, script, "ask", "why?")) == "command"
+
+
+def fake_venv(tmp_path: Path) -> Path:
+    """An environment whose python is this one, and a `ragdoll` that sleeps like an engine."""
+    venv = tmp_path / "app" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    script = venv / "bin" / "ragdoll"
+    script.write_text(
+        "import pathlib, sys, time\n"
+        "marker = pathlib.Path(__file__).parent.parent.parent / 'started'\n"
+        "marker.write_text(' '.join(sys.argv[1:]))\n"
+        "time.sleep(300)\n"
+    )
+    return venv
+
+
+def test_a_running_engine_is_found_stopped_and_started_again(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path)
+    engine = subprocess.Popen(
+        [str(venv / "bin" / "python"), str(venv / "bin" / "ragdoll"), "engine"]
+    )
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        deadline = time.monotonic() + 20
+        found = []
+        while not found and time.monotonic() < deadline:
+            found = find_app_processes(venv=venv)
+            time.sleep(0.1)
+        assert [(p.pid, p.kind) for p in found] == [(engine.pid, "engine")]  # not `other`
+        assert stop(processes=found, timeout_s=20) == []
+        assert engine.wait(timeout=5) != 0 and not alive(pid=engine.pid)
+        assert alive(pid=other.pid)
+        (tmp_path / "app" / "started").unlink(missing_ok=True)
+        launcher = tmp_path / "launcher"
+        launcher.write_text(
+            f'#!/bin/sh\nexec {venv / "bin" / "python"} {venv / "bin" / "ragdoll"} "$@"\n'
+        )
+        launcher.chmod(0o755)
+        started = start_again(launcher=launcher, stopped=found, env={"PATH": os.environ["PATH"]})
+        assert started == ["the engine"]
+        deadline = time.monotonic() + 20
+        marker = tmp_path / "app" / "started"
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.read_text() == "engine"
+    finally:
+        other.kill()
+        engine.kill()
+        for p in find_app_processes(venv=venv):
+            os.kill(p.pid, 9)
+
+
+def test_a_window_comes_back_as_a_window_only_where_there_is_a_display(tmp_path: Path) -> None:
+    from installer.linux.running import AppProcess
+
+    window = AppProcess(pid=1, uid=os.getuid(), argv=("p", "r", "open"), kind="window")
+    someone_else = AppProcess(pid=2, uid=os.getuid() + 1, argv=("p", "r", "engine"), kind="engine")
+    launcher = tmp_path / "ragdoll"
+    launcher.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "argv"}\n')
+    launcher.chmod(0o755)
+    assert start_again(launcher=launcher, stopped=[someone_else], env={}) == []
+    assert start_again(launcher=launcher, stopped=[window], env={}) == ["the engine"]
+    assert start_again(launcher=launcher, stopped=[window], env={"DISPLAY": ":0"}) == ["the window"]

@@ -1,0 +1,73 @@
+"""native/qt_deps.py: what `make run` checks before the window starts on X11."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from native.qt_deps import QtDepsReport, check, distro_family, missing_libraries, xcb_will_be_used
+
+# ldd on PySide6 6.x's libqxcb.so on a fresh Debian 12 (the walkthrough's machine).
+LDD = """\
+\tlibxcb-cursor.so.0 => /lib/x86_64-linux-gnu/libxcb-cursor.so.0 (0x00007f41eb39a000)
+\tlibxcb-icccm.so.4 => not found
+\tlibxcb-util.so.1 => /lib/x86_64-linux-gnu/libxcb-util.so.1 (0x00007f41eb392000)
+\tlibxcb-keysyms.so.1 => not found
+\tlibxcb-icccm.so.4 => not found
+\tlibfoo-unknown.so.3 => not found
+"""
+
+
+def test_the_missing_libraries_are_named_with_their_packages_per_distribution() -> None:
+    missing = missing_libraries(ldd_output=LDD)
+    assert missing == ("libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libfoo-unknown.so.3")
+    report = QtDepsReport(plugin=Path("libqxcb.so"), missing=missing[:2])
+    assert report.packages(family="debian") == ["libxcb-icccm4", "libxcb-keysyms1"]
+    assert report.packages(family="fedora") == ["xcb-util-wm", "xcb-util-keysyms"]
+    assert report.packages(family="arch") == ["xcb-util-wm", "xcb-util-keysyms"]
+    text = report.message(family=None)
+    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1" in text
+    assert "sudo dnf install xcb-util-wm xcb-util-keysyms" in text
+    assert "sudo pacman -S --needed xcb-util-wm xcb-util-keysyms" in text
+    assert "libxcb-cursor0" not in text  # Qt's own message blamed it; it was installed
+    assert "Fedora" not in report.message(family="debian")
+
+
+def test_the_distribution_family_comes_from_os_release(tmp_path: Path) -> None:
+    cases = {
+        "ID=ubuntu\nID_LIKE=debian\n": "debian",
+        'ID="fedora"\n': "fedora",
+        "ID=manjaro\nID_LIKE=arch\n": "arch",
+        'ID=linuxmint\nID_LIKE="ubuntu debian"\n': "debian",
+        "ID=gentoo\n": None,
+    }
+    for text, family in cases.items():
+        (tmp_path / "os-release").write_text(text)
+        assert distro_family(os_release=tmp_path / "os-release") == family
+    assert distro_family(os_release=tmp_path / "absent") is None
+
+
+def test_only_an_x11_start_is_checked() -> None:
+    assert xcb_will_be_used(env={"DISPLAY": ":0"})
+    assert not xcb_will_be_used(env={"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"})
+    assert xcb_will_be_used(env={"QT_QPA_PLATFORM": "xcb"})
+    assert not xcb_will_be_used(env={"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"})
+    assert not xcb_will_be_used(env={})
+
+
+def test_the_real_plugin_is_checked_and_make_run_passes_headless() -> None:
+    report = check()
+    assert report.plugin is not None and report.plugin.name == "libqxcb.so"
+    # What `make run` runs first: headless (the tests' offscreen) it never stops the start.
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DISPLAY": ":99"}
+    result = subprocess.run([sys.executable, "-m", "native.qt_deps"], env=env, capture_output=True)
+    assert result.returncode == 0
+    # Told to check: it fails exactly when ldd finds something missing, and says what.
+    forced = subprocess.run(
+        [sys.executable, "-m", "native.qt_deps", "--always"], capture_output=True, text=True
+    )
+    assert forced.returncode == (1 if report.missing else 0)
+    for soname in report.missing:
+        assert soname in forced.stderr
