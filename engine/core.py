@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.answer.extractive import NO_MODEL_NOTE
 from engine.answer.reranker import Reranker
 from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
@@ -28,10 +27,9 @@ from engine.ingest.journal import remove_orphans
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
+from engine.pipeline.answer_stream import answer_events
 from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
-from engine.pipeline.answering import GatedHits, refusal_text
 from engine.pipeline.follow_up import resolve_follow_up
-from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.pipeline.serving import ServingPipeline
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
@@ -41,12 +39,8 @@ from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchFilters, SearchHit
 from engine.wire import (
-    AnswerDone,
     AnswerEvent,
-    Citation,
-    CitationsEvent,
     DocumentInfo,
-    DoneEvent,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -55,7 +49,6 @@ from engine.wire import (
     Priority,
     SearchedEvent,
     SourceView,
-    TokenEvent,
     Turn,
     WatchedFolder,
 )
@@ -68,7 +61,6 @@ log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 # The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
 # engine/pipeline/answering.py: it runs on each question right after its batch's search.
-_CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
 
 
 class Engine:
@@ -424,7 +416,7 @@ class Engine:
             payload=None if filters.empty else filters,
             conversation=follow_up,
         )
-        yield from _answer_events(handle=handle, cancel=cancel)
+        yield from answer_events(handle=handle, cancel=cancel)
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""
@@ -550,73 +542,6 @@ class Engine:
         self.watcher.close()
         self.ingest.stop()
         self.store.close()
-
-
-def _answer_events(
-    *, handle: RequestHandle, cancel: threading.Event | None
-) -> Iterator[AnswerEvent]:
-    """A pipeline request's events as ask_stream's: the citations once retrieved
-    (none when nothing relevant was found), the text as it is written, then done."""
-    gated: GatedHits | None = None
-    pieces: list[str] = []
-    outcome: Finished | None = None
-    try:
-        while outcome is None:
-            if cancel is not None and cancel.is_set():
-                handle.cancel()
-            event = handle.next_event(timeout=_CANCEL_POLL_S)
-            if isinstance(event, Retrieved):
-                gated = event.hits if isinstance(event.hits, GatedHits) else None
-                found = gated is not None and gated.found
-                hits = gated.hits if gated is not None and found else ()
-                yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
-            elif isinstance(event, Piece) and event.text:
-                pieces.append(event.text)
-                yield TokenEvent(text=event.text)
-            elif isinstance(event, Finished):
-                outcome = event
-    finally:
-        if outcome is None:  # the caller stopped reading: free its row in the batch
-            handle.cancel()
-    asked_to_stop = cancel is not None and cancel.is_set()
-    model = handle.served_by  # after a model change, the pipelines that took it over
-    if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
-        raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
-    if gated is None:  # cancelled before its retrieval
-        yield CitationsEvent(citations=[])
-    if gated is None or not gated.found:
-        answer = refusal_text(hits=gated.hits) if gated is not None else ""
-        done = AnswerDone(answer=answer, mode="none")
-    elif model is None:
-        text = gated.extract.text if gated.extract is not None else "".join(pieces)
-        done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
-    else:
-        completion = handle.tokens
-        done = AnswerDone(
-            answer="".join(pieces),
-            mode="generative",
-            model=model,
-            prompt_tokens=handle.prompt_tokens or None,
-            completion_tokens=completion,
-            finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
-        )
-    yield DoneEvent(done=done)
-
-
-def citation_for(index: int, hit: SearchHit) -> Citation:
-    """A search hit as the wire's Citation; `index` is the n of its [n] marker."""
-    c = hit.chunk
-    return Citation(
-        index=index,
-        chunk_id=c.chunk_id,
-        path=c.path,
-        page=c.page,
-        text=c.text,
-        score=round(hit.similarity, 4),
-        char_start=c.char_start,
-        char_end=c.char_end,
-        section=c.section,
-    )
 
 
 def _retire(serving: ServingPipeline, *, successor: ServingPipeline | None) -> None:

@@ -18,20 +18,18 @@ from dataclasses import replace
 from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QHelpEvent, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListView,
     QPushButton,
-    QSplitter,
     QTextBrowser,
     QToolTip,
-    QVBoxLayout,
     QWidget,
 )
 
 from app.chat.answer_render import chunk_id_from_href, copy_text, elide, source_title
 from app.chat.answer_stream import AnswerStream
+from app.chat.chat_layout import lay_out
 from app.chat.conversation_list import ConversationList
 from app.chat.conversations import (
     Conversation,
@@ -155,60 +153,12 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self._on_stop)
         self.stop_button.setToolTip("Stop the answer (Esc)")
 
-        self._build_layout()
+        self.split, self.outer_split = lay_out(self)
         self._build_shortcuts()
         self._update_buttons()
         self._loader = ConversationLoader(parent=self)
         self._loader.sig_loaded.connect(self._on_loaded)
         self._loader.start(store=self.store)
-
-    def _build_layout(self) -> None:
-        sources_box = QWidget()
-        sources_layout = QVBoxLayout(sources_box)
-        sources_layout.setContentsMargins(0, 6, 0, 0)
-        sources_layout.setSpacing(4)
-        sources_head = QHBoxLayout()
-        sources_head.addWidget(self.sources_label, 1)
-        sources_head.addWidget(self.regenerate_button)
-        sources_head.addWidget(self.copy_button)
-        sources_layout.addLayout(sources_head)
-        sources_layout.addWidget(self.searched_label)
-        sources_layout.addWidget(self.sources)
-
-        self.split = QSplitter(Qt.Orientation.Vertical)
-        self.split.setObjectName("chatSplitter")
-        self.split.setChildrenCollapsible(False)
-        self.split.addWidget(self.transcript)
-        self.split.addWidget(sources_box)
-        self.split.setStretchFactor(0, 3)
-        self.split.setStretchFactor(1, 1)
-        self.split.setSizes([430, 290])
-
-        ask_row = QHBoxLayout()
-        ask_row.setSpacing(6)
-        ask_row.addWidget(self.question, 1)
-        ask_row.addWidget(self.ask_button)
-        ask_row.addWidget(self.stop_button)
-
-        chat = QWidget()
-        chat_layout = QVBoxLayout(chat)
-        chat_layout.setContentsMargins(0, 0, 0, 0)
-        chat_layout.setSpacing(8)
-        chat_layout.addWidget(self.split, 1)
-        chat_layout.addLayout(ask_row)
-
-        self.outer_split = QSplitter(Qt.Orientation.Horizontal)
-        self.outer_split.setObjectName("conversationSplitter")
-        self.outer_split.setChildrenCollapsible(False)
-        self.outer_split.addWidget(self.conversation_list)
-        self.outer_split.addWidget(chat)
-        self.outer_split.setStretchFactor(0, 0)
-        self.outer_split.setStretchFactor(1, 1)
-        self.outer_split.setSizes([200, 600])
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.outer_split)
 
     def _build_shortcuts(self) -> None:
         def key(seq: QKeySequence | str, slot: object, *, window: bool = True) -> QShortcut:

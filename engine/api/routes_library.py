@@ -14,8 +14,9 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.body_checks import WholeNumber
-from engine.core import Engine, citation_for
+from engine.core import Engine
 from engine.ingest.fspath import from_store, to_store
+from engine.pipeline.answer_stream import citation_for
 from engine.store.records import SearchHit
 from engine.wire import (
     CollectionInfo,

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engine.bench.ingest_many import wait_for_job
+
 _VOCABULARY = (
     "the valve pressure gauge inspection schedule winter harbour ferry timetable engine "
     "filter pump seal gasket manual section warranty battery charger voltage current "
@@ -196,22 +198,12 @@ def _queue(*, root: Path, name: str, embedder: Any) -> tuple[Any, Any]:
     return store, IngestQueue(store=store, embedder=lambda: embedder)
 
 
-def _wait(job: Any) -> Any:
-    version = -1
-    while True:
-        version, progress = job.wait_next(after=version, timeout_s=5.0)
-        if progress.state in ("done", "failed", "cancelled"):
-            if progress.state != "done":
-                raise RuntimeError(f"the benchmark job ended {progress.state}: {progress.message}")
-            return progress
-
-
 def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[str, Any]:
     store, queue = _queue(root=root, name="index-pdfs", embedder=embedder)
     try:
         embedder.texts, embedder.seconds = 0, 0.0
         started = time.perf_counter()
-        progress = _wait(queue.submit(paths=[str(corpus)]))
+        progress = wait_for_job(queue.submit(paths=[str(corpus)]))
         seconds = time.perf_counter() - started
         docs = store.list_documents()
     finally:
@@ -248,7 +240,7 @@ def _rescan(*, root: Path, files: int, embedder: _CountingEmbedder) -> dict[str,
                     os.utime(p)
             embedder.texts = 0
             started = time.perf_counter()
-            progress = _wait(queue.submit_changes(paths=[str(folder)], origin="rescan"))
+            progress = wait_for_job(queue.submit_changes(paths=[str(folder)], origin="rescan"))
             out[f"{label}_seconds"] = round(time.perf_counter() - started, 3)
             out[f"{label}_embeddings"] = embedder.texts
             if progress.files_skipped != files:

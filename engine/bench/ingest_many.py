@@ -102,7 +102,6 @@ def folder_bytes(folder: Path) -> int:
 def small_files(
     *, root: Path, corpus: Path, count: int, real: Embedder, stand_in: bool, say: Any
 ) -> dict[str, Any]:
-    from engine.bench.ingest import _wait
     from engine.ingest.jobs import IngestQueue
     from engine.store.lance_store import LanceStore
 
@@ -116,7 +115,7 @@ def small_files(
     queue = IngestQueue(store=store, embedder=lambda: embedder)
     try:
         started = time.perf_counter()
-        progress = _wait(queue.submit(paths=[str(folder)]))
+        progress = wait_for_job(queue.submit(paths=[str(folder)]))
         seconds = time.perf_counter() - started
         size_after = folder_bytes(store.folder)
         chunks = store.chunks.to_arrow().select(["text"]).column("text").to_pylist()
@@ -132,7 +131,7 @@ def small_files(
         size_settled = folder_bytes(store.folder)
         versions = {t: len(getattr(store, t).list_versions()) for t in ("documents", "pages")}
         rescan_started = time.perf_counter()
-        rescan = _wait(queue.submit_changes(paths=[str(folder)], origin="rescan"))
+        rescan = wait_for_job(queue.submit_changes(paths=[str(folder)], origin="rescan"))
         rescan_s = time.perf_counter() - rescan_started
         sample = chunks[:64]
         embed_started = time.perf_counter()
@@ -189,7 +188,6 @@ def _ask(*, store: Any, embedder: Embedder, question: str) -> float:
 
 
 def ask_during(*, root: Path, corpus: Path, pages: int, real: Embedder, say: Any) -> dict[str, Any]:
-    from engine.bench.ingest import _wait
     from engine.ingest.jobs import IngestQueue
     from engine.ingest.sandbox import SandboxLimits
     from engine.store.lance_store import LanceStore
@@ -204,7 +202,7 @@ def ask_during(*, root: Path, corpus: Path, pages: int, real: Embedder, say: Any
         seed.mkdir()
         for name in ("apt-guide.txt", "git-bisect.txt"):
             shutil.copy(corpus / name, seed / name)
-        _wait(queue.submit(paths=[str(seed)]))
+        wait_for_job(queue.submit(paths=[str(seed)]))
         idle = [_ask(store=store, embedder=real, question=q) for q in QUESTIONS * 2]
         big = root / "big"
         big.mkdir()
@@ -240,3 +238,14 @@ def ask_during(*, root: Path, corpus: Path, pages: int, real: Embedder, say: Any
         "ask_during_all_while_embedding": all(embedded),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+
+
+def wait_for_job(job: Any) -> Any:
+    """The job's last progress once it ends; raises unless it ended done."""
+    version = -1
+    while True:
+        version, progress = job.wait_next(after=version, timeout_s=5.0)
+        if progress.state in ("done", "failed", "cancelled"):
+            if progress.state != "done":
+                raise RuntimeError(f"the benchmark job ended {progress.state}: {progress.message}")
+            return progress

@@ -9,7 +9,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from engine.core import citation_for
+from engine.pipeline.answer_stream import citation_for
 from engine.store.lance_store import LanceStore, chunks_schema
 from engine.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
 from engine.wire import Citation, from_json_dict
