@@ -25,7 +25,8 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -56,6 +57,7 @@ from engine.api.openai_shape import ChatText, question_and_history
 from engine.api.server_settings import ServerSettingsStore
 from engine.core import Engine
 from engine.wire import (
+    Citation,
     OpenAIChatCompletion,
     OpenAIChoice,
     OpenAICompletion,
@@ -198,38 +200,25 @@ def openai_router(
         asked = _asked(body, question=question, history=history, max_tokens=max_tokens)
         if isinstance(asked, JSONResponse):
             return asked
-        model_id = _model_id(engine)
-        completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        stream = _shaped_answer(asked=asked, model=model_id)
-        if body.stream:
-            include_usage = body.stream_options is not None and body.stream_options.include_usage
-            chunks = chat_chunks(
-                stream,
-                completion_id=completion_id,
-                created=created,
-                model=model_id,
-                include_usage=include_usage,
-            )
-            return StreamingResponse(_guarded(chunks), media_type="text/event-stream")
-        try:
-            citations, answer, ended = collect(stream)
-        except Exception as e:
-            log.exception("answering failed")
-            return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
-        return OpenAIChatCompletion(
-            id=completion_id,
-            created=created,
-            model=model_id,
-            choices=[
-                OpenAIChoice(
-                    index=0,
-                    message=OpenAIMessage(role="assistant", content=answer),
-                    finish_reason=ended.finish_reason,
-                )
-            ],
-            citations=citations,
-            usage=ended.usage,
+        return _respond(
+            asked=asked,
+            body=body,
+            id_prefix="chatcmpl",
+            chunks=chat_chunks,
+            whole=lambda answer, ended: OpenAIChatCompletion(
+                id=answer.id,
+                created=answer.created,
+                model=answer.model,
+                choices=[
+                    OpenAIChoice(
+                        index=0,
+                        message=OpenAIMessage(role="assistant", content=answer.text),
+                        finish_reason=ended.finish_reason,
+                    )
+                ],
+                citations=answer.citations,
+                usage=ended.usage,
+            ),
         )
 
     @router.post(
@@ -256,35 +245,58 @@ def openai_router(
         asked = _asked(body, question=prompt.strip(), history=[], max_tokens=body.max_tokens)
         if isinstance(asked, JSONResponse):
             return asked
+        return _respond(
+            asked=asked,
+            body=body,
+            id_prefix="cmpl",
+            chunks=completion_chunks,
+            whole=lambda answer, ended: OpenAICompletion(
+                id=answer.id,
+                created=answer.created,
+                model=answer.model,
+                choices=[
+                    OpenAICompletionChoice(
+                        index=0, text=answer.text, finish_reason=ended.finish_reason
+                    )
+                ],
+                citations=answer.citations,
+                usage=ended.usage,
+            ),
+        )
+
+    def _respond(
+        *,
+        asked: AnswerAsked,
+        body: AnswerBody,
+        id_prefix: str,
+        chunks: Callable[..., Iterator[str]],
+        whole: Callable[[_Collected, Any], Any],
+    ) -> Any:
+        """One answer as the OpenAI shape a route gives: `chunks` streams it, `whole`
+        builds the single response from what was collected."""
         model_id = _model_id(engine)
-        completion_id = f"cmpl-{uuid.uuid4().hex}"
+        completion_id = f"{id_prefix}-{uuid.uuid4().hex}"
         created = int(time.time())
         stream = _shaped_answer(asked=asked, model=model_id)
         if body.stream:
             include_usage = body.stream_options is not None and body.stream_options.include_usage
-            chunks = completion_chunks(
+            streamed = chunks(
                 stream,
                 completion_id=completion_id,
                 created=created,
                 model=model_id,
                 include_usage=include_usage,
             )
-            return StreamingResponse(_guarded(chunks), media_type="text/event-stream")
+            return StreamingResponse(_guarded(streamed), media_type="text/event-stream")
         try:
             citations, answer, ended = collect(stream)
         except Exception as e:
             log.exception("answering failed")
             return _error(500, f"{type(e).__name__}: {e}", kind="server_error")
-        return OpenAICompletion(
-            id=completion_id,
-            created=created,
-            model=model_id,
-            choices=[
-                OpenAICompletionChoice(index=0, text=answer, finish_reason=ended.finish_reason)
-            ],
-            citations=citations,
-            usage=ended.usage,
+        collected = _Collected(
+            id=completion_id, created=created, model=model_id, text=answer, citations=citations
         )
+        return whole(collected, ended)
 
     def _asked(
         body: AnswerBody, *, question: str, history: list[Turn], max_tokens: int | None
@@ -405,6 +417,17 @@ def _models(engine: Engine) -> list[OpenAIModel]:
     """The chat model in use first (what `model` in a chat request gets), then the embedder."""
     embedder_id = engine.settings.embedder
     return [OpenAIModel(id=_model_id(engine)), OpenAIModel(id=embedder_id)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Collected:
+    """A whole answer with the ids its response carries."""
+
+    id: str
+    created: int
+    model: str
+    text: str
+    citations: list[Citation]
 
 
 def _model_id(engine: Engine) -> str:
