@@ -1,10 +1,11 @@
-"""A word-wrapped label that a layout never cuts short."""
+"""Text that a layout never cuts short: a word-wrapped label, a group box whose
+title is elided to its width."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QWidget
 
 # Before its first layout a label has no width to wrap at: assume a pane's.
 _FIRST_WIDTH = 300
@@ -43,3 +44,43 @@ class WrapLabel(QLabel):
         super().resizeEvent(event)
         if event.oldSize().width() != event.size().width():
             self.updateGeometry()  # a new width: maybe another number of lines
+
+
+class ElidedGroupBox(QGroupBox):
+    """A group box whose title is cut with "…" to the width it is given (the whole
+    title in its tooltip): a group box's title cannot wrap, and a long one would
+    otherwise widen the pane or be clipped mid-word."""
+
+    # Room the frame and the title's indent take from the box's width.
+    _TITLE_MARGIN = 24
+
+    def __init__(self, title: str = "", *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full_title = ""
+        self.setTitle(title)
+
+    def title(self) -> str:
+        """The whole title (what is drawn may be cut: `shown_title`)."""
+        return self._full_title
+
+    def shown_title(self) -> str:
+        return super().title()
+
+    def setTitle(self, title: str) -> None:
+        self._full_title = title
+        self.setToolTip(title)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(self.width() - self._TITLE_MARGIN, 40)
+        shown = self.fontMetrics().elidedText(self._full_title, Qt.TextElideMode.ElideRight, width)
+        super().setTitle(shown)
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), 120), hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._elide()

@@ -11,7 +11,6 @@ from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
-    QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
@@ -30,7 +29,7 @@ from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
 from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
 from app.library.progress_text import counts_line, notes_text, pace_line, work_permille
 from app.qt_compat import emit
-from app.wrap_label import WrapLabel
+from app.wrap_label import ElidedGroupBox, WrapLabel
 from engine.wire import FINAL_STATES, DocumentInfo, FileError, IngestProgress, WatchedFolder
 
 FolderChooser = Callable[[QWidget], str | None]
@@ -120,7 +119,7 @@ class LibraryPane(QWidget):
         self.folders_box.sig_new_collection.connect(self.new_collection)
 
         # -- progress of the current ingestion job
-        self.progress_box = QGroupBox("Adding documents")
+        self.progress_box = ElidedGroupBox("Adding documents")
         self.progress_bar = QProgressBar()
         self.progress_bar.setAccessibleName("Files done")
         self.progress_bar.setFormat("%v of %m files")

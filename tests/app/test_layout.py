@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app.main_window import ANSWER_MIN_WIDTH
+from app.wrap_label import ElidedGroupBox
 from engine.wire import IngestProgress, WatchedFolder
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient
@@ -96,3 +97,18 @@ def test_the_split_is_the_users_and_is_remembered(qtbot: QtBot, make_window: Mak
     _settle(qtbot)
     # Within the 2 px by which the offscreen platform restores a window narrower.
     assert abs(again.splitter.sizes()[0] - chosen[0]) <= 2
+
+
+def test_a_long_progress_title_is_cut_to_the_box_not_the_pane(qtbot: QtBot) -> None:
+    box = ElidedGroupBox("Checking watched folders for changes (queued)")
+    qtbot.addWidget(box)
+    box.resize(160, 80)
+    box.show()
+    qtbot.waitExposed(box)
+    assert box.title() == "Checking watched folders for changes (queued)"
+    assert box.shown_title().endswith("…")
+    assert box.fontMetrics().horizontalAdvance(box.shown_title()) <= box.width()
+    assert box.minimumSizeHint().width() <= 120  # a long title never widens its pane
+    assert box.toolTip() == box.title()
+    box.resize(900, 80)
+    qtbot.waitUntil(lambda: box.shown_title() == box.title(), timeout=2000)
