@@ -35,7 +35,9 @@ def _running_job(engine: RunningEngine) -> str:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         jobs = [j for j in engine.client.ingest_queue().jobs if j.state == "running"]
-        if jobs and jobs[0].files_done > 0:
+        # Files commit in groups, so files_done may jump from 0 to all at the end:
+        # chunks found say that the ingestion is under way.
+        if jobs and (jobs[0].files_done > 0 or jobs[0].chunks_found > 0):
             return jobs[0].job_id
         time.sleep(0.05)
     raise AssertionError("the ingestion never started")
