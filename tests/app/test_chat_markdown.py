@@ -131,21 +131,22 @@ def test_a_quoted_answer_is_literal_text_with_its_sentence_highlighted(qtbot: Qt
 def test_a_quoted_answer_in_the_chat_window_stays_literal(qtbot: QtBot, tmp_path: Path) -> None:
     from app.chat.chat_pane import ChatPane
     from app.chat.conversations import ConversationStore
-    from engine.wire import AnswerDone
+    from engine.wire import AnswerDone, CitationsEvent, DoneEvent, TokenEvent
 
     pane = ChatPane(store=ConversationStore(folder=tmp_path))
     qtbot.addWidget(pane)
     pane.show()
     qtbot.waitUntil(lambda: pane.loaded, timeout=5000)
     pane.set_ready(True)
-    pane.begin_answer(question="How do I skip broken builds?")
-    pane.set_citations(CITATIONS)
-    pane.append_token(QUOTED)
-    pane.finish_answer(done=AnswerDone(answer=QUOTED, mode="extractive"))
+    stream = pane.ask(question="How do I skip broken builds?")
+    stream.deliver(CitationsEvent(citations=CITATIONS))
+    stream.deliver(TokenEvent(text=QUOTED))
+    stream.deliver(DoneEvent(done=AnswerDone(answer=QUOTED, mode="extractive")))
     assert pane.current.exchanges[-1].quoted
     assert "~/test.sh ~ and gnuplot*gray*scale __init__" in pane.transcript.toPlainText()
 
-    pane.begin_answer(question="And with a model?")
-    pane.finish_answer(done=AnswerDone(answer="Use **make** [1].", mode="generative", model="m"))
+    stream = pane.ask(question="And with a model?")
+    done = AnswerDone(answer="Use **make** [1].", mode="generative", model="m")
+    stream.deliver(DoneEvent(done=done))
     assert not pane.current.exchanges[-1].quoted
     assert "Use make [1]." in pane.transcript.toPlainText()  # the model's Markdown renders
