@@ -261,7 +261,7 @@ def markdown_answer(*, citations: list[Any]) -> str:
 def take_chat_screenshots(*, app: Any, window: Any, out: Path, source_row: int) -> int:
     """Conversations, a Markdown answer, the welcome; then all of it again in dark."""
     from app.theme import apply_theme
-    from engine.wire import AnswerDone
+    from engine.wire import AnswerDone, CitationsEvent, DoneEvent, TokenEvent
 
     chat = window.chat
     first = chat.current.id
@@ -275,10 +275,16 @@ def take_chat_screenshots(*, app: Any, window: Any, out: Path, source_row: int) 
 
     chat.new_chat()
     answer = markdown_answer(citations=citations)
-    chat.begin_answer(question=MARKDOWN_QUESTION)
-    chat.set_citations(citations)
-    chat.append_token(answer)
-    chat.finish_answer(done=AnswerDone(answer=answer, mode="generative"))
+    # An illustrative answer (no model here): the pane's sig_ask is held back so
+    # that the engine is not asked, and the stream is fed as the bridge would.
+    chat.blockSignals(True)
+    try:
+        stream = chat.ask(question=MARKDOWN_QUESTION)
+    finally:
+        chat.blockSignals(False)
+    stream.deliver(CitationsEvent(citations=citations))
+    stream.deliver(TokenEvent(text=answer))
+    stream.deliver(DoneEvent(done=AnswerDone(answer=answer, mode="generative")))
     markdown = chat.current.id
 
     for scheme in ("light", "dark"):
