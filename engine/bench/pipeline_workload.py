@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.bench.ingest import WORDS, _wait
+from engine.bench.ingest import WORDS
+from engine.bench.ingest_many import wait_for_job
 
 INTERVALS = 4
 RATE_STEPS = (1, 2, 3, 4)  # the paper's 4, 8, 12, 16 per minute, as multiples of the first
@@ -109,7 +110,7 @@ def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, A
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
     queue = IngestQueue(store=store, embedder=lambda: embedder)
     try:
-        progress = _wait(queue.submit(paths=[str(corpus)]))
+        progress = wait_for_job(queue.submit(paths=[str(corpus)]))
     finally:
         queue.stop()
     if progress.errors:

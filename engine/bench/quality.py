@@ -244,7 +244,7 @@ def build_index(
     *, corpus: Path, index: Path, embedder: Any, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """Ingest the corpus through the product's queue, unless `index` already holds it."""
-    from engine.bench.ingest import _wait
+    from engine.bench.ingest_many import wait_for_job
     from engine.ingest.jobs import IngestQueue
     from engine.store.lance_store import LanceStore
 
@@ -261,7 +261,7 @@ def build_index(
         queue = IngestQueue(store=store, embedder=lambda: embedder)
         try:
             started = time.perf_counter()
-            progress = _wait(queue.submit(paths=[str(corpus)]))
+            progress = wait_for_job(queue.submit(paths=[str(corpus)]))
             seconds = time.perf_counter() - started
         finally:
             queue.stop()
