@@ -21,6 +21,7 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -79,10 +80,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     path = getattr(args, "path", "prompt")
     product = None
-    if path in ("product", "both"):
+    if path == "product" or (path == "both" and _docs_at_hand(args)):
         product = _product_path(args=args, quick=quick, say=say)
         if path == "product":
             return {"product": product}
+    elif path == "both":
+        # Said, not skipped quietly: the product path asks about real documents.
+        product = {"skipped": _NO_DOCS}
+        print(f"product path not measured: {_NO_DOCS}", file=sys.stderr)
     model_dir = args.model or _random_model(quick=quick)
     figures = measure_ttft_prefix_reuse(model_dir=model_dir, quick=quick, repeats=args.repeats)
     other = figures["other_sources"]
@@ -103,6 +108,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if product is not None:
         figures["product"] = product
     return figures
+
+
+_NO_DOCS = (
+    "the real documents are absent: run `python -m engine.bench.real_docs` "
+    "(or set RAGDOLL_REAL_DOCS), or give --docs FOLDER"
+)
+
+
+def _docs_at_hand(args: argparse.Namespace) -> bool:
+    from engine.bench.real_docs import find_real_docs
+
+    return args.docs is not None or find_real_docs() is not None
 
 
 def _product_path(
