@@ -35,6 +35,9 @@ class AppIdentity:
         "application/rtf",
         "message/rfc822",
         "application/mbox",
+        "image/png",  # images of pages are read with OCR
+        "image/jpeg",
+        "image/tiff",
     )
     ask_folder_label: str = "Ask RAGDoll about this folder"
     summary: str = "Ask questions about your own documents"  # AppStream: short, no full stop

@@ -149,7 +149,7 @@ def test_the_menu_entry_offers_uninstall_and_every_format(home: dict[str, str]) 
     assert f"Exec={layout.uninstall_script} --gui" in entry
     assert {a.extension for a in load_spec().associations} == set(SUPPORTED_SUFFIXES)
     mimes = next(line for line in entry.splitlines() if line.startswith("MimeType="))
-    assert len(mimes.split("=", 1)[1].rstrip(";").split(";")) == 14
+    assert len(mimes.split("=", 1)[1].rstrip(";").split(";")) == 17
     if shutil.which("desktop-file-validate"):
         subprocess.run(
             ["desktop-file-validate", str(dirs.applications / "ragdoll.desktop")], check=True

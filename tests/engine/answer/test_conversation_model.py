@@ -14,6 +14,7 @@ import pytest
 
 from engine.answer.conversation import resolve
 from engine.answer.generative import GenerativeAnswerer
+from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
 from engine.models.synthetic import write_random_model
 from engine.pipeline.adapters import generate_rows
@@ -29,7 +30,7 @@ def answerer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GenerativeAns
     folder = write_random_model(
         folder=tmp_path_factory.mktemp("m") / "llama", hidden_size=32, num_layers=2
     )
-    model = GenerativeAnswerer(model_path=folder, device="cpu")
+    model = open_model(model_path=folder, device="cpu").answerer
     yield model
     model.close()
 
