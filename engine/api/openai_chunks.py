@@ -7,7 +7,7 @@ has `usage: null` and one more chunk after the finish has no choices and the usa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.api.openai_answer import Ended, Shaped, Text
@@ -33,6 +33,28 @@ def _line(value: Any, *, include_usage: bool) -> str:
     return f"data: {json.dumps(data)}\n\n"
 
 
+def _chunks(
+    events: Iterator[Shaped],
+    *,
+    chunk: Callable[..., Any],
+    include_usage: bool,
+) -> Iterator[str]:
+    """The one event loop of both streams: `chunk(text=, first=, finish=, citations=,
+    usage=, empty=)` builds the route's own chunk object."""
+    for event in events:
+        if isinstance(event, CitationsEvent):
+            yield _line(
+                chunk(text="", first=True, citations=event.citations), include_usage=include_usage
+            )
+        elif isinstance(event, Text):
+            yield _line(chunk(text=event.text), include_usage=include_usage)
+        elif isinstance(event, Ended):
+            yield _line(chunk(text=None, finish=event.finish_reason), include_usage=include_usage)
+            if include_usage:
+                yield _line(chunk(empty=True, usage=event.usage), include_usage=True)
+    yield DONE_LINE
+
+
 def chat_chunks(
     events: Iterator[Shaped],
     *,
@@ -41,29 +63,30 @@ def chat_chunks(
     model: str,
     include_usage: bool,
 ) -> Iterator[str]:
-    def chunk(delta: OpenAIDelta, *, finish: Any = None, citations: Any = None) -> str:
-        value = OpenAIChatCompletionChunk(
+    def chunk(
+        *,
+        text: str | None = None,
+        first: bool = False,
+        finish: Any = None,
+        citations: Any = None,
+        usage: Any = None,
+        empty: bool = False,
+    ) -> OpenAIChatCompletionChunk:
+        if first:
+            delta = OpenAIDelta(role="assistant", content="")
+        else:
+            delta = OpenAIDelta(content=text) if text is not None else OpenAIDelta()
+        choices = [] if empty else [OpenAIChunkChoice(index=0, delta=delta, finish_reason=finish)]
+        return OpenAIChatCompletionChunk(
             id=completion_id,
             created=created,
             model=model,
-            choices=[OpenAIChunkChoice(index=0, delta=delta, finish_reason=finish)],
+            choices=choices,
             citations=citations,
+            usage=usage,
         )
-        return _line(value, include_usage=include_usage)
 
-    for event in events:
-        if isinstance(event, CitationsEvent):
-            yield chunk(OpenAIDelta(role="assistant", content=""), citations=event.citations)
-        elif isinstance(event, Text):
-            yield chunk(OpenAIDelta(content=event.text))
-        elif isinstance(event, Ended):
-            yield chunk(OpenAIDelta(), finish=event.finish_reason)
-            if include_usage:
-                last = OpenAIChatCompletionChunk(
-                    id=completion_id, created=created, model=model, choices=[], usage=event.usage
-                )
-                yield _line(last, include_usage=True)
-    yield DONE_LINE
+    return _chunks(events, chunk=chunk, include_usage=include_usage)
 
 
 def completion_chunks(
@@ -74,26 +97,23 @@ def completion_chunks(
     model: str,
     include_usage: bool,
 ) -> Iterator[str]:
-    def chunk(text: str, *, finish: Any = None, citations: Any = None) -> str:
-        value = OpenAICompletion(
+    def chunk(
+        *,
+        text: str | None = None,
+        first: bool = False,
+        finish: Any = None,
+        citations: Any = None,
+        usage: Any = None,
+        empty: bool = False,
+    ) -> OpenAICompletion:
+        choice = OpenAICompletionChoice(index=0, text=text or "", finish_reason=finish)
+        return OpenAICompletion(
             id=completion_id,
             created=created,
             model=model,
-            choices=[OpenAICompletionChoice(index=0, text=text, finish_reason=finish)],
+            choices=[] if empty else [choice],
             citations=citations,
+            usage=usage,
         )
-        return _line(value, include_usage=include_usage)
 
-    for event in events:
-        if isinstance(event, CitationsEvent):
-            yield chunk("", citations=event.citations)
-        elif isinstance(event, Text):
-            yield chunk(event.text)
-        elif isinstance(event, Ended):
-            yield chunk("", finish=event.finish_reason)
-            if include_usage:
-                last = OpenAICompletion(
-                    id=completion_id, created=created, model=model, choices=[], usage=event.usage
-                )
-                yield _line(last, include_usage=True)
-    yield DONE_LINE
+    return _chunks(events, chunk=chunk, include_usage=include_usage)
