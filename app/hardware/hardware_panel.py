@@ -189,6 +189,9 @@ class HardwarePanel(QDialog):
             )
 
     def _fit_height(self) -> None:
+        # The minimum height is still the one with the plot until the layout takes
+        # the change in, and resize() never goes below it: the panel stayed 800 px.
+        self._layout.activate()
         if self.height() > self.sizeHint().height():
             self.resize(self.width(), self.sizeHint().height())
 

@@ -148,6 +148,19 @@ def test_no_empty_chart_while_the_machine_is_timed(make_window: MakeWindow, qtbo
     assert not panel.profiling_bar.isVisibleTo(panel)
 
 
+def test_without_a_plot_the_open_panel_is_as_tall_as_what_it_holds(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    """Opened from the menu it is drawn for a plot while it reads the profile; with
+    no fit it then shrinks to its words (under openbox it had stayed 805 px tall,
+    its lower half empty: resize() was held at the old minimum height)."""
+    info = dataclasses.replace(HARDWARE, placement=None, fit=None)
+    _window, panel = open_panel(make_window, qtbot, FakeClient(hardware_info=info))
+    assert panel.isVisible()
+    qtbot.waitUntil(lambda: panel.height() == panel.sizeHint().height(), timeout=2000)
+    assert panel.height() < 700
+
+
 def test_the_profiling_banner_appears_when_the_engine_starts_timing_by_itself(
     make_window: MakeWindow, qtbot: QtBot
 ) -> None:
