@@ -57,11 +57,13 @@ def work_permille(*, progress: IngestProgress) -> int:
 
 
 def counts_line(*, progress: IngestProgress, jobs_waiting: int = 0) -> str:
-    """Pages and chunks as they are read and embedded, not only per file done."""
+    """Pages and chunks as they are read and embedded, not only per file done.
+    The figures are the job's so far: "pages read", since under "Working on
+    policy.pdf" a bare "477 pages" read as that file's (it has 193)."""
     p = progress
     counts = []
     if p.pages_read:
-        counts.append(f"{p.pages_read:,} page{'s' if p.pages_read != 1 else ''}")
+        counts.append(f"{p.pages_read:,} page{'s' if p.pages_read != 1 else ''} read")
     if p.chunks_found > p.chunks_embedded and p.state not in FINAL_STATES:
         counts.append(f"{p.chunks_embedded:,} of {p.chunks_found:,} new chunks embedded")
     counts.append(f"{p.chunks_added:,} chunks added")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.library.progress_text import eta_text, pace_line, rate_text
+from app.library.progress_text import counts_line, eta_text, pace_line, rate_text
 from engine.wire import IngestProgress
 
 
@@ -30,3 +30,14 @@ def test_pace_line_says_paused_and_nothing_once_finished() -> None:
     assert pace_line(progress=_running(files_per_s=2.0, paused=True)).startswith("Paused")
     done = IngestProgress(job_id="j", state="done", files_per_s=2.0)
     assert pace_line(progress=done) == ""
+
+
+def test_the_counts_are_the_jobs_so_far_not_the_current_files() -> None:
+    # Under "Working on debian-policy.pdf" (193 pages) the job has read 477 pages.
+    line = counts_line(
+        progress=_running(
+            pages_read=477, chunks_found=2114, chunks_embedded=1381, chunks_added=1349
+        )
+    )
+    assert line == "477 pages read · 1,381 of 2,114 new chunks embedded · 1,349 chunks added"
+    assert counts_line(progress=_running(pages_read=1)).startswith("1 page read · ")
