@@ -113,7 +113,7 @@ class EngineBridge(QObject):
         # Shut the door even if the bridge is deleted without close().
         self.destroyed.connect(self._invoker.door.close)
         self._post = self._invoker.post
-        self._followed: set[str] = set()  # engine-started jobs already followed
+        self._followed: set[str] = set()  # jobs adopted (not asked for here) already followed
         self._queue_paused: bool | None = None
         self._counts: tuple[int, int] | None = None  # documents, chunks at the last status
 
@@ -201,11 +201,18 @@ class EngineBridge(QObject):
                 log.exception("could not connect to the engine")
                 self._post(lambda err=e: self._connect_failed(error=err))
                 return
-            self._post(lambda: self._connect_done(client=client, status=status))
+            try:
+                queue: IngestQueueState | None = client.ingest_queue()
+            except Exception:
+                log.exception("reading the ingestion queue at connection failed")
+                queue = None  # the probe reads it again
+            self._post(lambda: self._connect_done(client=client, status=status, queue=queue))
 
         self._spawn(name="connect", target=work)
 
-    def _connect_done(self, *, client: EngineClient, status: EngineStatus) -> None:
+    def _connect_done(
+        self, *, client: EngineClient, status: EngineStatus, queue: IngestQueueState | None = None
+    ) -> None:
         self._connecting = False
         self._client = client
         # Only an engine this window started is stopped when it closes: one the
@@ -217,6 +224,10 @@ class EngineBridge(QObject):
             emit(self.sig_engine_restarted, status)
         self._counts = (status.documents, status.chunks)
         emit(self.sig_status, status)
+        if queue is not None:
+            # Whatever runs already was not asked for by this window: a job an
+            # earlier window asked for that the engine resumed at its start too.
+            self._adopt_jobs(queue=queue, every_origin=True)
         self.refresh_library()
         self.refresh_keep_running()
         self._health.start()
@@ -284,14 +295,17 @@ class EngineBridge(QObject):
         self._counts = counts
         return changed
 
-    def _adopt_jobs(self, *, queue: IngestQueueState) -> None:
+    def _adopt_jobs(self, *, queue: IngestQueueState, every_origin: bool = False) -> None:
         """Follow the jobs the engine started itself, so that the window shows a
-        watched folder being updated as it shows a folder the person added."""
+        watched folder being updated as it shows a folder the person added. At
+        connection (`every_origin`) every job: none of them is this window's."""
         if queue.paused != self._queue_paused:
             self._queue_paused = queue.paused
             emit(self.sig_ingest_paused, queue.paused)
         for job in queue.jobs:
-            if job.origin not in ENGINE_ORIGINS or job.job_id in self._followed:
+            if job.job_id in self._followed:
+                continue
+            if job.origin not in ENGINE_ORIGINS and not every_origin:
                 continue
             self._followed.add(job.job_id)
             emit(self.sig_ingest_progress, job)

@@ -451,8 +451,11 @@ class LibraryPane(QWidget):
         elif p.current:
             self.current_label.setText(f"Working on {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)
+        elif p.state == "queued":
+            # Not "Waiting for the engine…": the status bar says the engine is ready.
+            self.current_label.setText("Queued: it starts when the work before it ends")
         else:
-            self.current_label.setText("Waiting for the engine…")
+            self.current_label.setText("Looking for documents…")
         self.counts_label.setText(counts_line(progress=p, jobs_waiting=self.jobs_waiting()))
         notes = notes_text(notes=p.notes)
         self.notes_label.setText(notes)

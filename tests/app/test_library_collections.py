@@ -112,6 +112,39 @@ def test_jobs_the_engine_starts_show_their_progress(qtbot: QtBot, make_window: M
     qtbot.waitUntil(lambda: lib.documents_model.rowCount() == 2, timeout=5000)
 
 
+def test_after_a_restart_the_job_the_engine_resumed_is_shown(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """The window was closed while a folder went in: the new engine resumes that job
+    (the person's, origin "request") and queues its rescan behind it. The window
+    shows the job at work, not the rescan's "Waiting for the engine…" beside an
+    "Engine ready" status bar (the walkthrough after a restart)."""
+    resumed = IngestProgress(
+        job_id="resumed", state="running", files_total=12, files_done=3, current="/d/policy.pdf"
+    )
+    rescan = IngestProgress(job_id="r", state="queued", origin="rescan")
+    client = FakeClient(step_s=0.3, watched=[GARDEN], queue_jobs=[resumed, rescan])
+    window = make_window(client)
+    lib = window.library
+    qtbot.waitUntil(lambda: lib.ingesting, timeout=5000)
+    assert lib.progress_box.title() == "Adding documents"
+    assert lib.current_label.text() == "Working on policy.pdf"
+    assert "1 more job waiting" in lib.counts_label.text()
+    qtbot.waitUntil(lambda: len(client.called("ingest_events")) == 2, timeout=5000)
+    assert {c["job_id"] for c in client.called("ingest_events")} == {"resumed", "r"}
+    qtbot.waitUntil(lambda: not lib.ingesting, timeout=10_000)
+
+
+def test_a_queued_job_says_so_and_never_waits_for_a_ready_engine(qtbot: QtBot) -> None:
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.show_progress(IngestProgress(job_id="r", state="queued", origin="rescan"))
+    assert pane.current_label.text() == "Queued: it starts when the work before it ends"
+    pane.show_progress(IngestProgress(job_id="r", state="running", origin="rescan"))
+    assert pane.current_label.text() == "Looking for documents…"
+
+
 def test_the_window_job_stays_shown_while_an_engine_job_waits(qtbot: QtBot) -> None:
     pane = LibraryPane(choose_folder=lambda parent: None)
     qtbot.addWidget(pane)
