@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from native.qt_deps import QtDepsReport, check, distro_family, missing_libraries, xcb_will_be_used
 
 # ldd on PySide6 6.x's libqxcb.so on a fresh Debian 12 (the walkthrough's machine).
@@ -71,3 +73,59 @@ def test_the_real_plugin_is_checked_and_make_run_passes_headless() -> None:
     assert forced.returncode == (1 if report.missing else 0)
     for soname in report.missing:
         assert soname in forced.stderr
+
+
+# A fresh Debian desktop as the walkthrough met it: the two xcb helpers absent. A private
+# mount namespace puts a copy of the library folder without them over the real one, so
+# that ldd and Qt see what that machine had; nothing outside this test's process changes.
+HIDE_XCB_HELPERS = """
+set -e
+lib=$1; scratch=$2; shift 2
+mkdir -p "$scratch/orig" "$scratch/fake"
+mount --bind "$lib" "$scratch/orig"
+mount -t tmpfs tmpfs "$scratch/fake"
+for f in "$scratch"/orig/* "$scratch"/orig/.[!.]*; do
+  name=${f##*/}
+  case "$name" in libxcb-icccm.so*|libxcb-keysyms.so*) continue;; esac
+  ln -s "$scratch/orig/$name" "$scratch/fake/$name"
+done
+mount --bind "$scratch/fake" "$lib"
+exec "$@"
+"""
+LIB_DIR = Path("/usr/lib/x86_64-linux-gnu")
+
+
+def _can_hide_libraries() -> bool:
+    if not (LIB_DIR / "libxcb-icccm.so.4").exists() or os.geteuid() != 0:
+        return False
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def test_a_desktop_without_the_xcb_helpers_is_told_the_packages(tmp_path: Path) -> None:
+    """What `make run` runs before the window, on a machine where libxcb-icccm4 and
+    libxcb-keysyms1 are missing: it names them (Qt itself blamed libxcb-cursor0)."""
+    if not _can_hide_libraries():
+        pytest.skip("needs root, unshare and Debian's x86_64 library folder with the xcb helpers")
+    hide = ["unshare", "-m", "bash", "-c", HIDE_XCB_HELPERS, "hide", str(LIB_DIR), str(tmp_path)]
+    run = subprocess.run(
+        [*hide, sys.executable, "-m", "native.qt_deps", "--always"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    assert "libxcb-icccm.so.4, libxcb-keysyms.so.1." in run.stderr
+    if distro_family() == "debian":
+        assert "Debian/Ubuntu: sudo apt install libxcb-icccm4 libxcb-keysyms1" in run.stderr
+    assert "libxcb-cursor0" not in run.stderr
+
+
+def test_the_readme_lists_the_packages_for_each_distribution() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    helpers = ("libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxcb-cursor.so.0")
+    report = QtDepsReport(plugin=None, missing=helpers)
+    for family, label in (("debian", "Debian/Ubuntu"), ("fedora", "Fedora"), ("arch", "Arch")):
+        line = next(x for x in readme.splitlines() if x.startswith(f"- {label}: "))
+        for package in report.packages(family=family):
+            assert f" {package}" in line, (label, package)
