@@ -67,6 +67,13 @@ def test_the_catalogue_spans_small_to_large_models() -> None:
     assert params[0] < 1e9 and len(between) >= 4 and params[-1] > 7e9
 
 
+def test_no_dated_entry_is_recommended() -> None:
+    """The walkthrough found Qwen2 and Mistral 7B v0.1 offered beside their successors."""
+    ids = [e.id for e in load_catalogue()]
+    assert not [i for i in ids if i.startswith("Qwen/Qwen2-") or i.endswith("-v0.1")], ids
+    assert all(e.download_bytes > 0 for e in load_catalogue())  # the welcome quotes sizes
+
+
 def test_small_model_fits_on_a_big_gpu_and_is_fast() -> None:
     a = _advice(BIG_GPU, "Qwen/Qwen2.5-0.5B-Instruct")
     assert (a.verdict_kind, a.verdict, a.offloaded_percent) == ("gpu", "fits on GPU", 0)
