@@ -569,8 +569,15 @@ class ChatPane(QWidget):
         self.ask(question=question)
 
     def _on_stop(self) -> None:
+        """Escape: stops an answer being written; else, in the search box, ends the
+        search (the list had stayed filtered to "No conversation mentions…")."""
         if self._live is not None:
             self._live.stop()
+            return
+        search = self.conversation_list.search
+        if search.hasFocus() and search.text():
+            search.clear()
+            self.question.setFocus()
 
     def _on_anchor(self, url: QUrl) -> None:
         chunk_id = chunk_id_from_href(

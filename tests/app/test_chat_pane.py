@@ -126,8 +126,14 @@ def test_ctrl_f_searches_the_sources_and_says_when_nothing_matches(
     qtbot.waitUntil(lambda: pane.conversation_list.no_match.isVisible(), timeout=2000)
     assert pane.conversation_list.ids() == []
     assert "No conversation mentions “zeppelin”" in pane.conversation_list.no_match.text()
-    search.clear()
+    # Escape ends the search, as in a browser's find bar: every conversation is back.
+    pane.window().activateWindow()
+    search.setFocus()
+    qtbot.waitUntil(search.hasFocus, timeout=2000)
+    qtbot.keyClick(search, Qt.Key.Key_Escape)
+    assert search.text() == ""
     qtbot.waitUntil(lambda: not pane.conversation_list.no_match.isVisible(), timeout=2000)
+    assert len(pane.conversation_list.ids()) == 2
 
 
 def test_the_no_model_note_appears_once_per_conversation(qtbot: QtBot, tmp_path: Path) -> None:
