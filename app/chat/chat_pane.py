@@ -292,6 +292,7 @@ class ChatPane(QWidget):
             return
         self._current = found
         self._show_current()
+        self.conversation_list.select(conversation_id)
 
     def rename(self, conversation_id: str, title: str) -> None:
         found = self._conversations.get(conversation_id)

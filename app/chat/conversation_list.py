@@ -145,6 +145,20 @@ class ConversationList(QWidget):
             self._filling = False
         self._update_buttons()
 
+    def select(self, conversation_id: str) -> None:
+        """Mark the conversation shown when the switch did not come from this list
+        (the list had kept the old one highlighted beside the new transcript)."""
+        self._filling = True
+        try:
+            for i in range(self.list.count()):
+                item = self.list.item(i)
+                if item.data(ID_ROLE) == conversation_id:
+                    self.list.setCurrentItem(item)
+                    break
+        finally:
+            self._filling = False
+        self._update_buttons()
+
     def ids(self) -> list[str]:
         return [self.list.item(i).data(ID_ROLE) for i in range(self.list.count())]
 

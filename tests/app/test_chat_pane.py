@@ -310,3 +310,17 @@ def test_a_follow_up_goes_with_the_conversation_shown_and_says_how_it_was_search
     assert chat.current.exchanges[-1].searched.startswith("And how much of it?")
     chat.new_chat()  # a new conversation: nothing searched yet, and no history
     assert not chat.searched_label.isVisible()
+
+
+def test_a_switch_not_made_in_the_list_moves_its_highlight(qtbot: QtBot, tmp_path: Path) -> None:
+    """The list highlighted one conversation beside another's transcript after a
+    switch made elsewhere (the README's dark screenshot showed it)."""
+    pane = make_pane(qtbot, tmp_path)
+    answer(pane, question="tomatoes")
+    first = pane.current.id
+    pane.new_chat()
+    answer(pane, question="peppers")
+    assert pane.conversation_list.current_id() == pane.current.id != first
+    pane.switch_to(first)
+    assert pane.conversation_list.current_id() == first
+    assert "tomatoes" in pane.transcript.toPlainText()
