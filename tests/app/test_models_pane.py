@@ -159,3 +159,25 @@ def test_progress_text_counts_files_and_resumed_bytes() -> None:
     assert progress_text(d) == (
         "Downloading org/m: 3.0 MiB of 2.0 GiB, 1.0 MiB resumed (file 2 of 3)"
     )
+
+
+def test_a_models_gguf_files_are_listed_with_size_and_verdict(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    from engine.wire import GGUFVariantAdvice
+
+    variant = GGUFVariantAdvice(
+        repo="Qwen/Qwen2.5-0.5B-Instruct-GGUF",
+        file="qwen2.5-0.5b-instruct-q4_k_m.gguf",
+        quant="Q4_K_M",
+        file_bytes=400_000_000,
+        verdict="fits in RAM",
+        note="Q4_K_M: about 0.37 GiB on disk and streamed",
+    )
+    first = replace(RECOMMENDED.models[0], gguf_variants=[variant])
+    client = FakeClient(recommended=replace(RECOMMENDED, models=[first, *RECOMMENDED.models[1:]]))
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    tip = dialog.table.item(0, 0).toolTip()
+    assert "GGUF Q4_K_M: Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf" in tip
+    assert "0.37 GiB" in tip and "fits in RAM" in tip
+    assert "GGUF" not in dialog.table.item(1, 0).toolTip()  # a model without GGUF files
