@@ -12,7 +12,8 @@ unchanged folder costs.
    vectors — ingesting 10,000 files for real would take an hour on 2 cores and
    says nothing about the rescan; the rescan itself is the real job.
 3. small-files and ask-during (`--parts`): many small files of real text, and
-   questions asked while a long real PDF is embedded (engine/bench/ingest_many.py).
+   questions asked while a long real PDF is embedded (engine/bench/ingest_many.py,
+   engine/bench/ask_during.py).
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ask-during", type=int, metavar="PAGES", help="pages of the PDF of ask-during (2,000)"
+    )
+    parser.add_argument(
+        "--ask-pdf-from",
+        type=Path,
+        metavar="FOLDER",
+        help="ask-during: the PDFs its long PDF is made of (default: the real manuals)",
+    )
+    parser.add_argument(
+        "--ask-rounds", type=int, help="ask-during: times each of 5 questions is asked (2)"
     )
 
 
@@ -127,7 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _real_text_parts(
     *, args: argparse.Namespace, parts: set[str], root: Path, real: Any, say: Any
 ) -> dict[str, Any]:
-    from engine.bench import ingest_many
+    from engine.bench import ask_during, ingest_many
     from engine.bench.real_docs import find_real_docs
 
     corpus = find_real_docs()
@@ -159,12 +169,21 @@ def _real_text_parts(
         )
     if "ask-during" in parts:
         pages = args.ask_during or (300 if args.quick else 2_000)
-        figures |= ingest_many.ask_during(root=root, corpus=corpus, pages=pages, real=real, say=say)
-        say(
-            f"asking: {figures['ask_idle_median_s']} s idle, {figures['ask_during_median_s']} s "
-            f"while a {figures['ask_pdf_pages']}-page PDF is embedded "
-            f"({figures['ask_during_ratio']}x; worst {figures['ask_during_max_s']} s)"
+        figures |= ask_during.ask_during(
+            root=root,
+            corpus=corpus,
+            pages=pages,
+            pdf_from=args.ask_pdf_from,
+            rounds=args.ask_rounds or 2,
+            say=say,
         )
+        for name in ("ask", "search"):
+            say(
+                f"{name}: {figures[f'{name}_idle_median_s']} s idle, "
+                f"{figures[f'{name}_during_median_s']} s while a "
+                f"{figures['ask_pdf_pages']}-page PDF is embedded "
+                f"({figures[f'{name}_during_ratio']}x; worst {figures[f'{name}_during_max_s']} s)"
+            )
     return figures
 
 

@@ -137,7 +137,8 @@ class Embedder:
         self, texts: list[str], *, batch_size: int = DEFAULT_BATCH, background: bool = False
     ) -> np.ndarray:
         """L2-normalised float32 rows, one per text. `background` (ingestion):
-        one batch per turn, so that a question waits at most one batch."""
+        one batch per turn, so that a question waits at most one batch, the
+        texts sorted by length into batches."""
         if not texts:
             return np.zeros((0, self.info.dimension), dtype=np.float32)
         if not background:
@@ -146,11 +147,16 @@ class Embedder:
                     return self._encode_beside(texts, batch_size=batch_size)
             with self._gate.turn(background=False):
                 return self._encode(texts, batch_size=batch_size)
-        parts = []
-        for start in range(0, len(texts), batch_size):
+        # Texts of like length batched together: a batch is padded to its
+        # longest text, and the short tail chunks of small files would otherwise
+        # be padded to the long ones' length.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
             with self._gate.turn(background=True):
-                parts.append(self._encode(texts[start : start + batch_size], batch_size=batch_size))
-        return np.concatenate(parts)
+                out[rows] = self._encode([texts[i] for i in rows], batch_size=batch_size)
+        return out
 
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         vectors = self._model.encode(

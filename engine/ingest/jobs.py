@@ -25,6 +25,7 @@ from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import to_store
 from engine.ingest.indexer import ChunkingParams
 from engine.ingest.pipeline import CommitPolicy, JobContext, JobRun
+from engine.ingest.priority import background_nice, lower_this_thread
 from engine.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.store.doc_writes import disk_full_error, is_disk_full
 from engine.store.lance_store import LanceStore
@@ -253,6 +254,9 @@ class IngestQueue:
         return job.cancel_requested.is_set()
 
     def _serve(self) -> None:
+        # Before this thread's first encode call, so that torch's pool for it
+        # is started at the lower priority too (engine/ingest/priority.py).
+        lower_this_thread(nice=background_nice())
         sandbox = ParseSandbox(limits=self._limits)
         try:
             while True:

@@ -42,7 +42,10 @@ from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
 
-EMBED_BATCH_CHUNKS = DEFAULT_BATCH  # one embedding call: a question waits at most this
+# One embedding call: sorted by length into batches of DEFAULT_BATCH (one gate
+# turn each, so a question waits for one batch at most); several batches to
+# sort among, few enough that a cancel is heard soon.
+EMBED_POOL_CHUNKS = 4 * DEFAULT_BATCH
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
 PUBLISH_EVERY_S = 0.1  # progress reaches readers at most this often (errors and notes at once)
@@ -267,12 +270,12 @@ class JobRun:
         self._tick(**({"notes": list(self.notes)} if notes else {}))
 
     def _embed(self, *, final: bool) -> bool:
-        """Embed whole batches of the group's new chunks (all of them when
+        """Embed whole pools of the group's new chunks (all of them when
         `final`), one call each; False when the job was cancelled meanwhile."""
-        while len(self._unembedded) >= EMBED_BATCH_CHUNKS or (final and self._unembedded):
+        while len(self._unembedded) >= EMBED_POOL_CHUNKS or (final and self._unembedded):
             if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
                 return False
-            take = min(EMBED_BATCH_CHUNKS, len(self._unembedded))
+            take = min(EMBED_POOL_CHUNKS, len(self._unembedded))
             rows = [self._unembedded.popleft() for _ in range(take)]
             embed_rows(rows=rows, embedder=self.ctx.embedder)
             self.embedded += take

@@ -165,3 +165,24 @@ def test_the_path_beside_gives_the_vectors_encode_gives() -> None:
     beside = embedder._encode_beside(texts, batch_size=2)
     assert beside.shape == plain.shape
     assert float(np.min(np.sum(plain * beside, axis=1))) > 0.9999
+
+
+class _LengthEmbedder(_SlowEmbedder):
+    """Each text's vector is its own length: rows must come back in the asked order."""
+
+    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.calls.append(len(texts))
+        self.batches.append([len(t) for t in texts])
+        return np.array([[len(t), 0, 0, 0] for t in texts], dtype=np.float32)
+
+
+def test_background_batches_hold_texts_of_like_length_and_rows_keep_their_order() -> None:
+    fake = _LengthEmbedder(batch_s=0.0)
+    fake.batches = []
+    # Small files' chunks: a long one, then the short tail of the same file.
+    texts = [("x" * (900 if i % 2 == 0 else 60 + i)) for i in range(64)]
+    out = fake.embed(texts, batch_size=32, background=True)
+    assert [int(v) for v in out[:, 0]] == [len(t) for t in texts]
+    assert fake.calls == [32, 32]
+    short, long = fake.batches
+    assert max(short) < 200 and min(long) == 900, "each batch is padded to its own length"
