@@ -123,16 +123,20 @@ def ask_during(
         job = client.add_paths(paths=[str(big)])
         _wait(client, job.job_id, until=lambda p: p.chunks_embedded > 0 or p.state != "running")
         during_ask, during_search, embedding = [], [], []
+        first = client.ingest_progress(job_id=job.job_id)
+        window_started = time.perf_counter()
         for q in questions:
-            before = client.ingest_progress(job_id=job.job_id)
-            if before.state != "running":
+            if client.ingest_progress(job_id=job.job_id).state != "running":
                 break
             during_ask.append(_time_ask(client, q))
             during_search.append(_time_search(client, q))
             after = client.ingest_progress(job_id=job.job_id)
-            embedding.append(after.chunks_embedded > before.chunks_embedded)
+            # Still embedding: running, with chunks found and not yet embedded.
+            running = after.state == "running"
+            embedding.append(running and after.chunks_embedded < after.chunks_found)
             time.sleep(1.0)
         last = client.ingest_progress(job_id=job.job_id)
+        window_s = time.perf_counter() - window_started
         client.cancel_ingest(job_id=job.job_id)
     finally:
         with contextlib.suppress(Exception):  # the engine may be gone already
@@ -142,6 +146,11 @@ def ask_during(
         "ask_pdf_pages": made,
         "ask_pdf_chunks_found": last.chunks_found,
         "ask_pdf_chunks_embedded_by_the_end": last.chunks_embedded,
+        # What the questions cost ingestion: its pace while they were asked.
+        "ingest_chunks_per_s_while_asking": round(
+            (last.chunks_embedded - first.chunks_embedded) / window_s, 2
+        ),
+        "ingest_nice": os.environ.get("RAGDOLL_INGEST_NICE", "10 (default)"),
         **_medians("ask", idle_ask, during_ask),
         **_medians("search", idle_search, during_search),
         "ask_during_samples": len(during_ask),
