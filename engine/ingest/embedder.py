@@ -17,6 +17,8 @@ takes the next turn. A question that arrives while an ingestion batch runs does
 not wait for it at all: it is encoded beside it, over the same weights with a
 tokenizer of its own (`_encode_beside`; the same vectors as `encode`). On a busy
 2-core machine one batch of 32 chunks took 8–10 s, which a question had waited.
+The ingestion thread also runs at a lower CPU priority (engine/ingest/priority.py),
+so the question's encode gets the cores first.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 sandbox, chunk, embed, and commit the documents in groups.
 
 The child parses the next file while this thread chunks and embeds the last
-one. New chunks are embedded a batch at a time as background work, so a
-question waits for one batch at most, never for a whole file. Documents are
+one. New chunks are embedded a pool at a time as background work (the
+embedder encodes a pool in batches sorted by length, one gate turn each), so a
+question waits for one batch at most, never for a whole file; this thread runs
+at a lower CPU priority than the threads that answer (engine/ingest/priority.py). Documents are
 committed in groups (`CommitPolicy`): four
 LanceDB commits per group, not per file; a group is all or nothing for each of
 its files, so cancelling, pausing or a kill -9 loses at most the files of the
