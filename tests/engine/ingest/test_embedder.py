@@ -190,3 +190,23 @@ def test_background_batches_hold_texts_of_like_length_and_rows_keep_their_order(
     assert fake.calls == [32, 32]
     short, long = fake.batches
     assert max(short) < 190 and min(long) == 190, "each batch is padded to its own length"
+
+
+def test_no_background_batch_starts_while_a_question_is_answered() -> None:
+    gate = PriorityGate(quiet_s=0.4)
+    started: list[float] = []
+    with gate.asking():  # a question's encode in progress
+        t0 = time.monotonic()
+        worker = threading.Thread(target=lambda: _stamp(gate, started))
+        worker.start()
+        time.sleep(0.3)
+        assert not started, "a background turn started during the question's encode"
+    asked_at = time.monotonic()
+    worker.join(timeout=5)
+    assert started and started[0] - asked_at >= 0.35, "it waited out the quiet time after"
+    assert started[0] - t0 < 2.0
+
+
+def _stamp(gate: PriorityGate, started: list[float]) -> None:
+    with gate.turn(background=True):
+        started.append(time.monotonic())

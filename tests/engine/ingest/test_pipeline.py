@@ -137,13 +137,14 @@ class _NiceRecorder(FakeEmbedder):
 def test_ingestion_embeds_below_the_priority_of_questions(  # type: ignore[no-untyped-def]
     store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(priority.NICE_ENV, raising=False)
+    """As the engine makes its queue (engine/core.py)."""
+    monkeypatch.delenv(priority.NICE_ENV, raising=False)  # the engine's default
     recorder = _NiceRecorder(real=real)
     recorder.nice_seen = []
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "greenhouse manual.md").write_text(long_text(20))
-    queue = IngestQueue(store=store, embedder=lambda: recorder)
+    queue = IngestQueue(store=store, embedder=lambda: recorder, nice=priority.background_nice())
     try:
         assert wait(queue.submit(paths=[str(folder)])).state == "done"
     finally:
