@@ -186,7 +186,7 @@ class Embedder:
         # (paths and options cut into many pieces): counted, small files' chunks
         # padded 17% less in pools of 128 (docs/benchmarks.md).
         with self._gate.turn(background=True):  # the tokenizer is not for two threads
-            pieces = self._model.tokenizer(
+            pieces = self.tokenizer(
                 texts, truncation=True, max_length=self.info.max_tokens, verbose=False
             )["input_ids"]
         order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
