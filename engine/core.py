@@ -24,6 +24,7 @@ from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
+from engine.ingest.priority import background_nice
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
@@ -93,6 +94,7 @@ class Engine:
             rules=IgnoreRules(max_file_bytes=self.settings.max_file_mb * 1024 * 1024),
             pending_file=paths.data / "ingest-queue.json",
             accept=lambda p: self.folders.containing(path=p) is not None,
+            nice=background_nice(),  # questions get the cores first (engine/ingest/priority.py)
         )
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
         self.rescan: IngestJob | None = None  # the start-up rescan, once submitted

@@ -16,6 +16,10 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # as the engine and the CLI set i
 # Test engines do not profile themselves (each would measure the disk and time
 # searches); tests/engine/test_auto_profiling.py turns it on for one engine.
 os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
+# Test engines ingest at their own priority: on a loaded machine a niced ingestion
+# thread would starve and time tests out (engine/ingest/priority.py is tested with
+# the value set explicitly).
+os.environ.setdefault("RAGDOLL_INGEST_NICE", "0")
 
 
 @pytest.fixture

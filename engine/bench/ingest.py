@@ -12,7 +12,8 @@ unchanged folder costs.
    vectors — ingesting 10,000 files for real would take an hour on 2 cores and
    says nothing about the rescan; the rescan itself is the real job.
 3. small-files and ask-during (`--parts`): many small files of real text, and
-   questions asked while a long real PDF is embedded (engine/bench/ingest_many.py).
+   questions asked while a long real PDF is embedded (engine/bench/ingest_many.py,
+   engine/bench/ask_during.py).
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ask-during", type=int, metavar="PAGES", help="pages of the PDF of ask-during (2,000)"
+    )
+    parser.add_argument(
+        "--ask-pdf-from",
+        type=Path,
+        metavar="FOLDER",
+        help="ask-during: the PDFs its long PDF is made of (default: the real manuals)",
+    )
+    parser.add_argument(
+        "--ask-nice",
+        metavar="LIST",
+        help="ask-during: one run per nice value of ingestion, e.g. 0,10 (default: the engine's)",
+    )
+    parser.add_argument(
+        "--ask-rounds", type=int, help="ask-during: times each of 5 questions is asked (2)"
     )
 
 
@@ -159,13 +174,49 @@ def _real_text_parts(
         )
     if "ask-during" in parts:
         pages = args.ask_during or (300 if args.quick else 2_000)
-        figures |= ingest_many.ask_during(root=root, corpus=corpus, pages=pages, real=real, say=say)
-        say(
-            f"asking: {figures['ask_idle_median_s']} s idle, {figures['ask_during_median_s']} s "
-            f"while a {figures['ask_pdf_pages']}-page PDF is embedded "
-            f"({figures['ask_during_ratio']}x; worst {figures['ask_during_max_s']} s)"
-        )
+        for nice in (args.ask_nice or "").split(",") if args.ask_nice else [None]:
+            figures |= _ask_during_at(
+                args=args, root=root, corpus=corpus, pages=pages, nice=nice, say=say
+            )
     return figures
+
+
+def _ask_during_at(
+    *, args: argparse.Namespace, root: Path, corpus: Path, pages: int, nice: str | None, say: Any
+) -> dict[str, Any]:
+    """One ask-during run; with `nice`, its engine's ingestion at that nice value
+    (engine/ingest/priority.py) and its figures prefixed `nice<N>_`."""
+    from engine.bench import ask_during
+    from engine.ingest.priority import NICE_ENV
+
+    saved = os.environ.get(NICE_ENV)
+    if nice is not None:
+        os.environ[NICE_ENV] = nice.strip()
+    try:
+        folder = root / f"ask-{nice or 'default'}"
+        folder.mkdir()
+        found = ask_during.ask_during(
+            root=folder,
+            corpus=corpus,
+            pages=pages,
+            pdf_from=args.ask_pdf_from,
+            rounds=args.ask_rounds or 2,
+            say=say,
+        )
+    finally:
+        if saved is None:
+            os.environ.pop(NICE_ENV, None)
+        else:
+            os.environ[NICE_ENV] = saved
+    for name in ("ask", "search"):
+        say(
+            f"ingestion nice {found['ingest_nice']}: {name} {found[f'{name}_idle_median_s']} s "
+            f"idle, {found[f'{name}_during_median_s']} s while a {found['ask_pdf_pages']}-page "
+            f"PDF is embedded ({found[f'{name}_during_ratio']}x; worst "
+            f"{found[f'{name}_during_max_s']} s)"
+        )
+    say(f"ingestion meanwhile: {found['ingest_chunks_per_s_while_asking']} chunks/s")
+    return {f"nice{nice.strip()}_{k}": v for k, v in found.items()} if nice is not None else found
 
 
 def _write_pdf_corpus(*, folder: Path, files: int, pages: int) -> Path:

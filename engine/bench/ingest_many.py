@@ -1,5 +1,4 @@
-"""`ragdoll bench ingest --parts small-files,ask-during`: many small files, and
-questions asked while a long PDF is embedded.
+"""`ragdoll bench ingest --parts small-files`: many small files.
 
 small-files: a folder of N small text files cut from real manuals' text (the
 Debian manuals of `engine.bench.real_docs`; overlapping windows, so every file
@@ -10,17 +9,13 @@ MiniLM by vectors from a hash of the text (no cost), to measure everything but
 the embedder on a machine too busy to embed 20,000 files; MiniLM's own rate on
 a sample of the same chunks is reported beside it.
 
-ask-during: the retrieval step of a question (its embedding and the hybrid
-search) idle, then while a PDF of real manual pages is being embedded; medians.
+ask-during (questions while a long PDF is embedded) is engine/bench/ask_during.py.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import os
-import shutil
-import statistics
 import threading
 import time
 from pathlib import Path
@@ -31,13 +26,6 @@ import numpy as np
 from engine.ingest.embedder import Embedder, PriorityGate
 
 WINDOW_CHARS = 1_000
-QUESTIONS = (
-    "How are maintainer scripts installed into the package?",
-    "What does git bisect do when a commit cannot be tested?",
-    "How do I set the default shell options in bash?",
-    "Which fields are mandatory in a debian/control file?",
-    "How does apt pin a package to a release?",
-)
 
 
 class StandInEmbedder(Embedder):
@@ -157,86 +145,6 @@ def small_files(
         "rescan_unchanged_seconds": round(rescan_s, 2),
         "rescan_skipped": rescan.files_skipped,
         "minilm_chunks_per_s": round(minilm_rate, 2),
-    }
-
-
-def long_pdf(*, corpus: Path, pages: int, out: Path) -> int:
-    """A PDF of `pages` real manual pages (the corpus's PDFs, in turn, as often as needed)."""
-    import pypdfium2 as pdfium
-
-    sources = [pdfium.PdfDocument(str(f)) for f in sorted(corpus.glob("*.pdf"))]
-    target = pdfium.PdfDocument.new()
-    while len(target) < pages:
-        for src in sources:
-            take = min(len(src), pages - len(target))
-            if take <= 0:
-                break
-            target.import_pages(src, list(range(take)))
-    target.save(str(out))
-    count = len(target)
-    target.close()
-    for src in sources:
-        src.close()
-    return count
-
-
-def _ask(*, store: Any, embedder: Embedder, question: str) -> float:
-    started = time.perf_counter()
-    vector = embedder.embed([question])[0]
-    store.hybrid_search(vector=vector, text=question, k=5)
-    return time.perf_counter() - started
-
-
-def ask_during(*, root: Path, corpus: Path, pages: int, real: Embedder, say: Any) -> dict[str, Any]:
-    from engine.ingest.jobs import IngestQueue
-    from engine.ingest.sandbox import SandboxLimits
-    from engine.store.lance_store import LanceStore
-
-    store = LanceStore(folder=root / "index-ask")
-    store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
-    queue = IngestQueue(
-        store=store, embedder=lambda: real, limits=SandboxLimits(time_s=3600, memory_mb=0)
-    )
-    try:
-        seed = root / "seed"
-        seed.mkdir()
-        for name in ("apt-guide.txt", "git-bisect.txt"):
-            shutil.copy(corpus / name, seed / name)
-        wait_for_job(queue.submit(paths=[str(seed)]))
-        idle = [_ask(store=store, embedder=real, question=q) for q in QUESTIONS * 2]
-        big = root / "big"
-        big.mkdir()
-        made = long_pdf(corpus=corpus, pages=pages, out=big / "manuals.pdf")
-        say(f"a PDF of {made} real pages written; asking while it is embedded…")
-        job = queue.submit(paths=[str(big)])
-        deadline = time.monotonic() + 3600
-        while job.snapshot().chunks_embedded == 0 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        during, embedded = [], []
-        for q in QUESTIONS * 2:
-            before = job.snapshot()
-            if before.state != "running":
-                break
-            during.append(_ask(store=store, embedder=real, question=q))
-            after = job.snapshot()
-            embedded.append(after.chunks_embedded < after.chunks_found)
-            time.sleep(1.0)
-        found = job.snapshot().chunks_found
-        queue.cancel(job_id=job.id)
-    finally:
-        queue.stop()
-        store.close()
-    idle_s, during_s = statistics.median(idle), statistics.median(during) if during else None
-    return {
-        "ask_pdf_pages": made,
-        "ask_pdf_chunks": found,
-        "ask_idle_median_s": round(idle_s, 3),
-        "ask_during_median_s": round(during_s, 3) if during_s else None,
-        "ask_during_max_s": round(max(during), 3) if during else None,
-        "ask_during_ratio": round(during_s / idle_s, 2) if during_s else None,
-        "ask_during_samples": len(during),
-        "ask_during_all_while_embedding": all(embedded),
-        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 

@@ -17,6 +17,9 @@ takes the next turn. A question that arrives while an ingestion batch runs does
 not wait for it at all: it is encoded beside it, over the same weights with a
 tokenizer of its own (`_encode_beside`; the same vectors as `encode`). On a busy
 2-core machine one batch of 32 chunks took 8–10 s, which a question had waited.
+No ingestion batch starts while a question is encoded, nor `QUESTION_QUIET_S`
+after (the rest of its answer has the cores); the engine's ingestion thread
+also runs at a lower CPU priority (engine/ingest/priority.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import copy
 import math
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +42,10 @@ from engine.hardware.gpus import GpuInfo
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 32
+# After a question's encode, ingestion waits this long before its next batch:
+# an answer encodes more than once (the question, then its passages' sentences),
+# with a search between.
+QUESTION_QUIET_S = 1.0
 # Activations of one encode batch on the device: 32 texts of 256 tokens through
 # a 384-wide, 12-head encoder need well under this (attention maps dominate).
 _WORKSPACE_BYTES = 256 * 2**20
@@ -52,13 +60,19 @@ class EmbedderInfo:
 
 
 class PriorityGate:
-    """One holder at a time; a waiting question goes before any background turn."""
+    """One holder at a time; a waiting question goes before any background turn,
+    and no background turn starts while a question is encoded, nor `quiet_s`
+    after: the rest of its answer (the search, the answer's sentences, which
+    are encoded too) then gets the cores, not the next ingestion batch."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, quiet_s: float = QUESTION_QUIET_S) -> None:
         self._cond = threading.Condition()
         self._busy = False
         self._busy_background = False
         self._urgent_waiting = 0
+        self._asking = 0
+        self._quiet_until = 0.0
+        self.quiet_s = quiet_s
 
     @property
     def background_running(self) -> bool:
@@ -66,16 +80,35 @@ class PriorityGate:
         return self._busy and self._busy_background
 
     @contextmanager
+    def asking(self) -> Iterator[None]:
+        """A question's encode, through the gate or beside a background turn."""
+        with self._cond:
+            self._asking += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._asking -= 1
+                self._quiet_until = time.monotonic() + self.quiet_s
+                self._cond.notify_all()
+
+    def _background_may_start(self) -> bool:
+        if self._busy or self._urgent_waiting or self._asking:
+            return False
+        return time.monotonic() >= self._quiet_until
+
+    @contextmanager
     def turn(self, *, background: bool) -> Iterator[None]:
         with self._cond:
-            if not background:
+            if background:
+                while not self._background_may_start():
+                    left = self._quiet_until - time.monotonic()
+                    self._cond.wait(timeout=left if left > 0 else None)
+            else:
                 self._urgent_waiting += 1
-            try:
-                self._cond.wait_for(
-                    lambda: not self._busy and (not background or self._urgent_waiting == 0)
-                )
-            finally:
-                if not background:
+                try:
+                    self._cond.wait_for(lambda: not self._busy)
+                finally:
                     self._urgent_waiting -= 1
             self._busy = True
             self._busy_background = background
@@ -137,20 +170,32 @@ class Embedder:
         self, texts: list[str], *, batch_size: int = DEFAULT_BATCH, background: bool = False
     ) -> np.ndarray:
         """L2-normalised float32 rows, one per text. `background` (ingestion):
-        one batch per turn, so that a question waits at most one batch."""
+        one batch per turn, so that a question waits at most one batch, the
+        texts sorted by length into batches."""
         if not texts:
             return np.zeros((0, self.info.dimension), dtype=np.float32)
         if not background:
-            if self._gate.background_running and self._beside_ok:
-                with self._beside_lock:  # its tokenizer is not for two threads
-                    return self._encode_beside(texts, batch_size=batch_size)
-            with self._gate.turn(background=False):
-                return self._encode(texts, batch_size=batch_size)
-        parts = []
-        for start in range(0, len(texts), batch_size):
+            with self._gate.asking():
+                if self._gate.background_running and self._beside_ok:
+                    with self._beside_lock:  # its tokenizer is not for two threads
+                        return self._encode_beside(texts, batch_size=batch_size)
+                with self._gate.turn(background=False):
+                    return self._encode(texts, batch_size=batch_size)
+        # Texts of like length in word pieces batched together: a batch is
+        # padded to its longest text. Characters are a poor measure of that
+        # (paths and options cut into many pieces): counted, small files' chunks
+        # padded 17% less in pools of 128 (docs/benchmarks.md).
+        with self._gate.turn(background=True):  # the tokenizer is not for two threads
+            pieces = self.tokenizer(
+                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
+            )["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
+        out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
             with self._gate.turn(background=True):
-                parts.append(self._encode(texts[start : start + batch_size], batch_size=batch_size))
-        return np.concatenate(parts)
+                out[rows] = self._encode([texts[i] for i in rows], batch_size=batch_size)
+        return out
 
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         vectors = self._model.encode(

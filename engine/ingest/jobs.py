@@ -25,6 +25,7 @@ from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import to_store
 from engine.ingest.indexer import ChunkingParams
 from engine.ingest.pipeline import CommitPolicy, JobContext, JobRun
+from engine.ingest.priority import lower_this_thread
 from engine.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.store.doc_writes import disk_full_error, is_disk_full
 from engine.store.lance_store import LanceStore
@@ -141,7 +142,12 @@ class IngestQueue:
         pending_file: Path | None = None,
         accept: Callable[[Path], bool] | None = None,
         commits: CommitPolicy | None = None,
+        nice: int = 0,
     ) -> None:
+        """`nice`: how far below the engine's CPU priority the worker thread runs
+        (the engine passes `priority.background_nice()`; 0 in tools and benches
+        that ingest in-process, where nothing is answered meanwhile)."""
+        self._nice = nice
         self._store = store
         self._commits = commits or CommitPolicy.from_env()
         self._embedder = embedder
@@ -253,6 +259,9 @@ class IngestQueue:
         return job.cancel_requested.is_set()
 
     def _serve(self) -> None:
+        # Before this thread's first encode call, so that torch's pool for it
+        # is started at the lower priority too (engine/ingest/priority.py).
+        lower_this_thread(nice=self._nice)
         sandbox = ParseSandbox(limits=self._limits)
         try:
             while True:

@@ -2,8 +2,10 @@
 sandbox, chunk, embed, and commit the documents in groups.
 
 The child parses the next file while this thread chunks and embeds the last
-one. New chunks are embedded a batch at a time as background work, so a
-question waits for one batch at most, never for a whole file. Documents are
+one. New chunks are embedded a pool at a time as background work (the
+embedder encodes a pool in batches sorted by length, one gate turn each), so a
+question waits for one batch at most, never for a whole file; this thread runs
+at a lower CPU priority than the threads that answer (engine/ingest/priority.py). Documents are
 committed in groups (`CommitPolicy`): four
 LanceDB commits per group, not per file; a group is all or nothing for each of
 its files, so cancelling, pausing or a kill -9 loses at most the files of the
@@ -42,7 +44,10 @@ from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
 
-EMBED_BATCH_CHUNKS = DEFAULT_BATCH  # one embedding call: a question waits at most this
+# One embedding call: sorted by length into batches of DEFAULT_BATCH (one gate
+# turn each, so a question waits for one batch at most); several batches to
+# sort among, few enough that a cancel is heard soon.
+EMBED_POOL_CHUNKS = 4 * DEFAULT_BATCH
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
 PUBLISH_EVERY_S = 0.1  # progress reaches readers at most this often (errors and notes at once)
@@ -267,12 +272,12 @@ class JobRun:
         self._tick(**({"notes": list(self.notes)} if notes else {}))
 
     def _embed(self, *, final: bool) -> bool:
-        """Embed whole batches of the group's new chunks (all of them when
+        """Embed whole pools of the group's new chunks (all of them when
         `final`), one call each; False when the job was cancelled meanwhile."""
-        while len(self._unembedded) >= EMBED_BATCH_CHUNKS or (final and self._unembedded):
+        while len(self._unembedded) >= EMBED_POOL_CHUNKS or (final and self._unembedded):
             if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
                 return False
-            take = min(EMBED_BATCH_CHUNKS, len(self._unembedded))
+            take = min(EMBED_POOL_CHUNKS, len(self._unembedded))
             rows = [self._unembedded.popleft() for _ in range(take)]
             embed_rows(rows=rows, embedder=self.ctx.embedder)
             self.embedded += take

@@ -35,7 +35,7 @@ _START_TIMEOUT_S = 120.0  # a cold start on a busy 2-core machine takes seconds
 class SandboxLimits:
     time_s: float = 120.0  # per file
     memory_mb: int = 2048  # address space of the child; 0 = no limit
-    nice: int = 10  # below the engine, so answering questions stays responsive
+    nice: int = 10  # at least this nice: below the engine, so questions stay responsive
     # "module:function" called as f(path=...) in the child; tests name hostile ones.
     parser: str = "engine.ingest.parsers:parse_file"
 

@@ -43,8 +43,10 @@ def _die_with_parent(parent: int) -> None:
 def _limit_resources(*, memory_mb: int, nice: int) -> None:
     import resource
 
-    if nice:
-        os.nice(nice)
+    # `nice` is the value to run at, not a step: the ingestion thread that
+    # starts the child has lowered its own priority already (priority.py).
+    if nice > os.nice(0):
+        os.nice(nice - os.nice(0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024

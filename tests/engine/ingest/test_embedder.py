@@ -92,6 +92,10 @@ class _SlowEmbedder(Embedder):
         self._beside_lock = threading.Lock()
         self._beside_ok = True
         self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
+        # A character is a word piece: what the batches are sorted by.
+        self._model = SimpleNamespace(
+            tokenizer=lambda texts, **kw: {"input_ids": [list(t) for t in texts]}
+        )
         self.batch_s = batch_s
         self.calls: list[int] = []
         self.beside: list[int] = []
@@ -165,3 +169,44 @@ def test_the_path_beside_gives_the_vectors_encode_gives() -> None:
     beside = embedder._encode_beside(texts, batch_size=2)
     assert beside.shape == plain.shape
     assert float(np.min(np.sum(plain * beside, axis=1))) > 0.9999
+
+
+class _LengthEmbedder(_SlowEmbedder):
+    """Each text's vector is its own length: rows must come back in the asked order."""
+
+    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.calls.append(len(texts))
+        self.batches.append([len(t) for t in texts])
+        return np.array([[len(t), 0, 0, 0] for t in texts], dtype=np.float32)
+
+
+def test_background_batches_hold_texts_of_like_length_and_rows_keep_their_order() -> None:
+    fake = _LengthEmbedder(batch_s=0.0)
+    fake.batches = []
+    # Small files' chunks: a long one, then the short tail of the same file.
+    texts = [("x" * (190 if i % 2 == 0 else 60 + i)) for i in range(64)]
+    out = fake.embed(texts, batch_size=32, background=True)
+    assert [int(v) for v in out[:, 0]] == [len(t) for t in texts]
+    assert fake.calls == [32, 32]
+    short, long = fake.batches
+    assert max(short) < 190 and min(long) == 190, "each batch is padded to its own length"
+
+
+def test_no_background_batch_starts_while_a_question_is_answered() -> None:
+    gate = PriorityGate(quiet_s=0.4)
+    started: list[float] = []
+    with gate.asking():  # a question's encode in progress
+        t0 = time.monotonic()
+        worker = threading.Thread(target=lambda: _stamp(gate, started))
+        worker.start()
+        time.sleep(0.3)
+        assert not started, "a background turn started during the question's encode"
+    asked_at = time.monotonic()
+    worker.join(timeout=5)
+    assert started and started[0] - asked_at >= 0.35, "it waited out the quiet time after"
+    assert started[0] - t0 < 2.0
+
+
+def _stamp(gate: PriorityGate, started: list[float]) -> None:
+    with gate.turn(background=True):
+        started.append(time.monotonic())

@@ -6,6 +6,7 @@ files commit in groups, and a crash or a full disk mid-group loses nothing."""
 from __future__ import annotations
 
 import errno
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.bench.ingest_many import StandInEmbedder as FakeEmbedder
-from engine.ingest import pipeline
+from engine.ingest import pipeline, priority
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
@@ -122,6 +123,38 @@ def test_a_question_is_embedded_while_a_long_file_is(  # type: ignore[no-untyped
     assert done.state == "done" and done.files_indexed == 2
     assert done.chunks_embedded == done.chunks_found == done.chunks_added
     assert done.bytes_done == done.bytes_total > 0
+
+
+class _NiceRecorder(FakeEmbedder):
+    """Notes the nice value of the thread each encode call runs in."""
+
+    def _encode(self, texts: list[str], *, batch_size: int):  # type: ignore[no-untyped-def]
+        self.nice_seen.append(priority.thread_nice())
+        return super()._encode(texts, batch_size=batch_size)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice")
+def test_ingestion_embeds_below_the_priority_of_questions(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the engine makes its queue (engine/core.py)."""
+    monkeypatch.delenv(priority.NICE_ENV, raising=False)  # the engine's default
+    recorder = _NiceRecorder(real=real)
+    recorder.nice_seen = []
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "greenhouse manual.md").write_text(long_text(20))
+    queue = IngestQueue(store=store, embedder=lambda: recorder, nice=priority.background_nice())
+    try:
+        assert wait(queue.submit(paths=[str(folder)])).state == "done"
+    finally:
+        queue.stop()
+    mine = priority.thread_nice()
+    assert mine is not None and recorder.nice_seen
+    assert set(recorder.nice_seen) == {min(19, mine + priority.BACKGROUND_NICE)}
+    recorder.nice_seen.clear()
+    recorder.embed(["a question"])  # asked from this thread: its own priority
+    assert recorder.nice_seen == [mine]
 
 
 def test_progress_counts_pages_and_chunks_and_carries_notes(  # type: ignore[no-untyped-def]
