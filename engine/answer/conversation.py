@@ -191,6 +191,7 @@ class FollowUp:
     history: tuple[Turn, ...]  # the turns before it, oldest first
     blend: tuple[tuple[str, float], ...] = ()  # (text, weight) embedded with the query
     cited: frozenset[tuple[str, int | None]] = frozenset()  # (path, page) cited last turn
+    sections: frozenset[tuple[str, str]] = frozenset()  # (path, section) cited last turn
     rewritten_by: str = "history"  # "history" | "model"
     dependent: bool = True  # False: searched as asked
 
@@ -247,6 +248,7 @@ def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
         history=history,
         blend=tuple(blend),
         cited=frozenset((c.path, c.page) for c in last.citations),
+        sections=frozenset((c.path, c.section) for c in last.citations if c.section),
     )
 
 
@@ -262,6 +264,7 @@ def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
         context=follow_up.context,
         history=follow_up.history,
         cited=follow_up.cited,
+        sections=follow_up.sections,
         rewritten_by="model",
     )
 
