@@ -69,9 +69,6 @@ _FOLLOW_UP_CANDIDATES = 12
 # Bonuses in reciprocal-rank-fusion units (a first rank in one list is 1/61).
 _SAME_PAGE_BONUS = 0.2 / (RRF_K + 1)
 _SAME_FILE_BONUS = 0.2 / (RRF_K + 1)
-_NEAR_PAGE_BONUS = 0.0 / (RRF_K + 1)  # within _NEAR_PAGES of a cited page, same file
-_NEAR_PAGES = 2
-_SAME_SECTION_BONUS = 0.0 / (RRF_K + 1)  # the section a cited passage is in
 
 
 def _search_k(question: Question) -> int:
@@ -100,34 +97,17 @@ def _blended_vectors(*, questions: Sequence[Question], embed: Embed) -> np.ndarr
 
 def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[SearchHit]:
     """A follow-up usually asks about the place the last answer came from: passages of
-    a page (then a file) cited last turn move up, by a bonus a better match outranks;
-    pages near a cited one and the sections cited move up a little too (the next
-    question is often about what follows in the same part of the document)."""
+    a page (then a file) cited last turn move up, by a bonus a better match outranks."""
     cited = getattr(question.conversation, "cited", None)
     if not cited:
         return list(hits)
     files = {path for path, _ in cited}
-    pages: dict[str, list[int]] = {}
-    for path, page in cited:
-        if page is not None:
-            pages.setdefault(path, []).append(page)
-    sections = getattr(question.conversation, "sections", frozenset())
 
     def score(hit: SearchHit) -> float:
         c = hit.chunk
         if (c.path, c.page) in cited:
-            bonus = _SAME_PAGE_BONUS
-        elif c.path in files:
-            bonus = _SAME_FILE_BONUS
-            if c.page is not None and any(
-                abs(c.page - p) <= _NEAR_PAGES for p in pages.get(c.path, ())
-            ):
-                bonus += _NEAR_PAGE_BONUS
-        else:
-            bonus = 0.0
-        if c.section and (c.path, c.section) in sections:
-            bonus += _SAME_SECTION_BONUS
-        return hit.fused + bonus
+            return hit.fused + _SAME_PAGE_BONUS
+        return hit.fused + (_SAME_FILE_BONUS if c.path in files else 0.0)
 
     return sorted(hits, key=score, reverse=True)
 
