@@ -118,7 +118,7 @@ def fit_turns(
             break
     else:
         last = history[-1]
-        turns = [(user_text(sources=[], question=" ".join(last.question.split())), last.answer)]
+        turns = [(f"Question: {' '.join(last.question.split())}", last.answer.strip())]
         shown, start = Shown(), n - 1
         if cost(turns) > room:
             return FittedTurns(turns=[], shown=Shown(), dropped=n)
