@@ -6,8 +6,10 @@ the conversation's history: the retrieval pipeline, the relevance gate, the prom
 A real document (git-bisect.txt of the real-docs corpus, or any `--docs` folder) is
 indexed into a temporary engine whose model is a random-weight Llama; the same five
 questions are asked as one conversation twice, once with the answerer's prefix cache
-turned off and once with a fresh one, and each turn's time from the call to its first
-token is taken. The questions name their subject, so no follow-up rewrite runs before
+turned off and once with it emptied first, and each turn's time from the call to its
+first token is taken, with the tokens the cache served and how many of the turn's
+sources an earlier turn showed (the prompt references those instead of repeating
+them). The questions name their subject, so no follow-up rewrite runs before
 them (a rewrite is a generation of its own, on both sides alike). Answers are greedy:
 both runs see the same answers and so the same prompts, which is checked.
 """
