@@ -9,9 +9,10 @@ files with pages, one of the right pages. The same follow-ups asked without thei
 history are the baseline: they mean little alone. Held-out conversations (set aside
 before the search was tuned) are reported apart.
 
-The documents are the files of the set from the real-docs corpus (RAGDOLL_REAL_DOCS,
-engine/bench/real_docs.py), indexed into a fresh data folder unless `--home` names one
-where they already are.
+The documents are every file of the real-docs corpus (RAGDOLL_REAL_DOCS,
+engine/bench/real_docs.py): the ones the questions are about and the others beside
+them, as in a person's library. They are indexed into a fresh data folder, or into
+`--home`, which keeps them for the next run.
 """
 
 from __future__ import annotations
@@ -36,56 +37,75 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home",
         type=Path,
-        help="a RAGDOLL_HOME whose index already holds the set's files (default: index "
-        "them into a temporary one)",
+        help="a RAGDOLL_HOME to index the corpus into and keep (a later run with the same "
+        "--home indexes only the corpus files its index lacks, by name; default: a "
+        "temporary one)",
     )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     say: Callable[[str], None] = (lambda _: None) if args.json else print
+    corpus = find_real_docs()
+    if corpus is None:
+        raise SystemExit(
+            "the real documents are not there: run `python -m engine.bench.real_docs` "
+            "(or set RAGDOLL_REAL_DOCS to where they are)"
+        )
     if args.home is not None:
-        home = args.home
-        figures = _measure(home=home, index=False, say=say)
+        figures = _measure(home=args.home, corpus=corpus, say=say)
     else:
-        corpus = find_real_docs()
-        if corpus is None:
-            raise SystemExit(
-                "the real documents are not there: run `python -m engine.bench.real_docs` "
-                "(or set RAGDOLL_REAL_DOCS to where they are)"
-            )
         with tempfile.TemporaryDirectory(prefix="ragdoll-conv-") as tmp:
-            docs = Path(tmp) / "docs"
-            docs.mkdir()
-            for name in FILES:
-                shutil.copy2(corpus / name, docs / name)
-            figures = _measure(home=Path(tmp) / "home", index=True, say=say, docs=docs)
+            figures = _measure(home=Path(tmp) / "home", corpus=corpus, say=say)
     say(_report(figures))
     return figures
 
 
-def _measure(
-    *, home: Path, index: bool, say: Callable[[str], None], docs: Path | None = None
-) -> dict[str, Any]:
+def corpus_files(corpus: Path) -> list[Path]:
+    """Every file of the real-docs corpus: the ones the questions are about and the
+    rest, which compete with them in the search as a person's other documents do."""
+    files = sorted(p for p in corpus.iterdir() if p.is_file())
+    missing = sorted(set(FILES) - {p.name for p in files})
+    if missing:
+        raise SystemExit(f"the corpus at {corpus} lacks {', '.join(missing)}")
+    return files
+
+
+def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.core import Engine
     from engine.paths import resolve_paths
 
+    files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
     try:
         if engine.status().answer_mode != "extractive":
             engine.set_model(model=None)
-        if index:
-            assert docs is not None
-            began = time.perf_counter()
+        began = time.perf_counter()
+        indexed = {Path(d.path).name for d in engine.documents() if d.status == "indexed"}
+        if any(f.name not in indexed for f in files):
+            # Copies under the home, so that a kept --home does not depend on where the
+            # corpus was; files indexed before are skipped.
+            docs = home / "bench-docs"
+            docs.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                if not (docs / f.name).is_file():
+                    shutil.copy2(f, docs / f.name)
             _, job = engine.add_folder(path=str(docs))
             version, progress = 0, job.snapshot()
             while progress.state not in ("done", "failed", "cancelled"):
                 version, progress = job.wait_next(after=version, timeout_s=30.0)
-            say(f"indexed {progress.files_indexed} files in {time.perf_counter() - began:.0f} s")
+            indexed = {Path(d.path).name for d in engine.documents() if d.status == "indexed"}
+            absent = sorted(f.name for f in files if f.name not in indexed)
+            if absent:
+                raise SystemExit(f"not indexed ({progress.state}): {', '.join(absent)}")
+        status = engine.status()
+        say(
+            f"index: {len(indexed)} files, {status.chunks} chunks "
+            f"({time.perf_counter() - began:.0f} s to index or check)"
+        )
         rows = [_ask_pair(engine=engine, conv=c) for c in CONVERSATIONS]
     finally:
         engine.close()
-    status = {"documents": len(FILES)}
     return {
         "top": TOP,
         "conversations": len(rows),
@@ -94,7 +114,7 @@ def _measure(
         "all": _score(rows),
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
         "rows": rows,
-        "index": status,
+        "index": {"documents": len(indexed), "files": sorted(indexed), "chunks": status.chunks},
         "machine": {"load_average": _load(), "cpus": os.cpu_count()},
     }
 

@@ -28,7 +28,13 @@ BISECT = "git-bisect.txt"
 SQLITE = "sqlite-createtable.html"
 APT = "apt-guide.txt"
 
-FILES = (MAINT, CLS, REBASE, BISECT, SQLITE, APT)
+BASHREF = "bashref.pdf"
+GNUPLOT = "gnuplot.pdf"
+DEVREF = "developers-reference.pdf"
+POLICY = "debian-policy.pdf"
+
+# The files the questions are about (the benchmark indexes the rest of the corpus too).
+FILES = (MAINT, CLS, REBASE, BISECT, SQLITE, APT, BASHREF, GNUPLOT, DEVREF, POLICY)
 
 CONVERSATIONS: tuple[TwoTurns, ...] = (
     # Debian New Maintainers' Guide (the PDF's page = the printed page + 6)
@@ -104,4 +110,35 @@ CONVERSATIONS: tuple[TwoTurns, ...] = (
              follow_up="How is it different from the plain upgrade?", pages=None),
     TwoTurns(file=APT, first="What is dselect in APT?",
              follow_up="How do I start it?", pages=None, held_out=True),
+    # Held out, written the way a person follows up (paraphrased, naming little), over
+    # files the tuned set does not touch; added after the tuning above and before any
+    # later change to the history-aware search. Bash reference (PDF page = printed + 6)
+    TwoTurns(file=BASHREF, first="What is a coprocess in Bash?",
+             follow_up="How does my script read from it and write to it?", pages=(24,),
+             held_out=True),
+    TwoTurns(file=BASHREF, first="What is a here document in Bash?",
+             follow_up="Is there a one-line form of it?", pages=(47,), held_out=True),
+    TwoTurns(file=BASHREF, first="How does Bash keep a history of the commands I type?",
+             follow_up="How do I stop it saving the same line twice in a row?", pages=(91,),
+             held_out=True),
+    TwoTurns(file=BASHREF, first="How do arrays work in Bash?",
+             follow_up="How do I delete one element, or the whole thing?", pages=(108,),
+             held_out=True),
+    # gnuplot 5.4 (PDF page = printed page)
+    TwoTurns(file=GNUPLOT, first="What does multiplot mode do in gnuplot?",
+             follow_up="Can it arrange the plots in a grid by itself?", pages=(172, 173),
+             held_out=True),
+    TwoTurns(file=GNUPLOT, first="How do I fit a function to my data in gnuplot?",
+             follow_up="Where does it write its log, and can I change that?", pages=(93, 97),
+             held_out=True),
+    # Debian Developer's Reference (PDF page = printed + 8), Debian Policy
+    TwoTurns(file=DEVREF, first="What is a non-maintainer upload in Debian?",
+             follow_up="What should its changelog entry and version look like?",
+             pages=(59, 60), held_out=True),
+    TwoTurns(file=DEVREF, first="How do I orphan a Debian package I no longer maintain?",
+             follow_up="And if I want to take one over?", pages=(52, 53), held_out=True),
+    TwoTurns(file=POLICY, first="What priority levels can a Debian package have?",
+             follow_up="Which one should most packages use?", pages=(21,), held_out=True),
+    TwoTurns(file=POLICY, first="What are maintainer scripts in a Debian package?",
+             follow_up="May they ask the user questions?", pages=(28,), held_out=True),
 )  # fmt: skip

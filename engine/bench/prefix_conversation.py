@@ -6,8 +6,10 @@ the conversation's history: the retrieval pipeline, the relevance gate, the prom
 A real document (git-bisect.txt of the real-docs corpus, or any `--docs` folder) is
 indexed into a temporary engine whose model is a random-weight Llama; the same five
 questions are asked as one conversation twice, once with the answerer's prefix cache
-turned off and once with a fresh one, and each turn's time from the call to its first
-token is taken. The questions name their subject, so no follow-up rewrite runs before
+turned off and once with it emptied first, and each turn's time from the call to its
+first token is taken, with the tokens the cache served and how many of the turn's
+sources an earlier turn showed (the prompt references those instead of repeating
+them). The questions name their subject, so no follow-up rewrite runs before
 them (a rewrite is a generation of its own, on both sides alike). Answers are greedy:
 both runs see the same answers and so the same prompts, which is checked.
 """
@@ -68,7 +70,6 @@ def measure_conversation_ttft(
 
 def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str, Any]:
     from engine.core import Engine
-    from engine.executor.prefix_cache import prefix_cache_for
     from engine.paths import resolve_paths
 
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
@@ -79,14 +80,15 @@ def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str
             version, progress = job.wait_next(after=version, timeout_s=30.0)
         engine.set_model(model=str(model_dir))
         answerer = engine.language_model()
+        cache = answerer.prefix_cache
+        assert cache is not None, "the answerer was made without a prefix cache"
         _conversation(engine=engine, k=k)  # warm: first-use costs are on neither side
         runs: dict[str, list[list[dict[str, Any]]]] = {"off": [], "on": []}
         for _ in range(repeats):
             answerer.prefix_cache = None
             runs["off"].append(_conversation(engine=engine, k=k))
-            answerer.prefix_cache = prefix_cache_for(
-                placement=answerer.placement, device=answerer.executor.device
-            )
+            cache.clear()  # each "on" conversation starts from an empty cache
+            answerer.prefix_cache = cache
             runs["on"].append(_conversation(engine=engine, k=k))
         turns = []
         for t in range(len(QUESTIONS)):
@@ -99,6 +101,9 @@ def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str
                     "turn": t + 1,
                     "prompt_tokens": on[0]["prompt_tokens"],
                     "reused_tokens": on[0]["reused_tokens"],
+                    "new_tokens": (on[0]["prompt_tokens"] or 0) - on[0]["reused_tokens"],
+                    "repeated_sources": on[0]["repeated_sources"],
+                    "sources": on[0]["sources"],
                     "ttft_off_s": cold,
                     "ttft_on_s": warm,
                     "speedup": cold / warm if cold and warm else None,
@@ -134,6 +139,7 @@ def _conversation(*, engine: Any, k: int) -> list[dict[str, Any]]:
     """The five questions as one conversation: each with the turns before it."""
     answerer = engine.language_model()
     history: list[Turn] = []
+    shown: set[tuple[str, int | None, str]] = set()
     out = []
     for question in QUESTIONS:
         cache = answerer.prefix_cache
@@ -155,14 +161,19 @@ def _conversation(*, engine: Any, k: int) -> list[dict[str, Any]]:
                 answer = event.done.answer
                 prompt_tokens = event.done.prompt_tokens
         reused = (cache.stats().tokens_reused - reused_before) if cache is not None else 0
+        keys = [(c.path, c.page, " ".join(c.text.split())) for c in citations]
         out.append(
             {
                 "ttft_s": first,
                 "answer": answer,
                 "prompt_tokens": prompt_tokens,
                 "reused_tokens": reused,
+                # this turn's sources an earlier turn showed (the prompt references them)
+                "repeated_sources": sum(key in shown for key in keys),
+                "sources": len(keys),
             }
         )
+        shown.update(keys)
         history.append(Turn(question=question, answer=answer, citations=citations))
     return out
 

@@ -148,7 +148,8 @@ def _product_path(
             continue
         lines.append(
             f"  turn {t['turn']}: prompt {t['prompt_tokens']} tokens, {t['reused_tokens']} "
-            f"reused; TTFT {t['ttft_off_s'] * 1000:.0f} ms without reuse, "
+            f"reused ({t['repeated_sources']} of {t['sources']} sources shown before); "
+            f"TTFT {t['ttft_off_s'] * 1000:.0f} ms without reuse, "
             f"{t['ttft_on_s'] * 1000:.0f} ms with it: {t['speedup']:.1f}x"
         )
     say("\n".join(lines))

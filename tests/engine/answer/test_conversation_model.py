@@ -71,6 +71,36 @@ def test_the_next_turn_reuses_the_conversations_kv(answerer: GenerativeAnswerer)
     assert after.tokens_reused - before.tokens_reused >= len(turn_one.prompt_ids) - 1
 
 
+def test_a_source_found_again_costs_no_new_prefill(answerer: GenerativeAnswerer) -> None:
+    """A follow-up that retrieves the passage its first turn showed: the whole first
+    turn comes from the cache and the passage is not prefilled again (only a
+    reference to it, the answer and the question are new tokens)."""
+    cache = answerer.prefix_cache
+    assert cache is not None
+    text = " ".join(f"Step {i}: the filter of pump {i} is rinsed and dried." for i in range(12))
+    first = [Passage(index=1, text=text, path="manual.pdf", page=7)]
+    question = "How is the pump filter cleaned?"
+    answer = "".join(answerer.stream(question=question, passages=first, max_new_tokens=4))
+    turn_one = answerer.prompt_request(question=question, passages=first, max_new_tokens=4)
+    history = [Turn(question=question, answer=answer, citations=_citations(first))]
+    again = [Passage(index=1, text=text, path="manual.pdf", page=7)]
+    turn_two = answerer.prompt_request(
+        question="And how often?", passages=again, max_new_tokens=4, history=history
+    )
+    before = cache.stats()
+    "".join(
+        answerer.stream(
+            question="And how often?", passages=again, max_new_tokens=4, history=history
+        )
+    )
+    after = cache.stats()
+    reused = after.tokens_reused - before.tokens_reused
+    assert after.hits == before.hits + 1
+    assert reused >= len(turn_one.prompt_ids) - 1
+    passage_tokens = len(answerer.tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert len(turn_two.prompt_ids) - reused < passage_tokens / 2
+
+
 def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> None:
     history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
     follow = resolve(question="what about POP3?", history=history)

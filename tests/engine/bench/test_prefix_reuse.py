@@ -53,3 +53,30 @@ def test_bench_prefix_kind_prints_json(tiny: Path, capsys: pytest.CaptureFixture
     for key in ("ttft_cold_s", "ttft_warm_s", "ttft_speedup_prefix_reuse", "prompt_tokens"):
         assert figures[key] > 0, key
     assert figures["reused_tokens"] > 0
+
+
+@pytest.mark.slow  # an engine, its embedder and 15 answered turns: minutes on a busy CPU
+def test_the_product_path_reuses_each_earlier_turn(tiny: Path, tmp_path: Path) -> None:
+    """Five turns through Engine.ask_stream on a small document: from turn 2 on, the
+    cache serves the earlier turns (hit tokens, not time), and the answers are the
+    same with and without it."""
+    from engine.bench.prefix_conversation import QUESTIONS, measure_conversation_ttft
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    paragraphs = [
+        f"{q.rstrip('?')}: the manual answers this in step {i}, where git bisect is "
+        f"described with the commands start, good, bad, log, run and reset."
+        for i, q in enumerate(QUESTIONS)
+    ]
+    (docs / "bisect.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    figures = measure_conversation_ttft(model_dir=tiny, docs=docs, repeats=1, k=2)
+    turns = figures["turns"]
+    assert [t["turn"] for t in turns] == [1, 2, 3, 4, 5]
+    assert turns[0]["reused_tokens"] == 0
+    for t in turns[1:]:
+        if t["prompt_tokens"] is None:
+            continue  # nothing relevant found: no prompt
+        assert t["reused_tokens"] > 0
+        assert t["new_tokens"] < t["prompt_tokens"]
+    assert all(t["same_answer"] for t in turns)
