@@ -188,8 +188,8 @@ class ExtractiveAnswerer:
 def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
     """Each sentence's relevance to the question: cosine similarity, rare shared words,
     the code tokens and numbers the question asks for, headings marked down."""
-    wanted = list(dict.fromkeys(_content_words(question)))
-    sentence_words = [set(_content_words(s)) for s in sentences]
+    wanted = list(dict.fromkeys(content_words(question)))
+    sentence_words = [set(content_words(s)) for s in sentences]
     n = len(sentences)
     weights = {
         w: math.log(1.0 + n / (1 + sum(w in words for words in sentence_words))) for w in wanted
@@ -329,11 +329,11 @@ def _with_marker(sentence: str, *, index: int) -> str:
     return f"{body} [{index}]{match.group(1)}{match.group(2)}"
 
 
-def _content_words(text: str) -> list[str]:
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+def content_words(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     # Just enough to match "filters"/"filter" and "cleaned"/"cleaning"/"clean".
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

@@ -31,8 +31,12 @@ def hit(i: int, *, path: str = "/docs/manual.pdf", page: int | None = 1) -> Sear
 
 
 class FakeStore:
-    def __init__(self) -> None:
+    def __init__(self, *, knows_everything: bool = False) -> None:
         self.asked_k: list[int] = []
+        self.knows_everything = knows_everything
+
+    def holds_word(self, word: str) -> bool:
+        return self.knows_everything or any(word in t.lower() for t in TEXTS)
 
     def search_batch(
         self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
@@ -80,3 +84,20 @@ def test_a_refusal_offers_the_closest_sources_as_may_be_related() -> None:
         "May be related (they do not answer it): manual.pdf, page 1; manual.pdf, page 4; page.html."
     )
     assert refusal_text(hits=[]) == NOT_FOUND_ANSWER
+
+
+def test_a_question_naming_what_no_document_mentions_needs_a_better_sentence() -> None:
+    question = [Question(request_id="1", text="How is the air filter cleaned in Kubernetes?", k=20)]
+    (open_gate,) = gated_retrieve_batch(store=FakeStore(), embed=embed, min_score=-5)(question)
+    assert open_gate.found and open_gate.unknown == ("kubernetes",)
+    score = open_gate.extract.score
+    # Passes on its score alone, not with the unknown word's penalty on top.
+    bar = score - 0.1
+    (gated,) = gated_retrieve_batch(store=FakeStore(), embed=embed, min_score=bar)(question)
+    assert not gated.found and gated.unknown == ("kubernetes",)
+    assert "Your documents never mention: kubernetes." in refusal_text(
+        hits=gated.hits, unknown=gated.unknown
+    )
+    store = FakeStore(knows_everything=True)
+    (known,) = gated_retrieve_batch(store=store, embed=embed, min_score=bar)(question)
+    assert known.found and known.unknown == ()
