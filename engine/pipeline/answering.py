@@ -24,7 +24,7 @@ from engine.answer.extractive import (
     ExtractiveAnswerer,
 )
 from engine.answer.passages import Passage
-from engine.answer.refusal import refused, unknown_words
+from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
 from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
 from engine.pipeline.requests import Piece, Question
@@ -116,6 +116,7 @@ def gated_retrieve_batch(
         if reranker is not None:
             asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
         results = iter(search(asked))
+        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
         out: list[GatedHits | RewriteOnly] = []
         for question in questions:
             if question.rewrite:
@@ -133,13 +134,14 @@ def gated_retrieve_batch(
                 extract = extractive.answer(
                     question=_gate_text(question), passages=passages_of(hits)
                 )
-                unknown = tuple(
-                    unknown_words(
-                        question=question.text,
-                        texts=[h.chunk.text for h in hits],
-                        holds=store.holds_word,
+                if large:
+                    unknown = tuple(
+                        unknown_words(
+                            question=question.text,
+                            texts=[h.chunk.text for h in hits],
+                            holds=store.holds_word,
+                        )
                     )
-                )
                 if extract.found and refused(
                     score=extract.score, unknown=unknown, min_score=min_score
                 ):

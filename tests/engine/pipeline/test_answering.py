@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engine.answer.refusal import MIN_CHUNKS
 from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.answering import NOT_FOUND_ANSWER, gated_retrieve_batch, refusal_text
 from engine.pipeline.requests import Question
@@ -31,9 +32,13 @@ def hit(i: int, *, path: str = "/docs/manual.pdf", page: int | None = 1) -> Sear
 
 
 class FakeStore:
-    def __init__(self, *, knows_everything: bool = False) -> None:
+    def __init__(self, *, knows_everything: bool = False, chunks: int = 5000) -> None:
         self.asked_k: list[int] = []
         self.knows_everything = knows_everything
+        self.chunks = chunks
+
+    def counts(self) -> tuple[int, int]:
+        return 1, self.chunks
 
     def holds_word(self, word: str) -> bool:
         return self.knows_everything or any(word in t.lower() for t in TEXTS)
@@ -101,3 +106,7 @@ def test_a_question_naming_what_no_document_mentions_needs_a_better_sentence() -
     store = FakeStore(knows_everything=True)
     (known,) = gated_retrieve_batch(store=store, embed=embed, min_score=bar)(question)
     assert known.found and known.unknown == ()
+    # A small collection misses most words of a paraphrase: absence says nothing there.
+    small = FakeStore(chunks=MIN_CHUNKS - 1)
+    (few,) = gated_retrieve_batch(store=small, embed=embed, min_score=bar)(question)
+    assert few.found and few.unknown == ()
