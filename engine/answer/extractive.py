@@ -13,8 +13,10 @@ Every sentence of the retrieved passages is scored against the question:
   that repeats the question's words.
 
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
-then the passage around it as a quotation (the sentence before and after, whole
-sentences only) so that a fact in the next sentence is not lost; a second passage is
+then the passage around it as a quotation (the sentence before and the two after,
+whole sentences only, with the short lines between them: option names and command
+lines under 4 words, which are never scored) so that a fact stated next to the
+sentence that repeats the question's words is not lost; a second passage is
 quoted too when its best sentence is nearly as good and says something else. The
 text is meant to be shown literally (never as Markdown): `key` is the sentence the
 window highlights inside the quotation.
