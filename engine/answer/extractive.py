@@ -13,8 +13,10 @@ Every sentence of the retrieved passages is scored against the question:
   that repeats the question's words.
 
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
-then the passage around it as a quotation (the sentence before and after, whole
-sentences only) so that a fact in the next sentence is not lost; a second passage is
+then the passage around it as a quotation (the sentence before and the two after,
+whole sentences only, with the short lines between them: option names and command
+lines under 4 words, which are never scored) so that a fact stated next to the
+sentence that repeats the question's words is not lost; a second passage is
 quoted too when its best sentence is nearly as good and says something else. The
 text is meant to be shown literally (never as Markdown): `key` is the sentence the
 window highlights inside the quotation.
@@ -53,6 +55,9 @@ _HEADING_PENALTY = 0.12
 _FRAGMENT_PENALTY = 0.08
 _NEIGHBOUR_WEIGHT = 0.15
 _RANK_WEIGHT = 0.04
+_MIN_SENTENCE_WORDS = 4  # shorter lines are quoted around an answer, never scored
+_AFTER = 2  # whole sentences quoted after the answer sentence (tune split: 1 -> 2 helped)
+_MAX_SHORT_AROUND = 3  # lines a quotation reaches past its sentence for short ones
 _DUPLICATE_SIMILARITY = 0.82  # MiniLM: paraphrases score 0.82-0.92, related sentences ~0.65
 
 
@@ -103,6 +108,10 @@ class _Candidate:
     position: int  # the sentence's position within its passage
     text: str
     fragment: bool  # cut by the passage's edge: never quoted alone
+    # Under _MIN_SENTENCE_WORDS: an option name, a command line or a heading. Not
+    # scored (it states nothing alone) but quoted when next to the answer sentence,
+    # where the fact often is ("--first-parent" above its description).
+    short: bool = False
 
 
 class ExtractiveAnswerer:
@@ -124,7 +133,10 @@ class ExtractiveAnswerer:
     def answer(
         self, *, question: str, passages: list[Passage], max_sentences: int = 3
     ) -> ExtractiveAnswer:
-        candidates = _candidates(passages)
+        every = _candidates(passages)
+        # Scored: whole sentences; `every` also keeps the short lines for quoting.
+        where = [i for i, c in enumerate(every) if not c.short]
+        candidates = [every[i] for i in where]
         if not candidates or not question.strip() or max_sentences < 1:
             return _not_found()
 
@@ -149,6 +161,8 @@ class ExtractiveAnswerer:
         if max_sentences > 1:
             second = _second(
                 candidates=candidates,
+                every=every,
+                where=where,
                 vectors=sentence_vectors,
                 score=score,
                 relevance=relevance,
@@ -160,7 +174,7 @@ class ExtractiveAnswerer:
         key = candidates[best]
         parts = [_with_marker(key.text, index=key.passage.index)]
         for i in chosen:
-            window = _window(candidates, i)
+            window = _window(every, where[i])
             if len(window) > 1 or i != best:
                 parts.append(f"“{' '.join(window)}” [{candidates[i].passage.index}]")
         used = sorted({candidates[i].passage.index for i in chosen})
@@ -176,8 +190,8 @@ class ExtractiveAnswerer:
 def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
     """Each sentence's relevance to the question: cosine similarity, rare shared words,
     the code tokens and numbers the question asks for, headings marked down."""
-    wanted = list(dict.fromkeys(_content_words(question)))
-    sentence_words = [set(_content_words(s)) for s in sentences]
+    wanted = list(dict.fromkeys(content_words(question)))
+    sentence_words = [set(content_words(s)) for s in sentences]
     n = len(sentences)
     weights = {
         w: math.log(1.0 + n / (1 + sum(w in words for words in sentence_words))) for w in wanted
@@ -223,6 +237,8 @@ def _neighbour_share(candidates: list[_Candidate], relevance: np.ndarray) -> np.
 def _second(
     *,
     candidates: list[_Candidate],
+    every: list[_Candidate],
+    where: list[int],
     vectors: np.ndarray,
     score: np.ndarray,
     relevance: np.ndarray,
@@ -232,7 +248,7 @@ def _second(
     """The best sentence of another passage nearly as good as the first, unless it
     repeats it (overlapping chunks hold the same text) or sits in its window."""
     first = candidates[best]
-    shown = {s.lower() for s in _window(candidates, best)}
+    shown = {s.lower() for s in _window(every, where[best])}
     for i in np.argsort(-score):
         i = int(i)
         c = candidates[i]
@@ -247,11 +263,27 @@ def _second(
 
 
 def _window(candidates: list[_Candidate], i: int) -> list[str]:
-    """The sentence with the one before and after it in its passage, fragments left out."""
+    """The sentence with the one before and after it in its passage, fragments left
+    out. Short lines (an option name above its description) come with the sentence
+    they sit next to, and a sentence that ends in ":" brings what it introduces."""
     c = candidates[i]
+
+    def same(j: int) -> bool:
+        return 0 <= j < len(candidates) and candidates[j].passage is c.passage
+
+    start = i - 1
+    while same(start) and candidates[start].short and i - start < _MAX_SHORT_AROUND:
+        start -= 1
+    end = i + _AFTER
+    while (
+        same(end + 1)
+        and end - i < _AFTER + _MAX_SHORT_AROUND
+        and (candidates[end].short or candidates[end].text.endswith(":"))
+    ):
+        end += 1
     out = []
-    for j in (i - 1, i, i + 1):
-        if not 0 <= j < len(candidates) or candidates[j].passage is not c.passage:
+    for j in range(start, end + 1):
+        if not same(j):
             continue
         if j != i and candidates[j].fragment:
             continue
@@ -266,7 +298,7 @@ def _not_found() -> ExtractiveAnswer:
 def _candidates(passages: list[Passage]) -> list[_Candidate]:
     out = []
     for rank, passage in enumerate(passages):
-        sentences = split_sentences(passage.text)
+        sentences = split_sentences(passage.text, min_words=1)
         for position, sentence in enumerate(sentences):
             # A chunk starts wherever its token window did: a first sentence that
             # starts in lower case began in the chunk before.
@@ -278,6 +310,7 @@ def _candidates(passages: list[Passage]) -> list[_Candidate]:
                     position=position,
                     text=sentence,
                     fragment=fragment,
+                    short=len(sentence.split()) < _MIN_SENTENCE_WORDS,
                 )
             )
     return out
@@ -298,11 +331,11 @@ def _with_marker(sentence: str, *, index: int) -> str:
     return f"{body} [{index}]{match.group(1)}{match.group(2)}"
 
 
-def _content_words(text: str) -> list[str]:
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+def content_words(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     # Just enough to match "filters"/"filter" and "cleaned"/"cleaning"/"clean".
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

@@ -75,6 +75,7 @@ class Outcome:
     answer_text: str
     seconds: float
     score: float | None  # the answer sentence's relevance; None: no chunk was close enough
+    unknown: tuple[str, ...] = ()  # the question's words no chunk holds (the refusal's cue)
 
 
 def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
@@ -232,6 +233,7 @@ def measure(
             "rank": o.rank,
             "refused": o.refused,
             "score": o.score,
+            "unknown": list(o.unknown),
             "contains": o.contains_answer,
             "sentence_contains": o.key_contains,
         }
@@ -299,7 +301,8 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
         and contains(answer_text.split("\n\n")[0], question.answer),
         answer_text=answer_text,
         seconds=seconds,
-        score=gated.extract.score if gated.extract is not None and gated.extract.found else None,
+        score=gated.extract.score if gated.extract is not None and gated.extract.score else None,
+        unknown=tuple(gated.unknown),
     )
 
 
@@ -353,7 +356,10 @@ def _describe(o: Outcome) -> str:
     q = o.question
     if not q.answerable:
         verdict = "refused" if o.refused else "ANSWERED"
-        return f"{q.id} [{q.split}] unanswerable: {verdict} (score {o.score}): {q.question}"
+        return (
+            f"{q.id} [{q.split}] unanswerable: {verdict} (score {o.score}, never mentioned "
+            f"{list(o.unknown)}): {q.question}"
+        )
     verdict = f"rank {o.rank}" if o.rank else "MISSED"
     contains_ = "contains" if o.contains_answer else ("REFUSED" if o.refused else "LACKS")
     return (

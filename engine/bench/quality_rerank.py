@@ -6,10 +6,15 @@ not measured; its cost is: a cross-encoder shaped like ms-marco-MiniLM-L-6-v2 (B
 with random weights is written to a temporary folder and loaded through the
 product's `Reranker`, then asked to score 20 real chunks of the benchmark's index
 for each of a few questions. Random weights compute exactly what trained ones do.
+Timed both ways the product can run it (int8 linear layers, the default on a CPU, and
+fp32). Besides wall time, the process's CPU time per question is reported: on a
+machine other processes load, wall time measures the load, while CPU seconds / 2
+is what 2 idle cores would take if both threads kept busy.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -63,25 +68,35 @@ def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-rerank-"))
     store = LanceStore(folder=index)
     try:
-        reranker = Reranker(model=str(write_minilm_shaped_cross_encoder(temp / "ce")))
+        folder = write_minilm_shaped_cross_encoder(temp / "ce")
         embedder = Embedder()
-        seconds = []
+        candidates = []
         tokens = []
-        reranker.scores(question="warm up", texts=["a passage"] * CANDIDATES)
         for q in QUESTIONS:
             hits = store.hybrid_search(vector=embedder.embed([q])[0], text=q, k=CANDIDATES)
+            candidates.append((q, hits))
             texts = [h.chunk.text for h in hits]
             tokens.append(statistics.mean(len(embedder.tokenizer(t)["input_ids"]) for t in texts))
-            started = time.perf_counter()
-            reranker.rerank(question=q, hits=hits, k=5)
-            seconds.append(time.perf_counter() - started)
-        out = {
+        out: dict[str, Any] = {
             "candidates": CANDIDATES,
             "threads": THREADS,
-            "median_ms": round(statistics.median(seconds) * 1000, 1),
-            "max_ms": round(max(seconds) * 1000, 1),
             "mean_tokens_per_candidate": round(statistics.mean(tokens), 1),
         }
+        for name, quantize in (("int8", True), ("fp32", False)):
+            reranker = Reranker(model=str(folder), quantize=quantize)
+            reranker.scores(question="warm up", texts=["a passage"] * CANDIDATES)
+            wall, cpu = [], []
+            for q, hits in candidates:
+                started, cpu_started = time.perf_counter(), time.process_time()
+                reranker.rerank(question=q, hits=hits, k=5)
+                wall.append(time.perf_counter() - started)
+                cpu.append(time.process_time() - cpu_started)
+            out[name] = {
+                "median_ms": round(statistics.median(wall) * 1000, 1),
+                "max_ms": round(max(wall) * 1000, 1),
+                "median_cpu_ms": round(statistics.median(cpu) * 1000, 1),
+            }
+        out["load_average_1m"] = round(os.getloadavg()[0], 2)
         say(f"reranking {CANDIDATES} candidates on {THREADS} threads: {out}")
         return out
     finally:

@@ -57,7 +57,7 @@ def answer_events(
     if gated is None:  # cancelled before its retrieval
         yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
-        answer = refusal_text(hits=gated.hits) if gated is not None else ""
+        answer = refusal_text(hits=gated.hits, unknown=gated.unknown) if gated is not None else ""
         done = AnswerDone(answer=answer, mode="none")
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)

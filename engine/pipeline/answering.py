@@ -17,8 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from engine.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswer, ExtractiveAnswerer
+from engine.answer.extractive import (
+    DEFAULT_MIN_SCORE,
+    NOT_FOUND_TEXT,
+    ExtractiveAnswer,
+    ExtractiveAnswerer,
+)
 from engine.answer.passages import Passage
+from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
 from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
 from engine.pipeline.requests import Piece, Question
@@ -39,9 +45,10 @@ NOT_FOUND_ANSWER = (
 _RELATED = 3  # closest sources named in a refusal
 
 
-def refusal_text(*, hits: Sequence[SearchHit]) -> str:
+def refusal_text(*, hits: Sequence[SearchHit], unknown: Sequence[str] = ()) -> str:
     """The refusal, naming the closest sources as "may be related": offered to look
-    at, not quoted as an answer (they did not pass the gate)."""
+    at, not quoted as an answer (they did not pass the gate); and the question's
+    words no document holds, which tell the user why."""
     names: list[str] = []
     for hit in hits:
         name = PurePath(hit.chunk.path.replace("\\", "/")).name
@@ -51,9 +58,12 @@ def refusal_text(*, hits: Sequence[SearchHit]) -> str:
             names.append(name)
         if len(names) == _RELATED:
             break
-    if not names:
-        return NOT_FOUND_ANSWER
-    return f"{NOT_FOUND_ANSWER}\n\nMay be related (they do not answer it): {'; '.join(names)}."
+    text = NOT_FOUND_ANSWER
+    if unknown:
+        text += f"\n\nYour documents never mention: {', '.join(unknown)}."
+    if names:
+        text += f"\n\nMay be related (they do not answer it): {'; '.join(names)}."
+    return text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +72,7 @@ class GatedHits:
 
     hits: tuple[SearchHit, ...]
     extract: ExtractiveAnswer | None  # None: no chunk was similar enough to check
+    unknown: tuple[str, ...] = ()  # the question's words no chunk holds
 
     @property
     def found(self) -> bool:
@@ -94,7 +105,8 @@ def gated_retrieve_batch(
     With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
     cross-encoder and cut to its k. A follow-up's rewrite request (`Question.rewrite`)
     is not searched: it goes to the model as it is, in the same generation batches as
-    the answers."""
+    the answers. A question naming words no chunk holds needs a better answer
+    sentence to pass (engine/answer/refusal.py)."""
     search = store_retrieve_batch(store=store, embed=embed)
     extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
 
@@ -104,6 +116,7 @@ def gated_retrieve_batch(
         if reranker is not None:
             asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
         results = iter(search(asked))
+        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
         out: list[GatedHits | RewriteOnly] = []
         for question in questions:
             if question.rewrite:
@@ -113,6 +126,7 @@ def gated_retrieve_batch(
             if reranker is not None:
                 hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
             extract = None
+            unknown: tuple[str, ...] = ()
             # Sentence-level scores separate "answered here" from "unrelated" far
             # better than whole-chunk similarity does; the similarity only spares
             # the check for questions nothing relates to.
@@ -120,7 +134,21 @@ def gated_retrieve_batch(
                 extract = extractive.answer(
                     question=_gate_text(question), passages=passages_of(hits)
                 )
-            out.append(GatedHits(hits=hits, extract=extract))
+                if large:
+                    unknown = tuple(
+                        unknown_words(
+                            question=question.text,
+                            texts=[h.chunk.text for h in hits],
+                            holds=store.holds_word,
+                        )
+                    )
+                if extract.found and refused(
+                    score=extract.score, unknown=unknown, min_score=min_score
+                ):
+                    extract = ExtractiveAnswer(
+                        text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score
+                    )
+            out.append(GatedHits(hits=hits, extract=extract, unknown=unknown))
         return out
 
     return retrieve

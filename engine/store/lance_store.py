@@ -416,6 +416,17 @@ class LanceStore:
 
                 self.chunks.create_index("text", config=FTS(), replace=True)
 
+    def holds_word(self, word: str) -> bool:
+        """Whether any chunk holds `word`, as the full-text index sees it (its
+        stemming). True when there is no index to ask: unknown is not absent."""
+        if self._chunks is None:
+            return False
+        try:
+            query = self.chunks.search(word, query_type="fts").select(["chunk_id"]).limit(1)
+            return query.to_arrow().num_rows > 0
+        except (ValueError, RuntimeError, OSError):
+            return True
+
     def search_batch(
         self,
         *,

@@ -308,3 +308,36 @@ def test_with_the_real_minilm_embedder(
     assert result.used_indices == [3]
 
     assert not answerer.answer(question="Who won the world cup in 2014?", passages=passages).found
+
+
+def test_an_option_name_line_is_quoted_with_its_description() -> None:
+    """A man page puts the option on its own short line above what it does: the line
+    is never the answer alone, but the quotation carries it."""
+    manual = passage(
+        1,
+        "Options of the bisect command are described below.\n\n"
+        "--first-parent\n\n"
+        "Follow only the first parent commit upon seeing a merge commit. "
+        "Merged branches are then ignored when looking for the bad commit.",
+    )
+    answer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.1).answer(
+        question="How do I follow only the first parent of a merge commit?",
+        passages=[manual],
+    )
+    assert answer.found
+    assert answer.key.startswith("Follow only the first parent")
+    assert "--first-parent" in answer.text
+
+
+def test_a_sentence_ending_in_a_colon_brings_what_it_introduces() -> None:
+    example = passage(
+        1,
+        "We want to move the topic branch so that it starts from master. "
+        "Run this command:\n\n"
+        "git rebase --onto master next topic\n\n"
+        "The result looks like this.",
+    )
+    answer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.1).answer(
+        question="How do I move the topic branch to start from master?", passages=[example]
+    )
+    assert "git rebase --onto master next topic" in answer.text

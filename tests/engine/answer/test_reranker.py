@@ -99,3 +99,21 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 def test_a_missing_reranker_says_where_it_looks(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="Recommended models"):
         Reranker(model=str(tmp_path / "no-such-reranker"))
+
+
+def test_on_a_cpu_the_linear_layers_run_as_int8_and_score_close_to_fp32(
+    random_cross_encoder: Path,
+) -> None:
+    import torch
+
+    fast = Reranker(model=str(random_cross_encoder))
+    exact = Reranker(model=str(random_cross_encoder), quantize=False)
+    assert fast.quantized and not exact.quantized
+    kinds = {type(m).__module__ for m in fast._model.modules()}
+    assert any("quantized" in k for k in kinds)
+    assert not any(type(m) is torch.nn.Linear for m in fast._model.modules())
+    texts = ["git bisect exit code", "the a of to", "how do i bisect", "code for it"]
+    a = fast.scores(question="what exit code do i use", texts=texts)
+    b = exact.scores(question="what exit code do i use", texts=texts)
+    assert np.isfinite(a).all()
+    np.testing.assert_allclose(a, b, atol=0.05 * (np.abs(b).max() + 1e-3) + 0.02)

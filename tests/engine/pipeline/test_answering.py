@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engine.answer.refusal import MIN_CHUNKS
 from engine.answer.reranker import RERANK_CANDIDATES
 from engine.pipeline.answering import NOT_FOUND_ANSWER, gated_retrieve_batch, refusal_text
 from engine.pipeline.requests import Question
@@ -31,8 +32,16 @@ def hit(i: int, *, path: str = "/docs/manual.pdf", page: int | None = 1) -> Sear
 
 
 class FakeStore:
-    def __init__(self) -> None:
+    def __init__(self, *, knows_everything: bool = False, chunks: int = 5000) -> None:
         self.asked_k: list[int] = []
+        self.knows_everything = knows_everything
+        self.chunks = chunks
+
+    def counts(self) -> tuple[int, int]:
+        return 1, self.chunks
+
+    def holds_word(self, word: str) -> bool:
+        return self.knows_everything or any(word in t.lower() for t in TEXTS)
 
     def search_batch(
         self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
@@ -80,3 +89,24 @@ def test_a_refusal_offers_the_closest_sources_as_may_be_related() -> None:
         "May be related (they do not answer it): manual.pdf, page 1; manual.pdf, page 4; page.html."
     )
     assert refusal_text(hits=[]) == NOT_FOUND_ANSWER
+
+
+def test_a_question_naming_what_no_document_mentions_needs_a_better_sentence() -> None:
+    question = [Question(request_id="1", text="How is the air filter cleaned in Kubernetes?", k=20)]
+    (open_gate,) = gated_retrieve_batch(store=FakeStore(), embed=embed, min_score=-5)(question)
+    assert open_gate.found and open_gate.unknown == ("kubernetes",)
+    score = open_gate.extract.score
+    # Passes on its score alone, not with the unknown word's penalty on top.
+    bar = score - 0.1
+    (gated,) = gated_retrieve_batch(store=FakeStore(), embed=embed, min_score=bar)(question)
+    assert not gated.found and gated.unknown == ("kubernetes",)
+    assert "Your documents never mention: kubernetes." in refusal_text(
+        hits=gated.hits, unknown=gated.unknown
+    )
+    store = FakeStore(knows_everything=True)
+    (known,) = gated_retrieve_batch(store=store, embed=embed, min_score=bar)(question)
+    assert known.found and known.unknown == ()
+    # A small collection misses most words of a paraphrase: absence says nothing there.
+    small = FakeStore(chunks=MIN_CHUNKS - 1)
+    (few,) = gated_retrieve_batch(store=small, embed=embed, min_score=bar)(question)
+    assert few.found and few.unknown == ()

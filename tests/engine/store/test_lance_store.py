@@ -80,6 +80,16 @@ def test_hybrid_search_finds_by_words_and_vectors(store: LanceStore) -> None:
     assert hits[0].similarity <= 1.0 + 1e-5
 
 
+def test_holds_word_asks_the_full_text_index(store: LanceStore) -> None:
+    assert store.holds_word("gasket")  # no full-text index yet: not known to be absent
+    doc, pages, emb = _doc("a", ["the pump needs zirconium gaskets", "unrelated filler text"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.holds_word("zirconium")
+    assert store.holds_word("gasket")  # the index stems: "gaskets" holds it
+    assert not store.holds_word("wireguard")
+
+
 def test_search_survives_query_syntax_characters(store: LanceStore) -> None:
     doc, pages, emb = _doc("a", ['a "quoted" AND: (thing)'])
     store.replace_document(doc=doc, pages=pages, embedded=emb)
