@@ -101,7 +101,8 @@ def _q6_k(blocks: torch.Tensor) -> torch.Tensor:
     d = _half(blocks[:, -2:])
     scale = (d * scales.contiguous().view(torch.int8).to(torch.float32)).reshape(n, -1, 1)
     low = _nibbles(ql.reshape(n, -1, 64)).reshape(n, -1, 32)
-    shifts = torch.tensor([0, 2, 4, 6], dtype=torch.uint8).reshape(1, 1, 4, 1)
+    shifts = torch.tensor([0, 2, 4, 6], dtype=torch.uint8, device=blocks.device)
+    shifts = shifts.reshape(1, 1, 4, 1)
     high = ((qh.reshape(n, -1, 1, 32) >> shifts) & 0x03).reshape(n, -1, 32)
     q = (low | (high << 4)).to(torch.int8) - 32
     q = q.reshape(n, QK_K // 16, -1).to(torch.float32)
@@ -114,6 +115,11 @@ _DECODERS = {
     GGMLQuantizationType.Q4_K: _q4_k,
     GGMLQuantizationType.Q6_K: _q6_k,
 }
+
+
+def has_torch_decoder(qtype: GGMLQuantizationType) -> bool:
+    """Whether torch decodes this type (on any device); the others go through numpy."""
+    return qtype in _PLAIN or qtype in _DECODERS
 
 
 def decodable(qtype: GGMLQuantizationType) -> bool:

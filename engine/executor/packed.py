@@ -1,0 +1,77 @@
+"""Layers held in their stored (compressed) form and decoded for each use.
+
+A decoder layer whose checkpoint bytes are fewer than its compute-dtype bytes (GGML
+blocks of a GGUF file, a bf16 checkpoint computed in float32) is held as those bytes in
+every tier: in GPU memory, in (pinned) host memory, on disk. The copy thread decodes it
+into the compute dtype on the compute device just before the layer runs, overlapped with
+the previous layer's compute, and the decoded tensors go when the layer is released. So
+a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and a
+streamed one moves 0.56 bytes per weight over PCIe or from the disk.
+
+Why decoding, not torch's weight-only kernels: measured on this project's CPU (AMD EPYC
+with AVX-512 BF16, 2 threads, a 1024×4096 projection; docs/executor.md), int8 per-channel
+`_weight_int8pack_mm` took 5.4 ms at batch 1 and 57 ms at batch 8, int4 group-wise
+`_weight_int4pack_mm_for_cpu` 15 ms and 118 ms, against 6.6 ms and 8.3 ms for decoding
+Q8_0 and a float32 matmul (1.1 ms and 2.7 ms for the matmul alone). Decoding also keeps
+every format exact: the decoded values are gguf's reference values, so the greedy tokens
+are those of a model decoded once at load (tested).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from engine.executor.quant import dequantize, has_torch_decoder
+from engine.models.gguf_file import permute_rows
+
+if TYPE_CHECKING:
+    from engine.executor.weights import TensorSource
+
+# safetensors dtype codes of the floating types a packed tensor may be stored in.
+_STORED = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def stored_bytes(source: TensorSource) -> int:
+    return source.end - source.start
+
+
+def decoded_bytes(source: TensorSource, *, dtype: torch.dtype) -> int:
+    numel = 1
+    for d in source.shape:
+        numel *= d
+    return numel * dtype.itemsize
+
+
+def packable(sources: list[TensorSource], *, dtype: torch.dtype) -> bool:
+    """Whether holding these tensors as stored saves memory over holding them decoded."""
+    if not sources:
+        return False
+    if any(s.gguf is None and s.dtype not in _STORED for s in sources):
+        return False
+    stored = sum(stored_bytes(s) for s in sources)
+    return stored < sum(decoded_bytes(s, dtype=dtype) for s in sources)
+
+
+def decode(raw: torch.Tensor, *, source: TensorSource, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor's values in `dtype` from its stored bytes (uint8, on any device); the
+    arithmetic is `engine.executor.quant`'s, so GGML blocks decode bit for bit as gguf's
+    reference does, on a GPU too."""
+    if source.gguf is None:
+        return raw.view(_STORED[source.dtype]).reshape(source.shape).to(dtype)
+    tensor = source.gguf
+    if raw.device.type != "cpu" and not has_torch_decoder(tensor.qtype):
+        values = dequantize(raw.cpu(), qtype=tensor.qtype, shape=tensor.shape).to(raw.device)
+    else:
+        values = dequantize(raw, qtype=tensor.qtype, shape=tensor.shape)
+    if tensor.permute_heads:
+        values = permute_rows(values, heads=tensor.permute_heads, inverse=True)
+    return values.to(dtype)
+
+
+def decode_unit(
+    packed: dict[str, torch.Tensor], *, sources: list[TensorSource], dtype: torch.dtype
+) -> dict[str, torch.Tensor]:
+    by_param = {s.param: s for s in sources}
+    return {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in packed.items()}
