@@ -19,6 +19,20 @@ from pathlib import Path
 from engine.planner.model_spec import ModelSpec
 
 
+def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> ModelSpec:
+    """`spec` as a file of `bits_per_weight` (a GGUF format's average) would be held:
+    decoder layers at that size, the embedding and head decoded (for a model that is not
+    on this machine, e.g. a catalogue entry's GGUF variant)."""
+    params = [b // spec.dtype_bytes for b in spec.layer_bytes]
+    return dataclasses.replace(
+        spec,
+        layer_bytes=tuple(int(p * bits_per_weight / 8) for p in params),
+        decoded_layer_bytes=max(spec.layer_bytes),
+        weight_format=name,
+        parameters=spec.parameter_count,
+    )
+
+
 def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
     """`spec` with the stored sizes of the layers the executor holds compressed."""
     import torch
