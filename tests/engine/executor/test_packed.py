@@ -104,3 +104,21 @@ def test_bf16_checkpoint_held_in_bf16_when_computed_in_float32(tmp_path: Path) -
     finally:
         reference.close()
         packed.close()
+
+
+def test_packed_layers_move_between_tiers_under_a_new_placement(gguf_dir: Path) -> None:
+    f32 = torch.float32
+    resident = make_placement(model_dir=gguf_dir, layer_tiers=TIERS["resident"])
+    model = StreamingModel(model_dir=gguf_dir, placement=resident, dtype=f32)
+    try:
+        expected = _greedy(model)
+        half = make_placement(model_dir=gguf_dir, layer_tiers=TIERS["half_disk"])
+        assert model.apply_placement(half) == 2
+        assert model.store.held_bytes()[layer_unit(1)] == 0  # on disk: nothing held
+        assert _greedy(model) == expected
+        assert model.apply_placement(resident) == 2
+        assert _greedy(model) == expected
+        assert model.store.held_bytes()[layer_unit(1)] > 0  # read back, still packed
+        assert model.store.is_packed(layer_unit(1))
+    finally:
+        model.close()
