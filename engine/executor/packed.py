@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from engine.executor.quant import dequantize, has_torch_decoder
+from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
 from engine.models.gguf_file import permute_rows
 
 if TYPE_CHECKING:
-    from engine.executor.weights import TensorSource
+    from engine.executor.weights import BufferPool, TensorSource
 
 # safetensors dtype codes of the floating types a packed tensor may be stored in.
 _STORED = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -54,12 +54,32 @@ def packable(sources: list[TensorSource], *, dtype: torch.dtype) -> bool:
     return stored < sum(decoded_bytes(s, dtype=dtype) for s in sources)
 
 
-def decode(raw: torch.Tensor, *, source: TensorSource, dtype: torch.dtype) -> torch.Tensor:
+def decode(
+    raw: torch.Tensor,
+    *,
+    source: TensorSource,
+    dtype: torch.dtype,
+    pool: BufferPool | None = None,
+) -> torch.Tensor:
     """A tensor's values in `dtype` from its stored bytes (uint8, on any device); the
     arithmetic is `engine.executor.quant`'s, so GGML blocks decode bit for bit as gguf's
-    reference does, on a GPU too."""
+    reference does, on a GPU too. `pool`: reused float32 buffers to decode into (CPU),
+    where the format allows; the caller gives the result back to it after use."""
+    if pool is not None and dtype == torch.float32 and raw.device.type == "cpu":
+        qtype = source.gguf.qtype if source.gguf is not None else None
+        if source.gguf is None or not source.gguf.permute_heads:
+            out = pool.take(tuple(source.shape), torch.float32)
+            if qtype is None:
+                out.copy_(raw.view(_STORED[source.dtype]).reshape(source.shape))
+                return out
+            scratch = pool.take((out.numel(),), torch.uint8)
+            done = dequantize_into(raw, qtype=qtype, out=out, scratch=scratch)
+            pool.give([scratch])
+            if done:
+                return out
+            pool.give([out])
     if source.gguf is None:
-        return raw.view(_STORED[source.dtype]).reshape(source.shape).to(dtype)
+        return as_dtype(raw.view(_STORED[source.dtype]).reshape(source.shape), dtype)
     tensor = source.gguf
     if raw.device.type != "cpu" and not has_torch_decoder(tensor.qtype):
         values = dequantize(raw.cpu(), qtype=tensor.qtype, shape=tensor.shape).to(raw.device)
@@ -67,11 +87,15 @@ def decode(raw: torch.Tensor, *, source: TensorSource, dtype: torch.dtype) -> to
         values = dequantize(raw, qtype=tensor.qtype, shape=tensor.shape)
     if tensor.permute_heads:
         values = permute_rows(values, heads=tensor.permute_heads, inverse=True)
-    return values.to(dtype)
+    return as_dtype(values, dtype)
 
 
 def decode_unit(
-    packed: dict[str, torch.Tensor], *, sources: list[TensorSource], dtype: torch.dtype
+    packed: dict[str, torch.Tensor],
+    *,
+    sources: list[TensorSource],
+    dtype: torch.dtype,
+    pool: BufferPool | None = None,
 ) -> dict[str, torch.Tensor]:
     by_param = {s.param: s for s in sources}
-    return {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in packed.items()}
+    return {p: decode(raw, source=by_param[p], dtype=dtype, pool=pool) for p, raw in packed.items()}

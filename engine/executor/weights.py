@@ -350,10 +350,19 @@ class WeightStore:
             )
             packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
             moved = sum(t.numel() for t in packed.values())
-        tensors = decode_unit(packed, sources=self._sources_of(unit), dtype=self._dtype)
+        on_cpu = self._device.type == "cpu"
+        tensors = decode_unit(
+            packed,
+            sources=self._sources_of(unit),
+            dtype=self._dtype,
+            pool=self._pool if on_cpu else None,
+        )
         with self._lock:
             self._fetches += 1
             self._bytes += moved
+            if on_cpu:
+                # Back to the pool at release: the next layer decodes into them.
+                self._lent[unit] = tensors
         return tensors
 
     def release(self, unit: str) -> None:
