@@ -42,7 +42,9 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
 
     try:
         units = index_checkpoint(folder)
-    except (FileNotFoundError, OSError, ValueError):
+    except Exception:
+        # A broken header (even a MemoryError from a garbage length) is the loader's to
+        # report, with the file's name; plan with the config's sizes.
         return spec
     dtype = getattr(torch, spec.dtype, None)
     if not isinstance(dtype, torch.dtype):
