@@ -9,7 +9,7 @@ a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and
 streamed one moves 0.56 bytes per weight over PCIe or from the disk.
 
 Why decoding, not torch's weight-only kernels: measured on this project's CPU (AMD EPYC
-with AVX-512 BF16, 2 threads, a 1024×4096 projection; docs/executor.md), int8 per-channel
+with AVX-512 BF16, 1 thread, a 1024×4096 projection; docs/executor.md), int8 per-channel
 `_weight_int8pack_mm` took 5.4 ms at batch 1 and 57 ms at batch 8, int4 group-wise
 `_weight_int4pack_mm_for_cpu` 15 ms and 118 ms, against 6.6 ms and 8.3 ms for decoding
 Q8_0 and a float32 matmul (1.1 ms and 2.7 ms for the matmul alone). Decoding also keeps

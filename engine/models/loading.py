@@ -62,7 +62,7 @@ class ModelFiles:
 def cpu_bf16_is_fast() -> bool:
     """Whether a bf16 matmul of a decode step's shape (8 rows against a 2048² weight)
     runs at least as fast as float32 on this CPU: best of 5, a few milliseconds, measured
-    once per process. Measured here (AMD EPYC with AVX-512 BF16, 2 threads): bf16 0.6 ms
+    once per process. Measured here (AMD EPYC with AVX-512 BF16, 1 thread): bf16 0.6 ms
     against 1.1 ms at 1 row, 0.7 ms against 2.7 ms at 8 rows of a 1024×4096 weight."""
     x = torch.randn(8, 2048)
     w = torch.randn(2048, 2048)
