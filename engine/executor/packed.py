@@ -19,6 +19,7 @@ are those of a model decoded once at load (tested).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -99,3 +100,25 @@ def decode_unit(
 ) -> dict[str, torch.Tensor]:
     by_param = {s.param: s for s in sources}
     return {p: decode(raw, source=by_param[p], dtype=dtype, pool=pool) for p, raw in packed.items()}
+
+
+def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
+    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
+    out: dict[str, torch.Tensor] = {}
+    by_file: dict[Path, list[TensorSource]] = {}
+    for s in sources:
+        by_file.setdefault(s.file, []).append(s)
+    for file, items in by_file.items():
+        with file.open("rb", buffering=0) as f:
+            for s in sorted(items, key=lambda s: s.start):
+                raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
+                view = memoryview(raw.numpy())
+                f.seek(s.start)
+                got = 0
+                while got < len(view):
+                    n = f.readinto(view[got:])
+                    if not n:
+                        raise OSError(f"{file} ends inside tensor {s.name}")
+                    got += n
+                out[s.param] = raw
+    return out

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from engine.executor.packed import decode_unit, packable
+from engine.executor.packed import decode_unit, packable, read_stored
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
@@ -420,7 +420,7 @@ class WeightStore:
     def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
         sources = self._sources_of(unit)
         if unit in self._packed:
-            out = _read_stored(sources, pin=pin)
+            out = read_stored(sources, pin=pin)
             if self._evict_after_read:
                 evict_ranges(sources)
             return out
@@ -554,28 +554,6 @@ def _read_direct(
                     else:
                         pool.give([staged])
                 out[s.param] = t
-    return out
-
-
-def _read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
-    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
-    out: dict[str, torch.Tensor] = {}
-    by_file: dict[Path, list[TensorSource]] = {}
-    for s in sources:
-        by_file.setdefault(s.file, []).append(s)
-    for file, items in by_file.items():
-        with file.open("rb", buffering=0) as f:
-            for s in sorted(items, key=lambda s: s.start):
-                raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
-                view = memoryview(raw.numpy())
-                f.seek(s.start)
-                got = 0
-                while got < len(view):
-                    n = f.readinto(view[got:])
-                    if not n:
-                        raise OSError(f"{file} ends inside tensor {s.name}")
-                    got += n
-                out[s.param] = raw
     return out
 
 
