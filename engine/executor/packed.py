@@ -20,7 +20,7 @@ are those of a model decoded once at load (tested).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -28,7 +28,39 @@ from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_tor
 from engine.models.gguf_file import permute_rows
 
 if TYPE_CHECKING:
-    from engine.executor.weights import BufferPool, TensorSource
+    from collections.abc import Iterable
+
+    from engine.models.gguf_file import GGUFTensor
+
+
+class TensorSource(Protocol):
+    """What this module reads of engine/executor/weights.py's TensorSource (a Protocol,
+    so that the two modules do not import each other)."""
+
+    @property
+    def file(self) -> Path: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def param(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def gguf(self) -> GGUFTensor | None: ...
+
+
+class BufferPool(Protocol):
+    """engine/executor/weights.py's BufferPool, as used here."""
+
+    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor: ...
+    def give(self, tensors: Iterable[torch.Tensor]) -> None: ...
+
 
 # safetensors dtype codes of the floating types a packed tensor may be stored in.
 _STORED = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}

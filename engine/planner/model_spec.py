@@ -31,8 +31,8 @@ Prefill must keep only the last position's logits (Hugging Face `logits_to_keep=
 
 Compressed weights: the weights are held as stored (GGML blocks of a GGUF file, bf16
 computed in float32; engine/executor/packed.py), so `layer_bytes`, `embed_bytes` and
-`head_bytes` are the stored bytes when `load_model_spec` finds the files
-(engine/planner/stored.py), and `decoded_layer_bytes` is one layer in the compute dtype.
+`head_bytes` are the stored bytes when engine/planner/stored.py's `load_held_spec` finds
+the files, and `decoded_layer_bytes` is one layer in the compute dtype.
 """
 
 from __future__ import annotations
@@ -258,10 +258,6 @@ def load_model_spec(
         if not isinstance(config, dict):
             raise ValueError(f"{path} does not hold a JSON object")
         name = path.parent.name if path.name == "config.json" else path.stem
-        spec = model_spec_from_config(config=config, name=name, dtype=dtype)
-        from engine.planner.stored import with_stored_sizes  # reads weight file headers
-
-        return with_stored_sizes(spec, folder=path.parent)
     return model_spec_from_config(config=config, name=name, dtype=dtype)
 
 

@@ -16,7 +16,14 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
-from engine.planner.model_spec import ModelSpec
+from engine.planner.model_spec import ModelSpec, load_model_spec
+
+
+def load_held_spec(*, source: Path, dtype: str | None = None) -> ModelSpec:
+    """`load_model_spec` of a model folder, with the sizes the executor holds."""
+    spec = load_model_spec(source=source, dtype=dtype)
+    folder = source if source.is_dir() else source.parent
+    return with_stored_sizes(spec, folder=folder)
 
 
 def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> ModelSpec:

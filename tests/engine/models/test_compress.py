@@ -14,7 +14,7 @@ from engine.executor.compat import GenerateCompat
 from engine.models.compress import compute_dtype_of, weights_folder
 from engine.models.gguf_file import gguf_source
 from engine.models.synthetic import write_random_model
-from engine.planner.model_spec import load_model_spec
+from engine.planner.stored import load_held_spec
 from tests.support.engine import RunningEngine
 
 
@@ -39,7 +39,7 @@ def test_compressed_once_reused_and_held_compressed(
     assert source.stat().st_mtime_ns == written  # reused, not written again
     assert (folder / "tokenizer.json").read_bytes() == (hf / "tokenizer.json").read_bytes()
 
-    spec = load_model_spec(source=folder, dtype="float32")
+    spec = load_held_spec(source=folder, dtype="float32")
     assert spec.weight_format == qtype
     in_use = open_model(model_path=folder, device="cpu", dtype=compute_dtype_of(weights))
     model = in_use.answerer.model

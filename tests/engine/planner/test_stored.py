@@ -14,7 +14,8 @@ from engine.hardware.profile import synthetic_profile
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model
-from engine.planner import StoreSpec, Workload, load_model_spec, plan
+from engine.planner import StoreSpec, Workload, plan
+from engine.planner.stored import load_held_spec
 
 MIB = 2**20
 
@@ -36,8 +37,8 @@ def test_gguf_layers_count_their_stored_bytes(
 ) -> None:
     path = write_gguf(model_dir=hf_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType[qtype])
     folder = companion_folder(gguf_path=path, cache=tmp_path / "cache")
-    plain = load_model_spec(source=hf_dir, dtype="float32")
-    spec = load_model_spec(source=folder, dtype="float32")
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    spec = load_held_spec(source=folder, dtype="float32")
     stored = sum(s.end - s.start for s in index_checkpoint(folder)[layer_unit(0)])
     assert spec.layer_bytes == (stored,) * 4
     assert spec.layer_bytes[0] * ratio < plain.layer_bytes[0]
@@ -55,8 +56,8 @@ def test_gguf_layers_count_their_stored_bytes(
 
 def test_bf16_checkpoint_computed_in_float32_counts_bf16(tmp_path: Path) -> None:
     hf = write_random_model(folder=tmp_path / "bf16", num_layers=2, dtype="bfloat16")
-    as_f32 = load_model_spec(source=hf, dtype="float32")
-    as_bf16 = load_model_spec(source=hf)
+    as_f32 = load_held_spec(source=hf, dtype="float32")
+    as_bf16 = load_held_spec(source=hf)
     assert as_bf16.dtype == "bfloat16" and as_bf16.decoded_layer_bytes == 0
     assert as_f32.layer_bytes == as_bf16.layer_bytes  # held as bf16, never doubled
     assert as_f32.weight_format == "BF16"
@@ -67,8 +68,8 @@ def test_a_compressed_model_stays_in_ram_where_the_float_one_streams(
 ) -> None:
     path = write_gguf(model_dir=hf_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q4_0)
     folder = companion_folder(gguf_path=path, cache=tmp_path / "cache")
-    plain = load_model_spec(source=hf_dir, dtype="float32")
-    spec = load_model_spec(source=folder, dtype="float32")
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    spec = load_held_spec(source=folder, dtype="float32")
     hw = synthetic_profile(gpu_bytes=0, ram_bytes=2048 * MIB, disk_bytes=100 * 2**30)
     # RAM left after the margins and the store, scaled so that the float32 layers do not
     # all fit but the Q4_0 ones do.
