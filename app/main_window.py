@@ -491,8 +491,11 @@ class MainWindow(QMainWindow):
 
     def _on_model_changed(self, settings: EngineSettings) -> None:
         self.banner.hide()
+        # "auto" holds the weights as stored; a chosen format (int8, int4, bf16, f32) is
+        # worth seeing, since it changes memory use and answers.
+        weights = "" if settings.model_weights == "auto" else f" ({settings.model_weights})"
         self.engine_label.setText(
-            f"Model loaded: {settings.model}" if settings.model else "Extractive answers"
+            f"Model loaded: {settings.model}{weights}" if settings.model else "Extractive answers"
         )
 
     def _on_model_failed(self, message: str) -> None:

@@ -94,10 +94,15 @@ class EngineClient:
     def settings(self) -> EngineSettings:
         return from_json_dict(EngineSettings, self._request("GET", "/v1/settings"))
 
-    def set_model(self, *, model: str | None) -> EngineSettings:
+    def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
         """Choose a language model (local folder or Hugging Face id), or None
-        for extractive answers. The engine checks it loads before saving."""
-        body = self._request("PUT", "/v1/settings/model", json={"model": model})
+        for extractive answers, and how its weights are held (`weights`: auto, int8,
+        int4, bf16, f32; None keeps the setting). The engine checks it loads before
+        saving."""
+        payload: dict[str, str | None] = {"model": model}
+        if weights is not None:
+            payload["weights"] = weights
+        body = self._request("PUT", "/v1/settings/model", json=payload)
         return from_json_dict(EngineSettings, body)
 
     def hardware(self) -> HardwareInfo:

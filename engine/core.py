@@ -147,7 +147,7 @@ class Engine:
         try:
             self.embedder()
             if self.settings.model:
-                self._load_generator(self.settings.model)
+                self._load_generator(self.settings.model, weights=self.settings.model_weights)
         except Exception as e:  # shown in status; the engine keeps serving
             log.exception("warm-up failed")
             self._generator_error = str(e)
@@ -195,16 +195,22 @@ class Engine:
 
         return retrieval_sampler(store=self.store) if chunks > 0 else None
 
-    def _load_generator(self, model: str) -> ModelInUse:
+    def _load_generator(self, model: str, *, weights: str) -> ModelInUse:
         from engine.answer.in_use import open_model
+        from engine.models.compress import compute_dtype_of, weights_folder
         from engine.models.resolve import resolve_model_path
 
         with self._model_lock:
             path = resolve_model_path(model=model)
+            path = weights_folder(folder=path, weights=weights, cache=self.paths.cache)
             # One placement for both pipelines: the model's tiers and the index's
             # resident budget come from the same plan, and one owner (RAGDoll §4.2).
             in_use = open_model(
-                model_path=path, store=self.planner_store, index=self.store, paths=self.paths
+                model_path=path,
+                dtype=compute_dtype_of(weights),
+                store=self.planner_store,
+                index=self.store,
+                paths=self.paths,
             )
             self._model, self._generator_error = in_use, None
         self._drop_serving()  # the next question builds pipelines for this model
@@ -212,16 +218,20 @@ class Engine:
 
     # -- settings ------------------------------------------------------------------
 
-    def set_model(self, *, model: str | None) -> EngineSettings:
-        """Load the model first: a model that does not load is never saved."""
+    def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
+        """Load the model first: a model that does not load is never saved.
+        `weights` (None: the setting's) says how its weights are held."""
+        from engine.models.compress import check_weights
+
+        weights = check_weights(weights or self.settings.model_weights)
         if model:
             model = os.path.expanduser(model)
-            self._load_generator(model)
+            self._load_generator(model, weights=weights)
         else:
             with self._model_lock:
                 self._model = None
             self._drop_serving()
-        self.settings = with_changes(self.settings, model=model or None)
+        self.settings = with_changes(self.settings, model=model or None, model_weights=weights)
         save_settings(file=self.paths.settings_file, settings=self.settings)
         return self.settings
 

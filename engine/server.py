@@ -115,6 +115,7 @@ class IngestBody(BaseModel):
 class ModelBody(BaseModel):
     model_config = ConfigDict(strict=True)
     model: str | None = Field(default=None, max_length=4096)
+    weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
 
 
 def create_app(
@@ -162,7 +163,7 @@ def create_app(
     @app.put("/v1/settings/model", response_model=EngineSettings)
     def set_model(body: ModelBody) -> dict:
         try:
-            return to_json_dict(engine.set_model(model=body.model))
+            return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 

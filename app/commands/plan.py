@@ -54,10 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.errors import UnsupportedArchitectureError
-    from engine.planner import StoreSpec, Workload, load_model_spec, parse_size, plan
+    from engine.planner import StoreSpec, Workload, parse_size, plan
+    from engine.planner.stored import load_held_spec
 
     try:
-        model = load_model_spec(source=_model_source(args.model), dtype=args.dtype)
+        model = load_held_spec(source=_model_source(args.model), dtype=args.dtype)
         hardware = _hardware(args)
         if args.index_size:
             store = StoreSpec.from_index(

@@ -16,9 +16,9 @@ from engine.answer.generative import GenerativeAnswerer
 from engine.hardware.profile import HardwareProfile, load_profile
 from engine.models.loading import load_model, read_model_files
 from engine.paths import Paths, resolve_paths
-from engine.planner.model_spec import load_model_spec
 from engine.planner.owner import PlacedStore, PlacementOwner
 from engine.planner.placement import Placement, StoreSpec
+from engine.planner.stored import load_held_spec
 
 # The context the placement is sized for: prompts of a few sources and an answer. A
 # model's full window (32k for Qwen2) would reserve KV that a RAG answer never fills
@@ -68,7 +68,7 @@ def open_model(
     store_spec = store or StoreSpec.default
     cpu = placement.compute_tier == "cpu" if placement is not None else machine().gpu is None
     planned_dtype = files.compute_dtype(dtype=dtype, cpu=cpu)
-    spec = load_model_spec(source=model_path, dtype=str(planned_dtype).removeprefix("torch."))
+    spec = load_held_spec(source=model_path, dtype=str(planned_dtype).removeprefix("torch."))
     if placement is None:
         owner = PlacementOwner.plan(
             model=spec,

@@ -74,8 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--intermediate", type=int, help="override the MLP size")
     parser.add_argument(
         "--weights",
-        help="weight formats, e.g. f32,q8_0,q4_0: the executor also runs the model "
-        "written as GGUF in each (CPU form)",
+        help="weight formats, e.g. f32,int8,int4,bf16 (also q8_0, q4_0, f16): the executor "
+        "also runs the model in each, held compressed in RAM and on disk (CPU form)",
     )
     parser.add_argument(
         "--device",

@@ -183,7 +183,10 @@ def _run_system(
     offload_folder: Path,
     device: torch.device,
     dtype: torch.dtype,
+    compressed: bool = True,
 ) -> Run:
+    """`compressed=False`: layers stored smaller than `dtype` are decoded once at load
+    (the plain dequantize-then-matmul reference) instead of held so and decoded per use."""
     start = time.perf_counter()
     if system in ("executor", "executor_resident"):
         model = StreamingModel(
@@ -193,6 +196,7 @@ def _run_system(
             dtype=dtype,
             evict_after_read=system == "executor",
             kv_host_layers=0,  # the comparison is about weights: KV stays on the compute tier
+            compressed=compressed,
         )
         load_s = time.perf_counter() - start
         try:

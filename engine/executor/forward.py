@@ -72,10 +72,13 @@ class StreamingModel:
         fault_hook: Callable[[str], None] | None = None,
         kv_host_layers: int | None = None,
         kv_mode: KvMode | None = None,
+        compressed: bool = True,
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
-        choice of where host-resident KV is attended to."""
+        choice of where host-resident KV is attended to. `compressed`: layers stored in
+        fewer bytes than the compute dtype stay so in every tier and are decoded per use
+        (False decodes them once at load: the reference the tests compare with)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -123,8 +126,10 @@ class StreamingModel:
             dtype=self.dtype,
             tied_head=bool(getattr(config, "tie_word_embeddings", False)),
             evict_after_read=evict_after_read,
+            compressed=compressed,
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
+        self._packed = any(self.store.is_packed(u) for u in self._order)
         self._fault_hook = fault_hook
         self.forward_calls = 0  # instrumentation: forwards run by this model
         self.prefetcher: Prefetcher | None = None
@@ -249,11 +254,13 @@ class StreamingModel:
         """Logits (B, 1, V) for the last position, or (B, T, V) with last_only=False.
         `cache` grows by T positions."""
         if self.prefetcher is not None:
-            self.prefetcher.set_depth(
+            depth = (
                 self.placement.prefetch_depth_prefill
                 if phase == "prefill"
                 else self.placement.prefetch_depth_decode
             )
+            # A packed resident layer is decoded while the one before it computes.
+            self.prefetcher.set_depth(max(depth, 1 if self._packed else 0))
         self.forward_calls += 1
         try:
             return self._forward(

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from engine.executor.packed import decode_unit, packable, read_stored
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
@@ -184,6 +185,11 @@ class WeightStore:
     - "disk" units: read from the checkpoint through mmap per use; with
       `evict_after_read` their pages are dropped after each read so that a model larger
       than RAM is simulated honestly (otherwise the page cache quietly keeps them in RAM).
+
+    With `compressed`, a decoder layer stored in fewer bytes than its compute dtype
+    takes (GGML blocks, bf16 computed in float32) is held as stored in every tier and
+    decoded for each use by the copy thread (engine/executor/packed.py): such a layer is
+    "streamed" even when its home is the compute tier.
     """
 
     def __init__(
@@ -196,8 +202,18 @@ class WeightStore:
         dtype: torch.dtype,
         tied_head: bool = False,
         evict_after_read: bool = False,
+        compressed: bool = False,
     ) -> None:
         self._sources = index_checkpoint(model_dir)
+        self._packed: set[str] = (
+            {
+                u
+                for u, sources in self._sources.items()
+                if u.startswith("layer.") and packable(sources, dtype=dtype)
+            }
+            if compressed
+            else set()
+        )
         self._homes = dict(homes)
         self._compute_tier = compute_tier
         self._device = device
@@ -234,7 +250,11 @@ class WeightStore:
         return self._homes[unit]
 
     def is_streamed(self, unit: str) -> bool:
-        return self._homes[unit] != self._compute_tier
+        return self._homes[unit] != self._compute_tier or unit in self._packed
+
+    def is_packed(self, unit: str) -> bool:
+        """Whether the unit is held in its stored (compressed) form and decoded per use."""
+        return unit in self._packed
 
     def disk_files(self) -> list[Path]:
         """Files holding at least one tensor of a unit whose home is disk."""
@@ -289,6 +309,8 @@ class WeightStore:
         """Bring a streamed unit into the compute tier. Called from the copy thread; the
         caller must `release` it after use. On CUDA the copies are queued on the current
         stream (the prefetcher's copy stream) without blocking the host."""
+        if unit in self._packed:
+            return self._fetch_packed(unit)
         if unit in self._held:
             return self._held[unit]
         with self._lock:
@@ -306,6 +328,41 @@ class WeightStore:
         with self._lock:
             self._fetches += 1
             self._bytes += sum(t.numel() * t.element_size() for t in tensors.values())
+        return tensors
+
+    def _fetch_packed(self, unit: str) -> dict[str, torch.Tensor]:
+        """Decode a packed unit into the compute tier, wherever its stored bytes are."""
+        with self._lock:
+            self._live.add(unit)
+            self._peak = max(self._peak, len(self._live))
+        moved = 0
+        if self._homes[unit] == self._compute_tier:
+            if unit in self._pending:
+                self._held[unit] = self._load_home(unit)
+                self._host.pop(unit, None)
+                self._pending.discard(unit)
+                with self._lock:
+                    self._lazy_loads += 1
+            packed = self._held[unit]
+        else:
+            host = (
+                self._host[unit] if self._homes[unit] == "cpu" else self._read(unit, pin=self._pin)
+            )
+            packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
+            moved = sum(t.numel() for t in packed.values())
+        on_cpu = self._device.type == "cpu"
+        tensors = decode_unit(
+            packed,
+            sources=self._sources_of(unit),
+            dtype=self._dtype,
+            pool=self._pool if on_cpu else None,
+        )
+        with self._lock:
+            self._fetches += 1
+            self._bytes += moved
+            if on_cpu:
+                # Back to the pool at release: the next layer decodes into them.
+                self._lent[unit] = tensors
         return tensors
 
     def release(self, unit: str) -> None:
@@ -362,6 +419,11 @@ class WeightStore:
 
     def _read(self, unit: str, *, pin: bool) -> dict[str, torch.Tensor]:
         sources = self._sources_of(unit)
+        if unit in self._packed:
+            out = read_stored(sources, pin=pin)
+            if self._evict_after_read:
+                evict_ranges(sources)
+            return out
         if any(s.gguf is not None for s in sources):
             out = _read_gguf(sources, dtype=self._dtype, pin=pin)
             if self._evict_after_read:

@@ -185,8 +185,10 @@ def recommended(
     hardware = hardware or load_profile(paths=paths, measure=False)
     workload = workload or Workload()
     models = []
+    specs: dict[str, ModelSpec] = {}
     for entry in load_catalogue():
         spec = load_model_spec(source=entry.config_path())
+        specs[entry.id] = spec
         installed = installed_folder(repo_id=entry.id, paths=paths)
         models.append(
             advise(
@@ -199,10 +201,18 @@ def recommended(
                 chosen=is_chosen(repo_id=entry.id, chosen_model=chosen_model, folder=installed),
             )
         )
-    from engine.models.catalogue_gguf import with_gguf_variants
+    from engine.models.catalogue_gguf import GGUFVariant, with_gguf_variants
+    from engine.planner.stored import compressed_spec
+
+    def verdict_for(variant: GGUFVariant) -> str:
+        held = compressed_spec(
+            specs[variant.model], bits_per_weight=variant.bits_per_weight, name=variant.quant
+        )
+        return verdict_of(plan(hardware=hardware, model=held, store=store, workload=workload))[1]
 
     return RecommendedModels(
-        models=with_gguf_variants(models), hardware_note=_hardware_note(hardware)
+        models=with_gguf_variants(models, verdict_for=verdict_for),
+        hardware_note=_hardware_note(hardware),
     )
 
 

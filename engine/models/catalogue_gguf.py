@@ -1,17 +1,18 @@
 """The GGUF files of the recommended models, with what they cost on this machine.
 
 Kept apart from the catalogue's own entries (resources/models_gguf.json beside
-resources/models.json) so that either list can change alone. A GGUF file is smaller on
-disk and in what a layer streamed from disk reads (its GGML blocks), but the executor
-decodes the weights it keeps in RAM or on the GPU to the compute dtype
-(engine/models/gguf_file.py), so the memory verdict is the model's own; what the variant
-changes is the download and the disk stream.
+resources/models.json) so that either list can change alone. The executor holds a GGUF
+file's decoder layers as their GGML blocks in every tier (engine/executor/packed.py), so
+each variant gets its own verdict: the model planned with its layers at the format's
+bits per weight (engine/planner/stored.py's `compressed_spec`), the embedding and head
+decoded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,9 +53,12 @@ def gguf_advice(
     verdict: str,
     installed: dict[str, Path],
     variants: tuple[GGUFVariant, ...],
+    verdict_for: Callable[[GGUFVariant], str] | None = None,
 ) -> list[GGUFVariantAdvice]:
     """The variants of catalogue model `model` (with `params` parameters and the
-    planner's `verdict` for it); `installed`: GGUF file name → local path."""
+    planner's `verdict` for it); `installed`: GGUF file name → local path;
+    `verdict_for(variant)`: the planner's verdict for the variant held compressed
+    (None: the model's own verdict)."""
     out = []
     for v in variants:
         if v.model != model:
@@ -67,8 +71,8 @@ def gguf_advice(
                 file=v.file,
                 quant=v.quant,
                 file_bytes=size,
-                verdict=f"{verdict}; weights decoded in memory",
-                note=f"{v.quant}: about {format_gib(size)} on disk and streamed",
+                verdict=verdict_for(v) if verdict_for is not None else verdict,
+                note=f"{v.quant}: about {format_gib(size)}, held so in memory and on disk",
                 installed_path=str(path) if path else None,
             )
         )
@@ -90,7 +94,10 @@ def installed_gguf_files(*, variants: tuple[GGUFVariant, ...], hub_cache: Path) 
 
 
 def with_gguf_variants(
-    models: list[ModelAdvice], *, hub_cache: Path | None = None
+    models: list[ModelAdvice],
+    *,
+    hub_cache: Path | None = None,
+    verdict_for: Callable[[GGUFVariant], str] | None = None,
 ) -> list[ModelAdvice]:
     """`models` with each one's GGUF variants attached."""
     from engine.models.resolve import hub_cache as default_hub_cache
@@ -106,6 +113,7 @@ def with_gguf_variants(
                 verdict=m.verdict,
                 installed=installed,
                 variants=variants,
+                verdict_for=verdict_for,
             ),
         )
         for m in models

@@ -14,15 +14,25 @@ I = MLP intermediate size, q_dim = heads·head_dim, kv_dim = kv_heads·head_dim:
 
     activations = N·a·(3h + 2·q_dim + 2·kv_dim)   residual, normed input, o_proj output;
                                                    q and the attention output; k and v
-    scores      = batch·heads·query·context·(a+4)  eager attention: the scores in the
-                                                   activation dtype plus the fp32 softmax
+    mask        = batch·query·context·a            the 4-D attention mask SDPA is given
+                                                   (boolean or in the activation dtype)
     mlp         = 3·N·I·a                          gate, up, and act(gate)·up
     logits      = batch·V·(a+4)                    last position only, plus an fp32 copy
-    H           = activations + scores + mlp + logits
+    decoded     = 2·L_d                            compressed layers only: the layer
+                                                   computing and the one being decoded,
+                                                   in the compute dtype
+    H           = activations + mask + mlp + logits + decoded
 
-The terms never all coexist, and SDPA/flash kernels never materialise the scores, so
-the sum is safe on every attention implementation; active profiling may tighten it.
+The executor runs transformers' SDPA attention (the "sdpa" implementation, on CPU and
+GPU); its kernels never materialise the batch·heads·query·context scores that eager
+attention would (heads·(a+4)/a times the mask: 192× for a 64-head bf16 model), so the
+scores are not counted. The terms never all coexist, so the sum is an upper bound.
 Prefill must keep only the last position's logits (Hugging Face `logits_to_keep=1`).
+
+Compressed weights: the weights are held as stored (GGML blocks of a GGUF file, bf16
+computed in float32; engine/executor/packed.py), so `layer_bytes`, `embed_bytes` and
+`head_bytes` are the stored bytes when engine/planner/stored.py's `load_held_spec` finds
+the files, and `decoded_layer_bytes` is one layer in the compute dtype.
 """
 
 from __future__ import annotations
@@ -180,6 +190,11 @@ class ModelSpec:
     head_bytes: int  # 0 when tied: the head reuses the embedding matrix
     final_norm_bytes: int
     kv_bytes_per_token: int  # K and V of every layer for one token
+    # Compressed layers (held as stored, decoded per use): one layer decoded into the
+    # compute dtype; 0 when the layers are held in the compute dtype.
+    decoded_layer_bytes: int = 0
+    weight_format: str = ""  # e.g. "Q4_0" or "BF16" when compressed; "" when not
+    parameters: int = 0  # 0: weight_bytes // dtype_bytes (uncompressed)
 
     @property
     def weight_bytes(self) -> int:
@@ -187,7 +202,7 @@ class ModelSpec:
 
     @property
     def parameter_count(self) -> int:
-        return self.weight_bytes // self.dtype_bytes
+        return self.parameters or self.weight_bytes // self.dtype_bytes
 
     @property
     def kv_bytes_per_token_per_layer(self) -> int:
@@ -204,10 +219,10 @@ class ModelSpec:
         q_dim = self.num_attention_heads * self.head_dim
         kv_dim = self.num_key_value_heads * self.head_dim
         activations = n * a * (3 * self.hidden_size + 2 * q_dim + 2 * kv_dim)
-        scores = batch * self.num_attention_heads * query_tokens * context_tokens * (a + 4)
+        mask = batch * query_tokens * context_tokens * a
         mlp = 3 * n * self.intermediate_size * a
         logits = batch * self.vocab_size * (a + 4)
-        return activations + scores + mlp + logits
+        return activations + mask + mlp + logits + 2 * self.decoded_layer_bytes
 
     def prefill_workspace_bytes(self, *, batch: int, prompt_tokens: int) -> int:
         return self.workspace_bytes(

@@ -30,13 +30,16 @@ Policy (greedy; active profiling will refine it later):
 5. Prefetch depth: the spare compute-tier memory in each phase, in stream slots,
    less the one computing; shallow in prefill (its workspace is large), deep in decode.
 
-When something does not fit, `plan()` returns `fits=False` with `missing_bytes` and a
+A batch larger than the machine holds is lowered to the largest that fits (the
+placement's `batch`, with a `message` saying so); only a model that cannot run at batch
+1 is refused. When something does not fit, `plan()` returns `fits=False` with `missing_bytes` and a
 plain message (rather than raising) so that a caller can show the plan and what is
 short; `Placement.raise_if_unfit()` turns it into a PlacementError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,6 +154,19 @@ def plan(
         message = ""
     else:
         max_batch = _largest(lambda b: _plan_fits(machine, model, store, workload, items, b))
+        if 0 < max_batch < workload.batch:
+            # Refusing would leave the user nothing; a smaller batch only waits longer.
+            lowered = plan(
+                hardware=hardware,
+                model=model,
+                store=store,
+                workload=dataclasses.replace(workload, batch=max_batch),
+            )
+            return dataclasses.replace(
+                lowered,
+                message=f"A batch of {workload.batch} does not fit here; planned for "
+                f"{max_batch}, the largest that does.",
+            )
         message = _shortfall_message(
             machine=machine,
             model=model,
@@ -459,6 +475,9 @@ def _streamed_size(item: _Item, items: list[_Item], model: ModelSpec) -> int:
         return 0  # the lookup runs where the embedding lives; only hidden states move
     if item.kind == "head" and model.tie_word_embeddings:
         return item.size + items[0].size  # a tied head is the embedding matrix
+    if item.kind == "layer":
+        # A compressed layer arrives as stored and is decoded next to it.
+        return item.size + model.decoded_layer_bytes
     return item.size
 
 

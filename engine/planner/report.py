@@ -106,10 +106,10 @@ def _plan_for(
     *, model: str, hardware: HardwareProfile, store: StoreSpec, fit: ProfileResult | None
 ) -> PlacementSummary:
     from engine.models.resolve import resolve_model_path
-    from engine.planner.model_spec import load_model_spec
     from engine.planner.owner import PlacementRequest, plan_model
+    from engine.planner.stored import load_held_spec
 
-    spec = load_model_spec(source=resolve_model_path(model=model))
+    spec = load_held_spec(source=resolve_model_path(model=model))
     # The fitted batch when there is one: that is the batch the engine will run.
     workload = Workload(batch=fit.batch) if fit and fit.generation else Workload()
     placement = plan_model(

@@ -287,10 +287,10 @@ class FakeClient(EngineClient):
         self._call("settings")
         return EngineSettings(model=self.model)
 
-    def set_model(self, *, model: str | None) -> EngineSettings:
+    def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
         self._call("set_model", model=model)
         self.model = model
-        return EngineSettings(model=model)
+        return EngineSettings(model=model, model_weights=weights or "auto")
 
     def documents(self) -> list[DocumentInfo]:
         self._call("documents")

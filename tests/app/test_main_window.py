@@ -334,3 +334,13 @@ def test_the_model_menu_opens_the_recommended_models(qtbot: QtBot, make_window: 
     assert action.isVisible()
     action.trigger()
     qtbot.waitUntil(window.models_dialog.isVisible, timeout=5000)
+
+
+def test_a_chosen_weight_format_is_shown_with_the_model(make_window: MakeWindow) -> None:
+    from engine.wire import EngineSettings
+
+    window = make_window(FakeClient())
+    window.bridge.sig_model_changed.emit(EngineSettings(model="/m/qwen", model_weights="int4"))
+    assert window.engine_label.text() == "Model loaded: /m/qwen (int4)"
+    window.bridge.sig_model_changed.emit(EngineSettings(model="/m/qwen"))
+    assert window.engine_label.text() == "Model loaded: /m/qwen"

@@ -14,6 +14,7 @@ from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
 from engine.core import Engine
 from engine.executor.forward import StreamingModel
+from engine.models import loading
 from engine.models.synthetic import write_random_model
 from engine.paths import resolve_paths
 
@@ -67,10 +68,16 @@ def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path
         engine.close()
 
 
-def test_bf16_checkpoint_computes_in_float32_on_the_cpu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fast", [True, False])
+def test_bf16_checkpoint_on_the_cpu_runs_in_bf16_where_that_is_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    monkeypatch.setattr(loading, "cpu_bf16_is_fast", lambda: fast)
     folder = write_random_model(folder=tmp_path / "bf16", hidden_size=32, dtype="bfloat16")
     answerer = open_model(model_path=folder, device="cpu").answerer
-    assert answerer.executor.dtype == torch.float32
+    assert answerer.executor.dtype == (torch.bfloat16 if fast else torch.float32)
+    # Computed in float32, the layers are still held in their 2 stored bytes.
+    assert answerer.executor.store.is_packed("layer.0") == (not fast)
     assert "".join(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=4))
 
 

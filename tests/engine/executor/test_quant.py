@@ -9,7 +9,7 @@ from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as reference
 from gguf.quants import quantize
 
-from engine.executor.quant import block_bytes, decodable, dequantize
+from engine.executor.quant import block_bytes, decodable, dequantize, dequantize_into
 
 # Where each format keeps its float16 scales (byte ranges inside a block).
 _HALF_FIELDS = {
@@ -62,3 +62,24 @@ def test_f16_is_read_as_is() -> None:
 def test_decodable_formats() -> None:
     for qtype in (*_HALF_FIELDS, GGMLQuantizationType.F16, GGMLQuantizationType.Q5_0):
         assert decodable(qtype)
+
+
+@pytest.mark.parametrize(
+    "qtype",
+    [GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0, GGMLQuantizationType.F16],
+)
+def test_decoding_into_a_reused_buffer_equals_the_reference(
+    qtype: GGMLQuantizationType,
+) -> None:
+    rows, cols = 16, 96
+    data = np.random.default_rng(7).standard_normal((rows, cols)).astype(np.float32)
+    raw = torch.from_numpy(np.ascontiguousarray(quantize(data, qtype)).reshape(-1).view(np.uint8))
+    expected = torch.from_numpy(
+        np.ascontiguousarray(reference(raw.numpy(), qtype), dtype=np.float32)
+    ).reshape(rows, cols)
+    out = torch.full((rows, cols), float("nan"))  # stale contents must not leak through
+    scratch = torch.full((rows * cols,), 255, dtype=torch.uint8)
+    assert dequantize_into(raw, qtype=qtype, out=out, scratch=scratch)
+    assert torch.equal(out, expected)
+    # Types without an in-place decoder say so and leave the buffer alone.
+    assert not dequantize_into(raw, qtype=GGMLQuantizationType.Q4_K, out=out)

@@ -46,6 +46,18 @@ def test_recommended_models_carry_gguf_sizes_and_verdicts(
     sizes = {v.quant: v.file_bytes for v in qwen.gguf_variants}
     assert sizes["Q4_K_M"] < sizes["Q8_0"] < qwen.weight_bytes
     assert all(qwen.verdict in v.verdict for v in qwen.gguf_variants)
+    # Held compressed, a 7B Q4_K_M fits in RAM where its bf16 weights stream from disk
+    # (8 GiB of RAM, no GPU).
+    small = synthetic_profile(gpu_bytes=0, ram_bytes=8 * GIB, disk_bytes=500 * GIB)
+    seven = {
+        m.id: m
+        for m in recommended(
+            paths=paths, chosen_model=None, store=StoreSpec.default(), hardware=small
+        ).models
+    }["Qwen/Qwen2.5-7B-Instruct"]
+    q4 = next(v for v in seven.gguf_variants if v.quant == "Q4_K_M")
+    assert "offloaded" in seven.verdict
+    assert q4.verdict == "fits in RAM (no GPU)"
     installed = [v for v in qwen.gguf_variants if v.installed_path]
     assert [v.file for v in installed] == [variant.file]
     assert not any(v.installed_path for v in by_id["Qwen/Qwen2.5-7B-Instruct"].gguf_variants)

@@ -248,7 +248,10 @@ def test_q4_k_m_file_runs_bit_exact_to_gguf_reference(
     got = in_use.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
     assert got[0, 6:].tolist() == expected[0, 6:].tolist()
     executor = in_use.answerer.model.executor
-    held = executor.store.resident("layer.0")
+    # The layer is held as its Q4_K/Q6_K blocks and decoded for each use.
+    assert executor.store.is_packed("layer.0")
+    held = executor.store.fetch("layer.0")
+    executor.store.release("layer.0")
     assert torch.equal(
         held["self_attn.v_proj.weight"], state["model.layers.0.self_attn.v_proj.weight"]
     )

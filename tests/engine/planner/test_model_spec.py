@@ -162,7 +162,7 @@ def test_workspace_formula() -> None:
     n = b * s
     expected = (
         n * a * (3 * h + 2 * heads * 16 + 2 * kv_dim)
-        + b * heads * s * s * (a + 4)
+        + b * s * s * a  # SDPA's mask; the scores are never materialised
         + 3 * n * i * a
         + b * v * (a + 4)
     )

@@ -8,11 +8,22 @@ import pytest
 from engine.errors import PlacementError
 from engine.hardware.profile import HardwareProfile, synthetic_profile
 from engine.planner import StoreSpec, Workload, load_model_spec, plan
-from engine.planner.model_spec import ModelSpec
+from engine.planner.model_spec import ModelSpec, model_spec_from_config
 from engine.planner.placement import Placement
 from engine.planner.planner import DISK_MARGIN, GPU_MARGIN, RAM_MARGIN
 from engine.planner.sizes import format_gib
 
+QWEN25_32B = {
+    "model_type": "qwen2",
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 64,
+    "vocab_size": 152064,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
 CONFIGS = Path(__file__).resolve().parents[3] / "resources" / "model_configs"
 GIB = 2**30
 GB = 10**9
@@ -220,25 +231,43 @@ def test_does_not_fit_says_how_much_is_missing() -> None:
         p.raise_if_unfit()
 
 
-def test_a_batch_too_large_for_the_workspace_names_one_that_fits() -> None:
+def test_a_batch_too_large_for_the_workspace_is_lowered_to_the_largest_that_fits() -> None:
     model = _spec("llama-3.1-8b")
     hw = synthetic_profile(gpu_bytes=8 * GIB, ram_bytes=64 * GIB, disk_bytes=500 * GB)
     p = plan(
         hardware=hw,
         model=model,
         store=StoreSpec.default(),
-        workload=Workload(batch=64, context_tokens=4096),
+        workload=Workload(batch=256, context_tokens=4096),
     )
-    assert not p.fits and "short on GPU" in p.message
-    assert 0 < p.max_batch < 64
-    assert f"A batch of {p.max_batch} would fit" in p.message
-    smaller = plan(
+    assert p.fits and 0 < p.batch < 256
+    assert f"planned for {p.batch}" in p.message
+    assert p.max_batch == p.batch
+    direct = plan(
         hardware=hw,
         model=model,
         store=StoreSpec.default(),
-        workload=Workload(batch=p.max_batch, context_tokens=4096),
+        workload=Workload(batch=p.batch, context_tokens=4096),
     )
-    assert smaller.fits
+    assert direct.fits and direct.layer_tiers == p.layer_tiers and direct.kv == p.kv
+
+
+def test_32b_on_an_8_gb_gpu_keeps_weights_there_and_runs_batch_4() -> None:
+    """The issue's example: with eager-attention scores counted, the workspace took 5.4 GiB
+    of the GPU, no weight stayed there and batch 4 was refused though 3 fitted."""
+    model = model_spec_from_config(config=QWEN25_32B, name="qwen2.5-32b")
+    hw = synthetic_profile(gpu_bytes=8 * GIB, ram_bytes=64 * GIB, disk_bytes=500 * GB)
+    p = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=Workload(batch=4))
+    assert p.fits and p.batch == 4, p.message
+    assert p.weights.gpu > 2 * GIB
+    assert max(p.workspace_prefill_bytes, p.workspace_decode_bytes) < 2 * GIB
+
+
+def test_only_what_cannot_run_at_batch_1_is_refused() -> None:
+    model = _spec("llama-3.1-70b")
+    hw = synthetic_profile(gpu_bytes=0, ram_bytes=8 * GIB, disk_bytes=60 * GB)
+    p = plan(hardware=hw, model=model, store=StoreSpec.default(), workload=Workload(batch=4))
+    assert not p.fits and p.max_batch == 0 and "does not fit" in p.message
 
 
 def test_store_spec_from_index() -> None:

@@ -1,0 +1,156 @@
+"""Layers held in their stored (compressed) form and decoded for each use.
+
+A decoder layer whose checkpoint bytes are fewer than its compute-dtype bytes (GGML
+blocks of a GGUF file, a bf16 checkpoint computed in float32) is held as those bytes in
+every tier: in GPU memory, in (pinned) host memory, on disk. The copy thread decodes it
+into the compute dtype on the compute device just before the layer runs, overlapped with
+the previous layer's compute, and the decoded tensors go when the layer is released. So
+a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and a
+streamed one moves 0.56 bytes per weight over PCIe or from the disk.
+
+Why decoding, not torch's weight-only kernels: measured on this project's CPU (AMD EPYC
+with AVX-512 BF16, 1 thread, a 1024×4096 projection; docs/executor.md), int8 per-channel
+`_weight_int8pack_mm` took 5.4 ms at batch 1 and 57 ms at batch 8, int4 group-wise
+`_weight_int4pack_mm_for_cpu` 15 ms and 118 ms, against 6.6 ms and 8.3 ms for decoding
+Q8_0 and a float32 matmul (1.1 ms and 2.7 ms for the matmul alone). Decoding also keeps
+every format exact: the decoded values are gguf's reference values, so the greedy tokens
+are those of a model decoded once at load (tested).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+
+from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
+from engine.models.gguf_file import permute_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from engine.models.gguf_file import GGUFTensor
+
+
+class TensorSource(Protocol):
+    """What this module reads of engine/executor/weights.py's TensorSource (a Protocol,
+    so that the two modules do not import each other)."""
+
+    @property
+    def file(self) -> Path: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def param(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def gguf(self) -> GGUFTensor | None: ...
+
+
+class BufferPool(Protocol):
+    """engine/executor/weights.py's BufferPool, as used here."""
+
+    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor: ...
+    def give(self, tensors: Iterable[torch.Tensor]) -> None: ...
+
+
+# safetensors dtype codes of the floating types a packed tensor may be stored in.
+_STORED = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def stored_bytes(source: TensorSource) -> int:
+    return source.end - source.start
+
+
+def decoded_bytes(source: TensorSource, *, dtype: torch.dtype) -> int:
+    numel = 1
+    for d in source.shape:
+        numel *= d
+    return numel * dtype.itemsize
+
+
+def packable(sources: list[TensorSource], *, dtype: torch.dtype) -> bool:
+    """Whether holding these tensors as stored saves memory over holding them decoded."""
+    if not sources:
+        return False
+    if any(s.gguf is None and s.dtype not in _STORED for s in sources):
+        return False
+    stored = sum(stored_bytes(s) for s in sources)
+    return stored < sum(decoded_bytes(s, dtype=dtype) for s in sources)
+
+
+def decode(
+    raw: torch.Tensor,
+    *,
+    source: TensorSource,
+    dtype: torch.dtype,
+    pool: BufferPool | None = None,
+) -> torch.Tensor:
+    """A tensor's values in `dtype` from its stored bytes (uint8, on any device); the
+    arithmetic is `engine.executor.quant`'s, so GGML blocks decode bit for bit as gguf's
+    reference does, on a GPU too. `pool`: reused float32 buffers to decode into (CPU),
+    where the format allows; the caller gives the result back to it after use."""
+    if pool is not None and dtype == torch.float32 and raw.device.type == "cpu":
+        qtype = source.gguf.qtype if source.gguf is not None else None
+        if source.gguf is None or not source.gguf.permute_heads:
+            out = pool.take(tuple(source.shape), torch.float32)
+            if qtype is None:
+                out.copy_(raw.view(_STORED[source.dtype]).reshape(source.shape))
+                return out
+            scratch = pool.take((out.numel(),), torch.uint8)
+            done = dequantize_into(raw, qtype=qtype, out=out, scratch=scratch)
+            pool.give([scratch])
+            if done:
+                return out
+            pool.give([out])
+    if source.gguf is None:
+        return as_dtype(raw.view(_STORED[source.dtype]).reshape(source.shape), dtype)
+    tensor = source.gguf
+    if raw.device.type != "cpu" and not has_torch_decoder(tensor.qtype):
+        values = dequantize(raw.cpu(), qtype=tensor.qtype, shape=tensor.shape).to(raw.device)
+    else:
+        values = dequantize(raw, qtype=tensor.qtype, shape=tensor.shape)
+    if tensor.permute_heads:
+        values = permute_rows(values, heads=tensor.permute_heads, inverse=True)
+    return as_dtype(values, dtype)
+
+
+def decode_unit(
+    packed: dict[str, torch.Tensor],
+    *,
+    sources: list[TensorSource],
+    dtype: torch.dtype,
+    pool: BufferPool | None = None,
+) -> dict[str, torch.Tensor]:
+    by_param = {s.param: s for s in sources}
+    return {p: decode(raw, source=by_param[p], dtype=dtype, pool=pool) for p, raw in packed.items()}
+
+
+def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
+    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
+    out: dict[str, torch.Tensor] = {}
+    by_file: dict[Path, list[TensorSource]] = {}
+    for s in sources:
+        by_file.setdefault(s.file, []).append(s)
+    for file, items in by_file.items():
+        with file.open("rb", buffering=0) as f:
+            for s in sorted(items, key=lambda s: s.start):
+                raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
+                view = memoryview(raw.numpy())
+                f.seek(s.start)
+                got = 0
+                while got < len(view):
+                    n = f.readinto(view[got:])
+                    if not n:
+                        raise OSError(f"{file} ends inside tensor {s.name}")
+                    got += n
+                out[s.param] = raw
+    return out

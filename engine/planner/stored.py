@@ -1,0 +1,73 @@
+"""A model's layer sizes as the executor holds them: compressed layers count their
+stored bytes.
+
+The executor keeps a decoder layer in its stored form when that is smaller than the
+compute dtype (GGML blocks of a GGUF file, a bf16 checkpoint computed in float32) and
+decodes it per use (engine/executor/packed.py). The planner must then count the stored
+bytes in every tier, and one decoded layer per stream slot in the workspace. The sizes
+come from the weight files' headers (safetensors headers, GGUF tensor infos): nothing
+is loaded. A folder without weights (a catalogue entry's config) keeps the config's
+sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+from engine.planner.model_spec import ModelSpec, load_model_spec
+
+
+def load_held_spec(*, source: Path, dtype: str | None = None) -> ModelSpec:
+    """`load_model_spec` of a model folder, with the sizes the executor holds."""
+    spec = load_model_spec(source=source, dtype=dtype)
+    folder = source if source.is_dir() else source.parent
+    return with_stored_sizes(spec, folder=folder)
+
+
+def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> ModelSpec:
+    """`spec` as a file of `bits_per_weight` (a GGUF format's average) would be held:
+    decoder layers at that size, the embedding and head decoded (for a model that is not
+    on this machine, e.g. a catalogue entry's GGUF variant)."""
+    params = [b // spec.dtype_bytes for b in spec.layer_bytes]
+    return dataclasses.replace(
+        spec,
+        layer_bytes=tuple(int(p * bits_per_weight / 8) for p in params),
+        decoded_layer_bytes=max(spec.layer_bytes),
+        weight_format=name,
+        parameters=spec.parameter_count,
+    )
+
+
+def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
+    """`spec` with the stored sizes of the layers the executor holds compressed."""
+    import torch
+
+    from engine.executor.packed import packable
+    from engine.executor.weights import index_checkpoint, layer_unit
+
+    try:
+        units = index_checkpoint(folder)
+    except Exception:
+        # A broken header (even a MemoryError from a garbage length) is the loader's to
+        # report, with the file's name; plan with the config's sizes.
+        return spec
+    dtype = getattr(torch, spec.dtype, None)
+    if not isinstance(dtype, torch.dtype):
+        return spec
+    layers = [units.get(layer_unit(i), []) for i in range(spec.num_layers)]
+    if not all(layers) or not all(packable(sources, dtype=dtype) for sources in layers):
+        return spec
+    stored = tuple(sum(s.end - s.start for s in sources) for sources in layers)
+    kinds: Counter[str] = Counter()
+    for sources in layers:
+        for s in sources:
+            kinds[s.dtype.removeprefix("GGUF:")] += s.end - s.start
+    return dataclasses.replace(
+        spec,
+        layer_bytes=stored,
+        decoded_layer_bytes=max(spec.layer_bytes),
+        weight_format=kinds.most_common(1)[0][0],
+        parameters=spec.parameter_count,
+    )

@@ -1,0 +1,91 @@
+"""The planner counts the bytes the executor holds: a compressed model's layers at their
+stored size (GGML blocks, bf16 computed in float32), one decoded layer per slot."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from gguf import GGMLQuantizationType
+
+from engine.executor.weights import index_checkpoint, layer_unit
+from engine.hardware.profile import synthetic_profile
+from engine.models.gguf_file import companion_folder
+from engine.models.gguf_writer import write_gguf
+from engine.models.synthetic import write_random_model
+from engine.planner import StoreSpec, Workload, plan
+from engine.planner.stored import load_held_spec
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_random_model(
+        folder=tmp_path_factory.mktemp("hf"),
+        hidden_size=256,
+        num_layers=4,
+        intermediate_size=512,
+        seed=5,
+    )
+
+
+@pytest.mark.parametrize(("qtype", "ratio"), [("Q8_0", 3.5), ("Q4_0", 6.5)])
+def test_gguf_layers_count_their_stored_bytes(
+    hf_dir: Path, tmp_path: Path, qtype: str, ratio: float
+) -> None:
+    path = write_gguf(model_dir=hf_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType[qtype])
+    folder = companion_folder(gguf_path=path, cache=tmp_path / "cache")
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    spec = load_held_spec(source=folder, dtype="float32")
+    stored = sum(s.end - s.start for s in index_checkpoint(folder)[layer_unit(0)])
+    assert spec.layer_bytes == (stored,) * 4
+    assert spec.layer_bytes[0] * ratio < plain.layer_bytes[0]
+    assert spec.decoded_layer_bytes == plain.layer_bytes[0]
+    assert spec.weight_format == qtype
+    assert spec.parameter_count == plain.parameter_count
+    # The embedding is decoded at load (a lookup would otherwise decode it whole).
+    assert spec.embed_bytes == plain.embed_bytes
+    # Two decoded layers (computing, decoding) are workspace.
+    ws = spec.decode_workspace_bytes(batch=1, context_tokens=16)
+    assert (
+        ws == plain.decode_workspace_bytes(batch=1, context_tokens=16) + 2 * (plain.layer_bytes[0])
+    )
+
+
+def test_bf16_checkpoint_computed_in_float32_counts_bf16(tmp_path: Path) -> None:
+    hf = write_random_model(folder=tmp_path / "bf16", num_layers=2, dtype="bfloat16")
+    as_f32 = load_held_spec(source=hf, dtype="float32")
+    as_bf16 = load_held_spec(source=hf)
+    assert as_bf16.dtype == "bfloat16" and as_bf16.decoded_layer_bytes == 0
+    assert as_f32.layer_bytes == as_bf16.layer_bytes  # held as bf16, never doubled
+    assert as_f32.weight_format == "BF16"
+
+
+def test_a_compressed_model_stays_in_ram_where_the_float_one_streams(
+    hf_dir: Path, tmp_path: Path
+) -> None:
+    path = write_gguf(model_dir=hf_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q4_0)
+    folder = companion_folder(gguf_path=path, cache=tmp_path / "cache")
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    spec = load_held_spec(source=folder, dtype="float32")
+    hw = synthetic_profile(gpu_bytes=0, ram_bytes=2048 * MIB, disk_bytes=100 * 2**30)
+    # RAM left after the margins and the store, scaled so that the float32 layers do not
+    # all fit but the Q4_0 ones do.
+    store = StoreSpec.default()
+    workload = Workload(batch=1, context_tokens=64)
+    base = plan(hardware=hw, model=plain, store=store, workload=workload)
+    # 16 layers whose float32 total is 1.5× the RAM budget; stored in Q4_0 they take
+    # under a sixth of it (plus two decoded layers of workspace).
+    layer = int(base.budgets.cpu * 1.5 / 16)
+    stored = int(layer * spec.layer_bytes[0] / plain.layer_bytes[0])
+    big = dataclasses.replace(plain, num_layers=16, layer_bytes=(layer,) * 16)
+    small = dataclasses.replace(
+        spec, num_layers=16, layer_bytes=(stored,) * 16, decoded_layer_bytes=layer
+    )
+    p_big = plan(hardware=hw, model=big, store=store, workload=workload)
+    p_small = plan(hardware=hw, model=small, store=store, workload=workload)
+    assert p_big.fits and p_small.fits
+    assert "disk" in p_big.layer_tiers
+    assert "disk" not in p_small.layer_tiers
