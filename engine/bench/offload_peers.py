@@ -137,7 +137,9 @@ def run_peers(
     results: dict[str, dict[str, Any]] = {"resident": {}, "limited": {}}
     offload_root = Path(tempfile.mkdtemp(prefix="ragdoll-accelerate-offload-"))
     try:
-        for scenario in ("resident", "limited"):
+        # The limited runs first: the main targets are there, and a run cut short
+        # by a timeout keeps them.
+        for scenario in ("limited", "resident"):
             if scenario in skipped:
                 continue
             for name, system in systems.items():
