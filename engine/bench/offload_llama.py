@@ -94,8 +94,7 @@ def quantize(*, source: Path, out: Path, fmt: str, threads: int) -> Path:
     """`source` (F32 GGUF) quantized by llama.cpp to `fmt`, every matrix in that type."""
     if out.is_file():
         return out
-    import llama_cpp
-
+    llama_cpp = _quiet_llama()
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = FTYPES[fmt]
     params.nthread = threads
@@ -110,6 +109,15 @@ def quantize(*, source: Path, out: Path, fmt: str, threads: int) -> Path:
     return out
 
 
+def _quiet_llama() -> Any:
+    """llama_cpp with its log (every tensor it loads or quantizes) limited to errors."""
+    import llama_cpp
+    from llama_cpp import _logger
+
+    _logger.set_verbose(False)
+    return llama_cpp
+
+
 class LlamaRunner:
     """One GGUF file loaded by llama.cpp (memory-mapped); greedy prefill + decode of a
     batch of rows, one llama.cpp sequence per row."""
@@ -117,8 +125,7 @@ class LlamaRunner:
     def __init__(
         self, *, gguf: Path, threads: int, max_batch: int, max_tokens: int, repack: bool
     ) -> None:
-        import llama_cpp
-
+        llama_cpp = _quiet_llama()
         self._ll = llama_cpp
         llama_cpp.llama_backend_init()
         params = llama_cpp.llama_model_default_params()

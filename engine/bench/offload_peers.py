@@ -51,7 +51,7 @@ from engine.bench.offload_weights import FORMATS, parse_formats
 from engine.executor.weights import evict_page_cache
 
 PEERS = ("llama.cpp", "accelerate")
-TINY = Size(layers=2, hidden=64, intermediate=128, heads=4, kv_heads=2)
+TINY = Size(layers=2, hidden=64, intermediate=128, heads=4, kv_heads=2, architecture="qwen2")
 # Added to each runtime's measured allowance: activations and KV cache at the largest batch,
 # and the variation of an interpreter's peak from run to run.
 SLACK = 64 * MIB

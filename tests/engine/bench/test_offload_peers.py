@@ -39,6 +39,9 @@ def test_a_child_over_its_cgroup_limit_is_killed_and_one_under_it_is_not() -> No
     assert not path.exists()  # removed after the run
 
 
+# Slow: nine child processes, each importing torch (about 45 s idle; 11 min at load 20).
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.skipif(NO_CGROUP is not None, reason=f"no memory cgroup here: {NO_CGROUP}")
 def test_quick_peers_benchmark_runs_every_system_resident_and_under_the_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
