@@ -74,6 +74,9 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             "streamed_bytes": run.streamed_bytes,
             "tokens": run.tokens,
         }
+    close = getattr(run_batch, "close", None)
+    if close is not None:
+        close()  # the executor's copy thread ends before the interpreter does
     out["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out["torch_threads"] = torch.get_num_threads()
     return out
@@ -166,6 +169,8 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
         decode_read = read_bytes() - marks[0] if marks else 0
         return dataclasses.replace(run), decode_read
 
+    if timed_model is not None:
+        run_batch.close = timed_model.close  # type: ignore[attr-defined]
     return run_batch
 
 
