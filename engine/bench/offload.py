@@ -121,9 +121,14 @@ def resolve_device(*, requested: str | None, cuda_available: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    peers = bool(getattr(args, "peers", None))
+    # The peers comparison is the CPU form (RAM, disk and a memory cgroup) unless asked.
     device = resolve_device(
-        requested=getattr(args, "device", None), cuda_available=torch.cuda.is_available()
+        requested=getattr(args, "device", None) or ("cpu" if peers else None),
+        cuda_available=torch.cuda.is_available(),
     )
+    if device == "cuda" and peers:
+        raise SystemExit("ragdoll bench offload --peers: only the CPU form exists (--device cpu)")
     if device == "cuda":
         from engine.bench.offload_gpu import run_gpu
 
@@ -132,7 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads:
         torch.set_num_threads(args.threads)
     say: Callable[[str], None] = (lambda _: None) if args.json else print
-    if getattr(args, "peers", None):
+    if peers:
         return _run_peers(args, quick=quick, say=say)
     size = sized(args, QUICK if quick else FULL)
     tokens = args.tokens or (8 if quick else 16)
