@@ -22,6 +22,30 @@ def test_peers_are_parsed_and_unknown_ones_refused() -> None:
         parse_peers("vllm")
 
 
+def test_without_llama_cpp_the_skip_and_its_reason_are_said_and_gguf_is_still_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.bench.offload_peers import _gguf_files
+    from engine.models.synthetic import write_random_model
+
+    monkeypatch.setattr(offload_llama, "unavailable_reason", lambda: "not installed; pip ...")
+    model = write_random_model(folder=tmp_path / "m", architecture="qwen2")
+    said: list[str] = []
+    skipped: dict[str, str] = {}
+    files = _gguf_files(
+        model_dir=model,
+        formats=["q4_0"],
+        want_llama=True,
+        source=None,
+        threads=1,
+        say=said.append,
+        skipped=skipped,
+    )
+    assert said == ["llama.cpp: skipped: not installed; pip ..."]
+    assert skipped == {"llama.cpp": "not installed; pip ..."}
+    assert files["q4_0"].is_file()  # the executor's Q4_0 file, by the project's writer
+
+
 @pytest.mark.skipif(NO_CGROUP is not None, reason=f"no memory cgroup here: {NO_CGROUP}")
 def test_a_child_over_its_cgroup_limit_is_killed_and_one_under_it_is_not() -> None:
     grab = "x = bytearray({n} * 2**20); x[::4096] = b'1' * len(x[::4096]); print('ok')"
