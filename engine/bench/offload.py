@@ -40,6 +40,7 @@ from typing import Any
 import torch
 
 from engine.bench.offload_figures import figures_of, report, sized
+from engine.bench.offload_peers import run_peers
 from engine.bench.offload_systems import (
     GIB,
     MIB,
@@ -59,6 +60,14 @@ from engine.planner.placement import Tier
 
 FULL = Size(layers=8, hidden=2048, intermediate=5632, heads=16, kv_heads=4)  # ≈1.4 GiB
 QUICK = Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)  # ≈100 MiB
+# `--peers`: Qwen2-1.5B's layer shape (1.3 B parameters in the layers, 5 GiB in float32,
+# 0.7 GiB in Q4_0), so that each runtime's own code is small beside the model.
+PEERS_FULL = Size(
+    layers=28, hidden=1536, intermediate=8960, heads=12, kv_heads=2, architecture="qwen2"
+)
+PEERS_QUICK = Size(
+    layers=4, hidden=256, intermediate=704, heads=4, kv_heads=2, architecture="qwen2"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +85,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--weights",
         help="weight formats, e.g. f32,int8,int4,bf16 (also q8_0, q4_0, f16): the executor "
         "also runs the model in each, held compressed in RAM and on disk (CPU form)",
+    )
+    parser.add_argument(
+        "--peers",
+        help="llama.cpp,accelerate: every system in its own process and memory cgroup, "
+        "fully resident and under a limit of half the Q4_0 model (engine/bench/offload_peers.py)",
+    )
+    parser.add_argument(
+        "--llama-cpp-source",
+        type=Path,
+        help="llama.cpp's source (the llama-cpp-python sdist's vendor/llama.cpp) for its "
+        "convert_hf_to_gguf.py (default: $RAGDOLL_LLAMA_CPP_SOURCE)",
+    )
+    parser.add_argument(
+        "--child-timeout", type=float, help="seconds one system may run (--peers; 1800)"
     )
     parser.add_argument(
         "--device",
@@ -98,21 +121,28 @@ def resolve_device(*, requested: str | None, cuda_available: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    peers = bool(getattr(args, "peers", None))
+    # The peers comparison is the CPU form (RAM, disk and a memory cgroup) unless asked.
     device = resolve_device(
-        requested=getattr(args, "device", None), cuda_available=torch.cuda.is_available()
+        requested=getattr(args, "device", None) or ("cpu" if peers else None),
+        cuda_available=torch.cuda.is_available(),
     )
+    if device == "cuda" and peers:
+        raise SystemExit("ragdoll bench offload --peers: only the CPU form exists (--device cpu)")
     if device == "cuda":
         from engine.bench.offload_gpu import run_gpu
 
         return run_gpu(args)
     quick = bool(getattr(args, "quick", False))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    say: Callable[[str], None] = (lambda _: None) if args.json else print
+    if peers:
+        return _run_peers(args, quick=quick, say=say)
     size = sized(args, QUICK if quick else FULL)
     tokens = args.tokens or (8 if quick else 16)
     prompt_tokens = args.prompt_tokens or (32 if quick else 64)
     batches = [int(b) for b in (args.batches or ("1,4" if quick else "1,8")).split(",")]
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    say: Callable[[str], None] = (lambda _: None) if args.json else print
 
     folder = args.folder or Path(tempfile.gettempdir()) / (
         f"ragdoll-bench-offload-{size.layers}x{size.hidden}x{size.intermediate}"
@@ -210,6 +240,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
     )
     report(figures, say=say)
+    return figures
+
+
+def _run_peers(args: argparse.Namespace, *, quick: bool, say: Callable[[str], None]) -> dict:
+    size = sized(args, PEERS_QUICK if quick else PEERS_FULL)
+    folder = args.folder or Path(tempfile.gettempdir()) / (
+        f"ragdoll-bench-peers-{size.architecture}-{size.layers}x{size.hidden}x{size.intermediate}"
+    )
+    figures = run_peers(
+        args=args,
+        size=size,
+        folder=folder,
+        prompt_tokens=args.prompt_tokens or (16 if quick else 32),
+        tokens=args.tokens or (4 if quick else 8),
+        batches=[int(b) for b in (args.batches or ("1,4" if quick else "1,8")).split(",")],
+        say=say,
+    )
+    figures.update(
+        {
+            "quick": quick,
+            "model": {
+                "architecture": size.architecture,
+                "layers": size.layers,
+                "hidden_size": size.hidden,
+                "intermediate_size": size.intermediate,
+                "heads": size.heads,
+                "kv_heads": size.kv_heads,
+            },
+            "machine": {
+                "platform": f"{platform.system()} {platform.machine()}",
+                "cpus": os.cpu_count(),
+                "load_average": load_average(),
+            },
+        }
+    )
     return figures
 
 

@@ -48,6 +48,7 @@ class Size:
     heads: int
     kv_heads: int
     vocab: int | None = None  # None: the synthetic tokenizer's size
+    architecture: str = "llama"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -448,7 +449,7 @@ def write_model(*, folder: Path, size: Size, dtype: str) -> Path:
     if not (folder / "config.json").is_file():
         write_random_model(
             folder=folder,
-            architecture="llama",
+            architecture=size.architecture,  # type: ignore[arg-type]
             hidden_size=size.hidden,
             num_layers=size.layers,
             num_heads=size.heads,

@@ -320,7 +320,9 @@ class WeightStore:
         host = self._read(unit, pin=self._pin) if on_disk else self._host[unit]
         if self._device.type == "cpu":
             tensors = host
-            if on_disk:
+            # Decoded GGUF tensors are fresh memory that no read takes from the pool:
+            # pooling them on release would keep every layer ever streamed.
+            if on_disk and not any(src.gguf is not None for src in self._sources_of(unit)):
                 with self._lock:
                     self._lent[unit] = tensors
         else:

@@ -123,3 +123,27 @@ def test_tied_head_reads_the_embedding(tmp_path: Path, llama_dir: Path) -> None:
 def test_missing_weights_are_reported(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         checkpoint_files(tmp_path)
+
+
+def test_streamed_gguf_layers_are_not_kept_after_use(llama_dir: Path, tmp_path: Path) -> None:
+    """Decoded GGUF layers are fresh memory: released, they must not pile up in the read
+    pool (which only safetensors reads take buffers from), or every streamed layer of every
+    step stays in RAM."""
+    from gguf import GGMLQuantizationType
+
+    from engine.models.gguf_file import companion_folder
+    from engine.models.gguf_writer import write_gguf
+
+    gguf = write_gguf(model_dir=llama_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q8_0)
+    folder = companion_folder(gguf_path=gguf, cache=tmp_path / "cache")
+    placement = make_placement(model_dir=folder, layer_tiers=["disk"] * 4, depth_decode=1)
+    model = StreamingModel(model_dir=folder, placement=placement)
+    try:
+        generate_ids(
+            model=model, requests=[GenerationRequest(prompt_ids=(1, 2, 3), max_new_tokens=6)]
+        )
+        stats = model.store.stats()
+        assert stats.fetches >= 4 * 6
+        assert stats.pooled_bytes == 0
+    finally:
+        model.close()

@@ -1,0 +1,186 @@
+"""One system of `ragdoll bench offload --peers`, run inside its memory cgroup.
+
+`python -m engine.bench.offload_child SPEC_JSON` loads one system once (the executor on a
+model folder, Accelerate `device_map` offloading, or llama.cpp on a GGUF file), runs the
+greedy prefill + decode of every batch size in the spec, and prints one JSON line: per
+batch the timings, the greedy tokens and the bytes this process read from the disk while
+decoding (/proc/self/io `read_bytes`: real block-device reads, page faults on an mmap
+included, page-cache hits excluded). The parent (engine/bench/offload_peers.py) made the
+cgroup and dropped the model's files from the page cache before starting it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Imports of the systems are inside the functions: each child loads only its own runtime,
+# so that the memory its cgroup is charged is that runtime's.
+
+
+def read_bytes() -> int:
+    """Bytes this process has read from block devices so far (0 where not reported)."""
+    try:
+        for line in Path("/proc/self/io").read_text(encoding="utf-8").splitlines():
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    threads = int(spec.get("threads") or 0)
+    if threads:
+        torch.set_num_threads(threads)
+    system = spec["system"]
+    start = time.perf_counter()
+    if system == "llama.cpp":
+        from engine.bench.offload_llama import LlamaRunner
+
+        runner: Any = LlamaRunner(
+            gguf=Path(spec["model"]),
+            threads=threads or torch.get_num_threads(),
+            max_batch=max(spec["batches"]),
+            max_tokens=int(spec["prompt_tokens"]) + int(spec["tokens"]) + 8,
+            repack=bool(spec.get("repack", True)),
+        )
+        run_batch: Callable[[torch.Tensor], Any] = lambda p: runner.run(  # noqa: E731
+            prompts=p, tokens=int(spec["tokens"]), read_bytes=read_bytes
+        )
+    else:
+        run_batch = _torch_system(spec)
+    load_s = time.perf_counter() - start
+    from engine.bench.offload_systems import _prompts
+
+    out: dict[str, Any] = {"load_s": load_s, "batches": {}}
+    for batch in spec["batches"]:
+        prompts = _prompts(batch=int(batch), length=int(spec["prompt_tokens"]))
+        run, decode_read = run_batch(prompts)
+        out["batches"][str(batch)] = {
+            "prefill_s": run.prefill_s,
+            "decode_s": run.decode_s,
+            "prefill_tok_s": run.prefill_tok_s,
+            "decode_tok_s": run.decode_tok_s,
+            "decode_read_bytes": decode_read,
+            "streamed_bytes": run.streamed_bytes,
+            "tokens": run.tokens,
+        }
+    close = getattr(run_batch, "close", None)
+    if close is not None:
+        close()  # the executor's copy thread ends before the interpreter does
+    out["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["torch_threads"] = torch.get_num_threads()
+    return out
+
+
+def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
+    """The executor or Accelerate, loaded once; returns a function that times one batch."""
+    from transformers import DynamicCache
+
+    from engine.bench.offload_systems import (
+        GIB,
+        _executor_forward,
+        _hf_forward,
+        _timed,
+        forced_placement,
+    )
+    from engine.hardware.profile import synthetic_profile
+    from engine.planner.model_spec import load_model_spec
+
+    system, tier = spec["system"], spec["tier"]
+    folder = Path(spec["model"])
+    if system == "executor":
+        from engine.executor.forward import StreamingModel
+
+        model_spec = load_model_spec(source=folder)
+        placement = forced_placement(
+            hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
+            spec=model_spec,
+            layer_tiers=["disk" if tier == "disk" else "cpu"] * model_spec.num_layers,
+            depth=int(spec.get("depth") or 1),
+        )
+        model = StreamingModel(
+            model_dir=folder,
+            placement=placement,
+            device=torch.device("cpu"),
+            dtype=torch.float32,
+            # The cgroup decides what stays in the page cache, as it does for the others.
+            evict_after_read=False,
+            kv_host_layers=0,
+        )
+        forward = _executor_forward(model)
+        new_cache = model.new_cache
+        timed_model: Any = model
+    else:
+        from accelerate import init_empty_weights  # noqa: F401 - Accelerate must be present
+        from transformers import AutoModelForCausalLM
+
+        dtype = getattr(torch, spec.get("dtype") or "bfloat16")
+        if tier == "disk":
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            device_map: dict[str, str] = {
+                "model.embed_tokens": "cpu",
+                "model.rotary_emb": "cpu",
+                "model.norm": "cpu",
+                "lm_head": "cpu",
+            }
+            for i in range(int(config["num_hidden_layers"])):
+                device_map[f"model.layers.{i}"] = "disk"
+            hf = AutoModelForCausalLM.from_pretrained(
+                folder,
+                dtype=dtype,
+                device_map=device_map,
+                offload_folder=spec["offload_folder"],
+            )
+        else:
+            hf = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        hf.eval()
+        hf_config = hf.config
+        forward = _hf_forward(hf, device=torch.device("cpu"))
+        new_cache = lambda: DynamicCache(config=hf_config)  # noqa: E731
+        timed_model = None
+
+    def run_batch(prompts: torch.Tensor) -> tuple[Any, int]:
+        marks: list[int] = []
+
+        def counted(ids: Any, mask: Any, pos: Any, cache: Any, phase: str) -> Any:
+            if phase == "decode" and not marks:
+                marks.append(read_bytes())
+            return forward(ids, mask, pos, cache, phase)
+
+        run = _timed(
+            system=system,
+            load_s=0.0,
+            prompts=prompts,
+            tokens=int(spec["tokens"]),
+            forward=counted,
+            new_cache=new_cache,
+            model=timed_model,
+        )
+        decode_read = read_bytes() - marks[0] if marks else 0
+        return dataclasses.replace(run), decode_read
+
+    if timed_model is not None:
+        run_batch.close = timed_model.close  # type: ignore[attr-defined]
+    return run_batch
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = json.loads(args[0])
+    result = run_spec(spec)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
