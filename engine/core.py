@@ -15,12 +15,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from engine.answer.reranker import Reranker
-from engine.errors import ModelLoadError
+from engine.errors import EmbedderError, ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
@@ -94,6 +97,17 @@ class Engine:
             pending_file=paths.data / "ingest-queue.json",
             accept=lambda p: self.folders.containing(path=p) is not None,
         )
+        self.embedders = EmbedderSwitch(
+            store=self.store,
+            queue=self.ingest,
+            load=self._load_embedder,
+            on_swap=self._swap_embedder,
+        )
+        meta = self.store.meta
+        if meta is not None and meta.embedder_id != self.settings.embedder:
+            # A switch chosen before the last exit: it goes on (before the rescan,
+            # so that changed files are embedded once, by the new embedder).
+            self.embedders.start(target=self.settings.embedder)
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
         self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
         self.watching = threading.Event()  # set when every folder is watched
@@ -116,18 +130,74 @@ class Engine:
     # -- lazily loaded parts ----------------------------------------------------
 
     def embedder(self) -> Embedder:
+        """The embedder in force: the one the index was built with. While a
+        switch to another re-embeds the collection, this is still the old one."""
         with self._embedder_lock:
             if self._embedder is None:
-                # With a model in use, the embedder takes the GPU only if that model's
-                # placement leaves it room (without one: the GPU's free memory).
-                embedder = Embedder(model=self.settings.embedder, placement=self.placement())
-                stale = self.store.ensure_embedder(
-                    embedder_id=embedder.info.id, dimension=embedder.info.dimension
-                )
-                if stale:
-                    self._reembed(embedder)
-                self._embedder = embedder
+                self._embedder = self._load_in_force()
             return self._embedder
+
+    def _load_embedder(self, model: str) -> Embedder:
+        # With a model in use, the embedder takes the GPU only if that model's
+        # placement leaves it room (without one: the GPU's free memory).
+        return Embedder(
+            model=model, placement=self.placement(), cache_dir=self.paths.cache / "embedders"
+        )
+
+    def _load_in_force(self) -> Embedder:
+        chosen = self.settings.embedder
+        meta = self.store.meta
+        if meta is not None and meta.embedder_id != chosen:
+            try:
+                old = self._load_embedder(meta.embedder_id)
+                if old.info.dimension == meta.dimension:
+                    self.embedders.start(target=chosen)  # queued at start; resumed if not
+                    return old
+            except EmbedderError as e:
+                log.warning(
+                    "the index's embedder %s does not load (%s): re-embedding with %s "
+                    "before answering",
+                    meta.embedder_id,
+                    e,
+                    chosen,
+                )
+        embedder = self._load_embedder(chosen)
+        stale = self.store.ensure_embedder(
+            embedder_id=embedder.info.id, dimension=embedder.info.dimension
+        )
+        if stale:
+            self._reembed(embedder)
+        return embedder
+
+    def _swap_embedder(self, embedder: Embedder) -> None:
+        """Called under the store's write lock, as the index swaps to the new
+        vectors: from here on questions are embedded by the new model."""
+        self._embedder = embedder
+
+    def embed_in_force(self, texts: list[str]) -> np.ndarray:
+        """Questions' vectors, by the embedder of the index in force at the call."""
+        return self.embedder().embed(texts)
+
+    def set_embedder(self, *, embedder: str) -> EngineSettings:
+        """Choose the embedder (the bundled default, a local sentence-transformers
+        folder, or a model id in the Hugging Face cache). It is loaded first (one
+        that does not load is never saved); the collection is then re-embedded in
+        the background while the current index keeps answering."""
+        name = embedder.strip()
+        if not name:
+            raise ValueError("name an embedder: a model folder or a Hugging Face id")
+        if Path(name).expanduser().exists():
+            name = str(Path(name).expanduser().resolve())
+        meta = self.store.meta
+        in_force = meta.embedder_id if meta is not None else None
+        if name == in_force:
+            self.embedders.cancel()  # back to the index in force: nothing to build
+        elif not (self.embedders.active() and self.embedders.active()[0] == name):
+            loaded = self._load_embedder(name)
+            self.embedders.start(target=name, embedder=loaded)
+        self.settings = with_changes(self.settings, embedder=name)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
 
     def _reembed(self, embedder: Embedder) -> None:
         old = self.store.meta
@@ -136,10 +206,10 @@ class Engine:
             old.embedder_id if old else "?",
             embedder.info.id,
         )
-        for done in self.store.reembed(
+        for done, total in self.store.reembed(
             embedder_id=embedder.info.id, dimension=embedder.info.dimension, embed=embedder.embed
         ):
-            log.info("re-embedded %d chunks", done)
+            log.info("re-embedded %d of %d chunks", done, total)
 
     def _warm_up(self) -> None:
         try:
@@ -227,6 +297,8 @@ class Engine:
 
     def status(self) -> EngineStatus:
         documents, chunks = self.store.counts()
+        meta = self.store.meta
+        switch = self.embedders.active()
         return EngineStatus(
             version=VERSION,
             pid=os.getpid(),
@@ -238,6 +310,8 @@ class Engine:
             model_error=self._generator_error,
             profiling=self.profiler.status(),
             pipeline=self.pipeline_info(),
+            embedder_in_force=meta.embedder_id if meta is not None else None,
+            embedder_job=switch[1].id if switch is not None else None,
         )
 
     def pipeline_info(self) -> PipelineInfo | None:
@@ -420,7 +494,7 @@ class Engine:
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""
-        embedder = self.embedder()
+        self.embedder()  # loaded (and the index made to match) before the first batch
         with self._serving_lock:
             serving = self._serving
             retiring = None
@@ -431,7 +505,7 @@ class Engine:
                 self._serving_profile = self.profiler.status()
                 serving = ServingPipeline(
                     store=self.store,
-                    embed=embedder.embed,
+                    embed=self.embed_in_force,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

@@ -16,7 +16,7 @@ from engine.ingest.embedder import (
     Embedder,
     EmbedderInfo,
     PriorityGate,
-    _locate,
+    locate_embedder,
     choose_device,
     embedder_need_bytes,
 )
@@ -73,7 +73,7 @@ def test_the_placement_decides_what_generation_leaves() -> None:
 
 def test_the_need_counts_the_bundled_weights() -> None:
     try:
-        location = _locate(DEFAULT_EMBEDDER)
+        location = locate_embedder(DEFAULT_EMBEDDER)
     except EmbedderError as e:  # the bundled package is optional in a dev checkout
         pytest.skip(str(e))
     need = embedder_need_bytes(location)
