@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,13 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # as the engine and the CLI set i
 # Test engines do not profile themselves (each would measure the disk and time
 # searches); tests/engine/test_auto_profiling.py turns it on for one engine.
 os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
+# The embedder's ONNX export (engine/ingest/onnx_embedder.py) once for all tests
+# and runs, not once per test home: it takes tens of seconds on a busy machine.
+# Its file name carries a digest of the model's files, so a stale one is never used.
+os.environ.setdefault(
+    "RAGDOLL_EMBEDDER_CACHE",
+    os.path.join(tempfile.gettempdir(), f"ragdoll-test-onnx-{getattr(os, 'getuid', int)()}"),
+)
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@ ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
 
     python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
 
-The chunks come from the real manuals (`python -m engine.bench.real_docs`)
-through the product's parsers and chunker (200/40 tokens), taken evenly from
+CPU time per chunk (all threads of the process) is reported beside wall time:
+a loaded machine sways it less. The chunks come from the real manuals
+(`python -m engine.bench.real_docs`) through the product's parsers and chunker (200/40 tokens), taken evenly from
 every file. Each round encodes all of them with each back-end in turn (batch
 32, the ingestion batch), so load on the machine falls on both alike; the
 figure is the median chunks/s over rounds. Cosine: each chunk's ONNX vector
@@ -70,12 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         torch_ = Embedder(device="cpu", backend="torch")
         texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
         rates: dict[str, list[float]] = {"torch": [], "onnx": []}
+        cpu: dict[str, list[float]] = {"torch": [], "onnx": []}
         vectors: dict[str, np.ndarray] = {}
         for _ in range(args.rounds):
             for name, embedder in (("torch", torch_), ("onnx", onnx)):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
                 rates[name].append(len(texts) / (time.perf_counter() - t))
+                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
     cosines = np.sum(vectors["torch"] * vectors["onnx"], axis=1)
     figures = {
         "chunks": len(texts),
@@ -87,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         "torch_median": round(statistics.median(rates["torch"]), 1),
         "onnx_median": round(statistics.median(rates["onnx"]), 1),
         "speedup": round(statistics.median(rates["onnx"]) / statistics.median(rates["torch"]), 2),
+        # CPU time of all the process's threads per chunk: less swayed by other
+        # programs on the machine than wall time.
+        "torch_cpu_ms_per_chunk": round(statistics.median(cpu["torch"]), 1),
+        "onnx_cpu_ms_per_chunk": round(statistics.median(cpu["onnx"]), 1),
         "cosine_min": round(float(cosines.min()), 6),
         "cosine_median": round(float(np.median(cosines)), 6),
         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -44,6 +44,9 @@ from engine.hardware.gpus import GpuInfo
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 32
 BACKEND_ENV = "RAGDOLL_EMBEDDER_BACKEND"
+# Where ONNX exports go instead of the caller's cache folder (tests: one export
+# for a whole run rather than one per test home).
+CACHE_ENV = "RAGDOLL_EMBEDDER_CACHE"
 # Activations of one encode batch on the device: 32 texts of 256 tokens through
 # a 384-wide, 12-head encoder need well under this (attention maps dominate).
 _WORKSPACE_BYTES = 256 * 2**20
@@ -151,12 +154,16 @@ class Embedder:
         self._model.eval()
         self._onnx: Any = None
         backend = os.environ.get(BACKEND_ENV) or backend
+        if cache_dir is not None and os.environ.get(CACHE_ENV):
+            cache_dir = Path(os.environ[CACHE_ENV])
         # A model with a default prompt stays on torch (the ONNX path knows no prompts).
         prompt = getattr(self._model, "default_prompt_name", None)
         if backend != "torch" and self.device == "cpu" and cache_dir is not None and not prompt:
             from engine.ingest.onnx_embedder import load_onnx_encoder
 
-            self._onnx = load_onnx_encoder(model=self._model, location=location, cache_dir=cache_dir)
+            self._onnx = load_onnx_encoder(
+                model=self._model, location=location, cache_dir=cache_dir
+            )
         self.backend = "onnx" if self._onnx is not None else "torch"
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()

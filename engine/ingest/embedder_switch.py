@@ -13,6 +13,7 @@ index and queues it again when they differ, and it goes on from the batches done
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ ORIGIN = "embedder"
 # Chunks per store batch: each is one commit to the new table and the most a
 # kill -9 can lose; the embedder splits it into its own batches (questions first).
 REEMBED_BATCH = 256
+REEMBED_BATCH_ENV = "RAGDOLL_REEMBED_BATCH"  # tests: small batches, a kill lands mid-way
 
 
 class EmbedderSwitch:
@@ -116,7 +118,7 @@ class EmbedderSwitch:
             embedder_id=new.info.id,
             dimension=new.info.dimension,
             embed=lambda texts: new.embed(texts, background=True),
-            batch=REEMBED_BATCH,
+            batch=int(os.environ.get(REEMBED_BATCH_ENV) or REEMBED_BATCH),
             on_swap=lambda: self._on_swap(new),
         )
         try:

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,11 @@ def export_onnx(*, model: Any, file: Path) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
     try:
-        with torch.inference_mode(False), torch.no_grad():
+        # The tracer's warnings are about branches on shapes that an encoder with
+        # an attention mask always takes the same way; the check after export
+        # (probes of several lengths and paddings) is what tells.
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 _Hidden().eval(),
                 tuple(sample[n].cpu() for n in names),

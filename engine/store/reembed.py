@@ -60,7 +60,7 @@ def rebuild(
         new_name += "_new"
     target = _open_target(store, name=new_name, dimension=dimension)
     old = store.chunks
-    have = _pairs(target)
+    have = _drop_stale(target=target, want=_pairs(old))
     rows = [
         r
         for r in old.to_arrow().drop_columns(["vector", "ext"]).to_pylist()
@@ -109,6 +109,16 @@ def _pairs(table: Any) -> set[tuple[str, str]]:
     )
 
 
+def _drop_stale(*, target: Any, want: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Remove rows of chunks that are gone or changed since; returns what is left."""
+    have = _pairs(target)
+    stale = sorted({cid for cid, _ in have - want})
+    for start in range(0, len(stale), _DELETE_BATCH):
+        ids = ", ".join(_quote(c) for c in stale[start : start + _DELETE_BATCH])
+        target.delete(f"chunk_id IN ({ids})")
+    return _pairs(target) if stale else have
+
+
 def _add(target: Any, *, rows: list[dict[str, Any]], embed: Embed) -> None:
     vectors = embed([r["text"] for r in rows])
     for row, vec in zip(rows, vectors, strict=True):
@@ -121,11 +131,7 @@ def _catch_up(*, old: Any, target: Any, embed: Embed) -> None:
     """What ingestion (or another process) changed in the old table since the
     rows were read: the new table gets the same set of (chunk, text)."""
     want = _pairs(old)
-    stale = sorted({cid for cid, h in _pairs(target) - want})
-    for start in range(0, len(stale), _DELETE_BATCH):
-        ids = ", ".join(_quote(c) for c in stale[start : start + _DELETE_BATCH])
-        target.delete(f"chunk_id IN ({ids})")
-    missing = {cid for cid, _ in want - _pairs(target)}
+    missing = {cid for cid, _ in want - _drop_stale(target=target, want=want)}
     if not missing:
         return
     log.info("re-embedding: %d chunks changed meanwhile", len(missing))
