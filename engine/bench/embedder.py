@@ -5,11 +5,12 @@ ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
 
 CPU time per chunk (all threads of the process) is reported beside wall time:
 a loaded machine sways it less. The chunks come from the real manuals
-(`python -m engine.bench.real_docs`) through the product's parsers and chunker (200/40 tokens), taken evenly from
-every file. Each round encodes all of them with each back-end in turn (batch
-32, the ingestion batch), so load on the machine falls on both alike; the
-figure is the median chunks/s over rounds. Cosine: each chunk's ONNX vector
-against its torch vector (both L2-normalised); the minimum must be ≥ 0.999.
+(`python -m engine.bench.real_docs`) through the product's parsers and chunker
+(200/40 tokens), taken evenly from every file. Each round encodes all of them
+with each back-end in turn (batch 32, the ingestion batch), so load on the
+machine falls on both alike; the figure is the median chunks/s over rounds.
+Cosine: each chunk's ONNX vector against its torch vector (both L2-normalised);
+the minimum must be ≥ 0.999.
 """
 
 from __future__ import annotations
