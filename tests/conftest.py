@@ -50,3 +50,15 @@ def shared_engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
 
     with running_engine(home=tmp_path_factory.mktemp("shared-home")) as running:
         yield running
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedder_exported() -> None:
+    """The bundled embedder's ONNX export, made once per machine before any test
+    waits on an engine (tens of seconds under load, paid by whichever test came first)."""
+    cache = Path(os.environ["RAGDOLL_EMBEDDER_CACHE"])
+    if any(cache.glob("model-*.onnx")):
+        return
+    from engine.ingest.embedder import Embedder
+
+    Embedder(device="cpu", cache_dir=cache)

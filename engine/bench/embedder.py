@@ -2,6 +2,12 @@
 ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
 
     python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
+    python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
+
+`--ingest NAME…` instead ingests those files of the real manuals (one folder)
+through the product's job path (discovery, the parsing child, chunking, the
+embedder, commits to LanceDB on disk) once with each back-end, into an index of
+its own each, and reports pages/s and chunks/s.
 
 CPU time per chunk (all threads of the process) is reported beside wall time:
 a loaded machine sways it less. The chunks come from the real manuals
@@ -50,12 +56,51 @@ def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
     return picked[:count]
 
 
+def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
+    """Ingest the named manuals once per back-end: pages/s and chunks/s."""
+    import shutil
+
+    from engine.bench.ingest import _queue
+    from engine.bench.ingest_many import wait_for_job
+    from engine.ingest.embedder import Embedder
+
+    figures: dict[str, object] = {"files": names}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folder = root / "manuals"
+        folder.mkdir()
+        for name in names:
+            shutil.copy2(corpus / name, folder / name)
+        for backend in ("torch", "onnx"):
+            embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
+            store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
+            try:
+                started = time.perf_counter()
+                progress = wait_for_job(queue.submit(paths=[str(folder)]))
+                seconds = time.perf_counter() - started
+                pages = sum(d.pages or 0 for d in store.list_documents())
+            finally:
+                queue.stop()
+                store.close()
+            figures[backend] = {
+                "backend_in_use": embedder.backend,
+                "pages": pages,
+                "chunks": progress.chunks_added,
+                "seconds": round(seconds, 1),
+                "pages_per_s": round(pages / seconds, 2),
+                "chunks_per_s": round(progress.chunks_added / seconds, 2),
+                "load_average_1m": round(os.getloadavg()[0], 2),
+            }
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.bench.embedder")
     parser.add_argument("--chunks", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ingest", nargs="+", metavar="NAME", help="files of the real manuals")
     args = parser.parse_args(argv)
 
     from engine.bench.real_docs import find_real_docs
@@ -65,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     if corpus is None:
         print("the real manuals are absent: python -m engine.bench.real_docs", file=sys.stderr)
         return 2
+    if args.ingest:
+        figures = ingest_rates(corpus=corpus, names=args.ingest)
+        print(json.dumps(figures, indent=2) if args.json else figures)
+        return 0
     with tempfile.TemporaryDirectory() as cache:
         started = time.perf_counter()
         onnx = Embedder(device="cpu", backend="onnx", cache_dir=Path(cache))
