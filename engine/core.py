@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.answer.reranker import Reranker
-from engine.errors import EmbedderError, ModelLoadError
+from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
@@ -145,23 +145,10 @@ class Engine:
         )
 
     def _load_in_force(self) -> Embedder:
-        chosen = self.settings.embedder
-        meta = self.store.meta
-        if meta is not None and meta.embedder_id != chosen:
-            try:
-                old = self._load_embedder(meta.embedder_id)
-                if old.info.dimension == meta.dimension:
-                    self.embedders.start(target=chosen)  # queued at start; resumed if not
-                    return old
-            except EmbedderError as e:
-                log.warning(
-                    "the index's embedder %s does not load (%s): re-embedding with %s "
-                    "before answering",
-                    meta.embedder_id,
-                    e,
-                    chosen,
-                )
-        embedder = self._load_embedder(chosen)
+        embedder = self.embedders.load_in_force(chosen=self.settings.embedder)
+        if embedder is not None:
+            return embedder
+        embedder = self._load_embedder(self.settings.embedder)
         stale = self.store.ensure_embedder(
             embedder_id=embedder.info.id, dimension=embedder.info.dimension
         )
@@ -183,18 +170,7 @@ class Engine:
         folder, or a model id in the Hugging Face cache). It is loaded first (one
         that does not load is never saved); the collection is then re-embedded in
         the background while the current index keeps answering."""
-        name = embedder.strip()
-        if not name:
-            raise ValueError("name an embedder: a model folder or a Hugging Face id")
-        if Path(name).expanduser().exists():
-            name = str(Path(name).expanduser().resolve())
-        meta = self.store.meta
-        in_force = meta.embedder_id if meta is not None else None
-        if name == in_force:
-            self.embedders.cancel()  # back to the index in force: nothing to build
-        elif not (self.embedders.active() and self.embedders.active()[0] == name):
-            loaded = self._load_embedder(name)
-            self.embedders.start(target=name, embedder=loaded)
+        name = self.embedders.choose(name=embedder)
         self.settings = with_changes(self.settings, embedder=name)
         save_settings(file=self.paths.settings_file, settings=self.settings)
         return self.settings

@@ -17,7 +17,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from engine.errors import EmbedderError
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.store.lance_store import LanceStore
@@ -56,6 +58,45 @@ class EmbedderSwitch:
         if job is None or target is None or job.snapshot().state in FINAL_STATES:
             return None
         return target, job
+
+    def load_in_force(self, *, chosen: str) -> Embedder | None:
+        """The embedder the index was built with, when `chosen` differs from it
+        (and the switch queued); None when the index has no other embedder, or
+        when its embedder no longer loads (then the caller re-embeds at once)."""
+        meta = self._store.meta
+        if meta is None or meta.embedder_id == chosen:
+            return None
+        try:
+            old = self._load(meta.embedder_id)
+        except EmbedderError as e:
+            log.warning(
+                "the index's embedder %s does not load (%s): re-embedding with %s before answering",
+                meta.embedder_id,
+                e,
+                chosen,
+            )
+            return None
+        if old.info.dimension != meta.dimension:
+            return None
+        self.start(target=chosen)  # queued at the engine's start; again if it ended
+        return old
+
+    def choose(self, *, name: str) -> str:
+        """The embedder the person chose, as it will be saved: back to the one in
+        force cancels a switch; another is loaded now (an error if it does not
+        load) and its re-embedding queued."""
+        name = name.strip()
+        if not name:
+            raise ValueError("name an embedder: a model folder or a Hugging Face id")
+        if Path(name).expanduser().exists():
+            name = str(Path(name).expanduser().resolve())
+        meta = self._store.meta
+        active = self.active()
+        if meta is not None and name == meta.embedder_id:
+            self.cancel()  # nothing to build
+        elif active is None or active[0] != name:
+            self.start(target=name, embedder=self._load(name))
+        return name
 
     def start(self, *, target: str, embedder: Embedder | None = None) -> IngestJob:
         """Queue the re-embedding for `target` (loaded now when `embedder` is
