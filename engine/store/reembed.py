@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +24,6 @@ from engine.store.schema import chunks_schema
 from engine.store.schema import slug as _slug
 from engine.store.search import file_type
 from engine.store.search import quote as _quote
-
-if TYPE_CHECKING:
-    from engine.store.lance_store import LanceStore
 
 log = logging.getLogger(__name__)
 _DELETE_BATCH = 500
@@ -41,7 +38,7 @@ def target_table(*, embedder_id: str, dimension: int) -> str:
 
 
 def rebuild(
-    store: LanceStore,
+    store: Any,  # engine.store.lance_store.LanceStore, which calls this (no import circle)
     *,
     embedder_id: str,
     dimension: int,
@@ -92,7 +89,7 @@ def rebuild(
     store.maintainer.wake()
 
 
-def _open_target(store: LanceStore, *, name: str, dimension: int) -> Any:
+def _open_target(store: Any, *, name: str, dimension: int) -> Any:
     schema = chunks_schema(dimension)
     if name in store._table_names():
         table = store._db.open_table(name)
