@@ -6,7 +6,8 @@ renamed, so a crash leaves no half file); pooling and normalisation run in NumPy
 Only plain models are exported: a Transformer module, then mean or CLS pooling,
 then an optional Normalize; anything else stays on torch. After the export the
 ONNX path is checked against torch on probe texts (cosine ≥ `MIN_COSINE`), and a
-model that fails the check stays on torch too.
+model that fails the check stays on torch too; a `.failed` file beside the export
+says so, so that later starts do not try again (delete it to retry).
 
 Measured on MiniLM and the real manuals' chunks (docs/benchmarks.md, "Embedder
 back-ends"): the same vectors (cosine ≥ 0.9999), more chunks per second on 2 cores.
@@ -169,10 +170,13 @@ def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEnco
         return None
     if not Path(location).is_dir():
         return None
+    file = cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
+    failed = file.with_name(file.name + ".failed")  # tried before: not every start again
+    if failed.exists():
+        return None
     try:
         import onnxruntime as ort
 
-        file = cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
         if not file.exists():
             log.info("exporting the embedder to ONNX: %s", file)
             export_onnx(model=model, file=file)
@@ -188,12 +192,22 @@ def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEnco
             max_tokens=int(model.max_seq_length),
         )
         got = encoder.encode(_PROBES, batch_size=len(_PROBES))
-    except Exception as e:
+    except Exception as e:  # any failure means: torch, as before
         log.warning("embedder %s stays on torch: the ONNX path failed (%s)", location, e)
+        _mark(failed, reason=str(e))
         return None
     want = model.encode(_PROBES, normalize_embeddings=True, convert_to_numpy=True)
     cosine = float(np.min(np.sum(got * np.asarray(want, dtype=np.float32), axis=1)))
     if cosine < MIN_COSINE:
         log.warning("embedder %s stays on torch: ONNX cosine %.5f to torch", location, cosine)
+        _mark(failed, reason=f"cosine {cosine:.5f} to torch")
         return None
     return encoder
+
+
+def _mark(failed: Path, *, reason: str) -> None:
+    try:
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(reason + "\n", encoding="utf-8")
+    except OSError:  # a full or read-only cache: it is tried again next time
+        pass

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.ingest import onnx_embedder
 from engine.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
 from engine.ingest.onnx_embedder import onnx_plan
 from tests.support.tiny_embedder import write_random_embedder
@@ -87,3 +88,21 @@ def test_only_plain_transformer_and_pooling_models_are_exported() -> None:
     assert onnx_plan([Transformer(), Pooling("cls")]) == "cls"
     assert onnx_plan([Transformer(), Pooling("max")]) is None
     assert onnx_plan([Transformer(), Pooling("mean"), Dense()]) is None
+
+
+def test_a_failed_export_stays_on_torch_and_is_not_tried_at_every_start(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    tries: list[Path] = []
+
+    def broken(*, model: object, file: Path) -> None:
+        tries.append(file)
+        raise RuntimeError("the exporter does not know this operator")
+
+    monkeypatch.setattr(onnx_embedder, "export_onnx", broken)
+    first = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    assert first.backend == "torch" and len(tries) == 1
+    assert first.embed(["owls"]).shape == (1, 32)
+    again = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    assert again.backend == "torch" and len(tries) == 1
