@@ -75,6 +75,8 @@ class Engine:
         self._embedder: Embedder | None = None
         self._reranker: Reranker | None = None
         self._embedder_lock = threading.Lock()
+        self._swap_lock = threading.Lock()
+        self._embedder_swaps = 0
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
@@ -134,7 +136,11 @@ class Engine:
         switch to another re-embeds the collection, this is still the old one."""
         with self._embedder_lock:
             if self._embedder is None:
-                self._embedder = self._load_in_force()
+                swaps = self._embedder_swaps
+                loaded = self._load_in_force()  # seconds: a switch may finish meanwhile
+                with self._swap_lock:
+                    if self._embedder_swaps == swaps:  # else the swap's embedder stays
+                        self._embedder = loaded
             return self._embedder
 
     def _load_embedder(self, model: str) -> Embedder:
@@ -159,7 +165,9 @@ class Engine:
     def _swap_embedder(self, embedder: Embedder) -> None:
         """Called under the store's write lock, as the index swaps to the new
         vectors: from here on questions are embedded by the new model."""
-        self._embedder = embedder
+        with self._swap_lock:  # never held while waiting for anything else
+            self._embedder = embedder
+            self._embedder_swaps += 1
 
     def embed_in_force(self, texts: list[str]) -> np.ndarray:
         """Questions' vectors, by the embedder of the index in force at the call."""
