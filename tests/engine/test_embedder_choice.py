@@ -34,7 +34,7 @@ def _wait_for(check: Callable[[], bool], timeout_s: float = 180.0) -> None:
     while time.monotonic() < deadline:
         if check():
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError("timed out")
 
 
@@ -105,7 +105,9 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
 def test_kill_9_mid_switch_keeps_the_old_index_and_the_switch_goes_on(
     tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(REEMBED_BATCH_ENV, "8")  # the engine child inherits it
+    # One chunk per commit (the engine child inherits it): the pause below lands
+    # long before the last of 120 commits.
+    monkeypatch.setenv(REEMBED_BATCH_ENV, "1")
     folder = tmp_path / "archive"
     _docs(folder, count=120)
     home = tmp_path / "home"
@@ -120,7 +122,7 @@ def test_kill_9_mid_switch_keeps_the_old_index_and_the_switch_goes_on(
         assert status.embedder_in_force == DEFAULT_EMBEDDER and status.embedder_job
         engine.client.resume_ingest()
         _wait_for(
-            lambda: engine.client.ingest_progress(job_id=status.embedder_job).chunks_embedded >= 24
+            lambda: engine.client.ingest_progress(job_id=status.embedder_job).chunks_embedded >= 5
         )
         engine.client.pause_ingest()  # between two batches
         progress = engine.client.ingest_progress(job_id=status.embedder_job)
