@@ -16,9 +16,9 @@ from engine.ingest.embedder import (
     Embedder,
     EmbedderInfo,
     PriorityGate,
-    locate_embedder,
     choose_device,
     embedder_need_bytes,
+    locate_embedder,
 )
 
 GIB = 2**30
