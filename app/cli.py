@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "ingest",
     "ask",
     "model",
+    "embedder",
     "status",
     "profile",
     "plan",

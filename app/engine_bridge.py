@@ -415,6 +415,33 @@ class EngineBridge(QObject):
         ):
             emit(self.sig_model_busy, True)
 
+    def set_embedder(self, *, embedder: str) -> None:
+        """Switch the embedder: the engine loads it, then re-embeds the collection
+        as a job shown like ingestion, while the current index answers."""
+
+        def follow(client: EngineClient) -> IngestProgress | None:
+            settings = client.set_embedder(embedder=embedder)
+            self._post(lambda: emit(self.sig_model_changed, settings))
+            job = client.status().embedder_job
+            if job is None:
+                return None
+            return self._follow(client=client, last=client.ingest_progress(job_id=job))
+
+        def done(progress: IngestProgress | None) -> None:
+            if progress is not None:
+                self._job_finished(progress)
+            else:
+                self.refresh_status()
+
+        self._submit(
+            what="Changing the embedder",
+            call=follow,
+            on_result=done,
+            on_error=lambda e: emit(
+                self.sig_error, "Changing the embedder", describe_error(error=e)
+            ),
+        )
+
     # -- ingestion ---------------------------------------------------------------
 
     def ingest(self, *, paths: list[str]) -> None:

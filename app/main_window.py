@@ -39,7 +39,12 @@ from app.library.library_pane import (
     ask_collection_dialog,
     choose_folder_dialog,
 )
-from app.models_pane.model_chooser import ModelChooser, choose_model_dialog, mode_text
+from app.models_pane.model_chooser import (
+    ModelChooser,
+    choose_embedder_dialog,
+    choose_model_dialog,
+    mode_text,
+)
 from app.models_pane.models_dialog import attach_models_dialog
 from app.ui_state import (
     last_conversation,
@@ -77,6 +82,7 @@ class MainWindow(QMainWindow):
         confirm_remove: Confirm = confirm_dialog,
         ask_collection: NameAsker = ask_collection_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
+        choose_embedder_folder: FolderChooser = choose_embedder_dialog,
         connect: bool = True,
         show_welcome: bool = True,
         parent: QWidget | None = None,
@@ -114,7 +120,9 @@ class MainWindow(QMainWindow):
         self._profiling_poll = QTimer(self)
         self._profiling_poll.setSingleShot(True)
         self._profiling_poll.setInterval(2000)
-        self.model_chooser = ModelChooser(choose_folder=choose_model_folder)
+        self.model_chooser = ModelChooser(
+            choose_folder=choose_model_folder, choose_embedder=choose_embedder_folder
+        )
 
         self._build_layout()
         self._build_status_bar()
@@ -283,6 +291,7 @@ class MainWindow(QMainWindow):
         self.chat.sig_open_source.connect(self._open_source)
         self.chat.sig_error.connect(self.banner.show_error)
         self.model_chooser.sig_model_requested.connect(self._set_model)
+        self.model_chooser.sig_embedder_requested.connect(self._set_embedder)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
         self._library_refresh.timeout.connect(self.bridge.refresh_library)
 
@@ -418,6 +427,9 @@ class MainWindow(QMainWindow):
 
     def _set_model(self, model: str | None) -> None:
         self.bridge.set_model(model=model)
+
+    def _set_embedder(self, embedder: str) -> None:
+        self.bridge.set_embedder(embedder=embedder)
 
     # -- what the bridge reports --------------------------------------------------------
 

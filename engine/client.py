@@ -105,6 +105,13 @@ class EngineClient:
         body = self._request("PUT", "/v1/settings/model", json=payload)
         return from_json_dict(EngineSettings, body)
 
+    def set_embedder(self, *, embedder: str) -> EngineSettings:
+        """Choose the embedder (a sentence-transformers folder or a Hugging Face
+        cache id). The engine loads it first, then re-embeds the collection in
+        the background (a job of origin "embedder"); the old index answers meanwhile."""
+        body = self._request("PUT", "/v1/settings/embedder", json={"embedder": embedder})
+        return from_json_dict(EngineSettings, body)
+
     def hardware(self) -> HardwareInfo:
         """The machine's profile, the placement for the chosen model (None in
         extractive mode) and the active-profile fit (None until one was run).

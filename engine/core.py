@@ -15,12 +15,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from engine.answer.reranker import Reranker
 from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
@@ -73,6 +76,8 @@ class Engine:
         self._embedder: Embedder | None = None
         self._reranker: Reranker | None = None
         self._embedder_lock = threading.Lock()
+        self._swap_lock = threading.Lock()
+        self._embedder_swaps = 0
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
@@ -96,6 +101,17 @@ class Engine:
             accept=lambda p: self.folders.containing(path=p) is not None,
             nice=background_nice(),  # questions get the cores first (engine/ingest/priority.py)
         )
+        self.embedders = EmbedderSwitch(
+            store=self.store,
+            queue=self.ingest,
+            load=self._load_embedder,
+            on_swap=self._swap_embedder,
+        )
+        meta = self.store.meta
+        if meta is not None and meta.embedder_id != self.settings.embedder:
+            # A switch chosen before the last exit: it goes on (before the rescan,
+            # so that changed files are embedded once, by the new embedder).
+            self.embedders.start(target=self.settings.embedder)
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
         self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
         self.watching = threading.Event()  # set when every folder is watched
@@ -118,18 +134,56 @@ class Engine:
     # -- lazily loaded parts ----------------------------------------------------
 
     def embedder(self) -> Embedder:
+        """The embedder in force: the one the index was built with. While a
+        switch to another re-embeds the collection, this is still the old one."""
         with self._embedder_lock:
             if self._embedder is None:
-                # With a model in use, the embedder takes the GPU only if that model's
-                # placement leaves it room (without one: the GPU's free memory).
-                embedder = Embedder(model=self.settings.embedder, placement=self.placement())
-                stale = self.store.ensure_embedder(
-                    embedder_id=embedder.info.id, dimension=embedder.info.dimension
-                )
-                if stale:
-                    self._reembed(embedder)
-                self._embedder = embedder
+                swaps = self._embedder_swaps
+                loaded = self._load_in_force()  # seconds: a switch may finish meanwhile
+                with self._swap_lock:
+                    if self._embedder_swaps == swaps:  # else the swap's embedder stays
+                        self._embedder = loaded
             return self._embedder
+
+    def _load_embedder(self, model: str) -> Embedder:
+        # With a model in use, the embedder takes the GPU only if that model's
+        # placement leaves it room (without one: the GPU's free memory).
+        return Embedder(
+            model=model, placement=self.placement(), cache_dir=self.paths.cache / "embedders"
+        )
+
+    def _load_in_force(self) -> Embedder:
+        embedder = self.embedders.load_in_force(chosen=self.settings.embedder)
+        if embedder is not None:
+            return embedder
+        embedder = self._load_embedder(self.settings.embedder)
+        stale = self.store.ensure_embedder(
+            embedder_id=embedder.info.id, dimension=embedder.info.dimension
+        )
+        if stale:
+            self._reembed(embedder)
+        return embedder
+
+    def _swap_embedder(self, embedder: Embedder) -> None:
+        """Called under the store's write lock, as the index swaps to the new
+        vectors: from here on questions are embedded by the new model."""
+        with self._swap_lock:  # never held while waiting for anything else
+            self._embedder = embedder
+            self._embedder_swaps += 1
+
+    def embed_in_force(self, texts: list[str]) -> np.ndarray:
+        """Questions' vectors, by the embedder of the index in force at the call."""
+        return self.embedder().embed(texts)
+
+    def set_embedder(self, *, embedder: str) -> EngineSettings:
+        """Choose the embedder (the bundled default, a local sentence-transformers
+        folder, or a model id in the Hugging Face cache). It is loaded first (one
+        that does not load is never saved); the collection is then re-embedded in
+        the background while the current index keeps answering."""
+        name = self.embedders.choose(name=embedder)
+        self.settings = with_changes(self.settings, embedder=name)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
 
     def _reembed(self, embedder: Embedder) -> None:
         old = self.store.meta
@@ -138,10 +192,10 @@ class Engine:
             old.embedder_id if old else "?",
             embedder.info.id,
         )
-        for done in self.store.reembed(
+        for done, total in self.store.reembed(
             embedder_id=embedder.info.id, dimension=embedder.info.dimension, embed=embedder.embed
         ):
-            log.info("re-embedded %d chunks", done)
+            log.info("re-embedded %d of %d chunks", done, total)
 
     def _warm_up(self) -> None:
         try:
@@ -239,6 +293,8 @@ class Engine:
 
     def status(self) -> EngineStatus:
         documents, chunks = self.store.counts()
+        meta = self.store.meta
+        switch = self.embedders.active()
         return EngineStatus(
             version=VERSION,
             pid=os.getpid(),
@@ -250,6 +306,8 @@ class Engine:
             model_error=self._generator_error,
             profiling=self.profiler.status(),
             pipeline=self.pipeline_info(),
+            embedder_in_force=meta.embedder_id if meta is not None else None,
+            embedder_job=switch[1].id if switch is not None else None,
         )
 
     def pipeline_info(self) -> PipelineInfo | None:
@@ -432,7 +490,7 @@ class Engine:
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""
-        embedder = self.embedder()
+        self.embedder()  # loaded (and the index made to match) before the first batch
         with self._serving_lock:
             serving = self._serving
             retiring = None
@@ -443,7 +501,7 @@ class Engine:
                 self._serving_profile = self.profiler.status()
                 serving = ServingPipeline(
                     store=self.store,
-                    embed=embedder.embed,
+                    embed=self.embed_in_force,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

@@ -34,7 +34,7 @@ from engine.api.server_settings import ServerSettingsStore
 from engine.api.slow_clients import HeaderDeadlineH11
 from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
 from engine.core import VERSION, Engine
-from engine.errors import ModelLoadError
+from engine.errors import EmbedderError, ModelLoadError
 from engine.ingest.fspath import from_store, to_store
 from engine.ingest.jobs import IngestJob
 from engine.paths import Paths
@@ -118,6 +118,11 @@ class ModelBody(BaseModel):
     weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
 
 
+class EmbedderBody(BaseModel):
+    model_config = ConfigDict(strict=True)
+    embedder: str = Field(min_length=1, max_length=4096)
+
+
 def create_app(
     *,
     engine: Engine,
@@ -165,6 +170,15 @@ def create_app(
         try:
             return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
+            raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put("/v1/settings/embedder", response_model=EngineSettings)
+    def set_embedder(body: EmbedderBody) -> dict:
+        """Choose the embedder; the collection is re-embedded as a background job
+        (origin "embedder" in /v1/ingest/queue) while the current index answers."""
+        try:
+            return to_json_dict(engine.set_embedder(embedder=body.embedder))
+        except (EmbedderError, OSError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
 
     @app.get("/v1/hardware", response_model=HardwareInfo)

@@ -271,12 +271,16 @@ class EngineStatus:
     pid: int
     documents: int
     chunks: int
-    embedder: str
+    embedder: str  # the one chosen (the settings)
     model: str | None
     answer_mode: AnswerMode
     model_error: str | None = None  # why the chosen model is not in use
     profiling: ProfilingStatus | None = None
     pipeline: PipelineInfo | None = None  # None until the first question
+    # The embedder the index was built with, which embeds questions now; differs
+    # from `embedder` while a switch re-embeds the collection (job `embedder_job`).
+    embedder_in_force: str | None = None
+    embedder_job: str | None = None
 
 
 # -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,13 @@ os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
 # thread would starve and time tests out (engine/ingest/priority.py is tested with
 # the value set explicitly).
 os.environ.setdefault("RAGDOLL_INGEST_NICE", "0")
+# The embedder's ONNX export (engine/ingest/onnx_embedder.py) once for all tests
+# and runs, not once per test home: it takes tens of seconds on a busy machine.
+# Its file name carries a digest of the model's files, so a stale one is never used.
+os.environ.setdefault(
+    "RAGDOLL_EMBEDDER_CACHE",
+    os.path.join(tempfile.gettempdir(), f"ragdoll-test-onnx-{getattr(os, 'getuid', int)()}"),
+)
 
 
 @pytest.fixture
@@ -46,3 +54,15 @@ def shared_engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
 
     with running_engine(home=tmp_path_factory.mktemp("shared-home")) as running:
         yield running
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedder_exported() -> None:
+    """The bundled embedder's ONNX export, made once per machine before any test
+    waits on an engine (tens of seconds under load, paid by whichever test came first)."""
+    cache = Path(os.environ["RAGDOLL_EMBEDDER_CACHE"])
+    if any(cache.glob("model-*.onnx")):
+        return
+    from engine.ingest.embedder import Embedder
+
+    Embedder(device="cpu", cache_dir=cache)

@@ -441,7 +441,11 @@ class LibraryPane(QWidget):
             # chunks are embedded); its words count files.
             self.progress_bar.setRange(0, 1000)
             self.progress_bar.setValue(work_permille(progress=p))
-            self.progress_bar.setFormat(f"{p.files_done} of {total} files")
+            self.progress_bar.setFormat(
+                f"{p.chunks_embedded:,} of {p.chunks_found:,} chunks"
+                if p.origin == "embedder"
+                else f"{p.files_done} of {total} files"
+            )
         self.progress_box.setTitle(job_title(p))
         if p.state in FINAL_STATES:
             self.current_label.setText(_final_line(p))
@@ -507,6 +511,12 @@ class LibraryPane(QWidget):
 
 
 def job_title(p: IngestProgress) -> str:
+    if p.origin == "embedder":  # a new embedder re-embeds the collection
+        return {
+            "queued": "Re-embedding with the new embedder (queued)",
+            "running": "Re-embedding with the new embedder",
+            "done": "Re-embedded: the new embedder is in use",
+        }.get(p.state, "Re-embedding " + p.state)
     if p.origin == "watcher":
         return {
             "queued": "A watched folder changed (queued)",

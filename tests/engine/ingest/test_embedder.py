@@ -16,9 +16,9 @@ from engine.ingest.embedder import (
     Embedder,
     EmbedderInfo,
     PriorityGate,
-    _locate,
     choose_device,
     embedder_need_bytes,
+    locate_embedder,
 )
 
 GIB = 2**30
@@ -73,7 +73,7 @@ def test_the_placement_decides_what_generation_leaves() -> None:
 
 def test_the_need_counts_the_bundled_weights() -> None:
     try:
-        location = _locate(DEFAULT_EMBEDDER)
+        location = locate_embedder(DEFAULT_EMBEDDER)
     except EmbedderError as e:  # the bundled package is optional in a dev checkout
         pytest.skip(str(e))
     need = embedder_need_bytes(location)
@@ -91,6 +91,7 @@ class _SlowEmbedder(Embedder):
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()
         self._beside_ok = True
+        self._onnx = None  # the torch path (`_encode` below stands in for it)
         self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
         # A character is a word piece: what the batches are sorted by.
         self._model = SimpleNamespace(

@@ -122,7 +122,7 @@ def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> N
             embed=lambda texts: np.ones((len(texts), 4), np.float32) / 2,
         )
     )
-    assert done[-1] == 2
+    assert done[-1] == (2, 2)
     assert reopened.meta is not None and reopened.meta.dimension == 4
     reopened.close()
     again = LanceStore(folder=tmp_path / "index")

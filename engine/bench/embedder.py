@@ -1,0 +1,157 @@
+"""The embedder's back-ends side by side: torch (sentence-transformers) against
+ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
+
+    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
+    python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
+
+`--ingest NAME…` instead ingests those files of the real manuals (one folder)
+through the product's job path (discovery, the parsing child, chunking, the
+embedder, commits to LanceDB on disk) once with each back-end, into an index of
+its own each, and reports pages/s and chunks/s.
+
+CPU time per chunk (all threads of the process) is reported beside wall time:
+a loaded machine sways it less. The chunks come from the real manuals
+(`python -m engine.bench.real_docs`) through the product's parsers and chunker
+(200/40 tokens), taken evenly from every file. Each round encodes all of them
+with each back-end in turn (batch 32, the ingestion batch), so load on the
+machine falls on both alike; the figure is the median chunks/s over rounds.
+Cosine: each chunk's ONNX vector against its torch vector (both L2-normalised);
+the minimum must be ≥ 0.999.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
+    """`count` chunk texts taken evenly from every file of the corpus."""
+    from engine.ingest.chunker import chunk_document
+    from engine.ingest.parsers import parse_file
+
+    per_file: list[list[str]] = []
+    for path in sorted(corpus.iterdir()):
+        try:
+            doc = parse_file(path=path)
+        except Exception as e:
+            print(f"skipped {path.name}: {e}", file=sys.stderr)
+            continue
+        texts = [c.text for c in chunk_document(doc=doc, tokenizer=tokenizer)]
+        if texts:
+            per_file.append(texts)
+    share = max(1, count // max(1, len(per_file)))
+    picked: list[str] = []
+    for texts in per_file:
+        step = max(1, len(texts) // share)
+        picked.extend(texts[::step][:share])
+    return picked[:count]
+
+
+def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
+    """Ingest the named manuals once per back-end: pages/s and chunks/s."""
+    import shutil
+
+    from engine.bench.ingest import _queue
+    from engine.bench.ingest_many import wait_for_job
+    from engine.ingest.embedder import Embedder
+
+    figures: dict[str, object] = {"files": names}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folder = root / "manuals"
+        folder.mkdir()
+        for name in names:
+            shutil.copy2(corpus / name, folder / name)
+        for backend in ("torch", "onnx"):
+            embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
+            store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
+            try:
+                started = time.perf_counter()
+                progress = wait_for_job(queue.submit(paths=[str(folder)]))
+                seconds = time.perf_counter() - started
+                pages = sum(d.pages or 0 for d in store.list_documents())
+            finally:
+                queue.stop()
+                store.close()
+            figures[backend] = {
+                "backend_in_use": embedder.backend,
+                "pages": pages,
+                "chunks": progress.chunks_added,
+                "seconds": round(seconds, 1),
+                "pages_per_s": round(pages / seconds, 2),
+                "chunks_per_s": round(progress.chunks_added / seconds, 2),
+                "load_average_1m": round(os.getloadavg()[0], 2),
+            }
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.bench.embedder")
+    parser.add_argument("--chunks", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ingest", nargs="+", metavar="NAME", help="files of the real manuals")
+    args = parser.parse_args(argv)
+
+    from engine.bench.real_docs import find_real_docs
+    from engine.ingest.embedder import Embedder
+
+    corpus = find_real_docs()
+    if corpus is None:
+        print("the real manuals are absent: python -m engine.bench.real_docs", file=sys.stderr)
+        return 2
+    if args.ingest:
+        figures = ingest_rates(corpus=corpus, names=args.ingest)
+        print(json.dumps(figures, indent=2) if args.json else figures)
+        return 0
+    with tempfile.TemporaryDirectory() as cache:
+        started = time.perf_counter()
+        onnx = Embedder(device="cpu", backend="onnx", cache_dir=Path(cache))
+        export_s = time.perf_counter() - started
+        torch_ = Embedder(device="cpu", backend="torch")
+        texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
+        rates: dict[str, list[float]] = {"torch": [], "onnx": []}
+        cpu: dict[str, list[float]] = {"torch": [], "onnx": []}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            for name, embedder in (("torch", torch_), ("onnx", onnx)):
+                t, c = time.perf_counter(), time.process_time()
+                vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
+                rates[name].append(len(texts) / (time.perf_counter() - t))
+                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
+    cosines = np.sum(vectors["torch"] * vectors["onnx"], axis=1)
+    figures = {
+        "chunks": len(texts),
+        "rounds": args.rounds,
+        "backend_in_use": onnx.backend,
+        "export_and_check_s": round(export_s, 1),
+        "torch_chunks_per_s": [round(r, 1) for r in rates["torch"]],
+        "onnx_chunks_per_s": [round(r, 1) for r in rates["onnx"]],
+        "torch_median": round(statistics.median(rates["torch"]), 1),
+        "onnx_median": round(statistics.median(rates["onnx"]), 1),
+        "speedup": round(statistics.median(rates["onnx"]) / statistics.median(rates["torch"]), 2),
+        # CPU time of all the process's threads per chunk: less swayed by other
+        # programs on the machine than wall time.
+        "torch_cpu_ms_per_chunk": round(statistics.median(cpu["torch"]), 1),
+        "onnx_cpu_ms_per_chunk": round(statistics.median(cpu["onnx"]), 1),
+        "cosine_min": round(float(cosines.min()), 6),
+        "cosine_median": round(float(np.median(cosines)), 6),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+    }
+    print(json.dumps(figures, indent=2) if args.json else figures)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""The window's embedder control: a folder chosen in the Model menu goes to the engine,
+the re-embedding shows in the ingestion progress box, and the menu names the embedder."""
+
+from __future__ import annotations
+
+from pytestqt.qtbot import QtBot
+
+from tests.app.conftest import MakeWindow
+from tests.app.fake_client import FakeClient
+
+
+def test_choosing_an_embedder_folder_re_embeds_with_progress(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(step_s=0.05)
+    window = make_window(client, choose_embedder_folder=lambda parent: "/models/multilingual-e5")
+    chooser = window.model_chooser
+    assert chooser.embedder_label.text() == "Embedder: fake-embedder"
+    titles: list[str] = []
+    window.bridge.sig_ingest_progress.connect(
+        lambda p: titles.append(window.library.progress_box.title())
+    )
+
+    chooser.choose_embedder_action.trigger()
+    qtbot.waitUntil(lambda: bool(client.called("set_embedder")), timeout=5000)
+    assert client.called("set_embedder") == [{"embedder": "/models/multilingual-e5"}]
+    # The job is followed in the same box as ingestion, under its own title.
+    qtbot.waitUntil(
+        lambda: window.library.progress_box.title() == "Re-embedded: the new embedder is in use",
+        timeout=5000,
+    )
+    assert "Re-embedding with the new embedder" in titles
+    qtbot.waitUntil(
+        lambda: chooser.embedder_label.text() == "Embedder: multilingual-e5", timeout=5000
+    )
+    assert not chooser.default_embedder_action.isChecked()
+
+    chooser.default_embedder_action.trigger()  # back to the bundled one
+    qtbot.waitUntil(lambda: len(client.called("set_embedder")) == 2, timeout=5000)
+    assert client.called("set_embedder")[1] == {"embedder": "all-MiniLM-L6-v2"}
+    qtbot.waitUntil(chooser.default_embedder_action.isChecked, timeout=5000)
