@@ -12,6 +12,7 @@ group in hand (read again next time), never half of one.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import deque
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ParseError
-from engine.ingest.discovery import IgnoreRules, discover
+from engine.ingest.discovery import OUTSIDE_INDEXED, IgnoreRules, discover
 from engine.ingest.embedder import DEFAULT_BATCH, Embedder
 from engine.ingest.fspath import from_store, to_store
 from engine.ingest.indexer import (
@@ -42,6 +43,7 @@ from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
 
+log = logging.getLogger(__name__)
 EMBED_BATCH_CHUNKS = DEFAULT_BATCH  # one embedding call: a question waits at most this
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
@@ -128,6 +130,8 @@ class JobRun:
             message=None,
         )
         journal = Journal(store=self.ctx.store)
+        if spec.origin == "rescan":
+            self._evict_outside(journal=journal)
         todo: deque[Path] = deque(files)
         try:
             state = self._files(todo=todo, journal=journal)
@@ -379,6 +383,26 @@ class JobRun:
             eta_s=round(eta, 1) if eta is not None else None,
             **changes,
         )
+
+    def _evict_outside(self, *, journal: Journal) -> None:
+        """Documents whose real path lies in no watched folder leave the index, each
+        listed with the reason: an older version followed symbolic links out of the
+        watched folders, and what it read that way must not stay searchable."""
+        inside = self.ctx.inside
+        if inside is None:
+            return
+        evicted = []
+        for doc in journal.documents():
+            if inside(from_store(doc.path)):
+                continue
+            self.ctx.store.remove_document(doc_id=doc.doc_id)
+            journal.forget(path=doc.path)
+            self.changed_store = True
+            evicted.append(FileError(path=doc.path, reason=OUTSIDE_INDEXED))
+            log.warning("removed from the index: %s lies outside every watched folder", doc.path)
+        if evicted:
+            self.errors += evicted
+            self.job.update(errors=list(self.errors))  # type: ignore[attr-defined]
 
     def _forget(self, *, journal: Journal, under: list[Path], present: set[Path]) -> None:
         """Documents under `under` whose file is gone lose their chunks (a
