@@ -444,8 +444,13 @@ def main(argv: list[str] | None = None) -> int:
         if constraints.parent != HERE:
             shutil.rmtree(constraints.parent, ignore_errors=True)  # the adjusted pins
         # Also after a failure: the previous version is back and runs again.
-        for what in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
-            print(f"Started {what} again.")
+        for restarted in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
+            print(f"Started {restarted.what} again; waiting for it to answer…", flush=True)
+            running.wait_until_serving(
+                restarted=restarted,
+                env=clean_env(),
+                say=lambda line: print(line, flush=True),
+            )
     if integrate:
         # Names the system packages the window still needs, if any (it does not fail the install).
         qt_check = [str(venv_python(prefix / "venv")), "-m", "native.qt_deps", "--always"]
