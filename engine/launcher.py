@@ -105,10 +105,35 @@ def engine_alive(*, endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
     return r.status_code == 200
 
 
+def endpoint_process_alive(*, paths: Paths) -> bool:
+    """Whether the process the endpoint file names still runs (it may be too busy to
+    answer yet: a first start under load imports for seconds after it listens)."""
+    import psutil
+
+    try:
+        pid = int(json.loads(paths.endpoint_file.read_text())["pid"])
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return False
+
+
 def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineHandle:
     endpoint = read_endpoint(paths=paths)
     if endpoint is not None and engine_alive(endpoint=endpoint):
         return EngineHandle(endpoint=endpoint, started_here=False)
+    if endpoint is not None and endpoint_process_alive(paths=paths):
+        # Listening but slow to answer: wait for it rather than call it gone (which
+        # made `ragdoll status` say "no engine is running" just after a start).
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and endpoint_process_alive(paths=paths):
+            if engine_alive(endpoint=endpoint, timeout_s=5.0):
+                return EngineHandle(endpoint=endpoint, started_here=False)
+            time.sleep(0.2)
+        if endpoint_process_alive(paths=paths):
+            raise EngineUnavailableError(
+                f"the engine is running but did not answer within {wait_s:.0f} s; "
+                f"its log is {paths.engine_log}"
+            )
     if not start:
         raise EngineUnavailableError("no engine is running (start one with `ragdoll engine`)")
     process = start_engine_process(paths=paths)

@@ -17,6 +17,12 @@ _IGNORED_PREFIXES = ("~$", ".~lock", ".#", "#", "~WRL", "~WRD")
 _IGNORED_SUFFIXES = ("~", "#", ".tmp", ".temp", ".swp", ".swx", ".part", ".crdownload")
 DEFAULT_MAX_FILE_MB = 512
 OUTSIDE = "a symbolic link that leads outside every watched folder: not read"
+# What an older version read through such a link stays in the index until the
+# next start's rescan finds it outside every watched folder and removes it.
+OUTSIDE_INDEXED = (
+    "outside every watched folder (an older version read it through a symbolic link "
+    "that leads out): removed from the index"
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -163,6 +163,11 @@ class Embedder:
     """Thread-safe wrapper: torch releases the GIL, but one model instance
     must not run two encode() calls at once; `PriorityGate` orders them."""
 
+    # The torch path unless __init__ finds the ONNX one (stand-ins that skip
+    # __init__ encode their own way and are on it too).
+    _onnx: Any = None
+    _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
+
     def __init__(
         self,
         *,

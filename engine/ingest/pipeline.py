@@ -14,6 +14,7 @@ group in hand (read again next time), never half of one.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import deque
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ParseError
-from engine.ingest.discovery import IgnoreRules, discover
+from engine.ingest.discovery import OUTSIDE_INDEXED, IgnoreRules, discover
 from engine.ingest.embedder import DEFAULT_BATCH, Embedder
 from engine.ingest.fspath import from_store, to_store
 from engine.ingest.indexer import (
@@ -44,6 +45,7 @@ from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
 
+log = logging.getLogger(__name__)
 # One embedding call: sorted by length into batches of DEFAULT_BATCH (one gate
 # turn each, so a question waits for one batch at most); several batches to
 # sort among, few enough that a cancel is heard soon.
@@ -133,6 +135,8 @@ class JobRun:
             message=None,
         )
         journal = Journal(store=self.ctx.store)
+        if spec.origin == "rescan":
+            self._evict_outside(journal=journal)
         todo: deque[Path] = deque(files)
         try:
             state = self._files(todo=todo, journal=journal)
@@ -384,6 +388,26 @@ class JobRun:
             eta_s=round(eta, 1) if eta is not None else None,
             **changes,
         )
+
+    def _evict_outside(self, *, journal: Journal) -> None:
+        """Documents whose real path lies in no watched folder leave the index, each
+        listed with the reason: an older version followed symbolic links out of the
+        watched folders, and what it read that way must not stay searchable."""
+        inside = self.ctx.inside
+        if inside is None:
+            return
+        evicted = []
+        for doc in journal.documents():
+            if inside(from_store(doc.path)):
+                continue
+            self.ctx.store.remove_document(doc_id=doc.doc_id)
+            journal.forget(path=doc.path)
+            self.changed_store = True
+            evicted.append(FileError(path=doc.path, reason=OUTSIDE_INDEXED))
+            log.warning("removed from the index: %s lies outside every watched folder", doc.path)
+        if evicted:
+            self.errors += evicted
+            self.job.update(errors=list(self.errors))  # type: ignore[attr-defined]
 
     def _forget(self, *, journal: Journal, under: list[Path], present: set[Path]) -> None:
         """Documents under `under` whose file is gone lose their chunks (a

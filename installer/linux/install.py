@@ -201,6 +201,35 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _LEAKY and k != "VIRTUAL_ENV"}
 
 
+def run_step(argv: list[str]) -> None:
+    """One install step in its own process group: Ctrl+C (SIGINT to the terminal's
+    group) reaches only the installer, which then ends the whole step, children
+    included (`python -m venv` runs ensurepip as a child that would otherwise go on
+    writing into the environment the rollback is deleting)."""
+    step = subprocess.Popen(argv, env=clean_env(), stdout=quiet_help(argv), process_group=0)
+    try:
+        code = step.wait()
+    except BaseException:
+        end_group(step=step)
+        raise
+    if code != 0:
+        raise subprocess.CalledProcessError(code, argv)
+
+
+def end_group(*, step: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGKILL every process of a step's group and wait until none is left (the step
+    itself reaped here; its orphaned children by init)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(step.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            break
+        step.poll()
+        time.sleep(0.05)
+    step.wait()
+
+
 def _raise_interrupted(signum: int, _frame: object) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
@@ -226,9 +255,7 @@ def run_install(
             print("+ " + " ".join(argv), flush=True)
             # Its own process group: Ctrl+C (SIGINT to the terminal's group) reaches
             # only the installer, which stops the step quietly and rolls back.
-            subprocess.run(
-                argv, check=True, env=clean_env(), stdout=quiet_help(argv), process_group=0
-            )
+            run_step(argv)
     except (OSError, subprocess.CalledProcessError, KeyboardInterrupt, Interrupted) as e:
         # A second Ctrl+C must not stop the rollback half-way.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -444,8 +471,13 @@ def main(argv: list[str] | None = None) -> int:
         if constraints.parent != HERE:
             shutil.rmtree(constraints.parent, ignore_errors=True)  # the adjusted pins
         # Also after a failure: the previous version is back and runs again.
-        for what in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
-            print(f"Started {what} again.")
+        for restarted in running.start_again(launcher=launcher, stopped=found, env=clean_env()):
+            print(f"Started {restarted.what} again; waiting for it to answer…", flush=True)
+            running.wait_until_serving(
+                restarted=restarted,
+                env=clean_env(),
+                say=lambda line: print(line, flush=True),
+            )
     if integrate:
         # Names the system packages the window still needs, if any (it does not fail the install).
         qt_check = [str(venv_python(prefix / "venv")), "-m", "native.qt_deps", "--always"]

@@ -9,10 +9,12 @@ every process whose interpreter or script lives in the environment it replaces.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,21 +108,27 @@ def stop(*, processes: list[AppProcess], timeout_s: float = 60.0) -> list[AppPro
     return left
 
 
-def start_again(*, launcher: Path, stopped: list[AppProcess], env: dict[str, str]) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class Restarted:
+    what: str  # "the window" or "the engine", in words
+    process: subprocess.Popen[bytes]
+
+
+def start_again(
+    *, launcher: Path, stopped: list[AppProcess], env: dict[str, str]
+) -> list[Restarted]:
     """Start what was stopped, for this user: the window where one ran and a display is
-    here (it starts its engine), else the engine alone. Returns what was started,
-    in words."""
+    here (it starts its engine), else the engine alone."""
     mine = [p for p in stopped if p.uid == os.getuid()]
     has_display = bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
     window = any(p.kind == "window" for p in mine) and has_display
     engine = any(p.kind == "engine" for p in mine) or (
         any(p.kind == "window" for p in mine) and not has_display
     )
-    started: list[str] = []
     argv = [str(launcher), "open"] if window else [str(launcher), "engine"] if engine else None
     if argv is None or not launcher.exists():
-        return started
-    subprocess.Popen(
+        return []
+    process = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -128,5 +136,76 @@ def start_again(*, launcher: Path, stopped: list[AppProcess], env: dict[str, str
         env=env,
         start_new_session=True,  # outlives the installer and its terminal
     )
-    started.append("the window" if window else "the engine")
-    return started
+    return [Restarted(what="the window" if window else "the engine", process=process)]
+
+
+def _config_home(env: dict[str, str]) -> Path:
+    home = Path(env.get("HOME") or Path.home())
+    config = env.get("XDG_CONFIG_HOME", "").strip()
+    return Path(config) if os.path.isabs(config) else home / ".config"
+
+
+def endpoint_file(*, env: dict[str, str]) -> Path:
+    """Where the engine says it is serving (engine/paths.py, on Linux)."""
+    if env.get("RAGDOLL_HOME"):
+        return Path(env["RAGDOLL_HOME"]).expanduser() / "run" / "engine.json"
+    return _config_home(env) / "RAGDoll" / "run" / "engine.json"
+
+
+def engine_log(*, env: dict[str, str]) -> Path:
+    if env.get("RAGDOLL_HOME"):
+        return Path(env["RAGDOLL_HOME"]).expanduser() / "logs" / "engine.log"
+    state = env.get("XDG_STATE_HOME", "").strip()
+    home = Path(env.get("HOME") or Path.home())
+    base = Path(state) if os.path.isabs(state) else home / ".local" / "state"
+    return base / "RAGDoll" / "log" / "engine.log"
+
+
+def serving_pid(*, env: dict[str, str], proc: Path = Path("/proc")) -> int | None:
+    """The pid of an engine that is serving for this user now, if one is."""
+    try:
+        pid = int(json.loads(endpoint_file(env=env).read_text(encoding="utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if alive(pid=pid, proc=proc) else None
+
+
+def wait_until_serving(
+    *,
+    restarted: Restarted,
+    env: dict[str, str],
+    timeout_s: float = 300.0,
+    every_s: float = 20.0,
+    say: Callable[[str], None] = print,
+) -> bool:
+    """Wait until the engine answers (its endpoint file names a live process), saying
+    every `every_s` that it is still starting; tell the person the outcome either way.
+    A first start after an install imports PyTorch, LanceDB and the web stack (10-25 s
+    on 2 loaded cores), which a loaded machine can stretch to minutes."""
+    started = time.monotonic()
+    told = started
+    log_file = engine_log(env=env)
+    while True:
+        waited = time.monotonic() - started
+        pid = serving_pid(env=env)
+        if pid is not None:
+            say(f"The engine is running again (pid {pid}, ready after {waited:.0f} s).")
+            return True
+        code = restarted.process.poll()
+        if code is not None and (restarted.what == "the engine" or code != 0):
+            say(
+                f"{restarted.what.capitalize()} stopped as it started (exit code {code}); "
+                f"its log: {log_file}"
+            )
+            return False
+        if waited >= timeout_s:
+            say(
+                f"The engine is still starting after {waited:.0f} s (pid "
+                f"{restarted.process.pid}); `ragdoll status` says when it answers, and its "
+                f"log is {log_file}."
+            )
+            return False
+        if time.monotonic() - told >= every_s:
+            told = time.monotonic()
+            say(f"  still starting ({waited:.0f} s)…")
+        time.sleep(0.5)

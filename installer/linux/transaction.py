@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +113,16 @@ def commit(*, layout: Layout, info: dict[str, str]) -> None:
     shutil.rmtree(layout.trash, ignore_errors=True)
 
 
+def _remove_tree(path: Path, *, attempts: int = 20) -> None:
+    """Delete a folder, trying again while something still writes into it (a step's
+    last child, as it dies)."""
+    for _ in range(attempts):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.25)
+
+
 def rollback(*, layout: Layout) -> Outcome:
     """Undo an unfinished install; safe to run again if it is itself interrupted."""
     try:
@@ -135,7 +146,7 @@ def rollback(*, layout: Layout) -> Outcome:
         except OSError:
             pass  # a folder or a file we may not remove: left, still listed below
     if layout.old.is_dir():
-        shutil.rmtree(layout.venv, ignore_errors=True)
+        _remove_tree(layout.venv)
         layout.old.rename(layout.venv)
     elif not journal.get("had_venv"):
         shutil.rmtree(layout.venv, ignore_errors=True)

@@ -272,3 +272,43 @@ def test_a_rollback_before_the_journal_was_written_touches_nothing(tmp_path: Pat
     outcome = transaction.rollback(layout=layout)
     assert outcome.restored_previous and outcome.removed_files == ()
     assert_old_install_back(layout)
+
+
+def test_an_interrupted_step_ends_with_the_children_it_started(tmp_path: Path) -> None:
+    """`python -m venv` runs ensurepip as a child: Ctrl+C must end that child too, or it
+    goes on writing into the environment the rollback deletes ("Directory not empty")."""
+    here = Path(transaction.__file__).parent
+    # What the bundle holds beside install.py (torch_choice.py comes from native/).
+    sys.path[:0] = [str(here), str(here.parents[1] / "native")]
+    try:
+        from installer.linux.install import run_step
+    finally:
+        del sys.path[:2]
+    marker = tmp_path / "child-pid"
+    script = (
+        f"import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        f"time.sleep(60)\n"
+    )
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 3.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_step([sys.executable, "-c", script])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        if state == "Z":
+            break  # killed, waiting for init to reap it
+        time.sleep(0.1)
+    else:
+        assert not Path(f"/proc/{child}").exists()

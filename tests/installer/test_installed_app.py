@@ -183,11 +183,49 @@ def _tree(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file() or p.is_symlink()}
 
 
-def _wait_for(predicate, *, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
+def _wait_for(predicate, *, timeout_s: float, what: str, explain=None) -> None:  # type: ignore[no-untyped-def]
+    started = time.monotonic()
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        waited = time.monotonic() - started
+        assert waited < timeout_s, f"timed out waiting for {what}" + (
+            f"\n{explain()}" if explain else ""
+        )
         time.sleep(0.5)
+    print(f"{what}: {time.monotonic() - started:.1f} s")
+
+
+def _wait_for_engine(  # type: ignore[no-untyped-def]
+    *, endpoint: Path, venv: Path, what: str, explain, not_pid: int | None = None
+) -> int:
+    """Until an engine serves (its endpoint file names a live process other than
+    `not_pid`): says every 30 s that it is still starting, and fails at once when no
+    engine runs from the installed environment any more (it died as it started),
+    with its output and log. The bound is only for a hung start."""
+    started = told = time.monotonic()
+    gone_since: float | None = None
+    while True:
+        now = time.monotonic()
+        pid = _engine_pid(endpoint)
+        if pid is not None and pid != not_pid and _alive(pid):
+            print(f"{what}: serving after {now - started:.1f} s (pid {pid})")
+            return pid
+        engines = [p for p in find_app_processes(venv=venv) if p.kind == "engine"]
+        gone_since = None if engines else (gone_since or now)
+        assert gone_since is None or now - gone_since < 15, (
+            f"{what}: no engine runs from {venv} (it stopped as it started)\n{explain()}"
+        )
+        assert now - started < 900, f"{what}: still not serving after 900 s\n{explain()}"
+        if now - told >= 30:
+            told = now
+            print(f"{what}: still starting after {now - started:.0f} s ({engines})")
+        time.sleep(0.5)
+
+
+def _tail(path: Path, *, chars: int = 3000) -> str:
+    try:
+        return f"--- {path.name}:\n" + path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return f"--- {path.name}: absent"
 
 
 def _engine_pid(endpoint: Path) -> int | None:
@@ -223,29 +261,35 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
     endpoint = home / ".config" / "RAGDoll" / "run" / "engine.json"
     run(install, env=env, timeout=1500)
 
-    engine = subprocess.Popen(
-        [ragdoll, "engine"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        _wait_for(lambda: _engine_pid(endpoint) == engine.pid, timeout_s=900, what="the engine")
+    output = tmp_path / "engine-output.txt"
+    engine_log = home / ".local" / "state" / "RAGDoll" / "log" / "engine.log"
 
-        # 8. Reinstall with the engine running: stopped first, started again after.
+    def explain() -> str:
+        return _tail(output) + "\n" + _tail(engine_log)
+
+    with output.open("wb") as sink:
+        engine = subprocess.Popen(
+            [ragdoll, "engine"], env=env, stdout=sink, stderr=sink, start_new_session=True
+        )
+    venv = app_dir / "venv"
+    try:
+        assert (
+            _wait_for_engine(endpoint=endpoint, venv=venv, what="first start", explain=explain)
+            == engine.pid
+        )
+
+        # 8. Reinstall with the engine running: stopped first, started again after,
+        # and the installer waits until it serves again.
         log = run(install, env=env, timeout=1500)
         assert f"Stopping RAGDoll: the engine (pid {engine.pid})" in log, log
-        assert "Started the engine again." in log
+        assert "Started the engine again; waiting for it to answer" in log
+        assert "The engine is running again (pid" in log, log
         assert engine.wait(timeout=5) is not None
-        _wait_for(
-            lambda: _engine_pid(endpoint) not in (None, engine.pid),
-            timeout_s=900,
-            what="the engine started again",
+        restarted = _wait_for_engine(
+            endpoint=endpoint, venv=venv, what="after the reinstall", explain=explain
         )
+        assert restarted != engine.pid
         run([ragdoll, "status"], env=env)
-        restarted = _engine_pid(endpoint)
-        assert restarted is not None
 
         # 9. Ctrl+C during an upgrade (the terminal sends SIGINT to the whole group).
         (app_dir / "venv" / "marker-previous").write_text("the working copy")
@@ -261,18 +305,22 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
             lambda: (app_dir / "venv.old").is_dir() and (app_dir / "venv" / "bin").is_dir(),
             timeout_s=300,
             what="the upgrade to start building",
+            explain=explain,
         )
         time.sleep(5)  # pip is at work
         os.killpg(upgrade.pid, signal.SIGINT)
-        _, err = upgrade.communicate(timeout=300)
+        out, err = upgrade.communicate(timeout=900)
         assert upgrade.returncode != 0
         assert "interrupted: the previous installation is back in place" in err, err
         assert "Traceback" not in err
+        assert "The engine is running again (pid" in out, out
         assert (app_dir / "venv" / "marker-previous").read_text() == "the working copy"
         assert not (app_dir / "venv.old").exists()
         assert not (app_dir / "install-journal.json").exists()
         run([ragdoll, "--help"], env=env)
-        _wait_for(lambda: _engine_pid(endpoint) is not None, timeout_s=900, what="engine back")
+        _wait_for_engine(
+            endpoint=endpoint, venv=venv, what="after the interruption", explain=explain
+        )
         run([ragdoll, "status"], env=env)
 
         # 10. A failed integration step: the icons cannot be written.
@@ -293,6 +341,7 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
         result = subprocess.run(install, env=env, capture_output=True, text=True, timeout=1500)
         assert result.returncode != 0
         assert "failed: the previous installation is back in place" in result.stderr
+        assert "The engine is running again (pid" in result.stdout, result.stdout
         assert "Traceback" not in result.stderr
         assert (app_dir / "venv" / "marker-previous").is_file()
         after = integration_files()

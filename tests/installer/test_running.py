@@ -65,7 +65,7 @@ def test_a_running_engine_is_found_stopped_and_started_again(tmp_path: Path) -> 
         )
         launcher.chmod(0o755)
         started = start_again(launcher=launcher, stopped=found, env={"PATH": os.environ["PATH"]})
-        assert started == ["the engine"]
+        assert [s.what for s in started] == ["the engine"]
         deadline = time.monotonic() + 20
         marker = tmp_path / "app" / "started"
         while not marker.exists() and time.monotonic() < deadline:
@@ -86,6 +86,62 @@ def test_a_window_comes_back_as_a_window_only_where_there_is_a_display(tmp_path:
     launcher = tmp_path / "ragdoll"
     launcher.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "argv"}\n')
     launcher.chmod(0o755)
-    assert start_again(launcher=launcher, stopped=[someone_else], env={}) == []
-    assert start_again(launcher=launcher, stopped=[window], env={}) == ["the engine"]
-    assert start_again(launcher=launcher, stopped=[window], env={"DISPLAY": ":0"}) == ["the window"]
+
+    def started(env: dict[str, str], *stopped: AppProcess) -> list[str]:
+        return [s.what for s in start_again(launcher=launcher, stopped=list(stopped), env=env)]
+
+    assert started({}, someone_else) == []
+    assert started({}, window) == ["the engine"]
+    assert started({"DISPLAY": ":0"}, window) == ["the window"]
+
+
+def test_the_installer_waits_for_the_engine_it_started_again_and_says_how_it_went(
+    tmp_path: Path,
+) -> None:
+    from installer.linux.running import Restarted, endpoint_file, wait_until_serving
+
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    assert endpoint_file(env=env) == tmp_path / "cfg" / "RAGDoll" / "run" / "engine.json"
+    said: list[str] = []
+
+    # An engine that serves after a moment: its endpoint file names it.
+    script = (
+        "import json, os, pathlib, sys, time\n"
+        "time.sleep(1.5)\n"
+        "p = pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True, exist_ok=True)\n"
+        "p.write_text(json.dumps({'url': 'http://127.0.0.1:1', 'pid': os.getpid()}))\n"
+        "time.sleep(60)\n"
+    )
+    engine = subprocess.Popen([sys.executable, "-c", script, str(endpoint_file(env=env))])
+    try:
+        restarted = Restarted(what="the engine", process=engine)
+        assert wait_until_serving(restarted=restarted, env=env, every_s=0.5, say=said.append)
+        assert said[-1].startswith(f"The engine is running again (pid {engine.pid}, ready after")
+        assert any("still starting" in line for line in said[:-1])
+    finally:
+        engine.kill()
+        engine.wait()
+
+    # An engine that dies at start: said at once, with where its log is.
+    endpoint_file(env=env).unlink()
+    dying = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    said.clear()
+    started = time.monotonic()
+    restarted = Restarted(what="the engine", process=dying)
+    assert not wait_until_serving(restarted=restarted, env=env, say=said.append)
+    assert time.monotonic() - started < 30
+    assert said == [
+        "The engine stopped as it started (exit code 3); its log: "
+        f"{tmp_path / '.local' / 'state' / 'RAGDoll' / 'log' / 'engine.log'}"
+    ]
+
+    # One that never answers: the wait ends, and says what to do.
+    silent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        said.clear()
+        restarted = Restarted(what="the engine", process=silent)
+        assert not wait_until_serving(restarted=restarted, env=env, timeout_s=1, say=said.append)
+        assert "still starting after" in said[-1] and "ragdoll status" in said[-1]
+    finally:
+        silent.kill()
+        silent.wait()

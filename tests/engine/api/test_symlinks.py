@@ -1,16 +1,18 @@
 """A symbolic link in a watched folder never lets an outside file in, through the
 real engine: not when the folder is ingested, not when the watcher sees a new link,
-not at the start-up rescan. A link to a file inside a watched folder still works."""
+not at the start-up rescan. A link to a file inside a watched folder still works.
+What an older version read through such a link leaves the index at the next start."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 import httpx
 
-from engine.ingest.discovery import OUTSIDE
+from engine.ingest.discovery import OUTSIDE, OUTSIDE_INDEXED
 from engine.paths import resolve_paths
 from tests.support.engine import RunningEngine, running_engine
 
@@ -86,3 +88,59 @@ def test_links_leading_out_of_the_watched_folders_are_skipped(tmp_path: Path) ->
         log = resolve_paths(env={"RAGDOLL_HOME": str(home)}).engine_log.read_text("utf-8")
         for link in ("link-out.md", "new-link.md", "offline-link.md"):
             assert f"{link} is a symbolic link that leads outside every watched folder" in log
+
+
+def test_what_an_older_version_read_through_a_link_out_leaves_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(SECRET + "\n", encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "greenhouse.md").write_text(INSIDE + "\n", encoding="utf-8")
+    home = tmp_path / "home"
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(home)})
+
+    # The index an older version left: it followed docs/link-out.md and stored what
+    # it read under the target's real path. Made here with the real engine by
+    # watching the outside folder for a while, then forgetting it behind its back.
+    with running_engine(home=home) as engine:
+        assert engine.ingest(docs, outside).state == "done"
+        hits = engine.client.search(query="vault combination", k=5).hits
+        old_chunks = [h.chunk_id for h in hits if "31-41-59" in h.text]
+        assert old_chunks
+    folders = json.loads(paths.folders_file.read_text(encoding="utf-8"))
+    folders["folders"] = [f for f in folders["folders"] if f["path"] == str(docs.resolve())]
+    paths.folders_file.write_text(json.dumps(folders), encoding="utf-8")
+    os.symlink(outside / "secret.md", docs / "link-out.md")
+
+    with running_engine(home=home) as engine:
+        # The start-up rescan lists the removed document with the reason, beside
+        # the link it skips (the embedder loads first: the job is seen queued).
+        deadline = time.monotonic() + 60
+        rescan = None
+        while rescan is None:
+            assert time.monotonic() < deadline, "no rescan job was seen"
+            jobs = engine.client.ingest_queue().jobs
+            rescan = next((j for j in jobs if j.origin == "rescan"), None)
+        for progress in engine.client.ingest_events(job_id=rescan.job_id):  # noqa: B007
+            pass
+        assert progress.state == "done"
+        reasons = {Path(e.path).name: e.reason for e in progress.errors}
+        assert reasons == {"link-out.md": OUTSIDE, "secret.md": OUTSIDE_INDEXED}
+        assert _leaked(engine, secret_dir=outside) == []
+        endpoint = engine.client.endpoint
+        with httpx.Client(
+            base_url=endpoint.base_url,
+            headers={"Authorization": f"Bearer {endpoint.token}"},
+            trust_env=False,
+        ) as http:
+            for chunk_id in old_chunks:
+                assert http.get(f"/v1/chunks/{chunk_id}/source").status_code == 404
+        names = {Path(d.path).name for d in engine.client.documents()}
+        assert names == {"greenhouse.md"}
+    log = paths.engine_log.read_text("utf-8")
+    secret = outside.resolve() / "secret.md"
+    assert f"removed from the index: {secret} lies outside every watched folder" in log
+    assert "link-out.md is a symbolic link that leads outside every watched folder" in log

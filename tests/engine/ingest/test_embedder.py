@@ -91,7 +91,6 @@ class _SlowEmbedder(Embedder):
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()
         self._beside_ok = True
-        self._onnx = None  # the torch path (`_encode` below stands in for it)
         self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
         # A character is a word piece: what the batches are sorted by.
         self._model = SimpleNamespace(

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.ingest.discovery import OUTSIDE, OUTSIDE_INDEXED
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.ingest.sandbox import SandboxLimits
@@ -200,3 +201,28 @@ def test_watcher_jobs_skip_paths_outside_watched_folders(
     result = wait(queue.submit_changes(paths=[str(p) for p in inside + outside]))
     assert result.files_total == 1
     assert [d.path for d in store.list_documents()] == [str(inside[0])]
+
+
+def test_the_rescan_removes_documents_an_older_version_read_through_a_link_out(
+    make_queue, store: LanceStore, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    watched = tmp_path / "watched"
+    [kept] = corpus(watched, count=1)
+    [secret] = corpus(tmp_path / "outside", count=1)
+    (watched / "link-out.md").symlink_to(secret)
+    queue = make_queue(accept=lambda p: p.resolve().is_relative_to(watched))
+    # What an older version left: the link followed, its target indexed by its real path.
+    wait(queue.submit(paths=[str(secret)]))
+    wait(queue.submit(paths=[str(kept)]))
+    assert {d.path for d in store.list_documents()} == {str(secret), str(kept)}
+
+    rescan = wait(queue.submit_changes(paths=[str(watched)], origin="rescan"))
+    assert rescan.state == "done"
+    reasons = {Path(e.path).name: e.reason for e in rescan.errors}
+    assert reasons == {"link-out.md": OUTSIDE, secret.name: OUTSIDE_INDEXED}
+    assert [d.path for d in store.list_documents()] == [str(kept)]
+    assert store.counts()[0] == 1
+
+    # A rescan of an index with nothing outside lists nothing more.
+    again = wait(queue.submit_changes(paths=[str(watched)], origin="rescan"))
+    assert [e.reason for e in again.errors] == [OUTSIDE]
