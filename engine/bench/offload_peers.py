@@ -47,7 +47,8 @@ import torch
 
 from engine.bench import offload_cgroup, offload_llama
 from engine.bench.offload_systems import MIB, Size, write_model
-from engine.bench.offload_weights import FORMATS, parse_formats
+from engine.bench.offload_weights import GGUF_FORMATS as FORMATS
+from engine.bench.offload_weights import parse_formats
 from engine.executor.weights import evict_page_cache
 
 PEERS = ("llama.cpp", "accelerate")
