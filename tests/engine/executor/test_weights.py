@@ -13,6 +13,7 @@ from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.weights import (
     EMBED,
     HEAD,
+    BufferPool,
     checkpoint_files,
     evict_page_cache,
     index_checkpoint,
@@ -125,11 +126,18 @@ def test_missing_weights_are_reported(tmp_path: Path) -> None:
         checkpoint_files(tmp_path)
 
 
-def test_streamed_gguf_layers_are_not_kept_after_use(llama_dir: Path, tmp_path: Path) -> None:
-    """Decoded GGUF layers are fresh memory: released, they must not pile up in the read
-    pool (which only safetensors reads take buffers from), or every streamed layer of every
-    step stays in RAM."""
+@pytest.mark.parametrize(
+    ("compressed", "dtype"), [(False, torch.float32), (True, torch.float32), (True, None)]
+)
+def test_streamed_gguf_layers_are_not_kept_after_use(
+    llama_dir: Path, tmp_path: Path, compressed: bool, dtype: torch.dtype | None
+) -> None:
+    """Streamed GGUF layers must not pile up: decoded at read (`compressed=False`) they
+    are fresh memory that must not enter the read pool (which only safetensors reads
+    take buffers from); held compressed, their decode buffers are reused, so the pool
+    holds about two decoded layers however many steps ran."""
     from gguf import GGMLQuantizationType
+    from safetensors.torch import load_file
 
     from engine.models.gguf_file import companion_folder
     from engine.models.gguf_writer import write_gguf
@@ -137,13 +145,43 @@ def test_streamed_gguf_layers_are_not_kept_after_use(llama_dir: Path, tmp_path: 
     gguf = write_gguf(model_dir=llama_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q8_0)
     folder = companion_folder(gguf_path=gguf, cache=tmp_path / "cache")
     placement = make_placement(model_dir=folder, layer_tiers=["disk"] * 4, depth_decode=1)
-    model = StreamingModel(model_dir=folder, placement=placement)
+    layer_bytes = sum(
+        t.numel() * 4
+        for f in llama_dir.glob("*.safetensors")
+        for name, t in load_file(str(f)).items()
+        if ".layers.0." in name
+    )
+    # dtype None: the model's own (bf16 where this CPU computes it fast), decoded
+    # without the pool's buffers.
+    model = StreamingModel(
+        model_dir=folder, placement=placement, compressed=compressed, dtype=dtype
+    )
     try:
-        generate_ids(
-            model=model, requests=[GenerationRequest(prompt_ids=(1, 2, 3), max_new_tokens=6)]
-        )
-        stats = model.store.stats()
-        assert stats.fetches >= 4 * 6
-        assert stats.pooled_bytes == 0
+        pooled = []
+        for tokens in (3, 9, 20):
+            generate_ids(
+                model=model,
+                requests=[GenerationRequest(prompt_ids=(1, 2, 3), max_new_tokens=tokens)],
+            )
+            pooled.append(model.store.stats().pooled_bytes)
+        assert model.store.stats().fetches >= 4 * 32
+        if compressed:
+            assert max(pooled) <= 3 * layer_bytes  # reused, not grown with the steps
+        else:
+            assert pooled == [0, 0, 0]
     finally:
         model.close()
+
+
+def test_the_pool_takes_back_only_the_buffers_it_made() -> None:
+    pool = BufferPool()
+    made = pool.take((4, 4), torch.float32)
+    foreign = torch.empty((4, 4), dtype=torch.float32)
+    pool.give([made, foreign, made.to(torch.bfloat16)])
+    assert pool.held_bytes() == made.numel() * 4
+    assert pool.take((4, 4), torch.float32) is made
+    # A buffer only the pool holds is dropped by clear() under the pool's lock: its
+    # bookkeeping callback runs right there and must not wait for that lock.
+    pool.give([pool.take((2,), torch.float32)])
+    pool.clear()
+    assert pool.held_bytes() == 0
