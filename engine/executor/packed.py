@@ -219,8 +219,8 @@ def matrix_decoding(
                 sub, raw=packed[weight], source=by_param[weight], dtype=dtype, buffer=buffer
             )
             patched.append(sub)
-    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in packed.items()}
-    small = {p: t for p, t in small.items() if p not in lazy}
+    rest = {p: raw for p, raw in packed.items() if p not in lazy}
+    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
     try:
         yield small
     finally:
