@@ -25,6 +25,7 @@ from engine.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
+from engine.executor.packed import DecodeMode, matrix_decoding
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
@@ -73,12 +74,15 @@ class StreamingModel:
         kv_host_layers: int | None = None,
         kv_mode: KvMode | None = None,
         compressed: bool = True,
+        decode: DecodeMode = "layer",
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
         choice of where host-resident KV is attended to. `compressed`: layers stored in
         fewer bytes than the compute dtype stay so in every tier and are decoded per use
-        (False decodes them once at load: the reference the tests compare with)."""
+        (False decodes them once at load: the reference the tests compare with). `decode`:
+        "layer" decodes a packed layer whole one layer ahead, "matrix" one weight matrix at
+        a time just before its matmul (same values; for tight memory)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -127,6 +131,7 @@ class StreamingModel:
             tied_head=bool(getattr(config, "tie_word_embeddings", False)),
             evict_after_read=evict_after_read,
             compressed=compressed,
+            decode=decode,
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)
@@ -317,7 +322,17 @@ class StreamingModel:
         assert self.prefetcher is not None
         tensors = self.prefetcher.get(unit)
         try:
-            out = functional_call(module, tensors, args, kwargs)
+            if self.store.decode == "matrix" and self.store.is_packed(unit):
+                with matrix_decoding(
+                    module,
+                    packed=tensors,
+                    sources=self.store.sources_of(unit),
+                    dtype=self.dtype,
+                    buffer=self.store.matrix_buffer,
+                ) as small:
+                    out = functional_call(module, small, args, kwargs)
+            else:
+                out = functional_call(module, tensors, args, kwargs)
         finally:
             del tensors  # our reference goes before the slot is handed back
             self.prefetcher.release(unit)

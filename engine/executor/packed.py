@@ -19,18 +19,28 @@ are those of a model decoded once at load (tested).
 
 from __future__ import annotations
 
+import contextlib
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
 from engine.models.gguf_file import permute_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from engine.models.gguf_file import GGUFTensor
+
+
+# "layer": the copy thread decodes a whole layer one layer ahead (fast, two layers of
+# float32 held); "matrix": each weight matrix is decoded just before its matmul (one
+# matrix held: for a model that must run in little memory).
+DecodeMode = Literal["layer", "matrix"]
 
 
 class TensorSource(Protocol):
@@ -154,3 +164,81 @@ def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Te
                     got += n
                 out[s.param] = raw
     return out
+
+
+class MatrixBuffer:
+    """One reused CPU buffer per dtype, grown to the largest matrix asked for: the
+    `decode="matrix"` mode decodes each weight matrix into it just before its matmul, so
+    the decoded bytes held at any time are one matrix (and its uint8 scratch), not a
+    layer. Not thread-safe: only the compute thread decodes in this mode."""
+
+    def __init__(self) -> None:
+        self._flat: dict[torch.dtype, torch.Tensor] = {}
+
+    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        need = math.prod(shape)
+        flat = self._flat.get(dtype)
+        if flat is None or flat.numel() < need:
+            self._flat.pop(dtype, None)  # the old one goes before the larger one comes
+            flat = torch.empty(need, dtype=dtype)
+            self._flat[dtype] = flat
+        return flat[:need].view(shape)
+
+    def give(self, tensors: Iterable[torch.Tensor]) -> None:
+        """Nothing to do: the next `take` reuses the one buffer."""
+
+    def held_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._flat.values())
+
+    def clear(self) -> None:
+        self._flat.clear()
+
+
+@contextlib.contextmanager
+def matrix_decoding(
+    module: nn.Module,
+    *,
+    packed: dict[str, torch.Tensor],
+    sources: list[TensorSource],
+    dtype: torch.dtype,
+    buffer: MatrixBuffer,
+) -> Iterator[dict[str, torch.Tensor]]:
+    """Run `module` (a packed layer) with each nn.Linear weight decoded from its stored
+    bytes into `buffer` at the Linear's call, one matrix at a time. Yields the other
+    parameters (norms, biases: small) decoded, for `functional_call`. The decoded values
+    are `decode`'s, and the matmul is nn.Linear's own F.linear, so the results are those of
+    whole-layer decoding bit for bit."""
+    by_param = {s.param: s for s in sources}
+    patched: list[nn.Module] = []
+    lazy: set[str] = set()
+    for name, sub in module.named_modules():
+        weight = f"{name}.weight" if name else "weight"
+        if type(sub) is nn.Linear and weight in packed:
+            lazy.add(weight)
+            sub.forward = _lazy_linear(  # type: ignore[method-assign]
+                sub, raw=packed[weight], source=by_param[weight], dtype=dtype, buffer=buffer
+            )
+            patched.append(sub)
+    rest = {p: raw for p, raw in packed.items() if p not in lazy}
+    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
+    try:
+        yield small
+    finally:
+        for sub in patched:
+            del sub.forward  # back to the class's forward
+
+
+def _lazy_linear(
+    linear: nn.Linear,
+    *,
+    raw: torch.Tensor,
+    source: TensorSource,
+    dtype: torch.dtype,
+    buffer: MatrixBuffer,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        weight = decode(raw, source=source, dtype=dtype, pool=buffer)
+        # linear.bias is the decoded bias functional_call has put in place for this call.
+        return F.linear(x, weight, linear.bias)
+
+    return forward

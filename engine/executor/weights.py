@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from engine.executor.packed import decode_unit, packable, read_stored
+from engine.executor.packed import DecodeMode, MatrixBuffer, decode_unit, packable, read_stored
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
@@ -190,7 +190,10 @@ class WeightStore:
     With `compressed`, a decoder layer stored in fewer bytes than its compute dtype
     takes (GGML blocks, bf16 computed in float32) is held as stored in every tier and
     decoded for each use by the copy thread (engine/executor/packed.py): such a layer is
-    "streamed" even when its home is the compute tier.
+    "streamed" even when its home is the compute tier. `decode="matrix"` (memory tight):
+    the copy thread hands over the stored bytes and the compute thread decodes each weight
+    matrix just before its matmul (`packed.matrix_decoding`), so one matrix, not two
+    layers, is held decoded.
     """
 
     def __init__(
@@ -204,8 +207,12 @@ class WeightStore:
         tied_head: bool = False,
         evict_after_read: bool = False,
         compressed: bool = False,
+        decode: DecodeMode = "layer",
     ) -> None:
         self._sources = index_checkpoint(model_dir)
+        self.decode: DecodeMode = decode
+        # decode="matrix": the compute thread decodes one matrix at a time into this.
+        self.matrix_buffer = MatrixBuffer()
         self._packed: set[str] = (
             {
                 u
@@ -353,6 +360,11 @@ class WeightStore:
             )
             packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
             moved = sum(t.numel() for t in packed.values())
+        if self.decode == "matrix":
+            with self._lock:
+                self._fetches += 1
+                self._bytes += moved
+            return packed
         on_cpu = self._device.type == "cpu"
         tensors = decode_unit(
             packed,
@@ -407,6 +419,10 @@ class WeightStore:
         self._host.clear()
         self._pending.clear()
         self._pool.clear()
+        self.matrix_buffer.clear()
+
+    def sources_of(self, unit: str) -> list[TensorSource]:
+        return self._sources_of(unit)
 
     def _sources_of(self, unit: str) -> list[TensorSource]:
         if unit == HEAD and self._tied_head:

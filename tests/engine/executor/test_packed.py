@@ -5,11 +5,13 @@ decoded once at load, while holding the stored bytes only."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from gguf import GGMLQuantizationType
 
+import engine.executor.packed as packed_module
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.packed import decode, packable
@@ -87,6 +89,42 @@ def test_compressed_layers_give_the_tokens_of_weights_decoded_at_load(
     finally:
         reference.close()
         packed.close()
+
+
+@pytest.mark.parametrize("tiers", list(TIERS))
+def test_matrix_decoding_gives_the_tokens_of_layer_decoding_holding_one_matrix(
+    gguf_dir: Path, tiers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unpooled: list[int] = []  # sizes decoded outside the matrix buffer
+
+    def counted(raw: torch.Tensor, **kw: Any) -> torch.Tensor:
+        if kw.get("pool") is None:
+            unpooled.append(torch.Size(kw["source"].shape).numel())
+        return decode(raw, **kw)
+
+    placement = make_placement(model_dir=gguf_dir, layer_tiers=TIERS[tiers])
+    f32 = torch.float32
+    layer = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32)
+    matrix = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32, decode="matrix")
+    try:
+        expected = _greedy(layer)
+        monkeypatch.setattr(packed_module, "decode", counted)
+        assert _greedy(matrix) == expected
+        # Only norms and biases are decoded up front, never a layer's matrices.
+        assert unpooled and all(n <= 512 for n in unpooled)
+        sources = index_checkpoint(gguf_dir)[layer_unit(0)]
+        largest = max(s.shape[0] * s.shape[1] for s in sources if len(s.shape) == 2)
+        one_layer = sum(4 * torch.Size(s.shape).numel() for s in sources)
+        # One float32 matrix and its uint8 decoding scratch, the largest (the MLP's):
+        # not a layer, let alone two.
+        assert matrix.store.matrix_buffer.held_bytes() == largest * (4 + 1)
+        assert matrix.store.matrix_buffer.held_bytes() < one_layer / 2
+        assert matrix.store.stats().pooled_bytes == 0  # no whole-layer buffers either
+        # The layers' own forward is back after each call: no Linear keeps a patch.
+        assert all("forward" not in vars(m) for m in matrix._layers[0].modules())
+    finally:
+        layer.close()
+        matrix.close()
 
 
 def test_bf16_checkpoint_held_in_bf16_when_computed_in_float32(tmp_path: Path) -> None:
