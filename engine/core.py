@@ -90,6 +90,9 @@ class Engine:
         self._serving_profile: object = None  # profiler status the fit was read at
         # A killed engine may have left a new document's rows without its journal row.
         remove_orphans(store=self.store)
+        # The queue's worker starts at once and may resume a job that needs the
+        # embedder before the switch below exists.
+        self._switch_made = threading.Event()
         self.ingest = IngestQueue(
             store=self.store,
             embedder=self.embedder,
@@ -112,6 +115,7 @@ class Engine:
             # A switch chosen before the last exit: it goes on (before the rescan,
             # so that changed files are embedded once, by the new embedder).
             self.embedders.start(target=self.settings.embedder)
+        self._switch_made.set()
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
         self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
         self.watching = threading.Event()  # set when every folder is watched
@@ -153,6 +157,7 @@ class Engine:
         )
 
     def _load_in_force(self) -> Embedder:
+        self._switch_made.wait()
         embedder = self.embedders.load_in_force(chosen=self.settings.embedder)
         if embedder is not None:
             return embedder
