@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.executor.buffer_pool import BufferPool
 from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
-from engine.models.gguf_file import permute_rows
+from engine.models.gguf_file import permute_rows, read_exactly
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -63,13 +65,6 @@ class TensorSource(Protocol):
     def shape(self) -> tuple[int, ...]: ...
     @property
     def gguf(self) -> GGUFTensor | None: ...
-
-
-class BufferPool(Protocol):
-    """engine/executor/weights.py's BufferPool, as used here."""
-
-    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor: ...
-    def give(self, tensors: Iterable[torch.Tensor]) -> None: ...
 
 
 # safetensors dtype codes of the floating types a packed tensor may be stored in.
@@ -144,25 +139,25 @@ def decode_unit(
     return {p: decode(raw, source=by_param[p], dtype=dtype, pool=pool) for p, raw in packed.items()}
 
 
-def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
-    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
-    out: dict[str, torch.Tensor] = {}
+def in_file_order(sources: list[TensorSource]) -> Iterator[tuple[Any, TensorSource]]:
+    """(open file, source) for each tensor, file by file, in byte order: each file
+    opened once and read forwards."""
     by_file: dict[Path, list[TensorSource]] = {}
     for s in sources:
         by_file.setdefault(s.file, []).append(s)
     for file, items in by_file.items():
         with file.open("rb", buffering=0) as f:
             for s in sorted(items, key=lambda s: s.start):
-                raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
-                view = memoryview(raw.numpy())
-                f.seek(s.start)
-                got = 0
-                while got < len(view):
-                    n = f.readinto(view[got:])
-                    if not n:
-                        raise OSError(f"{file} ends inside tensor {s.name}")
-                    got += n
-                out[s.param] = raw
+                yield f, s
+
+
+def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
+    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
+    out: dict[str, torch.Tensor] = {}
+    for f, s in in_file_order(sources):
+        raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
+        read_exactly(f, memoryview(raw.numpy()), start=s.start, what=s.name)
+        out[s.param] = raw
     return out
 
 

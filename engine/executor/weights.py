@@ -16,16 +16,22 @@ import json
 import os
 import struct
 import threading
-import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
-from engine.executor.packed import DecodeMode, MatrixBuffer, decode_unit, packable, read_stored
-from engine.models.gguf_file import GGUFTensor, gguf_source, read_gguf, read_tensor
+from engine.executor.buffer_pool import BufferPool
+from engine.executor.packed import (
+    DecodeMode,
+    MatrixBuffer,
+    decode_unit,
+    in_file_order,
+    packable,
+    read_stored,
+)
+from engine.models.gguf_file import GGUFTensor, gguf_source, read_exactly, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
 EMBED = "embed"
@@ -506,54 +512,6 @@ _DTYPES: dict[str, torch.dtype] = {
 }
 
 
-class BufferPool:
-    """Free CPU tensors by (shape, dtype), handed out again instead of allocating.
-
-    Only tensors the pool made come back into it: a layer's tensors are given back
-    whole at release, and some of them are fresh (a decoded GGUF tensor whose heads
-    are permuted, a bf16 read converted to float32) under a key no later `take`
-    asks for, so pooling them kept every streamed layer in RAM."""
-
-    def __init__(self) -> None:
-        self._free: dict[tuple[tuple[int, ...], torch.dtype], list[torch.Tensor]] = {}
-        self._made: dict[int, weakref.ref[torch.Tensor]] = {}
-        # Re-entrant: a tensor dropped while the lock is held (clear(), a list's
-        # pop) runs its weakref callback, `_forget`, in the same thread.
-        self._lock = threading.RLock()
-
-    def take(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        with self._lock:
-            free = self._free.get((tuple(shape), dtype))
-            if free:
-                return free.pop()
-        t = torch.empty(shape, dtype=dtype)
-        key = id(t)
-        with self._lock:
-            self._made[key] = weakref.ref(t, lambda _ref, key=key: self._forget(key))
-        return t
-
-    def give(self, tensors: Iterable[torch.Tensor]) -> None:
-        with self._lock:
-            for t in tensors:
-                ref = self._made.get(id(t))
-                if ref is not None and ref() is t:
-                    self._free.setdefault((tuple(t.shape), t.dtype), []).append(t)
-
-    def _forget(self, key: int) -> None:
-        with self._lock:
-            ref = self._made.get(key)
-            if ref is not None and ref() is None:
-                del self._made[key]
-
-    def held_bytes(self) -> int:
-        with self._lock:
-            return sum(t.numel() * t.element_size() for ts in self._free.values() for t in ts)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._free.clear()
-
-
 def _read_direct(
     sources: list[TensorSource], *, dtype: torch.dtype, pin: bool, pool: BufferPool
 ) -> dict[str, torch.Tensor]:
@@ -562,37 +520,27 @@ def _read_direct(
     4 KiB steps as with a memory map, one copy fewer. Little-endian files on a
     little-endian host, as safetensors specifies."""
     out: dict[str, torch.Tensor] = {}
-    by_file: dict[Path, list[TensorSource]] = {}
-    for s in sources:
-        by_file.setdefault(s.file, []).append(s)
-    for file, items in by_file.items():
-        with file.open("rb", buffering=0) as f:
-            for s in sorted(items, key=lambda s: s.start):
-                stored = _DTYPES[s.dtype]
-                same = stored == dtype
-                # Pinned buffers come from torch's caching host allocator instead.
-                t = (
-                    torch.empty(s.shape, dtype=stored, pin_memory=same)
-                    if pin
-                    else pool.take(s.shape, stored)
-                )
-                view = memoryview(t.view(-1).view(torch.uint8).numpy()) if t.numel() else None
-                if view is not None:
-                    f.seek(s.start)
-                    got = 0
-                    while got < len(view):
-                        n = f.readinto(view[got:])
-                        if not n:
-                            raise OSError(f"{file} ends inside tensor {s.name}")
-                        got += n
-                if not same:
-                    staged = t
-                    t = staged.to(dtype)
-                    if pin:
-                        t = t.pin_memory()
-                    else:
-                        pool.give([staged])
-                out[s.param] = t
+    for f, s in in_file_order(sources):
+        stored = _DTYPES[s.dtype]
+        same = stored == dtype
+        # Pinned buffers come from torch's caching host allocator instead.
+        t = (
+            torch.empty(s.shape, dtype=stored, pin_memory=same)
+            if pin
+            else pool.take(s.shape, stored)
+        )
+        if t.numel():
+            read_exactly(
+                f, memoryview(t.view(-1).view(torch.uint8).numpy()), start=s.start, what=s.name
+            )
+        if not same:
+            staged = t
+            t = staged.to(dtype)
+            if pin:
+                t = t.pin_memory()
+            else:
+                pool.give([staged])
+        out[s.param] = t
     return out
 
 

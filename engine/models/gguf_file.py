@@ -204,17 +204,22 @@ def read_gguf(path: Path) -> GGUFModel:
     )
 
 
-def read_tensor(file: Any, tensor: GGUFTensor, *, dtype: torch.dtype) -> torch.Tensor:
-    """One tensor's values in `dtype`, read from an open binary file by byte range."""
-    raw = torch.empty(tensor.end - tensor.start, dtype=torch.uint8)
-    view = memoryview(raw.numpy())
-    file.seek(tensor.start)
+def read_exactly(file: Any, view: memoryview, *, start: int, what: str) -> None:
+    """Fill `view` from byte `start` of an open binary file (readinto may return
+    less than asked); a file that ends first is an error naming `what`."""
+    file.seek(start)
     got = 0
     while got < len(view):
         n = file.readinto(view[got:])
         if not n:
-            raise OSError(f"{file.name} ends inside tensor {tensor.gguf_name}")
+            raise OSError(f"{file.name} ends inside tensor {what}")
         got += n
+
+
+def read_tensor(file: Any, tensor: GGUFTensor, *, dtype: torch.dtype) -> torch.Tensor:
+    """One tensor's values in `dtype`, read from an open binary file by byte range."""
+    raw = torch.empty(tensor.end - tensor.start, dtype=torch.uint8)
+    read_exactly(file, memoryview(raw.numpy()), start=tensor.start, what=tensor.gguf_name)
     values = dequantize(raw, qtype=tensor.qtype, shape=tensor.shape)
     if tensor.permute_heads:
         values = permute_rows(values, heads=tensor.permute_heads, inverse=True)
