@@ -19,6 +19,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from app.door import Door
 from app.qt_compat import emit
 from app.viewer.passage_match import locate
+from engine.ingest.formats.pdfium_lock import PDFIUM_LOCK, render_to_pil
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,11 @@ class RenderedPage:
 
 def render_page(request: PageRequest) -> RenderedPage:
     """Render one page and locate the passage (blocking: call from the worker)."""
+    with PDFIUM_LOCK:
+        return _render_page(request)
+
+
+def _render_page(request: PageRequest) -> RenderedPage:
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
@@ -84,6 +90,7 @@ def render_page(request: PageRequest) -> RenderedPage:
                     x1, y1 = conv.to_bitmap(right, bottom)
                     highlights.append(QRectF(x0, y0, x1 - x0, y1 - y0).normalized())
             textpage.close()
+            bitmap.close()  # here, under the lock, not by a finalizer on another thread
             if span is None and request.passage and not "".join(chars).strip():
                 # A scanned page: the engine read it by OCR, so the passage is
                 # found again in OCR's lines and their boxes are highlighted.
@@ -121,7 +128,7 @@ def _ocr_highlights(
     if not ocr_available():
         return [], ""
     # Read at the engine's resolution, so the text is the one the passage came from.
-    ocr = read_image(image=page.render(scale=OCR_DPI / 72).to_pil())  # type: ignore[attr-defined]
+    ocr = read_image(image=render_to_pil(page=page, scale=OCR_DPI / 72))
     chars: list[str] = []
     owner: list[int] = []
     for number, line in enumerate(ocr.lines):

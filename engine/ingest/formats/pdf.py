@@ -23,6 +23,7 @@ import pypdfium2.raw as pdfium_raw
 
 from engine.errors import ParseError
 from engine.ingest.formats.base import NO_TEXT_REASON, Heading, PageText, ParsedDocument
+from engine.ingest.formats.pdfium_lock import PDFIUM_LOCK, render_to_pil
 from engine.ingest.text_cleanup import clean_pdf_pages
 
 log = logging.getLogger(__name__)
@@ -57,20 +58,25 @@ class _Bookmark:
 
 
 def parse_pdf(*, path: Path, data: bytes, progress: Progress | None = None) -> ParsedDocument:
-    document = _open(data=data)
-    try:
-        count = len(document)
-        if count == 0:
-            raise ParseError("PDF has no pages (the file may be truncated)")
-        raw_pages, unread = _text_layers(document=document)
-        notes: list[str] = []
-        if unread:
-            raw_pages = _ocr_pages(
-                document=document, pages=raw_pages, indexes=unread, notes=notes, progress=progress
-            )
-        bookmarks = _bookmarks(document=document)
-    finally:
-        document.close()
+    with PDFIUM_LOCK:
+        document = _open(data=data)
+        try:
+            count = len(document)
+            if count == 0:
+                raise ParseError("PDF has no pages (the file may be truncated)")
+            raw_pages, unread = _text_layers(document=document)
+            notes: list[str] = []
+            if unread:
+                raw_pages = _ocr_pages(
+                    document=document,
+                    pages=raw_pages,
+                    indexes=unread,
+                    notes=notes,
+                    progress=progress,
+                )
+            bookmarks = _bookmarks(document=document)
+        finally:
+            document.close()
     cleaned = clean_pdf_pages(pages=raw_pages)
     if not any(text.strip() for text in cleaned):
         raise ParseError(notes[0] if notes else NO_TEXT_REASON)
@@ -203,7 +209,7 @@ def _ocr_pages(
     for done, index in enumerate(indexes, start=1):
         page = document[index]
         try:
-            image = page.render(scale=OCR_DPI / 72).to_pil()
+            image = render_to_pil(page=page, scale=OCR_DPI / 72)
         finally:
             page.close()
         read = read_image(image=image).text
