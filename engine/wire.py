@@ -168,7 +168,7 @@ class IngestProgress:
     message: str | None = None  # why a job failed, when it did
     paused: bool = False  # the queue is paused: the job waits between files
     chunks_embedded: int = 0  # vectors computed (the rest were reused)
-    files_per_s: float = 0.0  # since the job started, paused time excluded
+    files_per_s: float = 0.0  # files read (unchanged ones not counted) per working second
     chunks_per_s: float = 0.0
     eta_s: float | None = None  # None until there is a rate to go by
     origin: str = "request"  # "request" | "watcher" (a folder changed) | "rescan" (at start)

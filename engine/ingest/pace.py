@@ -3,8 +3,11 @@ files: a file's share of the work is its size (a 196-page PDF is not one
 twentieth of a folder of twenty files), credited as its chunks are embedded.
 
 The rate is an exponentially weighted average over about `horizon_s` of
-working time, so that a run of unchanged files or one slow page moves the
-estimate by little: the ETA it gives drifts, it does not jump.
+working time, so that a burst of work or one slow page moves the estimate by
+little: the ETA it gives drifts, it does not jump. Files found unchanged are
+`skip`ped, not done: a resumed job skips what it indexed before in no time,
+and counting those bytes as work made its first rate (and ETA) many times too
+fast.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class Pace:
         weight = 1.0 - math.exp(-dt / self.horizon_s)
         instant_part = gained / self.horizon_s if dt < 1e-9 else gained / dt * weight
         self.rate = self.rate * (1.0 - weight) + instant_part
+
+    def skip(self, *, size: int) -> None:
+        """A file of `size` bytes needs no work after all (unchanged since the
+        last ingest): it leaves the work instead of adding to the rate."""
+        self.total_bytes = max(0, self.total_bytes - max(0, size))
 
     @property
     def eta_s(self) -> float | None:

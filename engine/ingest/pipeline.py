@@ -105,8 +105,10 @@ class JobRun:
         self._group_since = 0.0
         self._unembedded: deque[tuple[Prepared, int]] = deque()
         self._sizes: dict[Path, int] = {}
-        self._credited = 0.0  # bytes of files counted done
+        self._credited = 0.0  # bytes of files counted done (for the bar)
+        self._skipped_bytes = 0.0  # of which unchanged: no work, so not in the pace
         self._partial = 0.0  # bytes of the group's files, credited as they are embedded
+        self._sizes_total = 0
         self._pace = Pace(total_bytes=0)
         self._groups = 0
         self._published = 0.0
@@ -126,11 +128,12 @@ class JobRun:
         if self.ctx.accept is not None:
             files = [f for f in files if self.ctx.accept(f)]
         self._sizes = {f: _size(f) for f in files}
-        self._pace = Pace(total_bytes=sum(self._sizes.values()))
+        self._sizes_total = sum(self._sizes.values())
+        self._pace = Pace(total_bytes=self._sizes_total)
         self.errors = list(found.errors)
         self.job.update(  # type: ignore[attr-defined]
             files_total=len(files),
-            bytes_total=self._pace.total_bytes,
+            bytes_total=self._sizes_total,
             errors=list(self.errors),
             message=None,
         )
@@ -350,6 +353,8 @@ class JobRun:
             self.changed_store = True
         elif outcome.status == "unchanged":
             self.skipped += 1
+            self._skipped_bytes += self._sizes.get(path, 0)
+            self._pace.skip(size=self._sizes.get(path, 0))
         else:
             self.errors.append(FileError(path=str(path), reason=outcome.reason or "unknown error"))
             changes["errors"] = list(self.errors)
@@ -364,13 +369,15 @@ class JobRun:
         self.active_s += dt
         self._since = now
         done_bytes = self._credited + self._partial
-        self._pace.advance(done_bytes=done_bytes, dt=dt)
+        self._pace.advance(done_bytes=done_bytes - self._skipped_bytes, dt=dt)
         # A rescan skips thousands of files a second: readers need a few
         # updates a second, not one per file (the job's end forces the last).
         if not (force or changes) and now - self._published < PUBLISH_EVERY_S:
             return
         self._published = now
-        rate = self.done / self.active_s if self.active_s > 0 else 0.0
+        # Files read this run: unchanged ones took no work and would make a
+        # resumed job look many times faster than it reads.
+        rate = (self.done - self.skipped) / self.active_s if self.active_s > 0 else 0.0
         eta = self._pace.eta_s
         self.job.update(  # type: ignore[attr-defined]
             files_done=self.done,
@@ -380,7 +387,7 @@ class JobRun:
             chunks_embedded=self.embedded,
             chunks_found=self.found,
             pages_read=self.pages,
-            bytes_done=int(min(done_bytes, self._pace.total_bytes)),
+            bytes_done=int(min(done_bytes, self._sizes_total)),
             files_per_s=round(rate, 3),
             chunks_per_s=round(max(self.chunks, self.embedded) / self.active_s, 3)
             if self.active_s > 0
