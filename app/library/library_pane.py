@@ -452,6 +452,12 @@ class LibraryPane(QWidget):
         elif p.message and p.state == "running" and p.current:
             self.current_label.setText(p.message)  # e.g. "scan.pdf: OCR page 12 of 500"
             self.current_label.setToolTip(p.current)
+        elif p.paused and p.state == "running":
+            # The engine finishes the file at hand, then names none while it waits.
+            self.current_label.setText(
+                f"Finishing {file_name(path=p.current)}, then pausing" if p.current else "Paused"
+            )
+            self.current_label.setToolTip(p.current or "")
         elif p.current:
             self.current_label.setText(f"Working on {file_name(path=p.current)}")
             self.current_label.setToolTip(p.current)

@@ -185,11 +185,20 @@ class JobRun:
                 dimension=self.ctx.embedder.info.dimension,
                 params=self.ctx.params,
             )
-            # The child parses the next file while this one is embedded.
-            inflight = self._next_parse(todo=todo, journal=journal)
+            # The child parses the next file while this one is embedded; when
+            # paused, this one is settled first, so that the pause (which
+            # commits the group) finishes the file at hand instead of holding it
+            # parsed but not embedded while the window says it is worked on.
+            pausing = self.ctx.paused()
+            if not pausing:
+                inflight = self._next_parse(todo=todo, journal=journal)
             self._settle(plan=plan, ready=ready, todo=todo, journal=journal)
             if not self._embed(final=False):
+                if pausing:
+                    inflight = None
                 break
+            if pausing:
+                inflight = self._next_parse(todo=todo, journal=journal)
             due = self._group_due() or (inflight is None and bool(self._group))
             if due and not self._commit(journal=journal):
                 break
@@ -233,7 +242,7 @@ class JobRun:
         if not self.ctx.paused():
             return False
         self._commit(journal=journal)
-        self._tick(force=True)
+        self._tick(force=True, current=None)  # nothing is worked on while paused
         paused_at = time.monotonic()
         stop = self.ctx.checkpoint()
         self._since += time.monotonic() - paused_at  # paused time is not working time

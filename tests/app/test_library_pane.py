@@ -196,6 +196,23 @@ def test_paused_queue_reported_by_the_engine_switches_the_buttons(qtbot: QtBot) 
         pane.resume_button.click()
 
 
+def test_a_paused_job_names_no_file_as_worked_on(qtbot: QtBot) -> None:
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.set_ready(True)
+    pane.start_job()
+    running = IngestProgress(
+        job_id="a", state="running", files_total=9, current="/docs/guide.pdf", paused=True
+    )
+    pane.show_progress(running)  # the pause asked for: the file at hand is finished
+    assert pane.current_label.text() == "Finishing guide.pdf, then pausing"
+    pane.show_progress(dataclasses.replace(running, current=None))  # the engine waits
+    assert pane.current_label.text() == "Paused"
+    assert "Paused" in pane.pace_label.text()
+    pane.show_progress(dataclasses.replace(running, current="/docs/next.pdf", paused=False))
+    assert pane.current_label.text() == "Working on next.pdf"
+
+
 def test_a_late_event_of_an_ended_job_is_not_taken_for_the_next_one(qtbot: QtBot) -> None:
     # Cancel a job, add the folder again: the cancelled job's last event may
     # arrive after the new request. The pane must follow the new job to its end.

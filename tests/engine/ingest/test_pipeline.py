@@ -356,3 +356,34 @@ def test_a_resumed_jobs_eta_comes_from_the_files_it_reads(  # type: ignore[no-un
     # rest only grows, so the lower bound is the one that tells.
     assert first.eta_s > 0.5 * took, f"ETA {first.eta_s:.1f} s, took {took:.1f} s"
     assert first.files_per_s < 2, f"{first.files_per_s} files/s counts the skipped files"
+
+
+def test_a_pause_finishes_the_file_at_hand_and_names_none_while_it_waits(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path
+) -> None:
+    """The parsed file at hand waited, not embedded, while the window said it was
+    worked on: a pause now commits it and clears `current`."""
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    for i in range(4):
+        text = long_text(12).replace("Paragraph", f"In manual {i}, paragraph")
+        (folder / f"manual {i}.md").write_text(text)
+    slow = _PerChunk(real=real)
+    slow.per_chunk_s = 0.05
+    queue = IngestQueue(store=store, embedder=lambda: slow)
+    try:
+        job = queue.submit(paths=[str(folder)])
+        wait_for(job, lambda p: p.current is not None and p.files_done == 0)
+        queue.pause()
+        held = wait_for(job, lambda p: p.paused and p.current is None, timeout_s=30)
+        time.sleep(1.0)  # it stays held
+        still = job.snapshot()
+        assert still.current is None and still.files_done == held.files_done
+        assert 1 <= held.files_done < 4
+        assert held.chunks_embedded == held.chunks_found == held.chunks_added
+        assert len(store.list_documents()) == held.files_done
+        queue.resume()
+        done = wait(job)
+    finally:
+        queue.stop()
+    assert (done.state, done.files_indexed) == ("done", 4)
