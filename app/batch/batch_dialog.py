@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.batch.export import Format, write_results
-from app.batch.questions import QuestionsError, parse_questions, read_questions
+from app.batch.questions import QuestionsError, has_questions, parse_questions, read_questions
 from app.batch.results_model import RESULT_ROLE, BatchResultsModel
 from app.batch.runner import BatchResult, BatchRun, summary
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
@@ -114,6 +114,7 @@ class BatchDialog(QDialog):
             "What does the warranty cover?\nHow do I descale the machine?"
         )
         self.questions.setMaximumHeight(110)
+        self.questions.textChanged.connect(self._update_run)
         hint.setBuddy(self.questions)
 
         self.load_button = self._button("&Load from file…", "Load questions from a text file")
@@ -222,13 +223,18 @@ class BatchDialog(QDialog):
         return self._run is not None
 
     def _set_running(self, running: bool) -> None:
-        self.run_button.setEnabled(not running)
+        self._update_run()
         self.load_button.setEnabled(not running)
         self.questions.setReadOnly(running)
         self.cancel_button.setEnabled(running)
         has_rows = self.model.rowCount() > 0
         self.export_csv_button.setEnabled(has_rows and not running)
         self.export_md_button.setEnabled(has_rows and not running)
+
+    def _update_run(self) -> None:
+        """Run only with questions to run: an empty list made it look ready."""
+        has = has_questions(text=self.questions.toPlainText())
+        self.run_button.setEnabled(has and not self.running)
 
     # -- actions ---------------------------------------------------------------------
 

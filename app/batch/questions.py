@@ -55,6 +55,15 @@ def parse_questions(*, text: str, source: str = "the list") -> tuple[ListedQuest
     return tuple(questions)
 
 
+def has_questions(*, text: str) -> bool:
+    """Whether `parse_questions` finds any line to ask (it may still refuse one
+    as too long, which Run then says): cheap enough for every keystroke."""
+    return any(
+        (line := raw.strip()) and not line.startswith("#")
+        for raw in text.replace("\r", "\n").split("\n")
+    )
+
+
 def read_questions(*, path: Path) -> tuple[ListedQuestion, ...]:
     """The questions of a UTF-8 text file (a byte-order mark is allowed)."""
     try:

@@ -103,8 +103,10 @@ def test_menu_action_bad_input_and_no_engine(
     for widget in (dialog.questions, dialog.run_button, dialog.table, dialog.sources):
         assert widget.accessibleName()
 
+    assert not dialog.run_button.isEnabled()  # nothing to run yet
     dialog.questions.setPlainText("# only a comment\n\n")
-    dialog.start()
+    assert not dialog.run_button.isEnabled()
+    dialog.start()  # Ctrl+Return still reaches it: it says why nothing runs
     assert "no questions" in dialog.status.text() and not dialog.running
 
     binary = tmp_path / "questions.txt"
@@ -117,6 +119,7 @@ def test_menu_action_bad_input_and_no_engine(
     dialog.choose_questions = lambda parent: str(good)
     dialog.load_file()
     assert dialog.questions.toPlainText() == "First?\nSecond?"
+    assert dialog.run_button.isEnabled()
 
     window.bridge.close()  # the engine is gone: the dialog says so and sends nothing
     dialog.start()

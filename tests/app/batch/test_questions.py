@@ -8,6 +8,7 @@ from app.batch.questions import (
     MAX_QUESTION_CHARS,
     ListedQuestion,
     QuestionsError,
+    has_questions,
     parse_questions,
     read_questions,
 )
@@ -52,6 +53,13 @@ def test_the_limit_is_the_servers() -> None:
 def test_a_list_without_questions_is_refused(text: str) -> None:
     with pytest.raises(QuestionsError, match="no questions"):
         parse_questions(text=text)
+    assert not has_questions(text=text)  # the dialog's Run stays disabled
+
+
+@pytest.mark.parametrize("text", ["Why?", "# c\r\n  How?  \n", "x" * (MAX_QUESTION_CHARS + 1)])
+def test_a_list_with_a_line_to_ask_enables_run(text: str) -> None:
+    # A line too long still counts: Run then names it.
+    assert has_questions(text=text)
 
 
 def test_reads_utf8_with_or_without_bom(tmp_path: Path) -> None:
