@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
+WARM_UP_WAIT_S = 120.0  # a first start exports the embedder to ONNX: tens of seconds under load
 # The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
 # engine/pipeline/answering.py: it runs on each question right after its batch's search.
 
@@ -132,8 +133,13 @@ class Engine:
             chosen_model=lambda: self.settings.model,
             placement=self.placement,
         )
+        self._closing = threading.Event()
+        self._warming: threading.Thread | None = None
         if warm_up:
-            threading.Thread(target=self._warm_up, name="engine-warm-up", daemon=True).start()
+            self._warming = threading.Thread(
+                target=self._warm_up, name="engine-warm-up", daemon=True
+            )
+            self._warming.start()
 
     # -- lazily loaded parts ----------------------------------------------------
 
@@ -205,12 +211,15 @@ class Engine:
     def _warm_up(self) -> None:
         try:
             self.embedder()
-            if self.settings.model:
+            if self.settings.model and not self._closing.is_set():
                 self._load_generator(self.settings.model, weights=self.settings.model_weights)
         except Exception as e:  # shown in status; the engine keeps serving
+            if self._closing.is_set():  # the store closed under it: not a failure
+                log.info("warm-up stopped: the engine is closing (%s)", e)
+                return
             log.exception("warm-up failed")
             self._generator_error = str(e)
-        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0":
+        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0" and not self._closing.is_set():
             self.profiler.start()
 
     def _profiling_inputs(self) -> ProfilingInputs:
@@ -608,7 +617,18 @@ class Engine:
         model = self._model
         return model.answerer.last_generation if model is not None else None
 
-    def close(self) -> None:
+    def close(self, *, warm_up_wait_s: float = WARM_UP_WAIT_S) -> None:
+        # The warm-up loads models in native code (torch, the first ONNX export)
+        # on a daemon thread: left running, the interpreter's exit destroyed
+        # torch's threads under it ("terminate called without an active
+        # exception", SIGABRT), and the store closed under it ("warm-up failed").
+        self._closing.set()
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            log.info("waiting for the warm-up to end before closing")
+            warming.join(timeout=warm_up_wait_s)
+            if warming.is_alive():
+                log.warning("the warm-up did not end within %.0f s", warm_up_wait_s)
         with self._serving_lock:
             serving, self._serving = self._serving, None
         if serving is not None:

@@ -81,9 +81,14 @@ class AutoProfiler:
             self._thread = threading.Thread(target=self._loop, name="auto-profile", daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, *, timeout_s: float = 30.0) -> None:
+        """Ends a run after the sample in hand; waits for it, since a sample runs
+        the model in native code that must not outlive the interpreter."""
         self._stop.set()
         self._skip.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=timeout_s)
 
     def status(self) -> ProfilingStatus:
         with self._lock:

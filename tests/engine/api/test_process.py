@@ -1,5 +1,6 @@
 """`python -m engine --listen 0.0.0.0`: a loud warning, still token-only, the Host
-check adapted; SIGTERM stops it cleanly (exit 0, endpoint file removed)."""
+check adapted; SIGTERM stops it cleanly (exit 0, endpoint file removed), also in
+the middle of its warm-up."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from engine.client import EngineClient
 from engine.paths import resolve_paths
 
 
@@ -56,3 +59,52 @@ def test_network_listening_is_loud_and_still_guarded(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+@pytest.mark.parametrize("stop", ["sigterm", pytest.param("shutdown", marks=pytest.mark.slow)])
+def test_a_stop_during_the_warm_up_is_clean(tmp_path: Path, stop: str) -> None:
+    """Stopped while the warm-up exports the embedder to ONNX (native code on a
+    daemon thread): the process aborted at exit ("terminate called without an
+    active exception", exit -6) and the log said "warm-up failed" with a
+    traceback. By SIGTERM, and by the window's stop path (POST /v1/shutdown)."""
+    home = tmp_path / "home"
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(home)})
+    # An embedder cache of its own: the export runs in the warm-up, not once for all tests.
+    env = {
+        **os.environ,
+        "RAGDOLL_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "RAGDOLL_EMBEDDER_CACHE": str(tmp_path / "embedders"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engine"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while "exporting the embedder to ONNX" not in _log(paths.engine_log):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"no ONNX export began: {_log(paths.engine_log)}"
+            time.sleep(0.05)
+        if stop == "sigterm":
+            process.send_signal(signal.SIGTERM)
+        else:
+            with EngineClient.connect(paths=paths, start=False) as client:
+                client.shutdown()
+        _, stderr = process.communicate(timeout=240)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    log = _log(paths.engine_log)
+    assert "terminate called" not in stderr and "Traceback" not in stderr, stderr
+    assert process.returncode == 0, stderr
+    assert "warm-up failed" not in log and "Traceback" not in log, log
+    assert "engine stopped" in log and not paths.endpoint_file.exists()
+
+
+def _log(file: Path) -> str:
+    return file.read_text(errors="replace") if file.exists() else ""
