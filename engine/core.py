@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.answer.reranker import Reranker
-from engine.errors import ModelLoadError
+from engine.errors import ModelLoadError, StaleVectorsError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
@@ -31,6 +31,7 @@ from engine.ingest.priority import background_nice
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
+from engine.pipeline.adapters import STALE_TRIES
 from engine.pipeline.answer_stream import answer_events
 from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
 from engine.pipeline.follow_up import resolve_follow_up
@@ -185,6 +186,12 @@ class Engine:
     def embed_in_force(self, texts: list[str]) -> np.ndarray:
         """Questions' vectors, by the embedder of the index in force at the call."""
         return self.embedder().embed(texts)
+
+    def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
+        """`embed_in_force` with the id of the embedder that made the vectors: a
+        search checks it against the index's (a swap may come in between)."""
+        embedder = self.embedder()
+        return embedder.embed(texts), embedder.info.id
 
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         """Choose the embedder (the bundled default, a local sentence-transformers
@@ -449,10 +456,17 @@ class Engine:
     ) -> list[SearchHit]:
         """The top k chunks, only from `folders` (and below) and of file `types`
         (extensions) when given."""
-        embedder = self.embedder()
-        vector = embedder.embed([question])[0]
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
-        return self.store.hybrid_search(vector=vector, text=question, k=k, filters=filters)
+        for attempt in range(STALE_TRIES):
+            vectors, made_by = self.embed_tagged([question])
+            try:
+                return self.store.hybrid_search(
+                    vector=vectors[0], text=question, k=k, filters=filters, made_by=made_by
+                )
+            except StaleVectorsError:  # the embedder was swapped: embed it again
+                if attempt == STALE_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def ask_stream(
         self,
@@ -516,6 +530,7 @@ class Engine:
                 serving = ServingPipeline(
                     store=self.store,
                     embed=self.embed_in_force,
+                    tagged=self.embed_tagged,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

@@ -24,6 +24,11 @@ class EmbedderError(RagdollError, RuntimeError):
     """The embedder could not be loaded."""
 
 
+class StaleVectorsError(RagdollError, RuntimeError):
+    """Question vectors made by an embedder the index no longer uses (it was
+    swapped between the embedding and the search): embed them again."""
+
+
 class EngineUnavailableError(RagdollError, ConnectionError):
     """The engine process is not running and could not be started."""
 

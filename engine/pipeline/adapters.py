@@ -12,6 +12,7 @@ import numpy as np
 
 from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.answer.passages import Passage
+from engine.errors import StaleVectorsError
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob, _Done
 from engine.store.records import SearchFilters, SearchHit, SearchResult
@@ -22,23 +23,45 @@ if TYPE_CHECKING:
     from engine.store.lance_store import LanceStore
 
 Embed = Callable[[list[str]], np.ndarray]
+# Vectors with the id of the embedder that made them (an index may swap embedders
+# between a question's embedding and its search: engine/ingest/embedder_switch.py).
+TaggedEmbed = Callable[[list[str]], tuple[np.ndarray, str]]
+STALE_TRIES = 3  # a swap per try would take longer than any question waits
 Stream = Iterator[tuple[str, "str | Piece | _Done"]]
 
 
 def store_retrieve_batch(
-    *, store: LanceStore, embed: Embed
+    *, store: LanceStore, embed: Embed, tagged: TaggedEmbed | None = None
 ) -> Callable[[Sequence[Question]], list[SearchResult]]:
     """Embed the batch's questions in one call and search them in one search_batch.
     Questions with different k or filters share the call at the largest k and are
     cut to their own k; a question's `payload`, when a SearchFilters, filters it
     (questions with different filters are searched in separate calls). A follow-up
     of a conversation (`Question.conversation`) is searched history-aware: its
-    vector blended with the earlier turn's, the pages cited before favoured."""
+    vector blended with the earlier turn's, the pages cited before favoured.
+    With `tagged`, the questions are embedded by it and searched only in the index
+    of the embedder that made them: embedded again when it was swapped meanwhile."""
 
     def retrieve(questions: Sequence[Question]) -> list[SearchResult]:
         if not questions:
             return []
+        if tagged is None:
+            return search(questions, embed=embed, made_by=None)
+        for attempt in range(STALE_TRIES):
+            made: list[str] = []
+            try:
+                return search(questions, embed=_noting(tagged, made), made_by=made)
+            except StaleVectorsError:
+                if attempt == STALE_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def search(
+        questions: Sequence[Question], *, embed: Embed, made_by: list[str] | None
+    ) -> list[SearchResult]:
         vectors = _blended_vectors(questions=questions, embed=embed)
+        if made_by is not None and len(set(made_by)) > 1:  # swapped between two calls
+            raise StaleVectorsError("the embedder was swapped while the batch was embedded")
         groups: dict[SearchFilters | None, list[int]] = {}
         for i, q in enumerate(questions):
             key = q.payload if isinstance(q.payload, SearchFilters) else None
@@ -51,6 +74,7 @@ def store_retrieve_batch(
                 texts=[questions[i].text for i in rows],
                 k=k,
                 filters=filters,
+                **({"made_by": made_by[0]} if made_by else {}),
             )
             for i, result in zip(rows, results, strict=True):
                 hits = _favour_cited(hits=result.hits, question=questions[i])
@@ -62,6 +86,17 @@ def store_retrieve_batch(
         return [r for r in out if r is not None]
 
     return retrieve
+
+
+def _noting(tagged: TaggedEmbed, made: list[str]) -> Embed:
+    """`tagged` as a plain Embed, noting in `made` which embedder made each call's vectors."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        vectors, made_by = tagged(texts)
+        made.append(made_by)
+        return vectors
+
+    return embed
 
 
 # A follow-up's candidates: more than its k, so that a cited page ranked lower can rise.

@@ -26,7 +26,14 @@ from engine.answer.extractive import (
 from engine.answer.passages import Passage
 from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
 from engine.answer.reranker import RERANK_CANDIDATES
-from engine.pipeline.adapters import Embed, Stream, generate_rows, passages_of, store_retrieve_batch
+from engine.pipeline.adapters import (
+    Embed,
+    Stream,
+    TaggedEmbed,
+    generate_rows,
+    passages_of,
+    store_retrieve_batch,
+)
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob
 from engine.store.records import SearchHit
@@ -97,6 +104,7 @@ def gated_retrieve_batch(
     *,
     store: LanceStore,
     embed: Embed,
+    tagged: TaggedEmbed | None = None,
     reranker: Reranker | None = None,
     min_score: float = DEFAULT_MIN_SCORE,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
@@ -107,7 +115,7 @@ def gated_retrieve_batch(
     is not searched: it goes to the model as it is, in the same generation batches as
     the answers. A question naming words no chunk holds needs a better answer
     sentence to pass (engine/answer/refusal.py)."""
-    search = store_retrieve_batch(store=store, embed=embed)
+    search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
     extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from engine.pipeline.adapters import Embed
+from engine.pipeline.adapters import Embed, TaggedEmbed
 from engine.pipeline.answering import gated_generate_batch, gated_retrieve_batch, settled
 from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
 from engine.pipeline.workers import Pipeline
@@ -37,6 +37,7 @@ class ServingPipeline:
         generation_fit: PowerLawFit | None,
         governor_policy: GovernorPolicy | None = None,
         reranker: Reranker | None = None,
+        tagged: TaggedEmbed | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -47,7 +48,9 @@ class ServingPipeline:
         owner = self.owner
         placement = owner.placement if owner is not None else None
         self.pipeline = Pipeline(
-            retrieve_batch=gated_retrieve_batch(store=store, embed=embed, reranker=reranker),
+            retrieve_batch=gated_retrieve_batch(
+                store=store, embed=embed, tagged=tagged, reranker=reranker
+            ),
             generate_batch=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
             placement=placement,
             generation_fit=generation_fit,

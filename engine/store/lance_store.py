@@ -24,6 +24,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+from engine.errors import StaleVectorsError
 from engine.json_file import write_json
 from engine.planner.placement import Placement
 from engine.store import doc_writes, view_upkeep
@@ -425,15 +426,49 @@ class LanceStore:
         filters: SearchFilters | None = None,
         candidates: int = 40,
         not_found_below: float = NOT_FOUND_SIMILARITY,
+        made_by: str | None = None,
     ) -> list[SearchResult]:
         """A batch of questions in one call: for question i (vectors[i] with
         texts[i]) its top k chunks, vector and BM25 candidates fused by
         reciprocal rank, and `not_found` when the best similarity is below
-        `not_found_below`. `filters` restrict results to folders and file types."""
+        `not_found_below`. `filters` restrict results to folders and file types.
+        `made_by`, the id of the embedder that made `vectors`: StaleVectorsError
+        when the index is another embedder's (swapped since the embedding)."""
         if len(vectors) != len(texts):
             raise ValueError("search_batch needs one text per vector")
         if self._chunks is None or len(texts) == 0:
             return [SearchResult(hits=(), best_similarity=-1.0, not_found=True) for _ in texts]
+        meta = self.meta
+        if made_by is not None and meta is not None and meta.embedder_id != made_by:
+            raise StaleVectorsError(f"vectors by {made_by}, the index is {meta.embedder_id}'s")
+        try:
+            results = self._search_batch(
+                vectors=vectors,
+                texts=texts,
+                k=k,
+                filters=filters,
+                candidates=candidates,
+                not_found_below=not_found_below,
+            )
+        except Exception as e:
+            # The swap may land during the search (it drops the old table).
+            if made_by is not None and self.meta is not meta:
+                raise StaleVectorsError(f"the index was swapped during the search: {e}") from e
+            raise
+        if made_by is not None and self.meta is not meta:  # which table it read is unknown
+            raise StaleVectorsError("the index was swapped during the search")
+        return results
+
+    def _search_batch(
+        self,
+        *,
+        vectors: np.ndarray,
+        texts: Sequence[str],
+        k: int,
+        filters: SearchFilters | None,
+        candidates: int,
+        not_found_below: float,
+    ) -> list[SearchResult]:
         # No count or index check per call: ANN settings are ignored by a flat
         # scan, and an empty table returns no rows.
         view = self._view_for_search()
@@ -458,6 +493,7 @@ class LanceStore:
         k: int,
         candidates: int = 40,
         filters: SearchFilters | None = None,
+        made_by: str | None = None,
     ) -> list[SearchHit]:
         """One question: `search_batch` with a batch of one."""
         (result,) = self.search_batch(
@@ -466,6 +502,7 @@ class LanceStore:
             k=k,
             candidates=candidates,
             filters=filters,
+            made_by=made_by,
         )
         return list(result.hits)
 
