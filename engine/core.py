@@ -524,6 +524,7 @@ class Engine:
             retiring = None
             if serving is not None and serving.model is not self._model:
                 retiring, serving, self._serving = serving, None, None
+                retiring.pipeline.hold()  # now: the hand-over thread may start late
             if serving is None:
                 model = self._model
                 self._serving_profile = self.profiler.status()

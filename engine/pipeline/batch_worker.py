@@ -67,6 +67,7 @@ class BatchWorker:
         self._waiting: list[_Entry] = []
         self._lock = threading.Lock()  # held for a whole batch and for a placement change
         self._stopping = False
+        self._held = False  # `hold`: no new batch, the queue kept for a hand-over
         self._thread: threading.Thread | None = None
         self._running = 0
         self._choice: BatchChoice | None = None
@@ -107,11 +108,12 @@ class BatchWorker:
     # -- batches -------------------------------------------------------------------
 
     def run_once(self) -> bool:
-        """Form and run one batch now, in this thread. False when nothing waits."""
+        """Form and run one batch now, in this thread. False when nothing waits
+        (or the worker is held)."""
         with self._lock:
             with self._cond:
                 self._drop_cancelled()
-                if not self._waiting:
+                if not self._waiting or self._held:
                     return False
                 if self._fixed_batch is not None:
                     choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
@@ -185,7 +187,7 @@ class BatchWorker:
         worker stops."""
         with self._cond:
             self._drop_cancelled()
-            if not self._waiting or self._placement_waiting or self._stopping:
+            if not self._waiting or self._placement_waiting or self._stopping or self._held:
                 return []
             n = running + len(self._waiting)
             room = self._model.choose(n=n, cap=self._cap).size - running
@@ -246,7 +248,7 @@ class BatchWorker:
                 self._drop_cancelled()
                 if self._stopping:
                     return
-                if not self._waiting or self._placement_waiting:
+                if not self._waiting or self._placement_waiting or self._held:
                     self._cond.wait(_IDLE_POLL_S)
                     continue
                 waiting = len(self._waiting)
@@ -281,6 +283,15 @@ class BatchWorker:
             else:
                 size = self._model.choose(n=waiting + self._running, cap=cap).size
         return (waiting // max(1, size)) * fit.predict(batch=size)
+
+    def hold(self) -> None:
+        """Start no new batch (the one in flight ends) and keep what waits, and what
+        arrives, for `stop(hand_to=...)`: a model change holds the old pipelines at
+        once, then hands over on another thread, which a loaded machine may start
+        late (the old model answered meanwhile)."""
+        with self._cond:
+            self._held = True
+            self._cond.notify_all()
 
     def stop(
         self,

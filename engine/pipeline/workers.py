@@ -216,6 +216,11 @@ class Pipeline:
         elif isinstance(event, Piece) and event.tokens:
             self._count_tokens(event.tokens)
 
+    def hold(self) -> None:
+        """Both workers start no new batch; `hand_over` then moves what waits."""
+        self.retrieval.hold()
+        self.generation.hold()
+
     def hand_over(self, *, to: Pipeline, timeout: float | None = 10.0) -> int:
         """Stop this pipeline and let `to` finish what it has not begun (a model
         change): questions waiting for retrieval join `to`'s retrieval queue, those

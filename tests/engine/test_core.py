@@ -406,6 +406,34 @@ def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
     engine.set_model(model=str(tiny_model))  # as the fixture left it
 
 
+def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
+    with_model: Engine, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flake of the test above, made certain: the hand-over runs on a thread of
+    its own, which a loaded machine starts late; the old pipelines, let go by the
+    pause, took a batch first and answered with the old model."""
+    from engine import core
+
+    retire = core._retire
+
+    def starved(serving: Any, *, successor: Any) -> None:
+        threading.Timer(1.0, lambda: retire(serving, successor=successor)).start()
+
+    monkeypatch.setattr(core, "_retire", starved)
+    engine = with_model
+    old = engine.serving()
+    questions = list(QUESTIONS)[:2]
+    with old.pipeline.generation.paused():
+        threads, results, errors = _start(engine, [{"question": q} for q in questions])
+        _until(lambda: old.pipeline.generation.status().queue_length == len(questions))
+        engine.set_model(model=None)
+    _join(threads, results, errors)
+    assert [events[-1].done.mode for events in results] == ["extractive"] * len(questions)
+    assert old.pipeline.status().generation.batches == 0
+    monkeypatch.setattr(core, "_retire", retire)
+    engine.set_model(model=str(tiny_model))  # as the fixture left it
+
+
 def test_after_an_out_of_memory_the_status_and_the_governor_report_the_demoted_placement(
     with_model: Engine,
 ) -> None:
