@@ -9,6 +9,8 @@ quitting, and QThreadPool waits for its runnables on exit. What the whole window
 follows (the connection, the status, the library, ingestion jobs) the bridge
 announces with `sig_*` signals; an answer is fed into its AnswerStream (`ask`).
 
+Its workers read answers with app/answer_reader.py, follow jobs with app/job_follower.py.
+
 Failures are never swallowed: a worker logs the traceback and the op's failure
 runs, or `sig_error` with a message a person can read.
 
@@ -23,11 +25,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.answer_reader import batch_run, read_answer
 from app.batch.runner import BatchResult, BatchRun
 from app.bridge_plumbing import (
     ClientFactory,
@@ -37,19 +40,17 @@ from app.bridge_plumbing import (
     describe_error,
 )
 from app.chat.answer_stream import AnswerStream
+from app.job_follower import follow_job, jobs_to_adopt
 from app.qt_compat import emit, emit_drops_a_reference
 from engine.client import EngineClient, grant_folders
 from engine.errors import EngineUnavailableError
 from engine.wire import (
-    FINAL_STATES,
-    AnswerEvent,
     EngineSettings,
     EngineStatus,
     IngestProgress,
     IngestQueueState,
     ProfilingStatus,
     ServerSettings,
-    ends_answer,
 )
 
 log = logging.getLogger(__name__)
@@ -61,9 +62,6 @@ HEALTH_INTERVAL_MS = 2000
 # does not fix (a broken install); stop trying and say so.
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 120.0
-# Jobs the engine starts on its own (a watched folder changed, the rescan at
-# start): the window follows them too, found by the health probe.
-ENGINE_ORIGINS = frozenset({"watcher", "rescan"})
 
 
 class EngineBridge(QObject):
@@ -136,6 +134,9 @@ class EngineBridge(QObject):
         return self._restarting
 
     # -- plumbing --------------------------------------------------------------
+
+    def _closed(self) -> bool:
+        return self._invoker.closed
 
     def _spawn(self, *, name: str, target: Callable[[], None]) -> None:
         threading.Thread(target=target, name=f"ragdoll-gui-{name}", daemon=True).start()
@@ -302,11 +303,7 @@ class EngineBridge(QObject):
         if queue.paused != self._queue_paused:
             self._queue_paused = queue.paused
             emit(self.sig_ingest_paused, queue.paused)
-        for job in queue.jobs:
-            if job.job_id in self._followed:
-                continue
-            if job.origin not in ENGINE_ORIGINS and not every_origin:
-                continue
+        for job in jobs_to_adopt(queue=queue, followed=self._followed, every_origin=every_origin):
             self._followed.add(job.job_id)
             emit(self.sig_ingest_progress, job)
             self._submit(
@@ -483,20 +480,11 @@ class EngineBridge(QObject):
 
     def _follow(self, *, client: EngineClient, last: IngestProgress) -> IngestProgress:
         """In a worker: report a job's progress until it ends; returns its last state."""
-        self._post(lambda: emit(self.sig_ingest_progress, last))
-        if last.state in FINAL_STATES:
-            return last
-        for progress in client.ingest_events(job_id=last.job_id):
-            if self._invoker.closed:
-                break
-            last = progress
-            self._post(lambda p=progress: emit(self.sig_ingest_progress, p))
-            if progress.state in FINAL_STATES:
-                break
-        if last.state not in FINAL_STATES and not self._invoker.closed:
-            # The event stream ended early (say, a proxy cut it): ask once.
-            last = client.ingest_progress(job_id=last.job_id)
-        return last
+
+        def show(progress: IngestProgress) -> None:
+            self._post(lambda: emit(self.sig_ingest_progress, progress))
+
+        return follow_job(client=client, last=last, closed=self._closed, show=show)
 
     def _job_finished(self, progress: IngestProgress) -> None:
         emit(self.sig_ingest_finished, progress)
@@ -528,21 +516,7 @@ class EngineBridge(QObject):
         or is stopped (`stream.cancel`). False, the stream failed, when not sent."""
 
         def read(client: EngineClient) -> None:
-            events = client.ask_stream(question=stream.question, k=stream.k, history=stream.history)
-            try:
-                for event in events:
-                    if stream.cancel.is_set() or self._invoker.closed:
-                        return
-                    self._post(lambda ev=event: stream.deliver(ev))
-                    if ends_answer(event):
-                        return
-            finally:
-                # Closing the generator closes the HTTP stream, so the engine
-                # sees the reader leave and can stop generating.
-                close = getattr(events, "close", None)
-                if close is not None:
-                    close()
-            self._post(lambda: stream.fail(message="The answer stream ended without a result."))
+            read_answer(client=client, stream=stream, closed=self._closed, post=self._post)
 
         def failed(error: BaseException) -> None:
             stream.fail(message=describe_error(error=error))  # nothing, once stopped
@@ -572,18 +546,13 @@ class EngineBridge(QObject):
         client = self._client
         if client is None:
             return None
-        invoker = self._invoker
-
-        def ask(question: str) -> Iterator[AnswerEvent]:
-            if invoker.closed:  # the window closed: send nothing more
-                run.cancel()
-                raise EngineUnavailableError("the window was closed")
-            return client.ask_stream(question=question, k=k, priority="background")
-
-        run = BatchRun(
+        run = batch_run(
+            client=client,
             questions=questions,
-            ask=ask,
-            on_result=lambda result, n: self._post(lambda: on_result(result, n)),
+            k=k,
+            closed=self._closed,
+            post=self._post,
+            on_result=on_result,
         )
 
         def answer_all(_client: EngineClient) -> list[BatchResult]:
