@@ -5,12 +5,14 @@ Every sentence of the retrieved passages is scored against the question:
 - lexical overlap, each question word weighted by how rare it is among the candidate
   sentences (embedders are weak on names, codes and numbers, and a word every sentence
   shares says nothing);
-- the code tokens the question names ("--onto", "LINENO", "max_part") found verbatim,
-  and any number when the question asks for one ("how many", "which version");
+- the code tokens the question names ("--onto", "LINENO", "max_part", "\\def") found
+  verbatim, and any number when the question asks for one ("how many", "which version");
 - a heading or a fragment cut at the passage's edge is marked down: it names the topic
   but states nothing;
 - a share of its neighbours' scores, since the fact often sits next to the sentence
-  that repeats the question's words.
+  that repeats the question's words;
+- a sentence ending in ":" is read with the short lines it introduces (an option
+  pair, a command), which are otherwise never scored.
 
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
 then the passage around it as a quotation (the sentence before and the two after,
