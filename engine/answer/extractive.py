@@ -5,12 +5,14 @@ Every sentence of the retrieved passages is scored against the question:
 - lexical overlap, each question word weighted by how rare it is among the candidate
   sentences (embedders are weak on names, codes and numbers, and a word every sentence
   shares says nothing);
-- the code tokens the question names ("--onto", "LINENO", "max_part") found verbatim,
-  and any number when the question asks for one ("how many", "which version");
+- the code tokens the question names ("--onto", "LINENO", "max_part", "\\def") found
+  verbatim, and any number when the question asks for one ("how many", "which version");
 - a heading or a fragment cut at the passage's edge is marked down: it names the topic
   but states nothing;
 - a share of its neighbours' scores, since the fact often sits next to the sentence
-  that repeats the question's words.
+  that repeats the question's words;
+- a sentence ending in ":" is read with the short lines it introduces (an option
+  pair, a command), which are otherwise never scored.
 
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
 then the passage around it as a quotation (the sentence before and the two after,
@@ -46,8 +48,10 @@ NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 # at 0.60; that refuses a plain question over a one-file collection in the engine's own
 # tests, so 0.50 (docs/benchmarks.md has the sweep).
 DEFAULT_MIN_SCORE = 0.5
-# A second passage is quoted when its best sentence is at most this much weaker.
-_SECOND_MARGIN = 0.08
+# A second passage is quoted when its best sentence is at most this much weaker
+# (tune split: 0.08 -> 0.16 put the fact in 0.66 -> 0.72 of answers, median answer
+# 108 -> 140 words; docs/benchmarks.md).
+_SECOND_MARGIN = 0.16
 _LEXICAL_WEIGHT = 0.3
 _CODE_BONUS = 0.12  # per code token of the question the sentence holds verbatim (max 2)
 _NUMBER_BONUS = 0.06  # a number, when the question asks for one
@@ -77,9 +81,9 @@ _STOPWORDS = _words(
 )
 _TERMINAL = re.compile(r"([.!?…]+)([\"'”’)\]]*)$")
 # What a question names exactly: options, paths, identifiers with _ . / $ or digits,
-# CamelCase and ALLCAPS words.
+# CamelCase and ALLCAPS words, TeX commands ("\\def").
 _CODE_TOKEN = re.compile(
-    r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
+    r"(?<![\w-])(?:\\[A-Za-z]+|--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
 _ASKS_NUMBER = re.compile(
@@ -140,14 +144,13 @@ class ExtractiveAnswerer:
         if not candidates or not question.strip() or max_sentences < 1:
             return _not_found()
 
-        vectors = np.asarray(
-            self._embed([question] + [c.text for c in candidates]), dtype=np.float32
-        )
+        # A sentence that ends in ":" is scored with the short lines it introduces
+        # (an option list, a command): they are quoted with it and often hold the fact.
+        scored = [_with_introduced(every, i) for i in where]
+        vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
         relevance = score_sentences(
-            question=question,
-            sentences=[c.text for c in candidates],
-            semantic=sentence_vectors @ vectors[0],
+            question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]
         )
         relevance -= np.array([_FRAGMENT_PENALTY * c.fragment for c in candidates])
         score = relevance + _neighbour_share(candidates, relevance)
@@ -291,6 +294,19 @@ def _window(candidates: list[_Candidate], i: int) -> list[str]:
     return out
 
 
+def _with_introduced(candidates: list[_Candidate], i: int) -> str:
+    """The sentence's text, and when it ends in ":" the short lines right after it."""
+    c = candidates[i]
+    if not c.text.endswith(":"):
+        return c.text
+    parts = [c.text]
+    for j in range(i + 1, min(i + 1 + _MAX_SHORT_AROUND, len(candidates))):
+        if candidates[j].passage is not c.passage or not candidates[j].short:
+            break
+        parts.append(candidates[j].text)
+    return " ".join(parts)
+
+
 def _not_found() -> ExtractiveAnswer:
     return ExtractiveAnswer(text=NOT_FOUND_TEXT, used_indices=[], found=False)
 
@@ -336,8 +352,13 @@ def content_words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    # Just enough to match "filters"/"filter" and "cleaned"/"cleaning"/"clean".
+    # Just enough to match "filters"/"filter", "cleaned"/"cleaning"/"clean",
+    # "ignore"/"ignored"/"ignores" and "copies"/"copy".
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    # "ignore" and "ignor(ed)" meet without the final e.
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word

@@ -16,6 +16,12 @@ On a CPU its linear layers run as int8 (PyTorch dynamic quantisation): 20 candid
 of 180 word pieces took half the time of fp32 on the 2-core machine, and ONNX
 Runtime in fp32 was no faster than PyTorch (docs/benchmarks.md). Only the order of
 the scores is used, which int8's small error barely moves.
+
+It reads each candidate's focus, not the whole chunk: the whole sentences around
+the one that shares most of the question's words, up to `FOCUS_WORDS` words. A
+cross-encoder's cost grows with the pair's length (attention with its square), and
+a 200-piece chunk mostly holds text about something else; the focus is the part
+the extractive answer would quote from.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.answer.extractive import content_words
+from engine.answer.sentences import split_sentences
 from engine.errors import ModelLoadError
 from engine.store.records import SearchHit
 
@@ -36,7 +44,11 @@ RERANK_CANDIDATES = 20  # what retrieval hands the cross-encoder per question
 # ms-marco-MiniLM-L-6-v2: 22.7 M parameters, about 91 MB of fp32 weights.
 DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 _RANK_WEIGHT = 0.3  # how much the retrieval rank counts against the cross-encoder's order
+# Words of a candidate the cross-encoder reads (the focus); None: the whole chunk.
+# 80 words of the manuals are about 110 word pieces.
+FOCUS_WORDS = 80
 _MAX_TOKENS = 256  # question + passage: chunks are at most 200 word pieces
+_FOCUS_MAX_TOKENS = 160  # question + focus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,14 +61,23 @@ class Reranker:
     """Thread-safe: one model instance never runs two predictions at once."""
 
     def __init__(
-        self, *, model: str = DEFAULT_RERANKER, device: str = "cpu", quantize: bool = True
+        self,
+        *,
+        model: str = DEFAULT_RERANKER,
+        device: str = "cpu",
+        quantize: bool = True,
+        focus_words: int | None = FOCUS_WORDS,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 
         location = str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
         try:
-            self._model: Any = CrossEncoder(location, device=device, max_length=_MAX_TOKENS)
+            self._model: Any = CrossEncoder(
+                location,
+                device=device,
+                max_length=_MAX_TOKENS if focus_words is None else _FOCUS_MAX_TOKENS,
+            )
         except Exception as e:  # the library raises many types; one clear error out
             raise ModelLoadError(
                 f"could not load the reranker {model!r} (a local folder or a model in the "
@@ -65,6 +86,7 @@ class Reranker:
         self.quantized = quantize and device == "cpu"
         if self.quantized:
             self._model = _int8_linear_layers(self._model)
+        self.focus_words = focus_words
         self._lock = threading.Lock()
         self.info = RerankerInfo(id=model, device=device)
 
@@ -82,9 +104,10 @@ class Reranker:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)[:, -1]
 
     def rerank(self, *, question: str, hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
-        return rerank_hits(
-            hits=hits, scores=self.scores(question=question, texts=_texts(hits)), k=k
-        )
+        texts = [h.chunk.text for h in hits]
+        if self.focus_words is not None:
+            texts = [focus(question=question, text=t, words=self.focus_words) for t in texts]
+        return rerank_hits(hits=hits, scores=self.scores(question=question, texts=texts), k=k)
 
 
 def rerank_hits(*, hits: Sequence[SearchHit], scores: np.ndarray, k: int) -> list[SearchHit]:
@@ -117,5 +140,29 @@ def _int8_linear_layers(model: Any) -> Any:
         )
 
 
-def _texts(hits: Sequence[SearchHit]) -> list[str]:
-    return [h.chunk.text for h in hits]
+def focus(*, question: str, text: str, words: int) -> str:
+    """At most `words` words of `text`: the whole sentences around the one sharing
+    most of the question's words (the first such), taken after it first, since a
+    sentence naming the question's words often introduces the fact that follows."""
+    if len(text.split()) <= words:
+        return text
+    sentences = split_sentences(text, min_words=1)
+    if not sentences:
+        return " ".join(text.split()[:words])
+    wanted = set(content_words(question))
+    overlap = [len(wanted.intersection(content_words(s))) for s in sentences]
+    best = overlap.index(max(overlap))
+    start, end = best, best + 1
+    used = len(sentences[best].split())
+    while True:
+        grown = False
+        for j in (end, start - 1):
+            if 0 <= j < len(sentences) and not (start <= j < end):
+                size = len(sentences[j].split())
+                if used + size <= words:
+                    start, end = min(start, j), max(end, j + 1)
+                    used += size
+                    grown = True
+        if not grown:
+            break
+    return " ".join(" ".join(sentences[start:end]).split()[:words])

@@ -6,10 +6,12 @@ not measured; its cost is: a cross-encoder shaped like ms-marco-MiniLM-L-6-v2 (B
 with random weights is written to a temporary folder and loaded through the
 product's `Reranker`, then asked to score 20 real chunks of the benchmark's index
 for each of a few questions. Random weights compute exactly what trained ones do.
-Timed both ways the product can run it (int8 linear layers, the default on a CPU, and
-fp32). Besides wall time, the process's CPU time per question is reported: on a
-machine other processes load, wall time measures the load, while CPU seconds / 2
-is what 2 idle cores would take if both threads kept busy.
+Timed the ways the product can run it: int8 linear layers reading each candidate's
+focus (the default on a CPU: the sentences around the one sharing most of the
+question's words, `reranker.FOCUS_WORDS`), int8 reading whole chunks (the default
+before), and fp32 on whole chunks. Besides wall time, the process's CPU time per
+question is reported: on a machine other processes load, wall time measures the
+load, while CPU seconds / 2 is what 2 idle cores would take if both threads kept busy.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def write_minilm_shaped_cross_encoder(folder: Path) -> Path:
 def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]:
     import torch
 
-    from engine.answer.reranker import Reranker
+    from engine.answer.reranker import FOCUS_WORDS, Reranker, focus
     from engine.ingest.embedder import Embedder
     from engine.store.lance_store import LanceStore
 
@@ -71,19 +73,35 @@ def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]
         folder = write_minilm_shaped_cross_encoder(temp / "ce")
         embedder = Embedder()
         candidates = []
-        tokens = []
+        tokens, focused = [], []
         for q in QUESTIONS:
             hits = store.hybrid_search(vector=embedder.embed([q])[0], text=q, k=CANDIDATES)
             candidates.append((q, hits))
             texts = [h.chunk.text for h in hits]
             tokens.append(statistics.mean(len(embedder.tokenizer(t)["input_ids"]) for t in texts))
+            focused.append(
+                statistics.mean(
+                    len(
+                        embedder.tokenizer(focus(question=q, text=t, words=FOCUS_WORDS))[
+                            "input_ids"
+                        ]
+                    )
+                    for t in texts
+                )
+            )
         out: dict[str, Any] = {
             "candidates": CANDIDATES,
             "threads": THREADS,
             "mean_tokens_per_candidate": round(statistics.mean(tokens), 1),
+            "mean_tokens_per_focus": round(statistics.mean(focused), 1),
         }
-        for name, quantize in (("int8", True), ("fp32", False)):
-            reranker = Reranker(model=str(folder), quantize=quantize)
+        variants = (
+            ("int8", True, FOCUS_WORDS),
+            ("int8_whole_chunks", True, None),
+            ("fp32_whole_chunks", False, None),
+        )
+        for name, quantize, words in variants:
+            reranker = Reranker(model=str(folder), quantize=quantize, focus_words=words)
             reranker.scores(question="warm up", texts=["a passage"] * CANDIDATES)
             wall, cpu = [], []
             for q, hits in candidates:

@@ -341,3 +341,45 @@ def test_a_sentence_ending_in_a_colon_brings_what_it_introduces() -> None:
         question="How do I move the topic branch to start from master?", passages=[example]
     )
     assert "git rebase --onto master next topic" in answer.text
+
+
+def test_a_sentence_ending_in_a_colon_is_scored_with_the_lines_it_introduces() -> None:
+    """The options a sentence lists after its colon are what the question names: the
+    sentence wins over one that only repeats the question's topic."""
+    manual = passage(
+        1,
+        "Rebase takes many options that change where commits go. "
+        "In addition, the following pairs of options are incompatible:\n\n"
+        "--keep-base and --onto\n\n"
+        "--keep-base and --root\n\n"
+        "The rebase then stops with an error message.",
+    )
+    answer = ExtractiveAnswerer(embed=blind, min_score=0.1).answer(
+        question="Which options cannot be combined with --keep-base?", passages=[manual]
+    )
+    assert answer.key.startswith("In addition, the following pairs")
+    assert "--keep-base and --onto" in answer.text
+
+
+def test_a_tex_command_the_question_names_picks_its_sentence() -> None:
+    text = (
+        "In a class the short word def names a definition of something. "
+        "Instead of using \\def we recommend \\newcommand for new commands."
+    )
+    result = ExtractiveAnswerer(embed=blind).answer(
+        question="What should I use instead of \\def in a class file?",
+        passages=[passage(1, text)],
+    )
+    assert "\\newcommand" in result.key
+
+
+def test_word_forms_meet_in_the_lexical_score() -> None:
+    text = (
+        "The shell prints the signal traps when no arguments are given. "
+        "If the argument is empty, the signal is ignored by the shell and its children. "
+        "Signals can be sent to any process the user owns on the system."
+    )
+    result = ExtractiveAnswerer(embed=blind).answer(
+        question="How do I make the shell ignore a signal?", passages=[passage(1, text)]
+    )
+    assert "is ignored" in result.key

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.answer.reranker import Reranker, rerank_hits
+from engine.answer.reranker import Reranker, focus, rerank_hits
 from engine.errors import ModelLoadError
 from engine.store.records import ChunkRecord, SearchHit
 
@@ -117,3 +117,37 @@ def test_on_a_cpu_the_linear_layers_run_as_int8_and_score_close_to_fp32(
     b = exact.scores(question="what exit code do i use", texts=texts)
     assert np.isfinite(a).all()
     np.testing.assert_allclose(a, b, atol=0.05 * (np.abs(b).max() + 1e-3) + 0.02)
+
+
+def test_the_cross_encoder_reads_the_sentences_around_the_one_sharing_the_questions_words() -> None:
+    filler = [
+        f"Filler sentence number {i} talks about printers and paper trays." for i in range(12)
+    ]
+    fact = "The bisect run script exits with code 125 when a commit cannot be tested."
+    after = "Any other code above 127 aborts the bisect session."
+    text = " ".join([*filler[:6], fact, after, *filler[6:]])
+    out = focus(
+        question="Which exit code skips an untestable commit in bisect?", text=text, words=40
+    )
+    assert fact in out and after in out
+    assert len(out.split()) <= 40
+    assert out.startswith(("Filler", "The")) and out.endswith(".")  # whole sentences
+    short = "git bisect skip marks a commit as untestable."
+    assert focus(question="skip a commit", text=short, words=40) == short
+
+
+def test_the_focus_makes_the_pairs_shorter_through_the_loading_code(
+    random_cross_encoder: Path,
+) -> None:
+    reranker = Reranker(model=str(random_cross_encoder), focus_words=40)
+    whole = Reranker(model=str(random_cross_encoder), focus_words=None)
+    assert reranker.focus_words is not None and whole.focus_words is None
+    long = " ".join(["The a of to and is in it for on with as by."] * 40)
+    hits = [hit(i, long + (" git bisect exit code." if i == 2 else "")) for i in range(4)]
+    question = "git bisect exit code"
+    out = reranker.rerank(question=question, hits=hits, k=4)
+    read = [focus(question=question, text=h.chunk.text, words=40) for h in hits]
+    assert read[2].endswith("git bisect exit code.") and len(read[2].split()) <= 40
+    expected = rerank_hits(hits=hits, scores=reranker.scores(question=question, texts=read), k=4)
+    assert [h.chunk.ordinal for h in out] == [h.chunk.ordinal for h in expected]
+    assert reranker._model.max_seq_length < whole._model.max_seq_length
