@@ -25,7 +25,7 @@ from engine.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
-from engine.executor.packed import DecodeMode, matrix_decoding
+from engine.executor.packed import PER_MATRIX, DecodeMode, matrix_decoding
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
@@ -322,13 +322,14 @@ class StreamingModel:
         assert self.prefetcher is not None
         tensors = self.prefetcher.get(unit)
         try:
-            if self.store.decode == "matrix" and self.store.is_packed(unit):
+            if self.store.decode in PER_MATRIX and self.store.is_packed(unit):
                 with matrix_decoding(
                     module,
                     packed=tensors,
                     sources=self.store.sources_of(unit),
                     dtype=self.dtype,
                     buffer=self.store.matrix_buffer,
+                    reference=self.store.decode == "kernel_reference",
                 ) as small:
                     out = functional_call(module, small, args, kwargs)
             else:

@@ -24,12 +24,14 @@ from safetensors import safe_open
 
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.packed import (
+    PER_MATRIX,
     DecodeMode,
     MatrixBuffer,
     decode_unit,
     in_file_order,
     packable,
     read_stored,
+    repack_unit,
 )
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_exactly, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
@@ -199,7 +201,9 @@ class WeightStore:
     "streamed" even when its home is the compute tier. `decode="matrix"` (memory tight):
     the copy thread hands over the stored bytes and the compute thread decodes each weight
     matrix just before its matmul (`packed.matrix_decoding`), so one matrix, not two
-    layers, is held decoded.
+    layers, is held decoded. `decode="kernel"` (CPU): Q4_0 matrices are repacked for the
+    int4 kernel (engine/executor/int4.py) once at load, or in the copy thread for a
+    streamed layer, and computed without decoding.
     """
 
     def __init__(
@@ -366,7 +370,10 @@ class WeightStore:
             )
             packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
             moved = sum(t.numel() for t in packed.values())
-        if self.decode == "matrix":
+        if self.decode in PER_MATRIX:
+            if self.decode == "kernel" and self._homes[unit] != self._compute_tier:
+                # Streamed: repacked here, in the copy thread, one layer ahead.
+                packed = repack_unit(packed, sources=self._sources_of(unit))
             with self._lock:
                 self._fetches += 1
                 self._bytes += moved
@@ -483,6 +490,9 @@ class WeightStore:
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
         host = self._host.get(unit)
         tensors = host if host is not None else self._read(unit, pin=False)
+        if self.decode == "kernel" and unit in self._packed:
+            # Repacked once for the int4 kernel: never decoded afterwards.
+            tensors = repack_unit(tensors, sources=self._sources_of(unit))
         if self._device.type != "cpu":
             tensors = {k: v.to(self._device) for k, v in tensors.items()}
         return tensors
