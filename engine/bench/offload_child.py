@@ -116,10 +116,12 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             # The cgroup decides what stays in the page cache, as it does for the others.
             evict_after_read=False,
             kv_host_layers=0,
-            # Under the limit two layers decoded to float32 do not fit beside the
-            # runtime: decode one matrix at a time just before its matmul.
-            decode="matrix" if tier == "disk" else "layer",
+            # None: the executor's own choice (packed.choose_decode: the int4 kernel for
+            # Q4_0 on a CPU, matrix decoding under the limit otherwise); the reference
+            # systems name theirs.
+            decode=spec.get("decode"),
         )
+        print(f"decode mode: {model.store.decode}", file=sys.stderr, flush=True)
         forward = _executor_forward(model)
         new_cache = model.new_cache
         timed_model: Any = model

@@ -74,7 +74,7 @@ class StreamingModel:
         kv_host_layers: int | None = None,
         kv_mode: KvMode | None = None,
         compressed: bool = True,
-        decode: DecodeMode = "layer",
+        decode: DecodeMode | None = None,
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
@@ -82,7 +82,9 @@ class StreamingModel:
         fewer bytes than the compute dtype stay so in every tier and are decoded per use
         (False decodes them once at load: the reference the tests compare with). `decode`:
         "layer" decodes a packed layer whole one layer ahead, "matrix" one weight matrix at
-        a time just before its matmul (same values; for tight memory)."""
+        a time just before its matmul (same values; for tight memory), "kernel" computes Q4_0
+        matrices with the CPU int4 kernel (engine/executor/int4.py); None chooses from
+        the device, the formats and the placement (packed.choose_decode)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)

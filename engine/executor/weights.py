@@ -27,6 +27,7 @@ from engine.executor.packed import (
     PER_MATRIX,
     DecodeMode,
     MatrixBuffer,
+    choose_decode,
     decode_unit,
     in_file_order,
     packable,
@@ -217,10 +218,9 @@ class WeightStore:
         tied_head: bool = False,
         evict_after_read: bool = False,
         compressed: bool = False,
-        decode: DecodeMode = "layer",
+        decode: DecodeMode | None = None,
     ) -> None:
         self._sources = index_checkpoint(model_dir)
-        self.decode: DecodeMode = decode
         # decode="matrix": the compute thread decodes one matrix at a time into this.
         self.matrix_buffer = MatrixBuffer()
         self._packed: set[str] = (
@@ -231,6 +231,12 @@ class WeightStore:
             }
             if compressed
             else set()
+        )
+        # None: chosen here from the device, the formats and the homes (packed.choose_decode).
+        self.decode: DecodeMode = decode or choose_decode(
+            device=device,
+            packed=[self._sources[u] for u in sorted(self._packed)],
+            streamed_from_disk=any(homes.get(u) == "disk" for u in self._packed),
         )
         self._homes = dict(homes)
         self._compute_tier = compute_tier

@@ -147,3 +147,13 @@ def test_repacked_sizes_count_nibbles_and_scales(q4_dir: Path) -> None:
             assert kernel_bytes(s) == n // 2 + n // 32 * 4
         else:
             assert kernel_bytes(s) == s.end - s.start
+
+
+@pytest.mark.parametrize("rows", [64, 96, 1536])
+def test_repack_gives_the_converters_layout(rows: int) -> None:
+    g = torch.Generator().manual_seed(rows)
+    raw = _q4_0(torch.randn(rows, 256, generator=g))
+    q, _ = int4.unpack_q4_0(raw, shape=(rows, 256))
+    want = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), 1)
+    nibbles, _ = int4.repack(raw, shape=(rows, 256))
+    assert torch.equal(nibbles, want)
