@@ -13,7 +13,7 @@ from gguf.quants import quantize as reference_quantize
 from engine.executor import int4
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
-from engine.executor.packed import kernel_bytes
+from engine.executor.packed import choose_decode, kernel_bytes
 from engine.executor.weights import index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
@@ -157,3 +157,19 @@ def test_repack_gives_the_converters_layout(rows: int) -> None:
     want = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), 1)
     nibbles, _ = int4.repack(raw, shape=(rows, 256))
     assert torch.equal(nibbles, want)
+
+
+def test_the_executor_chooses_the_kernel_for_q4_0_on_a_cpu(q4_dir: Path) -> None:
+    sources = [index_checkpoint(q4_dir)[layer_unit(0)]]
+    cpu = torch.device("cpu")
+    assert choose_decode(device=cpu, packed=sources, streamed_from_disk=True) == "kernel"
+    assert choose_decode(device=cpu, packed=[], streamed_from_disk=True) == "matrix"
+    assert choose_decode(device=cpu, packed=[], streamed_from_disk=False) == "layer"
+    cuda = torch.device("cuda")
+    assert choose_decode(device=cuda, packed=sources, streamed_from_disk=True) == "layer"
+    placement = make_placement(model_dir=q4_dir, layer_tiers=["cpu"] * 4)
+    model = StreamingModel(model_dir=q4_dir, placement=placement, dtype=torch.float32)
+    try:
+        assert model.store.decode == "kernel"
+    finally:
+        model.close()
