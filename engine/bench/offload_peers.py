@@ -158,6 +158,9 @@ def run_peers(
                     "tokens": tokens,
                     "threads": threads,
                     "depth": 1,
+                    # Under the limit: what it leaves the weights (half the Q4_0 file),
+                    # for the executor to keep that many layers in RAM.
+                    "room_bytes": int4_bytes // 2 if scenario == "limited" and int4_bytes else 0,
                     "offload_folder": str(offload_root / f"{name}-{scenario}"),
                 }
                 result = _run_child(

@@ -124,3 +124,26 @@ def test_llama_cpp_gives_the_executors_greedy_tokens_on_the_same_f32_file(tmp_pa
     hf = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     expected = hf.generate(prompts, max_new_tokens=5, do_sample=False, eos_token_id=None)
     assert run.tokens == expected[:, prompts.shape[1] :].tolist()
+
+
+def test_under_the_limit_the_executor_keeps_what_fits_of_its_layers_in_ram(
+    tmp_path: Path,
+) -> None:
+    from engine.bench.offload_child import _layer_tiers
+    from engine.models.synthetic import write_random_model
+    from engine.planner.stored import load_held_spec
+
+    folder = write_random_model(folder=tmp_path / "m", num_layers=6, seed=2)
+    layer = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
+    resident = {"tier": "resident", "depth": 1}
+    assert _layer_tiers(resident, folder=folder, layers=6) == ["cpu"] * 6
+    limited = {"tier": "disk", "depth": 1}
+    assert _layer_tiers(limited, folder=folder, layers=6) == ["disk"] * 6
+    # Two layers in flight (stored and decoded: 4 layers' bytes), a quarter kept back.
+    room = 4 * layer + 4 * layer
+    tiers = _layer_tiers({**limited, "room_bytes": room}, folder=folder, layers=6)
+    assert tiers == ["cpu"] * 3 + ["disk"] * 3
+    tiers = _layer_tiers({**limited, "room_bytes": 100 * layer}, folder=folder, layers=6)
+    assert tiers == ["cpu"] * 6
+    tiers = _layer_tiers({**limited, "room_bytes": 2 * layer}, folder=folder, layers=6)
+    assert tiers == ["disk"] * 6
