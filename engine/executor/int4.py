@@ -58,7 +58,13 @@ def available() -> bool:
 
 
 def repackable(*, qtype: GGMLQuantizationType, shape: tuple[int, ...]) -> bool:
-    return qtype == GGMLQuantizationType.Q4_0 and len(shape) == 2 and shape[1] % GROUP == 0
+    # The converter takes rows in multiples of 16 (a 789-token vocabulary's head is not).
+    return (
+        qtype == GGMLQuantizationType.Q4_0
+        and len(shape) == 2
+        and shape[0] % 16 == 0
+        and shape[1] % GROUP == 0
+    )
 
 
 def unpack_q4_0(

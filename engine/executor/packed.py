@@ -278,6 +278,11 @@ def choose_decode(
     return "matrix" if streamed_from_disk else "layer"
 
 
+def kernel_computes(sources: list[TensorSource]) -> bool:
+    """Whether decode="kernel" computes any of these tensors with the int4 kernel."""
+    return int4.available() and any(_repackable(s) for s in sources)
+
+
 def _repackable(source: TensorSource) -> bool:
     g = source.gguf
     return g is not None and int4.repackable(qtype=g.qtype, shape=g.shape)

@@ -30,6 +30,7 @@ from engine.executor.packed import (
     choose_decode,
     decode_unit,
     in_file_order,
+    kernel_computes,
     packable,
     read_stored,
     repack_unit,
@@ -243,6 +244,16 @@ class WeightStore:
         self._device = device
         self._dtype = dtype
         self._tied_head = tied_head
+        has_head = HEAD in self._sources or tied_head
+        if self.decode == "kernel" and compressed and has_head:
+            head_kernel = kernel_computes(self._sources_of(HEAD))
+        else:
+            head_kernel = False
+        if head_kernel:
+            # The LM head (151,936 × 1536 for Qwen2-1.5B: 0.9 GB decoded to float32, read
+            # every step) is held repacked for the kernel too; the embedding stays decoded
+            # (a lookup reads a few rows).
+            self._packed.add(HEAD)
         self._evict_after_read = evict_after_read
         self._pin = device.type == "cuda"
         self._lock = threading.Lock()

@@ -14,7 +14,7 @@ from engine.executor import int4
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.packed import choose_decode, kernel_bytes
-from engine.executor.weights import index_checkpoint, layer_unit
+from engine.executor.weights import EMBED, HEAD, index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model
@@ -76,6 +76,7 @@ def q4_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         num_heads=4,
         num_kv_heads=2,
         intermediate_size=512,
+        vocab_size=800,  # rows in sixteens: the head is computed by the kernel too
         seed=5,
     )
     path = write_gguf(model_dir=hf, out=tmp / "model.gguf", qtype=GGMLQuantizationType.Q4_0)
@@ -99,6 +100,8 @@ def test_kernel_model_gives_the_tokens_of_its_reference(q4_dir: Path, tiers: lis
     )
     try:
         assert _greedy(kernel) == _greedy(reference)
+        # The Q4_0 LM head is computed by the kernel as well, the embedding decoded.
+        assert kernel.store.is_packed(HEAD) and not kernel.store.is_packed(EMBED)
         # Resident layers hold the repacked matrices, never a decoded float32 one.
         held = kernel.store.held_bytes()
         for i, tier in enumerate(tiers):
