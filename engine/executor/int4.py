@@ -22,7 +22,10 @@ by the benchmark and reported, not promised.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +51,17 @@ def _layout_is_known() -> bool:
     tiles = q.to(torch.uint8).view(2, 2, _TILE // 2, 96)
     got = (tiles[:, 0] | (tiles[:, 1] << 4)).transpose(1, 2).reshape(2 * _TILE, 48)
     return want.shape == got.shape and torch.equal(want, got)
+
+
+def trim_heap() -> None:
+    """Give glibc's freed heap pages back to the OS. Repacking a layer frees its stored
+    bytes and the shuffle's temporaries between the repacked tensors that stay, and glibc
+    keeps such holes: loading the 28 layers of a Qwen2-1.5B shape (790 MiB held) grew the
+    process by 1.3 GiB without this, 0.83 GiB with it. No-op off glibc."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):  # musl and others: nothing to call
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def available() -> bool:

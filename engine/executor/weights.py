@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.packed import (
     PER_MATRIX,
@@ -510,6 +511,7 @@ class WeightStore:
         if self.decode == "kernel" and unit in self._packed:
             # Repacked once for the int4 kernel: never decoded afterwards.
             tensors = repack_unit(tensors, sources=self._sources_of(unit))
+            int4.trim_heap()
         if self._device.type != "cpu":
             tensors = {k: v.to(self._device) for k, v in tensors.items()}
         return tensors
