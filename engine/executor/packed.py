@@ -8,13 +8,13 @@ the previous layer's compute, and the decoded tensors go when the layer is relea
 a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and a
 streamed one moves 0.56 bytes per weight over PCIe or from the disk.
 
-Why decoding, not torch's weight-only kernels: measured on this project's CPU (AMD EPYC
-with AVX-512 BF16, 1 thread, a 1024×4096 projection; docs/executor.md), int8 per-channel
-`_weight_int8pack_mm` took 5.4 ms at batch 1 and 57 ms at batch 8, int4 group-wise
-`_weight_int4pack_mm_for_cpu` 15 ms and 118 ms, against 6.6 ms and 8.3 ms for decoding
-Q8_0 and a float32 matmul (1.1 ms and 2.7 ms for the matmul alone). Decoding also keeps
-every format exact: the decoded values are gguf's reference values, so the greedy tokens
-are those of a model decoded once at load (tested).
+Q8_0 and the other formats are decoded: torch's int8 kernel (per channel) cannot hold
+Q8_0's 32-value groups, and at batch 8 it was 7× slower than decoding (docs/executor.md).
+Q4_0 on a CPU is the exception (`decode="kernel"`): repacked once for torch's int4 kernel
+with bf16 activations (engine/executor/int4.py), it is computed without decoding, against
+a reference of its own arithmetic since bf16 scales are not Q4_0's fp16 ones. Decoding
+keeps the other formats exact: the decoded values are gguf's reference values, so the
+greedy tokens are those of a model decoded once at load (tested).
 """
 
 from __future__ import annotations
