@@ -197,8 +197,9 @@ def _layer_tiers(spec: dict[str, Any], *, folder: Path, layers: int) -> list[str
 
     held = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
     in_flight = (int(spec.get("depth") or 1) + 1) * 2 * held
-    # A quarter kept back: the read buffers, the page cache the limit also bounds.
-    resident = max(0, min(layers, int((room - in_flight) * 0.75) // held))
+    # Half kept back: the read buffers, the repacking's temporaries, the heap's holes
+    # (a quarter was not enough: killed by the limit with 6 of 28 layers in RAM).
+    resident = max(0, min(layers, int((room - in_flight) * 0.5) // held))
     return ["cpu"] * resident + ["disk"] * (layers - resident)
 
 

@@ -139,10 +139,10 @@ def test_under_the_limit_the_executor_keeps_what_fits_of_its_layers_in_ram(
     assert _layer_tiers(resident, folder=folder, layers=6) == ["cpu"] * 6
     limited = {"tier": "disk", "depth": 1}
     assert _layer_tiers(limited, folder=folder, layers=6) == ["disk"] * 6
-    # Two layers in flight (stored and decoded: 4 layers' bytes), a quarter kept back.
+    # Two layers in flight (stored and decoded: 4 layers' bytes), half kept back.
     room = 4 * layer + 4 * layer
     tiers = _layer_tiers({**limited, "room_bytes": room}, folder=folder, layers=6)
-    assert tiers == ["cpu"] * 3 + ["disk"] * 3
+    assert tiers == ["cpu"] * 2 + ["disk"] * 4
     tiers = _layer_tiers({**limited, "room_bytes": 100 * layer}, folder=folder, layers=6)
     assert tiers == ["cpu"] * 6
     tiers = _layer_tiers({**limited, "room_bytes": 2 * layer}, folder=folder, layers=6)
