@@ -105,7 +105,7 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
         placement = forced_placement(
             hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
             spec=model_spec,
-            layer_tiers=["disk" if tier == "disk" else "cpu"] * model_spec.num_layers,
+            layer_tiers=_layer_tiers(spec, folder=folder, layers=model_spec.num_layers),
             depth=int(spec.get("depth") or 1),
         )
         model = StreamingModel(
@@ -116,9 +116,16 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             # The cgroup decides what stays in the page cache, as it does for the others.
             evict_after_read=False,
             kv_host_layers=0,
-            # Under the limit two layers decoded to float32 do not fit beside the
-            # runtime: decode one matrix at a time just before its matmul.
-            decode="matrix" if tier == "disk" else "layer",
+            # None: the executor's own choice (packed.choose_decode: the int4 kernel for
+            # Q4_0 on a CPU, matrix decoding under the limit otherwise); the reference
+            # systems name theirs.
+            decode=spec.get("decode"),
+        )
+        resident = placement.layer_tiers.count("cpu")
+        print(
+            f"decode mode: {model.store.decode}; {resident} layers in RAM",
+            file=sys.stderr,
+            flush=True,
         )
         forward = _executor_forward(model)
         new_cache = model.new_cache
@@ -175,6 +182,25 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
     if timed_model is not None:
         run_batch.close = timed_model.close  # type: ignore[attr-defined]
     return run_batch
+
+
+def _layer_tiers(spec: dict[str, Any], *, folder: Path, layers: int) -> list[str]:
+    """Every layer in RAM (resident), or under the limit as many as its `room_bytes`
+    leaves beside the layers in flight (the copy thread's stored bytes and repacked or
+    decoded copy of the next two), the rest streamed from the disk each step."""
+    if spec["tier"] != "disk":
+        return ["cpu"] * layers
+    room = int(spec.get("room_bytes") or 0)
+    if not room:
+        return ["disk"] * layers
+    from engine.planner.stored import load_held_spec
+
+    held = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
+    in_flight = (int(spec.get("depth") or 1) + 1) * 2 * held
+    # Half kept back: the read buffers, the repacking's temporaries, the heap's holes
+    # (a quarter was not enough: killed by the limit with 6 of 28 layers in RAM).
+    resident = max(0, min(layers, int((room - in_flight) * 0.5) // held))
+    return ["cpu"] * resident + ["disk"] * (layers - resident)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -130,6 +130,8 @@ def run_peers(
     for name, system in systems.items():
         if int4_bytes is None or system["runtime"] not in allowance:
             continue
+        if system.get("resident_only"):
+            continue
         limits[name] = int4_bytes // 2 + allowance[system["runtime"]] + SLACK
     if int4_bytes is None and not cgroup_reason:
         skipped["limited"] = "scenario (b) needs q4_0 in --weights (its limit is half of it)"
@@ -156,6 +158,11 @@ def run_peers(
                     "tokens": tokens,
                     "threads": threads,
                     "depth": 1,
+                    # All layers streamed under the limit. Keeping some in RAM
+                    # (`room_bytes`, offload_child._layer_tiers) was killed by the limit
+                    # with 6 and with 4 of 28 layers held (runs 6, 7): not used until the
+                    # streamed path's own memory is understood.
+                    "room_bytes": 0,
                     "offload_folder": str(offload_root / f"{name}-{scenario}"),
                 }
                 result = _run_child(
@@ -284,6 +291,18 @@ def _systems(
             "spec": {"system": "executor", "model": str(folder)},
             "files": used,
         }
+        if fmt == "q4_0":
+            # Resident only: the references its greedy tokens are compared with. The
+            # int4 kernel's own arithmetic by dequantize-then-matmul (bf16 scales and
+            # activations), and Q4_0 decoded to float32 with its float16 scales.
+            for suffix, decode in (("reference", "kernel_reference"), ("layer", "layer")):
+                systems[f"executor {fmt} {suffix}"] = {
+                    "runtime": "executor",
+                    "format": fmt,
+                    "resident_only": True,
+                    "spec": {"system": "executor", "model": str(folder), "decode": decode},
+                    "files": used,
+                }
     if "llama.cpp" in peers and "llama.cpp" not in skipped:
         for fmt in formats:
             if fmt in files and fmt in offload_llama.FTYPES:
@@ -443,8 +462,11 @@ def _figures(
 
 def _reference(*, resident: dict[str, Any], fmt: str) -> dict[str, Any] | None:
     """The greedy tokens of the dequantize-then-matmul reference for `fmt`: the executor's
-    resident run on the same weights (float32 for bf16, whose reference is the checkpoint)."""
-    source = resident.get(f"executor {'f32' if fmt == 'bf16' else fmt}")
+    resident run on the same weights (float32 for bf16, whose reference is the checkpoint;
+    for q4_0 the run of the kernel's arithmetic by dequantize-then-matmul)."""
+    base = f"executor {'f32' if fmt == 'bf16' else fmt}"
+    # The int4 kernel's reference when the benchmark ran one (q4_0).
+    source = resident.get(f"{base} reference") or resident.get(base)
     if not source or source.get("error"):
         return None
     return {b: r["tokens"] for b, r in source["batches"].items()}

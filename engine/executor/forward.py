@@ -25,7 +25,7 @@ from engine.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
-from engine.executor.packed import DecodeMode, matrix_decoding
+from engine.executor.packed import PER_MATRIX, DecodeMode, matrix_decoding
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
@@ -74,7 +74,7 @@ class StreamingModel:
         kv_host_layers: int | None = None,
         kv_mode: KvMode | None = None,
         compressed: bool = True,
-        decode: DecodeMode = "layer",
+        decode: DecodeMode | None = None,
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
@@ -82,7 +82,9 @@ class StreamingModel:
         fewer bytes than the compute dtype stay so in every tier and are decoded per use
         (False decodes them once at load: the reference the tests compare with). `decode`:
         "layer" decodes a packed layer whole one layer ahead, "matrix" one weight matrix at
-        a time just before its matmul (same values; for tight memory)."""
+        a time just before its matmul (same values; for tight memory), "kernel" computes Q4_0
+        matrices with the CPU int4 kernel (engine/executor/int4.py); None chooses from
+        the device, the formats and the placement (packed.choose_decode)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -322,13 +324,14 @@ class StreamingModel:
         assert self.prefetcher is not None
         tensors = self.prefetcher.get(unit)
         try:
-            if self.store.decode == "matrix" and self.store.is_packed(unit):
+            if self.store.decode in PER_MATRIX and self.store.is_packed(unit):
                 with matrix_decoding(
                     module,
                     packed=tensors,
                     sources=self.store.sources_of(unit),
                     dtype=self.dtype,
                     buffer=self.store.matrix_buffer,
+                    reference=self.store.decode == "kernel_reference",
                 ) as small:
                     out = functional_call(module, small, args, kwargs)
             else:

@@ -8,13 +8,13 @@ the previous layer's compute, and the decoded tensors go when the layer is relea
 a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and a
 streamed one moves 0.56 bytes per weight over PCIe or from the disk.
 
-Why decoding, not torch's weight-only kernels: measured on this project's CPU (AMD EPYC
-with AVX-512 BF16, 1 thread, a 1024×4096 projection; docs/executor.md), int8 per-channel
-`_weight_int8pack_mm` took 5.4 ms at batch 1 and 57 ms at batch 8, int4 group-wise
-`_weight_int4pack_mm_for_cpu` 15 ms and 118 ms, against 6.6 ms and 8.3 ms for decoding
-Q8_0 and a float32 matmul (1.1 ms and 2.7 ms for the matmul alone). Decoding also keeps
-every format exact: the decoded values are gguf's reference values, so the greedy tokens
-are those of a model decoded once at load (tested).
+Q8_0 and the other formats are decoded: torch's int8 kernel (per channel) cannot hold
+Q8_0's 32-value groups, and at batch 8 it was 7× slower than decoding (docs/executor.md).
+Q4_0 on a CPU is the exception (`decode="kernel"`): repacked once for torch's int4 kernel
+with bf16 activations (engine/executor/int4.py), it is computed without decoding, against
+a reference of its own arithmetic since bf16 scales are not Q4_0's fp16 ones. Decoding
+keeps the other formats exact: the decoded values are gguf's reference values, so the
+greedy tokens are those of a model decoded once at load (tested).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
 from engine.models.gguf_file import permute_rows, read_exactly
@@ -39,10 +40,14 @@ if TYPE_CHECKING:
     from engine.models.gguf_file import GGUFTensor
 
 
-# "layer": the copy thread decodes a whole layer one layer ahead (fast, two layers of
-# float32 held); "matrix": each weight matrix is decoded just before its matmul (one
-# matrix held: for a model that must run in little memory).
-DecodeMode = Literal["layer", "matrix"]
+# "layer": the copy thread decodes a whole layer one layer ahead (two layers of float32
+# held); "matrix": each weight matrix is decoded just before its matmul (one matrix held:
+# for a model that must run in little memory); "kernel": Q4_0 matrices are repacked once
+# for torch's CPU int4 kernel and never decoded (engine/executor/int4.py), the others as
+# in "matrix"; "kernel_reference": the kernel's arithmetic by dequantize-then-matmul (the
+# reference "kernel" is tested against, slow).
+DecodeMode = Literal["layer", "matrix", "kernel", "kernel_reference"]
+PER_MATRIX: frozenset[str] = frozenset({"matrix", "kernel", "kernel_reference"})
 
 
 class TensorSource(Protocol):
@@ -197,23 +202,41 @@ def matrix_decoding(
     sources: list[TensorSource],
     dtype: torch.dtype,
     buffer: MatrixBuffer,
+    reference: bool = False,
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Run `module` (a packed layer) with each nn.Linear weight decoded from its stored
-    bytes into `buffer` at the Linear's call, one matrix at a time. Yields the other
-    parameters (norms, biases: small) decoded, for `functional_call`. The decoded values
-    are `decode`'s, and the matmul is nn.Linear's own F.linear, so the results are those of
-    whole-layer decoding bit for bit."""
+    bytes into `buffer` at the Linear's call, one matrix at a time, or computed by the
+    int4 kernel where `repack_unit` has repacked it (`reference`: by the kernel's
+    dequantize-then-matmul reference instead). Yields the other parameters (norms,
+    biases: small) decoded, for `functional_call`. The decoded values are `decode`'s, and
+    the matmul is nn.Linear's own F.linear, so the results are those of whole-layer
+    decoding bit for bit."""
     by_param = {s.param: s for s in sources}
     patched: list[nn.Module] = []
     lazy: set[str] = set()
     for name, sub in module.named_modules():
         weight = f"{name}.weight" if name else "weight"
-        if type(sub) is nn.Linear and weight in packed:
-            lazy.add(weight)
-            sub.forward = _lazy_linear(  # type: ignore[method-assign]
-                sub, raw=packed[weight], source=by_param[weight], dtype=dtype, buffer=buffer
+        if type(sub) is not nn.Linear:
+            continue
+        if weight + int4.INT4 in packed:
+            lazy.update((weight + int4.INT4, weight + int4.SCALES))
+            sub.forward = _kernel_linear(  # type: ignore[method-assign]
+                sub, nibbles=packed[weight + int4.INT4], scales=packed[weight + int4.SCALES]
             )
-            patched.append(sub)
+        elif weight in packed:
+            lazy.add(weight)
+            source = by_param[weight]
+            if reference and _repackable(source):
+                sub.forward = _reference_linear(  # type: ignore[method-assign]
+                    sub, raw=packed[weight], source=source
+                )
+            else:
+                sub.forward = _lazy_linear(  # type: ignore[method-assign]
+                    sub, raw=packed[weight], source=source, dtype=dtype, buffer=buffer
+                )
+        else:
+            continue
+        patched.append(sub)
     rest = {p: raw for p, raw in packed.items() if p not in lazy}
     small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
     try:
@@ -235,5 +258,86 @@ def _lazy_linear(
         weight = decode(raw, source=source, dtype=dtype, pool=buffer)
         # linear.bias is the decoded bias functional_call has put in place for this call.
         return F.linear(x, weight, linear.bias)
+
+    return forward
+
+
+def choose_decode(
+    *, device: torch.device, packed: list[list[TensorSource]], streamed_from_disk: bool
+) -> DecodeMode:
+    """How packed layers are computed, chosen from what was measured on this project's
+    CPU (docs/executor.md): the int4 kernel wherever a packed layer holds Q4_0 matrices
+    on a CPU (per 8960×1536 matrix 0.46 ms at B=1 against 5 ms for the float32 matmul
+    alone, decoding not counted); otherwise matrix decoding when layers stream from the
+    disk (memory is tight: one matrix held decoded, not two layers), else whole layers
+    decoded one ahead (1.14× faster than matrix decoding when memory allows)."""
+    if device.type != "cpu":
+        return "layer"
+    if int4.available() and any(_repackable(s) for unit in packed for s in unit):
+        return "kernel"
+    return "matrix" if streamed_from_disk else "layer"
+
+
+def kernel_computes(sources: list[TensorSource]) -> bool:
+    """Whether decode="kernel" computes any of these tensors with the int4 kernel."""
+    return int4.available() and any(_repackable(s) for s in sources)
+
+
+def _repackable(source: TensorSource) -> bool:
+    g = source.gguf
+    return g is not None and int4.repackable(qtype=g.qtype, shape=g.shape)
+
+
+def repack_unit(
+    packed: dict[str, torch.Tensor], *, sources: list[TensorSource]
+) -> dict[str, torch.Tensor]:
+    """A packed unit's stored tensors with each Q4_0 matrix replaced by the int4 kernel's
+    layout (`<param>:int4` and `<param>:scales`); the others stay stored bytes."""
+    by_param = {s.param: s for s in sources}
+    out: dict[str, torch.Tensor] = {}
+    for param, raw in packed.items():
+        source = by_param[param]
+        if not _repackable(source):
+            out[param] = raw
+            continue
+        g = source.gguf
+        assert g is not None
+        nibbles, scales = int4.repack(
+            raw, shape=(g.shape[0], g.shape[1]), permute_heads=g.permute_heads
+        )
+        out[param + int4.INT4] = nibbles
+        out[param + int4.SCALES] = scales
+    return out
+
+
+def kernel_bytes(source: TensorSource) -> int:
+    """Bytes a matrix holds once `repack_unit` has repacked it (its stored bytes when it
+    is not repacked): half a byte a weight and a bfloat16 scale and zero per 32."""
+    if not _repackable(source):
+        return stored_bytes(source)
+    numel = math.prod(source.shape)
+    return numel // 2 + numel // int4.GROUP * 4
+
+
+def _kernel_linear(
+    linear: nn.Linear, *, nibbles: torch.Tensor, scales: torch.Tensor
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return int4.linear(x, nibbles=nibbles, scales=scales, bias=linear.bias)
+
+    return forward
+
+
+def _reference_linear(
+    linear: nn.Linear, *, raw: torch.Tensor, source: TensorSource
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    g = source.gguf
+    assert g is not None
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        weight = int4.reference_weight(
+            raw, shape=(g.shape[0], g.shape[1]), permute_heads=g.permute_heads
+        )
+        return int4.reference_linear(x, weight=weight, bias=linear.bias)
 
     return forward

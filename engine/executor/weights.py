@@ -22,14 +22,19 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.packed import (
+    PER_MATRIX,
     DecodeMode,
     MatrixBuffer,
+    choose_decode,
     decode_unit,
     in_file_order,
+    kernel_computes,
     packable,
     read_stored,
+    repack_unit,
 )
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_exactly, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
@@ -199,7 +204,9 @@ class WeightStore:
     "streamed" even when its home is the compute tier. `decode="matrix"` (memory tight):
     the copy thread hands over the stored bytes and the compute thread decodes each weight
     matrix just before its matmul (`packed.matrix_decoding`), so one matrix, not two
-    layers, is held decoded.
+    layers, is held decoded. `decode="kernel"` (CPU): Q4_0 matrices are repacked for the
+    int4 kernel (engine/executor/int4.py) once at load, or in the copy thread for a
+    streamed layer, and computed without decoding.
     """
 
     def __init__(
@@ -213,10 +220,9 @@ class WeightStore:
         tied_head: bool = False,
         evict_after_read: bool = False,
         compressed: bool = False,
-        decode: DecodeMode = "layer",
+        decode: DecodeMode | None = None,
     ) -> None:
         self._sources = index_checkpoint(model_dir)
-        self.decode: DecodeMode = decode
         # decode="matrix": the compute thread decodes one matrix at a time into this.
         self.matrix_buffer = MatrixBuffer()
         self._packed: set[str] = (
@@ -228,11 +234,27 @@ class WeightStore:
             if compressed
             else set()
         )
+        # None: chosen here from the device, the formats and the homes (packed.choose_decode).
+        self.decode: DecodeMode = decode or choose_decode(
+            device=device,
+            packed=[self._sources[u] for u in sorted(self._packed)],
+            streamed_from_disk=any(homes.get(u) == "disk" for u in self._packed),
+        )
         self._homes = dict(homes)
         self._compute_tier = compute_tier
         self._device = device
         self._dtype = dtype
         self._tied_head = tied_head
+        has_head = HEAD in self._sources or tied_head
+        if self.decode == "kernel" and compressed and has_head:
+            head_kernel = kernel_computes(self._sources_of(HEAD))
+        else:
+            head_kernel = False
+        if head_kernel:
+            # The LM head (151,936 × 1536 for Qwen2-1.5B: 0.9 GB decoded to float32, read
+            # every step) is held repacked for the kernel too; the embedding stays decoded
+            # (a lookup reads a few rows).
+            self._packed.add(HEAD)
         self._evict_after_read = evict_after_read
         self._pin = device.type == "cuda"
         self._lock = threading.Lock()
@@ -366,7 +388,10 @@ class WeightStore:
             )
             packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
             moved = sum(t.numel() for t in packed.values())
-        if self.decode == "matrix":
+        if self.decode in PER_MATRIX:
+            if self.decode == "kernel" and self._homes[unit] != self._compute_tier:
+                # Streamed: repacked here, in the copy thread, one layer ahead.
+                packed = repack_unit(packed, sources=self._sources_of(unit))
             with self._lock:
                 self._fetches += 1
                 self._bytes += moved
@@ -483,6 +508,10 @@ class WeightStore:
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
         host = self._host.get(unit)
         tensors = host if host is not None else self._read(unit, pin=False)
+        if self.decode == "kernel" and unit in self._packed:
+            # Repacked once for the int4 kernel: never decoded afterwards.
+            tensors = repack_unit(tensors, sources=self._sources_of(unit))
+            int4.trim_heap()
         if self._device.type != "cpu":
             tensors = {k: v.to(self._device) for k, v in tensors.items()}
         return tensors

@@ -84,7 +84,13 @@ def test_quick_peers_benchmark_runs_every_system_resident_and_under_the_limit(
         assert "bench-peers" in figures["skipped"]["llama.cpp"]
     systems = figures["systems"]
     expected = {"executor q4_0", "accelerate bf16"} | (set() if NO_LLAMA else {"llama.cpp q4_0"})
-    assert set(systems) == expected
+    # The int4 kernel's references run resident only (its dequantized arithmetic, and
+    # Q4_0 decoded to float32 with its fp16 scales).
+    references = {"executor q4_0 reference", "executor q4_0 layer"}
+    assert set(systems) == expected | references
+    for name in references:
+        assert set(systems[name]) == {"resident"}
+        assert systems[name]["resident"]["1"]["decode_tok_s"] > 0
     for name in expected:
         for scenario in ("resident", "limited"):
             cell = systems[name][scenario]["1"]
@@ -97,7 +103,8 @@ def test_quick_peers_benchmark_runs_every_system_resident_and_under_the_limit(
         assert limit == half + figures["allowance_bytes"][runtime] + figures["slack_bytes"]
         assert systems[name]["limited"]["cgroup_peak_bytes"] <= limit
     executor = systems["executor q4_0"]
-    # Streaming every layer from disk gives the tokens of the resident dequantized run.
+    # Resident and streaming every layer from disk give the tokens of the kernel's
+    # dequantize-then-matmul reference.
     assert executor["resident"]["1"]["tokens_match_reference"] is True
     assert executor["limited"]["1"]["tokens_match_reference"] is True
 
@@ -124,3 +131,26 @@ def test_llama_cpp_gives_the_executors_greedy_tokens_on_the_same_f32_file(tmp_pa
     hf = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     expected = hf.generate(prompts, max_new_tokens=5, do_sample=False, eos_token_id=None)
     assert run.tokens == expected[:, prompts.shape[1] :].tolist()
+
+
+def test_under_the_limit_the_executor_keeps_what_fits_of_its_layers_in_ram(
+    tmp_path: Path,
+) -> None:
+    from engine.bench.offload_child import _layer_tiers
+    from engine.models.synthetic import write_random_model
+    from engine.planner.stored import load_held_spec
+
+    folder = write_random_model(folder=tmp_path / "m", num_layers=6, seed=2)
+    layer = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
+    resident = {"tier": "resident", "depth": 1}
+    assert _layer_tiers(resident, folder=folder, layers=6) == ["cpu"] * 6
+    limited = {"tier": "disk", "depth": 1}
+    assert _layer_tiers(limited, folder=folder, layers=6) == ["disk"] * 6
+    # Two layers in flight (stored and decoded: 4 layers' bytes), half kept back.
+    room = 4 * layer + 4 * layer
+    tiers = _layer_tiers({**limited, "room_bytes": room}, folder=folder, layers=6)
+    assert tiers == ["cpu"] * 2 + ["disk"] * 4
+    tiers = _layer_tiers({**limited, "room_bytes": 100 * layer}, folder=folder, layers=6)
+    assert tiers == ["cpu"] * 6
+    tiers = _layer_tiers({**limited, "room_bytes": 2 * layer}, folder=folder, layers=6)
+    assert tiers == ["disk"] * 6

@@ -70,7 +70,9 @@ def test_compressed_layers_give_the_tokens_of_weights_decoded_at_load(
     placement = make_placement(model_dir=gguf_dir, layer_tiers=TIERS[tiers])
     f32 = torch.float32
     reference = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32, compressed=False)
-    packed = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32)
+    # decode="layer": the float32 decoding path (Q4_0 would otherwise choose the int4
+    # kernel, whose reference is its own: tests/engine/executor/test_int4.py).
+    packed = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32, decode="layer")
     try:
         assert not any(reference.store.is_packed(layer_unit(i)) for i in range(4))
         assert all(packed.store.is_packed(layer_unit(i)) for i in range(4))
@@ -104,7 +106,7 @@ def test_matrix_decoding_gives_the_tokens_of_layer_decoding_holding_one_matrix(
 
     placement = make_placement(model_dir=gguf_dir, layer_tiers=TIERS[tiers])
     f32 = torch.float32
-    layer = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32)
+    layer = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32, decode="layer")
     matrix = StreamingModel(model_dir=gguf_dir, placement=placement, dtype=f32, decode="matrix")
     try:
         expected = _greedy(layer)
