@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.answer.passages import Passage
+from engine.answer.sentence_memo import SentenceMemo
 from engine.answer.sentences import split_sentences
 
 NO_MODEL_NOTE = (
@@ -126,9 +127,11 @@ class ExtractiveAnswerer:
         *,
         embed: Callable[[list[str]], np.ndarray],
         min_score: float = DEFAULT_MIN_SCORE,
+        memo: SentenceMemo | None = None,
     ) -> None:
         self._embed = embed
         self._min_score = min_score
+        self._memo = memo  # sentence vectors kept from earlier answers
 
     def answer(
         self, *, question: str, passages: list[Passage], max_sentences: int = 3
@@ -140,9 +143,11 @@ class ExtractiveAnswerer:
         if not candidates or not question.strip() or max_sentences < 1:
             return _not_found()
 
-        vectors = np.asarray(
-            self._embed([question] + [c.text for c in candidates]), dtype=np.float32
-        )
+        texts = [c.text for c in candidates]
+        if self._memo is not None:
+            vectors = self._memo.embed(first=question, texts=texts, embed=self._embed)
+        else:
+            vectors = np.asarray(self._embed([question, *texts]), dtype=np.float32)
         sentence_vectors = vectors[1:]
         relevance = score_sentences(
             question=question,
