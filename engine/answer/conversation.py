@@ -6,10 +6,12 @@ resolved into a `FollowUp`:
 
 - without a language model, history-aware retrieval: the search text is the question
   as asked, its embedding is the question's blended with the earlier question's
-  (weighted below the question's own), and passages from the pages and files already
-  cited get a small bonus in the ranking (a follow-up often asks about the same place,
-  but not always: a larger bonus, or the earlier question's words in the search text,
-  pulled follow-ups back to the earlier page; measured by `ragdoll bench conversation`);
+  (weighted below the question's own). It is searched twice more (`also`): with the
+  earlier question's words in the full-text half and that question weighted more, and
+  with the passage the last answer quoted blended in; the three rankings are fused.
+  Passages of the files the last answer drew on (by their share of its sources), of
+  the pages it cited and next to the pages it quoted move up by bonuses a better
+  match outranks (the weights: `ragdoll bench conversation`, docs/benchmarks.md);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/pipeline/answering.py); the
   rewritten query is searched as such, with the same bonus for the pages cited.
