@@ -148,19 +148,10 @@ def _embed_blended(
 def _blended_vectors(*, questions: Sequence[Question], embed: Embed) -> np.ndarray:
     """The questions' embeddings, a follow-up's blended with the earlier turn's texts
     (weighted below its own) and normalised again: cosine similarity stays meaningful."""
-    vectors = np.array(embed([q.text for q in questions]), dtype=np.float32)
-    extra = [
-        (i, text, weight)
-        for i, q in enumerate(questions)
-        for text, weight in getattr(q.conversation, "blend", ())
-    ]
-    if not extra:
-        return vectors
-    more = np.asarray(embed([text for _, text, _ in extra]), dtype=np.float32)
-    for (i, _, weight), vector in zip(extra, more, strict=True):
-        vectors[i] += weight * vector
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
+    items = [(q.text, tuple(getattr(q.conversation, "blend", ()))) for q in questions]
+    if not any(blend for _, blend in items):
+        return np.array(embed([q.text for q in questions]), dtype=np.float32)
+    return _embed_blended(items=items, embed=embed)
 
 
 def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[SearchHit]:
