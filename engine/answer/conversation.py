@@ -6,10 +6,12 @@ resolved into a `FollowUp`:
 
 - without a language model, history-aware retrieval: the search text is the question
   as asked, its embedding is the question's blended with the earlier question's
-  (weighted below the question's own), and passages from the pages and files already
-  cited get a small bonus in the ranking (a follow-up often asks about the same place,
-  but not always: a larger bonus, or the earlier question's words in the search text,
-  pulled follow-ups back to the earlier page; measured by `ragdoll bench conversation`);
+  (weighted below the question's own). It is searched twice more (`also`): with the
+  earlier question's words in the full-text half and that question weighted more, and
+  with the passage the last answer quoted blended in; the three rankings are fused.
+  Passages of the files the last answer drew on (by their share of its sources), of
+  the pages it cited and next to the pages it quoted move up by bonuses a better
+  match outranks (the weights: `ragdoll bench conversation`, docs/benchmarks.md);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/pipeline/answering.py); the
   rewritten query is searched as such, with the same bonus for the pages cited.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.wire_events import Turn
+from engine.wire_events import Citation, Turn
 
 # Earlier turns' embeddings count less than the question's own words (0.4: best of 0.3-0.5
 # on the tuned set over all 12 files of the corpus, `ragdoll bench conversation`).
@@ -59,6 +61,10 @@ _GENERIC = frozenset(
     ]
 )
 BORROWED_QUESTION_WEIGHT = 0.6  # the blend for such a follow-up
+# The fused searches' blends (_also_searches): the earlier question, the quoted passage.
+WITH_QUESTION_WEIGHT = 0.8
+WITH_PASSAGE_WEIGHT = 0.5
+_MARKER = re.compile(r"\[(\d+)\]")
 # A follow-up with at most this many content words of its own leans on the last turn.
 _FEW_CONTENT_WORDS = 3
 _WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
@@ -183,6 +189,15 @@ REWRITE_INSTRUCTIONS = (
 
 
 @dataclass(frozen=True, kw_only=True)
+class AlsoSearch:
+    """One more search a follow-up's ranking is fused with: its full-text words and
+    the texts blended into its embedding (with the question's own)."""
+
+    text: str
+    blend: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class FollowUp:
     """How one question of a conversation is searched for."""
 
@@ -194,6 +209,13 @@ class FollowUp:
     cited: frozenset[tuple[str, int | None]] = frozenset()  # (path, page) cited last turn
     rewritten_by: str = "history"  # "history" | "model"
     dependent: bool = True  # False: searched as asked
+    # Searched too, their rankings fused with the query's (no model: history-aware).
+    also: tuple[AlsoSearch, ...] = ()
+    # (path, share): how much of the last answer came from each file, the passages it
+    # quoted counting double; a follow-up that names nothing else stays there.
+    files: tuple[tuple[str, float], ...] = ()
+    # (path, page) of the passages the last answer quoted: its answer is often next to them.
+    quoted: frozenset[tuple[str, int | None]] = frozenset()
 
 
 def content_words(text: str) -> list[str]:
@@ -248,7 +270,52 @@ def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
         history=history,
         blend=tuple(blend),
         cited=frozenset((c.path, c.page) for c in last.citations),
+        also=_also_searches(question=question, referents=referents, last=last),
+        files=_file_shares(last),
+        quoted=frozenset((c.path, c.page) for c in _quoted(last)),
     )
+
+
+def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[AlsoSearch, ...]:
+    """The follow-up searched with what it leans on spelled out, fused with its own
+    search: once with the earlier question's words in its full-text half and that
+    question weighted more in its embedding, once with the passage the last answer
+    quoted first blended into its embedding (the follow-up often asks about what
+    sits next to it)."""
+    mine = {w.casefold() for w in content_words(question)}
+    borrowed = _unique([w for q in referents for w in content_words(q) if w.casefold() not in mine])
+    out = [
+        AlsoSearch(
+            text=" ".join([*borrowed, question]),
+            blend=tuple((q, WITH_QUESTION_WEIGHT) for q in referents),
+        )
+    ]
+    quoted = _quoted(last)
+    if quoted and WITH_PASSAGE_WEIGHT > 0:
+        out.append(AlsoSearch(text=question, blend=((quoted[0].text, WITH_PASSAGE_WEIGHT),)))
+    return tuple(out)
+
+
+def _quoted(turn: Turn) -> list[Citation]:
+    """The citations the turn's answer quotes ([n] markers), in marker order; all of
+    them when it has none (a model's answer may not mark its sources)."""
+    marked = [int(n) for n in _MARKER.findall(turn.answer)]
+    by_index = {c.index: c for c in turn.citations}
+    out = [by_index[n] for n in _unique_ints(marked) if n in by_index]
+    return out or list(turn.citations)
+
+
+def _file_shares(turn: Turn) -> tuple[tuple[str, float], ...]:
+    quoted = {c.index for c in _quoted(turn)}
+    weights: dict[str, float] = {}
+    for c in turn.citations:
+        weights[c.path] = weights.get(c.path, 0.0) + (2.0 if c.index in quoted else 1.0)
+    total = sum(weights.values())
+    return tuple((path, w / total) for path, w in weights.items()) if total else ()
+
+
+def _unique_ints(values: list[int]) -> list[int]:
+    return list(dict.fromkeys(values))
 
 
 def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
@@ -263,6 +330,8 @@ def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
         context=follow_up.context,
         history=follow_up.history,
         cited=follow_up.cited,
+        files=follow_up.files,
+        quoted=follow_up.quoted,
         rewritten_by="model",
     )
 

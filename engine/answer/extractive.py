@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.answer.passages import Passage
+from engine.answer.sentence_memo import SentenceMemo
 from engine.answer.sentences import split_sentences
 
 NO_MODEL_NOTE = (
@@ -130,9 +131,11 @@ class ExtractiveAnswerer:
         *,
         embed: Callable[[list[str]], np.ndarray],
         min_score: float = DEFAULT_MIN_SCORE,
+        memo: SentenceMemo | None = None,
     ) -> None:
         self._embed = embed
         self._min_score = min_score
+        self._memo = memo  # sentence vectors kept from earlier answers
 
     def answer(
         self, *, question: str, passages: list[Passage], max_sentences: int = 3
@@ -147,7 +150,10 @@ class ExtractiveAnswerer:
         # A sentence that ends in ":" is scored with the short lines it introduces
         # (an option list, a command): they are quoted with it and often hold the fact.
         scored = [_with_introduced(every, i) for i in where]
-        vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
+        if self._memo is not None:
+            vectors = self._memo.embed(first=question, texts=scored, embed=self._embed)
+        else:
+            vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
         relevance = score_sentences(
             question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]

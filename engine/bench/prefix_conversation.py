@@ -9,7 +9,9 @@ questions are asked as one conversation twice, once with the answerer's prefix c
 turned off and once with it emptied first, and each turn's time from the call to its
 first token is taken, with the tokens the cache served and how many of the turn's
 sources an earlier turn showed (the prompt references those instead of repeating
-them). The questions name their subject, so no follow-up rewrite runs before
+them). The relevance gate's sentence vectors kept by earlier conversations
+(engine/answer/sentence_memo.py) are dropped before each one, on both sides, as the
+prefix cache is. The questions name their subject, so no follow-up rewrite runs before
 them (a rewrite is a generation of its own, on both sides alike). Answers are greedy:
 both runs see the same answers and so the same prompts, which is checked.
 """
@@ -136,7 +138,10 @@ def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str
 
 
 def _conversation(*, engine: Any, k: int) -> list[dict[str, Any]]:
-    """The five questions as one conversation: each with the turns before it."""
+    """The five questions as one conversation: each with the turns before it. The
+    gate's sentence vectors kept from earlier conversations are dropped first, on
+    both sides: a conversation reuses only what its own earlier turns computed."""
+    engine.serving().sentence_memo.clear()
     answerer = engine.language_model()
     history: list[Turn] = []
     shown: set[tuple[str, int | None, str]] = set()

@@ -6,6 +6,7 @@ generation batch. engine/core.py is to build a Pipeline from these.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,7 +78,16 @@ def store_retrieve_batch(
                 **({"made_by": made_by[0]} if made_by else {}),
             )
             for i, result in zip(rows, results, strict=True):
-                hits = _favour_cited(hits=result.hits, question=questions[i])
+                hits = _fused_with_also(
+                    store=store,
+                    embed=embed,
+                    question=questions[i],
+                    hits=result.hits,
+                    k=k,
+                    filters=filters,
+                    made_by=made_by,
+                )
+                hits = _favour_cited(hits=hits, question=questions[i])
                 out[i] = SearchResult(
                     hits=hits[: questions[i].k],
                     best_similarity=result.best_similarity,
@@ -99,11 +109,22 @@ def _noting(tagged: TaggedEmbed, made: list[str]) -> Embed:
     return embed
 
 
-# A follow-up's candidates: more than its k, so that a cited page ranked lower can rise.
-_FOLLOW_UP_CANDIDATES = 12
+# A follow-up's candidates in each of its searches: more than its k, so that a page
+# near the one quoted, ranked lower, can rise (tuned set: 17/23 at 20, 19/23 at 30).
+_FOLLOW_UP_CANDIDATES = 30
 # Bonuses in reciprocal-rank-fusion units (a first rank in one list is 1/61).
 _SAME_PAGE_BONUS = 0.2 / (RRF_K + 1)
 _SAME_FILE_BONUS = 0.2 / (RRF_K + 1)
+# A bonus for each file in proportion to its share of the last answer's sources, and
+# for pages within _NEAR_PAGES of a page the last answer quoted (its answer is often
+# the next page). These and the weights of a follow-up's own search and of its other
+# searches in their fusion were swept on the tuned set of `ragdoll bench conversation`
+# (docs/benchmarks.md): every combination of 0.5-1.0, 0-0.5 and 0-0.3 found 17-18 of 23.
+_FILE_PRIOR = 0.5 / (RRF_K + 1)
+_NEAR_PAGES = 2
+_NEAR_QUOTED_BONUS = 0.3 / (RRF_K + 1)
+_OWN_WEIGHT = 1.0
+_ALSO_WEIGHT = 1.0
 
 
 def _search_k(question: Question) -> int:
@@ -112,22 +133,71 @@ def _search_k(question: Question) -> int:
     return question.k
 
 
+def _fused_with_also(
+    *,
+    store: LanceStore,
+    embed: Embed,
+    question: Question,
+    hits: Sequence[SearchHit],
+    k: int,
+    filters: SearchFilters | None,
+    made_by: list[str] | None = None,
+) -> list[SearchHit]:
+    """A follow-up's ranking fused (reciprocal rank) with its other searches
+    (FollowUp.also: the earlier question spelled out, the quoted passage): each
+    catches follow-ups the others miss, so they weigh the same as its own.
+    `made_by` (the tagged path) notes these embeddings' embedder too: a swap since
+    the first search is StaleVectorsError, and the batch is searched again."""
+    also = getattr(question.conversation, "also", ())
+    if not also:
+        return list(hits)
+    asked = getattr(question.conversation, "question", question.text)
+    vectors = _embed_blended(items=[(asked, a.blend) for a in also], embed=embed)
+    if made_by is not None and len(set(made_by)) > 1:
+        raise StaleVectorsError("the embedder was swapped while the follow-up was embedded")
+    results = store.search_batch(
+        vectors=vectors,
+        texts=[a.text for a in also],
+        k=k,
+        filters=filters,
+        **({"made_by": made_by[0]} if made_by else {}),
+    )
+    score: dict[str, float] = {}
+    best: dict[str, SearchHit] = {}
+    lists = [(list(hits), _OWN_WEIGHT)] + [(list(r.hits), _ALSO_WEIGHT) for r in results]
+    for ranked, weight in lists:
+        for rank, hit in enumerate(ranked):
+            cid = hit.chunk.chunk_id
+            score[cid] = score.get(cid, 0.0) + weight / (RRF_K + rank + 1)
+            if cid not in best or hit.similarity > best[cid].similarity:
+                best[cid] = hit
+    order = sorted(score, key=lambda cid: -score[cid])
+    return [replace(best[cid], fused=score[cid]) for cid in order]
+
+
+def _embed_blended(
+    *, items: Sequence[tuple[str, Sequence[tuple[str, float]]]], embed: Embed
+) -> np.ndarray:
+    """Each text's embedding plus its blend's (weighted), normalised again."""
+    texts = [t for t, _ in items] + [b for _, blend in items for b, _ in blend]
+    vectors = np.asarray(embed(texts), dtype=np.float32)
+    out = vectors[: len(items)].copy()
+    j = len(items)
+    for i, (_, blend) in enumerate(items):
+        for _, weight in blend:
+            out[i] += weight * vectors[j]
+            j += 1
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0)
+
+
 def _blended_vectors(*, questions: Sequence[Question], embed: Embed) -> np.ndarray:
     """The questions' embeddings, a follow-up's blended with the earlier turn's texts
     (weighted below its own) and normalised again: cosine similarity stays meaningful."""
-    vectors = np.array(embed([q.text for q in questions]), dtype=np.float32)
-    extra = [
-        (i, text, weight)
-        for i, q in enumerate(questions)
-        for text, weight in getattr(q.conversation, "blend", ())
-    ]
-    if not extra:
-        return vectors
-    more = np.asarray(embed([text for _, text, _ in extra]), dtype=np.float32)
-    for (i, _, weight), vector in zip(extra, more, strict=True):
-        vectors[i] += weight * vector
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
+    items = [(q.text, tuple(getattr(q.conversation, "blend", ()))) for q in questions]
+    if not any(blend for _, blend in items):
+        return np.array(embed([q.text for q in questions]), dtype=np.float32)
+    return _embed_blended(items=items, embed=embed)
 
 
 def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[SearchHit]:
@@ -136,13 +206,22 @@ def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[Sear
     cited = getattr(question.conversation, "cited", None)
     if not cited:
         return list(hits)
+    shares = dict(getattr(question.conversation, "files", ()))
     files = {path for path, _ in cited}
+
+    near: dict[str, list[int]] = {}
+    for path, page in getattr(question.conversation, "quoted", ()):
+        if page is not None:
+            near.setdefault(path, []).append(page)
 
     def score(hit: SearchHit) -> float:
         c = hit.chunk
+        bonus = _FILE_PRIOR * shares.get(c.path, 0.0)
+        if c.page is not None and any(abs(c.page - p) <= _NEAR_PAGES for p in near.get(c.path, ())):
+            bonus += _NEAR_QUOTED_BONUS
         if (c.path, c.page) in cited:
-            return hit.fused + _SAME_PAGE_BONUS
-        return hit.fused + (_SAME_FILE_BONUS if c.path in files else 0.0)
+            return hit.fused + bonus + _SAME_PAGE_BONUS
+        return hit.fused + bonus + (_SAME_FILE_BONUS if c.path in files else 0.0)
 
     return sorted(hits, key=score, reverse=True)
 

@@ -26,6 +26,7 @@ from engine.answer.extractive import (
 from engine.answer.passages import Passage
 from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
 from engine.answer.reranker import RERANK_CANDIDATES
+from engine.answer.sentence_memo import SentenceMemo
 from engine.pipeline.adapters import (
     Embed,
     Stream,
@@ -107,6 +108,7 @@ def gated_retrieve_batch(
     tagged: TaggedEmbed | None = None,
     reranker: Reranker | None = None,
     min_score: float = DEFAULT_MIN_SCORE,
+    memo: SentenceMemo | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question.
@@ -114,9 +116,10 @@ def gated_retrieve_batch(
     cross-encoder and cut to its k. A follow-up's rewrite request (`Question.rewrite`)
     is not searched: it goes to the model as it is, in the same generation batches as
     the answers. A question naming words no chunk holds needs a better answer
-    sentence to pass (engine/answer/refusal.py)."""
+    sentence to pass (engine/answer/refusal.py). `memo` keeps the sentence vectors
+    the gate computed (engine/answer/sentence_memo.py)."""
     search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
-    extractive = ExtractiveAnswerer(embed=embed, min_score=min_score)
+    extractive = ExtractiveAnswerer(embed=embed, min_score=min_score, memo=memo)
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
         searched = [q for q in questions if not q.rewrite]

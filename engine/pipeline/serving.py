@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from engine.answer.sentence_memo import SentenceMemo
 from engine.pipeline.adapters import Embed, TaggedEmbed
 from engine.pipeline.answering import gated_generate_batch, gated_retrieve_batch, settled
 from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
@@ -47,9 +48,18 @@ class ServingPipeline:
         self.owner = model.owner if model is not None else None
         owner = self.owner
         placement = owner.placement if owner is not None else None
+        # Follow-ups retrieve earlier turns' passages again: the gate's sentence
+        # vectors are kept (by the index's embedder) instead of embedded again.
+        self.sentence_memo = SentenceMemo(
+            key=lambda: store.meta.embedder_id if store.meta is not None else ""
+        )
         self.pipeline = Pipeline(
             retrieve_batch=gated_retrieve_batch(
-                store=store, embed=embed, tagged=tagged, reranker=reranker
+                store=store,
+                embed=embed,
+                tagged=tagged,
+                reranker=reranker,
+                memo=self.sentence_memo,
             ),
             generate_batch=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
             placement=placement,

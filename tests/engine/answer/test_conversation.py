@@ -83,3 +83,38 @@ def test_a_follow_up_that_names_nothing_borrows_the_earlier_questions_words() ->
         "And what does the second one do?"
     )
     assert follow.blend[0][1] > PREVIOUS_QUESTION_WEIGHT  # it leans on it more
+
+
+def test_a_follow_up_is_also_searched_with_the_earlier_question_and_the_quoted_passage() -> None:
+    def cite(index: int, path: str, page: int, text: str) -> Citation:
+        return Citation(
+            index=index, chunk_id=f"c{index}", path=path, page=page, text=text, score=0.5,
+            char_start=0, char_end=1,
+        )  # fmt: skip
+
+    upload = Turn(
+        question="How do I upload a package to the Debian archive?",
+        # The answer quotes its third source: that file and page weigh more.
+        answer="Once you are a developer you can upload it [3].",
+        citations=[
+            cite(1, "/d/devref.pdf", 43, "Uploading to ftp-master"),
+            cite(2, "/d/devref.pdf", 42, "Uploads go to the queue"),
+            cite(3, "/d/maint.pdf", 57, "you can upload the package to the archive"),
+        ],
+    )
+    follow = resolve(question="When must the orig.tar.gz go with it?", history=(upload,))
+    assert follow is not None and follow.dependent
+    with_question, with_passage = follow.also
+    # The earlier question's words join the full-text half; its embedding weighs more.
+    assert with_question.text.startswith("upload package Debian archive")
+    assert with_question.text.endswith("When must the orig.tar.gz go with it?")
+    assert with_question.blend[0][0] == upload.question
+    assert with_question.blend[0][1] > PREVIOUS_QUESTION_WEIGHT
+    # The passage the answer quoted, not the first source.
+    assert with_passage.blend[0][0] == "you can upload the package to the archive"
+    assert follow.quoted == frozenset({("/d/maint.pdf", 57)})
+    shares = dict(follow.files)
+    assert shares["/d/maint.pdf"] == 2 / 4 and shares["/d/devref.pdf"] == 2 / 4
+    # A model's rewrite keeps where the last answer came from, not the extra searches.
+    better = rewritten(follow_up=follow, query="when to include orig.tar.gz in an upload")
+    assert better.also == () and better.quoted == follow.quoted and better.files == follow.files
