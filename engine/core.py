@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.answer.reranker import Reranker
-from engine.errors import ModelLoadError, StaleVectorsError
+from engine.embedder_in_force import EmbedderInForce
+from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
@@ -31,11 +32,10 @@ from engine.ingest.priority import background_nice
 from engine.ingest.sandbox import SandboxLimits
 from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
-from engine.pipeline.adapters import STALE_TRIES
 from engine.pipeline.answer_stream import answer_events
 from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
 from engine.pipeline.follow_up import resolve_follow_up
-from engine.pipeline.serving import ServingPipeline
+from engine.pipeline.serving import ServingPipeline, retire
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
@@ -75,11 +75,14 @@ class Engine:
         self.settings = load_settings(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir)
         self.folders = FolderRegistry(file=paths.folders_file)
-        self._embedder: Embedder | None = None
+        self.in_force = EmbedderInForce(
+            paths=self.paths,
+            store=self.store,
+            chosen=lambda: self.settings.embedder,
+            placement=self.placement,
+        )
         self._reranker: Reranker | None = None
-        self._embedder_lock = threading.Lock()
-        self._swap_lock = threading.Lock()
-        self._embedder_swaps = 0
+        self._reranker_lock = threading.Lock()
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
@@ -92,9 +95,6 @@ class Engine:
         self._serving_profile: object = None  # profiler status the fit was read at
         # A killed engine may have left a new document's rows without its journal row.
         remove_orphans(store=self.store)
-        # The queue's worker starts at once and may resume a job that needs the
-        # embedder before the switch below exists.
-        self._switch_made = threading.Event()
         self.ingest = IngestQueue(
             store=self.store,
             embedder=self.embedder,
@@ -109,15 +109,15 @@ class Engine:
         self.embedders = EmbedderSwitch(
             store=self.store,
             queue=self.ingest,
-            load=self._load_embedder,
-            on_swap=self._swap_embedder,
+            load=self.in_force.load,
+            on_swap=self.in_force.swap,
         )
         meta = self.store.meta
         if meta is not None and meta.embedder_id != self.settings.embedder:
             # A switch chosen before the last exit: it goes on (before the rescan,
             # so that changed files are embedded once, by the new embedder).
             self.embedders.start(target=self.settings.embedder)
-        self._switch_made.set()
+        self.in_force.attach(self.embedders)
         self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
         self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
         self.watching = threading.Event()  # set when every folder is watched
@@ -147,51 +147,13 @@ class Engine:
     def embedder(self) -> Embedder:
         """The embedder in force: the one the index was built with. While a
         switch to another re-embeds the collection, this is still the old one."""
-        with self._embedder_lock:
-            if self._embedder is None:
-                swaps = self._embedder_swaps
-                loaded = self._load_in_force()  # seconds: a switch may finish meanwhile
-                with self._swap_lock:
-                    if self._embedder_swaps == swaps:  # else the swap's embedder stays
-                        self._embedder = loaded
-            return self._embedder
-
-    def _load_embedder(self, model: str) -> Embedder:
-        # With a model in use, the embedder takes the GPU only if that model's
-        # placement leaves it room (without one: the GPU's free memory).
-        return Embedder(
-            model=model, placement=self.placement(), cache_dir=self.paths.cache / "embedders"
-        )
-
-    def _load_in_force(self) -> Embedder:
-        self._switch_made.wait()
-        embedder = self.embedders.load_in_force(chosen=self.settings.embedder)
-        if embedder is not None:
-            return embedder
-        embedder = self._load_embedder(self.settings.embedder)
-        stale = self.store.ensure_embedder(
-            embedder_id=embedder.info.id, dimension=embedder.info.dimension
-        )
-        if stale:
-            self._reembed(embedder)
-        return embedder
-
-    def _swap_embedder(self, embedder: Embedder) -> None:
-        """Called under the store's write lock, as the index swaps to the new
-        vectors: from here on questions are embedded by the new model."""
-        with self._swap_lock:  # never held while waiting for anything else
-            self._embedder = embedder
-            self._embedder_swaps += 1
+        return self.in_force.get()
 
     def embed_in_force(self, texts: list[str]) -> np.ndarray:
-        """Questions' vectors, by the embedder of the index in force at the call."""
-        return self.embedder().embed(texts)
+        return self.in_force.embed(texts)
 
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
-        """`embed_in_force` with the id of the embedder that made the vectors: a
-        search checks it against the index's (a swap may come in between)."""
-        embedder = self.embedder()
-        return embedder.embed(texts), embedder.info.id
+        return self.in_force.embed_tagged(texts)
 
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         """Choose the embedder (the bundled default, a local sentence-transformers
@@ -202,18 +164,6 @@ class Engine:
         self.settings = with_changes(self.settings, embedder=name)
         save_settings(file=self.paths.settings_file, settings=self.settings)
         return self.settings
-
-    def _reembed(self, embedder: Embedder) -> None:
-        old = self.store.meta
-        log.warning(
-            "the embedder changed from %s to %s: re-embedding every chunk",
-            old.embedder_id if old else "?",
-            embedder.info.id,
-        )
-        for done, total in self.store.reembed(
-            embedder_id=embedder.info.id, dimension=embedder.info.dimension, embed=embedder.embed
-        ):
-            log.info("re-embedded %d of %d chunks", done, total)
 
     def _warm_up(self) -> None:
         try:
@@ -457,16 +407,7 @@ class Engine:
         """The top k chunks, only from `folders` (and below) and of file `types`
         (extensions) when given."""
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
-        for attempt in range(STALE_TRIES):
-            vectors, made_by = self.embed_tagged([question])
-            try:
-                return self.store.hybrid_search(
-                    vector=vectors[0], text=question, k=k, filters=filters, made_by=made_by
-                )
-            except StaleVectorsError:  # the embedder was swapped: embed it again
-                if attempt == STALE_TRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return self.in_force.hybrid_search(text=question, k=k, filters=filters)
 
     def ask_stream(
         self,
@@ -544,7 +485,7 @@ class Engine:
                     self._serving_profile = status
                     serving.pipeline.set_generation_fit(self._generation_fit())
         if retiring is not None:
-            _retire(retiring, successor=serving)
+            retire(retiring, successor=serving)
         return serving
 
     def reranker(self) -> Reranker | None:
@@ -552,7 +493,7 @@ class Engine:
         name = self.settings.reranker
         if not name:
             return None
-        with self._embedder_lock:
+        with self._reranker_lock:
             if self._reranker is None or self._reranker.info.id != name:
                 self._reranker = Reranker(model=name)
             return self._reranker
@@ -566,7 +507,7 @@ class Engine:
                 return
             if serving.pipeline.idle():
                 self._serving = None
-                _retire(serving, successor=None)
+                retire(serving, successor=None)
                 return
         self.serving()  # sees the old pipelines' answerer is not the model's: hands over
 
@@ -653,18 +594,3 @@ class Engine:
         self.watcher.close()
         self.ingest.stop()
         self.store.close()
-
-
-def _retire(serving: ServingPipeline, *, successor: ServingPipeline | None) -> None:
-    """Stop old pipelines in the background (a generation batch in flight ends
-    first); with a successor, what they had not begun moves to it."""
-
-    def run() -> None:
-        if successor is None:
-            serving.close()
-            return
-        moved = serving.hand_over(to=successor)
-        if moved:
-            log.info("%d waiting question(s) moved to the pipelines of the new model", moved)
-
-    threading.Thread(target=run, name="serving-retire", daemon=True).start()

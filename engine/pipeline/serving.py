@@ -10,6 +10,7 @@ sized for a larger batch while the generation backlog stays high and back when i
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from engine.answer.reranker import Reranker
     from engine.planner.placement import Placement
     from engine.store.lance_store import LanceStore
+
+
+log = logging.getLogger(__name__)
 
 
 class ServingPipeline:
@@ -102,3 +106,18 @@ class ServingPipeline:
         if self.governor is not None:
             self.governor.close()
         return self.pipeline.hand_over(to=to.pipeline)
+
+
+def retire(serving: ServingPipeline, *, successor: ServingPipeline | None) -> None:
+    """Stop old pipelines in the background (a generation batch in flight ends
+    first); with a successor, what they had not begun moves to it."""
+
+    def run() -> None:
+        if successor is None:
+            serving.close()
+            return
+        moved = serving.hand_over(to=successor)
+        if moved:
+            log.info("%d waiting question(s) moved to the pipelines of the new model", moved)
+
+    threading.Thread(target=run, name="serving-retire", daemon=True).start()

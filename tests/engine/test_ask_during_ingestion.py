@@ -49,7 +49,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     )
     slow = StandInEmbedder(real=Embedder(), batch_s=BATCH_S)
     engine.store.ensure_embedder(embedder_id=slow.info.id, dimension=slow.info.dimension)
-    engine._embedder = slow  # what engine.embedder() hands the queue and the answers
+    engine.in_force.swap(slow)  # what engine.embedder() hands the queue and the answers
     try:
         yield engine
     finally:

@@ -414,12 +414,12 @@ def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
     pause, took a batch first and answered with the old model."""
     from engine import core
 
-    retire = core._retire
+    retire = core.retire
 
     def starved(serving: Any, *, successor: Any) -> None:
         threading.Timer(1.0, lambda: retire(serving, successor=successor)).start()
 
-    monkeypatch.setattr(core, "_retire", starved)
+    monkeypatch.setattr(core, "retire", starved)
     engine = with_model
     old = engine.serving()
     questions = list(QUESTIONS)[:2]
@@ -430,7 +430,7 @@ def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
     _join(threads, results, errors)
     assert [events[-1].done.mode for events in results] == ["extractive"] * len(questions)
     assert old.pipeline.status().generation.batches == 0
-    monkeypatch.setattr(core, "_retire", retire)
+    monkeypatch.setattr(core, "retire", retire)
     engine.set_model(model=str(tiny_model))  # as the fixture left it
 
 
