@@ -3,11 +3,13 @@ ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
 
     python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
     python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
+    python -m engine.bench.embedder --ingest all [--backends torch,onnx,bf16]
 
-`--ingest NAME…` instead ingests those files of the real manuals (one folder)
-through the product's job path (discovery, the parsing child, chunking, the
-embedder, commits to LanceDB on disk) once with each back-end, into an index of
-its own each, and reports pages/s and chunks/s.
+`--ingest NAME…` instead ingests those files of the real manuals (one folder;
+`all`: the 12) through the product's job path (discovery, the parsing child,
+chunking, the embedder, commits to LanceDB on disk) once with each back-end
+(torch in float32, ONNX Runtime, torch with bf16 weights), into an index of its
+own each, and reports pages/s and chunks/s.
 
 CPU time per chunk (all threads of the process) is reported beside wall time:
 a loaded machine sways it less. The chunks come from the real manuals
@@ -56,8 +58,11 @@ def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
     return picked[:count]
 
 
-def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
-    """Ingest the named manuals once per back-end: pages/s and chunks/s."""
+def ingest_rates(
+    *, corpus: Path, names: list[str], backends: list[str] | None = None
+) -> dict[str, object]:
+    """Ingest the named manuals once per back-end: pages/s and chunks/s (each
+    back-end's figures are printed to stderr as it finishes)."""
     import shutil
 
     from engine.bench.ingest import _queue
@@ -71,7 +76,7 @@ def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
         folder.mkdir()
         for name in names:
             shutil.copy2(corpus / name, folder / name)
-        for backend in ("torch", "onnx"):
+        for backend in backends or ["torch", "onnx", "bf16"]:
             embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
             store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
             try:
@@ -91,6 +96,7 @@ def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
                 "chunks_per_s": round(progress.chunks_added / seconds, 2),
                 "load_average_1m": round(os.getloadavg()[0], 2),
             }
+            print(json.dumps({backend: figures[backend]}), file=sys.stderr, flush=True)
     return figures
 
 
@@ -100,7 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--ingest", nargs="+", metavar="NAME", help="files of the real manuals")
+    parser.add_argument(
+        "--ingest", nargs="+", metavar="NAME", help="files of the real manuals ('all': every one)"
+    )
+    parser.add_argument(
+        "--backends", default="torch,onnx,bf16", help="--ingest: back-ends in this order"
+    )
     args = parser.parse_args(argv)
 
     from engine.bench.real_docs import find_real_docs
@@ -111,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         print("the real manuals are absent: python -m engine.bench.real_docs", file=sys.stderr)
         return 2
     if args.ingest:
-        figures = ingest_rates(corpus=corpus, names=args.ingest)
+        names = sorted(p.name for p in corpus.iterdir()) if args.ingest == ["all"] else args.ingest
+        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        figures = ingest_rates(corpus=corpus, names=names, backends=backends)
         print(json.dumps(figures, indent=2) if args.json else figures)
         return 0
     with tempfile.TemporaryDirectory() as cache:
