@@ -1,7 +1,8 @@
-"""The embedder's back-ends side by side: torch (sentence-transformers) against
-ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
+"""The embedder's back-ends side by side: torch (sentence-transformers, float32),
+ONNX Runtime (engine/ingest/onnx_embedder.py) and torch with bf16 weights
+(engine/ingest/bf16_embedder.py), on chunks of the real manuals.
 
-    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
+    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--backends torch,onnx,bf16]
     python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
     python -m engine.bench.embedder --ingest all [--backends torch,onnx,bf16]
 
@@ -17,8 +18,8 @@ a loaded machine sways it less. The chunks come from the real manuals
 (200/40 tokens), taken evenly from every file. Each round encodes all of them
 with each back-end in turn (batch 32, the ingestion batch), so load on the
 machine falls on both alike; the figure is the median chunks/s over rounds.
-Cosine: each chunk's ONNX vector against its torch vector (both L2-normalised);
-the minimum must be ≥ 0.999.
+Cosine: each chunk's vector from a back-end against its float32 torch vector
+(both L2-normalised); the minimum must be ≥ 0.999.
 """
 
 from __future__ import annotations
@@ -100,6 +101,53 @@ def ingest_rates(
     return figures
 
 
+def encode_rates(
+    *, corpus: Path, backends: list[str], args: argparse.Namespace
+) -> dict[str, object]:
+    """Chunks/s and CPU ms per chunk of each back-end (rounds alternate them),
+    and each one's cosine to float32 torch."""
+    from engine.ingest.embedder import Embedder
+
+    with tempfile.TemporaryDirectory() as cache:
+        torch_ = Embedder(device="cpu", backend="torch")
+        embedders = {"torch": torch_}
+        load_s: dict[str, float] = {}
+        for name in backends:
+            if name != "torch":
+                started = time.perf_counter()
+                embedders[name] = Embedder(device="cpu", backend=name, cache_dir=Path(cache))
+                load_s[name] = round(time.perf_counter() - started, 1)
+        texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
+        rates: dict[str, list[float]] = {name: [] for name in embedders}
+        cpu: dict[str, list[float]] = {name: [] for name in embedders}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            for name, embedder in embedders.items():
+                t, c = time.perf_counter(), time.process_time()
+                vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
+                rates[name].append(len(texts) / (time.perf_counter() - t))
+                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
+    figures: dict[str, object] = {"chunks": len(texts), "rounds": args.rounds}
+    for name, embedder in embedders.items():
+        cosines = np.sum(vectors["torch"] * vectors[name], axis=1)
+        figures[name] = {
+            "backend_in_use": embedder.backend,
+            "load_and_check_s": load_s.get(name),
+            "chunks_per_s": [round(r, 1) for r in rates[name]],
+            "median": round(statistics.median(rates[name]), 1),
+            "speedup_over_torch": round(
+                statistics.median(rates[name]) / statistics.median(rates["torch"]), 2
+            ),
+            # CPU time of all the process's threads per chunk: less swayed by
+            # other programs on the machine than wall time.
+            "cpu_ms_per_chunk": round(statistics.median(cpu[name]), 1),
+            "cosine_min": round(float(cosines.min()), 6),
+            "cosine_median": round(float(np.median(cosines)), 6),
+        }
+    figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.bench.embedder")
     parser.add_argument("--chunks", type=int, default=512)
@@ -110,12 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         "--ingest", nargs="+", metavar="NAME", help="files of the real manuals ('all': every one)"
     )
     parser.add_argument(
-        "--backends", default="torch,onnx,bf16", help="--ingest: back-ends in this order"
+        "--backends", default="torch,onnx,bf16", help="back-ends, in this order each round"
     )
     args = parser.parse_args(argv)
 
     from engine.bench.real_docs import find_real_docs
-    from engine.ingest.embedder import Embedder
 
     corpus = find_real_docs()
     if corpus is None:
@@ -127,41 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         figures = ingest_rates(corpus=corpus, names=names, backends=backends)
         print(json.dumps(figures, indent=2) if args.json else figures)
         return 0
-    with tempfile.TemporaryDirectory() as cache:
-        started = time.perf_counter()
-        onnx = Embedder(device="cpu", backend="onnx", cache_dir=Path(cache))
-        export_s = time.perf_counter() - started
-        torch_ = Embedder(device="cpu", backend="torch")
-        texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
-        rates: dict[str, list[float]] = {"torch": [], "onnx": []}
-        cpu: dict[str, list[float]] = {"torch": [], "onnx": []}
-        vectors: dict[str, np.ndarray] = {}
-        for _ in range(args.rounds):
-            for name, embedder in (("torch", torch_), ("onnx", onnx)):
-                t, c = time.perf_counter(), time.process_time()
-                vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
-                rates[name].append(len(texts) / (time.perf_counter() - t))
-                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
-    cosines = np.sum(vectors["torch"] * vectors["onnx"], axis=1)
-    figures = {
-        "chunks": len(texts),
-        "rounds": args.rounds,
-        "backend_in_use": onnx.backend,
-        "export_and_check_s": round(export_s, 1),
-        "torch_chunks_per_s": [round(r, 1) for r in rates["torch"]],
-        "onnx_chunks_per_s": [round(r, 1) for r in rates["onnx"]],
-        "torch_median": round(statistics.median(rates["torch"]), 1),
-        "onnx_median": round(statistics.median(rates["onnx"]), 1),
-        "speedup": round(statistics.median(rates["onnx"]) / statistics.median(rates["torch"]), 2),
-        # CPU time of all the process's threads per chunk: less swayed by other
-        # programs on the machine than wall time.
-        "torch_cpu_ms_per_chunk": round(statistics.median(cpu["torch"]), 1),
-        "onnx_cpu_ms_per_chunk": round(statistics.median(cpu["onnx"]), 1),
-        "cosine_min": round(float(cosines.min()), 6),
-        "cosine_median": round(float(np.median(cosines)), 6),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
-    }
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    figures = encode_rates(corpus=corpus, backends=backends, args=args)
     print(json.dumps(figures, indent=2) if args.json else figures)
     return 0
 
