@@ -65,4 +65,4 @@ def embedder_exported() -> None:
         return
     from engine.ingest.embedder import Embedder
 
-    Embedder(device="cpu", cache_dir=cache)
+    Embedder(device="cpu", cache_dir=cache, backend="onnx")

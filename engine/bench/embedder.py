@@ -1,13 +1,16 @@
-"""The embedder's back-ends side by side: torch (sentence-transformers) against
-ONNX Runtime (engine/ingest/onnx_embedder.py), on chunks of the real manuals.
+"""The embedder's back-ends side by side: torch (sentence-transformers, float32),
+ONNX Runtime (engine/ingest/onnx_embedder.py) and torch with bf16 weights
+(engine/ingest/bf16_embedder.py), on chunks of the real manuals.
 
-    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--json]
+    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--backends torch,onnx,bf16]
     python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
+    python -m engine.bench.embedder --ingest all [--backends torch,onnx,bf16]
 
-`--ingest NAME…` instead ingests those files of the real manuals (one folder)
-through the product's job path (discovery, the parsing child, chunking, the
-embedder, commits to LanceDB on disk) once with each back-end, into an index of
-its own each, and reports pages/s and chunks/s.
+`--ingest NAME…` instead ingests those files of the real manuals (one folder;
+`all`: the 12) through the product's job path (discovery, the parsing child,
+chunking, the embedder, commits to LanceDB on disk) once with each back-end
+(torch in float32, ONNX Runtime, torch with bf16 weights), into an index of its
+own each, and reports pages/s and chunks/s.
 
 CPU time per chunk (all threads of the process) is reported beside wall time:
 a loaded machine sways it less. The chunks come from the real manuals
@@ -15,8 +18,8 @@ a loaded machine sways it less. The chunks come from the real manuals
 (200/40 tokens), taken evenly from every file. Each round encodes all of them
 with each back-end in turn (batch 32, the ingestion batch), so load on the
 machine falls on both alike; the figure is the median chunks/s over rounds.
-Cosine: each chunk's ONNX vector against its torch vector (both L2-normalised);
-the minimum must be ≥ 0.999.
+Cosine: each chunk's vector from a back-end against its float32 torch vector
+(both L2-normalised); the minimum must be ≥ 0.999.
 """
 
 from __future__ import annotations
@@ -56,8 +59,11 @@ def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
     return picked[:count]
 
 
-def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
-    """Ingest the named manuals once per back-end: pages/s and chunks/s."""
+def ingest_rates(
+    *, corpus: Path, names: list[str], backends: list[str] | None = None
+) -> dict[str, object]:
+    """Ingest the named manuals once per back-end: pages/s and chunks/s (each
+    back-end's figures are printed to stderr as it finishes)."""
     import shutil
 
     from engine.bench.ingest import _queue
@@ -71,7 +77,7 @@ def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
         folder.mkdir()
         for name in names:
             shutil.copy2(corpus / name, folder / name)
-        for backend in ("torch", "onnx"):
+        for backend in backends or ["torch", "onnx", "bf16"]:
             embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
             store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
             try:
@@ -91,6 +97,54 @@ def ingest_rates(*, corpus: Path, names: list[str]) -> dict[str, object]:
                 "chunks_per_s": round(progress.chunks_added / seconds, 2),
                 "load_average_1m": round(os.getloadavg()[0], 2),
             }
+            print(json.dumps({backend: figures[backend]}), file=sys.stderr, flush=True)
+    return figures
+
+
+def encode_rates(
+    *, corpus: Path, backends: list[str], args: argparse.Namespace
+) -> dict[str, object]:
+    """Chunks/s and CPU ms per chunk of each back-end (rounds alternate them),
+    and each one's cosine to float32 torch."""
+    from engine.ingest.embedder import Embedder
+
+    with tempfile.TemporaryDirectory() as cache:
+        torch_ = Embedder(device="cpu", backend="torch")
+        embedders = {"torch": torch_}
+        load_s: dict[str, float] = {}
+        for name in backends:
+            if name != "torch":
+                started = time.perf_counter()
+                embedders[name] = Embedder(device="cpu", backend=name, cache_dir=Path(cache))
+                load_s[name] = round(time.perf_counter() - started, 1)
+        texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
+        rates: dict[str, list[float]] = {name: [] for name in embedders}
+        cpu: dict[str, list[float]] = {name: [] for name in embedders}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            for name, embedder in embedders.items():
+                t, c = time.perf_counter(), time.process_time()
+                vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
+                rates[name].append(len(texts) / (time.perf_counter() - t))
+                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
+    figures: dict[str, object] = {"chunks": len(texts), "rounds": args.rounds}
+    for name, embedder in embedders.items():
+        cosines = np.sum(vectors["torch"] * vectors[name], axis=1)
+        figures[name] = {
+            "backend_in_use": embedder.backend,
+            "load_and_check_s": load_s.get(name),
+            "chunks_per_s": [round(r, 1) for r in rates[name]],
+            "median": round(statistics.median(rates[name]), 1),
+            "speedup_over_torch": round(
+                statistics.median(rates[name]) / statistics.median(rates["torch"]), 2
+            ),
+            # CPU time of all the process's threads per chunk: less swayed by
+            # other programs on the machine than wall time.
+            "cpu_ms_per_chunk": round(statistics.median(cpu[name]), 1),
+            "cosine_min": round(float(cosines.min()), 6),
+            "cosine_median": round(float(np.median(cosines)), 6),
+        }
+    figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     return figures
 
 
@@ -100,55 +154,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--ingest", nargs="+", metavar="NAME", help="files of the real manuals")
+    parser.add_argument(
+        "--ingest", nargs="+", metavar="NAME", help="files of the real manuals ('all': every one)"
+    )
+    parser.add_argument(
+        "--backends", default="torch,onnx,bf16", help="back-ends, in this order each round"
+    )
     args = parser.parse_args(argv)
 
     from engine.bench.real_docs import find_real_docs
-    from engine.ingest.embedder import Embedder
 
     corpus = find_real_docs()
     if corpus is None:
         print("the real manuals are absent: python -m engine.bench.real_docs", file=sys.stderr)
         return 2
     if args.ingest:
-        figures = ingest_rates(corpus=corpus, names=args.ingest)
+        names = sorted(p.name for p in corpus.iterdir()) if args.ingest == ["all"] else args.ingest
+        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        figures = ingest_rates(corpus=corpus, names=names, backends=backends)
         print(json.dumps(figures, indent=2) if args.json else figures)
         return 0
-    with tempfile.TemporaryDirectory() as cache:
-        started = time.perf_counter()
-        onnx = Embedder(device="cpu", backend="onnx", cache_dir=Path(cache))
-        export_s = time.perf_counter() - started
-        torch_ = Embedder(device="cpu", backend="torch")
-        texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
-        rates: dict[str, list[float]] = {"torch": [], "onnx": []}
-        cpu: dict[str, list[float]] = {"torch": [], "onnx": []}
-        vectors: dict[str, np.ndarray] = {}
-        for _ in range(args.rounds):
-            for name, embedder in (("torch", torch_), ("onnx", onnx)):
-                t, c = time.perf_counter(), time.process_time()
-                vectors[name] = embedder.embed(texts, batch_size=args.batch, background=True)
-                rates[name].append(len(texts) / (time.perf_counter() - t))
-                cpu[name].append((time.process_time() - c) / len(texts) * 1000)
-    cosines = np.sum(vectors["torch"] * vectors["onnx"], axis=1)
-    figures = {
-        "chunks": len(texts),
-        "rounds": args.rounds,
-        "backend_in_use": onnx.backend,
-        "export_and_check_s": round(export_s, 1),
-        "torch_chunks_per_s": [round(r, 1) for r in rates["torch"]],
-        "onnx_chunks_per_s": [round(r, 1) for r in rates["onnx"]],
-        "torch_median": round(statistics.median(rates["torch"]), 1),
-        "onnx_median": round(statistics.median(rates["onnx"]), 1),
-        "speedup": round(statistics.median(rates["onnx"]) / statistics.median(rates["torch"]), 2),
-        # CPU time of all the process's threads per chunk: less swayed by other
-        # programs on the machine than wall time.
-        "torch_cpu_ms_per_chunk": round(statistics.median(cpu["torch"]), 1),
-        "onnx_cpu_ms_per_chunk": round(statistics.median(cpu["onnx"]), 1),
-        "cosine_min": round(float(cosines.min()), 6),
-        "cosine_median": round(float(np.median(cosines)), 6),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
-    }
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    figures = encode_rates(corpus=corpus, backends=backends, args=args)
     print(json.dumps(figures, indent=2) if args.json else figures)
     return 0
 

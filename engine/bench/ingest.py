@@ -109,7 +109,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="ragdoll-bench-ingest-"))
     figures: dict[str, Any] = {}
     try:
-        real = Embedder()
+        # The engine's own choice of back-end (bf16 weights or ONNX on a CPU: a
+        # cache folder is what lets it choose), as the product ingests.
+        real = Embedder(cache_dir=root / "embedder-cache")
         embedder = _CountingEmbedder(real)
         if "pdfs" in parts:
             say(f"generating {pdfs} PDFs x {pages} pages…")
@@ -135,6 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    figures["embedder_backend"] = real.backend
     say(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
     return figures
 

@@ -193,11 +193,14 @@ def measure(
     from engine.answer.extractive import DEFAULT_MIN_SCORE
     from engine.answer.reranker import Reranker
     from engine.ingest.embedder import Embedder
+    from engine.paths import resolve_paths
     from engine.pipeline.answering import gated_retrieve_batch
     from engine.pipeline.requests import Question
     from engine.store.lance_store import LanceStore
 
-    embedder = Embedder()
+    # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
+    # answers; an ONNX export goes where the engine keeps its own.
+    embedder = Embedder(cache_dir=resolve_paths().cache / "embedders")
     ingest = build_index(corpus=corpus, index=index, embedder=embedder, say=say)
     store = LanceStore(folder=index)
     try:

@@ -123,8 +123,11 @@ def find_real_docs(*, root: Path | None = None) -> Path | None:
     return None
 
 
-def fetch_real_docs(*, root: Path | None = None, quiet: bool = False) -> Path:
-    """Download, unpack and copy the selection; returns the corpus folder."""
+def fetch_real_docs(
+    *, root: Path | None = None, quiet: bool = False, timeout_s: float | None = None
+) -> Path:
+    """Download, unpack and copy the selection; returns the corpus folder.
+    `timeout_s` bounds the download (subprocess.TimeoutExpired: apt-get is ended)."""
     root = root or default_dir()
     corpus = root / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
@@ -140,7 +143,9 @@ def fetch_real_docs(*, root: Path | None = None, quiet: bool = False) -> Path:
     have = {p.name.split("_", 1)[0] for p in debs.glob("*.deb")}
     todo = [p for p in packages if p not in have]
     if todo:
-        subprocess.run(["apt-get", "download", *todo], cwd=debs, check=True, stdout=out)
+        subprocess.run(
+            ["apt-get", "download", *todo], cwd=debs, check=True, stdout=out, timeout=timeout_s
+        )
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         for deb in debs.glob("*.deb"):
             if deb.name.split("_", 1)[0] in packages:
@@ -161,10 +166,12 @@ def fetch_real_docs(*, root: Path | None = None, quiet: bool = False) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (${ENV_DIR})")
+    parser.add_argument("--quiet", action="store_true", help="no apt-get output")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds for the download")
     args = parser.parse_args(argv)
     try:
-        corpus = fetch_real_docs(root=args.dir)
-    except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
+        corpus = fetch_real_docs(root=args.dir, quiet=args.quiet, timeout_s=args.timeout)
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
         print(f"could not fetch the real documents: {e}", file=sys.stderr)
         return 1
     print(corpus)

@@ -21,10 +21,13 @@ No ingestion batch starts while a question is encoded, nor `QUESTION_QUIET_S`
 after (the rest of its answer has the cores); the engine's ingestion thread
 also runs at a lower CPU priority (engine/ingest/priority.py).
 
-On the CPU a plain model (transformer + mean/CLS pooling) runs through ONNX
-Runtime when the engine gives a cache folder (`backend="auto"`): exported once,
-checked against torch, torch otherwise (engine/ingest/onnx_embedder.py).
-`RAGDOLL_EMBEDDER_BACKEND=torch` keeps torch.
+On the CPU, when the engine gives a cache folder (`backend="auto"`), the
+model's weights are held in bf16 where this CPU computes bf16 natively (AVX-512
+BF16 or AMX) and the bf16 copy gives the float32 vectors (engine/ingest/
+bf16_embedder.py: about 1.9× faster); elsewhere a plain model (transformer +
+mean/CLS pooling) runs through ONNX Runtime: exported once, checked against
+torch, torch otherwise (engine/ingest/onnx_embedder.py).
+`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16` picks one (torch when it does not apply).
 """
 
 from __future__ import annotations
@@ -177,8 +180,10 @@ class Embedder:
         backend: str = "auto",
         cache_dir: Path | None = None,
     ) -> None:
-        """`backend`: "torch", "onnx" (CPU only; torch when it does not apply) or
-        "auto" (the same): both need `cache_dir`, where the export is kept."""
+        """`backend`: "torch", "bf16" (CPU only), "onnx" (CPU only, needs
+        `cache_dir`, where the export is kept) or "auto" (with `cache_dir`: bf16
+        where it is fast here, else ONNX); each falls back to torch in float32
+        when it does not apply or does not give its vectors."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -196,13 +201,18 @@ class Embedder:
             cache_dir = Path(os.environ[CACHE_ENV])
         # A model with a default prompt stays on torch (the ONNX path knows no prompts).
         prompt = getattr(self._model, "default_prompt_name", None)
-        if backend != "torch" and self.device == "cpu" and cache_dir is not None and not prompt:
+        self.backend = "torch"
+        on_cpu = self.device == "cpu"
+        if backend == "bf16" or (backend == "auto" and on_cpu and cache_dir is not None):
+            self.backend = self._try_bf16(location=location, asked=backend == "bf16")
+        onnx_may = on_cpu and cache_dir is not None and not prompt
+        if self.backend == "torch" and backend in ("auto", "onnx") and onnx_may:
             from engine.ingest.onnx_embedder import load_onnx_encoder
 
             self._onnx = load_onnx_encoder(
                 model=self._model, location=location, cache_dir=cache_dir
             )
-        self.backend = "onnx" if self._onnx is not None else "torch"
+            self.backend = "onnx" if self._onnx is not None else "torch"
         self._onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()
@@ -214,6 +224,19 @@ class Embedder:
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
         )
+
+    def _try_bf16(self, *, location: str, asked: bool) -> str:
+        """ "bf16" with the model's weights in bf16 where that is fast here (or
+        asked for) and gives the float32 vectors, else "torch"."""
+        from engine.ingest.bf16_embedder import bf16_applies, bf16_copy
+
+        if self.device != "cpu" or not (asked or bf16_applies()):
+            return "torch"
+        fast = bf16_copy(model=self._model, location=location)
+        if fast is None:
+            return "torch"
+        self._model = fast
+        return "bf16"
 
     @property
     def tokenizer(self) -> Any:
@@ -262,14 +285,15 @@ class Embedder:
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         if self._onnx is not None:
             return self._onnx.encode(texts, batch_size=batch_size)
-        vectors = self._model.encode(
-            texts,
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            vectors = self._model.encode(
+                texts, batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False
+            )
+            # Normalised in float32 whatever the weights' dtype (bf16: see __init__).
+            vectors = torch.nn.functional.normalize(vectors.float(), p=2, dim=1)
+        return np.asarray(vectors.cpu().numpy(), dtype=np.float32)
 
     def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         """What `encode` computes, run beside an encode in progress: a torch

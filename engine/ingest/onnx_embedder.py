@@ -29,7 +29,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MIN_COSINE = 0.999
-_PROBES = [
+PROBES = [
     "How do I install a package from a local .deb file?",
     "The maintainer scripts are installed into the DEBIAN directory.",
     "x",
@@ -141,7 +141,7 @@ def export_onnx(*, model: Any, file: Path) -> None:
 
     transformer = model[0].auto_model
     tokenizer = model.tokenizer
-    sample = tokenizer(_PROBES[:2], padding=True, return_tensors="pt")
+    sample = tokenizer(PROBES[:2], padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
 
     class _Hidden(torch.nn.Module):
@@ -204,12 +204,12 @@ def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEnco
             max_tokens=int(model.max_seq_length),
             file=file,
         )
-        got = encoder.encode(_PROBES, batch_size=len(_PROBES))
+        got = encoder.encode(PROBES, batch_size=len(PROBES))
     except Exception as e:  # any failure means: torch, as before
         log.warning("embedder %s stays on torch: the ONNX path failed (%s)", location, e)
         _mark(failed, reason=str(e))
         return None
-    want = model.encode(_PROBES, normalize_embeddings=True, convert_to_numpy=True)
+    want = model.encode(PROBES, normalize_embeddings=True, convert_to_numpy=True)
     cosine = float(np.min(np.sum(got * np.asarray(want, dtype=np.float32), axis=1)))
     if cosine < MIN_COSINE:
         log.warning("embedder %s stays on torch: ONNX cosine %.5f to torch", location, cosine)

@@ -33,7 +33,7 @@ def test_onnx_gives_torchs_vectors_and_exports_once(
 ) -> None:
     monkeypatch.delenv(CACHE_ENV, raising=False)
     cache = tmp_path / "cache"
-    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache)
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache, backend="onnx")
     assert fast.backend == "onnx"
     [exported] = list(cache.glob("*.onnx"))
     stamp = exported.stat().st_mtime_ns
@@ -44,12 +44,12 @@ def test_onnx_gives_torchs_vectors_and_exports_once(
     assert got.shape == want.shape == (len(TEXTS), 32) and got.dtype == np.float32
     assert np.min(np.sum(got * want, axis=1)) >= 0.999
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-    again = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache)
+    again = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache, backend="onnx")
     assert again.backend == "onnx" and exported.stat().st_mtime_ns == stamp  # not re-exported
 
 
 def test_onnx_encodes_in_two_threads_at_once(tiny_model: Path, tmp_path: Path) -> None:
-    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
     want = fast.embed(TEXTS)
     results: list[np.ndarray] = []
 
@@ -101,10 +101,10 @@ def test_a_failed_export_stays_on_torch_and_is_not_tried_at_every_start(
         raise RuntimeError("the exporter does not know this operator")
 
     monkeypatch.setattr(onnx_embedder, "export_onnx", broken)
-    first = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    first = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
     assert first.backend == "torch" and len(tries) == 1
     assert first.embed(["owls"]).shape == (1, 32)
-    again = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    again = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
     assert again.backend == "torch" and len(tries) == 1
 
 
@@ -114,7 +114,7 @@ def test_ingestion_encodes_on_a_session_whose_threads_have_its_priority(
 ) -> None:
     import os
 
-    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
     want = fast.embed(TEXTS)
 
     def niced() -> set[int]:
