@@ -234,7 +234,9 @@ class PdfPageView(QWidget):
             bar = self.scroll.verticalScrollBar()
             bar.setValue(int(offset + top - self.scroll.viewport().height() / 3))
 
-        QTimer.singleShot(0, scroll)
+        # With the scroll area as context: a viewer closed before the timer fires
+        # drops the call instead of reaching a deleted widget.
+        QTimer.singleShot(0, self.scroll, scroll)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.scroll.viewport():

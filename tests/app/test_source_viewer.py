@@ -245,3 +245,21 @@ def test_a_viewer_that_ignores_the_page_is_explained(qtbot: QtBot, tmp_path: Pat
     viewer.show_source(engine_source(path, page=2, passage=PASSAGE_PDF))
     viewer.open_page_button.click()
     assert "first page" in viewer.message_label.text() and "page 2" in viewer.message_label.text()
+
+
+def test_a_viewer_closed_before_its_scroll_timer_fires_is_left_alone(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """A render arriving just before the viewer is closed queues a scroll to the
+    passage: the timer must not reach the deleted scroll area."""
+    import shiboken6
+
+    from app.viewer.pdf_view import PdfPageView
+
+    pdf = garden_pdf(tmp_path)
+    page = render_page(PageRequest(path=str(pdf), page=2, scale=1.0, passage=PASSAGE_PDF))
+    assert page.highlights
+    view = PdfPageView()  # not given to qtbot: it is deleted here, not at teardown
+    view._scroll_to(page)
+    shiboken6.delete(view)
+    qtbot.wait(50)  # the queued scroll would raise in the event loop here

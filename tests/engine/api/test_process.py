@@ -75,6 +75,9 @@ def test_a_stop_during_the_warm_up_is_clean(tmp_path: Path, stop: str) -> None:
         "RAGDOLL_HOME": str(home),
         "HF_HUB_OFFLINE": "1",
         "RAGDOLL_EMBEDDER_CACHE": str(tmp_path / "embedders"),
+        # The ONNX back-end by name: where bf16 is fast the engine picks bf16
+        # weights, which export nothing, and the stop would not meet native code.
+        "RAGDOLL_EMBEDDER_BACKEND": "onnx",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "engine"],
