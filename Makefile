@@ -34,7 +34,7 @@ run: $(STAMP)
 # the run goes on and those tests skip, saying how to fetch them.
 test: $(STAMP)
 	-$(BIN)/python -m engine.bench.real_docs --quiet --timeout 180
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" --durations=20 tests
 
 test-full: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests

@@ -38,7 +38,6 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,14 @@ from typing import Any
 import torch
 
 from engine.bench import offload_cgroup, offload_llama
-from engine.bench.offload_systems import MIB, Size, write_model
+from engine.bench.offload_systems import (
+    MIB,
+    Size,
+    cold_read_bandwidth,
+    first_bytes,
+    ram_read_bandwidth,
+    write_model,
+)
 from engine.bench.offload_weights import GGUF_FORMATS as FORMATS
 from engine.bench.offload_weights import parse_formats
 from engine.executor.weights import evict_page_cache
@@ -110,8 +116,10 @@ def run_peers(
     )
     q4 = files.get("q4_0")
     int4_bytes = q4.stat().st_size if q4 else None
-    disk_bw = _disk_bandwidth(model_dir)
-    ram_bw = _ram_bandwidth()
+    # Best of two cold reads of up to 1 GiB of the checkpoint.
+    sources = first_bytes(model_dir=model_dir, limit=1024 * MIB)
+    disk_bw = max(cold_read_bandwidth(sources=sources) for _ in range(2))
+    ram_bw = ram_read_bandwidth()
     say(
         f"model: random {size.architecture}, {size.layers} layers, hidden {size.hidden}, MLP "
         f"{size.intermediate}, heads {size.heads}/{size.kv_heads}, "
@@ -583,35 +591,3 @@ def _config_params(config: dict[str, Any]) -> int:
     kv_dim = h // heads * (kv or heads)
     layer = 2 * h * h + 2 * h * kv_dim + 3 * h * m
     return n * layer + 2 * h * config["vocab_size"]
-
-
-def _disk_bandwidth(model_dir: Path) -> float:
-    """Best of two cold reads of up to 1 GiB of the checkpoint, through one reused buffer."""
-    files = sorted(model_dir.glob("*.safetensors"))
-    best = 0.0
-    buffer = memoryview(bytearray(8 * MIB))
-    for _ in range(2):
-        evict_page_cache(files=files)
-        total, start = 0, time.perf_counter()
-        for file in files:
-            with file.open("rb", buffering=0) as fh:
-                while total < 1024 * MIB:
-                    n = fh.readinto(buffer)
-                    if not n:
-                        break
-                    total += n
-        seconds = time.perf_counter() - start
-        best = max(best, total / seconds if seconds > 0 else 0.0)
-    evict_page_cache(files=files)
-    return best
-
-
-def _ram_bandwidth() -> float:
-    """Bytes/s of reading a 256 MiB float32 tensor (a sum), best of five."""
-    x = torch.ones(64 * MIB, dtype=torch.float32)
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        float(x.sum())
-        times.append(time.perf_counter() - start)
-    return x.numel() * 4 / min(times)

@@ -28,6 +28,7 @@ from engine.executor.weights import (
     checkpoint_files,
     evict_page_cache,
     evict_ranges,
+    index_checkpoint,
 )
 from engine.hardware.profile import HardwareProfile
 from engine.models.synthetic import write_random_model
@@ -171,6 +172,32 @@ def cold_read_bandwidth(*, sources: list[TensorSource]) -> float:
     seconds = time.perf_counter() - start
     evict_ranges(sources)
     return total / seconds if seconds > 0 else 0.0
+
+
+def first_bytes(*, model_dir: Path, limit: int) -> list[TensorSource]:
+    """The checkpoint's tensors in file order, up to about `limit` bytes."""
+    sources = sorted(
+        (s for unit in index_checkpoint(model_dir).values() for s in unit),
+        key=lambda s: (str(s.file), s.start),
+    )
+    kept, total = [], 0
+    for s in sources:
+        if total >= limit:
+            break
+        kept.append(s)
+        total += s.end - s.start
+    return kept
+
+
+def ram_read_bandwidth() -> float:
+    """Bytes/s of reading a 256 MiB float32 tensor (a sum), best of five."""
+    x = torch.ones(64 * MIB, dtype=torch.float32)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        float(x.sum())
+        times.append(time.perf_counter() - start)
+    return x.numel() * 4 / min(times)
 
 
 def _run_system(
