@@ -193,6 +193,9 @@ class LibraryPane(QWidget):
         self.documents_view.selectionModel().selectionChanged.connect(lambda *_: self._update())
         self.documents_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.documents_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # Wrapped, a name broke at its hyphen and the one line a row shows was cut:
+        # "apt-guide.txt" read "apt-…" at 800x600. Unwrapped, its middle goes.
+        self.documents_view.setWordWrap(False)
         header = self.documents_view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)

@@ -337,3 +337,13 @@ def test_pause_stays_put_as_the_lines_fill_in_and_resume_takes_its_focus(qtbot: 
         qtbot.keyClick(pane.resume_button, Qt.Key.Key_Space)
     pane.set_paused(False)
     assert pane.pause_button.hasFocus()
+
+
+def test_long_names_lose_their_middle_not_all_after_a_hyphen(qtbot: QtBot) -> None:
+    # Wrapped, "apt-guide.txt" broke at its hyphen and its one shown line read
+    # "apt-…" at 800x600; unwrapped, the view elides the middle ("apt-…e.txt").
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    for view in (pane.documents_view, pane.folders_box.view):
+        assert not view.wordWrap()
+        assert view.textElideMode() == Qt.TextElideMode.ElideMiddle
