@@ -52,7 +52,21 @@ xdotool key Escape; sleep 1
 echo "3. maximized"
 wmctrl -r RAGDoll -b add,maximized_vert,maximized_horz; sleep 3; shot maximized
 
-echo "4. quit and start again: the last conversation, the resumed job"
+echo "4. the hardware panel (true figures, no empty chart), the batch dialog"
+xdotool key alt+h; sleep 0.5; xdotool key Return; sleep 4; shot hardware
+xdotool key Escape; sleep 1
+xdotool key ctrl+shift+b; sleep 3; shot batch-empty  # no "0 of 1" before a run
+xdotool type --delay 20 "What does git rebase --onto do?"; xdotool key shift+Return
+xdotool type --delay 20 "How do I pin a package version with apt?"; xdotool key ctrl+Return
+sleep 20; shot batch-ran
+xdotool key Escape; sleep 1
+
+echo "5. once the documents are in: the finished box gone, the model note only once"
+sleep "${SETTLE_S:-60}"; shot settled
+say "How do I start a git bisect?"
+sleep 15; shot second-answer
+
+echo "6. quit and start again: the last conversation, the resumed job"
 xdotool key ctrl+q; wait "$app" || true; app=
 start
 wait_for RAGDoll 60

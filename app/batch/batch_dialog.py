@@ -38,6 +38,7 @@ from app.batch.results_model import RESULT_ROLE, BatchResultsModel
 from app.batch.runner import BatchResult, BatchRun, summary
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
 from app.qt_compat import emit
+from app.screen_fit import resize_within_screen
 
 PathChooser = Callable[[QWidget], str | None]
 ExportChooser = Callable[[QWidget, Format], str | None]
@@ -85,7 +86,7 @@ class BatchDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("batchDialog")
         self.setWindowTitle("Batch questions")
-        self.resize(1000, 760)
+        resize_within_screen(widget=self, width=1000, height=760)
         self._asker = asker
         self.choose_questions = choose_questions
         self.choose_export = choose_export

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListView,
     QPushButton,
-    QTextBrowser,
     QToolTip,
     QWidget,
 )
@@ -45,6 +44,7 @@ from app.chat.conversations import (
 from app.chat.loader import ConversationLoader
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
 from app.chat.transcript import as_written, transcript_css, write_answer, write_question
+from app.chat.transcript_view import TranscriptView
 from app.qt_compat import emit
 from app.theme import is_dark
 from engine.wire import AnswerDone, Citation
@@ -98,7 +98,7 @@ class ChatPane(QWidget):
         self.conversation_list.sig_deleted.connect(self.delete)
         self.conversation_list.sig_search.connect(self.set_filter)
 
-        self.transcript = QTextBrowser()
+        self.transcript = TranscriptView(hint="Ask about your documents: answers cite [1], [2]…")
         self.transcript.setObjectName("transcript")
         self.transcript.setAccessibleName("Conversation")
         self.transcript.setOpenLinks(False)  # citation links are ours, not URLs to follow
@@ -107,7 +107,6 @@ class ChatPane(QWidget):
         self.transcript.document().setDocumentMargin(14)
         self.transcript.anchorClicked.connect(self._on_anchor)
         self.transcript.viewport().installEventFilter(self)
-        self.transcript.setPlaceholderText("Ask about your documents: answers cite [1], [2]…")
 
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.setAccessibleName("Regenerate the last answer")

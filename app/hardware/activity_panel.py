@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from app.hardware import activity_data as data
 from app.qt_compat import emit
+from app.screen_fit import resize_within_screen
 from app.theme import is_dark
 from engine.wire import EngineStatus, PipelineInfo
 
@@ -157,7 +158,7 @@ class ActivityPanel(QDialog):
         self.setObjectName("activityPanel")
         self.setWindowTitle("Activity")
         self.setModal(False)
-        self.resize(1000, 760)
+        resize_within_screen(widget=self, width=1000, height=760)
         self._clock = clock
         self.history = data.SampleHistory()
         self.pipeline: PipelineInfo | None = None

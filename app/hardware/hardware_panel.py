@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.hardware.charts import FitPlot, Legend, TierBar, gib, tier_segments
 from app.qt_compat import emit
+from app.screen_fit import resize_within_screen
 from engine.wire import (
     HardwareInfo,
     HardwareSummary,
@@ -57,7 +58,7 @@ class HardwarePanel(QDialog):
         self.setObjectName("hardwarePanel")
         self.setWindowTitle("Hardware")
         self.setModal(False)
-        self.resize(820, 780)
+        resize_within_screen(widget=self, width=820, height=780)
         self.info: HardwareInfo | None = None
 
         self.state_label = _label(name="Hardware panel state")

@@ -80,6 +80,7 @@ class FoldersBox(QWidget):
         self.view.verticalHeader().setVisible(False)
         self.view.setMaximumHeight(130)
         self.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a path's both ends matter
+        self.view.setWordWrap(False)  # else a path breaks at "-" and loses its end
         # The path column takes what the narrow ones leave, never a scroll bar.
         self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.view.horizontalHeader()

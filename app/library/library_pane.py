@@ -87,6 +87,7 @@ class LibraryPane(QWidget):
         self._ask_collection = ask_collection
         self._paused = False
         self._cancelling = False
+        self._focus_next: QPushButton | None = None  # takes the focus once it shows
         self._last: IngestProgress | None = None
         self._job_id: str | None = None  # the job shown
         self._jobs: dict[str, IngestProgress] = {}  # jobs whose end the bridge has not reported
@@ -157,15 +158,18 @@ class LibraryPane(QWidget):
         controls.addWidget(self.cancel_button)
         # Long lines (the Pause message, a long file name) wrap within the pane
         # rather than widen it (WrapLabel): the split is the person's, not the text's.
+        # The buttons sit right under the bar, above the lines that come and go and
+        # rewrap as a job runs: below them Pause moved down under the pointer of a
+        # person about to click it (the walkthrough missed it twice).
         progress_layout = QVBoxLayout(self.progress_box)
         progress_layout.setSpacing(4)
         progress_layout.addWidget(self.progress_bar)
+        progress_layout.addLayout(controls)
         progress_layout.addWidget(self.current_label)
         progress_layout.addWidget(self.counts_label)
         progress_layout.addWidget(self.notes_label)
         # A row of its own: beside the buttons a long line would wrap a word a line.
         progress_layout.addWidget(self.pace_label)
-        progress_layout.addLayout(controls)
         self.progress_box.setVisible(False)
 
         # -- documents
@@ -189,6 +193,9 @@ class LibraryPane(QWidget):
         self.documents_view.selectionModel().selectionChanged.connect(lambda *_: self._update())
         self.documents_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.documents_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # Wrapped, a name broke at its hyphen and the one line a row shows was cut:
+        # "apt-guide.txt" read "apt-…" at 800x600. Unwrapped, its middle goes.
+        self.documents_view.setWordWrap(False)
         header = self.documents_view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -297,10 +304,16 @@ class LibraryPane(QWidget):
             menu.popup(self.documents_view.viewport().mapToGlobal(pos))
 
     def _pause(self) -> None:
+        # Disabling the focused Pause hands the focus to Cancel, one Space away
+        # from ending the job: Resume, once it shows in its place, takes it back.
+        if self.pause_button.hasFocus():
+            self._focus_next = self.resume_button
         self.pause_button.setEnabled(False)
         emit(self.sig_pause)
 
     def _resume(self) -> None:
+        if self.resume_button.hasFocus():
+            self._focus_next = self.pause_button
         self.resume_button.setEnabled(False)
         emit(self.sig_resume)
 
@@ -505,6 +518,9 @@ class LibraryPane(QWidget):
         )
         self.pause_button.setVisible(running and not self._paused)
         self.resume_button.setVisible(running and self._paused)
+        if self._focus_next is not None and self._focus_next.isVisible():
+            self._focus_next.setFocus(Qt.FocusReason.OtherFocusReason)
+            self._focus_next = None
         self.cancel_button.setVisible(running)
         if running:
             self.pause_button.setEnabled(enabled)

@@ -29,6 +29,7 @@ from app.bridge_plumbing import EngineOp, Report, describe_error
 from app.engine_bridge import EngineBridge
 from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
 from app.qt_compat import emit
+from app.screen_fit import resize_within_screen
 from engine.client import EngineClient
 from engine.planner.sizes import format_gib
 from engine.wire import FINAL_STATES, ModelAdvice, ModelDownload, RecommendedModels
@@ -115,7 +116,7 @@ class ModelsDialog(QDialog):
         self.download: ModelDownload | None = None
         self.setWindowTitle("Models")
         self.setObjectName("modelsDialog")
-        self.resize(1100, 460)  # the licence column whole
+        resize_within_screen(widget=self, width=1100, height=460)  # the licence column whole
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.answer_render import page_title
+from app.screen_fit import resize_within_screen
 from app.viewer.pdf_render import RenderedPage
 from app.viewer.pdf_view import PdfPageView
 from engine.wire import SourceView
@@ -86,7 +87,7 @@ class SourceViewer(QDialog):
         self.setObjectName("sourceViewer")
         self.setWindowTitle("Source")
         self.setModal(False)
-        self.resize(900, 760)
+        resize_within_screen(widget=self, width=900, height=760)
         self._source: SourceView | None = None
         self._open_at_page = open_at_page or native_open_at_page()
         self._open_file_with = open_file

@@ -39,11 +39,13 @@ _QT_FALLBACK = (
     "libxcb-cursor0",
     "libxcb-image0",
     "libxcb-render-util0",
+    "libxcb-shape0",
     "libxkbcommon-x11-0",
     "libgl1",
     "libegl1",
     "libfontconfig1",
     "libdbus-1-3",
+    "libglib2.0-0",
 )
 # What the postinst's environment can reach is chosen by whoever runs apt:
 # RAGDOLL_OFFLINE=1 (no PyTorch index: pip's own configuration), RAGDOLL_WHEELS=DIR

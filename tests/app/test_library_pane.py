@@ -294,3 +294,56 @@ def test_a_full_disk_is_said_in_the_box_and_the_box_stays(
     assert "Nothing was lost" in text
     qtbot.wait(300)
     assert pane.progress_box.isVisible()
+
+
+def test_pause_stays_put_as_the_lines_fill_in_and_resume_takes_its_focus(qtbot: QtBot) -> None:
+    # Under a real window manager the walkthrough's clicks on Pause missed twice:
+    # the button moved down as the job's lines appeared and wrapped.
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    pane.resize(260, 600)
+    pane.show()
+    pane.activateWindow()
+    qtbot.waitActive(pane)
+    pane.set_ready(True)
+    pane.start_job()
+    QApplication.processEvents()
+    where = pane.pause_button.mapTo(pane, pane.pause_button.rect().topLeft())
+    running = IngestProgress(
+        job_id="a",
+        state="running",
+        files_total=4,
+        current="/docs/a manual with a rather long file name.pdf",
+        pages_read=88,
+        chunks_found=550,
+        chunks_embedded=256,
+        notes=[FileNote(path="/docs/big.csv", note="only the first 100,000 rows were read")],
+    )
+    pane.show_progress(running)
+    QApplication.processEvents()
+    assert pane.counts_label.height() > pane.fontMetrics().height()  # it wrapped
+    assert pane.pause_button.mapTo(pane, pane.pause_button.rect().topLeft()) == where
+
+    pane.pause_button.setFocus()
+    with qtbot.waitSignal(pane.sig_pause, timeout=1000):
+        qtbot.keyClick(pane.pause_button, Qt.Key.Key_Space)
+    pane.set_paused(True)  # what the engine says next
+    QApplication.processEvents()
+    assert pane.resume_button.isVisible()
+    # Not Cancel, the next button in the row: Space there would end the job.
+    assert pane.resume_button.hasFocus() and not pane.cancel_button.hasFocus()
+    assert pane.resume_button.mapTo(pane, pane.resume_button.rect().topLeft()).y() == where.y()
+    with qtbot.waitSignal(pane.sig_resume, timeout=1000):
+        qtbot.keyClick(pane.resume_button, Qt.Key.Key_Space)
+    pane.set_paused(False)
+    assert pane.pause_button.hasFocus()
+
+
+def test_long_names_lose_their_middle_not_all_after_a_hyphen(qtbot: QtBot) -> None:
+    # Wrapped, "apt-guide.txt" broke at its hyphen and its one shown line read
+    # "apt-…" at 800x600; unwrapped, the view elides the middle ("apt-…e.txt").
+    pane = LibraryPane(choose_folder=lambda parent: None)
+    qtbot.addWidget(pane)
+    for view in (pane.documents_view, pane.folders_box.view):
+        assert not view.wordWrap()
+        assert view.textElideMode() == Qt.TextElideMode.ElideMiddle
