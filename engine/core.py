@@ -455,7 +455,7 @@ class Engine:
             payload=None if filters.empty else filters,
             conversation=follow_up,
         )
-        yield from answer_events(handle=handle, cancel=cancel)
+        yield from answer_events(handle=handle, cancel=cancel, unfinished=self.ingestion.unfinished)
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""

@@ -6,10 +6,10 @@ The engine core's ask_stream yields these; nothing else turns requests into even
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from engine.answer.extractive import NO_MODEL_NOTE
-from engine.pipeline.answering import GatedHits, refusal_text
+from engine.pipeline.answering import GatedHits, refusal_text, still_adding_note
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.store.records import SearchHit
 from engine.wire import (
@@ -18,6 +18,7 @@ from engine.wire import (
     Citation,
     CitationsEvent,
     DoneEvent,
+    IngestProgress,
     TokenEvent,
 )
 
@@ -25,10 +26,15 @@ CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel 
 
 
 def answer_events(
-    *, handle: RequestHandle, cancel: threading.Event | None
+    *,
+    handle: RequestHandle,
+    cancel: threading.Event | None,
+    unfinished: Callable[[], Sequence[IngestProgress]] = list,
 ) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: the citations once retrieved
-    (none when nothing relevant was found), the text as it is written, then done."""
+    (none when nothing relevant was found), the text as it is written, then done.
+    A refusal notes the `unfinished()` ingestion jobs that still have files to read:
+    "not found" then means "not found yet"."""
     gated: GatedHits | None = None
     pieces: list[str] = []
     outcome: Finished | None = None
@@ -58,7 +64,9 @@ def answer_events(
         yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
         answer = refusal_text(hits=gated.hits, unknown=gated.unknown) if gated is not None else ""
-        done = AnswerDone(answer=answer, mode="none")
+        done = AnswerDone(
+            answer=answer, mode="none", note=still_adding_note(unfinished=unfinished())
+        )
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
         done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
     from engine.answer.reranker import Reranker
     from engine.store.lance_store import LanceStore
+    from engine.wire import IngestProgress
 
 
 NOT_FOUND_ANSWER = (
@@ -72,6 +73,26 @@ def refusal_text(*, hits: Sequence[SearchHit], unknown: Sequence[str] = ()) -> s
     if names:
         text += f"\n\nMay be related (they do not answer it): {'; '.join(names)}."
     return text
+
+
+def still_adding_note(*, unfinished: Sequence[IngestProgress]) -> str | None:
+    """What a refusal adds while ingestion jobs have files left to read: the answer
+    may be in a file not read yet (a question asked right after adding a folder).
+    A job not started, or still finding its files, has no count yet."""
+    left = [p for p in unfinished if p.files_total == 0 or p.files_done < p.files_total]
+    if not left:
+        return None
+    state = "paused" if all(p.paused for p in left) else "still being added"
+    if all(p.files_total for p in left):
+        read = (
+            f"{sum(p.files_done for p in left)} of {sum(p.files_total for p in left)} "
+            "files read so far"
+        )
+    else:
+        read = "some files are not read yet"
+    return f"Documents are {state}: {read}, so the answer may be in one not read yet. " + (
+        "Ask again when they are in."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

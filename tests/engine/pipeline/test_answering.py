@@ -8,9 +8,15 @@ import numpy as np
 
 from engine.answer.refusal import MIN_CHUNKS
 from engine.answer.reranker import RERANK_CANDIDATES
-from engine.pipeline.answering import NOT_FOUND_ANSWER, gated_retrieve_batch, refusal_text
+from engine.pipeline.answering import (
+    NOT_FOUND_ANSWER,
+    gated_retrieve_batch,
+    refusal_text,
+    still_adding_note,
+)
 from engine.pipeline.requests import Question
 from engine.store.records import ChunkRecord, SearchFilters, SearchHit, SearchResult
+from engine.wire import IngestProgress
 
 TEXTS = [f"Filler passage number {i} about nothing in particular." for i in range(30)]
 TEXTS[17] = "The air filter is cleaned every month with warm water."
@@ -110,3 +116,21 @@ def test_a_question_naming_what_no_document_mentions_needs_a_better_sentence() -
     small = FakeStore(chunks=MIN_CHUNKS - 1)
     (few,) = gated_retrieve_batch(store=small, embed=embed, min_score=bar)(question)
     assert few.found and few.unknown == ()
+
+
+def test_a_refusal_while_files_are_left_to_read_says_the_answer_may_come() -> None:
+    running = IngestProgress(job_id="a", state="running", files_total=20, files_done=3)
+    queued = IngestProgress(job_id="b", state="queued", files_total=5, files_done=0)
+    note = still_adding_note(unfinished=[running, queued])
+    assert note is not None and "still being added: 3 of 25 files" in note
+    paused = IngestProgress(job_id="a", state="running", files_total=4, files_done=1, paused=True)
+    assert "paused: 1 of 4 files" in (still_adding_note(unfinished=[paused]) or "")
+    # A job whose files are all read (committing, compacting) no longer changes the answer.
+    read = IngestProgress(job_id="c", state="running", files_total=2, files_done=2)
+    assert still_adding_note(unfinished=[read]) is None
+    # Queued, or still finding its files: no count to give yet.
+    counting = IngestProgress(job_id="d", state="queued")
+    assert "still being added: some files are not read yet" in (
+        still_adding_note(unfinished=[running, counting]) or ""
+    )
+    assert still_adding_note(unfinished=[]) is None
