@@ -55,7 +55,7 @@ from engine.bench.offload_systems import (
 )
 from engine.bench.offload_weights import GGUF_FORMATS as FORMATS
 from engine.bench.offload_weights import parse_formats
-from engine.executor.weights import evict_page_cache
+from engine.executor.page_cache import evict_page_cache
 
 PEERS = ("llama.cpp", "accelerate")
 TINY = Size(layers=2, hidden=64, intermediate=128, heads=4, kv_heads=2, architecture="qwen2")

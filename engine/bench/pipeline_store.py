@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.bench.synthetic_chunks import SyntheticChunks, bulk_fill
-from engine.executor.weights import evict_page_cache
+from engine.executor.page_cache import evict_page_cache
 from engine.pipeline.adapters import store_retrieve_batch
 from engine.pipeline.requests import Question, new_question
 from engine.planner.placement import Placement

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import struct
 import threading
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from engine.executor.packed import (
     read_stored,
     repack_unit,
 )
+from engine.executor.page_cache import evict_ranges
 from engine.models.gguf_file import GGUFTensor, gguf_source, read_exactly, read_gguf, read_tensor
 from engine.planner.placement import Placement, Tier
 
@@ -155,38 +155,6 @@ def index_checkpoint(model_dir: Path) -> dict[str, list[TensorSource]]:
                 )
             )
     return units
-
-
-def evict_page_cache(*, files: list[Path]) -> None:
-    """Drop `files` from the OS page cache so the next read comes from the disk itself.
-
-    Benchmarks call this before every run so that "disk" means disk, for every system
-    compared. A no-op where posix_fadvise does not exist (macOS, Windows).
-    """
-    if not hasattr(os, "posix_fadvise"):
-        return
-    for file in files:
-        fd = os.open(file, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def evict_ranges(sources: list[TensorSource]) -> None:
-    """Drop these tensors' byte ranges from the page cache (no-op without posix_fadvise)."""
-    if not hasattr(os, "posix_fadvise"):
-        return
-    by_file: dict[Path, list[TensorSource]] = {}
-    for s in sources:
-        by_file.setdefault(s.file, []).append(s)
-    for file, items in by_file.items():
-        fd = os.open(file, os.O_RDONLY)
-        try:
-            for s in items:
-                os.posix_fadvise(fd, s.start, s.end - s.start, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 class WeightStore:

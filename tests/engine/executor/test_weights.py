@@ -10,11 +10,11 @@ from transformers import AutoModelForCausalLM
 
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
+from engine.executor.page_cache import evict_page_cache
 from engine.executor.weights import (
     EMBED,
     HEAD,
     checkpoint_files,
-    evict_page_cache,
     index_checkpoint,
     layer_unit,
 )
