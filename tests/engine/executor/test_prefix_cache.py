@@ -304,6 +304,32 @@ def test_a_turn_that_parts_mid_block_reuses_up_to_where_it_parts(
     assert cache.stats().tokens_reused == len(turn1)  # 47, not the 32 of whole blocks
 
 
+def test_a_caller_that_stops_at_the_last_token_still_leaves_the_answer_cached(
+    model: StreamingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline closes the stream as soon as every answer is complete, before the
+    step that stores them: the answer's KV must reach the cache all the same."""
+    turn1 = SYSTEM + ids(4, 10)
+    cache = new_cache(block=4)
+    events = generate(
+        model=model,
+        requests=[GenerationRequest(prompt_ids=turn1, max_new_tokens=9)],
+        prefix_cache=cache,
+    )
+    answer: list[int] = []
+    for event in events:
+        answer.append(event.token_id)
+        if event.finished:
+            break
+    events.close()
+    turn2 = turn1 + tuple(answer) + ids(5, 6)
+    plain = run(model, [turn2], monkeypatch, None)
+    same(run(model, [turn2], monkeypatch, cache), plain)
+    # The prompt and the answer but its last token (never fed), in whole blocks: the
+    # prompt alone would give 44.
+    assert cache.stats().tokens_reused == (len(turn1) + len(answer) - 1) // 4 * 4 == 52
+
+
 def test_a_batch_mixing_hits_and_misses(
     model: StreamingModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
