@@ -71,7 +71,7 @@ def prefix_cache_for(
 @dataclass(frozen=True, kw_only=True)
 class PrefixCacheStats:
     lookups: int
-    hits: int  # lookups that reused at least one block
+    hits: int  # lookups that reused at least one token
     misses: int
     tokens_reused: int  # prompt tokens not prefilled thanks to the cache
     tokens_stored: int  # tokens held now, both tiers
