@@ -24,12 +24,14 @@ forward): the cached KV fills a left-padded "past" block of columns and the toke
 prefill follow it, left-padded too; the attention mask and positions say which columns
 are whose. After prefill (at the next step boundary, so that the copy does not delay
 the first token), and again when a row finishes (its prompt plus its answer: the next
-turn of a conversation starts with both), the row's KV goes into the cache. A cache with
-sliding-window layers keeps only the window, so such models prefill whole.
+turn of a conversation starts with both; also when the caller closes the iterator right
+after a row's last token, as the pipeline does), the row's KV goes into the cache. A
+cache with sliding-window layers keeps only the window, so such models prefill whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -141,16 +143,25 @@ def generate(
     logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
     while True:
         finished_now: list[int] = []
-        for b, row in enumerate(rows):
-            token = _next_token(logits[b], row=row)
-            row.generated.append(token)
-            count = len(row.generated)
-            finished = count >= row.request.max_new_tokens or (
-                token in row.stops and count > row.request.min_new_tokens
-            )
-            if finished:
-                finished_now.append(b)
-            yield TokenEvent(request=row.index, token_id=token, finished=finished)
+        try:
+            for b, row in enumerate(rows):
+                token = _next_token(logits[b], row=row)
+                row.generated.append(token)
+                count = len(row.generated)
+                finished = count >= row.request.max_new_tokens or (
+                    token in row.stops and count > row.request.min_new_tokens
+                )
+                if finished:
+                    finished_now.append(b)
+                yield TokenEvent(request=row.index, token_id=token, finished=finished)
+        except GeneratorExit:
+            # A caller stops reading once every answer it waits for is complete (the
+            # pipeline frees the batch at once), before the step that would store them:
+            # the next turn of those conversations starts with their prompt and answer.
+            with contextlib.suppress(*OOM_ERRORS):  # storing is a saving, not a duty
+                for b in finished_now:
+                    state.remember(b, rows[b])
+            raise
         keep = [
             b
             for b, row in enumerate(rows)

@@ -11,8 +11,10 @@ from the root spells a prompt's start, so the KV of the system prompt is stored 
 and shared by every conversation under it (RAGCache's knowledge tree, whose nodes are
 documents; here they are blocks, because the executor sees token ids, not documents,
 and a block tree needs no node splitting when two prompts part mid-document). A match
-is whole blocks, which wastes less than one block of prefill per request; every node
-has the same number of tokens, so a node's bytes, cost and priority compare evenly.
+is whole blocks, then the shared start of one more stored block (read, never split: a
+node keeps its whole block), so a prompt that parts from a cached one mid-block
+prefills only from where they part; every node has the same number of tokens, so a
+node's bytes, cost and priority compare evenly.
 
 Tiers (RAGCache §5): nodes live on the compute device or in host RAM, each tier with a
 byte budget. Device nodes are parents of host nodes, never the other way round: a node
@@ -69,7 +71,7 @@ def prefix_cache_for(
 @dataclass(frozen=True, kw_only=True)
 class PrefixCacheStats:
     lookups: int
-    hits: int  # lookups that reused at least one block
+    hits: int  # lookups that reused at least one token
     misses: int
     tokens_reused: int  # prompt tokens not prefilled thanks to the cache
     tokens_stored: int  # tokens held now, both tiers
@@ -155,33 +157,32 @@ class PrefixCache:
     # ------------------------------------------------------------------ public
 
     def lookup(self, ids: Sequence[int], *, max_tokens: int | None = None) -> PrefixHit | None:
-        """The KV of the longest cached start of `ids` (whole blocks, at most `max_tokens`
-        tokens); None when not even one block is cached. A hit counts as one use of each
-        node on the path."""
+        """The KV of the longest cached start of `ids` (at most `max_tokens` tokens); None
+        when not even one token is cached. The match is whole blocks, then the start of
+        one more stored block where `ids` part from it (a radix tree's partial edge): a
+        conversation's next turn usually leaves the cached turn mid-block (the answer
+        is re-rendered, the template closes the turn), and those tokens would otherwise
+        be prefilled again. A hit counts as one use of each node on the path."""
         limit = len(ids) if max_tokens is None else min(len(ids), max_tokens)
         with self._lock:
             self._counts["lookups"] += 1
             path = self._walk(ids, limit=limit)
-            if not path:
+            start = len(path) * self.block_tokens
+            parent = path[-1] if path else self._root
+            partial, shared = self._partial(parent, ids[start:limit])
+            if not path and partial is None:
                 self._counts["misses"] += 1
                 return None
             self._counts["hits"] += 1
-            tokens = len(path) * self.block_tokens
+            tokens = start + shared
             self._counts["tokens_reused"] += tokens
-            for node in path:
+            used = [*path, partial] if partial is not None else path
+            for node in used:
                 node.frequency += 1
                 self._reprioritize(node)
-            self._promote(path)
-            compute = self._devices["device"]
-            layers = len(path[0].keys)
-            keys = tuple(
-                torch.cat([n.keys[layer].to(compute) for n in path], dim=1)
-                for layer in range(layers)
-            )
-            values = tuple(
-                torch.cat([n.values[layer].to(compute) for n in path], dim=1)
-                for layer in range(layers)
-            )
+            self._promote(used)
+            keys = self._gather(path, partial, shared, values=False)
+            values = self._gather(path, partial, shared, values=True)
         return PrefixHit(tokens=tokens, keys=keys, values=values)
 
     def insert(
@@ -264,6 +265,39 @@ class PrefixCache:
             path.append(child)
             node = child
         return path
+
+    def _partial(self, node: _Node, rest: Sequence[int]) -> tuple[_Node | None, int]:
+        """The child of `node` whose block shares the longest start with `rest` (fewer
+        tokens than a block: a whole one would have been walked), and how many."""
+        best: _Node | None = None
+        shared = 0
+        want = [int(t) for t in rest[: self.block_tokens - 1]]
+        for child in node.children.values():
+            n = 0
+            for a, b in zip(child.block, want, strict=False):
+                if a != b:
+                    break
+                n += 1
+            if n > shared:
+                best, shared = child, n
+        return best, shared
+
+    def _gather(
+        self, path: list[_Node], partial: _Node | None, shared: int, *, values: bool
+    ) -> tuple[torch.Tensor, ...]:
+        """Per layer, the KV of `path` then the first `shared` tokens of `partial`, joined
+        on the compute device."""
+        compute = self._devices["device"]
+        nodes = [*path, partial] if partial is not None else path
+        layers = len(nodes[0].keys)
+        out = []
+        for layer in range(layers):
+            parts = [(n.values if values else n.keys)[layer].to(compute) for n in path]
+            if partial is not None:
+                part = (partial.values if values else partial.keys)[layer]
+                parts.append(part[:, :shared].to(compute))
+            out.append(torch.cat(parts, dim=1))
+        return tuple(out)
 
     def _new_node(
         self,

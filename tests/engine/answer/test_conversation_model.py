@@ -183,3 +183,32 @@ def test_a_failed_rewrite_leaves_the_history_aware_query(tmp_path: Path) -> None
         with_model=True,
     )
     assert follow is not None and follow.rewritten_by == "history" and "exim" in follow.context
+
+
+def test_an_answer_read_as_the_pipeline_reads_it_is_cached(answerer: GenerativeAnswerer) -> None:
+    """The generation worker stops reading a batch at its last DONE and closes it
+    (engine/pipeline/workers.py), before the executor's next step: the answer's KV
+    reaches the cache all the same, so the next turn can reuse the prompt and the
+    answer, not the prompt alone."""
+    cache = answerer.prefix_cache
+    assert cache is not None
+    cache.clear()
+    block = cache.block_tokens
+    passages = [Passage(index=1, text="The pump is serviced in May.", path="a.pdf", page=3)]
+    # An answer longer than a block: its KV fills a block past the prompt's last one.
+    question = new_question(text="When is the pump serviced?", max_new_tokens=block + 1)
+    job = GenerationJob(request_id="r", question=question, hits=None, cancel=threading.Event())
+    stream = generate_rows(answerer=answerer, jobs=[job], passages=lambda _: passages)
+    generated = 0
+    for _, piece in stream:
+        if piece is DONE:
+            break  # as the worker does once every answer of its batch is complete
+        generated += piece.tokens if isinstance(piece, Piece) else 0
+    stream.close()
+    prompt = answerer.prompt_request(
+        question=question.text, passages=passages, max_new_tokens=block + 1
+    ).prompt_ids
+    # The prompt and the answer but its last token (never fed), in whole blocks.
+    assert cache.stats().tokens_stored == (len(prompt) + generated - 1) // block * block
+    assert generated == block + 1  # not cut short by a stop token
+    assert cache.stats().tokens_stored > len(prompt) // block * block

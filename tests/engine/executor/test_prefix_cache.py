@@ -48,12 +48,13 @@ def test_lookup_returns_the_stored_kv_of_whole_blocks() -> None:
     assert hit is not None and hit.tokens == 4
     assert hit.keys[0].flatten().tolist() == [1, 2, 3, 4]
     assert hit.values[0].flatten().tolist() == [-1, -2, -3, -4]
-    # At least one token is left to prefill when asked.
+    # At least one token is left to prefill when asked: the second block is read in part.
     short = cache.lookup([1, 2, 3, 4], max_tokens=3)
-    assert short is not None and short.tokens == 2
+    assert short is not None and short.tokens == 3
+    assert short.keys[0].flatten().tolist() == [1, 2, 3]
     assert cache.lookup([2, 1, 3, 4]) is None
     stats = cache.stats()
-    assert (stats.hits, stats.misses, stats.tokens_reused) == (2, 1, 6)
+    assert (stats.hits, stats.misses, stats.tokens_reused) == (2, 1, 7)
     # A shared start is stored once.
     assert put(cache, [1, 2, 3, 4, 7, 8], cost=1.0) == 2
     assert cache.stats().tokens_stored == 6
@@ -272,7 +273,8 @@ def test_a_prompt_sharing_only_the_system_prompt(
     cache = new_cache()
     run(model, [first], monkeypatch, cache)
     same(run(model, [second], monkeypatch, cache), plain)
-    assert cache.stats().tokens_reused == 32  # the system prompt's whole blocks
+    # The whole system prompt: two whole blocks and the 5 tokens of the third it shares.
+    assert cache.stats().tokens_reused == len(SYSTEM)
 
 
 def test_the_next_turn_reuses_the_answer_too(
@@ -286,6 +288,46 @@ def test_the_next_turn_reuses_the_answer_too(
     same(run(model, [turn2], monkeypatch, cache), plain)
     # The prompt and all but the last answer token were cached, in whole blocks.
     assert cache.stats().tokens_reused == (len(turn1) + len(answer) - 1) // 4 * 4
+
+
+def test_a_turn_that_parts_mid_block_reuses_up_to_where_it_parts(
+    model: StreamingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next turn re-renders the answer (here: not at all) right after the cached
+    prompt, inside a stored block: the block's shared start is reused, not prefilled."""
+    turn1 = SYSTEM + ids(4, 10)  # 47 tokens: the answer's block starts at 32
+    cache = new_cache()
+    run(model, [turn1], monkeypatch, cache, tokens=9)  # stores 48 of prompt + answer
+    turn2 = turn1 + ids(11, 20)
+    plain = run(model, [turn2], monkeypatch, None)
+    same(run(model, [turn2], monkeypatch, cache), plain)
+    assert cache.stats().tokens_reused == len(turn1)  # 47, not the 32 of whole blocks
+
+
+def test_a_caller_that_stops_at_the_last_token_still_leaves_the_answer_cached(
+    model: StreamingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline closes the stream as soon as every answer is complete, before the
+    step that stores them: the answer's KV must reach the cache all the same."""
+    turn1 = SYSTEM + ids(4, 10)
+    cache = new_cache(block=4)
+    events = generate(
+        model=model,
+        requests=[GenerationRequest(prompt_ids=turn1, max_new_tokens=9)],
+        prefix_cache=cache,
+    )
+    answer: list[int] = []
+    for event in events:
+        answer.append(event.token_id)
+        if event.finished:
+            break
+    events.close()
+    turn2 = turn1 + tuple(answer) + ids(5, 6)
+    plain = run(model, [turn2], monkeypatch, None)
+    same(run(model, [turn2], monkeypatch, cache), plain)
+    # The prompt and the answer but its last token (never fed), in whole blocks: the
+    # prompt alone would give 44.
+    assert cache.stats().tokens_reused == (len(turn1) + len(answer) - 1) // 4 * 4 == 52
 
 
 def test_a_batch_mixing_hits_and_misses(
