@@ -243,11 +243,30 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _without_write_permission(
+    *, argv: list[str], home: Path, app_dir: Path
+) -> tuple[list[str], str]:
+    """`argv` run where the install cannot be written, and the reason the installer
+    should give. Root may write anywhere, so as root the home folder is mounted
+    read-only in a private mount namespace; otherwise the program folder loses its
+    write permission (the caller gives it back)."""
+    if os.getuid() != 0:
+        app_dir.chmod(0o555)
+        return argv, "you do not have permission to write there"
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is needed to make the home folder read-only as root")
+    remount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return ["unshare", "--mount", "sh", "-c", remount, str(home), *argv], (
+        "it is on a read-only file system"
+    )
+
+
 @pytest.mark.timeout(5400)  # four real installs and engine starts, on a loaded machine
 def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_path: Path) -> None:
-    """Issue 21, points 8-10, on real installs: reinstalling with the engine running
+    """Issue 21, points 8-11, on real installs: reinstalling with the engine running
     stops it and starts it again; Ctrl+C mid-upgrade puts the previous install back;
-    a failed integration step leaves the previous install and no new file."""
+    a failed integration step leaves the previous install and no new file; no write
+    permission is a message, with the running engine left alone."""
     bundle = build(out=tmp_path / "dist", wheelhouse=True, tarball=False)
     home = tmp_path / "home"
     home.mkdir()
@@ -351,6 +370,27 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
         icons.unlink()
         (data / "icons.aside").rename(icons)
         run([ragdoll, "--help"], env=env)
+
+        # 11. No write permission: a message before anything is touched, and the
+        # engine that serves from the working install is not stopped for nothing.
+        serving = _wait_for_engine(
+            endpoint=endpoint, venv=venv, what="after the failed integration", explain=explain
+        )
+        info_before = (app_dir / "install-info.json").read_bytes()
+        argv, why = _without_write_permission(argv=install, home=home, app_dir=app_dir)
+        try:
+            result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        finally:
+            app_dir.chmod(0o755)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr, result.stderr
+        assert f"install: cannot write to {app_dir}: {why}" in result.stderr, result.stderr
+        assert "--prefix DIR" in result.stderr and ".deb" in result.stderr
+        assert "Stopping RAGDoll" not in result.stdout, result.stdout
+        assert _engine_pid(endpoint) == serving and _alive(serving)
+        assert (app_dir / "install-info.json").read_bytes() == info_before
+        assert not (app_dir / "install-journal.json").exists()
+        run([ragdoll, "status"], env=env)
     finally:
         # Whatever runs from the installed environment (an engine started again may
         # still be starting, with no endpoint file yet).
