@@ -80,16 +80,35 @@ def test_build_install_start_ask_quit_uninstall(tmp_path: Path) -> None:
     shutil.copytree(REPO / "resources" / "samples", docs)
     before = {p.name: p.read_bytes() for p in docs.iterdir()}
 
-    # The one step.
+    # The one step, as on a fresh Debian/Ubuntu account: ~/.local/bin is not on PATH
+    # yet, and ~/.profile adds it at the next login once it exists.
+    (home / ".profile").write_text(
+        'if [ -d "$HOME/.local/bin" ] ; then\n    PATH="$HOME/.local/bin:$PATH"\nfi\n'
+    )
+    bin_dir = home / ".local" / "bin"
+    first_env = {
+        **env,
+        "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != str(bin_dir)),
+    }
     started = time.monotonic()
-    log = run(
+    result = subprocess.run(
         [str(tmp_path / "download" / bundle.name / "install.sh"), "--offline"],
-        env=env,
+        env=first_env,
+        capture_output=True,
+        text=True,
         timeout=1500,
     )
     install_s = time.monotonic() - started
     print(f"install took {install_s:.0f} s")
+    log = result.stdout
+    assert result.returncode == 0, f"{log[-3000:]}\n{result.stderr[-3000:]}"
     assert "PyTorch: torch==" in log
+    # Issue 21, point 11: no alarming pip noise on success, and a closing message
+    # that says when the command works by name.
+    assert "dependency resolver" not in result.stderr + log, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"{bin_dir} joins your PATH at your next login" in log, log[-2000:]
+    assert f"until then run {bin_dir / 'ragdoll'}" in log, log[-2000:]
     data = home / ".local" / "share"
     app_dir = data / "ragdoll-desktop"
     info = json.loads((app_dir / "install-info.json").read_text())
