@@ -316,10 +316,21 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
             == engine.pid
         )
 
+        # The engine has read a file, so its parse sandbox runs beside it: the
+        # installer must not take that for a window.
+        docs = home / "Documents"
+        docs.mkdir()
+        (docs / "kettle.md").write_text("The kettle is kept in the garden shed.\n")
+        assert "1 ingested" in run([ragdoll, "ingest", str(docs)], env=env)
+        helpers = [p for p in find_app_processes(venv=venv) if p.kind == "helper"]
+        assert helpers, find_app_processes(venv=venv)
+
         # 8. Reinstall with the engine running: stopped first, started again after,
         # and the installer waits until it serves again.
         log = run(install, env=env, timeout=1500)
         assert f"Stopping RAGDoll: the engine (pid {engine.pid})" in log, log
+        assert f"the engine's helper (pid {helpers[0].pid})" in log, log
+        assert "the window" not in log, log
         assert "Started the engine again; waiting for it to answer" in log
         assert "The engine is running again (pid" in log, log
         assert engine.wait(timeout=5) is not None
