@@ -58,7 +58,7 @@ case "$1" in
     if [ -n "$RAGDOLL_OFFLINE" ]; then set -- "$@" --offline; fi
     if [ -n "$RAGDOLL_WHEELS" ]; then set -- "$@" --wheels "$RAGDOLL_WHEELS"; fi
     echo "ragdoll: installing PyTorch and the app's dependencies into /opt/ragdoll/venv" \\
-         "(a few minutes; about 2.4 GB with the CPU PyTorch)"
+         "(a few minutes; about 2.8 GB with the CPU PyTorch)"
     if ! /usr/bin/python3 -B /opt/ragdoll/bundle/install.py "$@"; then
       echo "ragdoll: the Python environment could not be installed (see above)." >&2
       echo "ragdoll: fix that, then: sudo dpkg --configure ragdoll" >&2
@@ -133,8 +133,8 @@ def control(*, version: str, installed_kb: int, depends: list[str]) -> str:
         " .\n"
         " Installing downloads PyTorch (the CPU build, about 190 MB, from\n"
         " download.pytorch.org; a CUDA build where an NVIDIA driver is present) and the\n"
-        " compiled dependencies (about 250 MB, from PyPI) into /opt/ragdoll/venv, about\n"
-        " 2.4 GB installed. RAGDOLL_OFFLINE=1 or RAGDOLL_WHEELS=DIR in apt's environment\n"
+        " compiled dependencies (about 480 MB, from PyPI) into /opt/ragdoll/venv, about\n"
+        " 2.8 GB installed. RAGDOLL_OFFLINE=1 or RAGDOLL_WHEELS=DIR in apt's environment\n"
         " installs without the PyTorch index, or from a folder of wheels.\n"
     )
 

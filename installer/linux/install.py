@@ -379,14 +379,22 @@ def stop_running(*, prefix: Path, assume_yes: bool) -> list[running.AppProcess]:
     return found
 
 
-def check_writable(*, targets: list[Path]) -> None:
+def check_writable(*, targets: list[Path], prefix_given: bool) -> None:
     blocked = unwritable(paths=targets)
     if blocked is not None:
         where, why = blocked
+        # Without --prefix the home folder itself is what cannot be written: saying
+        # "install into your home folder" then would send the person round in a circle.
+        instead = (
+            "Install into your home folder (leave out --prefix), or choose a folder you own "
+            "with --prefix DIR"
+            if prefix_given
+            else "Choose a folder you can write to with --prefix DIR (and --no-integrate, "
+            "since the menu entry and the command go into your home folder)"
+        )
         raise fail(
-            f"cannot write to {q(where)}: {why}.\n"
-            "  Install into your home folder (leave out --prefix), or choose a folder you own "
-            "with --prefix DIR;\n  for every user of this machine, install the .deb package "
+            f"cannot write to {q(where)}: {why}.\n  {instead};\n"
+            "  for every user of this machine, install the .deb package "
             "instead (sudo apt install ./ragdoll_VERSION_all.deb)."
         )
 
@@ -451,7 +459,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(body, indent=2))
         return 0
     bin_dir = Path.home() / ".local" / "bin"
-    check_writable(targets=[prefix] + ([data_home(), bin_dir] if integrate else []))
+    check_writable(
+        targets=[prefix] + ([data_home(), bin_dir] if integrate else []),
+        prefix_given=args.prefix is not None,
+    )
     found = stop_running(prefix=prefix, assume_yes=args.yes)
     print(f"Installing RAGDoll {bundle_version()} into {q(prefix)}")
     print(f"PyTorch: {choice.requirement} ({choice.reason})", flush=True)

@@ -9,6 +9,7 @@ every process whose interpreter or script lives in the environment it replaces.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -28,18 +29,25 @@ class AppProcess:
     pid: int
     uid: int
     argv: tuple[str, ...]
-    kind: str  # "engine", "window" or "command"
+    kind: str  # "engine", "window", "command" or "helper" (a child the engine started)
 
     def describe(self) -> str:
-        return f"the {self.kind} (pid {self.pid})"
+        what = "the engine's helper" if self.kind == "helper" else f"the {self.kind}"
+        return f"{what} (pid {self.pid})"
 
 
 def classify(*, argv: tuple[str, ...]) -> str:
-    """engine, window or command, from a command line such as
+    """engine, window, command or helper, from a command line such as
     `venv/bin/python venv/bin/ragdoll open` or `venv/bin/python -m engine`."""
     rest = list(argv[1:])
     if rest[:2] == ["-m", "engine"]:
         return "engine"
+    if rest[:1] == ["-m"] and rest[1:2] and rest[1].startswith("engine."):
+        # The engine's own children (the parse sandbox, `-m engine.ingest.sandbox_child
+        # --fd=…`): with no subcommand they read as the window, and an engine that
+        # had ingested anything made the installer ask to close a window nobody had
+        # open, refuse without a terminal, and open the window after the upgrade.
+        return "helper"
     if rest and rest[0] == "-m":
         rest = rest[2:]
     elif rest and rest[0].endswith("/ragdoll"):
@@ -88,24 +96,33 @@ def alive(*, pid: int, proc: Path = Path("/proc")) -> bool:
 def stop(*, processes: list[AppProcess], timeout_s: float = 60.0) -> list[AppProcess]:
     """SIGTERM each (windows first: a window stops the engine it started), wait;
     returns those still running. The engine finishes the file at hand and closes its
-    store on SIGTERM; it is never killed, so the index is never left half-written."""
+    store on SIGTERM; it is never killed, so the index is never left half-written.
+    The engine's helpers are signalled only once no engine or window is left: the
+    file at hand is being parsed in one, and each ends with its engine anyway."""
     ordered = sorted(processes, key=lambda p: p.kind != "window")
+    helpers = [p for p in ordered if p.kind == "helper"]
     for p in ordered:
-        try:
-            os.kill(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            continue
-        except PermissionError:
-            pass
-        if p.kind == "window":
-            time.sleep(0.5)
+        if p.kind != "helper":
+            _terminate(pid=p.pid)
+            if p.kind == "window":
+                time.sleep(0.5)
     deadline = time.monotonic() + timeout_s
     left = list(ordered)
     while left and time.monotonic() < deadline:
         left = [p for p in left if alive(pid=p.pid)]
+        if helpers and all(p.kind == "helper" for p in left):
+            for p in left:
+                _terminate(pid=p.pid)  # outlived its engine
+            helpers = []
         if left:
             time.sleep(0.2)
     return left
+
+
+def _terminate(*, pid: int) -> None:
+    # Gone already, or another user's (a system-wide install run as root).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
 
 
 @dataclass(frozen=True, kw_only=True)

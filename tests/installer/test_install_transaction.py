@@ -262,6 +262,10 @@ def test_no_write_permission_is_a_message_not_a_traceback(readable_bundle: Path,
     where = "/opt" if case == "prefix in /opt" else str(home)
     assert f"install: cannot write to {where}: you do not have permission" in result.stderr
     assert "--prefix DIR" in result.stderr and ".deb" in result.stderr
+    # Only a --prefix elsewhere is sent back home; an unwritable home is not.
+    back_home = "leave out --prefix" in result.stderr
+    assert back_home == (case == "prefix in /opt"), result.stderr
+    assert ("--no-integrate" in result.stderr) == (case == "read-only home"), result.stderr
     assert not Path("/opt/ragdoll-test").exists()
 
 

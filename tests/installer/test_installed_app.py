@@ -80,16 +80,35 @@ def test_build_install_start_ask_quit_uninstall(tmp_path: Path) -> None:
     shutil.copytree(REPO / "resources" / "samples", docs)
     before = {p.name: p.read_bytes() for p in docs.iterdir()}
 
-    # The one step.
+    # The one step, as on a fresh Debian/Ubuntu account: ~/.local/bin is not on PATH
+    # yet, and ~/.profile adds it at the next login once it exists.
+    (home / ".profile").write_text(
+        'if [ -d "$HOME/.local/bin" ] ; then\n    PATH="$HOME/.local/bin:$PATH"\nfi\n'
+    )
+    bin_dir = home / ".local" / "bin"
+    first_env = {
+        **env,
+        "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != str(bin_dir)),
+    }
     started = time.monotonic()
-    log = run(
+    result = subprocess.run(
         [str(tmp_path / "download" / bundle.name / "install.sh"), "--offline"],
-        env=env,
+        env=first_env,
+        capture_output=True,
+        text=True,
         timeout=1500,
     )
     install_s = time.monotonic() - started
     print(f"install took {install_s:.0f} s")
+    log = result.stdout
+    assert result.returncode == 0, f"{log[-3000:]}\n{result.stderr[-3000:]}"
     assert "PyTorch: torch==" in log
+    # Issue 21, point 11: no alarming pip noise on success, and a closing message
+    # that says when the command works by name.
+    assert "dependency resolver" not in result.stderr + log, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"{bin_dir} joins your PATH at your next login" in log, log[-2000:]
+    assert f"until then run {bin_dir / 'ragdoll'}" in log, log[-2000:]
     data = home / ".local" / "share"
     app_dir = data / "ragdoll-desktop"
     info = json.loads((app_dir / "install-info.json").read_text())
@@ -243,11 +262,30 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _without_write_permission(
+    *, argv: list[str], home: Path, app_dir: Path
+) -> tuple[list[str], str]:
+    """`argv` run where the install cannot be written, and the reason the installer
+    should give. Root may write anywhere, so as root the home folder is mounted
+    read-only in a private mount namespace; otherwise the program folder loses its
+    write permission (the caller gives it back)."""
+    if os.getuid() != 0:
+        app_dir.chmod(0o555)
+        return argv, "you do not have permission to write there"
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is needed to make the home folder read-only as root")
+    remount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return ["unshare", "--mount", "sh", "-c", remount, str(home), *argv], (
+        "it is on a read-only file system"
+    )
+
+
 @pytest.mark.timeout(5400)  # four real installs and engine starts, on a loaded machine
 def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_path: Path) -> None:
-    """Issue 21, points 8-10, on real installs: reinstalling with the engine running
+    """Issue 21, points 8-11, on real installs: reinstalling with the engine running
     stops it and starts it again; Ctrl+C mid-upgrade puts the previous install back;
-    a failed integration step leaves the previous install and no new file."""
+    a failed integration step leaves the previous install and no new file; no write
+    permission is a message, with the running engine left alone."""
     bundle = build(out=tmp_path / "dist", wheelhouse=True, tarball=False)
     home = tmp_path / "home"
     home.mkdir()
@@ -278,10 +316,21 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
             == engine.pid
         )
 
+        # The engine has read a file, so its parse sandbox runs beside it: the
+        # installer must not take that for a window.
+        docs = home / "Documents"
+        docs.mkdir()
+        (docs / "kettle.md").write_text("The kettle is kept in the garden shed.\n")
+        assert "1 ingested" in run([ragdoll, "ingest", str(docs)], env=env)
+        helpers = [p for p in find_app_processes(venv=venv) if p.kind == "helper"]
+        assert helpers, find_app_processes(venv=venv)
+
         # 8. Reinstall with the engine running: stopped first, started again after,
         # and the installer waits until it serves again.
         log = run(install, env=env, timeout=1500)
         assert f"Stopping RAGDoll: the engine (pid {engine.pid})" in log, log
+        assert f"the engine's helper (pid {helpers[0].pid})" in log, log
+        assert "the window" not in log, log
         assert "Started the engine again; waiting for it to answer" in log
         assert "The engine is running again (pid" in log, log
         assert engine.wait(timeout=5) is not None
@@ -351,6 +400,27 @@ def test_reinstall_running_engine_interrupted_upgrade_failed_integration(tmp_pat
         icons.unlink()
         (data / "icons.aside").rename(icons)
         run([ragdoll, "--help"], env=env)
+
+        # 11. No write permission: a message before anything is touched, and the
+        # engine that serves from the working install is not stopped for nothing.
+        serving = _wait_for_engine(
+            endpoint=endpoint, venv=venv, what="after the failed integration", explain=explain
+        )
+        info_before = (app_dir / "install-info.json").read_bytes()
+        argv, why = _without_write_permission(argv=install, home=home, app_dir=app_dir)
+        try:
+            result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        finally:
+            app_dir.chmod(0o755)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr, result.stderr
+        assert f"install: cannot write to {app_dir}: {why}" in result.stderr, result.stderr
+        assert "--prefix DIR" in result.stderr and ".deb" in result.stderr
+        assert "Stopping RAGDoll" not in result.stdout, result.stdout
+        assert _engine_pid(endpoint) == serving and _alive(serving)
+        assert (app_dir / "install-info.json").read_bytes() == info_before
+        assert not (app_dir / "install-journal.json").exists()
+        run([ragdoll, "status"], env=env)
     finally:
         # Whatever runs from the installed environment (an engine started again may
         # still be starting, with no endpoint file yet).

@@ -25,6 +25,60 @@ def test_engine_window_and_commands_are_told_apart() -> None:
     assert classify(argv=(py, script, "open", "/docs")) == "window"
     assert classify(argv=(py, script, "ask-folder")) == "window"
     assert classify(argv=(py, script, "ask", "why?")) == "command"
+    # The engine's parse sandbox, alive once the engine has read a file: not a window
+    # (the installer asked to close a window nobody had open, and opened one after).
+    sandbox = (py, "-m", "engine.ingest.sandbox_child", "--fd=24", "--parent=7", "--nice=10")
+    assert classify(argv=sandbox) == "helper"
+
+
+def test_an_engine_with_its_helper_is_stopped_and_comes_back_as_the_engine(
+    tmp_path: Path,
+) -> None:
+    """The helper is signalled only after its engine has gone (it is parsing the file
+    the engine finishes), and it neither asks for nor brings back a window."""
+    from installer.linux.running import AppProcess
+
+    log = tmp_path / "log"
+
+    def sleeper(name: str, *, linger_s: float) -> subprocess.Popen[bytes]:
+        script = (
+            "import signal, sys, time\n"
+            "def bye(*_):\n"
+            f"    time.sleep({linger_s})\n"
+            f"    open({str(log)!r}, 'a').write({name!r} + ' ' + repr(time.monotonic()) + '\\n')\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, bye)\n"
+            f"open({str(log)!r}, 'a').write('up\\n')\n"
+            "time.sleep(60)\n"
+        )
+        return subprocess.Popen([sys.executable, "-c", script])
+
+    engine = sleeper("engine", linger_s=1.0)
+    helper = sleeper("helper", linger_s=0.0)
+    try:
+        deadline = time.monotonic() + 20
+        while (log.read_text().count("up") if log.exists() else 0) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        found = [
+            AppProcess(pid=helper.pid, uid=os.getuid(), argv=(), kind="helper"),
+            AppProcess(pid=engine.pid, uid=os.getuid(), argv=(), kind="engine"),
+        ]
+        assert found[0].describe() == f"the engine's helper (pid {helper.pid})"
+        assert stop(processes=found, timeout_s=20) == []
+        ended = dict(line.split() for line in log.read_text().splitlines() if line != "up")
+        assert float(ended["helper"]) >= float(ended["engine"])
+        launcher = tmp_path / "ragdoll"
+        launcher.write_text("#!/bin/sh\n")
+        launcher.chmod(0o755)
+        again = start_again(launcher=launcher, stopped=found, env={"DISPLAY": ":0"})
+        assert [s.what for s in again] == ["the engine"]
+        again[0].process.wait(timeout=10)
+    finally:
+        engine.kill()
+        helper.kill()
+        engine.wait()
+        helper.wait()
 
 
 def fake_venv(tmp_path: Path) -> Path:
