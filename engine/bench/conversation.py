@@ -76,6 +76,7 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.core import Engine
     from engine.paths import resolve_paths
+    from engine.pipeline.follow_up import specific_words
 
     files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
@@ -110,6 +111,7 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         standalone = conversation_standalone.measure(
             ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
         )
+        standalone["judged"] = conversation_standalone.judged(specific=specific_words(engine.store))
     finally:
         engine.close()
     return {
@@ -174,6 +176,7 @@ def _where(c: Any) -> str:
 def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     found = sum(r["found"] for r in rows)
+    dependent = sum(bool(r["searched"]) for r in rows)  # "searched for" is a follow-up's
     alone = sum(r["found_alone"] for r in rows)
     return {
         "n": n,
@@ -181,6 +184,7 @@ def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rate": found / n if n else 0.0,
         "found_alone": alone,
         "rate_alone": alone / n if n else 0.0,
+        "dependent": dependent,
     }
 
 
@@ -188,7 +192,8 @@ def _report(figures: dict[str, Any]) -> str:
     def line(name: str, s: dict[str, Any]) -> str:
         return (
             f"{name}: {s['found']}/{s['n']} ({s['rate']:.0%}) with the conversation, "
-            f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone"
+            f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone; "
+            f"taken for a follow-up {s['dependent']}/{s['n']}"
         )
 
     misses = [

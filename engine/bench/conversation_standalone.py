@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.answer.conversation_dependence import looks_dependent
 from engine.bench.conversation_set import CONVERSATIONS
 from engine.bench.quality import QualityQuestion, load_set, right_source
 from engine.wire import Turn
@@ -70,8 +71,32 @@ def measure(*, ask: Ask, first_turns: Sequence[Turn]) -> dict[str, Any]:
     }
 
 
+def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
+    """How the engine judges the text sets alone (`looks_dependent` with the collection's
+    word counts): all 117 quality-set questions and the first questions should stand
+    alone, the follow-ups lean on their first turn."""
+    sets = {
+        "firsts": ([(c.first, c.held_out) for c in CONVERSATIONS], False),
+        "quality": ([(q.question, q.split == "held") for q in load_set()], False),
+        "follow_ups": ([(c.follow_up, c.held_out) for c in CONVERSATIONS], True),
+    }
+    out: dict[str, Any] = {}
+    for name, (questions, follow_ups) in sets.items():
+        rows = [(q, held, looks_dependent(q, specific=specific)) for q, held in questions]
+        out[name] = {
+            "tuned": [sum(d for _, h, d in rows if not h), sum(not h for _, h, _ in rows)],
+            "held_out": [sum(d for _, h, d in rows if h), sum(h for _, h, _ in rows)],
+            "wrong": [q for q, _, d in rows if d != follow_ups],
+        }
+    return out
+
+
 def report(figures: dict[str, Any]) -> list[str]:
     lines = []
+    for name, part in figures.get("judged", {}).items():
+        (t, nt), (h, nh) = part["tuned"], part["held_out"]
+        lines.append(f"judged a follow-up, {name}: tuned {t}/{nt}, held out {h}/{nh}")
+        lines.extend(f"    wrong: {q!r}" for q in part["wrong"])
     for name, what in (("firsts", "conversations' first questions (file)"),
                        ("quality", "quality-set questions (file and page)")):  # fmt: skip
         part = figures[name]

@@ -55,3 +55,17 @@ def test_hits_are_counted_in_the_conversation_and_alone() -> None:
     assert row["dependent"] and not row["hit1"] and row["hit3"]
     assert row["hit1_alone"] and row["hit3_alone"]
     assert not any(r["dependent"] for r in rows[1:])
+
+
+def test_the_text_sets_are_judged_in_both_directions() -> None:
+    def common(_: str) -> bool:
+        return False
+
+    judged = standalone.judged(specific=common)
+    for name, total in (("firsts", len(CONVERSATIONS)), ("quality", len(load_set()))):
+        (t, nt), (h, nh) = judged[name]["tuned"], judged[name]["held_out"]
+        assert nt + nh == total and len(judged[name]["wrong"]) == t + h  # judged follow-ups
+    (t, nt), (h, nh) = judged["follow_ups"]["tuned"], judged["follow_ups"]["held_out"]
+    assert len(judged["follow_ups"]["wrong"]) == (nt - t) + (nh - h)  # judged standalone
+    # With every word common, a short first question names nothing: a follow-up.
+    assert "What is a coprocess in Bash?" in judged["firsts"]["wrong"]
