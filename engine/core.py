@@ -34,7 +34,7 @@ from engine.ingest.watcher import FolderChanges, FolderWatcher
 from engine.paths import Paths
 from engine.pipeline.answer_stream import answer_events
 from engine.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
-from engine.pipeline.follow_up import resolve_follow_up
+from engine.pipeline.follow_up import resolve_follow_up, specific_words
 from engine.pipeline.serving import ServingPipeline, retire
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
@@ -439,6 +439,7 @@ class Engine:
                 history=history,
                 with_model=serving.answerer is not None,
                 cancel=cancel,
+                specific=specific_words(self.store),
             )
         if follow_up is not None and follow_up.dependent:
             yield SearchedEvent(

@@ -23,165 +23,23 @@ searched as asked: a conversation can change subject.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.answer.conversation_dependence import GENERIC, content_words, looks_dependent
 from engine.wire_events import Citation, Turn
 
 # Earlier turns' embeddings count less than the question's own words (0.4: best of 0.3-0.5
 # on the tuned set over all 12 files of the corpus, `ragdoll bench conversation`).
 PREVIOUS_QUESTION_WEIGHT = 0.4
 PREVIOUS_ANSWER_WEIGHT = 0.0  # the answer's words pulled follow-ups back to its page
-# A follow-up that names nothing but these ("the second one", "the other option") means
-# nothing alone: the earlier question's words join its search text.
-_GENERIC = frozenset(
-    [
-        "first",
-        "second",
-        "third",
-        "fourth",
-        "last",
-        "next",
-        "previous",
-        "one",
-        "ones",
-        "other",
-        "another",
-        "same",
-        "option",
-        "options",
-        "choice",
-        "choices",
-        "thing",
-        "things",
-        "part",
-        "step",
-        "way",
-        "example",
-        "kind",
-    ]
-)
-BORROWED_QUESTION_WEIGHT = 0.6  # the blend for such a follow-up
+# A follow-up that names nothing but GENERIC words ("the second one", "the other
+# option") borrows the earlier question's words and leans on it more.
+BORROWED_QUESTION_WEIGHT = 0.6
 # The fused searches' blends (_also_searches): the earlier question, the quoted passage.
 WITH_QUESTION_WEIGHT = 0.8
 WITH_PASSAGE_WEIGHT = 0.5
 _MARKER = re.compile(r"\[(\d+)\]")
-# A follow-up with at most this many content words of its own leans on the last turn.
-_FEW_CONTENT_WORDS = 3
-_WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
-# Words that point back at something said before.
-_ANAPHORS = frozenset(
-    # Pronouns only: "that", "then", "one" are as often relative or counting words
-    # in a question that stands alone ("how do I tell git that the commit is good?").
-    [
-        "it",
-        "its",
-        "it's",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "these",
-        "those",
-        "he",
-        "she",
-        "his",
-        "her",
-        "former",
-        "latter",
-    ]
-)
-_OPENERS = ("and ", "what about", "how about", "and what", "and how", "also", "then ", "but ")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "with",
-        "from",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "do",
-        "does",
-        "did",
-        "done",
-        "have",
-        "has",
-        "had",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "about",
-        "into",
-        "over",
-        "under",
-        "than",
-        "so",
-        "not",
-        "no",
-        "yes",
-        "i",
-        "me",
-        "my",
-        "we",
-        "our",
-        "you",
-        "your",
-        "please",
-        "tell",
-        "give",
-        "show",
-        "explain",
-        "mean",
-        "means",
-        "more",
-        "also",
-        "just",
-        "there",
-        "here",
-        "any",
-        "some",
-        "all",
-        "each",
-        "every",
-        "both",
-        "few",
-        "many",
-        "much",
-    ]
-)
-
 REWRITE_INSTRUCTIONS = (
     "Rewrite the last question of the conversation below as one standalone search query "
     "that names everything it refers to. Reply with the query only."
@@ -218,23 +76,12 @@ class FollowUp:
     quoted: frozenset[tuple[str, int | None]] = frozenset()
 
 
-def content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text) if w.casefold() not in _STOPWORDS]
-
-
-def looks_dependent(question: str) -> bool:
-    """Whether a question leans on an earlier turn: it opens like a follow-up, points
-    back ("it", "the second one"), or names almost nothing of its own."""
-    text = " ".join(question.casefold().split())
-    if text.startswith(_OPENERS):
-        return True
-    words = [w.casefold() for w in _WORD.findall(text)]
-    if any(w in _ANAPHORS for w in words):
-        return True
-    return len(content_words(question)) <= _FEW_CONTENT_WORDS
-
-
-def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
+def resolve(
+    *,
+    question: str,
+    history: tuple[Turn, ...],
+    specific: Callable[[str], bool] | None = None,
+) -> FollowUp | None:
     """The history-aware search for `question` (no model needed); None when there is
     no earlier turn. A question that names what it asks about is searched as asked
     (`dependent` False), though the model still sees the turns before it.
@@ -243,16 +90,18 @@ def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
     its own words (borrowing the earlier question's words pulled the search back to
     the earlier answer's page), the earlier question it leans on blended lightly into
     its embedding (`context`). One that names nothing ("and the second one?") borrows
-    the earlier question's words into its search text and leans on it more."""
+    the earlier question's words into its search text and leans on it more.
+    `specific(word)`: whether the collection holds the word rarely enough for it to
+    name a subject (`looks_dependent`; engine/answer/conversation_dependence.py)."""
     question = " ".join(question.split())
     last = _last_answered(history)
     if last is None:
         return None
-    if not looks_dependent(question):
+    if not looks_dependent(question, specific=specific):
         return FollowUp(question=question, query=question, history=history, dependent=False)
-    referents = _referents(history)
+    referents = _referents(history, specific=specific)
     own = [w.casefold() for w in content_words(question)]
-    if all(w in _GENERIC for w in own):
+    if all(w in GENERIC for w in own):
         # Nothing of its own to search for: the earlier question's words join its own.
         mine = set(own)
         borrowed = [w for q in referents for w in content_words(q) if w.casefold() not in mine]
@@ -348,13 +197,13 @@ def rewrite_prompt_text(*, question: str, history: tuple[Turn, ...], max_turns: 
     return "\n".join(lines)
 
 
-def _referents(history: tuple[Turn, ...]) -> list[str]:
+def _referents(history: tuple[Turn, ...], *, specific: Callable[[str], bool] | None) -> list[str]:
     """The earlier questions a follow-up leans on: the last one, and the one before it
     when the last was itself a follow-up ("and the second one?" then "when was it?")."""
     questions: list[str] = []
     for turn in reversed(history[-2:]):
         questions.insert(0, " ".join(turn.question.split()))
-        if not looks_dependent(turn.question):
+        if not looks_dependent(turn.question, specific=specific):
             break
     return questions
 

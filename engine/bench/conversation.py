@@ -7,7 +7,8 @@ the relevance gate, the history-aware search), in extractive mode (no language m
 A follow-up counts as found when one of its top 3 sources is the right file and, for
 files with pages, one of the right pages. The same follow-ups asked without their
 history are the baseline: they mean little alone. Held-out conversations (set aside
-before the search was tuned) are reported apart.
+before the search was tuned) are reported apart. The other direction, questions that
+stand alone asked after an unrelated turn, is engine/bench/conversation_standalone.py.
 
 The documents are every file of the real-docs corpus (RAGDOLL_REAL_DOCS,
 engine/bench/real_docs.py): the ones the questions are about and the others beside
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.bench import conversation_standalone
 from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
@@ -74,6 +76,7 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.core import Engine
     from engine.paths import resolve_paths
+    from engine.pipeline.follow_up import specific_words
 
     files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
@@ -103,7 +106,12 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
             f"index: {len(indexed)} files, {status.chunks} chunks "
             f"({time.perf_counter() - began:.0f} s to index or check)"
         )
-        rows = [_ask_pair(engine=engine, conv=c) for c in CONVERSATIONS]
+        pairs = [_ask_pair(engine=engine, conv=c) for c in CONVERSATIONS]
+        rows = [row for row, _ in pairs]
+        standalone = conversation_standalone.measure(
+            ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
+        )
+        standalone["judged"] = conversation_standalone.judged(specific=specific_words(engine.store))
     finally:
         engine.close()
     return {
@@ -114,17 +122,18 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         "all": _score(rows),
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
         "rows": rows,
+        "standalone": standalone,
         "index": {"documents": len(indexed), "files": sorted(indexed), "chunks": status.chunks},
         "machine": {"load_average": _load(), "cpus": os.cpu_count()},
     }
 
 
-def _ask_pair(*, engine: Any, conv: TwoTurns) -> dict[str, Any]:
+def _ask_pair(*, engine: Any, conv: TwoTurns) -> tuple[dict[str, Any], Turn]:
     answer, citations, _ = _ask(engine=engine, question=conv.first, history=[])
     turn = Turn(question=conv.first, answer=answer, citations=citations)
     _, follow, searched = _ask(engine=engine, question=conv.follow_up, history=[turn])
     _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[])
-    return {
+    row = {
         "file": conv.file,
         "pages": list(conv.pages) if conv.pages is not None else None,
         "held_out": conv.held_out,
@@ -135,6 +144,7 @@ def _ask_pair(*, engine: Any, conv: TwoTurns) -> dict[str, Any]:
         "found_alone": _found(conv, alone),
         "top": [_where(c) for c in follow[:TOP]],
     }
+    return row, turn
 
 
 def _ask(*, engine: Any, question: str, history: list[Turn]) -> tuple[str, list[Any], str]:
@@ -166,6 +176,7 @@ def _where(c: Any) -> str:
 def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     found = sum(r["found"] for r in rows)
+    dependent = sum(bool(r["searched"]) for r in rows)  # "searched for" is a follow-up's
     alone = sum(r["found_alone"] for r in rows)
     return {
         "n": n,
@@ -173,6 +184,7 @@ def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rate": found / n if n else 0.0,
         "found_alone": alone,
         "rate_alone": alone / n if n else 0.0,
+        "dependent": dependent,
     }
 
 
@@ -180,7 +192,8 @@ def _report(figures: dict[str, Any]) -> str:
     def line(name: str, s: dict[str, Any]) -> str:
         return (
             f"{name}: {s['found']}/{s['n']} ({s['rate']:.0%}) with the conversation, "
-            f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone"
+            f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone; "
+            f"taken for a follow-up {s['dependent']}/{s['n']}"
         )
 
     misses = [
@@ -197,6 +210,7 @@ def _report(figures: dict[str, Any]) -> str:
             line("all", figures["all"]),
             line("files with pages", figures["with_pages"]),
             *misses,
+            *conversation_standalone.report(figures["standalone"]),
         ]
     )
 

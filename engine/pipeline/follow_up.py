@@ -12,17 +12,32 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from engine.answer.conversation import FollowUp, resolve, rewritten
+from engine.answer.conversation_dependence import specific_in_collection
 from engine.pipeline.requests import Finished, Piece
 from engine.pipeline.workers import Pipeline
 from engine.wire_events import Turn
+
+if TYPE_CHECKING:
+    from engine.store.lance_store import LanceStore
 
 log = logging.getLogger(__name__)
 
 REWRITE_TOKENS = 48  # a search query is a line
 _POLL_S = 0.05
+
+
+def specific_words(store: LanceStore) -> Callable[[str], bool]:
+    """Whether a word is rare enough in the store's chunks to name a subject: how a
+    conversation's question naming few words is told from a follow-up. Each word is
+    one capped full-text count, asked only for such questions, once per question."""
+    return specific_in_collection(
+        holding=lambda word, cap: store.chunks_holding(word, cap=cap),
+        chunks=lambda: store.counts()[1],
+    )
 
 
 def resolve_follow_up(
@@ -32,9 +47,12 @@ def resolve_follow_up(
     history: Sequence[Turn],
     with_model: bool,
     cancel: threading.Event | None = None,
+    specific: Callable[[str], bool] | None = None,
 ) -> FollowUp | None:
-    """How to search for `question` asked after `history` (None: no earlier turn)."""
-    follow_up = resolve(question=question, history=tuple(history))
+    """How to search for `question` asked after `history` (None: no earlier turn).
+    `specific(word)`: whether the collection holds a word rarely enough for it to
+    name a subject (engine/answer/conversation_dependence.py)."""
+    follow_up = resolve(question=question, history=tuple(history), specific=specific)
     if follow_up is None or not follow_up.dependent or not with_model:
         return follow_up
     handle = pipeline.submit(

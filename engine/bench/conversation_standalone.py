@@ -1,0 +1,158 @@
+"""`ragdoll bench conversation`, the other direction: a question that stands alone, asked
+after an unrelated turn, should be searched as if asked alone.
+
+A question taken for a follow-up is searched history-aware (the earlier question
+blended in, the files the last answer drew on favoured), which pulls it towards the
+earlier subject. Each question here is asked twice through `Engine.ask_stream`: after
+an unrelated earlier turn (as the product does: the engine decides whether it leans
+on that turn) and alone; hit@1 and hit@3 of both are reported, with how many the
+engine took for follow-ups.
+
+Two sets, each earlier turn fixed by position before anything was tuned:
+- each conversation's first question (engine/bench/conversation_set.py), after the
+  first turn of the conversation `PAIR_OFFSET` places on whose file differs; found
+  when a top source is the conversation's file (the set gives pages for the
+  follow-ups only). Tuned / held out as the conversation;
+- each answerable question of the quality set (engine/bench/quality_set.json),
+  after the first turn of conversation (its position × `QUALITY_STRIDE`) mod 43,
+  moved on until that turn's file is none of the question's; found as the quality
+  benchmark finds it (its file and page, or one of its `also`). Tuned / held out by
+  its `split`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.answer.conversation_dependence import looks_dependent
+from engine.bench.conversation_set import CONVERSATIONS
+from engine.bench.quality import QualityQuestion, load_set, right_source
+from engine.wire import Turn
+
+PAIR_OFFSET = 21  # about half the set away: another manual, another subject
+QUALITY_STRIDE = 7
+
+Ask = Callable[..., tuple[str, list[Any], str]]
+
+
+def measure(*, ask: Ask, first_turns: Sequence[Turn]) -> dict[str, Any]:
+    """The two sets' rows and scores; `ask(question=, history=)` is the benchmark's
+    (answer, citations, searched-for) and `first_turns` each conversation's first
+    turn, asked alone."""
+    firsts = []
+    for i, conv in enumerate(CONVERSATIONS):
+        j = _earlier(i + PAIR_OFFSET, avoid={conv.file})
+        firsts.append(
+            _row(
+                ask=ask,
+                question=conv.first,
+                earlier=first_turns[j],
+                held_out=conv.held_out,
+                right=lambda c, conv=conv: Path(c.path).name == conv.file,
+            )
+        )
+    quality = []
+    for k, q in enumerate(q for q in load_set() if q.answerable):
+        j = _earlier(k * QUALITY_STRIDE, avoid=_files(q))
+        quality.append(
+            _row(
+                ask=ask,
+                question=q.question,
+                earlier=first_turns[j],
+                held_out=q.split == "held",
+                right=lambda c, q=q: right_source(q, path=c.path, page=c.page),
+            )
+        )
+    return {
+        "firsts": {"rows": firsts, **_scores(firsts)},
+        "quality": {"rows": quality, **_scores(quality)},
+    }
+
+
+def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
+    """How the engine judges the text sets alone (`looks_dependent` with the collection's
+    word counts): all 117 quality-set questions and the first questions should stand
+    alone, the follow-ups lean on their first turn."""
+    sets = {
+        "firsts": ([(c.first, c.held_out) for c in CONVERSATIONS], False),
+        "quality": ([(q.question, q.split == "held") for q in load_set()], False),
+        "follow_ups": ([(c.follow_up, c.held_out) for c in CONVERSATIONS], True),
+    }
+    out: dict[str, Any] = {}
+    for name, (questions, follow_ups) in sets.items():
+        rows = [(q, held, looks_dependent(q, specific=specific)) for q, held in questions]
+        out[name] = {
+            "tuned": [sum(d for _, h, d in rows if not h), sum(not h for _, h, _ in rows)],
+            "held_out": [sum(d for _, h, d in rows if h), sum(h for _, h, _ in rows)],
+            "wrong": [q for q, _, d in rows if d != follow_ups],
+        }
+    return out
+
+
+def report(figures: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, part in figures.get("judged", {}).items():
+        (t, nt), (h, nh) = part["tuned"], part["held_out"]
+        lines.append(f"judged a follow-up, {name}: tuned {t}/{nt}, held out {h}/{nh}")
+        lines.extend(f"    wrong: {q!r}" for q in part["wrong"])
+    for name, what in (("firsts", "conversations' first questions (file)"),
+                       ("quality", "quality-set questions (file and page)")):  # fmt: skip
+        part = figures[name]
+        lines.append(f"standalone after an unrelated turn, {what}:")
+        for split in ("tuned", "held_out"):
+            s = part[split]
+            lines.append(
+                f"  {split}: taken for a follow-up {s['dependent']}/{s['n']}; "
+                f"hit@1 {s['hit1']}/{s['n']} in the conversation, {s['hit1_alone']} alone; "
+                f"hit@3 {s['hit3']}/{s['n']} in the conversation, {s['hit3_alone']} alone"
+            )
+        for r in part["rows"]:
+            if r["dependent"]:
+                lines.append(f"    taken for a follow-up: {r['question']!r} after {r['after']!r}")
+    return lines
+
+
+def _row(
+    *, ask: Ask, question: str, earlier: Turn, held_out: bool, right: Callable[[Any], bool]
+) -> dict[str, Any]:
+    _, within, searched = ask(question=question, history=[earlier])
+    _, alone, _ = ask(question=question, history=[])
+    return {
+        "question": question,
+        "after": earlier.question,
+        "held_out": held_out,
+        "dependent": bool(searched),  # the engine says "searched for" for a follow-up only
+        "searched": searched,
+        "hit1": any(right(c) for c in within[:1]),
+        "hit3": any(right(c) for c in within[:3]),
+        "hit1_alone": any(right(c) for c in alone[:1]),
+        "hit3_alone": any(right(c) for c in alone[:3]),
+    }
+
+
+def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def score(part: list[dict[str, Any]]) -> dict[str, int]:
+        keys = ("dependent", "hit1", "hit3", "hit1_alone", "hit3_alone")
+        return {"n": len(part), **{k: sum(r[k] for r in part) for k in keys}}
+
+    return {
+        "tuned": score([r for r in rows if not r["held_out"]]),
+        "held_out": score([r for r in rows if r["held_out"]]),
+        "all": score(rows),
+    }
+
+
+def _earlier(start: int, *, avoid: set[str]) -> int:
+    """The first conversation from `start` on (cyclically) whose file is not in `avoid`."""
+    n = len(CONVERSATIONS)
+    for step in range(n):
+        j = (start + step) % n
+        if CONVERSATIONS[j].file not in avoid:
+            return j
+    raise ValueError("every conversation is about the question's files")
+
+
+def _files(q: QualityQuestion) -> set[str]:
+    return {f for f in (q.file, *(a for a, _ in q.also)) if f is not None}

@@ -1,0 +1,71 @@
+"""The standalone-in-conversation check: fixed unrelated earlier turns, both sides scored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.bench import conversation_standalone as standalone
+from engine.bench.conversation_set import CONVERSATIONS
+from engine.bench.quality import load_set
+from engine.wire import Citation, Turn
+
+
+def _cite(path: str, page: int | None) -> Citation:
+    return Citation(
+        index=1, chunk_id="c", path=path, page=page, text="t", score=0.5, char_start=0, char_end=1
+    )
+
+
+def test_every_question_follows_a_turn_on_another_file() -> None:
+    turns = [Turn(question=c.first, answer="a") for c in CONVERSATIONS]
+    asked: list[tuple[str, str]] = []
+
+    def ask(*, question: str, history: list[Turn]) -> tuple[str, list[Any], str]:
+        if history:
+            asked.append((question, history[0].question))
+        return "", [], ""
+
+    figures = standalone.measure(ask=ask, first_turns=turns)
+    file_of = {c.first: c.file for c in CONVERSATIONS}
+    for i, conv in enumerate(CONVERSATIONS):
+        question, after = asked[i]
+        assert question == conv.first and file_of[after] != conv.file
+    answerable = [q for q in load_set() if q.answerable]
+    assert len(asked) == len(CONVERSATIONS) + len(answerable)
+    for q, (question, after) in zip(answerable, asked[len(CONVERSATIONS) :], strict=True):
+        assert question == q.question and file_of[after] not in {q.file, *(a for a, _ in q.also)}
+    held = sum(c.held_out for c in CONVERSATIONS)
+    assert figures["firsts"]["held_out"]["n"] == held
+    assert figures["quality"]["held_out"]["n"] == sum(q.split == "held" for q in answerable)
+
+
+def test_hits_are_counted_in_the_conversation_and_alone() -> None:
+    turns = [Turn(question=c.first, answer="a") for c in CONVERSATIONS]
+    target = CONVERSATIONS[0]
+
+    def ask(*, question: str, history: list[Turn]) -> tuple[str, list[Any], str]:
+        right, wrong = _cite(f"/d/{target.file}", None), _cite("/d/other.pdf", 1)
+        if question != target.first:
+            return "", [], ""
+        # Taken for a follow-up, the right file drops to second place.
+        return ("", [wrong, right], "searched") if history else ("", [right], "")
+
+    rows = standalone.measure(ask=ask, first_turns=turns)["firsts"]["rows"]
+    row = rows[0]
+    assert row["dependent"] and not row["hit1"] and row["hit3"]
+    assert row["hit1_alone"] and row["hit3_alone"]
+    assert not any(r["dependent"] for r in rows[1:])
+
+
+def test_the_text_sets_are_judged_in_both_directions() -> None:
+    def common(_: str) -> bool:
+        return False
+
+    judged = standalone.judged(specific=common)
+    for name, total in (("firsts", len(CONVERSATIONS)), ("quality", len(load_set()))):
+        (t, nt), (h, nh) = judged[name]["tuned"], judged[name]["held_out"]
+        assert nt + nh == total and len(judged[name]["wrong"]) == t + h  # judged follow-ups
+    (t, nt), (h, nh) = judged["follow_ups"]["tuned"], judged["follow_ups"]["held_out"]
+    assert len(judged["follow_ups"]["wrong"]) == (nt - t) + (nh - h)  # judged standalone
+    # With every word common, a short first question names nothing: a follow-up.
+    assert "What is a coprocess in Bash?" in judged["firsts"]["wrong"]
