@@ -4,22 +4,12 @@ engine: LanceDB on disk, the parsing child, the bundled embedder."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from engine.core import Engine
 from engine.paths import resolve_paths
 from engine.wire import DoneEvent
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
+from tests.support.waiting import wait_until
 
 
 def _done(engine: Engine, question: str) -> DoneEvent:
@@ -51,7 +41,7 @@ def test_not_found_while_files_are_left_to_read_says_so_and_is_answered_after(
     )
     try:
         _, job = engine.add_folder(path=str(first))
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=180)
         engine.ingest.pause()
         _, waiting = engine.add_folder(path=str(second))
         question = "How does a canal lock lift a narrowboat?"
@@ -60,7 +50,7 @@ def test_not_found_while_files_are_left_to_read_says_so_and_is_answered_after(
         assert done.note is not None and "paused: some files are not read yet" in done.note
 
         engine.ingest.resume()
-        _wait_for(lambda: waiting.snapshot().state == "done")
+        wait_until(lambda: waiting.snapshot().state == "done", timeout_s=180)
         done = _done(engine, question).done
         assert done.mode == "extractive" and "chamber" in done.answer
         assert "not read yet" not in (done.note or "")

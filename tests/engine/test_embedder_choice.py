@@ -12,7 +12,6 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,17 +24,9 @@ from engine.paths import resolve_paths
 from engine.store.lance_store import LanceStore
 from tests.support.engine import process_alive, running_engine
 from tests.support.tiny_embedder import write_random_embedder
+from tests.support.waiting import wait_until
 
 TOPICS = ("owls hunt at night", "ferns grow in shade", "canals have locks for boats")
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +50,7 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
     engine = Engine(paths=paths, warm_up=False, watch=False)
     try:
         _, job = engine.add_folder(path=str(folder))
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=180)
         before = engine.store.counts()
         with pytest.raises(EmbedderError):
             engine.set_embedder(embedder=str(tmp_path / "no such model"))
@@ -77,7 +68,7 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
         engine.ingest.resume()
         switch = engine.ingest.job(job_id=status.embedder_job)
         assert switch is not None and switch.snapshot().origin == "embedder"
-        _wait_for(lambda: switch.snapshot().state == "done")
+        wait_until(lambda: switch.snapshot().state == "done", timeout_s=180)
         progress = switch.snapshot()
         assert progress.chunks_embedded == progress.chunks_found == before[1]
         status = engine.status()
@@ -89,7 +80,7 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
         # A document added now is embedded by the new embedder into the new table.
         (folder / "extra.md").write_text("# Extra\n\nHarbor water and garnet.\n")
         job = engine.ingest.submit(paths=[str(folder)])
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=180)
         assert engine.store.counts()[1] == before[1] + 1
     finally:
         engine.close()
@@ -121,8 +112,9 @@ def test_kill_9_mid_switch_keeps_the_old_index_and_the_switch_goes_on(
         status = engine.client.status()
         assert status.embedder_in_force == DEFAULT_EMBEDDER and status.embedder_job
         engine.client.resume_ingest()
-        _wait_for(
-            lambda: engine.client.ingest_progress(job_id=status.embedder_job).chunks_embedded >= 5
+        wait_until(
+            lambda: engine.client.ingest_progress(job_id=status.embedder_job).chunks_embedded >= 5,
+            timeout_s=180,
         )
         engine.client.pause_ingest()  # between two batches
         progress = engine.client.ingest_progress(job_id=status.embedder_job)
@@ -140,7 +132,9 @@ def test_kill_9_mid_switch_keeps_the_old_index_and_the_switch_goes_on(
         shown = engine.ragdoll("embedder")
         assert shown.returncode == 0, shown.stderr
         assert "embedder: " in shown.stdout
-        _wait_for(lambda: engine.client.status().embedder_in_force == str(tiny_model))
+        wait_until(
+            lambda: engine.client.status().embedder_in_force == str(tiny_model), timeout_s=180
+        )
         assert engine.client.status().chunks == 120
         answer = engine.ragdoll("ask", "where do ferns grow")
         assert answer.returncode == 0, answer.stderr

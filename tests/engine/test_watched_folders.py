@@ -7,21 +7,12 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from engine.core import Engine
 from engine.paths import Paths, resolve_paths
 from engine.wire import IngestProgress
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out")
+from tests.support.waiting import wait_until
 
 
 def _idle(engine: Engine) -> bool:
@@ -30,7 +21,7 @@ def _idle(engine: Engine) -> bool:
 
 def _finished(engine: Engine) -> list[IngestProgress]:
     assert engine.watching.wait(timeout=60)
-    _wait_for(lambda: _idle(engine))
+    wait_until(lambda: _idle(engine), timeout_s=90)
     return [j.snapshot() for j in engine.ingest.jobs()]
 
 
@@ -56,21 +47,23 @@ def test_changes_are_followed_live_and_caught_up_at_the_next_start(tmp_path: Pat
     engine = Engine(paths=_paths(tmp_path), warm_up=False)
     try:
         _, job = engine.add_folder(path=str(folder))
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=90)
         assert _names(engine) == {"alpha.md": 1, "beta.md": 1}
 
         _write(folder, "sub/deeper/gamma.md", "gazelles")  # created in a new subfolder
         (folder / "alpha.md").write_text("# Alpacas\n\nAlpacas hum when they are curious.\n")
         (folder / "sub" / "beta.md").rename(folder / "sub" / "beta renamed.md")
-        _wait_for(lambda: set(_names(engine)) == {"alpha.md", "beta renamed.md", "gamma.md"})
-        _wait_for(lambda: _idle(engine))
+        wait_until(
+            lambda: set(_names(engine)) == {"alpha.md", "beta renamed.md", "gamma.md"}, timeout_s=90
+        )
+        wait_until(lambda: _idle(engine), timeout_s=90)
         watcher_jobs = [p for p in _finished(engine) if p.origin == "watcher"]
         assert sum(p.chunks_embedded for p in watcher_jobs) == 2  # the rename embedded nothing
         hits = engine.retrieve(question="Why do alpacas hum?", k=1)
         assert hits[0].chunk.path == str(folder / "alpha.md")
 
         (folder / "sub" / "deeper" / "gamma.md").unlink()
-        _wait_for(lambda: "gamma.md" not in _names(engine))
+        wait_until(lambda: "gamma.md" not in _names(engine), timeout_s=90)
     finally:
         engine.close()
 
@@ -114,7 +107,7 @@ def test_an_embedder_change_re_embeds_everything_once(tmp_path: Path) -> None:
     engine = Engine(paths=paths, warm_up=False)
     try:
         _, job = engine.add_folder(path=str(folder))
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=90)
         before = engine.store.counts()
     finally:
         engine.close()
@@ -146,7 +139,7 @@ def test_settings_limits_reach_the_queue(tmp_path: Path) -> None:
     engine = Engine(paths=paths, warm_up=False, watch=False)
     try:
         _, job = engine.add_folder(path=str(folder))
-        _wait_for(lambda: job.snapshot().state == "done")
+        wait_until(lambda: job.snapshot().state == "done", timeout_s=90)
         [error] = job.snapshot().errors
         assert error.path.endswith("big.txt") and "size limit (1 MB)" in error.reason
         assert engine.ingest._limits.time_s == 7
