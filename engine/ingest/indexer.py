@@ -39,6 +39,8 @@ from engine.store.records import (
     DocumentRecord,
     EmbeddedChunks,
     PageRecord,
+    embedded_hash,
+    embedded_text,
 )
 
 log = logging.getLogger(__name__)
@@ -180,7 +182,7 @@ def prepare(
             char_start=c.char_start,
             char_end=c.char_end,
             text=c.text,
-            text_hash=hashlib.sha1(c.text.encode("utf-8", "surrogatepass")).hexdigest(),
+            text_hash=embedded_hash(section=c.section, text=c.text),
             section=c.section,
         )
         for c in chunks
@@ -315,7 +317,8 @@ def embed_rows(*, rows: Sequence[tuple[Prepared, int]], embedder: Embedder) -> N
     """Vectors for these (file, chunk row) pairs, in one background call."""
     if not rows:
         return
-    fresh = embedder.embed([p.records[i].text for p, i in rows], background=True)
+    texts = [embedded_text(section=p.records[i].section, text=p.records[i].text) for p, i in rows]
+    fresh = embedder.embed(texts, background=True)
     for (p, i), vector in zip(rows, fresh, strict=True):
         p.vectors[i] = vector
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,24 @@ class ChunkRecord:
     text_hash: str
     # Title of the chunk's section (PDF outline, document headings); "" if none.
     section: str = ""
+
+
+def embedded_text(*, section: str, text: str) -> str:
+    """What a chunk is embedded as: its section's title over its text. The title
+    puts a chunk whose own words never name its subject near the questions that
+    do (docs/benchmarks.md, "Section titles in the embedded text"); the stored,
+    shown and quoted text stays the chunk's own. Ingestion and the embedder
+    switch's re-embedding both embed this, so one index holds one kind of vector."""
+    title = section.strip()
+    return f"{title}\n{text}" if title else text
+
+
+def embedded_hash(*, section: str, text: str) -> str:
+    """`text_hash`: of the embedded text, so a chunk is re-embedded when its
+    section changes and reused when neither did. Untitled chunks hash as their
+    text alone, as before titles were embedded."""
+    data = embedded_text(section=section, text=text).encode("utf-8", "surrogatepass")
+    return hashlib.sha1(data).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.store.records import IndexMeta
+from engine.store.records import IndexMeta, embedded_text
 from engine.store.schema import chunks_schema
 from engine.store.schema import slug as _slug
 from engine.store.search import file_type
@@ -117,7 +117,7 @@ def _drop_stale(*, target: Any, want: set[tuple[str, str]]) -> set[tuple[str, st
 
 
 def _add(target: Any, *, rows: list[dict[str, Any]], embed: Embed) -> None:
-    vectors = embed([r["text"] for r in rows])
+    vectors = embed([embedded_text(section=r["section"] or "", text=r["text"]) for r in rows])
     for row, vec in zip(rows, vectors, strict=True):
         row["vector"] = np.asarray(vec, dtype=np.float32).tolist()
         row["ext"] = file_type(row["path"])

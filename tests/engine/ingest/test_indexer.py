@@ -1,0 +1,151 @@
+"""What one file's ingestion embeds (engine/ingest/indexer.py): each chunk under
+its section's title, while the stored and quoted text stays the chunk's own; a
+chunk is embedded again only when its text or its section changed; the embedder
+switch's re-embedding gives the same vectors as ingestion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.bench.ingest_many import StandInEmbedder
+from engine.ingest.embedder import Embedder
+from engine.ingest.formats.base import Heading, PageText, ParsedDocument
+from engine.ingest.indexer import ChunkingParams, index_file
+from engine.store.lance_store import LanceStore
+from engine.store.records import embedded_hash
+
+INSTALL = "Run the installer from the first disc and follow the screens to the end."
+NETWORK = "Edit the interfaces file to give the machine a fixed address on boot."
+
+
+class Recording(StandInEmbedder):
+    """Hash vectors, and every text it was asked to embed."""
+
+    def __init__(self, *, real: Embedder) -> None:
+        super().__init__(real=real)
+        self.texts: list[str] = []
+
+    def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        self.texts.extend(texts)
+        return super()._encode_beside(texts, batch_size=batch_size)
+
+
+@pytest.fixture(scope="module")
+def real() -> Embedder:
+    return Embedder()
+
+
+@pytest.fixture
+def embedder(real: Embedder) -> Recording:
+    return Recording(real=real)
+
+
+@pytest.fixture
+def store(tmp_path: Path, real: Embedder) -> Iterator[LanceStore]:
+    store = LanceStore(folder=tmp_path / "index", background=False)
+    store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
+    yield store
+    store.close()
+
+
+def _parser(titles: list[str]):  # type: ignore[no-untyped-def]
+    """Two pages, each opening with a heading whose title is `titles[i]`."""
+
+    def parse(*, path: Path) -> ParsedDocument:
+        pages = [
+            PageText(number=i + 1, text=text, headings=(Heading(offset=0, title=title),))
+            for i, (title, text) in enumerate(zip(titles, [INSTALL, NETWORK], strict=True))
+        ]
+        return ParsedDocument(path=path, pages=pages, page_count=2)
+
+    return parse
+
+
+def _index(*, path: Path, store: LanceStore, embedder: Recording, titles: list[str]) -> str:
+    embedder.texts.clear()
+    outcome = index_file(
+        path=path,
+        store=store,
+        embedder=embedder,
+        params=ChunkingParams(),
+        parse=_parser(titles),
+    )
+    return outcome.status
+
+
+def _rows(store: LanceStore) -> dict[str, dict]:  # type: ignore[type-arg]
+    rows = store.chunks.to_arrow().to_pylist()
+    return {r["chunk_id"]: r for r in rows}
+
+
+def test_the_embedded_text_carries_the_title_and_the_stored_text_does_not(
+    tmp_path: Path, store: LanceStore, embedder: Recording
+) -> None:
+    doc = tmp_path / "manual.txt"
+    doc.write_text("version 1")
+    assert _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Network"]) == (
+        "indexed"
+    )
+    assert sorted(embedder.texts) == sorted([f"Installing\n{INSTALL}", f"Network\n{NETWORK}"])
+    rows = sorted(_rows(store).values(), key=lambda r: r["ordinal"])
+    assert [r["text"] for r in rows] == [INSTALL, NETWORK]
+    assert [r["section"] for r in rows] == ["Installing", "Network"]
+    chunk = store.chunk(chunk_id=rows[0]["chunk_id"])
+    assert chunk is not None and chunk.text == INSTALL
+
+
+def test_only_a_chunk_whose_section_changed_is_embedded_again(
+    tmp_path: Path, store: LanceStore, embedder: Recording
+) -> None:
+    doc = tmp_path / "manual.txt"
+    doc.write_text("version 1")
+    _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Network"])
+    before = _rows(store)
+
+    # The same file again: nothing is read, nothing embedded.
+    assert _index(path=doc, store=store, embedder=embedder, titles=["x", "y"]) == "unchanged"
+    assert embedder.texts == []
+
+    # The file changed, its chunks' text and sections did not: every vector is reused.
+    doc.write_text("version 2")
+    assert _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Network"]) == (
+        "indexed"
+    )
+    assert embedder.texts == []
+
+    # The second page's section was renamed: its chunk alone is embedded, under the new title.
+    doc.write_text("version 3")
+    _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Networking"])
+    assert embedder.texts == [f"Networking\n{NETWORK}"]
+    after = _rows(store)
+    first = next(cid for cid, r in after.items() if r["text"] == INSTALL)
+    second = next(cid for cid, r in after.items() if r["text"] == NETWORK)
+    assert np.array_equal(after[first]["vector"], before[first]["vector"])
+    assert not np.allclose(after[second]["vector"], before[second]["vector"])
+    assert after[second]["text_hash"] == embedded_hash(section="Networking", text=NETWORK)
+
+
+def test_the_embedder_switch_embeds_what_ingestion_embedded(
+    tmp_path: Path, store: LanceStore, embedder: Recording
+) -> None:
+    doc = tmp_path / "manual.txt"
+    doc.write_text("version 1")
+    _index(path=doc, store=store, embedder=embedder, titles=["Installing", ""])
+    ingested = {cid: r["vector"] for cid, r in _rows(store).items()}
+    embedder.texts.clear()
+    list(
+        store.reembed(
+            embedder_id="another",
+            dimension=embedder.info.dimension,
+            embed=lambda texts: embedder.embed(texts, background=True),
+        )
+    )
+    assert sorted(embedder.texts) == sorted([f"Installing\n{INSTALL}", NETWORK])
+    switched = {cid: r["vector"] for cid, r in _rows(store).items()}
+    assert switched.keys() == ingested.keys()
+    for cid, vector in ingested.items():
+        assert np.allclose(switched[cid], vector)
