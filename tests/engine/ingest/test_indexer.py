@@ -5,7 +5,6 @@ switch's re-embedding gives the same vectors as ingestion."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,22 +33,9 @@ class Recording(StandInEmbedder):
         return super()._encode_beside(texts, batch_size=batch_size)
 
 
-@pytest.fixture(scope="module")
-def real() -> Embedder:
-    return Embedder()
-
-
 @pytest.fixture
 def embedder(real: Embedder) -> Recording:
     return Recording(real=real)
-
-
-@pytest.fixture
-def store(tmp_path: Path, real: Embedder) -> Iterator[LanceStore]:
-    store = LanceStore(folder=tmp_path / "index", background=False)
-    store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
-    yield store
-    store.close()
 
 
 def _parser(titles: list[str]):  # type: ignore[no-untyped-def]

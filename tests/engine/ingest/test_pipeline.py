@@ -9,14 +9,12 @@ import errno
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine.bench.ingest_many import StandInEmbedder as FakeEmbedder
 from engine.ingest import pipeline, priority
-from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.pipeline import CommitPolicy
@@ -27,19 +25,6 @@ from engine.wire import IngestProgress
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 NOTED = "tests.support.hostile_parsers:parse"
-
-
-@pytest.fixture(scope="module")
-def real() -> Embedder:
-    return Embedder()
-
-
-@pytest.fixture
-def store(tmp_path: Path, real: Embedder) -> Iterator[LanceStore]:
-    store = LanceStore(folder=tmp_path / "index", background=False)
-    store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
-    yield store
-    store.close()
 
 
 def wait(job: IngestJob, timeout_s: float = 240) -> IngestProgress:
