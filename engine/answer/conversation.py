@@ -10,8 +10,10 @@ resolved into a `FollowUp`:
   earlier question's words in the full-text half and that question weighted more, and
   with the passage the last answer quoted blended in; the three rankings are fused.
   Passages of the files the last answer drew on (by their share of its sources), of
-  the pages it cited and next to the pages it quoted move up by bonuses a better
-  match outranks (the weights: `ragdoll bench conversation`, docs/benchmarks.md);
+  the pages it cited, next to the pages it quoted (less: next to those it only
+  cited), and under a section whose title holds a word the follow-up names ("the
+  cron one": "5.4 package.cron.*") move up by bonuses a better match outranks (the
+  weights: `ragdoll bench conversation`, docs/benchmarks.md);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/pipeline/answering.py); the
   rewritten query is searched as such, with the same bonus for the pages cited.
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.answer.conversation_dependence import GENERIC, content_words, looks_dependent
+from engine.answer.extractive import content_words as stemmed_words
 from engine.wire_events import Citation, Turn
 
 # Earlier turns' embeddings count less than the question's own words (0.4: best of 0.3-0.5
@@ -74,6 +77,9 @@ class FollowUp:
     files: tuple[tuple[str, float], ...] = ()
     # (path, page) of the passages the last answer quoted: its answer is often next to them.
     quoted: frozenset[tuple[str, int | None]] = frozenset()
+    # The follow-up's own words, stemmed (engine/answer/extractive.py `stem`): a
+    # section whose title holds one is about what the follow-up names.
+    named: frozenset[str] = frozenset()
 
 
 def resolve(
@@ -122,6 +128,7 @@ def resolve(
         also=_also_searches(question=question, referents=referents, last=last),
         files=_file_shares(last),
         quoted=frozenset((c.path, c.page) for c in _quoted(last)),
+        named=frozenset(title_words(text=" ".join(own))) - GENERIC,
     )
 
 
@@ -143,6 +150,12 @@ def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[
     if quoted and WITH_PASSAGE_WEIGHT > 0:
         out.append(AlsoSearch(text=question, blend=((quoted[0].text, WITH_PASSAGE_WEIGHT),)))
     return tuple(out)
+
+
+def title_words(*, text: str) -> set[str]:
+    """The stemmed words of a title or question ("5.4 package.cron.*" -> package,
+    cron), for telling whether a section's title names what a follow-up asks."""
+    return {w for w in stemmed_words(text) if len(w) > 1 and not w.isdigit()}
 
 
 def _quoted(turn: Turn) -> list[Citation]:

@@ -5,12 +5,13 @@ generation batch. engine/core.py is to build a Pipeline from these.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.answer.conversation import title_words
 from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.answer.passages import Passage
 from engine.errors import StaleVectorsError
@@ -125,6 +126,12 @@ _NEAR_PAGES = 2
 _NEAR_QUOTED_BONUS = 0.3 / (RRF_K + 1)
 _OWN_WEIGHT = 1.0
 _ALSO_WEIGHT = 1.0
+# A passage under a section whose title holds a word the follow-up names ("the cron
+# one": "5.4 package.cron.*"; "how are they processed": "4.7 Option processing"): the
+# document's own heading says it is about that.
+_TITLE_BONUS = 0.4 / (RRF_K + 1)
+# Near a page the last answer cited without quoting it: a weaker sign than a quoted one.
+_NEAR_CITED_BONUS = 0.15 / (RRF_K + 1)
 
 
 def _search_k(question: Question) -> int:
@@ -209,21 +216,36 @@ def _favour_cited(*, hits: Sequence[SearchHit], question: Question) -> list[Sear
     shares = dict(getattr(question.conversation, "files", ()))
     files = {path for path, _ in cited}
 
-    near: dict[str, list[int]] = {}
-    for path, page in getattr(question.conversation, "quoted", ()):
-        if page is not None:
-            near.setdefault(path, []).append(page)
+    near_quoted = _pages_by_file(getattr(question.conversation, "quoted", ()))
+    near_cited = _pages_by_file(cited)
+    named = getattr(question.conversation, "named", frozenset())
 
     def score(hit: SearchHit) -> float:
         c = hit.chunk
         bonus = _FILE_PRIOR * shares.get(c.path, 0.0)
-        if c.page is not None and any(abs(c.page - p) <= _NEAR_PAGES for p in near.get(c.path, ())):
+        if named and c.section and named & title_words(text=c.section):
+            bonus += _TITLE_BONUS
+        if _near(c.page, near_quoted.get(c.path, ())):
             bonus += _NEAR_QUOTED_BONUS
+        elif _near(c.page, near_cited.get(c.path, ())):
+            bonus += _NEAR_CITED_BONUS
         if (c.path, c.page) in cited:
             return hit.fused + bonus + _SAME_PAGE_BONUS
         return hit.fused + bonus + (_SAME_FILE_BONUS if c.path in files else 0.0)
 
     return sorted(hits, key=score, reverse=True)
+
+
+def _pages_by_file(places: Iterable[tuple[str, int | None]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for path, page in places:
+        if page is not None:
+            out.setdefault(path, []).append(page)
+    return out
+
+
+def _near(page: int | None, pages: Sequence[int]) -> bool:
+    return page is not None and any(abs(page - p) <= _NEAR_PAGES for p in pages)
 
 
 def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:

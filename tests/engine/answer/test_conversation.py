@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.answer.conversation import (
     PREVIOUS_QUESTION_WEIGHT,
     looks_dependent,
     resolve,
     rewritten,
+    title_words,
 )
+from engine.bench.real_docs import find_real_docs
+from engine.ingest.parsers import parse_file
 from engine.wire import Citation, SearchedEvent, Turn
 
 
@@ -118,3 +123,59 @@ def test_a_follow_up_is_also_searched_with_the_earlier_question_and_the_quoted_p
     # A model's rewrite keeps where the last answer came from, not the extra searches.
     better = rewritten(follow_up=follow, query="when to include orig.tar.gz in an upload")
     assert better.also == () and better.quoted == follow.quoted and better.files == follow.files
+
+
+def test_a_follow_up_carries_the_words_it_names_for_matching_section_titles() -> None:
+    conffile = Turn(question="What is a conffile in a Debian package?", answer="A file [1].")
+    follow = resolve(question="And how is the cron one handled?", history=(conffile,))
+    assert follow is not None and follow.dependent
+    assert "cron" in follow.named and "one" not in follow.named  # "one" stands for something
+    # Real section titles of the New Maintainers' Guide and the LaTeX class guide.
+    assert follow.named & title_words(text="5.4 package.cron.*")
+    assert not follow.named & title_words(text="5.3 conffiles")
+    assert title_words(text="4.7 Option processing") & title_words(text="how are they processed?")
+    assert "4" not in title_words(text="4.7 Option processing")  # section numbers name nothing
+    # Nothing of its own to name: nothing to match a title with.
+    options = Turn(question="What choices does git rebase --empty accept?", answer="drop, keep")
+    second = resolve(question="And what does the second one do?", history=(options,))
+    assert second is not None and second.named == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("file", "first", "follow_up", "heading"),
+    [
+        (
+            "maint-guide.pdf",
+            "What is a conffile in a Debian package?",
+            "And how is the cron one handled?",
+            "5.4 package.cron.*",
+        ),
+        (
+            "maint-guide.pdf",
+            "What goes into the debian/control file?",
+            "What about the copyright one?",
+            "4.2 copyright",
+        ),
+        (
+            "latex-clsguide.pdf",
+            "How do I declare options in a LaTeX class?",
+            "And how are they processed afterwards?",
+            "4.7 Option processing",
+        ),
+    ],
+)
+def test_of_a_real_manuals_headings_the_follow_ups_words_name_only_its_section(
+    file: str, first: str, follow_up: str, heading: str
+) -> None:
+    """On the headings of a real manual (the real-docs corpus, as the parser reads
+    them), the follow-up's words match the one section it asks about: not the
+    earlier question's, not every heading holding a common word."""
+    corpus = find_real_docs()
+    if corpus is None:
+        pytest.skip("the real documents are not fetched: python -m engine.bench.real_docs")
+    doc = parse_file(path=corpus / file)
+    headings = [h.title for page in doc.pages for h in page.headings]
+    follow = resolve(question=follow_up, history=(Turn(question=first, answer="…"),))
+    assert follow is not None
+    matched = [t for t in headings if follow.named & title_words(text=t)]
+    assert matched == [heading]

@@ -14,10 +14,10 @@ from engine.store.records import ChunkRecord, SearchFilters, SearchHit, SearchRe
 from engine.wire import Citation, Turn
 
 
-def _chunk(cid: str, path: str, page: int | None) -> ChunkRecord:
+def _chunk(cid: str, path: str, page: int | None, section: str = "") -> ChunkRecord:
     return ChunkRecord(
         chunk_id=cid, doc_id=path, path=path, ordinal=0, page=page, char_start=0, char_end=1,
-        text=cid, text_hash=cid,
+        text=cid, text_hash=cid, section=section,
     )  # fmt: skip
 
 
@@ -96,3 +96,77 @@ def test_a_question_without_history_is_searched_once_as_asked() -> None:
     (result,) = store_retrieve_batch(store=store, embed=_embed)([question])  # type: ignore[arg-type]
     assert [h.chunk.chunk_id for h in result.hits] == ["a", "b"]
     assert store.texts == ["When must the orig.tar.gz be uploaded?"]
+
+
+def _cite(index: int, path: str, page: int, section: str) -> Citation:
+    return Citation(
+        index=index, chunk_id=f"c{index}", path=path, page=page, text=f"passage {index}",
+        score=0.5, char_start=0, char_end=1, section=section,
+    )  # fmt: skip
+
+
+# The New Maintainers' Guide and Debian Policy as the benchmark's index holds them: the
+# answer quoted Policy's definition; the Guide's conffiles page was cited, not quoted.
+CONFFILE = Turn(
+    question="What is a conffile in a Debian package?",
+    answer="A file listed in a package's conffiles file is treated specially by dpkg [1].",
+    citations=[
+        _cite(1, "/d/debian-policy.pdf", 107, "10.7.1 Definitions"),
+        _cite(2, "/d/maint-guide.pdf", 36, "5.3 conffiles"),
+    ],
+)
+
+
+def _top(*, follow_up: str, ranking: list[ChunkRecord], turn: Turn = CONFFILE) -> list[str]:
+    follow = resolve(question=follow_up, history=(turn,))
+    assert follow is not None and follow.dependent
+    store = _Store({follow_up: ranking})
+    question = new_question(text=follow.query, k=3, conversation=follow)
+    (result,) = store_retrieve_batch(store=store, embed=_embed)([question])  # type: ignore[arg-type]
+    return [h.chunk.chunk_id for h in result.hits]
+
+
+def test_a_section_whose_title_names_what_the_follow_up_asks_moves_up() -> None:
+    def ranking(section: str) -> list[ChunkRecord]:
+        return [
+            _chunk("defs", "/d/debian-policy.pdf", 107, "10.7.1 Definitions"),
+            _chunk("versions", "/d/debian-policy.pdf", 169, "22.25 Version 3.9.3"),
+            _chunk("menus", "/d/debian-policy.pdf", 140, "9.6 Menus"),
+            _chunk("cron", "/d/maint-guide.pdf", 39, section),
+        ]
+
+    # "cron" is in the title of the Guide's section on cron files: it joins the top 3.
+    named = _top(
+        follow_up="And how is the cron one handled?", ranking=ranking("5.4 package.cron.*")
+    )
+    assert "cron" in named, named
+    # The same passage under a title that does not name it stays below Policy's.
+    untitled = _top(follow_up="And how is the cron one handled?", ranking=ranking("5.5 dirs"))
+    assert "cron" not in untitled, untitled
+
+
+def test_a_title_matches_the_follow_ups_words_by_their_stem() -> None:
+    declare = Turn(
+        question="How do I declare options in a LaTeX class?",
+        answer="This makes the option a declared option of the class [1].",
+        citations=[_cite(1, "/d/clsguide.pdf", 17, "4.3 Option declaration")],
+    )
+    ranking = [
+        _chunk("ident", "/d/clsguide.pdf", 10, "3.1 Identification"),
+        _chunk("declaring", "/d/clsguide.pdf", 12, "3.3 Declaring options"),
+        _chunk("moving", "/d/clsguide.pdf", 18, "4.5 Moving options around"),
+        _chunk("processing", "/d/clsguide.pdf", 21, "4.7 Option processing"),
+    ]
+    top = _top(follow_up="And how are they processed afterwards?", ranking=ranking, turn=declare)
+    assert top[0] == "processing", top  # "processed" and "processing" share their stem
+
+
+def test_a_page_next_to_one_the_last_answer_cited_without_quoting_it_moves_up() -> None:
+    ranking = [
+        _chunk("far", "/d/maint-guide.pdf", 50, "6.1 Complete (re)build"),
+        _chunk("next", "/d/maint-guide.pdf", 37, "5.5 dirs"),
+        _chunk("menus", "/d/debian-policy.pdf", 140, "9.6 Menus"),
+    ]
+    # The Guide's p. 36 was cited (not quoted): p. 37 beside it passes p. 50.
+    top = _top(follow_up="And what does the dirs one hold?", ranking=ranking)
+    assert top.index("next") < top.index("far"), top
