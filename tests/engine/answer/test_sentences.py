@@ -120,3 +120,23 @@ def test_code_lines_in_a_row_stay_with_the_sentence_they_follow() -> None:
         "\\ProcessOptions\\relax \\LoadClass[a4paper]{letter}",
         "In order to use the letter head, it redefines the page style.",
     ]
+
+
+def test_lines_that_start_with_the_same_word_are_rows_read_alone() -> None:
+    text = (
+        "The colour is given in one of these forms:\n"
+        'rgbcolor "0xRRGGBB" # string containing hexadecimal constant\n'
+        'rgbcolor "#RRGGBB" # string containing hexadecimal in x11 format\n'
+        "rgbcolor variable # integer value is read from input file"
+    )
+    assert split_sentences(text, min_words=1) == [
+        'The colour is given in one of these forms: rgbcolor "0xRRGGBB" # string containing '
+        "hexadecimal constant",
+        'rgbcolor "#RRGGBB" # string containing hexadecimal in x11 format',
+        "rgbcolor variable # integer value is read from input file",
+    ]
+    # Wrapped prose whose lines start with the same function word runs on.
+    prose = "The palette is described in\nthe next section, after\nthe colour map."
+    assert split_sentences(prose) == [
+        "The palette is described in the next section, after the colour map."
+    ]
