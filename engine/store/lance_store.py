@@ -46,7 +46,7 @@ from engine.store.schema import DOCUMENTS_SCHEMA, PAGES_SCHEMA, chunks_schema
 from engine.store.schema import chunk_of as _chunk
 from engine.store.schema import document_of as _document
 from engine.store.schema import slug as _slug
-from engine.store.search import NOT_FOUND_SIMILARITY, plain_words
+from engine.store.search import NOT_FOUND_SIMILARITY
 from engine.store.search import quote as _quote
 
 __all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema", "resident_budget"]
@@ -417,19 +417,9 @@ class LanceStore:
         except (ValueError, RuntimeError, OSError):
             return True
 
-    def holds_phrase(self, phrase: str, *, look: int = 50) -> bool:
-        """Whether one of the `look` chunks BM25 ranks best for `phrase`'s words holds
-        them in a row (case, hyphens and line breaks aside). True when there is no
-        index to ask."""
-        if self._chunks is None:
-            return False
-        wanted = f" {plain_words(phrase)} "
-        try:
-            rows = self.chunks.search(plain_words(phrase), query_type="fts").select(["text"])
-            texts = rows.limit(look).to_arrow().column("text").to_pylist()
-        except (ValueError, RuntimeError, OSError):
-            return True
-        return any(wanted in f" {plain_words(t)} " for t in texts)
+    def holds_phrase(self, phrase: str) -> bool:
+        """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
+        return self._chunks is not None and _search.holds_phrase(self.chunks, phrase=phrase)
 
     def chunks_holding(self, word: str, *, cap: int) -> int | None:
         """How many chunks hold `word` as the full-text index sees it, counted up

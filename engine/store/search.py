@@ -290,6 +290,18 @@ def plain_words(text: str) -> str:
     return " ".join(_PLAIN_WORD.findall(text.lower()))
 
 
+def holds_phrase(table: Any, *, phrase: str, look: int = 50) -> bool:
+    """Whether one of the `look` chunks BM25 ranks best for `phrase`'s words holds them
+    in a row (case, hyphens and line breaks aside). True when there is no index to ask."""
+    wanted = f" {plain_words(phrase)} "
+    try:
+        query = table.search(plain_words(phrase), query_type="fts").select(["text"])
+        texts = query.limit(look).to_arrow().column("text").to_pylist()
+    except (ValueError, RuntimeError, OSError):
+        return True
+    return any(wanted in f" {plain_words(t)} " for t in texts)
+
+
 def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:
     """BM25's best chunk ids for one question. Only the ids: the rows of the
     few that become hits are read once for the batch (`_fetch_hits`), and
