@@ -166,6 +166,8 @@ class ExtractiveAnswerer:
         best = int(np.argmax(score))
         if relevance[best] < self._min_score:
             return _not_found()
+        gate = float(relevance[best])
+        best = _fullest_copy(candidates=candidates, every=every, where=where, best=best)
         chosen = [best]
         if max_sentences > 1:
             second = _second(
@@ -192,7 +194,7 @@ class ExtractiveAnswerer:
             used_indices=used,
             found=True,
             key=key.text,
-            score=round(float(relevance[best]), 4),
+            score=round(gate, 4),
         )
 
 
@@ -271,6 +273,24 @@ def _second(
     return None
 
 
+def _fullest_copy(
+    *, candidates: list[_Candidate], every: list[_Candidate], where: list[int], best: int
+) -> int:
+    """Overlapping chunks hold the same sentence: quote the copy with the most of its
+    passage after it, where the fact that follows a question's words has room."""
+
+    def following(i: int) -> int:
+        k = where[i]
+        after = every[k + 1 : k + 1 + _AFTER + _MAX_SHORT_AROUND]
+        return sum(1 for c in after if c.passage is every[k].passage)
+
+    text = candidates[best].text.lower()
+    copies = [i for i, c in enumerate(candidates) if c.text.lower() == text and not c.fragment] or [
+        best
+    ]
+    return max(copies, key=lambda i: (following(i), i == best))
+
+
 def _window(candidates: list[_Candidate], i: int) -> list[str]:
     """The sentence with the one before and after it in its passage, fragments left
     out. Short lines (an option name above its description) come with the sentence
@@ -283,7 +303,13 @@ def _window(candidates: list[_Candidate], i: int) -> list[str]:
     start = i - 1
     while same(start) and candidates[start].short and i - start < _MAX_SHORT_AROUND:
         start -= 1
-    end = i + _AFTER
+    # A diagram or a code line between sentences ("o---o master") is not one of the
+    # sentences quoted after: the sentence that explains it comes next.
+    end = i
+    after = 0
+    while same(end + 1) and after < _AFTER and end - i < _AFTER + _MAX_SHORT_AROUND:
+        end += 1
+        after += _word_count(candidates[end].text) >= _MIN_SENTENCE_WORDS
     while (
         same(end + 1)
         and end - i < _AFTER + _MAX_SHORT_AROUND
@@ -336,6 +362,16 @@ def _candidates(passages: list[Passage]) -> list[_Candidate]:
                 )
             )
     return out
+
+
+def _word_count(sentence: str) -> int:
+    """Tokens that are mostly letters: a diagram ("o---o---o master") or a row of
+    symbols has few."""
+    count = 0
+    for token in sentence.split():
+        letters = sum(ch.isalpha() for ch in token)
+        count += letters >= 2 and 2 * letters >= len(token)
+    return count
 
 
 def _starts_mid_sentence(text: str) -> bool:

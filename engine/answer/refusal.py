@@ -15,6 +15,12 @@ A word counts as unknown only when no retrieved passage holds it and the
 full-text index finds no chunk with it (`holds`, the store's `holds_word`); words
 so common that the index drops them are never asked; and only in a collection of
 at least MIN_CHUNKS chunks.
+
+A name of several capitalised words ("Arch User Repository", "Secure Boot",
+"Raspberry Pi") counts the same way as a whole: each of its words may occur in the
+manuals ("arch", "user", "repository") while the name never does. It is unknown when
+no retrieved passage holds it and `holds_phrase` (the store's) finds no chunk that
+does.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from engine.answer.extractive import content_words, stem
+from engine.store.search import plain_words
 
 UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
 # Absence is evidence only in a collection large enough to use a paraphrase's
@@ -50,12 +57,48 @@ COMMON_WORDS = _words(
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MIN_LETTERS = 3
+# Words with a capital and a lower-case letter ("Secure", "LaTeX", "IPv4"; not
+# "SQL", "NULL", whose runs are code), two or more in a row.
+_NAME_WORD = r"[A-Z][\w+#.-]*[a-z][\w+#.-]*"
+_NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:\s+{_NAME_WORD})+(?![\w-])")
 
 
 def unknown_words(
+    *,
+    question: str,
+    texts: Sequence[str],
+    holds: Callable[[str], bool],
+    holds_phrase: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """The question's words that none of `texts` holds and `holds` says no chunk does,
+    then its names of several words that none of `texts` holds and `holds_phrase`
+    says no chunk does."""
+    out = _unknown_single(question=question, texts=texts, holds=holds)
+    if holds_phrase is not None:
+        out += _unknown_names(question=question, texts=texts, holds_phrase=holds_phrase)
+    return out
+
+
+def names(question: str) -> list[str]:
+    """The names of several capitalised words in `question`, its first word left out
+    (a question starts with a capital whatever it is)."""
+    first = question.lstrip()
+    rest = first[len(first.split(maxsplit=1)[0]) :] if first else ""
+    return list(dict.fromkeys(" ".join(m.split()) for m in _NAME.findall(rest)))
+
+
+def _unknown_names(
+    *, question: str, texts: Sequence[str], holds_phrase: Callable[[str], bool]
+) -> list[str]:
+    joined = f" {' '.join(plain_words(t) for t in texts)} "
+    return [
+        n for n in names(question) if f" {plain_words(n)} " not in joined and not holds_phrase(n)
+    ]
+
+
+def _unknown_single(
     *, question: str, texts: Sequence[str], holds: Callable[[str], bool]
 ) -> list[str]:
-    """The question's words that none of `texts` holds and `holds` says no chunk does."""
     seen: set[str] = set()
     for text in texts:
         seen.update(content_words(text))

@@ -31,6 +31,11 @@ _STARTS_SENTENCE = re.compile(r"[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
 _INITIALS = re.compile(r"^(?:[A-Za-z]\.)*[A-Za-z]$")  # "J", "U.S", "e.g"
 _TERMINAL = ".!?…:;\"'”’)]"
 _CONTINUES = ",-–(/&"
+_PROSE_STARTS = _words(
+    "the a an and or but of to in on at by for with from as is are be was were it its "
+    "this that these those which who when where if then than not no you we they he she"
+)
+_TERM_WORDS = 4  # a definition list's term is shorter; a line of prose is longer
 # Sentences longer than this are usually tables or run-on PDF text: split at semicolons.
 _LONG_SENTENCE_WORDS = 60
 
@@ -61,8 +66,11 @@ def _segments(text: str) -> list[str]:
         longest = max(len(line) for line in lines)
         current: list[str] = []
         previous = ""
-        for line in lines:
-            if current and _starts_new_segment(previous=previous, line=line, longest=longest):
+        for n, line in enumerate(lines):
+            following = lines[n + 1] if n + 1 < len(lines) else ""
+            if current and _starts_new_segment(
+                previous=previous, line=line, following=following, longest=longest
+            ):
                 segments.append(" ".join(current))
                 current = []
             current.append(line)
@@ -71,8 +79,12 @@ def _segments(text: str) -> list[str]:
     return [_BULLET.sub("", s).strip() for s in segments if s.strip()]
 
 
-def _starts_new_segment(*, previous: str, line: str, longest: int) -> bool:
+def _starts_new_segment(*, previous: str, line: str, following: str, longest: int) -> bool:
     if _BULLET.match(line):
+        return True
+    if _is_term(previous=previous, line=line, following=following):
+        return True
+    if _is_row(previous=previous, line=line):
         return True
     if previous[-1] in _TERMINAL or previous[-1] in _CONTINUES:
         return False  # the sentence splitter handles the first; the second runs on
@@ -81,6 +93,29 @@ def _starts_new_segment(*, previous: str, line: str, longest: int) -> bool:
     # A line that stops well short of the paragraph's width without punctuation is a
     # heading, a label or a table row; a full-width line merely wrapped.
     return len(previous) < 0.7 * longest or longest < 40
+
+
+def _is_row(*, previous: str, line: str) -> bool:
+    """Lines that start with the same word are rows of a list or a table
+    ("rgbcolor "0xRRGGBB" # ...", "rgbcolor "#RRGGBB" # ..."): each is read alone,
+    not run into one long sentence. Wrapped prose starts two lines alike only with a
+    function word."""
+    first, head = previous.split(maxsplit=1)[0], line.split(maxsplit=1)[0]
+    return first == head and len(first) > 1 and first.lower() not in _PROSE_STARTS
+
+
+def _is_term(*, previous: str, line: str, following: str) -> bool:
+    """A short line without punctuation between a finished sentence and a line of
+    prose: the next term of a definition list ("/dev/tcp/host/port", "--onto
+    <newbase>"), which would otherwise run on into that sentence because it does not
+    start with a capital. Code lines in a row stay with the sentence they follow."""
+    if previous[-1] not in ".!?" or line[-1] in _TERMINAL or line[-1] in _CONTINUES:
+        return False
+    if len(line.split()) >= _TERM_WORDS or len(following.split()) < _TERM_WORDS:
+        return False
+    if not _STARTS_SENTENCE.match(following):
+        return False
+    return not _is_abbreviation(previous[:-1], line)
 
 
 def _split_segment(segment: str) -> list[str]:

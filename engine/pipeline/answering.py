@@ -172,6 +172,7 @@ def gated_retrieve_batch(
                             question=question.text,
                             texts=[h.chunk.text for h in hits],
                             holds=store.holds_word,
+                            holds_phrase=store.holds_phrase,
                         )
                     )
                 if extract.found and refused(

@@ -417,6 +417,10 @@ class LanceStore:
         except (ValueError, RuntimeError, OSError):
             return True
 
+    def holds_phrase(self, phrase: str) -> bool:
+        """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
+        return self._chunks is not None and _search.holds_phrase(self.chunks, phrase=phrase)
+
     def chunks_holding(self, word: str, *, cap: int) -> int | None:
         """How many chunks hold `word` as the full-text index sees it, counted up
         to `cap` (a cap keeps a common word's count as cheap as a rare one's); None

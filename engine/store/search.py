@@ -36,6 +36,7 @@ TEXT_WEIGHT = 1.0
 NOT_FOUND_SIMILARITY = 0.2
 CHUNK_COLUMNS = list(ChunkRecord.__dataclass_fields__)
 _FTS_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_PLAIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _FTS_SYNTAX = {"AND", "OR", "NOT"}
 _FETCH_IDS = 1024  # chunk ids per `IN (...)` lookup
 # The most a float16 copy of a unit vector moves its cosine with a unit
@@ -281,6 +282,24 @@ def _split_by_query(table: pa.Table, *, count: int) -> list[list[dict[str, Any]]
     for rows in out:
         rows.sort(key=lambda r: r["_distance"])
     return out
+
+
+def plain_words(text: str) -> str:
+    """Lower-case words joined by single spaces: "Git-Buildpackage\nsettings" and
+    "git buildpackage settings" read alike when a phrase is looked for."""
+    return " ".join(_PLAIN_WORD.findall(text.lower()))
+
+
+def holds_phrase(table: Any, *, phrase: str, look: int = 50) -> bool:
+    """Whether one of the `look` chunks BM25 ranks best for `phrase`'s words holds them
+    in a row (case, hyphens and line breaks aside). True when there is no index to ask."""
+    wanted = f" {plain_words(phrase)} "
+    try:
+        query = table.search(plain_words(phrase), query_type="fts").select(["text"])
+        texts = query.limit(look).to_arrow().column("text").to_pylist()
+    except (ValueError, RuntimeError, OSError):
+        return True
+    return any(wanted in f" {plain_words(t)} " for t in texts)
 
 
 def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:

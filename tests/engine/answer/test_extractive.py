@@ -383,3 +383,43 @@ def test_word_forms_meet_in_the_lexical_score() -> None:
         question="How do I make the shell ignore a signal?", passages=[passage(1, text)]
     )
     assert "is ignored" in result.key
+
+
+def test_of_a_sentence_two_overlapping_chunks_hold_the_copy_with_room_after_it_is_quoted() -> None:
+    """The first chunk ends right after the sentence that repeats the question; the
+    next one starts with it and goes on to the command that answers."""
+    repeat = "We want to make the topic branch forked from the master branch instead."
+    ends = passage(1, "Rebase can move a branch anywhere in the history. " + repeat)
+    goes_on = passage(
+        2,
+        f"{repeat} We can get this with one rebase command. "
+        "The command is git rebase --onto master next topic here. "
+        "Another example follows below.",
+    )
+    answer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.1).answer(
+        question="How do I make my topic branch forked from master instead?",
+        passages=[ends, goes_on],
+        max_sentences=1,
+    )
+    assert answer.key == repeat
+    assert "git rebase --onto master next topic" in answer.text
+    assert answer.used_indices == [2]
+    assert answer.text.startswith(repeat.rstrip(".") + " [2].")
+
+
+def test_a_diagram_between_sentences_does_not_use_up_the_quotation() -> None:
+    """ASCII art and code lines are not sentences: the quotation reaches past them to
+    the two sentences that follow, where the command that answers is."""
+    example = passage(
+        1,
+        "We want to make the topic branch forked from the master branch instead.\n\n"
+        "o---o---o---o master \\ o'--o'--o' topic\n\n"
+        "We can get this using the following rebase command line.\n\n"
+        "The command is git rebase --onto master next topic in that case.",
+    )
+    answer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.1).answer(
+        question="How do I make my topic branch forked from master instead?",
+        passages=[example],
+    )
+    assert answer.key.startswith("We want to make the topic branch")
+    assert "git rebase --onto master next topic" in answer.text

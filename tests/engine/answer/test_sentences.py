@@ -89,3 +89,54 @@ def test_fragments_are_dropped_and_long_runs_split_at_semicolons() -> None:
 def test_odd_whitespace_and_soft_hyphens_are_normalised() -> None:
     text = "The\u00a0filter   needs\tmain\u00adtenance monthly.\r\nThe pump is quiet."
     assert split_sentences(text) == ["The filter needs maintenance monthly.", "The pump is quiet."]
+
+
+def test_a_definition_lists_term_is_not_run_into_the_sentence_above_it() -> None:
+    """A manual's term lines ("/dev/tcp/host/port") start without a capital: read
+    as a continuation, the term of the next entry ended the previous description."""
+    text = (
+        "/dev/stderr\n"
+        "File descriptor 2 is duplicated.\n"
+        "/dev/tcp/host/port\n"
+        "If host is a valid hostname and port is a port number, Bash opens a TCP socket.\n"
+    )
+    assert split_sentences(text, min_words=1) == [
+        "/dev/stderr",
+        "File descriptor 2 is duplicated.",
+        "/dev/tcp/host/port",
+        "If host is a valid hostname and port is a port number, Bash opens a TCP socket.",
+    ]
+
+
+def test_code_lines_in_a_row_stay_with_the_sentence_they_follow() -> None:
+    text = (
+        "Then this bit loads the letter class with the a4paper option.\n"
+        "\\ProcessOptions\\relax\n"
+        "\\LoadClass[a4paper]{letter}\n"
+        "In order to use the letter head, it redefines the page style."
+    )
+    assert split_sentences(text, min_words=1) == [
+        "Then this bit loads the letter class with the a4paper option. "
+        "\\ProcessOptions\\relax \\LoadClass[a4paper]{letter}",
+        "In order to use the letter head, it redefines the page style.",
+    ]
+
+
+def test_lines_that_start_with_the_same_word_are_rows_read_alone() -> None:
+    text = (
+        "The colour is given in one of these forms:\n"
+        'rgbcolor "0xRRGGBB" # string containing hexadecimal constant\n'
+        'rgbcolor "#RRGGBB" # string containing hexadecimal in x11 format\n'
+        "rgbcolor variable # integer value is read from input file"
+    )
+    assert split_sentences(text, min_words=1) == [
+        'The colour is given in one of these forms: rgbcolor "0xRRGGBB" # string containing '
+        "hexadecimal constant",
+        'rgbcolor "#RRGGBB" # string containing hexadecimal in x11 format',
+        "rgbcolor variable # integer value is read from input file",
+    ]
+    # Wrapped prose whose lines start with the same function word runs on.
+    prose = "The palette is described in\nthe next section, after\nthe colour map."
+    assert split_sentences(prose) == [
+        "The palette is described in the next section, after the colour map."
+    ]

@@ -49,6 +49,9 @@ class FakeStore:
     def holds_word(self, word: str) -> bool:
         return self.knows_everything or any(word in t.lower() for t in TEXTS)
 
+    def holds_phrase(self, phrase: str) -> bool:
+        return self.knows_everything or any(phrase.lower() in t.lower() for t in TEXTS)
+
     def search_batch(
         self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
     ) -> list[SearchResult]:

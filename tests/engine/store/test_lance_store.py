@@ -90,6 +90,18 @@ def test_holds_word_asks_the_full_text_index(store: LanceStore) -> None:
     assert not store.holds_word("wireguard")
 
 
+def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
+    assert store.holds_phrase("Secure Boot")  # no full-text index yet: not known to be absent
+    texts = ["boot the machine in secure mode", "the Secure\nBoot keys", "arch user repo"]
+    doc, pages, emb = _doc("a", texts)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.holds_phrase("Secure Boot")  # case and line breaks aside
+    assert store.holds_phrase("secure-boot keys")
+    assert not store.holds_phrase("Arch User Repository")  # each word, never in a row
+    assert not store.holds_phrase("Raspberry Pi")
+
+
 def test_chunks_holding_counts_up_to_the_cap(store: LanceStore) -> None:
     assert store.chunks_holding("gasket", cap=5) is None  # nothing indexed: unknown
     texts = ["a gasket for the pump", "gaskets wear out", "the pump hums", "a zirconium valve"]
