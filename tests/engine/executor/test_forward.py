@@ -195,35 +195,3 @@ def test_an_architecture_it_does_not_run_is_refused_by_name(
     ).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="runs llama, mistral, qwen2 models; this one is 'gemma2'"):
         StreamingModel(model_dir=tmp_path, placement=make_placement(model_dir=llama_dir))
-
-
-def test_a_cpu_forward_runs_on_the_cores_others_leave(
-    llama_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from engine.executor import threads
-
-    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
-    monkeypatch.setattr(threads, "others_running", lambda: 5)  # a busy machine
-    model = StreamingModel(model_dir=llama_dir, placement=make_placement(model_dir=llama_dir))
-    seen: list[int] = []
-    inner = model._forward
-
-    def recording(**kwargs: object) -> torch.Tensor:
-        seen.append(torch.get_num_threads())
-        return inner(**kwargs)
-
-    monkeypatch.setattr(model, "_forward", recording)
-    before = torch.get_num_threads()
-    try:
-        ids, mask = left_pad([PROMPTS[0]], pad=0)
-        model.forward(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions_of(mask),
-            cache=model.new_cache(),
-            phase="prefill",
-        )
-    finally:
-        model.close()
-    assert seen == [1]
-    assert torch.get_num_threads() == before
