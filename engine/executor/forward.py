@@ -8,7 +8,6 @@ cache are those of the installed transformers (5.x), so the arithmetic is the li
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -28,7 +27,6 @@ from engine.executor.kv import (
 )
 from engine.executor.packed import PER_MATRIX, DecodeMode, matrix_decoding
 from engine.executor.prefetch import Prefetcher
-from engine.executor.threads import fitted_to_free_cores
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
 from engine.planner.placement import Placement
@@ -141,8 +139,6 @@ class StreamingModel:
         self._packed = any(self.store.is_packed(u) for u in self._order)
         self._fault_hook = fault_hook
         self.forward_calls = 0  # instrumentation: forwards run by this model
-        # A CPU forward uses the cores free at its start (engine/executor/threads.py).
-        self.fit_threads = True
         self.prefetcher: Prefetcher | None = None
         self._start_prefetcher()
 
@@ -273,20 +269,14 @@ class StreamingModel:
             # A packed resident layer is decoded while the one before it computes.
             self.prefetcher.set_depth(max(depth, 1 if self._packed else 0))
         self.forward_calls += 1
-        fit = (
-            fitted_to_free_cores(default=torch.get_num_threads())
-            if self.device.type == "cpu" and self.fit_threads
-            else contextlib.nullcontext()
-        )
         try:
-            with fit:
-                return self._forward(
-                    input_ids=input_ids.to(self.device),
-                    attention_mask=attention_mask.to(self.device),
-                    position_ids=position_ids.to(self.device),
-                    cache=cache,
-                    last_only=last_only,
-                )
+            return self._forward(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                position_ids=position_ids.to(self.device),
+                cache=cache,
+                last_only=last_only,
+            )
         except BaseException:
             # A forward cut short leaves the copy thread mid-cycle: start it afresh so the
             # next forward (a retry from the checkpoint) asks in order again.
