@@ -120,6 +120,9 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             # Q4_0 on a CPU, matrix decoding under the limit otherwise); the reference
             # systems name theirs.
             decode=spec.get("decode"),
+            # Where streamed Q4_0 layers are kept repacked for the kernel (written by the
+            # first run that streams them, reused by the next); absent: repacked per use.
+            repack_cache=Path(spec["repack_cache"]) if spec.get("repack_cache") else None,
         )
         resident = placement.layer_tiers.count("cpu")
         print(
