@@ -37,6 +37,18 @@ def read_bytes() -> int:
     return 0
 
 
+def anon_bytes() -> int:
+    """This process's anonymous resident memory now (/proc/self/status RssAnon; 0 where
+    not reported): what the cgroup cannot reclaim, unlike the page cache it also counts."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     threads = int(spec.get("threads") or 0)
     if threads:
@@ -59,9 +71,10 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         run_batch = _torch_system(spec)
     load_s = time.perf_counter() - start
+    anon_loaded = anon_bytes()
     from engine.bench.offload_systems import _prompts
 
-    out: dict[str, Any] = {"load_s": load_s, "batches": {}}
+    out: dict[str, Any] = {"load_s": load_s, "anon_bytes_loaded": anon_loaded, "batches": {}}
     for batch in spec["batches"]:
         prompts = _prompts(batch=int(batch), length=int(spec["prompt_tokens"]))
         run, decode_read = run_batch(prompts)
@@ -73,6 +86,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             "decode_read_bytes": decode_read,
             "streamed_bytes": run.streamed_bytes,
             "tokens": run.tokens,
+            "anon_bytes_after": anon_bytes(),
         }
     close = getattr(run_batch, "close", None)
     if close is not None:
