@@ -179,3 +179,23 @@ def test_disk_full_falls_back_to_repacking_per_use(
         assert len(_greedy(model)) == len(PROMPTS)
     finally:
         model.close()
+
+
+def test_the_app_keeps_the_file_in_its_cache_folder(q4_dir: Path, tmp_path: Path) -> None:
+    from engine.answer.in_use import open_model
+    from engine.paths import resolve_paths
+
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}).ensure()
+    in_use = open_model(
+        model_path=q4_dir,
+        placement=make_placement(model_dir=q4_dir, layer_tiers=TIERS),
+        paths=paths,
+        dtype="float32",
+    )
+    executor = in_use.answerer.model.executor
+    try:
+        assert executor.store.decode == "kernel"
+        assert executor.store.repacked is not None
+        assert len(_files(paths.cache / "int4")) == 1
+    finally:
+        executor.close()
