@@ -148,15 +148,23 @@ class RepackedFile:
             os.close(fd)
 
 
-def open_file(path: Path, *, key: str) -> RepackedFile | None:
-    """The file at `path` if it is complete and made for `key`, else None."""
+def _header(path: Path) -> dict | None:
     try:
         with path.open("rb") as f:
             if f.read(len(_MAGIC)) != _MAGIC:
                 return None
             (size,) = struct.unpack("<Q", f.read(8))
             header = json.loads(f.read(size))
-        if header.get("key") != key or path.stat().st_size != header["end"]:
+    except (OSError, ValueError, struct.error):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def open_file(path: Path, *, key: str) -> RepackedFile | None:
+    """The file at `path` if it is complete and made for `key`, else None."""
+    header = _header(path)
+    try:
+        if header is None or header.get("key") != key or path.stat().st_size != header["end"]:
             return None
         units = {
             u: [Entry(param=p, kind=k, shape=tuple(s), start=a, end=b) for p, k, s, a, b in entries]
@@ -181,6 +189,8 @@ def open_or_build(
     found = open_file(path, key=key)
     if found is not None:
         return found
+    model = str(min((s.file for sources in units.values() for s in sources), key=str).resolve())
+    _drop_superseded(path, model=model)
     # Kernel bytes are the stored Q4_0 bytes (0.5625 a weight) plus what is not repacked.
     need = sum(s.end - s.start for sources in units.values() for s in sources)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -189,7 +199,7 @@ def open_or_build(
         free = shutil.disk_usage(cache).free
         if free < need + _MARGIN:
             raise OSError(f"{free >> 20} MiB free, {need >> 20} MiB needed")
-        _write(tmp, key=key, order=list(units), read=read, repack=repack)
+        _write(tmp, key=key, model=model, order=list(units), read=read, repack=repack)
         os.replace(tmp, path)
     except OSError as e:
         log.warning(
@@ -210,6 +220,7 @@ def _write(
     tmp: Path,
     *,
     key: str,
+    model: str,
     order: list[str],
     read: Callable[[str], dict[str, torch.Tensor]],
     repack: Callable[[str, dict[str, torch.Tensor]], dict[str, torch.Tensor]],
@@ -234,7 +245,7 @@ def _write(
             entries[unit] = rows
             del tensors
             int4.trim_heap()
-        header = json.dumps({"key": key, "end": pos, "units": entries}).encode()
+        header = json.dumps({"key": key, "model": model, "end": pos, "units": entries}).encode()
         if len(_MAGIC) + 8 + len(header) > _ALIGN * 64:
             raise OSError("too many tensors for the repacked file's header")
         f.seek(0)
@@ -244,6 +255,18 @@ def _write(
         os.fsync(f.fileno())
     # Written once, read per step later: not worth keeping in the page cache now.
     evict_page_cache(files=[tmp])
+
+
+def _drop_superseded(path: Path, *, model: str) -> None:
+    """Delete this model's files made under another key (the model file or torch has
+    changed since): each is as large as the model, and no key will name it again. Files
+    of other models with the same file name are kept (their header names their model)."""
+    for other in path.parent.glob(f"{path.name.rsplit('-', 1)[0]}-*.int4"):
+        header = _header(other)
+        if other != path and header is not None and header.get("model") == model:
+            log.info("removing superseded int4 repacked weights %s", other)
+            with contextlib.suppress(OSError):
+                other.unlink()
 
 
 def _stored(param: str, t: torch.Tensor) -> tuple[str, torch.Tensor]:
