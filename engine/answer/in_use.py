@@ -85,6 +85,8 @@ def open_model(
         dtype=files.compute_dtype(dtype=dtype, cpu=in_force.compute_tier == "cpu"),
         fault_hook=fault_hook,
         evict_after_read=evict_after_read,
+        # Streamed Q4_0 layers are repacked for the int4 kernel once, kept here.
+        repack_cache=paths.cache / "int4" if paths is not None else None,
     )
     owner.attach(executor=loaded.executor, store=index)
     answerer = GenerativeAnswerer(

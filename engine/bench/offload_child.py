@@ -37,6 +37,18 @@ def read_bytes() -> int:
     return 0
 
 
+def anon_bytes() -> int:
+    """This process's anonymous resident memory now (/proc/self/status RssAnon; 0 where
+    not reported): what the cgroup cannot reclaim, unlike the page cache it also counts."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     threads = int(spec.get("threads") or 0)
     if threads:
@@ -59,9 +71,10 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         run_batch = _torch_system(spec)
     load_s = time.perf_counter() - start
+    anon_loaded = anon_bytes()
     from engine.bench.offload_systems import _prompts
 
-    out: dict[str, Any] = {"load_s": load_s, "batches": {}}
+    out: dict[str, Any] = {"load_s": load_s, "anon_bytes_loaded": anon_loaded, "batches": {}}
     for batch in spec["batches"]:
         prompts = _prompts(batch=int(batch), length=int(spec["prompt_tokens"]))
         run, decode_read = run_batch(prompts)
@@ -73,6 +86,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             "decode_read_bytes": decode_read,
             "streamed_bytes": run.streamed_bytes,
             "tokens": run.tokens,
+            "anon_bytes_after": anon_bytes(),
         }
     close = getattr(run_batch, "close", None)
     if close is not None:
@@ -120,6 +134,9 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             # Q4_0 on a CPU, matrix decoding under the limit otherwise); the reference
             # systems name theirs.
             decode=spec.get("decode"),
+            # Where streamed Q4_0 layers are kept repacked for the kernel (written by the
+            # first run that streams them, reused by the next); absent: repacked per use.
+            repack_cache=Path(spec["repack_cache"]) if spec.get("repack_cache") else None,
         )
         resident = placement.layer_tiers.count("cpu")
         print(

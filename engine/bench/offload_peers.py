@@ -296,7 +296,11 @@ def _systems(
         systems[f"executor {fmt}"] = {
             "runtime": "executor",
             "format": fmt,
-            "spec": {"system": "executor", "model": str(folder)},
+            "spec": {
+                "system": "executor",
+                "model": str(folder),
+                "repack_cache": str(cache / "int4"),
+            },
             "files": used,
         }
         if fmt == "q4_0":
@@ -374,6 +378,9 @@ def _allowances(
 def _run_child(
     *, name: str, spec: dict[str, Any], files: list[Path], limit: int | None, timeout_s: float
 ) -> dict[str, Any]:
+    if spec.get("repack_cache"):
+        # The repacked weights are model files too: read from the disk, not the cache.
+        files = [*files, *sorted(Path(spec["repack_cache"]).glob("*.int4"))]
     evict_page_cache(files=files)
     argv = [sys.executable, "-m", "engine.bench.offload_child", json.dumps(spec)]
     slug = name.replace(" ", "-").replace(".", "")

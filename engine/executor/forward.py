@@ -75,6 +75,7 @@ class StreamingModel:
         kv_mode: KvMode | None = None,
         compressed: bool = True,
         decode: DecodeMode | None = None,
+        repack_cache: Path | None = None,
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
@@ -84,7 +85,9 @@ class StreamingModel:
         "layer" decodes a packed layer whole one layer ahead, "matrix" one weight matrix at
         a time just before its matmul (same values; for tight memory), "kernel" computes Q4_0
         matrices with the CPU int4 kernel (engine/executor/int4.py); None chooses from
-        the device, the formats and the placement (packed.choose_decode)."""
+        the device, the formats and the placement (packed.choose_decode). `repack_cache`:
+        the folder where Q4_0 layers streamed from the disk are kept repacked for the
+        kernel (engine/executor/repacked.py; None repacks them at every use)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -134,6 +137,7 @@ class StreamingModel:
             evict_after_read=evict_after_read,
             compressed=compressed,
             decode=decode,
+            repack_cache=repack_cache,
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from engine.executor import int4
+from engine.executor import int4, repacked
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.packed import (
     PER_MATRIX,
@@ -173,8 +173,9 @@ class WeightStore:
     the copy thread hands over the stored bytes and the compute thread decodes each weight
     matrix just before its matmul (`packed.matrix_decoding`), so one matrix, not two
     layers, is held decoded. `decode="kernel"` (CPU): Q4_0 matrices are repacked for the
-    int4 kernel (engine/executor/int4.py) once at load, or in the copy thread for a
-    streamed layer, and computed without decoding.
+    int4 kernel (engine/executor/int4.py) once at load, or, for a layer streamed from
+    the disk, once into `repack_cache` (engine/executor/repacked.py) whose bytes the copy
+    thread then reads; without that file, in the copy thread at every use.
     """
 
     def __init__(
@@ -189,6 +190,7 @@ class WeightStore:
         evict_after_read: bool = False,
         compressed: bool = False,
         decode: DecodeMode | None = None,
+        repack_cache: Path | None = None,
     ) -> None:
         self._sources = index_checkpoint(model_dir)
         # decode="matrix": the compute thread decodes one matrix at a time into this.
@@ -244,6 +246,21 @@ class WeightStore:
         missing = [u for u in homes if u not in self._sources and u != HEAD]
         if missing:
             raise ValueError(f"checkpoint in {model_dir} has no tensors for {missing[:3]}")
+        self.repacked: repacked.RepackedFile | None = None
+        if (
+            repack_cache is not None
+            and self.decode == "kernel"
+            and self._device.type == "cpu"
+            and any(self._homes.get(u) == "disk" for u in self._packed)
+        ):
+            # Every packed unit, not only those on disk now: a later placement may
+            # stream others, and resident ones then load without repacking too.
+            self.repacked = repacked.open_or_build(
+                cache=repack_cache,
+                units={u: self._sources_of(u) for u in repacked.all_units(self._packed)},
+                read=lambda u: self._read(u, pin=False),
+                repack=lambda u, t: repack_unit(t, sources=self._sources_of(u)),
+            )
         self._load_resident()
 
     @property
@@ -350,6 +367,16 @@ class WeightStore:
                 with self._lock:
                     self._lazy_loads += 1
             packed = self._held[unit]
+        elif self._homes[unit] == "disk" and self.repacked is not None:
+            # Kernel-ready bytes read into the pool's buffers: nothing repacked per use.
+            tensors = self.repacked.read(unit, pool=self._pool)
+            if self._evict_after_read:
+                self.repacked.evict(unit)
+            with self._lock:
+                self._fetches += 1
+                self._bytes += self.repacked.bytes_of(unit)
+                self._lent[unit] = tensors
+            return tensors
         else:
             host = (
                 self._host[unit] if self._homes[unit] == "cpu" else self._read(unit, pin=self._pin)
@@ -474,6 +501,8 @@ class WeightStore:
         return out
 
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
+        if self.repacked is not None and self.repacked.has(unit):
+            return self.repacked.read(unit, pool=None)  # repacked already
         host = self._host.get(unit)
         tensors = host if host is not None else self._read(unit, pin=False)
         if self.decode == "kernel" and unit in self._packed:

@@ -113,10 +113,12 @@ def load_model(
     dtype: torch.dtype,
     fault_hook: Callable[[str], None] | None = None,
     evict_after_read: bool = False,
+    repack_cache: Path | None = None,
 ) -> LoadedModel:
     """The executor under `placement` (nothing loads whole: each unit is read into its
     home tier). `fault_hook` and `evict_after_read` are the executor's test and
-    benchmark seams."""
+    benchmark seams; `repack_cache` is where streamed Q4_0 layers are kept repacked for
+    the int4 kernel (engine/executor/repacked.py)."""
     try:
         executor = StreamingModel(
             model_dir=files.path,
@@ -124,6 +126,7 @@ def load_model(
             dtype=dtype,
             fault_hook=fault_hook,
             evict_after_read=evict_after_read,
+            repack_cache=repack_cache,
         )
     except Exception as e:
         raise ModelLoadError(f"Could not load the language model in {files.path}: {e}") from e
