@@ -283,11 +283,8 @@ class Embedder:
         # padded to its longest text. Characters are a poor measure of that
         # (paths and options cut into many pieces): counted, small files' chunks
         # padded 17% less in pools of 128 (docs/benchmarks.md).
-        with self._gate.turn(background=True):  # the tokenizer is not for two threads
-            pieces = self.tokenizer(
-                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
-            )["input_ids"]
-        order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
+        pieces = self.piece_counts(texts)
+        order = sorted(range(len(texts)), key=pieces.__getitem__)
         out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
@@ -295,6 +292,15 @@ class Embedder:
                 batch = [texts[i] for i in rows]
                 out[rows] = self._encode_background(batch, batch_size=batch_size)
         return out
+
+    def piece_counts(self, texts: list[str]) -> list[int]:
+        """Each text's length in word pieces as the model reads it (cut at its
+        limit): what a batch is padded to, so what texts are sorted by."""
+        with self._gate.turn(background=True):  # the tokenizer is not for two threads
+            pieces = self.tokenizer(
+                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
+            )["input_ids"]
+        return [len(p) for p in pieces]
 
     def _encode_background(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         """An ingestion batch (under the gate's turn: one thread at a time)."""
