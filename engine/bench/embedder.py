@@ -1,15 +1,18 @@
 """The embedder's back-ends side by side: torch (sentence-transformers, float32),
-ONNX Runtime (engine/ingest/onnx_embedder.py) and torch with bf16 weights
-(engine/ingest/bf16_embedder.py), on chunks of the real manuals.
+ONNX Runtime (engine/ingest/onnx_embedder.py), torch with bf16 weights
+(engine/ingest/bf16_embedder.py) and OpenVINO (engine/ingest/openvino_embedder.py:
+bf16 inference precision where this CPU computes bf16 natively), on chunks of the
+real manuals.
 
-    python -m engine.bench.embedder [--chunks 512] [--rounds 3] [--backends torch,onnx,bf16]
+    python -m engine.bench.embedder [--chunks 512] [--rounds 3]
+        [--backends torch,onnx,bf16,openvino]
     python -m engine.bench.embedder --ingest latex-clsguide.pdf maint-guide.pdf …
-    python -m engine.bench.embedder --ingest all [--backends torch,onnx,bf16]
+    python -m engine.bench.embedder --ingest all [--backends torch,onnx,bf16,openvino]
 
 `--ingest NAME…` instead ingests those files of the real manuals (one folder;
 `all`: the 12) through the product's job path (discovery, the parsing child,
 chunking, the embedder, commits to LanceDB on disk) once with each back-end
-(torch in float32, ONNX Runtime, torch with bf16 weights), into an index of its
+(torch in float32, ONNX Runtime, torch with bf16 weights, OpenVINO), into an index of its
 own each, and reports pages/s and chunks/s.
 
 CPU time per chunk (all threads of the process) is reported beside wall time:
@@ -77,7 +80,7 @@ def ingest_rates(
         folder.mkdir()
         for name in names:
             shutil.copy2(corpus / name, folder / name)
-        for backend in backends or ["torch", "onnx", "bf16"]:
+        for backend in backends or ["torch", "onnx", "bf16", "openvino"]:
             embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
             store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
             try:
@@ -158,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         "--ingest", nargs="+", metavar="NAME", help="files of the real manuals ('all': every one)"
     )
     parser.add_argument(
-        "--backends", default="torch,onnx,bf16", help="back-ends, in this order each round"
+        "--backends",
+        default="torch,onnx,bf16,openvino",
+        help="back-ends, in this order each round",
     )
     args = parser.parse_args(argv)
 

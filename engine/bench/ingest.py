@@ -89,6 +89,9 @@ class _CountingEmbedder:
         self.texts = 0
         self.seconds = 0.0
 
+    def piece_counts(self, texts: list[str]) -> list[int]:
+        return self._inner.piece_counts(texts)
+
     def embed(self, texts: list[str], **kw: Any) -> np.ndarray:
         started = time.perf_counter()
         self.texts += len(texts)

@@ -21,13 +21,15 @@ No ingestion batch starts while a question is encoded, nor `QUESTION_QUIET_S`
 after (the rest of its answer has the cores); the engine's ingestion thread
 also runs at a lower CPU priority (engine/ingest/priority.py).
 
-On the CPU, when the engine gives a cache folder (`backend="auto"`), the
-model's weights are held in bf16 where this CPU computes bf16 natively (AVX-512
-BF16 or AMX) and the bf16 copy gives the float32 vectors (engine/ingest/
-bf16_embedder.py: about 1.9× faster); elsewhere a plain model (transformer +
-mean/CLS pooling) runs through ONNX Runtime: exported once, checked against
-torch, torch otherwise (engine/ingest/onnx_embedder.py).
-`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16` picks one (torch when it does not apply).
+On the CPU, when the engine gives a cache folder (`backend="auto"`), where this
+CPU computes bf16 natively (AVX-512 BF16 or AMX) a plain model (transformer +
+mean/CLS pooling) runs through OpenVINO with bf16 inference precision when
+OpenVINO is installed (engine/ingest/openvino_embedder.py), else torch holds
+the weights in bf16 (engine/ingest/bf16_embedder.py: about 1.9× float32); each
+is kept only if it gives the float32 vectors. Elsewhere a plain model runs
+through ONNX Runtime: exported once, checked against torch, torch otherwise
+(engine/ingest/onnx_embedder.py).
+`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino` picks one (torch when it does not apply).
 """
 
 from __future__ import annotations
@@ -180,10 +182,11 @@ class Embedder:
         backend: str = "auto",
         cache_dir: Path | None = None,
     ) -> None:
-        """`backend`: "torch", "bf16" (CPU only), "onnx" (CPU only, needs
-        `cache_dir`, where the export is kept) or "auto" (with `cache_dir`: bf16
-        where it is fast here, else ONNX); each falls back to torch in float32
-        when it does not apply or does not give its vectors."""
+        """`backend`: "torch", "bf16" (CPU only), "onnx" or "openvino" (CPU
+        only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
+        `cache_dir`: where bf16 is fast here OpenVINO in bf16, else bf16
+        weights; elsewhere ONNX); each falls back to torch in float32 when it
+        does not apply or does not give its vectors."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -203,9 +206,15 @@ class Embedder:
         prompt = getattr(self._model, "default_prompt_name", None)
         self.backend = "torch"
         on_cpu = self.device == "cpu"
-        if backend == "bf16" or (backend == "auto" and on_cpu and cache_dir is not None):
-            self.backend = self._try_bf16(location=location, asked=backend == "bf16")
         onnx_may = on_cpu and cache_dir is not None and not prompt
+        if backend in ("auto", "openvino") and onnx_may:
+            self.backend = self._try_openvino(
+                location=location, cache_dir=cache_dir, asked=backend == "openvino"
+            )
+        if self.backend == "torch" and (
+            backend == "bf16" or (backend == "auto" and on_cpu and cache_dir is not None)
+        ):
+            self.backend = self._try_bf16(location=location, asked=backend == "bf16")
         if self.backend == "torch" and backend in ("auto", "onnx") and onnx_may:
             from engine.ingest.onnx_embedder import load_onnx_encoder
 
@@ -224,6 +233,19 @@ class Embedder:
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
         )
+
+    def _try_openvino(self, *, location: str, cache_dir: Path, asked: bool) -> str:
+        """ "openvino" when OpenVINO is installed and gives the float32 vectors;
+        unasked ("auto"), only where it computes in bf16 here, the one
+        precision measured faster than the other back-ends; else "torch"."""
+        from engine.ingest.openvino_embedder import load_openvino_encoder, openvino_precision
+
+        if not asked and openvino_precision() != "bf16":
+            return "torch"
+        self._onnx = load_openvino_encoder(
+            model=self._model, location=location, cache_dir=cache_dir
+        )
+        return "openvino" if self._onnx is not None else "torch"
 
     def _try_bf16(self, *, location: str, asked: bool) -> str:
         """ "bf16" with the model's weights in bf16 where that is fast here (or
@@ -261,11 +283,8 @@ class Embedder:
         # padded to its longest text. Characters are a poor measure of that
         # (paths and options cut into many pieces): counted, small files' chunks
         # padded 17% less in pools of 128 (docs/benchmarks.md).
-        with self._gate.turn(background=True):  # the tokenizer is not for two threads
-            pieces = self.tokenizer(
-                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
-            )["input_ids"]
-        order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
+        pieces = self.piece_counts(texts)
+        order = sorted(range(len(texts)), key=pieces.__getitem__)
         out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
@@ -273,6 +292,15 @@ class Embedder:
                 batch = [texts[i] for i in rows]
                 out[rows] = self._encode_background(batch, batch_size=batch_size)
         return out
+
+    def piece_counts(self, texts: list[str]) -> list[int]:
+        """Each text's length in word pieces as the model reads it (cut at its
+        limit): what a batch is padded to, so what texts are sorted by."""
+        with self._gate.turn(background=True):  # the tokenizer is not for two threads
+            pieces = self.tokenizer(
+                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
+            )["input_ids"]
+        return [len(p) for p in pieces]
 
     def _encode_background(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         """An ingestion batch (under the gate's turn: one thread at a time)."""

@@ -313,6 +313,15 @@ def embed_into(*, prepared: list[Prepared], embedder: Embedder) -> int:
     return len(rows)
 
 
+def by_length(
+    *, rows: Sequence[tuple[Prepared, int]], embedder: Embedder
+) -> list[tuple[Prepared, int]]:
+    """These (file, chunk row) pairs, shortest embedded text first (in word pieces)."""
+    texts = [embedded_text(section=p.records[i].section, text=p.records[i].text) for p, i in rows]
+    counts = embedder.piece_counts(texts)
+    return [rows[k] for k in sorted(range(len(rows)), key=counts.__getitem__)]
+
+
 def embed_rows(*, rows: Sequence[tuple[Prepared, int]], embedder: Embedder) -> None:
     """Vectors for these (file, chunk row) pairs, in one background call."""
     if not rows:

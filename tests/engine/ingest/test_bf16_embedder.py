@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.ingest import bf16_embedder
+from engine.ingest import bf16_embedder, openvino_embedder
 from engine.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
 from tests.support.tiny_embedder import write_random_embedder
 
@@ -46,6 +46,8 @@ def test_auto_takes_bf16_only_where_it_is_fast_and_with_the_engines_cache(
 ) -> None:
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     monkeypatch.delenv(CACHE_ENV, raising=False)
+    # OpenVINO goes first where bf16 is fast (tests/engine/ingest/test_openvino_embedder.py).
+    monkeypatch.setattr(openvino_embedder, "openvino_installed", lambda: False)
     monkeypatch.setattr(bf16_embedder, "bf16_applies", lambda: True)
     assert Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path).backend == "bf16"
     assert Embedder(model=str(tiny_model), device="cpu").backend == "torch"  # no cache: tests
@@ -58,6 +60,7 @@ def test_a_bf16_copy_that_changes_the_vectors_is_not_kept(
 ) -> None:
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.setattr(openvino_embedder, "openvino_installed", lambda: False)
     monkeypatch.setattr(bf16_embedder, "bf16_applies", lambda: True)
     monkeypatch.setattr(bf16_embedder, "MIN_COSINE", 1.5)  # no copy can pass
     auto = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)

@@ -372,3 +372,76 @@ def test_a_pause_finishes_the_file_at_hand_and_names_none_while_it_waits(  # typ
     finally:
         queue.stop()
     assert (done.state, done.files_indexed) == ("done", 4)
+
+
+class _Calls(FakeEmbedder):
+    """Records each ingestion call's texts; `on_call` runs after each one."""
+
+    def embed(self, texts, *, batch_size=32, background=False):  # type: ignore[no-untyped-def]
+        out = super().embed(texts, batch_size=batch_size, background=background)
+        if background:
+            self.calls.append(list(texts))
+            self.on_call()
+        return out
+
+
+def test_new_chunks_are_sorted_by_length_over_a_window_and_embedded_a_pool_at_a_time(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    count = pipeline.EMBED_SORT_CHUNKS + 40
+    for i in range(count):  # one chunk each, of 1 to 9 sentences in a mixed order
+        sentence = f"Note {i}: the ferry left pier {i % 17} with the morning mail. "
+        (folder / f"note {i:04d}.txt").write_text(sentence * (1 + (i * 7) % 9))
+    recorder = _Calls(real=real)
+    recorder.calls, recorder.on_call = [], lambda: None
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: recorder,
+        commits=CommitPolicy(files=10 * count, chunks=10 * count, after_s=600.0),
+    )
+    try:
+        done = wait(queue.submit(paths=[str(folder)]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and done.files_indexed == count
+    sizes = [len(c) for c in recorder.calls]
+    assert max(sizes) == pipeline.EMBED_POOL_CHUNKS and sum(sizes) == count
+    window = pipeline.EMBED_SORT_CHUNKS // pipeline.EMBED_POOL_CHUNKS
+    first = [t for call in recorder.calls[:window] for t in call]
+    assert len(first) == pipeline.EMBED_SORT_CHUNKS
+    pieces = real.piece_counts(first)
+    assert pieces == sorted(pieces) and pieces[0] < pieces[-1]  # across the calls, not within
+
+
+def test_a_cancel_between_pools_of_a_window_commits_only_whole_files(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path
+) -> None:
+    count = pipeline.EMBED_SORT_CHUNKS + 40
+    texts = small_files(tmp_path / "notes", count)
+    recorder = _Calls(real=real)
+    recorder.calls = []
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: recorder,
+        commits=CommitPolicy(files=10 * count, chunks=10 * count, after_s=600.0),
+    )
+    try:
+        job = queue.submit(paths=[str(tmp_path / "notes")])
+        recorder.on_call = lambda: queue.cancel(job_id=job.id)  # after the window's first pool
+        cancelled = wait(job)
+    finally:
+        queue.stop()
+    assert cancelled.state == "cancelled" and len(recorder.calls) == 1
+    committed = store.list_documents()
+    assert len(committed) == pipeline.EMBED_POOL_CHUNKS  # the embedded ones, whole
+    embedded = {t for t in recorder.calls[0]}
+    assert {texts[d.path] for d in committed} == embedded
+    recorder.on_call = lambda: None
+    queue = IngestQueue(store=store, embedder=lambda: recorder)
+    try:
+        assert wait(queue.submit(paths=[str(tmp_path / "notes")])).state == "done"
+    finally:
+        queue.stop()
+    whole(store, texts)
