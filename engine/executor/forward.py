@@ -328,6 +328,7 @@ class StreamingModel:
         if self.prefetcher is not None:
             self.prefetcher.close()
             self.prefetcher = None
+        self._bindings.clear()  # they reference the store's tensors
         self.store.close()
 
     def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:
