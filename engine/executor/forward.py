@@ -25,7 +25,14 @@ from engine.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
-from engine.executor.packed import PER_MATRIX, DecodeMode, matrix_decoding
+from engine.executor.packed import (
+    PER_MATRIX,
+    DecodeMode,
+    MatrixBinding,
+    bind_matrices,
+    bound,
+    matrix_decoding,
+)
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
@@ -142,6 +149,8 @@ class StreamingModel:
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)
         self._fault_hook = fault_hook
+        # Resident packed units' bindings (packed.bind_matrices), reused every step.
+        self._bindings: dict[str, tuple[dict[str, torch.Tensor], MatrixBinding]] = {}
         self.forward_calls = 0  # instrumentation: forwards run by this model
         self.prefetcher: Prefetcher | None = None
         self._start_prefetcher()
@@ -181,6 +190,7 @@ class StreamingModel:
             self.prefetcher.close()
             self.prefetcher = None
         moved = self.store.set_homes(unit_homes(placement))
+        self._bindings.clear()  # they hold the old tensors
         self.placement = placement
         self._start_prefetcher()  # the streamed units are another set now
         return moved
@@ -318,13 +328,18 @@ class StreamingModel:
         if self.prefetcher is not None:
             self.prefetcher.close()
             self.prefetcher = None
+        self._bindings.clear()  # they reference the store's tensors
         self.store.close()
 
     def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:
         if self._fault_hook is not None:
             self._fault_hook(unit)
         if not self.store.is_streamed(unit):
-            return functional_call(module, self.store.resident(unit), args, kwargs)
+            tensors = self.store.resident(unit)
+            if self.store.is_packed(unit):  # resident, computed per matrix
+                with bound(self._binding(unit, module, tensors)) as small:
+                    return _apply(module, small, args, kwargs)
+            return _apply(module, tensors, args, kwargs)
         assert self.prefetcher is not None
         tensors = self.prefetcher.get(unit)
         try:
@@ -337,13 +352,32 @@ class StreamingModel:
                     buffer=self.store.matrix_buffer,
                     reference=self.store.decode == "kernel_reference",
                 ) as small:
-                    out = functional_call(module, small, args, kwargs)
+                    out = _apply(module, small, args, kwargs)
             else:
-                out = functional_call(module, tensors, args, kwargs)
+                out = _apply(module, tensors, args, kwargs)
         finally:
             del tensors  # our reference goes before the slot is handed back
             self.prefetcher.release(unit)
         return out
+
+    def _binding(
+        self, unit: str, module: nn.Module, tensors: dict[str, torch.Tensor]
+    ) -> MatrixBinding:
+        """A resident packed unit's binding, built at its first use and kept while the
+        store holds the same tensors (a placement change replaces or drops them)."""
+        cached = self._bindings.get(unit)
+        if cached is not None and cached[0] is tensors:
+            return cached[1]
+        binding = bind_matrices(
+            module,
+            packed=tensors,
+            sources=self.store.sources_of(unit),
+            dtype=self.dtype,
+            buffer=self.store.matrix_buffer,
+            reference=self.store.decode == "kernel_reference",
+        )
+        self._bindings[unit] = (tensors, binding)
+        return binding
 
     def _masks(
         self,
@@ -365,6 +399,16 @@ class StreamingModel:
         if "sliding_attention" in self._layer_types:
             masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
         return masks
+
+
+def _apply(
+    module: nn.Module, tensors: dict[str, torch.Tensor], args: tuple, kwargs: dict
+) -> torch.Tensor:
+    # A unit's tensors name every parameter its module uses (the store hands the tied
+    # head the embedding's matrix under lm_head's name), so functional_call's search for
+    # tied parameters, a walk of the module at every call (about 4 % of a resident int4
+    # decode step's time on one thread), has nothing to find.
+    return functional_call(module, tensors, args, kwargs, tie_weights=False)
 
 
 def _layer_types(config: PretrainedConfig) -> list[str]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -35,7 +36,7 @@ from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_tor
 from engine.models.gguf_file import permute_rows, read_exactly
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Iterable
 
     from engine.models.gguf_file import GGUFTensor
 
@@ -194,6 +195,69 @@ class MatrixBuffer:
         self._flat.clear()
 
 
+@dataclass(frozen=True, kw_only=True)
+class MatrixBinding:
+    """What `matrix_decoding` puts in place for one packed layer: each nn.Linear's
+    replacement forward and the small parameters decoded. A resident layer's binding is
+    built once and reused every step (building it walks the module and decodes the norms
+    and biases: about a tenth of a resident Q4_0 decode step's Python time)."""
+
+    forwards: tuple[tuple[nn.Module, Callable[[torch.Tensor], torch.Tensor]], ...]
+    small: dict[str, torch.Tensor]
+
+
+def bind_matrices(
+    module: nn.Module,
+    *,
+    packed: dict[str, torch.Tensor],
+    sources: list[TensorSource],
+    dtype: torch.dtype,
+    buffer: MatrixBuffer,
+    reference: bool = False,
+) -> MatrixBinding:
+    """`module`'s binding to `packed` (see `matrix_decoding`)."""
+    by_param = {s.param: s for s in sources}
+    forwards: list[tuple[nn.Module, Callable[[torch.Tensor], torch.Tensor]]] = []
+    lazy: set[str] = set()
+    for name, sub in module.named_modules():
+        weight = f"{name}.weight" if name else "weight"
+        if type(sub) is not nn.Linear:
+            continue
+        if weight + int4.INT4 in packed:
+            lazy.update((weight + int4.INT4, weight + int4.SCALES))
+            forward = _kernel_linear(
+                sub, nibbles=packed[weight + int4.INT4], scales=packed[weight + int4.SCALES]
+            )
+        elif weight in packed:
+            lazy.add(weight)
+            source = by_param[weight]
+            if reference and _repackable(source):
+                forward = _reference_linear(sub, raw=packed[weight], source=source)
+            else:
+                forward = _lazy_linear(
+                    sub, raw=packed[weight], source=source, dtype=dtype, buffer=buffer
+                )
+        else:
+            continue
+        forwards.append((sub, forward))
+    rest = {p: raw for p, raw in packed.items() if p not in lazy}
+    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
+    return MatrixBinding(forwards=tuple(forwards), small=small)
+
+
+@contextlib.contextmanager
+def bound(binding: MatrixBinding) -> Iterator[dict[str, torch.Tensor]]:
+    """Run with `binding`'s forwards in place; yields its small parameters for
+    `functional_call`."""
+    for sub, forward in binding.forwards:
+        sub.forward = forward  # type: ignore[method-assign]
+    try:
+        yield binding.small
+    finally:
+        for sub, _ in binding.forwards:
+            del sub.forward  # back to the class's forward
+
+
 @contextlib.contextmanager
 def matrix_decoding(
     module: nn.Module,
@@ -211,39 +275,11 @@ def matrix_decoding(
     biases: small) decoded, for `functional_call`. The decoded values are `decode`'s, and
     the matmul is nn.Linear's own F.linear, so the results are those of whole-layer
     decoding bit for bit."""
-    by_param = {s.param: s for s in sources}
-    patched: list[nn.Module] = []
-    lazy: set[str] = set()
-    for name, sub in module.named_modules():
-        weight = f"{name}.weight" if name else "weight"
-        if type(sub) is not nn.Linear:
-            continue
-        if weight + int4.INT4 in packed:
-            lazy.update((weight + int4.INT4, weight + int4.SCALES))
-            sub.forward = _kernel_linear(  # type: ignore[method-assign]
-                sub, nibbles=packed[weight + int4.INT4], scales=packed[weight + int4.SCALES]
-            )
-        elif weight in packed:
-            lazy.add(weight)
-            source = by_param[weight]
-            if reference and _repackable(source):
-                sub.forward = _reference_linear(  # type: ignore[method-assign]
-                    sub, raw=packed[weight], source=source
-                )
-            else:
-                sub.forward = _lazy_linear(  # type: ignore[method-assign]
-                    sub, raw=packed[weight], source=source, dtype=dtype, buffer=buffer
-                )
-        else:
-            continue
-        patched.append(sub)
-    rest = {p: raw for p, raw in packed.items() if p not in lazy}
-    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
-    try:
+    binding = bind_matrices(
+        module, packed=packed, sources=sources, dtype=dtype, buffer=buffer, reference=reference
+    )
+    with bound(binding) as small:
         yield small
-    finally:
-        for sub in patched:
-            del sub.forward  # back to the class's forward
 
 
 def _lazy_linear(

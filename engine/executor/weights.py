@@ -168,14 +168,14 @@ class WeightStore:
 
     With `compressed`, a decoder layer stored in fewer bytes than its compute dtype
     takes (GGML blocks, bf16 computed in float32) is held as stored in every tier and
-    decoded for each use by the copy thread (engine/executor/packed.py): such a layer is
-    "streamed" even when its home is the compute tier. `decode="matrix"` (memory tight):
-    the copy thread hands over the stored bytes and the compute thread decodes each weight
-    matrix just before its matmul (`packed.matrix_decoding`), so one matrix, not two
-    layers, is held decoded. `decode="kernel"` (CPU): Q4_0 matrices are repacked for the
-    int4 kernel (engine/executor/int4.py) once at load, or, for a layer streamed from
+    decoded for each use by the copy thread (engine/executor/packed.py): with "layer"
+    such a layer is "streamed" even when its home is the compute tier. "matrix" (memory
+    tight): the compute thread decodes each weight matrix just before its matmul
+    (`packed.matrix_decoding`), so one matrix, not two layers, is held decoded, and a
+    resident layer skips the copy thread. "kernel" (CPU): Q4_0 matrices are repacked for
+    the int4 kernel (engine/executor/int4.py) once at load, or, for a layer streamed from
     the disk, once into `repack_cache` (engine/executor/repacked.py) whose bytes the copy
-    thread then reads; without that file, in the copy thread at every use.
+    thread reads; without that file, in the copy thread at every use.
     """
 
     def __init__(
@@ -216,11 +216,8 @@ class WeightStore:
         self._dtype = dtype
         self._tied_head = tied_head
         has_head = HEAD in self._sources or tied_head
-        if self.decode == "kernel" and compressed and has_head:
-            head_kernel = kernel_computes(self._sources_of(HEAD))
-        else:
-            head_kernel = False
-        if head_kernel:
+        head_kernel = self.decode == "kernel" and compressed and has_head
+        if head_kernel and kernel_computes(self._sources_of(HEAD)):
             # The LM head (151,936 × 1536 for Qwen2-1.5B: 0.9 GB decoded to float32, read
             # every step) is held repacked for the kernel too; the embedding stays decoded
             # (a lookup reads a few rows).
@@ -271,7 +268,8 @@ class WeightStore:
         return self._homes[unit]
 
     def is_streamed(self, unit: str) -> bool:
-        return self._homes[unit] != self._compute_tier or unit in self._packed
+        per_use = unit in self._packed and self.decode not in PER_MATRIX
+        return self._homes[unit] != self._compute_tier or per_use
 
     def is_packed(self, unit: str) -> bool:
         """Whether the unit is held in its stored (compressed) form and decoded per use."""

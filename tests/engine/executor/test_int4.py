@@ -117,6 +117,50 @@ def test_kernel_model_gives_the_tokens_of_its_reference(q4_dir: Path, tiers: lis
         reference.close()
 
 
+def test_resident_kernel_layers_skip_the_copy_thread_and_are_bound_once(
+    q4_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resident Q4_0 layers leave the copy thread nothing to do: they are computed where
+    they are held, each bound to its module once (not per step), and a placement change
+    rebinds them, with the reference's tokens throughout."""
+    from engine.executor import forward as forward_module
+
+    placement = make_placement(model_dir=q4_dir, layer_tiers=["cpu"] * 4)
+    f32 = torch.float32
+    reference = StreamingModel(
+        model_dir=q4_dir, placement=placement, dtype=f32, decode="kernel_reference"
+    )
+    try:
+        want = _greedy(reference)
+    finally:
+        reference.close()
+    kernel = StreamingModel(model_dir=q4_dir, placement=placement, dtype=f32, decode="kernel")
+    built: list[str] = []
+    real = forward_module.bind_matrices
+
+    def counting(module: torch.nn.Module, **kwargs: object) -> object:
+        built.append(type(module).__name__)
+        return real(module, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forward_module, "bind_matrices", counting)
+    try:
+        assert kernel.prefetcher is None  # no hand-off between threads per layer
+        assert _greedy(kernel) == want
+        assert len(built) == 5  # four layers and the head, at their first use
+        assert _greedy(kernel) == want
+        assert len(built) == 5
+        # Layer 1 now streams from the disk (through the copy thread); the others'
+        # bindings held the old tensors and are built again.
+        kernel.apply_placement(
+            make_placement(model_dir=q4_dir, layer_tiers=["cpu", "disk", "cpu", "cpu"])
+        )
+        assert kernel.prefetcher is not None
+        assert _greedy(kernel) == want
+        assert len(built) == 5 + 4
+    finally:
+        kernel.close()
+
+
 def test_kernel_logits_close_to_the_float16_scale_reference(q4_dir: Path) -> None:
     """Against Q4_0's own float16 scales and float32 activations (decode="layer") the
     kernel is close but not equal: bfloat16 scales and activations."""
