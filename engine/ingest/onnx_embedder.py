@@ -67,6 +67,12 @@ def _digest(location: str) -> str:
     return h.hexdigest()[:16]
 
 
+def onnx_file(*, location: str, cache_dir: Path) -> Path:
+    """Where the model's ONNX export is kept: one file per model folder and weights,
+    shared by every back-end that reads the export."""
+    return cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
+
+
 class OnnxEncoder:
     """`encode(texts)`: the model's L2-normalised vectors, via ONNX Runtime.
     One instance may encode in several threads at once (each call tokenises
@@ -187,7 +193,7 @@ def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEnco
         return None
     if not Path(location).is_dir():
         return None
-    file = cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
+    file = onnx_file(location=location, cache_dir=cache_dir)
     failed = file.with_name(file.name + ".failed")  # tried before: not every start again
     if failed.exists():
         return None

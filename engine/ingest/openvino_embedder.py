@@ -28,9 +28,9 @@ from engine.ingest.onnx_embedder import (
     MIN_COSINE,
     PROBES,
     OnnxEncoder,
-    _digest,
     _mark,
     export_onnx,
+    onnx_file,
     onnx_plan,
 )
 
@@ -134,7 +134,7 @@ def load_openvino_encoder(
         log.info("embedder %s: OpenVINO is not installed", location)
         return None
     precision = precision or openvino_precision()
-    file = cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
+    file = onnx_file(location=location, cache_dir=cache_dir)
     failed = file.with_name(f"{file.name}.openvino-{precision}.failed")
     if failed.exists():
         return None
