@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+_EXIT_STATUS = pytest.StashKey[int]()
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -66,3 +68,27 @@ def embedder_exported() -> None:
     from engine.ingest.embedder import Embedder
 
     Embedder(device="cpu", cache_dir=cache, backend="onnx")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_EXIT_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave without the interpreter's finalization once every result is reported.
+    One clean-clone run (2026-11-27) passed every test and then aborted in
+    finalization ("PyGILState_Release: thread state … must be current"), a native
+    library's thread (torch, OpenVINO, ONNX Runtime, Qt) still running as the
+    interpreter tore down; the cause was not found. The engine and the window are
+    their own processes with their own exits, tested as such; this is the test
+    runner's exit only."""
+    import sys
+
+    status = config.stash.get(_EXIT_STATUS, None)
+    if status is None or os.environ.get("RAGDOLL_TEST_FINALIZE") == "1":
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
