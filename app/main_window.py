@@ -42,6 +42,7 @@ from app.library.library_pane import (
 from app.models_pane.model_chooser import (
     ModelChooser,
     choose_embedder_dialog,
+    choose_gguf_dialog,
     choose_model_dialog,
     mode_text,
 )
@@ -82,6 +83,7 @@ class MainWindow(QMainWindow):
         confirm_remove: Confirm = confirm_dialog,
         ask_collection: NameAsker = ask_collection_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
+        choose_model_file: FolderChooser = choose_gguf_dialog,
         choose_embedder_folder: FolderChooser = choose_embedder_dialog,
         connect: bool = True,
         show_welcome: bool = True,
@@ -121,7 +123,9 @@ class MainWindow(QMainWindow):
         self._profiling_poll.setSingleShot(True)
         self._profiling_poll.setInterval(2000)
         self.model_chooser = ModelChooser(
-            choose_folder=choose_model_folder, choose_embedder=choose_embedder_folder
+            choose_folder=choose_model_folder,
+            choose_file=choose_model_file,
+            choose_embedder=choose_embedder_folder,
         )
 
         self._build_layout()
