@@ -97,6 +97,27 @@ def gguf_text(m: ModelAdvice) -> str:
     return "".join(lines)
 
 
+def gguf_summary(m: ModelAdvice | None) -> str:
+    """The selected model's GGUF files in one line under the table, where a tooltip
+    alone would hide them (empty when it has none)."""
+    if m is None or not m.gguf_variants:
+        return ""
+    parts = [
+        f"{v.quant} {download_text(v.file_bytes)}: {v.verdict}"
+        + (" (downloaded)" if v.installed_path else "")
+        for v in m.gguf_variants
+    ]
+    return f"GGUF files of {m.name} (llama.cpp's format, smaller): " + "; ".join(parts)
+
+
+def usable_path(m: ModelAdvice) -> str | None:
+    """What "Use this model" chooses: the model itself when installed, else a GGUF file
+    of it already on disk (its variants are listed smallest format first)."""
+    if m.installed:
+        return m.installed_path or m.id
+    return next((v.installed_path for v in m.gguf_variants if v.installed_path), None)
+
+
 class ModelsDialog(QDialog):
     """Emits `sig_model_requested` with a folder or repo id, or None for extractive."""
 
@@ -120,6 +141,9 @@ class ModelsDialog(QDialog):
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)
+        self.gguf_label = QLabel("")
+        self.gguf_label.setWordWrap(True)
+        self.gguf_label.setAccessibleName("GGUF files of the selected model")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setAccessibleName("Recommended models")
@@ -167,6 +191,7 @@ class ModelsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.note)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.gguf_label)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)
@@ -198,7 +223,9 @@ class ModelsDialog(QDialog):
         self.note.setText(result.hardware_note)
         self.table.setRowCount(len(self.models))
         for row, m in enumerate(self.models):
-            installed = "in use" if m.chosen else ("yes" if m.installed else "no")
+            gguf = any(v.installed_path for v in m.gguf_variants)
+            installed = "yes" if m.installed else ("GGUF" if gguf else "no")
+            installed = "in use" if m.chosen else installed
             cells = (
                 m.name,
                 params_text(m.params),
@@ -252,9 +279,9 @@ class ModelsDialog(QDialog):
 
     def use_selected(self) -> None:
         m = self.selected()
-        if m is None or not m.installed:
-            return
-        emit(self.sig_model_requested, m.installed_path or m.id)
+        path = usable_path(m) if m is not None else None
+        if path is not None:
+            emit(self.sig_model_requested, path)
 
     def download_selected(self) -> None:
         m = self.selected()
@@ -298,7 +325,9 @@ class ModelsDialog(QDialog):
     def _update_buttons(self) -> None:
         m = self.selected()
         busy = self._downloading()
-        self.use_button.setEnabled(m is not None and m.installed)
+        self.use_button.setEnabled(m is not None and usable_path(m) is not None)
+        self.gguf_label.setText(gguf_summary(m))
+        self.gguf_label.setVisible(bool(self.gguf_label.text()))
         self.download_button.setEnabled(m is not None and not m.installed and not busy)
         self.cancel_button.setEnabled(busy)
 
