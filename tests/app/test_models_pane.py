@@ -102,7 +102,9 @@ def test_download_shows_progress_and_refreshes_when_done(
     qtbot.waitUntil(
         lambda: dialog.download is not None and dialog.download.state == "done", timeout=10000
     )
-    assert client.called("download_model") == [{"repo_id": "meta-llama/Llama-3.1-8B-Instruct"}]
+    assert client.called("download_model") == [
+        {"repo_id": "meta-llama/Llama-3.1-8B-Instruct", "file": None}
+    ]
     assert dialog.progress_label.text().startswith("Downloaded meta-llama/Llama-3.1-8B-Instruct")
     assert seen and seen == sorted(seen) and seen[-1] == 1000
     qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
@@ -216,3 +218,38 @@ def test_a_downloaded_gguf_file_is_shown_and_used(make_window: MakeWindow, qtbot
     qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(client.called("set_model")) == 1, timeout=5000)
     assert client.called("set_model")[0] == {"model": q4.installed_path}
+
+
+def test_download_gguf_fetches_the_selected_models_first_missing_file(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    from engine.wire import GGUFVariantAdvice
+
+    q4 = GGUFVariantAdvice(
+        repo="someone/Big-GGUF",
+        file="big-q4_k_m.gguf",
+        quant="Q4_K_M",
+        file_bytes=4_800_000_000,
+        verdict="fits in RAM",
+        note="Q4_K_M: about 4.5 GiB, held so in memory and on disk",
+    )
+    second = replace(RECOMMENDED.models[1], gguf_variants=[q4])
+    models = [RECOMMENDED.models[0], second, *RECOMMENDED.models[2:]]
+    client = FakeClient(recommended=replace(RECOMMENDED, models=models), download_steps=2)
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    dialog.table.selectRow(0)  # no GGUF files
+    assert not dialog.gguf_download_button.isEnabled()
+    dialog.table.selectRow(1)
+    assert dialog.gguf_download_button.isEnabled()
+    assert dialog.gguf_download_button.text() == "Download GGUF (Q4_K_M, 4.8 GB)"
+    dialog.gguf_download_button.click()
+    assert "someone/Big-GGUF/big-q4_k_m.gguf" in dialog.progress_label.text()
+    qtbot.waitUntil(
+        lambda: dialog.download is not None and dialog.download.state == "done", timeout=10000
+    )
+    assert client.called("download_model") == [
+        {"repo_id": "someone/Big-GGUF", "file": "big-q4_k_m.gguf"}
+    ]
+    assert dialog.progress_label.text().startswith("Downloaded someone/Big-GGUF/big-q4_k_m.gguf")
+    # Asked again when done: the file now shows as downloaded and can be used.
+    qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
