@@ -92,6 +92,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self._show_welcome = show_welcome
         self._choose_model_folder = choose_model_folder
+        self._choose_model_file = choose_model_file
         self.welcome: WelcomeDialog | None = None
         # What `ragdoll open` adds once connected: the welcome then offers no samples.
         self.opening: list[str] = []
@@ -542,6 +543,7 @@ class MainWindow(QMainWindow):
         """The welcome, window-modal and not blocking: its choices apply when it closes."""
         self.welcome = WelcomeDialog(
             choose_model_folder=self._choose_model_folder,
+            choose_model_file=self._choose_model_file,
             add_samples=not self.adding_on_start,
             opening=self.opening,
             parent=self,

@@ -202,12 +202,7 @@ class ModelsDialog(QDialog):
         self.refresh_button.clicked.connect(self.refresh)
 
         buttons = QHBoxLayout()
-        for b in (
-            self.use_button,
-            self.download_button,
-            self.gguf_download_button,
-            self.cancel_button,
-        ):
+        for b in (self.use_button, self.download_button, self.cancel_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
         for b in (self.folder_button, self.extractive_button, self.refresh_button):
@@ -215,7 +210,12 @@ class ModelsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.note)
         layout.addWidget(self.table, 1)
-        layout.addWidget(self.gguf_label)
+        # The GGUF files' own row: one more button beside the others would make the
+        # dialog wider than an 800-pixel screen.
+        gguf_row = QHBoxLayout()
+        gguf_row.addWidget(self.gguf_label, 1)
+        gguf_row.addWidget(self.gguf_download_button)
+        layout.addLayout(gguf_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)
