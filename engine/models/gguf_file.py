@@ -203,8 +203,7 @@ def read_gguf(path: Path) -> GGUFModel:
         tensors=tuple(tensors),
         chat_template=str(template) if template else None,
         stop_ids=_stop_ids(fields),
-        sentencepiece_prefix=fields.get("tokenizer.ggml.model") == "llama"
-        and bool(fields.get("tokenizer.ggml.add_space_prefix", True)),
+        sentencepiece_prefix=sentencepiece_prefix(fields),
     )
 
 
@@ -243,7 +242,7 @@ def companion_folder(*, gguf_path: Path, cache: Path) -> Path:
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.json").write_text(json.dumps(model.config, indent=2), encoding="utf-8")
-    _write_tokenizer(
+    write_tokenizer(
         gguf_path=gguf_path,
         folder=tmp,
         template=model.chat_template,
@@ -270,7 +269,19 @@ def gguf_source(folder: Path) -> Path | None:
     return Path(json.loads(pointer.read_text(encoding="utf-8"))["file"])
 
 
-def _write_tokenizer(
+def gguf_fields(path: Path) -> dict[str, Any]:
+    """A GGUF file's metadata as Python values."""
+    return {name: _field_value(field) for name, field in GGUFReader(path).fields.items()}
+
+
+def sentencepiece_prefix(fields: dict[str, Any]) -> bool:
+    """Whether the file's vocabulary is SentencePiece's, putting "▁" before text."""
+    return fields.get("tokenizer.ggml.model") == "llama" and bool(
+        fields.get("tokenizer.ggml.add_space_prefix", True)
+    )
+
+
+def write_tokenizer(
     *, gguf_path: Path, folder: Path, template: str | None, sentencepiece_prefix: bool
 ) -> None:
     from tokenizers import normalizers
