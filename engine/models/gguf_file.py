@@ -133,7 +133,14 @@ def read_gguf(path: Path) -> GGUFModel:
     try:
         reader = GGUFReader(path)
     except Exception as e:  # the reader raises ValueError/IndexError/KeyError on bad bytes
-        raise ModelLoadError(f"{path} is not a readable GGUF file ({e}).") from e
+        with path.open("rb") as f:
+            gguf_magic = f.read(4) == b"GGUF"
+        if gguf_magic:  # a download cut short: the tensor index runs past the end
+            raise ModelLoadError(
+                f"{path.name} is truncated or damaged: its GGUF header cannot be read "
+                f"({e}). Download it again."
+            ) from e
+        raise ModelLoadError(f"{path} is not a GGUF file ({e}).") from e
     fields = {name: _field_value(field) for name, field in reader.fields.items()}
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:

@@ -155,8 +155,9 @@ def test_a_chosen_model_folder_or_gguf_file_streams_a_generated_answer(
     qtbot: QtBot, engine: RunningEngine, tmp_path: Path
 ) -> None:
     """A model folder, then a GGUF file chosen as a person does (Model > Choose a GGUF
-    model file…), each answers in the window with its name and sources; one engine for
-    both keeps the test quick."""
+    model file…), each answers in the window with its name and sources; a truncated GGUF
+    file is then refused with the reason and the model in use stays. One engine for all
+    keeps the test quick."""
     from gguf import GGMLQuantizationType
 
     from engine.models.gguf_writer import write_gguf
@@ -170,6 +171,9 @@ def test_a_chosen_model_folder_or_gguf_file_streams_a_generated_answer(
         out=tmp_path / "Downloads" / "tiny-qwen.Q4_0.gguf",
         qtype=GGMLQuantizationType.Q4_0,
     )
+    truncated = tmp_path / "Downloads" / "half.Q4_0.gguf"
+    truncated.write_bytes(gguf.read_bytes()[: gguf.stat().st_size // 2])
+    files = [str(gguf), str(truncated)]
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "garden.txt").write_text("The garden budget is 4,200 euros for raised beds.\n")
@@ -178,7 +182,7 @@ def test_a_chosen_model_folder_or_gguf_file_streams_a_generated_answer(
     window = MainWindow(
         client_factory=lambda: EngineClient.connect(paths=resolve_paths(), start=False),
         choose_model_folder=lambda parent: str(model),
-        choose_model_file=lambda parent: str(gguf),
+        choose_model_file=lambda parent: files.pop(0),
     )
     qtbot.addWidget(window)
     window.show()
@@ -214,6 +218,12 @@ def test_a_chosen_model_folder_or_gguf_file_streams_a_generated_answer(
     timer.stop()
     assert engine.client.settings().model == str(gguf)
     assert max(b - a for a, b in itertools.pairwise(ticks)) < MAX_GAP_S
+
+    window.model_chooser.choose_gguf_action.trigger()
+    qtbot.waitUntil(window.banner.isVisible, timeout=30_000)
+    assert "half.Q4_0.gguf is truncated" in window.banner.label.text()
+    assert window.model_chooser.isEnabled()
+    assert engine.client.settings().model == str(gguf)  # the old choice stands
     window.close()
 
 
