@@ -55,7 +55,7 @@ sleep 30; shot second-answer-maximized
 
 echo "4. the first source opened (a click on [1]), then the Recommended models dialog"
 read -r width height <<<"$(xdotool getdisplaygeometry)"
-xdotool mousemove $((width * 40 / 100)) $((height * 635 / 1000)) click 1; sleep 4; shot source
+xdotool mousemove $((width * 70 / 100)) $((height * 635 / 1000)) click 1; sleep 4; shot source
 xdotool key Escape; sleep 1
 xdotool key alt+m; sleep 1; xdotool key Return; sleep 6
 xdotool key Tab Down Down; sleep 2; shot recommended-models
