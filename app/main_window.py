@@ -42,6 +42,7 @@ from app.library.library_pane import (
 from app.models_pane.model_chooser import (
     ModelChooser,
     choose_embedder_dialog,
+    choose_gguf_dialog,
     choose_model_dialog,
     mode_text,
 )
@@ -82,6 +83,7 @@ class MainWindow(QMainWindow):
         confirm_remove: Confirm = confirm_dialog,
         ask_collection: NameAsker = ask_collection_dialog,
         choose_model_folder: FolderChooser = choose_model_dialog,
+        choose_model_file: FolderChooser = choose_gguf_dialog,
         choose_embedder_folder: FolderChooser = choose_embedder_dialog,
         connect: bool = True,
         show_welcome: bool = True,
@@ -90,6 +92,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self._show_welcome = show_welcome
         self._choose_model_folder = choose_model_folder
+        self._choose_model_file = choose_model_file
         self.welcome: WelcomeDialog | None = None
         # What `ragdoll open` adds once connected: the welcome then offers no samples.
         self.opening: list[str] = []
@@ -121,7 +124,9 @@ class MainWindow(QMainWindow):
         self._profiling_poll.setSingleShot(True)
         self._profiling_poll.setInterval(2000)
         self.model_chooser = ModelChooser(
-            choose_folder=choose_model_folder, choose_embedder=choose_embedder_folder
+            choose_folder=choose_model_folder,
+            choose_file=choose_model_file,
+            choose_embedder=choose_embedder_folder,
         )
 
         self._build_layout()
@@ -538,6 +543,7 @@ class MainWindow(QMainWindow):
         """The welcome, window-modal and not blocking: its choices apply when it closes."""
         self.welcome = WelcomeDialog(
             choose_model_folder=self._choose_model_folder,
+            choose_model_file=self._choose_model_file,
             add_samples=not self.adding_on_start,
             opening=self.opening,
             parent=self,

@@ -272,9 +272,11 @@ class EngineClient:
     def recommended_models(self) -> RecommendedModels:
         return from_json_dict(RecommendedModels, self._models_request("GET", "/recommended"))
 
-    def download_model(self, *, repo_id: str) -> ModelDownload:
-        """Start (or join) a download from the Hugging Face hub; the person asked for it."""
-        body = self._models_request("POST", "/download", json={"repo_id": repo_id})
+    def download_model(self, *, repo_id: str, file: str | None = None) -> ModelDownload:
+        """Start (or join) a download from the Hugging Face hub; the person asked for it.
+        `file`: one .gguf file of the repo instead of the model's own files."""
+        request = {"repo_id": repo_id} if file is None else {"repo_id": repo_id, "file": file}
+        body = self._models_request("POST", "/download", json=request)
         return from_json_dict(ModelDownload, body)
 
     def download_progress(self, *, download_id: str) -> ModelDownload:

@@ -551,6 +551,7 @@ class ModelDownload:
     repo_id: str
     state: DownloadState
     folder: str  # where the files go; a model folder once done
+    file: str | None = None  # one .gguf file of the repo (None: the model's own files)
     files_done: int = 0
     files_total: int = 0
     bytes_done: int = 0

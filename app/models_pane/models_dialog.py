@@ -32,7 +32,13 @@ from app.qt_compat import emit
 from app.screen_fit import resize_within_screen
 from engine.client import EngineClient
 from engine.planner.sizes import format_gib
-from engine.wire import FINAL_STATES, ModelAdvice, ModelDownload, RecommendedModels
+from engine.wire import (
+    FINAL_STATES,
+    GGUFVariantAdvice,
+    ModelAdvice,
+    ModelDownload,
+    RecommendedModels,
+)
 
 DOWNLOAD_POLL_S = 0.5  # how often a download in progress is asked about
 COLUMNS = (
@@ -73,18 +79,19 @@ def size_text(n_bytes: int) -> str:
 
 
 def progress_text(d: ModelDownload) -> str:
+    name = f"{d.repo_id}/{d.file}" if d.file else d.repo_id
     size = size_text(d.bytes_done)
     if d.bytes_total:
         size += f" of {size_text(d.bytes_total)}"
     files = f"file {min(d.files_done + 1, d.files_total)} of {d.files_total}"
     if d.state == "done":
-        return f"Downloaded {d.repo_id} ({size}) to {d.folder}"
+        return f"Downloaded {name} ({size}) to {d.folder}"
     if d.state == "cancelled":
-        return f"Cancelled {d.repo_id} at {size}; Download resumes where it stopped."
+        return f"Cancelled {name} at {size}; Download resumes where it stopped."
     if d.state == "failed":
-        return f"Download of {d.repo_id} failed: {d.error}"
+        return f"Download of {name} failed: {d.error}"
     resumed = f", {size_text(d.bytes_resumed)} resumed" if d.bytes_resumed else ""
-    return f"Downloading {d.repo_id}: {size}{resumed} ({files})"
+    return f"Downloading {name}: {size}{resumed} ({files})"
 
 
 def gguf_text(m: ModelAdvice) -> str:
@@ -95,6 +102,35 @@ def gguf_text(m: ModelAdvice) -> str:
         for v in m.gguf_variants
     ]
     return "".join(lines)
+
+
+def gguf_summary(m: ModelAdvice | None) -> str:
+    """The selected model's GGUF files in one line under the table, where a tooltip
+    alone would hide them (empty when it has none)."""
+    if m is None or not m.gguf_variants:
+        return ""
+    parts = [
+        f"{v.quant} {download_text(v.file_bytes)}: {v.verdict}"
+        + (" (downloaded)" if v.installed_path else "")
+        for v in m.gguf_variants
+    ]
+    return f"GGUF files of {m.name} (llama.cpp's format, smaller): " + "; ".join(parts)
+
+
+def gguf_to_download(m: ModelAdvice | None) -> GGUFVariantAdvice | None:
+    """The GGUF file "Download GGUF" fetches: the first not on disk (the smallest
+    format is listed first)."""
+    if m is None:
+        return None
+    return next((v for v in m.gguf_variants if not v.installed_path), None)
+
+
+def usable_path(m: ModelAdvice) -> str | None:
+    """What "Use this model" chooses: the model itself when installed, else a GGUF file
+    of it already on disk (its variants are listed smallest format first)."""
+    if m.installed:
+        return m.installed_path or m.id
+    return next((v.installed_path for v in m.gguf_variants if v.installed_path), None)
 
 
 class ModelsDialog(QDialog):
@@ -120,6 +156,9 @@ class ModelsDialog(QDialog):
 
         self.note = QLabel("Reading the recommendations…")
         self.note.setWordWrap(True)
+        self.gguf_label = QLabel("")
+        self.gguf_label.setWordWrap(True)
+        self.gguf_label.setAccessibleName("GGUF files of the selected model")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setAccessibleName("Recommended models")
@@ -145,6 +184,9 @@ class ModelsDialog(QDialog):
         self.download_button = self._button(
             "Download", "Download the selected model from huggingface.co (only when you ask)"
         )
+        self.gguf_download_button = self._button(
+            "Download GGUF", "Download the selected model's GGUF file from huggingface.co"
+        )
         self.cancel_button = self._button("Cancel download", "Stop; a later Download resumes")
         self.folder_button = self._button("Use a local folder…", "Choose a model folder")
         self.extractive_button = self._button(
@@ -153,6 +195,7 @@ class ModelsDialog(QDialog):
         self.refresh_button = self._button("Refresh", "Plan the recommendations again")
         self.use_button.clicked.connect(self.use_selected)
         self.download_button.clicked.connect(self.download_selected)
+        self.gguf_download_button.clicked.connect(self.download_selected_gguf)
         self.cancel_button.clicked.connect(self.cancel_download)
         self.folder_button.clicked.connect(self.choose_folder)
         self.extractive_button.clicked.connect(self.use_extractive)
@@ -167,6 +210,12 @@ class ModelsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.note)
         layout.addWidget(self.table, 1)
+        # The GGUF files' own row: one more button beside the others would make the
+        # dialog wider than an 800-pixel screen.
+        gguf_row = QHBoxLayout()
+        gguf_row.addWidget(self.gguf_label, 1)
+        gguf_row.addWidget(self.gguf_download_button)
+        layout.addLayout(gguf_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
         layout.addLayout(buttons)
@@ -198,7 +247,9 @@ class ModelsDialog(QDialog):
         self.note.setText(result.hardware_note)
         self.table.setRowCount(len(self.models))
         for row, m in enumerate(self.models):
-            installed = "in use" if m.chosen else ("yes" if m.installed else "no")
+            gguf = any(v.installed_path for v in m.gguf_variants)
+            installed = "yes" if m.installed else ("GGUF" if gguf else "no")
+            installed = "in use" if m.chosen else installed
             cells = (
                 m.name,
                 params_text(m.params),
@@ -252,24 +303,34 @@ class ModelsDialog(QDialog):
 
     def use_selected(self) -> None:
         m = self.selected()
-        if m is None or not m.installed:
-            return
-        emit(self.sig_model_requested, m.installed_path or m.id)
+        path = usable_path(m) if m is not None else None
+        if path is not None:
+            emit(self.sig_model_requested, path)
 
     def download_selected(self) -> None:
         m = self.selected()
-        if m is None or self._downloading():
+        if m is not None:
+            self._download(repo_id=m.id, file=None)
+
+    def download_selected_gguf(self) -> None:
+        v = gguf_to_download(self.selected())
+        if v is not None:
+            self._download(repo_id=v.repo, file=v.file)
+
+    def _download(self, *, repo_id: str, file: str | None) -> None:
+        if self._downloading():
             return
-        self.progress_label.setText(f"Asking huggingface.co for {m.id}…")
+        name = f"{repo_id}/{file}" if file else repo_id
+        self.progress_label.setText(f"Asking huggingface.co for {name}…")
         self._bridge.run(
             EngineOp(
                 what="Downloading a model",
                 follow=lambda c, report: follow_download(
-                    client=c, repo_id=m.id, report=report, poll_s=DOWNLOAD_POLL_S
+                    client=c, repo_id=repo_id, file=file, report=report, poll_s=DOWNLOAD_POLL_S
                 ),
                 progress=self.show_download,
                 success=self.show_download,
-                failure=lambda e: self._download_failed(m.id, describe_error(error=e)),
+                failure=lambda e: self._download_failed(name, describe_error(error=e)),
             )
         )
 
@@ -298,18 +359,28 @@ class ModelsDialog(QDialog):
     def _update_buttons(self) -> None:
         m = self.selected()
         busy = self._downloading()
-        self.use_button.setEnabled(m is not None and m.installed)
+        self.use_button.setEnabled(m is not None and usable_path(m) is not None)
+        self.gguf_label.setText(gguf_summary(m))
+        self.gguf_label.setVisible(bool(self.gguf_label.text()))
         self.download_button.setEnabled(m is not None and not m.installed and not busy)
         self.cancel_button.setEnabled(busy)
+        gguf = gguf_to_download(m)
+        self.gguf_download_button.setEnabled(gguf is not None and not busy)
+        self.gguf_download_button.setText(
+            f"Download GGUF ({gguf.quant}, {download_text(gguf.file_bytes)})"
+            if gguf is not None
+            else "Download GGUF"
+        )
 
 
 def follow_download(
-    *, client: EngineClient, repo_id: str, report: Report, poll_s: float
+    *, client: EngineClient, repo_id: str, report: Report, poll_s: float, file: str | None = None
 ) -> ModelDownload:
-    """In a worker: start a hub download (the person asked for it) and follow it to
-    its end by polling: a download runs for minutes, and polling survives an engine
-    restart with a clear failure instead of a stream stuck in a read."""
-    state = client.download_model(repo_id=repo_id)
+    """In a worker: start a hub download (the person asked for it; `file`: one GGUF
+    file of the repo) and follow it to its end by polling: a download runs for minutes,
+    and polling survives an engine restart with a clear failure instead of a stream
+    stuck in a read."""
+    state = client.download_model(repo_id=repo_id, file=file)
     while state.state not in FINAL_STATES and report(state):
         time.sleep(poll_s)
         state = client.download_progress(download_id=state.download_id)

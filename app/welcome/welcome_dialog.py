@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.answer_render import file_name
-from app.models_pane.model_chooser import FolderChooser, choose_model_dialog
+from app.models_pane.model_chooser import FolderChooser, choose_gguf_dialog, choose_model_dialog
 
 INTRO = (
     "<p>RAGDoll answers questions about your own documents, on this computer. "
@@ -47,7 +47,7 @@ EXTRACTIVE_NOTE = (
 @dataclass(frozen=True, kw_only=True)
 class WelcomeChoice:
     add_samples: bool
-    model: str | None  # a model folder, or None for extractive answers
+    model: str | None  # a model folder or GGUF file, or None for extractive answers
     open_models: bool = False  # show Recommended models next, to download one
 
 
@@ -69,6 +69,7 @@ class WelcomeDialog(QDialog):
         self,
         *,
         choose_model_folder: FolderChooser = choose_model_dialog,
+        choose_model_file: FolderChooser = choose_gguf_dialog,
         add_samples: bool = True,
         opening: list[str] | None = None,
         parent: QWidget | None = None,
@@ -80,6 +81,7 @@ class WelcomeDialog(QDialog):
         self.setWindowTitle("Welcome to RAGDoll")
         self.setMinimumWidth(DIALOG_WIDTH)
         self._choose_model_folder = choose_model_folder
+        self._choose_model_file = choose_model_file
         self._model: str | None = None
 
         title = QLabel("Welcome to RAGDoll")
@@ -118,11 +120,15 @@ class WelcomeDialog(QDialog):
         self.models_button.setAccessibleName("Show the recommended models, with download sizes")
         self.models_button.setToolTip("Opens after Get started; choose one there and Download")
         self.models_button.clicked.connect(self._want_recommended)
-        self.choose_button = QPushButton("I have a model folder…")
+        self.choose_button = QPushButton("A model folder…")
         self.choose_button.setAccessibleName("Choose a language model folder")
-        self.choose_button.clicked.connect(self._choose)
+        self.choose_button.clicked.connect(lambda: self._choose(self._choose_model_folder))
+        # The file llama.cpp, LM Studio or Ollama users already have.
+        self.gguf_button = QPushButton("A GGUF file…")
+        self.gguf_button.setAccessibleName("Choose a GGUF model file")
+        self.gguf_button.clicked.connect(lambda: self._choose(self._choose_model_file))
         # Enter must press Get started whatever has the focus, never open a picker.
-        for button in (self.models_button, self.choose_button):
+        for button in (self.models_button, self.choose_button, self.gguf_button):
             button.setAutoDefault(False)
         self.model_label = QLabel("No model chosen")
         self.model_label.setObjectName("quiet")
@@ -131,7 +137,10 @@ class WelcomeDialog(QDialog):
         model_row.setContentsMargins(24, 0, 0, 0)
         model_row.addWidget(self.models_button)
         model_row.addWidget(self.choose_button)
-        model_row.addWidget(self.model_label, 1)
+        model_row.addWidget(self.gguf_button)
+        model_row.addStretch(1)
+        # On its own line: three buttons leave no room beside them for a long file name.
+        self.model_label.setContentsMargins(24, 0, 0, 0)
         self.model_hint = QLabel(recommended_hint())
         self.model_hint.setObjectName("quiet")
         self.model_hint.setWordWrap(True)
@@ -166,6 +175,7 @@ class WelcomeDialog(QDialog):
         layout.addWidget(extractive_note)
         layout.addWidget(self.generative)
         layout.addLayout(model_row)
+        layout.addWidget(self.model_label)
         layout.addWidget(self.model_hint)
         layout.addSpacing(6)
         layout.addWidget(note)
@@ -186,8 +196,8 @@ class WelcomeDialog(QDialog):
         self.model_label.setText("Recommended models open after Get started")
         self.model_label.setToolTip("")
 
-    def _choose(self) -> None:
-        folder = self._choose_model_folder(self)
+    def _choose(self, chooser: FolderChooser) -> None:
+        folder = chooser(self)
         if folder:
             self._model = folder
             self.model_label.setText(file_name(path=folder))

@@ -23,12 +23,15 @@ from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 # The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$"
 _REPO_ID = re.compile(REPO_ID)
+GGUF_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,190}\.gguf$"
 _OFFLINE_VALUES = {"1", "true", "yes", "on"}
 
 
 class DownloadBody(BaseModel):
     model_config = ConfigDict(strict=True)
     repo_id: str = Field(pattern=REPO_ID, max_length=200)
+    # One GGUF file of the repo (a Recommended model's variant) instead of the model.
+    file: str | None = Field(default=None, pattern=GGUF_NAME, max_length=200)
 
 
 def offline() -> bool:
@@ -65,7 +68,7 @@ def models_router(*, engine: Engine) -> APIRouter:
                 status_code=409,
                 detail="The engine runs offline (HF_HUB_OFFLINE is set): nothing is downloaded.",
             )
-        return downloads.start(repo_id=body.repo_id)
+        return downloads.start(repo_id=body.repo_id, file=body.file)
 
     @router.get("/v1/models/downloads", response_model=dict[str, list[ModelDownload]])
     def list_downloads() -> dict[str, list[ModelDownload]]:

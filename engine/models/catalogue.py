@@ -211,7 +211,12 @@ def recommended(
         return verdict_of(plan(hardware=hardware, model=held, store=store, workload=workload))[1]
 
     return RecommendedModels(
-        models=with_gguf_variants(models, verdict_for=verdict_for),
+        models=with_gguf_variants(
+            models,
+            verdict_for=verdict_for,
+            chosen_model=chosen_model,
+            own_folder=lambda repo: download_folder(repo_id=repo, paths=paths),
+        ),
         hardware_note=_hardware_note(hardware),
     )
 

@@ -79,10 +79,20 @@ def gguf_advice(
     return out
 
 
-def installed_gguf_files(*, variants: tuple[GGUFVariant, ...], hub_cache: Path) -> dict[str, Path]:
-    """GGUF files of `variants` already in the Hugging Face cache, by file name."""
+def installed_gguf_files(
+    *,
+    variants: tuple[GGUFVariant, ...],
+    hub_cache: Path,
+    own_folder: Callable[[str], Path] | None = None,
+) -> dict[str, Path]:
+    """GGUF files of `variants` already on disk, by file name: downloaded by RAGDoll
+    (`own_folder(repo)`, the Models dialog's download) or in the Hugging Face cache."""
     found: dict[str, Path] = {}
     for v in variants:
+        mine = own_folder(v.repo) / v.file if own_folder is not None else None
+        if mine is not None and mine.is_file():
+            found[v.file] = mine
+            continue
         snapshots = hub_cache / f"models--{v.repo.replace('/', '--')}" / "snapshots"
         if not snapshots.is_dir():
             continue
@@ -98,23 +108,36 @@ def with_gguf_variants(
     *,
     hub_cache: Path | None = None,
     verdict_for: Callable[[GGUFVariant], str] | None = None,
+    chosen_model: str | None = None,
+    own_folder: Callable[[str], Path] | None = None,
 ) -> list[ModelAdvice]:
-    """`models` with each one's GGUF variants attached."""
+    """`models` with each one's GGUF variants attached; a model whose GGUF file is
+    `chosen_model` (the model in use) is marked chosen."""
     from engine.models.resolve import hub_cache as default_hub_cache
 
     variants = load_gguf_variants()
-    installed = installed_gguf_files(variants=variants, hub_cache=hub_cache or default_hub_cache())
-    return [
-        dataclasses.replace(
-            m,
-            gguf_variants=gguf_advice(
-                model=m.id,
-                params=m.params,
-                verdict=m.verdict,
-                installed=installed,
-                variants=variants,
-                verdict_for=verdict_for,
-            ),
+    installed = installed_gguf_files(
+        variants=variants, hub_cache=hub_cache or default_hub_cache(), own_folder=own_folder
+    )
+    out = []
+    for m in models:
+        advice = gguf_advice(
+            model=m.id,
+            params=m.params,
+            verdict=m.verdict,
+            installed=installed,
+            variants=variants,
+            verdict_for=verdict_for,
         )
-        for m in models
-    ]
+        chosen = m.chosen or any(
+            _same_file(v.installed_path, chosen_model) for v in advice if v.installed_path
+        )
+        out.append(dataclasses.replace(m, gguf_variants=advice, chosen=chosen))
+    return out
+
+
+def _same_file(path: str, chosen_model: str | None) -> bool:
+    if not chosen_model or not chosen_model.lower().endswith(".gguf"):
+        return False
+    chosen = Path(chosen_model).expanduser()
+    return chosen.is_file() and chosen.resolve() == Path(path).resolve()

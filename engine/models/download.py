@@ -14,6 +14,9 @@ as `<file>.part`; a later download of the same repo resumes every `.part` from i
 length. Cancelling sets a flag the copy loop checks between chunks, so the `.part`
 stays for the next try. Only safetensors weights, configs and tokenizer files are
 fetched: other weight formats can run code when opened, and RAGDoll never loads them.
+A download may instead name one `.gguf` file of a repo (a Recommended model's GGUF
+variant): only that file is fetched, into the same kind of folder; GGUF is plain data
+that RAGDoll's own reader parses.
 """
 
 from __future__ import annotations
@@ -70,12 +73,25 @@ def wanted(name: str) -> bool:
 
 
 def list_files(
-    *, client: httpx.Client, endpoint: str, repo_id: str
+    *, client: httpx.Client, endpoint: str, repo_id: str, only: str | None = None
 ) -> tuple[str, list[RemoteFile]]:
-    """(commit sha, the files worth fetching) of the repo's main revision."""
+    """(commit sha, the files worth fetching) of the repo's main revision; `only`: just
+    that .gguf file."""
     response = client.get(f"{endpoint}/api/models/{repo_id}", params={"blobs": "true"})
     _raise_for_hub(response, repo_id=repo_id)
     info = response.json()
+    sha = str(info.get("sha") or "main")
+    if only is not None:
+        if not only.lower().endswith(".gguf") or "/" in only:
+            raise ValueError(f"{only} is not a GGUF file name")
+        named = [
+            RemoteFile(name=s["rfilename"], size=s.get("size"))
+            for s in info.get("siblings", [])
+            if s["rfilename"] == only
+        ]
+        if not named:
+            raise ValueError(f"{repo_id} has no file {only}")
+        return sha, named
     files = [
         RemoteFile(name=s["rfilename"], size=s.get("size"))
         for s in info.get("siblings", [])
@@ -86,7 +102,7 @@ def list_files(
         raise ValueError(f"{repo_id} has no config.json: it is not a model RAGDoll can load")
     if not any(f.name.endswith(".safetensors") for f in files):
         raise ValueError(f"{repo_id} has no .safetensors weights; RAGDoll loads only those")
-    return str(info.get("sha") or "main"), files
+    return sha, files
 
 
 def without_duplicate_weights(files: list[RemoteFile]) -> list[RemoteFile]:
@@ -111,12 +127,14 @@ class DownloadJob:
         *,
         repo_id: str,
         folder: Path,
+        file: str | None = None,
         endpoint: str | None = None,
         token: str | None = None,
         on_change: Callable[[ModelDownload], None] | None = None,
     ) -> None:
         self.repo_id = repo_id
         self.folder = folder
+        self.file = file
         self._endpoint = endpoint or hub_endpoint()
         self._token = token
         self._on_change = on_change
@@ -124,7 +142,11 @@ class DownloadJob:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._state = ModelDownload(
-            download_id=uuid.uuid4().hex[:12], repo_id=repo_id, state="queued", folder=str(folder)
+            download_id=uuid.uuid4().hex[:12],
+            repo_id=repo_id,
+            state="queued",
+            folder=str(folder),
+            file=file,
         )
         self._thread: threading.Thread | None = None
 
@@ -167,11 +189,14 @@ class DownloadJob:
         except Exception as e:  # reported to the person; the .part files stay
             self._update(state="failed", error=str(e) or type(e).__name__)
         else:
-            (self.folder / COMPLETE_MARKER).write_text(self.repo_id + "\n", encoding="utf-8")
+            if self.file is None:  # a GGUF file is whole once renamed from its .part
+                (self.folder / COMPLETE_MARKER).write_text(self.repo_id + "\n", encoding="utf-8")
             self._update(state="done", current_file=None)
 
     def _download(self, client: httpx.Client) -> None:
-        sha, files = list_files(client=client, endpoint=self._endpoint, repo_id=self.repo_id)
+        sha, files = list_files(
+            client=client, endpoint=self._endpoint, repo_id=self.repo_id, only=self.file
+        )
         self.folder.mkdir(parents=True, exist_ok=True)
         sizes = [f.size for f in files]
         total = sum(s for s in sizes if s is not None) if None not in sizes else None
@@ -283,12 +308,15 @@ class Downloads:
         self._lock = threading.Lock()
         self._jobs: dict[str, DownloadJob] = {}
 
-    def start(self, *, repo_id: str) -> ModelDownload:
+    def start(self, *, repo_id: str, file: str | None = None) -> ModelDownload:
         with self._lock:
             for job in self._jobs.values():
-                if job.repo_id == repo_id and job.snapshot().state in ("queued", "running"):
+                same = job.repo_id == repo_id and job.file == file
+                if same and job.snapshot().state in ("queued", "running"):
                     return job.snapshot()
-            job = DownloadJob(repo_id=repo_id, folder=self._folder_of(repo_id), token=hub_token())
+            job = DownloadJob(
+                repo_id=repo_id, folder=self._folder_of(repo_id), file=file, token=hub_token()
+            )
             self._jobs[job.download_id] = job
         return job.start().snapshot()
 

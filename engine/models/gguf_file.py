@@ -82,6 +82,8 @@ class GGUFModel:
     tensors: tuple[GGUFTensor, ...]
     chat_template: str | None
     stop_ids: tuple[int, ...]  # end-of-generation tokens (eos, end of turn)
+    # A SentencePiece vocabulary that puts "▁" before the text (Llama 2, Mistral).
+    sentencepiece_prefix: bool = False
 
     def compressed_bytes(self) -> int:
         return sum(t.end - t.start for t in self.tensors)
@@ -131,7 +133,14 @@ def read_gguf(path: Path) -> GGUFModel:
     try:
         reader = GGUFReader(path)
     except Exception as e:  # the reader raises ValueError/IndexError/KeyError on bad bytes
-        raise ModelLoadError(f"{path} is not a readable GGUF file ({e}).") from e
+        with path.open("rb") as f:
+            gguf_magic = f.read(4) == b"GGUF"
+        if gguf_magic:  # a download cut short: the tensor index runs past the end
+            raise ModelLoadError(
+                f"{path.name} is truncated or damaged: its GGUF header cannot be read "
+                f"({e}). Download it again."
+            ) from e
+        raise ModelLoadError(f"{path} is not a GGUF file ({e}).") from e
     fields = {name: _field_value(field) for name, field in reader.fields.items()}
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:
@@ -201,6 +210,7 @@ def read_gguf(path: Path) -> GGUFModel:
         tensors=tuple(tensors),
         chat_template=str(template) if template else None,
         stop_ids=_stop_ids(fields),
+        sentencepiece_prefix=sentencepiece_prefix(fields),
     )
 
 
@@ -239,7 +249,12 @@ def companion_folder(*, gguf_path: Path, cache: Path) -> Path:
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.json").write_text(json.dumps(model.config, indent=2), encoding="utf-8")
-    _write_tokenizer(gguf_path=gguf_path, folder=tmp, template=model.chat_template)
+    write_tokenizer(
+        gguf_path=gguf_path,
+        folder=tmp,
+        template=model.chat_template,
+        sentencepiece_prefix=model.sentencepiece_prefix,
+    )
     if model.stop_ids:
         (tmp / "generation_config.json").write_text(
             json.dumps({"eos_token_id": list(model.stop_ids)}), encoding="utf-8"
@@ -261,7 +276,22 @@ def gguf_source(folder: Path) -> Path | None:
     return Path(json.loads(pointer.read_text(encoding="utf-8"))["file"])
 
 
-def _write_tokenizer(*, gguf_path: Path, folder: Path, template: str | None) -> None:
+def gguf_fields(path: Path) -> dict[str, Any]:
+    """A GGUF file's metadata as Python values."""
+    return {name: _field_value(field) for name, field in GGUFReader(path).fields.items()}
+
+
+def sentencepiece_prefix(fields: dict[str, Any]) -> bool:
+    """Whether the file's vocabulary is SentencePiece's, putting "▁" before text."""
+    return fields.get("tokenizer.ggml.model") == "llama" and bool(
+        fields.get("tokenizer.ggml.add_space_prefix", True)
+    )
+
+
+def write_tokenizer(
+    *, gguf_path: Path, folder: Path, template: str | None, sentencepiece_prefix: bool
+) -> None:
+    from tokenizers import normalizers
     from transformers import AutoTokenizer
 
     try:
@@ -274,6 +304,18 @@ def _write_tokenizer(*, gguf_path: Path, folder: Path, template: str | None) -> 
         ) from e
     if template and not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = template
+    if sentencepiece_prefix:
+        # transformers rebuilds a SentencePiece vocabulary with a Metaspace pre-tokenizer,
+        # which adds no "▁" before text that starts with a space (" Hello" loses a token
+        # against the model's own tokenizer). The Hugging Face tokenizer.json of these
+        # models (Llama 2, Mistral) prepends it in the normalizer instead: do the same.
+        # Checked on llama.cpp's ggml-vocab-llama-spm.gguf: 47 of its 47 test strings give
+        # the ids of the Hugging Face tokenizer (docs/executor.md), 32 before.
+        backend = tokenizer.backend_tokenizer
+        backend.normalizer = normalizers.Sequence(
+            [normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")]
+        )
+        backend.pre_tokenizer = None
     tokenizer.save_pretrained(folder)
 
 

@@ -482,13 +482,14 @@ class FakeClient(EngineClient):
         self._call("recommended_models")
         return self.recommended
 
-    def download_model(self, *, repo_id: str) -> ModelDownload:
-        self._call("download_model", repo_id=repo_id)
+    def download_model(self, *, repo_id: str, file: str | None = None) -> ModelDownload:
+        self._call("download_model", repo_id=repo_id, file=file)
         state = ModelDownload(
             download_id=f"dl-{len(self._downloads) + 1}",
             repo_id=repo_id,
             state="running",
             folder=f"/models/{repo_id.replace('/', '--')}",
+            file=file,
             files_total=self.download_steps,
             bytes_total=self.download_steps * 100,
         )

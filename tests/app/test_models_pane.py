@@ -102,7 +102,9 @@ def test_download_shows_progress_and_refreshes_when_done(
     qtbot.waitUntil(
         lambda: dialog.download is not None and dialog.download.state == "done", timeout=10000
     )
-    assert client.called("download_model") == [{"repo_id": "meta-llama/Llama-3.1-8B-Instruct"}]
+    assert client.called("download_model") == [
+        {"repo_id": "meta-llama/Llama-3.1-8B-Instruct", "file": None}
+    ]
     assert dialog.progress_label.text().startswith("Downloaded meta-llama/Llama-3.1-8B-Instruct")
     assert seen and seen == sorted(seen) and seen[-1] == 1000
     qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
@@ -181,3 +183,73 @@ def test_a_models_gguf_files_are_listed_with_size_and_verdict(
     assert "GGUF Q4_K_M: Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf" in tip
     assert "0.37 GiB" in tip and "fits in RAM" in tip
     assert "GGUF" not in dialog.table.item(1, 0).toolTip()  # a model without GGUF files
+
+
+def test_a_downloaded_gguf_file_is_shown_and_used(make_window: MakeWindow, qtbot: QtBot) -> None:
+    """A model whose GGUF file is on disk (not its own weights) can be chosen in the
+    dialog; its GGUF sizes and verdicts show under the table, not only in a tooltip."""
+    from engine.wire import GGUFVariantAdvice
+
+    q4 = GGUFVariantAdvice(
+        repo="someone/Big-GGUF",
+        file="big-q4_k_m.gguf",
+        quant="Q4_K_M",
+        file_bytes=4_800_000_000,
+        verdict="fits in RAM",
+        note="Q4_K_M: about 4.5 GiB, held so in memory and on disk",
+        installed_path="/hub/models--someone--Big-GGUF/snapshots/abc/big-q4_k_m.gguf",
+    )
+    q8 = replace(q4, file="big-q8_0.gguf", quant="Q8_0", verdict="offloaded 20%")
+    q8 = replace(q8, file_bytes=8_500_000_000, installed_path=None)
+    second = replace(RECOMMENDED.models[1], gguf_variants=[q4, q8])
+    models = [RECOMMENDED.models[0], second, *RECOMMENDED.models[2:]]
+    client = FakeClient(recommended=replace(RECOMMENDED, models=models))
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    assert cell(dialog, 1, "Installed") == "GGUF"
+    dialog.table.selectRow(0)
+    assert dialog.gguf_label.text() == "" and dialog.gguf_label.isHidden()
+    dialog.table.selectRow(1)
+    assert not dialog.gguf_label.isHidden()
+    assert dialog.gguf_label.text() == (
+        f"GGUF files of {second.name} (llama.cpp's format, smaller): "
+        "Q4_K_M 4.8 GB: fits in RAM (downloaded); Q8_0 8.5 GB: offloaded 20%"
+    )
+    assert dialog.use_button.isEnabled()
+    qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(client.called("set_model")) == 1, timeout=5000)
+    assert client.called("set_model")[0] == {"model": q4.installed_path}
+
+
+def test_download_gguf_fetches_the_selected_models_first_missing_file(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    from engine.wire import GGUFVariantAdvice
+
+    q4 = GGUFVariantAdvice(
+        repo="someone/Big-GGUF",
+        file="big-q4_k_m.gguf",
+        quant="Q4_K_M",
+        file_bytes=4_800_000_000,
+        verdict="fits in RAM",
+        note="Q4_K_M: about 4.5 GiB, held so in memory and on disk",
+    )
+    second = replace(RECOMMENDED.models[1], gguf_variants=[q4])
+    models = [RECOMMENDED.models[0], second, *RECOMMENDED.models[2:]]
+    client = FakeClient(recommended=replace(RECOMMENDED, models=models), download_steps=2)
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    dialog.table.selectRow(0)  # no GGUF files
+    assert not dialog.gguf_download_button.isEnabled()
+    dialog.table.selectRow(1)
+    assert dialog.gguf_download_button.isEnabled()
+    assert dialog.gguf_download_button.text() == "Download GGUF (Q4_K_M, 4.8 GB)"
+    dialog.gguf_download_button.click()
+    assert "someone/Big-GGUF/big-q4_k_m.gguf" in dialog.progress_label.text()
+    qtbot.waitUntil(
+        lambda: dialog.download is not None and dialog.download.state == "done", timeout=10000
+    )
+    assert client.called("download_model") == [
+        {"repo_id": "someone/Big-GGUF", "file": "big-q4_k_m.gguf"}
+    ]
+    assert dialog.progress_label.text().startswith("Downloaded someone/Big-GGUF/big-q4_k_m.gguf")
+    # Asked again when done: the file now shows as downloaded and can be used.
+    qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)

@@ -29,6 +29,19 @@ def test_the_dialog_returns_the_samples_and_the_chosen_model(qtbot: QtBot) -> No
     assert dialog.choice().model is None
 
 
+def test_a_gguf_file_can_be_chosen_in_the_welcome(qtbot: QtBot) -> None:
+    dialog = WelcomeDialog(
+        choose_model_folder=lambda parent: None,
+        choose_model_file=lambda parent: "/home/me/Downloads/qwen2.5-1.5b-instruct-q4_k_m.gguf",
+    )
+    qtbot.addWidget(dialog)
+    dialog.gguf_button.click()
+    assert dialog.generative.isChecked()
+    assert dialog.model_label.text() == "qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    assert dialog.choice().model == "/home/me/Downloads/qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    assert not dialog.gguf_button.autoDefault()  # Enter still means Get started
+
+
 def test_enter_presses_get_started_which_has_the_visible_focus(qtbot: QtBot) -> None:
     picked: list[str] = []
     dialog = WelcomeDialog(choose_model_folder=lambda parent: picked.append("picker") or None)

@@ -35,6 +35,9 @@ def test_download_is_refused_offline_and_unknown_ids_are_not_found(
     with pytest.raises(EngineRequestError) as bad:
         client.download_model(repo_id="../etc")
     assert bad.value.status in (400, 422)
+    with pytest.raises(EngineRequestError) as not_gguf:
+        client.download_model(repo_id="Qwen/Qwen2.5-0.5B-Instruct-GGUF", file="../config.json")
+    assert not_gguf.value.status == 400 and "body.file" in str(not_gguf.value)
     with pytest.raises(EngineRequestError) as missing:
         client.download_progress(download_id="nope")
     assert missing.value.status == 404

@@ -61,3 +61,49 @@ def test_recommended_models_carry_gguf_sizes_and_verdicts(
     installed = [v for v in qwen.gguf_variants if v.installed_path]
     assert [v.file for v in installed] == [variant.file]
     assert not any(v.installed_path for v in by_id["Qwen/Qwen2.5-7B-Instruct"].gguf_variants)
+
+
+def test_a_model_whose_gguf_file_is_in_use_is_marked_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    variant = next(v for v in load_gguf_variants() if v.model == "Qwen/Qwen2.5-1.5B-Instruct")
+    snapshot = hub / f"models--{variant.repo.replace('/', '--')}" / "snapshots" / "abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / variant.file).write_bytes(b"GGUF")
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
+
+    def chosen(model: str | None) -> list[str]:
+        result = recommended(
+            paths=paths, chosen_model=model, store=StoreSpec.default(), hardware=NO_GPU
+        )
+        return [m.id for m in result.models if m.chosen]
+
+    assert chosen(str(snapshot / variant.file)) == ["Qwen/Qwen2.5-1.5B-Instruct"]
+    assert chosen(str(tmp_path / "elsewhere.gguf")) == []
+    assert chosen(None) == []
+
+
+def test_a_gguf_file_downloaded_by_ragdoll_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.models.catalogue import download_folder
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
+    variant = next(v for v in load_gguf_variants() if v.model == "Qwen/Qwen2.5-3B-Instruct")
+    folder = download_folder(repo_id=variant.repo, paths=paths)
+    folder.mkdir(parents=True)
+    (folder / (variant.file + ".part")).write_bytes(b"GG")  # an unfinished download
+
+    def installed() -> list[str | None]:
+        result = recommended(
+            paths=paths, chosen_model=None, store=StoreSpec.default(), hardware=NO_GPU
+        )
+        qwen = next(m for m in result.models if m.id == variant.model)
+        return [v.installed_path for v in qwen.gguf_variants if v.file == variant.file]
+
+    assert installed() == [None]
+    (folder / variant.file).write_bytes(b"GGUF")
+    assert installed() == [str(folder / variant.file)]

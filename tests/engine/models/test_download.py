@@ -133,3 +133,28 @@ def test_repos_ragdoll_cannot_load_are_refused(
             .wait(timeout_s=30)
         )
     assert final.state == "failed" and reason in (final.error or "")
+
+
+def test_one_gguf_file_of_a_repo_is_fetched_alone(tmp_path: Path) -> None:
+    """A Recommended model's GGUF variant: that file only (not the repo's other
+    quantizations), whole once done, and a name the repo lacks is a failure that says so."""
+    q4 = os.urandom(2 * CHUNK_BYTES + 7)
+    files = {"README.md": b"# r", "m-Q4_K_M.gguf": q4, "m-Q8_0.gguf": b"x" * 999}
+    repo = FakeRepo(repo_id="acme/m-GGUF", files=files)
+    folder = tmp_path / "acme--m-GGUF"
+    with fake_hub([repo]) as endpoint:
+        job = DownloadJob(
+            repo_id=repo.repo_id, folder=folder, file="m-Q4_K_M.gguf", endpoint=endpoint
+        )
+        final = job.start().wait(timeout_s=30)
+        missing = (
+            DownloadJob(repo_id=repo.repo_id, folder=folder, file="m-F16.gguf", endpoint=endpoint)
+            .start()
+            .wait(timeout_s=30)
+        )
+    assert final.state == "done", final.error
+    assert final.file == "m-Q4_K_M.gguf" and final.files_total == 1
+    assert final.bytes_done == final.bytes_total == len(q4)
+    assert sorted(p.name for p in folder.iterdir()) == ["m-Q4_K_M.gguf"]
+    assert (folder / "m-Q4_K_M.gguf").read_bytes() == q4
+    assert missing.state == "failed" and "has no file m-F16.gguf" in (missing.error or "")

@@ -96,3 +96,44 @@ def test_offline_refuses_and_nothing_is_contacted(
     assert repo.requests == 0 and api.get("/v1/models/downloads").json() == {"downloads": []}
     assert api.post("/v1/models/download", json={"repo_id": "no-slash"}).status_code == 422
     assert api.post("/v1/models/downloads/nope/cancel").status_code == 404
+
+
+def test_a_recommended_models_gguf_file_downloaded_over_http_loads(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Models dialog's Download GGUF: one variant's file over HTTP, then listed as
+    downloaded, and that path resolves and answers (a tiny random Qwen2 stands in for
+    the hub's file under the variant's name)."""
+    import torch
+    from gguf import GGMLQuantizationType
+
+    from engine.answer.in_use import open_model
+    from engine.models.catalogue_gguf import load_gguf_variants
+    from engine.models.gguf_writer import write_gguf
+    from engine.models.resolve import resolve_model_path
+    from engine.models.synthetic import write_random_model
+
+    variant = next(v for v in load_gguf_variants() if v.model == REPO and v.quant == "Q4_K_M")
+    hf = write_random_model(folder=tmp_path / "tiny", architecture="qwen2")
+    data = write_gguf(
+        model_dir=hf, out=tmp_path / "tiny.gguf", qtype=GGMLQuantizationType.Q4_0
+    ).read_bytes()
+    repo = FakeRepo(repo_id=variant.repo, files={variant.file: data, "other-q8_0.gguf": b"x"})
+    with fake_hub([repo]) as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        body = {"repo_id": variant.repo, "file": variant.file}
+        started = api.post("/v1/models/download", json=body)
+        assert started.status_code == 200, started.text
+        final = _wait_final(api, started.json()["download_id"])
+    assert final["state"] == "done", final
+    assert final["file"] == variant.file and final["bytes_done"] == len(data)
+    models = {m["id"]: m for m in api.get("/v1/models/recommended").json()["models"]}
+    (downloaded,) = [v for v in models[REPO]["gguf_variants"] if v["installed_path"]]
+    assert downloaded["file"] == variant.file
+    assert not models[REPO]["installed"]  # the model's own weights were not fetched
+    monkeypatch.setenv("RAGDOLL_HOME", str(tmp_path / "home"))
+    folder = resolve_model_path(model=downloaded["installed_path"])
+    in_use = open_model(model_path=folder, device="cpu")
+    ids = torch.tensor([[1, 5, 6, 7]])
+    assert in_use.answerer.model.generate(input_ids=ids, max_new_tokens=3).shape[1] > 4
