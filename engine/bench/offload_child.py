@@ -85,6 +85,10 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             "decode_tok_s": run.decode_tok_s,
             "decode_read_bytes": decode_read,
             "streamed_bytes": run.streamed_bytes,
+            # The executor's copy thread: seconds it spent loading during decode, and how
+            # often the compute thread waited for it (disk-bound when busy ≈ decode_s).
+            "copy_busy_s": run.copy_busy_s,
+            "prefetch_waits": run.prefetch_waits,
             "tokens": run.tokens,
             "anon_bytes_after": anon_bytes(),
         }
@@ -148,6 +152,7 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             "layers_in_ram": resident,
             "layers": len(placement.layer_tiers),
             "decode_mode": model.store.decode,
+            "dtype": str(dtype).removeprefix("torch."),
             "prefetch_depth_decode": placement.prefetch_depth_decode,
         }
         print(
