@@ -103,7 +103,11 @@ def test_quick_peers_benchmark_runs_every_system_resident_and_under_the_limit(
         assert limit == half + figures["allowance_bytes"][runtime] + figures["slack_bytes"]
         assert systems[name]["limited"]["cgroup_peak_bytes"] <= limit
     executor = systems["executor q4_0"]
-    # Resident and streaming every layer from disk give the tokens of the kernel's
+    # Under the limit the executor runs its planner's placement for the cgroup it is in
+    # (the tiny model fits whole); resident, every layer is in RAM.
+    assert 0 < executor["limited"]["layers_in_ram"] <= 2
+    assert executor["resident"]["layers_in_ram"] == 2
+    # Resident and under the limit it gives the tokens of the kernel's
     # dequantize-then-matmul reference.
     assert executor["resident"]["1"]["tokens_match_reference"] is True
     assert executor["limited"]["1"]["tokens_match_reference"] is True
