@@ -68,7 +68,9 @@ def open_model(
     store_spec = store or StoreSpec.default
     cpu = placement.compute_tier == "cpu" if placement is not None else machine().gpu is None
     planned_dtype = files.compute_dtype(dtype=dtype, cpu=cpu)
-    spec = load_held_spec(source=model_path, dtype=str(planned_dtype).removeprefix("torch."))
+    spec = load_held_spec(
+        source=model_path, dtype=str(planned_dtype).removeprefix("torch."), cpu=cpu
+    )
     if placement is None:
         owner = PlacementOwner.plan(
             model=spec,

@@ -85,12 +85,17 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
             "decode_tok_s": run.decode_tok_s,
             "decode_read_bytes": decode_read,
             "streamed_bytes": run.streamed_bytes,
+            # The executor's copy thread: seconds it spent loading during decode, and how
+            # often the compute thread waited for it (disk-bound when busy ≈ decode_s).
+            "copy_busy_s": run.copy_busy_s,
+            "prefetch_waits": run.prefetch_waits,
             "tokens": run.tokens,
             "anon_bytes_after": anon_bytes(),
         }
     close = getattr(run_batch, "close", None)
     if close is not None:
         close()  # the executor's copy thread ends before the interpreter does
+    out.update(getattr(run_batch, "info", {}))
     out["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out["torch_threads"] = torch.get_num_threads()
     return out
@@ -115,18 +120,22 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
     if system == "executor":
         from engine.executor.forward import StreamingModel
 
-        model_spec = load_model_spec(source=folder)
-        placement = forced_placement(
-            hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
-            spec=model_spec,
-            layer_tiers=_layer_tiers(spec, folder=folder, layers=model_spec.num_layers),
-            depth=int(spec.get("depth") or 1),
-        )
+        dtype = getattr(torch, spec.get("dtype") or "float32")
+        if tier == "disk":
+            placement = planned_placement(spec, folder=folder, dtype=dtype)
+        else:
+            model_spec = load_model_spec(source=folder)
+            placement = forced_placement(
+                hardware=synthetic_profile(gpu_bytes=0, ram_bytes=64 * GIB, disk_bytes=1000 * GIB),
+                spec=model_spec,
+                layer_tiers=["cpu"] * model_spec.num_layers,
+                depth=int(spec.get("depth") or 1),
+            )
         model = StreamingModel(
             model_dir=folder,
             placement=placement,
             device=torch.device("cpu"),
-            dtype=torch.float32,
+            dtype=dtype,
             # The cgroup decides what stays in the page cache, as it does for the others.
             evict_after_read=False,
             kv_host_layers=0,
@@ -139,6 +148,13 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             repack_cache=Path(spec["repack_cache"]) if spec.get("repack_cache") else None,
         )
         resident = placement.layer_tiers.count("cpu")
+        info = {
+            "layers_in_ram": resident,
+            "layers": len(placement.layer_tiers),
+            "decode_mode": model.store.decode,
+            "dtype": str(dtype).removeprefix("torch."),
+            "prefetch_depth_decode": placement.prefetch_depth_decode,
+        }
         print(
             f"decode mode: {model.store.decode}; {resident} layers in RAM",
             file=sys.stderr,
@@ -162,14 +178,17 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             }
             for i in range(int(config["num_hidden_layers"])):
                 device_map[f"model.layers.{i}"] = "disk"
+            # As a user would under a limit: a checkpoint saved in bf16 (the parent gives
+            # one), loaded in bf16 tensor by tensor, the layers offloaded to the disk.
             hf = AutoModelForCausalLM.from_pretrained(
                 folder,
                 dtype=dtype,
                 device_map=device_map,
                 offload_folder=spec["offload_folder"],
+                low_cpu_mem_usage=True,
             )
         else:
-            hf = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            hf = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, low_cpu_mem_usage=True)
         hf.eval()
         hf_config = hf.config
         forward = _hf_forward(hf, device=torch.device("cpu"))
@@ -198,26 +217,49 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
 
     if timed_model is not None:
         run_batch.close = timed_model.close  # type: ignore[attr-defined]
+        run_batch.info = info  # type: ignore[attr-defined]
     return run_batch
 
 
-def _layer_tiers(spec: dict[str, Any], *, folder: Path, layers: int) -> list[str]:
-    """Every layer in RAM (resident), or under the limit as many as its `room_bytes`
-    leaves beside the layers in flight (the copy thread's stored bytes and repacked or
-    decoded copy of the next two), the rest streamed from the disk each step."""
-    if spec["tier"] != "disk":
-        return ["cpu"] * layers
-    room = int(spec.get("room_bytes") or 0)
-    if not room:
-        return ["disk"] * layers
+def planned_placement(spec: dict[str, Any], *, folder: Path, dtype: torch.dtype) -> Any:
+    """The product's placement for this model on this machine as this process sees it,
+    inside its memory cgroup: the planner's RAM budget is what the cgroup's limit leaves
+    (engine/hardware/cgroup.py), its layers the ones the planner keeps in RAM, the rest
+    streamed from the disk. Sized for the benchmark's workload (its largest batch, prompt
+    and output) with no index beside it; PlacementError when nothing fits."""
+    from engine.hardware.profile import snapshot
+    from engine.planner.placement import StoreSpec, Workload
+    from engine.planner.planner import plan
     from engine.planner.stored import load_held_spec
 
-    held = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
-    in_flight = (int(spec.get("depth") or 1) + 1) * 2 * held
-    # Half kept back: the read buffers, the repacking's temporaries, the heap's holes
-    # (a quarter was not enough: killed by the limit with 6 of 28 layers in RAM).
-    resident = max(0, min(layers, int((room - in_flight) * 0.5) // held))
-    return ["cpu"] * resident + ["disk"] * (layers - resident)
+    held = load_held_spec(source=folder, dtype=str(dtype).removeprefix("torch."), cpu=True)
+    hardware = snapshot(data_dir=folder)
+    if hardware.gpus:
+        hardware = dataclasses.replace(hardware, gpus=())
+    placement = plan(
+        hardware=hardware,
+        model=held,
+        store=StoreSpec(index_bytes=0, partition_count=0, partition_bytes=0),
+        workload=Workload(
+            batch=max(int(b) for b in spec["batches"]),
+            context_tokens=int(spec["prompt_tokens"]) + int(spec["tokens"]) + 1,
+            retrieval_batch=1,
+        ),
+    )
+    placement.raise_if_unfit()
+    if spec.get("stream_all"):
+        # The comparison the benchmark ran before it planned: every layer from the disk.
+        placement = dataclasses.replace(
+            placement, layer_tiers=("disk",) * len(placement.layer_tiers)
+        )
+    print(
+        f"planned under RAM {hardware.ram_available_bytes / 2**20:.0f} MiB available of "
+        f"{hardware.ram_total_bytes / 2**20:.0f} MiB (cgroup limit: "
+        f"{hardware.ram_limit_bytes}); layers {placement.layer_tiers.count('cpu')} in RAM",
+        file=sys.stderr,
+        flush=True,
+    )
+    return placement
 
 
 def main(argv: list[str] | None = None) -> int:

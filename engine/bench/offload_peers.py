@@ -5,10 +5,12 @@ Systems, all on one random-weight model (engine/models/synthetic.py; a real arch
 the speed does not depend on the weight values), the same prompts, output length and
 thread count:
 
-- `executor f32` (the safetensors checkpoint) and `executor <fmt>` for each GGUF format of
-  `--weights` (the executor reads the same GGUF files llama.cpp runs);
+- `executor f32` (the safetensors checkpoint), `executor bf16` (the checkpoint saved in
+  bf16, computed as the product does on this CPU) and `executor <fmt>` for each GGUF format
+  of `--weights` (the executor reads the same GGUF files llama.cpp runs);
 - `llama.cpp <fmt>`: llama-cpp-python on the GGUF file of each format (memory-mapped);
-- `accelerate bf16`: transformers + Accelerate `device_map`, the layers on "disk".
+- `accelerate bf16`: transformers + Accelerate `device_map` on the bf16 checkpoint (loaded
+  in bf16 tensor by tensor, never through a float32 copy), the layers on "disk".
 
 Each system runs in its own child process (engine/bench/offload_child.py) placed in a fresh
 memory cgroup (engine/bench/offload_cgroup.py) whose limit also bounds its page cache; the
@@ -18,7 +20,9 @@ model files are dropped from the page cache before each run. Scenarios:
   llama.cpp with its default weight repacking, Accelerate without offloading);
 - (b) `limited`: a limit of half the Q4_0 (int4) file plus the runtime's own allowance,
   the runtime's cgroup peak with a tiny model of the same architecture (measured in the
-  same run and reported): the executor streams every layer from disk, llama.cpp pages its
+  same run and reported): the executor runs the placement the product's planner makes
+  inside that cgroup (its RAM budget is what the limit leaves, engine/hardware/cgroup.py:
+  as many layers in RAM as fit, the rest streamed from the disk), llama.cpp pages its
   mmap (repacking off, since repacked weights are anonymous memory that cannot be paged),
   Accelerate offloads every layer to disk.
 
@@ -45,6 +49,7 @@ from typing import Any
 import torch
 
 from engine.bench import offload_cgroup, offload_llama
+from engine.bench.offload_peers_report import decode_steps, model_params, peer_figures, report_peers
 from engine.bench.offload_systems import (
     MIB,
     Size,
@@ -54,7 +59,7 @@ from engine.bench.offload_systems import (
     write_model,
 )
 from engine.bench.offload_weights import GGUF_FORMATS as FORMATS
-from engine.bench.offload_weights import parse_formats
+from engine.bench.offload_weights import format_folder, parse_formats
 from engine.executor.page_cache import evict_page_cache
 
 PEERS = ("llama.cpp", "accelerate")
@@ -123,7 +128,7 @@ def run_peers(
     say(
         f"model: random {size.architecture}, {size.layers} layers, hidden {size.hidden}, MLP "
         f"{size.intermediate}, heads {size.heads}/{size.kv_heads}, "
-        f"{_params(model_dir) / 1e6:.0f} M parameters; files: "
+        f"{model_params(model_dir) / 1e6:.0f} M parameters; files: "
         + ", ".join(f"{k} {v.stat().st_size / MIB:.0f} MiB" for k, v in files.items())
         + f"; prompt {prompt_tokens}, {tokens} decode tokens, batches {batches}; {threads} "
         f"threads; disk cold read {disk_bw / MIB:.0f} MiB/s, RAM read {ram_bw / MIB:.0f} MiB/s"
@@ -166,11 +171,6 @@ def run_peers(
                     "tokens": tokens,
                     "threads": threads,
                     "depth": 1,
-                    # All layers streamed under the limit. Keeping some in RAM
-                    # (`room_bytes`, offload_child._layer_tiers) was killed by the limit
-                    # with 6 and with 4 of 28 layers held (runs 6, 7): not used until the
-                    # streamed path's own memory is understood.
-                    "room_bytes": 0,
                     "offload_folder": str(offload_root / f"{name}-{scenario}"),
                 }
                 result = _run_child(
@@ -186,7 +186,7 @@ def run_peers(
     finally:
         shutil.rmtree(offload_root, ignore_errors=True)
 
-    figures = _figures(
+    figures = peer_figures(
         results=results,
         systems=systems,
         batches=batches,
@@ -284,9 +284,22 @@ def _systems(
 
     systems: dict[str, dict[str, Any]] = {}
     checkpoint = sorted(model_dir.glob("*.safetensors"))
+    bf16_dir: Path | None = None
+    if "bf16" in formats or "accelerate" in peers:
+        # Saved in bf16 once: what a user of a bf16 model has, so that no system needs
+        # the float32 copy in memory to convert from.
+        bf16_dir, bf16_files = format_folder(model_dir=model_dir, name="bf16", cache=cache)
     for fmt in formats:
+        dtype = "float32"
         if fmt == "f32":
             folder, used = model_dir, checkpoint
+        elif fmt == "bf16" and bf16_dir is not None:
+            from engine.models.loading import cpu_bf16_is_fast
+
+            # The product's choice on a CPU (ModelFiles.compute_dtype): bf16 where its
+            # matmul is measured as fast as float32 here, else held bf16, widened per use.
+            folder, used = bf16_dir, bf16_files
+            dtype = "bfloat16" if cpu_bf16_is_fast() else "float32"
         elif fmt in files:
             folder, used = companion_folder(gguf_path=files[fmt], cache=cache), [files[fmt]]
         else:
@@ -299,6 +312,7 @@ def _systems(
             "spec": {
                 "system": "executor",
                 "model": str(folder),
+                "dtype": dtype,
                 "repack_cache": str(cache / "int4"),
             },
             "files": used,
@@ -324,12 +338,12 @@ def _systems(
                     "spec": {"system": "llama.cpp", "model": str(files[fmt])},
                     "files": [files[fmt]],
                 }
-    if "accelerate" in peers:
+    if "accelerate" in peers and bf16_dir is not None:
         systems["accelerate bf16"] = {
             "runtime": "accelerate",
             "format": "bf16",
-            "spec": {"system": "accelerate", "model": str(model_dir), "dtype": "bfloat16"},
-            "files": checkpoint,
+            "spec": {"system": "accelerate", "model": str(bf16_dir), "dtype": "bfloat16"},
+            "files": bf16_files,
         }
     return systems
 
@@ -407,7 +421,7 @@ def _line(*, name: str, scenario: str, result: dict[str, Any], limit: int | None
         return f"{name:>16} {where}: FAILED: {result['error'][:300]}"
     cells = []
     for b, r in result["batches"].items():
-        per = r["decode_read_bytes"] / max(1, _steps(r))
+        per = r["decode_read_bytes"] / max(1, decode_steps(r))
         cells.append(
             f"B={b}: decode {r['decode_tok_s']:.2f} tok/s, prefill {r['prefill_tok_s']:.1f} "
             f"tok/s, {per / MIB:.0f} MiB read/step"
@@ -416,185 +430,5 @@ def _line(*, name: str, scenario: str, result: dict[str, Any], limit: int | None
         f"{name:>16} {where}: "
         + "; ".join(cells)
         + f"; peak {result['cgroup_peak_bytes'] / MIB:.0f} MiB, load {result['load_s']:.1f} s"
+        + (f", {result['layers_in_ram']} layers in RAM" if "layers_in_ram" in result else "")
     )
-
-
-def _steps(r: dict[str, Any]) -> int:
-    return max(1, len(r["tokens"][0]) - 1)
-
-
-def _figures(
-    *,
-    results: dict[str, dict[str, Any]],
-    systems: dict[str, dict[str, Any]],
-    batches: list[int],
-    tokens: int,
-    disk_bw: float,
-    ram_bw: float,
-) -> dict[str, Any]:
-    resident = results["resident"]
-    table: dict[str, Any] = {}
-    for scenario, by_system in results.items():
-        for name, result in by_system.items():
-            row: dict[str, Any] = {
-                "cgroup_peak_bytes": result.get("cgroup_peak_bytes"),
-                "oom_killed": result.get("oom_killed", False),
-            }
-            if result.get("error"):
-                row["error"] = result["error"]
-                table.setdefault(name, {})[scenario] = row
-                continue
-            fmt = systems[name]["format"]
-            reference = _reference(resident=resident, fmt=fmt)
-            touched = _touched_bytes(systems[name])
-            for b in batches:
-                r = result["batches"][str(b)]
-                step_s = r["decode_s"] / tokens
-                read = r["decode_read_bytes"] / tokens
-                if scenario == "resident":
-                    bound = touched / ram_bw if ram_bw else 0.0
-                else:
-                    base = resident.get(name, {}).get("batches", {}).get(str(b))
-                    t_comp = base["decode_s"] / tokens if base else 0.0
-                    bound = max(t_comp, read / disk_bw if disk_bw else 0.0)
-                ref = reference.get(str(b)) if reference else None
-                row[str(b)] = {
-                    "decode_tok_s": r["decode_tok_s"],
-                    "prefill_tok_s": r["prefill_tok_s"],
-                    "disk_bytes_per_step": read,
-                    "roofline_efficiency": bound / step_s if step_s > 0 else 0.0,
-                    "tokens_match_reference": None if ref is None else r["tokens"] == ref,
-                    "token_agreement": None if ref is None else _agreement(r["tokens"], ref),
-                }
-            table.setdefault(name, {})[scenario] = row
-    return {
-        "systems": table,
-        "batches": batches,
-        "decode_tokens": tokens,
-        "targets": _targets(table=table, batches=batches),
-    }
-
-
-def _reference(*, resident: dict[str, Any], fmt: str) -> dict[str, Any] | None:
-    """The greedy tokens of the dequantize-then-matmul reference for `fmt`: the executor's
-    resident run on the same weights (float32 for bf16, whose reference is the checkpoint;
-    for q4_0 the run of the kernel's arithmetic by dequantize-then-matmul)."""
-    base = f"executor {'f32' if fmt == 'bf16' else fmt}"
-    # The int4 kernel's reference when the benchmark ran one (q4_0).
-    source = resident.get(f"{base} reference") or resident.get(base)
-    if not source or source.get("error"):
-        return None
-    return {b: r["tokens"] for b, r in source["batches"].items()}
-
-
-def _agreement(tokens: list[list[int]], ref: list[list[int]]) -> float:
-    """Fraction of greedy positions equal to the reference up to the first difference per
-    row (after a difference the rows continue from different prefixes)."""
-    same = total = 0
-    for row, ref_row in zip(tokens, ref, strict=True):
-        total += len(ref_row)
-        for a, b in zip(row, ref_row, strict=False):
-            if a != b:
-                break
-            same += 1
-    return same / total if total else 0.0
-
-
-def _touched_bytes(system: dict[str, Any]) -> int:
-    """Weight bytes one resident decode step reads from RAM: the files for llama.cpp; for
-    the executor the float32 it holds (it keeps resident layers decoded); bf16 for
-    Accelerate."""
-    total = sum(f.stat().st_size for f in system["files"])
-    if system["runtime"] == "llama.cpp":
-        return total
-    if system["runtime"] == "accelerate":
-        return total // 2  # the float32 checkpoint held in bfloat16
-    if system["format"] == "f32":
-        return total
-    folder = Path(system["spec"]["model"])
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    return _config_params(config) * 4
-
-
-def _targets(*, table: dict[str, Any], batches: list[int]) -> dict[str, Any]:
-    b1, bmax = str(batches[0]), str(batches[-1])
-
-    def rate(name: str, scenario: str, b: str) -> float | None:
-        row = table.get(name, {}).get(scenario, {})
-        return row.get(b, {}).get("decode_tok_s") if "error" not in row else None
-
-    def ratio(a: float | None, b: float | None) -> float | None:
-        return a / b if a and b else None
-
-    ex4_lim, ex4_res = rate("executor q4_0", "limited", b1), rate("executor q4_0", "resident", b1)
-    out: dict[str, Any] = {
-        "limited_int4_vs_llama_q4_0": {
-            "target": 2.0,
-            "value": ratio(ex4_lim, rate("llama.cpp q4_0", "limited", b1)),
-        },
-        "limited_int4_vs_accelerate_bf16": {
-            "target": 4.0,
-            "value": ratio(ex4_lim, rate("accelerate bf16", "limited", b1)),
-        },
-        "resident_int4_vs_llama_q4_0": {
-            "target": 0.8,
-            "value": ratio(ex4_res, rate("llama.cpp q4_0", "resident", b1)),
-        },
-    }
-    # The issue's batch target is batch 8 against batch 1 (the quick form's batch 4 has none).
-    for name in table if int(bmax) >= 8 else ():
-        if name.startswith("executor"):
-            for scenario in ("resident", "limited"):
-                out[f"batch{bmax}_over_batch{b1} {name} {scenario}"] = {
-                    "target": 5.0,
-                    "value": ratio(rate(name, scenario, bmax), rate(name, scenario, b1)),
-                }
-    for v in out.values():
-        v["met"] = None if v["value"] is None else v["value"] >= v["target"]
-    return out
-
-
-def report_peers(f: dict[str, Any], *, say: Callable[[str], None]) -> None:
-    b1, bmax = str(f["batches"][0]), str(f["batches"][-1])
-    say(
-        f"{'system':>16} | scenario | decode tok/s B={b1} / B={bmax} | prefill tok/s B={b1} / "
-        f"B={bmax} | disk MiB/step B={b1} | roofline B={b1} | tokens = reference | peak MiB"
-    )
-    for name, by_scenario in f["systems"].items():
-        for scenario, row in by_scenario.items():
-            peak = (row.get("cgroup_peak_bytes") or 0) / MIB
-            if "error" in row:
-                why = "OOM-killed" if row.get("oom_killed") else "failed"
-                say(f"{name:>16} | {scenario:8} | {why} (peak {peak:.0f} MiB)")
-                continue
-            one, big = row[b1], row[bmax]
-            say(
-                f"{name:>16} | {scenario:8} | {one['decode_tok_s']:.2f} / "
-                f"{big['decode_tok_s']:.2f} | {one['prefill_tok_s']:.1f} / "
-                f"{big['prefill_tok_s']:.1f} | {one['disk_bytes_per_step'] / MIB:.1f} | "
-                f"{one['roofline_efficiency']:.2f} | {_match(one)} / {_match(big)} | {peak:.0f}"
-            )
-    for key, t in f["targets"].items():
-        value = "not measured" if t["value"] is None else f"{t['value']:.2f}"
-        verdict = "" if t["met"] is None else (" met" if t["met"] else " MISSED")
-        say(f"target {key}: {value} (target >= {t['target']}){verdict}")
-    for what, why in f["skipped"].items():
-        say(f"skipped {what}: {why}")
-
-
-def _match(cell: dict[str, Any]) -> str:
-    if cell["tokens_match_reference"] is None:
-        return "-"
-    return "yes" if cell["tokens_match_reference"] else f"no ({cell['token_agreement']:.2f})"
-
-
-def _params(model_dir: Path) -> int:
-    return _config_params(json.loads((model_dir / "config.json").read_text(encoding="utf-8")))
-
-
-def _config_params(config: dict[str, Any]) -> int:
-    h, m, n = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-    heads, kv = config["num_attention_heads"], config.get("num_key_value_heads") or 0
-    kv_dim = h // heads * (kv or heads)
-    layer = 2 * h * h + 2 * h * kv_dim + 3 * h * m
-    return n * layer + 2 * h * config["vocab_size"]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import psutil
 
 from engine.hardware import bandwidth, gpus
+from engine.hardware.cgroup import cgroup_memory
 from engine.hardware.gpus import GpuInfo
 from engine.json_file import write_json
 from engine.paths import Paths
@@ -59,6 +60,9 @@ class HardwareProfile:
     fingerprint: str
     measured_at: float  # Unix time of the bandwidth measurements; 0.0 when not measured
     hypothetical: bool = False  # True for a machine described by flags, not this one
+    # The memory cgroup's limit when it is below the machine's RAM (systemd, containers):
+    # the RAM figures above are then the cgroup's. None: the machine's RAM.
+    ram_limit_bytes: int | None = None
 
     @property
     def gpu(self) -> GpuInfo | None:
@@ -110,9 +114,16 @@ def load_profile(
 
 
 def snapshot(*, data_dir: Path) -> HardwareProfile:
-    """Counts only: no bandwidth measurement, nothing written."""
+    """Counts only: no bandwidth measurement, nothing written. Under a memory cgroup
+    limit below the machine's RAM, the RAM is the limit's (total) and what is left of it
+    (available, never more than the machine's)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     memory = psutil.virtual_memory()
+    ram_total, ram_available, ram_limit = memory.total, memory.available, None
+    limited = cgroup_memory()
+    if limited is not None and limited.limit_bytes < memory.total:
+        ram_total, ram_limit = limited.limit_bytes, limited.limit_bytes
+        ram_available = min(memory.available, limited.available_bytes)
     usage = shutil.disk_usage(data_dir)
     found = gpus.detect_gpus(ram_total_bytes=memory.total)
     disk = DiskInfo(
@@ -123,14 +134,15 @@ def snapshot(*, data_dir: Path) -> HardwareProfile:
     )
     profile = HardwareProfile(
         gpus=found,
-        ram_total_bytes=memory.total,
-        ram_available_bytes=memory.available,
+        ram_total_bytes=ram_total,
+        ram_available_bytes=ram_available,
         cpu_cores_logical=os.cpu_count() or 1,
         cpu_cores_physical=psutil.cpu_count(logical=False),
         disk=disk,
         platform=f"{platform.system()} {platform.machine()}",
         fingerprint="",
         measured_at=0.0,
+        ram_limit_bytes=ram_limit,
     )
     return replace(profile, fingerprint=fingerprint_of(profile))
 
@@ -198,7 +210,9 @@ def hypothetical_profile(
             )
             profile = replace(profile, gpus=(gpu, *profile.gpus[1:]))
     if ram_bytes is not None:
-        profile = replace(profile, ram_total_bytes=ram_bytes, ram_available_bytes=ram_bytes)
+        profile = replace(
+            profile, ram_total_bytes=ram_bytes, ram_available_bytes=ram_bytes, ram_limit_bytes=None
+        )
     if disk_bytes is not None:
         profile = replace(
             profile, disk=replace(profile.disk, total_bytes=disk_bytes, free_bytes=disk_bytes)

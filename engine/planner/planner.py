@@ -57,6 +57,10 @@ GIB = 2**30
 # that keeps disk reads fast; the disk to everything else that writes there.
 GPU_MARGIN = (0.05, 512 * MIB)
 RAM_MARGIN = (0.10, 1 * GIB)
+# Under a memory cgroup's limit the OS and other programs live outside it (no 1 GiB
+# floor), and the interpreter is already counted as used; a tenth of the limit is kept
+# for the page cache of streamed reads and the allocator's slack, which the limit counts.
+CGROUP_RAM_MARGIN_FRACTION = 0.10
 DISK_MARGIN = (0.05, 2 * GIB)
 
 PREFETCH_MAX_PREFILL = 2
@@ -206,6 +210,13 @@ def plan(
     )
 
 
+def _ram_budget(hardware: HardwareProfile, ram: int) -> int:
+    limit = hardware.ram_limit_bytes
+    if limit is None:
+        return _less_margin(ram, RAM_MARGIN)
+    return max(0, ram - math.ceil(limit * CGROUP_RAM_MARGIN_FRACTION))
+
+
 def _machine_of(hardware: HardwareProfile) -> _Machine:
     ram = hardware.ram_available_bytes
     disk = hardware.disk.free_bytes
@@ -213,7 +224,7 @@ def _machine_of(hardware: HardwareProfile) -> _Machine:
     if gpu is None:
         caps = TierBytes(gpu=0, cpu=ram, disk=disk)
         budgets = TierBytes(
-            gpu=0, cpu=_less_margin(ram, RAM_MARGIN), disk=_less_margin(disk, DISK_MARGIN)
+            gpu=0, cpu=_ram_budget(hardware, ram), disk=_less_margin(disk, DISK_MARGIN)
         )
         return _Machine(
             memory_model="cpu_only",
@@ -242,7 +253,7 @@ def _machine_of(hardware: HardwareProfile) -> _Machine:
     caps = TierBytes(gpu=gpu.free_bytes, cpu=ram, disk=disk)
     budgets = TierBytes(
         gpu=_less_margin(gpu.free_bytes, GPU_MARGIN),
-        cpu=_less_margin(ram, RAM_MARGIN),
+        cpu=_ram_budget(hardware, ram),
         disk=_less_margin(disk, DISK_MARGIN),
     )
     return _Machine(

@@ -19,11 +19,12 @@ from pathlib import Path
 from engine.planner.model_spec import ModelSpec, load_model_spec
 
 
-def load_held_spec(*, source: Path, dtype: str | None = None) -> ModelSpec:
-    """`load_model_spec` of a model folder, with the sizes the executor holds."""
+def load_held_spec(*, source: Path, dtype: str | None = None, cpu: bool = False) -> ModelSpec:
+    """`load_model_spec` of a model folder, with the sizes the executor holds; `cpu`:
+    it computes on the CPU (where Q4_0 matrices go to the int4 kernel undecoded)."""
     spec = load_model_spec(source=source, dtype=dtype)
     folder = source if source.is_dir() else source.parent
-    return with_stored_sizes(spec, folder=folder)
+    return with_stored_sizes(spec, folder=folder, cpu=cpu)
 
 
 def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> ModelSpec:
@@ -40,12 +41,21 @@ def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> Mo
     )
 
 
-def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
-    """`spec` with the stored sizes of the layers the executor holds compressed."""
+def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> ModelSpec:
+    """`spec` with the stored sizes of the layers the executor holds compressed. On a
+    CPU with the int4 kernel a layer's decoded copy is only what the kernel does not
+    compute (its norms and biases, any other quant type): the workspace then keeps no
+    room for float32 copies of matrices that are never made."""
     import torch
 
     from engine.executor import int4
-    from engine.executor.packed import kernel_bytes, packable, stored_bytes
+    from engine.executor.packed import (
+        decoded_bytes,
+        kernel_bytes,
+        kernel_computes,
+        packable,
+        stored_bytes,
+    )
     from engine.executor.weights import index_checkpoint, layer_unit
 
     try:
@@ -64,6 +74,12 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
     # not 0.5625) wherever torch has it; counted so on a GPU too (at most 11 % high).
     held = kernel_bytes if int4.available() else stored_bytes
     stored = tuple(sum(held(s) for s in sources) for sources in layers)
+    decoded = max(spec.layer_bytes)
+    if cpu and all(kernel_computes(sources) for sources in layers):
+        decoded = max(
+            sum(decoded_bytes(s, dtype=dtype) for s in sources if not kernel_computes([s]))
+            for sources in layers
+        )
     kinds: Counter[str] = Counter()
     for sources in layers:
         for s in sources:
@@ -71,7 +87,7 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path) -> ModelSpec:
     return dataclasses.replace(
         spec,
         layer_bytes=stored,
-        decoded_layer_bytes=max(spec.layer_bytes),
+        decoded_layer_bytes=decoded,
         weight_format=kinds.most_common(1)[0][0],
         parameters=spec.parameter_count,
     )

@@ -103,7 +103,11 @@ def test_quick_peers_benchmark_runs_every_system_resident_and_under_the_limit(
         assert limit == half + figures["allowance_bytes"][runtime] + figures["slack_bytes"]
         assert systems[name]["limited"]["cgroup_peak_bytes"] <= limit
     executor = systems["executor q4_0"]
-    # Resident and streaming every layer from disk give the tokens of the kernel's
+    # Under the limit the executor runs its planner's placement for the cgroup it is in
+    # (the tiny model fits whole); resident, every layer is in RAM.
+    assert 0 < executor["limited"]["layers_in_ram"] <= 2
+    assert executor["resident"]["layers_in_ram"] == 2
+    # Resident and under the limit it gives the tokens of the kernel's
     # dequantize-then-matmul reference.
     assert executor["resident"]["1"]["tokens_match_reference"] is True
     assert executor["limited"]["1"]["tokens_match_reference"] is True
@@ -133,24 +137,45 @@ def test_llama_cpp_gives_the_executors_greedy_tokens_on_the_same_f32_file(tmp_pa
     assert run.tokens == expected[:, prompts.shape[1] :].tolist()
 
 
-def test_under_the_limit_the_executor_keeps_what_fits_of_its_layers_in_ram(
-    tmp_path: Path,
+def test_under_the_limit_the_executor_keeps_the_layers_its_planner_places_in_ram(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.bench.offload_child import _layer_tiers
+    """The limited scenario runs the product's placement for the cgroup the child is in:
+    as many Q4_0 layers in RAM as the limit leaves room for, the rest streamed."""
+    import torch
+    from gguf import GGMLQuantizationType
+
+    from engine.bench.offload_child import planned_placement
+    from engine.errors import PlacementError
+    from engine.hardware import profile as profile_module
+    from engine.hardware.cgroup import CgroupMemory
+    from engine.models.gguf_file import companion_folder
+    from engine.models.gguf_writer import write_gguf
     from engine.models.synthetic import write_random_model
     from engine.planner.stored import load_held_spec
 
-    folder = write_random_model(folder=tmp_path / "m", num_layers=6, seed=2)
-    layer = max(load_held_spec(source=folder, dtype="float32").layer_bytes)
-    resident = {"tier": "resident", "depth": 1}
-    assert _layer_tiers(resident, folder=folder, layers=6) == ["cpu"] * 6
-    limited = {"tier": "disk", "depth": 1}
-    assert _layer_tiers(limited, folder=folder, layers=6) == ["disk"] * 6
-    # Two layers in flight (stored and decoded: 4 layers' bytes), half kept back.
-    room = 4 * layer + 4 * layer
-    tiers = _layer_tiers({**limited, "room_bytes": room}, folder=folder, layers=6)
-    assert tiers == ["cpu"] * 2 + ["disk"] * 4
-    tiers = _layer_tiers({**limited, "room_bytes": 100 * layer}, folder=folder, layers=6)
-    assert tiers == ["cpu"] * 6
-    tiers = _layer_tiers({**limited, "room_bytes": 2 * layer}, folder=folder, layers=6)
-    assert tiers == ["disk"] * 6
+    model = write_random_model(
+        folder=tmp_path / "m", num_layers=6, hidden_size=256, intermediate_size=512, seed=2
+    )
+    gguf = write_gguf(model_dir=model, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.Q4_0)
+    folder = companion_folder(gguf_path=gguf, cache=tmp_path / "cache")
+    spec = {"batches": [1, 8], "prompt_tokens": 16, "tokens": 4}
+    layer = max(load_held_spec(source=folder, dtype="float32", cpu=True).layer_bytes)
+
+    def kept(available: int) -> int:
+        limited = CgroupMemory(limit_bytes=64 * 2**20, used_bytes=64 * 2**20 - available)
+        monkeypatch.setattr(profile_module, "cgroup_memory", lambda: limited)
+        try:
+            placement = planned_placement(spec, folder=folder, dtype=torch.float32)
+        except PlacementError:
+            return -1  # too little for even the layers in flight: refused, not run
+        tiers = placement.layer_tiers
+        assert tiers == ("cpu",) * tiers.count("cpu") + ("disk",) * tiers.count("disk")
+        return tiers.count("cpu")
+
+    # More room never keeps fewer layers; between none and all, some are kept.
+    counts = [kept(6 * 2**20 + n * layer // 2) for n in range(60)]
+    assert counts == sorted(counts) and counts[0] == -1 and counts[-1] == 6
+    assert 0 in counts and any(0 < c < 6 for c in counts)
+    monkeypatch.setattr(profile_module, "cgroup_memory", lambda: None)
+    assert planned_placement(spec, folder=folder, dtype=torch.float32).layer_tiers == ("cpu",) * 6

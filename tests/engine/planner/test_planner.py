@@ -289,3 +289,42 @@ def test_the_index_is_sized_in_the_store_layout() -> None:
     assert int8.index_bytes == 1_000_000 * 404
     # Either way a partition holds as many vectors (the retrieval workspace).
     assert abs(int8.vectors_per_partition - float32.vectors_per_partition) <= 1
+
+
+def test_under_a_cgroup_limit_ram_keeps_a_tenth_of_the_limit_not_a_gib() -> None:
+    import dataclasses
+
+    from engine.planner.planner import CGROUP_RAM_MARGIN_FRACTION
+
+    mib = 2**20
+    machine = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    limited = dataclasses.replace(
+        machine, ram_total_bytes=700 * mib, ram_available_bytes=400 * mib, ram_limit_bytes=700 * mib
+    )
+    # A small model: 8 layers of 20 MiB, as a Q4_0 file of a 1.5B-class shape holds them.
+    model = dataclasses.replace(
+        _spec("qwen2-7b"),
+        num_layers=8,
+        layer_bytes=(20 * mib,) * 8,
+        embed_bytes=mib,
+        head_bytes=mib,
+        vocab_size=1000,
+        hidden_size=512,
+        intermediate_size=1024,
+        decoded_layer_bytes=0,
+    )
+    workload = Workload(batch=1, context_tokens=64, retrieval_batch=1)
+    store = StoreSpec(index_bytes=0, partition_count=0, partition_bytes=0)
+    p = plan(hardware=limited, model=model, store=store, workload=workload)
+    margin = int(700 * mib * CGROUP_RAM_MARGIN_FRACTION)
+    assert abs(p.budgets.cpu - (400 * mib - margin)) <= 1
+    assert p.fits and "disk" not in p.layer_tiers
+    # The same RAM without the cgroup keeps the OS's 1 GiB back: nothing is left.
+    unlimited = dataclasses.replace(limited, ram_limit_bytes=None)
+    assert plan(hardware=unlimited, model=model, store=store, workload=workload).budgets.cpu == 0
+    # A tighter limit keeps a prefix of the layers in RAM and streams the rest.
+    tight = dataclasses.replace(limited, ram_available_bytes=150 * mib)
+    p = plan(hardware=tight, model=model, store=store, workload=workload)
+    kept = p.layer_tiers.count("cpu")
+    assert p.fits and 0 < kept < 8
+    assert p.layer_tiers == ("cpu",) * kept + ("disk",) * (8 - kept)

@@ -94,3 +94,28 @@ def test_a_compressed_model_stays_in_ram_where_the_float_one_streams(
     assert p_big.fits and p_small.fits
     assert "disk" in p_big.layer_tiers
     assert "disk" not in p_small.layer_tiers
+
+
+@pytest.mark.skipif(not int4.available(), reason="this torch has no CPU int4 kernel")
+def test_on_a_cpu_q4_0_layers_need_no_decoded_copy_for_the_kernel(
+    hf_dir: Path, tmp_path: Path
+) -> None:
+    q4 = write_gguf(model_dir=hf_dir, out=tmp_path / "q4.gguf", qtype=GGMLQuantizationType.Q4_0)
+    q8 = write_gguf(model_dir=hf_dir, out=tmp_path / "q8.gguf", qtype=GGMLQuantizationType.Q8_0)
+    q4_dir = companion_folder(gguf_path=q4, cache=tmp_path / "cache")
+    q8_dir = companion_folder(gguf_path=q8, cache=tmp_path / "cache")
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    on_cpu = load_held_spec(source=q4_dir, dtype="float32", cpu=True)
+    # Only what the kernel does not compute is decoded: the norms (biases in Qwen2).
+    norms = 2 * 256 * 4
+    assert norms <= on_cpu.decoded_layer_bytes < plain.layer_bytes[0] // 100
+    assert on_cpu.layer_bytes == load_held_spec(source=q4_dir, dtype="float32").layer_bytes
+    # Elsewhere (a GPU decodes whole layers) and for Q8_0 (decoded on a CPU too): a
+    # decoded layer per slot, as before.
+    assert (
+        load_held_spec(source=q4_dir, dtype="float32").decoded_layer_bytes == plain.layer_bytes[0]
+    )
+    q8_cpu = load_held_spec(source=q8_dir, dtype="float32", cpu=True)
+    assert q8_cpu.decoded_layer_bytes == plain.layer_bytes[0]
+    ws = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16)
+    assert ws < plain.decode_workspace_bytes(batch=1, context_tokens=16) + plain.layer_bytes[0]
