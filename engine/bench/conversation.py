@@ -6,14 +6,14 @@ through the engine's own answering path (`Engine.ask_stream`: the retrieval pipe
 the relevance gate, the history-aware search), in extractive mode (no language model).
 A follow-up counts as found when one of its top 3 sources is the right file and, for
 files with pages, one of the right pages. The same follow-ups asked without their
-history are the baseline: they mean little alone. Three parts are reported apart:
+history are the baseline: they mean little alone. The parts are reported apart:
 the tuned conversations, the held-out ones of the first set (set aside before the
 search was tuned, then measured over several rounds) and a second held-out set
-(engine/bench/conversation_set2.py). The report lists the tuned part's misses only:
-the held-out rows are in the figures (`--out`), not printed, so that tuning does not
-read them. The other direction, questions that stand alone asked after an unrelated
-turn, is engine/bench/conversation_standalone.py (the first set's conversations only,
-so that its pairings stay as they were).
+(engine/bench/conversation_set2.py), with a second tuning set beside it. The report
+lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
+not printed, so that tuning does not read them. The other direction, questions that
+stand alone asked after an unrelated turn, is engine/bench/conversation_standalone.py
+(the first set's conversations only, so that its pairings stay as they were).
 
 The documents are every file of the real-docs corpus (RAGDOLL_REAL_DOCS,
 engine/bench/real_docs.py): the ones the questions are about and the others beside
@@ -34,7 +34,7 @@ from typing import Any
 
 from engine.bench import conversation_standalone
 from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
-from engine.bench.conversation_set2 import HELD_OUT2
+from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -72,7 +72,8 @@ def corpus_files(corpus: Path) -> list[Path]:
     """Every file of the real-docs corpus: the ones the questions are about and the
     rest, which compete with them in the search as a person's other documents do."""
     files = sorted(p for p in corpus.iterdir() if p.is_file())
-    missing = sorted((set(FILES) | {c.file for c in HELD_OUT2}) - {p.name for p in files})
+    wanted = set(FILES) | {c.file for c in (*HELD_OUT2, *TUNING2)}
+    missing = sorted(wanted - {p.name for p in files})
     if missing:
         raise SystemExit(f"the corpus at {corpus} lacks {', '.join(missing)}")
     return files
@@ -115,6 +116,7 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         pairs = [_ask_pair(engine=engine, conv=c, part=_part(c)) for c in CONVERSATIONS]
         rows = [row for row, _ in pairs]
         rows2 = [_ask_pair(engine=engine, conv=c, part="held_out2")[0] for c in HELD_OUT2]
+        rows3 = [_ask_pair(engine=engine, conv=c, part="tuned2")[0] for c in TUNING2]
         standalone = conversation_standalone.measure(
             ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
         )
@@ -123,14 +125,15 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         engine.close()
     return {
         "top": TOP,
-        "conversations": len(rows) + len(rows2),
+        "conversations": len(rows) + len(rows2) + len(rows3),
         "tuned": _score([r for r in rows if r["part"] == "tuned"]),
         "held_out": _score([r for r in rows if r["part"] == "held_out"]),
         "held_out2": _score(rows2),
+        "tuned2": _score(rows3),
         "all": _score(rows),  # the first set's 43, as reported before the second set
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
-        "all_parts": _score(rows + rows2),
-        "rows": rows + rows2,
+        "all_parts": _score(rows + rows2 + rows3),
+        "rows": rows + rows2 + rows3,
         "standalone": standalone,
         "index": {"documents": len(indexed), "files": sorted(indexed), "chunks": status.chunks},
         "machine": {"load_average": _load(), "cpus": os.cpu_count()},
@@ -213,7 +216,7 @@ def _report(figures: dict[str, Any]) -> str:
     misses = [
         f"  missed (tuned): {r['follow_up']!r} after {r['first']!r} -> {r['top']}"
         for r in figures["rows"]
-        if not r["found"] and r.get("part", "tuned") == "tuned"
+        if not r["found"] and r.get("part", "tuned") in ("tuned", "tuned2")
     ]
     return "\n".join(
         [
@@ -222,9 +225,10 @@ def _report(figures: dict[str, Any]) -> str:
             line("tuned set", figures["tuned"]),
             line("held-out set", figures["held_out"]),
             line("second held-out set", figures["held_out2"]),
+            line("second tuning set", figures["tuned2"]),
             line("all of the first set", figures["all"]),
             line("first set, files with pages", figures["with_pages"]),
-            line("all three parts", figures["all_parts"]),
+            line("all parts", figures["all_parts"]),
             *misses,
             *conversation_standalone.report(figures["standalone"]),
         ]

@@ -110,3 +110,34 @@ HELD_OUT2: tuple[TwoTurns, ...] = (
              follow_up="How do I shut that remote machine down without the connection "
              "killing it?", pages=(143,)),
 )  # fmt: skip
+
+# More tuning conversations, written after the second held-out set and before any
+# change was tuned on them: the first set's tuned part found 21 of its 23, too few
+# misses left to tell a change from noise. Topics and pages apart from both
+# held-out sets'. Reported as their own part ("tuned2"), misses printed.
+TUNING2: tuple[TwoTurns, ...] = (
+    TwoTurns(file=MAINT, first="What goes into the debian/dirs file?",
+             follow_up="And the docs one?", pages=(37,)),
+    TwoTurns(file=MAINT, first="How do I do a complete rebuild of a Debian package?",
+             follow_up="And what does the autobuilder do differently?", pages=(45, 46)),
+    TwoTurns(file=CLS, first="What goes in the identification part of a LaTeX class file?",
+             follow_up="And how does it load other packages?", pages=(17,)),
+    TwoTurns(file=BASHREF, first="How do aliases work in Bash?",
+             follow_up="Why don't they work in my scripts?", pages=(106,)),
+    TwoTurns(file=BASHREF, first="What is process substitution in Bash?",
+             follow_up="Does it work on every system?", pages=(41,)),
+    TwoTurns(file=GNUPLOT, first="How do I make an axis logarithmic in gnuplot?",
+             follow_up="And with base 2 instead of 10?", pages=(167,)),
+    TwoTurns(file=POLICY, first="What are the archive areas of Debian?",
+             follow_up="What may go into the contrib one?", pages=(19,)),
+    TwoTurns(file=DEVREF, first="Which mailing lists matter most for Debian development?",
+             follow_up="And how do I ask for a new one?", pages=(24,)),
+    TwoTurns(file=DEBREF, first="How do I find out which process has a file open?",
+             follow_up="And how do I stop it?", pages=(175, 176)),
+    TwoTurns(file=SQLITE, first="What does the COLLATE clause on a column do in SQLite?",
+             follow_up="And what is used when there is none?", pages=None),
+    TwoTurns(file=REBASE, first="What does git rebase --exec do?",
+             follow_up="What happens when the command fails?", pages=None),
+    TwoTurns(file=APT, first="What does apt-get show in its list of packages to remove?",
+             follow_up="And what does its last summary tell me?", pages=None),
+)  # fmt: skip

@@ -36,6 +36,7 @@ def test_the_report_lists_only_the_tuned_part_s_misses() -> None:
         "tuned": conversation._score(rows[:1]),
         "held_out": conversation._score(rows[1:2]),
         "held_out2": conversation._score(rows[2:]),
+        "tuned2": conversation._score([]),
         "all": conversation._score(rows[:2]),
         "with_pages": conversation._score(rows[:2]),
         "all_parts": conversation._score(rows),
@@ -45,7 +46,7 @@ def test_the_report_lists_only_the_tuned_part_s_misses() -> None:
     assert "tuned miss?" in text
     assert "held miss?" not in text and "other miss?" not in text
     assert "second held-out set: 1/2 (50%)" in text
-    assert "all three parts: 1/4 (25%)" in text
+    assert "all parts: 1/4 (25%)" in text
 
 
 def _empty() -> dict[str, Any]:

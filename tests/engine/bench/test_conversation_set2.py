@@ -23,3 +23,11 @@ def test_pages_are_given_for_pdfs_only() -> None:
     for c in HELD_OUT2:
         assert (c.pages is not None) == c.file.endswith(".pdf"), c
         assert all(p >= 1 for p in c.pages or ())
+
+
+def test_the_tuning_conversations_stay_off_the_held_out_pages() -> None:
+    from engine.bench.conversation_set2 import TUNING2
+
+    held_out = [c for c in CONVERSATIONS if c.held_out] + list(HELD_OUT2)
+    held = {(c.file, p) for c in held_out for p in c.pages or ()}
+    assert not held & {(c.file, p) for c in TUNING2 for p in c.pages or ()}
