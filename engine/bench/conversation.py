@@ -9,7 +9,8 @@ files with pages, one of the right pages. The same follow-ups asked without thei
 history are the baseline: they mean little alone. The parts are reported apart:
 the tuned conversations, the held-out ones of the first set (set aside before the
 search was tuned, then measured over several rounds) and a second held-out set
-(engine/bench/conversation_set2.py), with a second tuning set beside it. The report
+(engine/bench/conversation_set2.py), with a second and a third tuning set beside it
+(the third, engine/bench/conversation_set3.py, written for the follow-up detector). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
 stand alone asked after an unrelated turn, is engine/bench/conversation_standalone.py
@@ -35,6 +36,7 @@ from typing import Any
 from engine.bench import conversation_standalone
 from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
+from engine.bench.conversation_set3 import TUNING3
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -72,7 +74,7 @@ def corpus_files(corpus: Path) -> list[Path]:
     """Every file of the real-docs corpus: the ones the questions are about and the
     rest, which compete with them in the search as a person's other documents do."""
     files = sorted(p for p in corpus.iterdir() if p.is_file())
-    wanted = set(FILES) | {c.file for c in (*HELD_OUT2, *TUNING2)}
+    wanted = set(FILES) | {c.file for c in (*HELD_OUT2, *TUNING2, *TUNING3)}
     missing = sorted(wanted - {p.name for p in files})
     if missing:
         raise SystemExit(f"the corpus at {corpus} lacks {', '.join(missing)}")
@@ -117,6 +119,7 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         rows = [row for row, _ in pairs]
         rows2 = [_ask_pair(engine=engine, conv=c, part="held_out2")[0] for c in HELD_OUT2]
         rows3 = [_ask_pair(engine=engine, conv=c, part="tuned2")[0] for c in TUNING2]
+        rows4 = [_ask_pair(engine=engine, conv=c, part="tuned3")[0] for c in TUNING3]
         standalone = conversation_standalone.measure(
             ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
         )
@@ -125,15 +128,16 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
         engine.close()
     return {
         "top": TOP,
-        "conversations": len(rows) + len(rows2) + len(rows3),
+        "conversations": len(rows) + len(rows2) + len(rows3) + len(rows4),
         "tuned": _score([r for r in rows if r["part"] == "tuned"]),
         "held_out": _score([r for r in rows if r["part"] == "held_out"]),
         "held_out2": _score(rows2),
         "tuned2": _score(rows3),
+        "tuned3": _score(rows4),
         "all": _score(rows),  # the first set's 43, as reported before the second set
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
-        "all_parts": _score(rows + rows2 + rows3),
-        "rows": rows + rows2 + rows3,
+        "all_parts": _score(rows + rows2 + rows3 + rows4),
+        "rows": rows + rows2 + rows3 + rows4,
         "standalone": standalone,
         "index": {"documents": len(indexed), "files": sorted(indexed), "chunks": status.chunks},
         "machine": {"load_average": _load(), "cpus": os.cpu_count()},
@@ -216,7 +220,7 @@ def _report(figures: dict[str, Any]) -> str:
     misses = [
         f"  missed (tuned): {r['follow_up']!r} after {r['first']!r} -> {r['top']}"
         for r in figures["rows"]
-        if not r["found"] and r.get("part", "tuned") in ("tuned", "tuned2")
+        if not r["found"] and r.get("part", "tuned") in ("tuned", "tuned2", "tuned3")
     ]
     return "\n".join(
         [
@@ -226,6 +230,7 @@ def _report(figures: dict[str, Any]) -> str:
             line("held-out set", figures["held_out"]),
             line("second held-out set", figures["held_out2"]),
             line("second tuning set", figures["tuned2"]),
+            line("third tuning set", figures.get("tuned3", _score([]))),
             line("all of the first set", figures["all"]),
             line("first set, files with pages", figures["with_pages"]),
             line("all parts", figures["all_parts"]),
