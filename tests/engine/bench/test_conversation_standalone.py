@@ -63,7 +63,7 @@ def test_the_text_sets_are_judged_in_both_directions() -> None:
 
     judged = standalone.judged(specific=common)
     for name, total in (("firsts", len(CONVERSATIONS)), ("quality", len(load_set()))):
-        (t, nt), (h, nh) = judged[name]["tuned"], judged[name]["held_out"]
+        (t, nt), (_, nh) = judged[name]["tuned"], judged[name]["held_out"]
         # Judged follow-ups; only the tuning questions are named.
         assert nt + nh == total and len(judged[name]["wrong"]) == t
     t, nt = judged["follow_ups"]["tuned"]
