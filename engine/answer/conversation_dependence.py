@@ -12,11 +12,14 @@ the ones a reader uses, each cheap enough to run on every question:
   them", not "how does pbuilder differ from it": a pronoun does not stand for
   its own clause's subject), or anywhere before a possessive ("does bash apply
   its expansions");
-- a phrase pointing back ("which one", "the whole thing", "like that?");
+- a phrase pointing back ("which one", "the whole thing", "like that?"), a
+  demonstrative standing for a thing ("Is that the default?", "Can I make that a
+  warning?"), a comparison with nothing to compare to ("How is fixup different?",
+  "Do backslash escapes work too?") or a verb phrase left out ("What if I don't?");
 - few content words, none of them specific: a word shaped like a name (a path, an
-  option, an identifier with -, /, _, ., digits, CamelCase, an acronym) or rare in
-  the collection (`specific`, from the store's full-text index) names its subject
-  ("What is dh_make used for?", "What is a coprocess in Bash?").
+  option, an identifier with -, /, _, ., digits, CamelCase, an acronym, a capital
+  inside the question: "Bash", "Debian") or rare in the collection (`specific`, from
+  the store's full-text index) names its subject ("What is dh_make used for?").
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ _SHAPED = re.compile(r"^-|[\w][-/_.#+]|\d|[a-z][A-Z]|^[A-Z]{2,}s?$")
 _OPENERS = ("and ", "what about", "how about", "and what", "and how", "also", "then ", "but ")
 # "… a class or a package then?", "What should I use instead?": a closing word that
 # answers to something said before.
-_CLOSERS = (" then", " instead")
+# "… work too?", "… as well?", "How is fixup different?": a comparison or an addition
+# whose other side was said before (a question that names it says "different from").
+_CLOSERS = (" then", " instead", " too", " as well", " either", " different", " differently")
 # Pronouns that point back; "that", "then", "one" are as often relative or counting
 # words in a question that stands alone ("how do I tell git that the commit is good?").
 _PRONOUNS = frozenset(["it", "it's", "they", "them", "these", "those", "he", "she", "him"])
@@ -100,6 +105,25 @@ _POINTERS = frozenset(["the", "which", "that", "this"])
 # "which one of the priorities", "the one that …": the question says which.
 _SAYS_WHICH = frozenset(["of", "that", "which", "who", "in", "for", "from", "with"])
 _DEMONSTRATIVES = frozenset(["that", "this"])
+# After a demonstrative, the words that show it stands for a thing of its own ("that
+# is", "that a"), not for the noun after it ("that option") ...
+_AFTER_A_STAND_IN = frozenset(
+    ["a", "an", "the", "is", "was", "will", "would", "can", "could", "should", "does", "did"]
+)
+# ... when the word before it is no noun ("tell git that the commit is good" is a clause):
+# the question's start, or a verb that takes it as its object or subject.
+_BEFORE_A_STAND_IN = frozenset(
+    ["", "is", "was", "isn't", "does", "did", "will", "would", "can", "could", "should",
+     "make", "makes", "call", "consider", "keep", "set", "use", "do", "change"]
+)  # fmt: skip
+# A question ending on an auxiliary after its subject leaves its verb phrase out:
+# "What if I don't?", "Should I?", "Can it?" ("What does fakeroot do?" has its own).
+_AUXILIARIES = frozenset(
+    ["do", "does", "did", "don't", "doesn't", "didn't", "can", "can't", "cannot", "will",
+     "won't", "should", "shouldn't", "must", "is", "isn't", "are", "aren't", "have", "has"]
+)  # fmt: skip
+_SUBJECTS = frozenset(["i", "you", "we", "it", "they", "not"])
+_NEGATED = frozenset(["don't", "doesn't", "didn't", "can't", "won't", "shouldn't", "isn't"])
 _BE = frozenset(["is", "was", "isn't", "wasn't"])
 # Nouns that name nothing alone ("the second one", "the other option").
 GENERIC = frozenset(
@@ -152,12 +176,18 @@ def looks_dependent(question: str, *, specific: Callable[[str], bool] | None = N
     if folded.startswith(_OPENERS) or folded.rstrip(" ?!.").endswith(_CLOSERS):
         return True
     tokens = [t.casefold().rstrip(".") or t for t in _TOKEN.findall(text)]
-    if _points_back(tokens):
+    if _points_back(tokens) or _leaves_out_its_verb(tokens):
         return True
-    own = [w.rstrip(".") for w in _NAMED.findall(text) if w.casefold() not in _STOPWORDS]
+    named = [(m.start(), m.group().rstrip(".")) for m in _NAMED.finditer(text)]
+    own = [w for _, w in named if w.casefold() not in _STOPWORDS]
     if len(own) > FEW_CONTENT_WORDS:
         return False
     if any(shaped(w) for w in own):
+        return False
+    # A capital past the question's first word is a name ("the Bash startup files",
+    # "the archive areas of Debian"): the question says what it is about.
+    if any(at > 0 and w[0].isupper() and w != "I" and w.casefold() not in _STOPWORDS
+           for at, w in named):  # fmt: skip
         return False
     # Shapes first: each `specific` is a question to the full-text index.
     return not (specific and any(specific(w) for w in own if w.casefold() not in GENERIC))
@@ -209,11 +239,25 @@ def _points_back(tokens: list[str]) -> bool:
         # the question or naming nothing but a stand-in.
         if t in _DEMONSTRATIVES and (after in ("", ",", "and", "or") or after in GENERIC):
             return True
+        before = tokens[i - 1] if i > 0 else ""
+        if t in _DEMONSTRATIVES and after in _AFTER_A_STAND_IN and before in _BEFORE_A_STAND_IN:
+            return True
         if (t in _ONES or t in _THINGS) and after not in _SAYS_WHICH:
             pointed = any(b in _POINTERS for b in tokens[max(0, i - 2) : i])
             if pointed and (t in _THINGS or not _antecedent(tokens, at=i, across_clause=True)):
                 return True
     return False
+
+
+def _leaves_out_its_verb(tokens: list[str]) -> bool:
+    """A closing auxiliary after its subject or a negation ("What if I don't?"), or
+    before it ("Why can't I?")."""
+    words = [t for t in tokens if t[0].isalnum()]
+    if len(words) < 2:
+        return False
+    if words[-1] in _SUBJECTS and words[-2] in _AUXILIARIES:
+        return True
+    return words[-1] in _AUXILIARIES and (words[-2] in _SUBJECTS or words[-1] in _NEGATED)
 
 
 def _expletive(tokens: list[str], *, at: int) -> bool:

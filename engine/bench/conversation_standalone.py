@@ -74,11 +74,20 @@ def measure(*, ask: Ask, first_turns: Sequence[Turn]) -> dict[str, Any]:
 def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
     """How the engine judges the text sets alone (`looks_dependent` with the collection's
     word counts): all 117 quality-set questions and the first questions should stand
-    alone, the follow-ups lean on their first turn."""
+    alone, the follow-ups lean on their first turn. The tuning sets' follow-ups and the
+    third set's standalone questions are judged too; only tuning questions are listed
+    as wrong (held-out ones are counted, not named)."""
+    from engine.bench.conversation_set2 import TUNING2
+    from engine.bench.conversation_set3 import STANDALONE3, TUNING3
+
+    firsts3 = [c.first for c in TUNING3] + list(STANDALONE3)
     sets = {
         "firsts": ([(c.first, c.held_out) for c in CONVERSATIONS], False),
         "quality": ([(q.question, q.split == "held") for q in load_set()], False),
         "follow_ups": ([(c.follow_up, c.held_out) for c in CONVERSATIONS], True),
+        "follow_ups_tuned2": ([(c.follow_up, False) for c in TUNING2], True),
+        "firsts_tuned3": ([(q, False) for q in firsts3], False),
+        "follow_ups_tuned3": ([(c.follow_up, False) for c in TUNING3], True),
     }
     out: dict[str, Any] = {}
     for name, (questions, follow_ups) in sets.items():
@@ -86,7 +95,7 @@ def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
         out[name] = {
             "tuned": [sum(d for _, h, d in rows if not h), sum(not h for _, h, _ in rows)],
             "held_out": [sum(d for _, h, d in rows if h), sum(h for _, h, _ in rows)],
-            "wrong": [q for q, _, d in rows if d != follow_ups],
+            "wrong": [q for q, h, d in rows if d != follow_ups and not h],
         }
     return out
 
@@ -109,7 +118,7 @@ def report(figures: dict[str, Any]) -> list[str]:
                 f"hit@3 {s['hit3']}/{s['n']} in the conversation, {s['hit3_alone']} alone"
             )
         for r in part["rows"]:
-            if r["dependent"]:
+            if r["dependent"] and not r["held_out"]:
                 lines.append(f"    taken for a follow-up: {r['question']!r} after {r['after']!r}")
     return lines
 

@@ -87,9 +87,41 @@ def test_few_words_stand_alone_when_one_names_a_subject() -> None:
     assert not looks_dependent("What is a coprocess in Bash?", specific=_rare("coprocess"))
     assert not looks_dependent("How do I start a git bisect?", specific=_rare("bisect"))
     # Common words name nothing: the question leans on the turn before.
-    assert looks_dependent("What is a coprocess in Bash?", specific=_rare())
+    assert looks_dependent("What is a coprocess in bash?", specific=_rare())
+    assert looks_dependent("Where do logs go?", specific=_rare())
     assert looks_dependent("When should I use one?", specific=_rare("one"))  # one is generic
-    assert looks_dependent("What is a coprocess in Bash?")  # no collection to ask
+    assert looks_dependent("What is a coprocess in bash?")  # no collection to ask
+    # A capital inside the question is a name, however common the word.
+    for q in ("Where are the Bash startup files?", "What are the archive areas of Debian?"):
+        assert not looks_dependent(q, specific=_rare()), q
+    assert looks_dependent("I wonder where logs go?", specific=_rare())  # "I" names nothing
+
+
+def test_a_demonstrative_standing_for_a_thing_is_a_follow_up() -> None:
+    for q in ("Is that the default?", "Can I make that a warning?", "Is that a good idea?"):
+        assert looks_dependent(q, specific=_every_word_rare), q
+    # "that" opening a clause after a noun is no stand-in.
+    for q in (
+        "How do I tell git bisect that a commit is good?",
+        "How do I mark a bug that is real but will not be corrected?",
+    ):
+        assert not looks_dependent(q, specific=_every_word_rare), q
+
+
+def test_a_comparison_or_an_addition_with_its_other_side_unsaid_is_a_follow_up() -> None:
+    for q in ("How is fixup different?", "Do backslash escapes work too?", "Does it work as well?"):
+        assert looks_dependent(q, specific=_every_word_rare), q
+    assert not looks_dependent(
+        "How is git rebase --onto different from a plain rebase?", specific=_every_word_rare
+    )
+
+
+def test_a_verb_phrase_left_out_is_a_follow_up() -> None:
+    for q in ("What if I don't?", "Should I?", "Why can't I?"):
+        assert looks_dependent(q, specific=_every_word_rare), q
+    # A closing auxiliary after a noun is the question's own verb.
+    for q in ("What does fakeroot do?", "What is it that dpkg-divert does?"):
+        assert not looks_dependent(q, specific=_every_word_rare), q
 
 
 def test_a_standalone_question_in_a_conversation_is_searched_as_asked() -> None:

@@ -1,0 +1,54 @@
+"""`ragdoll bench conversation`'s scoring and report: parts apart, held-out rows unprinted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.bench import conversation
+
+
+def _row(part: str, *, found: bool, question: str) -> dict[str, Any]:
+    return {
+        "file": "f.pdf",
+        "pages": [1],
+        "held_out": part != "tuned",
+        "part": part,
+        "first": "first?",
+        "follow_up": question,
+        "searched": "s",
+        "found": found,
+        "found_alone": False,
+        "top": ["f.pdf p.2"],
+    }
+
+
+def test_the_report_lists_only_the_tuned_part_s_misses() -> None:
+    rows = [
+        _row("tuned", found=False, question="tuned miss?"),
+        _row("held_out", found=False, question="held miss?"),
+        _row("held_out2", found=False, question="other miss?"),
+        _row("held_out2", found=True, question="other hit?"),
+    ]
+    figures: dict[str, Any] = {
+        "top": 3,
+        "machine": {"load_average": [0.0, 0.0, 0.0]},
+        "rows": rows,
+        "tuned": conversation._score(rows[:1]),
+        "held_out": conversation._score(rows[1:2]),
+        "held_out2": conversation._score(rows[2:]),
+        "tuned2": conversation._score([]),
+        "all": conversation._score(rows[:2]),
+        "with_pages": conversation._score(rows[:2]),
+        "all_parts": conversation._score(rows),
+        "standalone": {"firsts": _empty(), "quality": _empty()},
+    }
+    text = conversation._report(figures)
+    assert "tuned miss?" in text
+    assert "held miss?" not in text and "other miss?" not in text
+    assert "second held-out set: 1/2 (50%)" in text
+    assert "all parts: 1/4 (25%)" in text
+
+
+def _empty() -> dict[str, Any]:
+    zero = {"n": 0, "dependent": 0, "hit1": 0, "hit3": 0, "hit1_alone": 0, "hit3_alone": 0}
+    return {"rows": [], "tuned": zero, "held_out": zero, "all": zero}
