@@ -138,6 +138,9 @@ def generate(
             arrived += 1
         return out
 
+    def stopped(row: _Row) -> bool:
+        return cancelled is not None and cancelled(row.index)
+
     rows = admit(requests)
     state = _Batch(model=model, pad=pad, prefix_cache=prefix_cache, on_degrade=on_degrade)
     logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
@@ -160,15 +163,15 @@ def generate(
             # the next turn of those conversations starts with their prompt and answer.
             with contextlib.suppress(*OOM_ERRORS):  # storing is a saving, not a duty
                 for b in finished_now:
-                    state.remember(b, rows[b])
+                    if not stopped(rows[b]):
+                        state.remember(b, rows[b])
             raise
-        keep = [
-            b
-            for b, row in enumerate(rows)
-            if b not in finished_now and not (cancelled is not None and cancelled(row.index))
-        ]
+        keep = [b for b, row in enumerate(rows) if b not in finished_now and not stopped(row)]
         for b in finished_now:
-            state.remember(b, rows[b])
+            # A row stopped as it finished is an answer nobody takes (the pipeline's
+            # refusal of a question begun before its verdict): its KV is no turn's.
+            if not stopped(rows[b]):
+                state.remember(b, rows[b])
         if len(keep) < len(rows):
             rows = [rows[b] for b in keep]
             state.select(keep)

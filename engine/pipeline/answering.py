@@ -4,9 +4,16 @@ then the model (or the extractive quotes) for those that pass.
 The gate is the one `Engine.ask_stream` always had: a model handed unrelated passages
 invents an answer, so a question is answered only when its best chunk is similar
 enough (NOT_FOUND_SIMILARITY) and the extractive answerer finds a sentence that
-answers it. The check runs in the retrieval worker's batch function, right after the
-batch's search; a question that fails it finishes there (`settled`) and never takes a
-row in a generation batch, so the model batches only the questions that pass.
+answers it. The check runs in the retrieval worker, right after the batch's search
+(RelevanceGate: `search`, then `judge` per question); a question that fails it
+finishes there (`settled`) and is answered by no model.
+
+With a model, reading the sentences takes time the first token would wait for (most
+of a follow-up's retrieval: the prefix cache makes its prefill short). So a question
+the gate has to read (`may_pass`) goes to the generation queue as soon as it is
+searched, with the hits the verdict keeps (the prompt is the same), and the model may
+start on it; what it writes is held until the verdict, and a refusal stops it
+(engine/pipeline/workers.py, `judge`; RequestHandle.hold / release).
 """
 
 from __future__ import annotations
@@ -117,9 +124,103 @@ class RewriteOnly:
     """A follow-up's rewrite request: nothing to search, straight to the model."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Searched:
+    """One question's search, before the relevance gate's verdict: its hits are the
+    ones the verdict keeps, so a prompt made from them is the answer's prompt."""
+
+    hits: tuple[SearchHit, ...]
+    large: bool  # the collection is large enough for absent words to count (refusal.py)
+
+    @property
+    def passages(self) -> list[Passage]:
+        return passages_of(self.hits)
+
+
 def settled(hits: object) -> bool:
     """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
     return isinstance(hits, GatedHits) and not hits.found
+
+
+def may_pass(searched: object) -> bool:
+    """The pipeline's `speculate`: the gate has to read this question's sentences,
+    so its verdict takes time, and the model may start on the question meanwhile.
+    A question nothing relates to is refused at once (no sentence read)."""
+    return isinstance(searched, Searched) and _checked(searched.hits)
+
+
+def _checked(hits: Sequence[SearchHit]) -> bool:
+    # Sentence-level scores separate "answered here" from "unrelated" far better
+    # than whole-chunk similarity does; the similarity only spares the check for
+    # questions nothing relates to.
+    return bool(hits) and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY
+
+
+class RelevanceGate:
+    """Retrieval in two steps, so that the model can start on a question while its
+    verdict is read (engine/pipeline/workers.py, `judge`): `search` is the batch's one
+    embedding call and batched search (and the reranker), `judge` the gate on one
+    question's hits, which reads the sentences of its passages."""
+
+    def __init__(
+        self,
+        *,
+        store: LanceStore,
+        embed: Embed,
+        tagged: TaggedEmbed | None = None,
+        reranker: Reranker | None = None,
+        min_score: float = DEFAULT_MIN_SCORE,
+        memo: SentenceMemo | None = None,
+    ) -> None:
+        self._store = store
+        self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
+        self._reranker = reranker
+        self._min_score = min_score
+        self._extractive = ExtractiveAnswerer(embed=embed, min_score=min_score, memo=memo)
+
+    def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
+        store, reranker = self._store, self._reranker
+        searched = [q for q in questions if not q.rewrite]
+        asked = searched
+        if reranker is not None:
+            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
+        results = iter(self._search(asked))
+        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
+        out: list[Searched | RewriteOnly] = []
+        for question in questions:
+            if question.rewrite:
+                out.append(RewriteOnly())
+                continue
+            hits = tuple(next(results).hits)
+            if reranker is not None:
+                hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
+            out.append(Searched(hits=hits, large=large))
+        return out
+
+    def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
+        if not isinstance(searched, Searched):
+            return RewriteOnly()
+        store, hits, min_score = self._store, searched.hits, self._min_score
+        extract = None
+        unknown: tuple[str, ...] = ()
+        if _checked(hits):
+            extract = self._extractive.answer(
+                question=_gate_text(question), passages=passages_of(hits)
+            )
+            if searched.large:
+                unknown = tuple(
+                    unknown_words(
+                        question=question.text,
+                        texts=[h.chunk.text for h in hits],
+                        holds=store.holds_word,
+                        holds_phrase=store.holds_phrase,
+                    )
+                )
+            if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):
+                extract = ExtractiveAnswer(
+                    text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score
+                )
+        return GatedHits(hits=hits, extract=extract, unknown=unknown)
 
 
 def gated_retrieve_batch(
@@ -132,57 +233,21 @@ def gated_retrieve_batch(
     memo: SentenceMemo | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
-    folder / type filters, see store_retrieve_batch), then the gate per question.
-    With a `reranker`, each question's top RERANK_CANDIDATES are re-ordered by the
-    cross-encoder and cut to its k. A follow-up's rewrite request (`Question.rewrite`)
-    is not searched: it goes to the model as it is, in the same generation batches as
-    the answers. A question naming words no chunk holds needs a better answer
-    sentence to pass (engine/answer/refusal.py). `memo` keeps the sentence vectors
-    the gate computed (engine/answer/sentence_memo.py)."""
-    search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
-    extractive = ExtractiveAnswerer(embed=embed, min_score=min_score, memo=memo)
+    folder / type filters, see store_retrieve_batch), then the gate per question:
+    RelevanceGate's two steps in one call. With a `reranker`, each question's top
+    RERANK_CANDIDATES are re-ordered by the cross-encoder and cut to its k. A
+    follow-up's rewrite request (`Question.rewrite`) is not searched: it goes to the
+    model as it is, in the same generation batches as the answers. A question naming
+    words no chunk holds needs a better answer sentence to pass
+    (engine/answer/refusal.py). `memo` keeps the sentence vectors the gate computed
+    (engine/answer/sentence_memo.py)."""
+    gate = RelevanceGate(
+        store=store, embed=embed, tagged=tagged, reranker=reranker, min_score=min_score, memo=memo
+    )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
-        searched = [q for q in questions if not q.rewrite]
-        asked = searched
-        if reranker is not None:
-            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
-        results = iter(search(asked))
-        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
-        out: list[GatedHits | RewriteOnly] = []
-        for question in questions:
-            if question.rewrite:
-                out.append(RewriteOnly())
-                continue
-            hits = tuple(next(results).hits)
-            if reranker is not None:
-                hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
-            extract = None
-            unknown: tuple[str, ...] = ()
-            # Sentence-level scores separate "answered here" from "unrelated" far
-            # better than whole-chunk similarity does; the similarity only spares
-            # the check for questions nothing relates to.
-            if hits and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY:
-                extract = extractive.answer(
-                    question=_gate_text(question), passages=passages_of(hits)
-                )
-                if large:
-                    unknown = tuple(
-                        unknown_words(
-                            question=question.text,
-                            texts=[h.chunk.text for h in hits],
-                            holds=store.holds_word,
-                            holds_phrase=store.holds_phrase,
-                        )
-                    )
-                if extract.found and refused(
-                    score=extract.score, unknown=unknown, min_score=min_score
-                ):
-                    extract = ExtractiveAnswer(
-                        text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score
-                    )
-            out.append(GatedHits(hits=hits, extract=extract, unknown=unknown))
-        return out
+        searched = gate.search(questions)
+        return [gate.judge(q, s) for q, s in zip(questions, searched, strict=True)]
 
     return retrieve
 
@@ -221,7 +286,9 @@ def gated_generate_batch(
             yield from generate_rows(
                 answerer=answerer,
                 jobs=[j for j in jobs if not j.cancel.is_set()],
-                passages=lambda job: job.hits.passages if isinstance(job.hits, GatedHits) else [],
+                passages=lambda job: (
+                    job.hits.passages if isinstance(job.hits, GatedHits | Searched) else []
+                ),
                 incoming=incoming,
             )
 

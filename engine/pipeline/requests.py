@@ -84,8 +84,16 @@ class RequestHandle:
         self._cancel = threading.Event()
         self._finished = threading.Event()
         self._lock = threading.Lock()
+        # Serialises deliveries: a verdict's release (the retrieval thread) flushes
+        # what generation held while pieces may still come (the generation thread).
+        self._order = threading.RLock()
+        self._held: list[Event] | None = None  # `hold`: kept until the verdict
+        self._released = threading.Event()
+        self._released.set()
         self._times = RequestTimes(submitted=submitted)
         self.hits: Any = None
+        # What generation starts from before the verdict (`hold`): the search's hits.
+        self.searched: Any = None
         self.outcome: Finished | None = None
         self.tokens = 0  # generated tokens delivered so far
         self.prompt_tokens = 0  # the prompt's tokens, once the model took it
@@ -97,6 +105,7 @@ class RequestHandle:
 
     @property
     def cancel_event(self) -> threading.Event:
+        """Set by `cancel`, and by a `release` that stops work begun early."""
         return self._cancel
 
     def cancel(self) -> None:
@@ -131,28 +140,74 @@ class RequestHandle:
 
             self._on_event = both
 
-    def emit(self, event: Event) -> None:
-        """Deliver one event; after a Finished, nothing more is delivered."""
-        with self._lock:
-            if self.outcome is not None:
-                return
+    def emit(self, event: Event) -> bool:
+        """Deliver one event; after a Finished, nothing more is delivered. While the
+        handle is held (`hold`), the event is kept for `release` instead. True when
+        it was delivered now."""
+        with self._order:
+            with self._lock:
+                if self.outcome is not None:
+                    return False
+                if self._held is not None:
+                    self._held.append(event)
+                    return False
+                if isinstance(event, Finished):
+                    self.outcome = event
+                elif isinstance(event, Retrieved):
+                    self.hits = event.hits
+                elif isinstance(event, Piece):
+                    self.tokens += event.tokens
+                    self.prompt_tokens = self.prompt_tokens or event.prompt_tokens
+            self._events.put(event)
+            if self._on_event is not None:
+                try:
+                    self._on_event(event)
+                except Exception:
+                    # A listener that fails is one that went away: stop this request,
+                    # and only this one (the worker's batch goes on for the others).
+                    self._cancel.set()
             if isinstance(event, Finished):
-                self.outcome = event
-            elif isinstance(event, Retrieved):
-                self.hits = event.hits
-            elif isinstance(event, Piece):
-                self.tokens += event.tokens
-                self.prompt_tokens = self.prompt_tokens or event.prompt_tokens
-        self._events.put(event)
-        if self._on_event is not None:
+                self._finished.set()
+            return True
+
+    def hold(self, *, searched: Any) -> None:
+        """Generation may start before the relevance gate's verdict (from `searched`,
+        the search's hits, which the verdict keeps): what it emits is kept, not
+        delivered, until `release`. The reader sees nothing that the gate would not
+        have let through."""
+        with self._order, self._lock:
+            self.searched = searched
+            self._held = []
+            self._released.clear()
+
+    @property
+    def held(self) -> bool:
+        with self._lock:
+            return self._held is not None
+
+    def wait_released(self, *, timeout: float | None = None) -> bool:
+        """Wait for a held handle's verdict (True at once when not held)."""
+        return self._released.wait(timeout)
+
+    def release(self, *, retrieved: Retrieved | None, finish: Finished | None) -> list[Event]:
+        """The verdict on a held handle: `retrieved` first (None: none to give), then,
+        without `finish`, what was held, in order; with it (a refusal, a cancel, an
+        error), `finish` instead: what was held is dropped and the generation begun
+        early is stopped (the cancel event: its row leaves the batch, and a row stopped
+        stores no answer KV). Returns the held events delivered."""
+        with self._order:
             try:
-                self._on_event(event)
-            except Exception:
-                # A listener that fails is one that went away: stop this request, and
-                # only this one (the worker's batch goes on for the others).
-                self._cancel.set()
-        if isinstance(event, Finished):
-            self._finished.set()
+                with self._lock:
+                    held, self._held = self._held or [], None
+                if retrieved is not None:
+                    self.emit(retrieved)
+                if finish is not None:
+                    self.emit(finish)
+                    self._cancel.set()
+                    return []
+                return [e for e in held if self.emit(e)]
+            finally:
+                self._released.set()
 
     def events(self, *, timeout: float | None = None) -> Iterator[Event]:
         """Events in order, up to and including the Finished one. `timeout` bounds the

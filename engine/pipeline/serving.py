@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.answer.sentence_memo import SentenceMemo
 from engine.pipeline.adapters import Embed, TaggedEmbed
-from engine.pipeline.answering import gated_generate_batch, gated_retrieve_batch, settled
+from engine.pipeline.answering import RelevanceGate, gated_generate_batch, may_pass, settled
 from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
 from engine.pipeline.workers import Pipeline
 from engine.planner.profiling import PowerLawFit
@@ -57,14 +57,15 @@ class ServingPipeline:
         self.sentence_memo = SentenceMemo(
             key=lambda: store.meta.embedder_id if store.meta is not None else ""
         )
+        gate = RelevanceGate(
+            store=store, embed=embed, tagged=tagged, reranker=reranker, memo=self.sentence_memo
+        )
         self.pipeline = Pipeline(
-            retrieve_batch=gated_retrieve_batch(
-                store=store,
-                embed=embed,
-                tagged=tagged,
-                reranker=reranker,
-                memo=self.sentence_memo,
-            ),
+            retrieve_batch=gate.search,
+            judge=gate.judge,
+            # With a model, the gate's reading of the sentences overlaps the prefill
+            # instead of coming before it; quotes need the verdict itself.
+            speculate=may_pass if self.answerer is not None else None,
             generate_batch=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
             placement=placement,
             generation_fit=generation_fit,

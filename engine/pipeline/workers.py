@@ -60,6 +60,10 @@ REQUEST_HISTORY = 256  # finished requests kept for the status (latency over tim
 # (bounded waiting, whatever the estimates say).
 MAX_RETRIEVAL_DEFER_S = 10.0
 TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
+# The longest the generation worker waits for the verdict on a question it finished
+# before the relevance gate had read it (a bound, not an expected time: the gate
+# reads a few sentences).
+VERDICT_WAIT_S = 60.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,16 +100,27 @@ class Pipeline:
         fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
         model_name: str | None = None,  # the model answering here (handles say so)
         retrieval_waits_for_company: bool = True,
+        judge: Callable[[Question, Any], Any] | None = None,
+        speculate: Callable[[Any], bool] | None = None,
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
         in a generation batch. `join_running_batch`: `generate_batch` is called as
         `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
-        step) returns the waiting jobs that join the batch in flight."""
+        step) returns the waiting jobs that join the batch in flight.
+
+        `judge(question, searched)`: retrieval's second step (the relevance gate),
+        run on each question of the batch after `retrieve_batch`; its result is the
+        question's hits. `speculate(searched)`: True for a question that goes to the
+        generation queue before `judge` gives its verdict (its generation starts from
+        `searched`; what it writes is held until the verdict, and a question the
+        verdict settles is stopped there)."""
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
         self._generate_batch = generate_batch
         self._answered_at_retrieval = answered_at_retrieval
+        self._judge = judge
+        self._speculate = speculate if judge is not None else None
         self._join = join_running_batch
         self.model_name = model_name
         self._clock = clock
@@ -331,17 +346,60 @@ class Pipeline:
             raise RuntimeError(
                 f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
             )
+        if self._judge is not None:
+            results = self._judged(batch, results)
         done = self._clock()
-        settled = self._answered_at_retrieval
         for h, hits in zip(batch, results, strict=True):
             h.mark(retrieved=done)
+            if h.held:
+                self._release(h, hits)
+                continue
             h.emit(Retrieved(hits=hits))
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
-            elif settled is not None and settled(hits):
+            elif self._settled(hits):
                 h.emit(Finished(status="done"))
             else:
                 self.generation.enqueue(h)
+
+    def _judged(self, batch: list[RequestHandle], searched: list[Any]) -> list[Any]:
+        """The verdict on each question; those `speculate` picks are in the generation
+        queue meanwhile, held. A verdict that fails releases them with the error (the
+        batch's other questions hear it from the worker)."""
+        judge = self._judge
+        assert judge is not None
+        if self._speculate is not None:
+            for h, s in zip(batch, searched, strict=True):
+                if not h.cancelled and self._speculate(s):
+                    h.hold(searched=s)
+                    self.generation.enqueue(h)
+        try:
+            return [judge(h.question, s) for h, s in zip(batch, searched, strict=True)]
+        except Exception as e:
+            for h in batch:
+                if h.held:
+                    h.release(
+                        retrieved=None,
+                        finish=Finished(status="error", error=f"{type(e).__name__}: {e}"),
+                    )
+            raise
+
+    def _settled(self, hits: Any) -> bool:
+        return self._answered_at_retrieval is not None and self._answered_at_retrieval(hits)
+
+    def _release(self, h: RequestHandle, hits: Any) -> None:
+        """A held question's verdict: what its generation wrote so far is delivered
+        (the first piece of text is its first token), or, when the verdict settles it
+        (or it was cancelled), its generation stops and it finishes as it would have."""
+        finish = None
+        if h.cancelled:
+            finish = Finished(status="cancelled")
+        elif self._settled(hits):
+            finish = Finished(status="done")
+        delivered = h.release(retrieved=Retrieved(hits=hits), finish=finish)
+        text = any(isinstance(e, Piece) and e.text for e in delivered)
+        if text and h.times().first_token is None:
+            h.mark(first_token=self._clock())
 
     def _generate(self, batch: list[RequestHandle]) -> int:
         members = list(batch)  # grows when requests join the batch in flight
@@ -350,8 +408,10 @@ class Pipeline:
 
         def job_of(h: RequestHandle) -> GenerationJob:
             h.mark(generation_started=self._clock())
+            # Before its verdict, a held question starts from its search's hits.
+            hits = h.hits if h.hits is not None else h.searched
             return GenerationJob(
-                request_id=h.request_id, question=h.question, hits=h.hits, cancel=h.cancel_event
+                request_id=h.request_id, question=h.question, hits=hits, cancel=h.cancel_event
             )
 
         def incoming() -> list[GenerationJob]:
@@ -376,15 +436,18 @@ class Pipeline:
                 if h is None or h.done:
                     continue
                 if isinstance(piece, _Done):
-                    h.mark(finished=self._clock())
-                    h.emit(Finished(status="done"))
+                    # A question begun before its verdict and finished already: its
+                    # answer's KV is stored when the stream goes on, unless the
+                    # verdict stopped it first (a refusal stores no answer).
+                    h.wait_released(timeout=VERDICT_WAIT_S)
+                    h.emit(Finished(status="done"))  # its record marks the finish
                 elif h.cancelled:
                     h.emit(Finished(status="cancelled"))
                 else:
                     event = piece if isinstance(piece, Piece) else Piece(text=piece)
-                    if event.text and h.times().first_token is None:
+                    # A held question's first token is the one its verdict releases.
+                    if h.emit(event) and event.text and h.times().first_token is None:
                         h.mark(first_token=self._clock())
-                    h.emit(event)
                 if all(x.done or x.cancelled for x in members):
                     break  # nobody is listening any more: free the batch now
         finally:

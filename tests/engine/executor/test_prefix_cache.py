@@ -4,6 +4,7 @@ the cache as without (tokens, and logits within 1e-4 in float32)."""
 from __future__ import annotations
 
 import random
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -328,6 +329,36 @@ def test_a_caller_that_stops_at_the_last_token_still_leaves_the_answer_cached(
     # The prompt and the answer but its last token (never fed), in whole blocks: the
     # prompt alone would give 44.
     assert cache.stats().tokens_reused == (len(turn1) + len(answer) - 1) // 4 * 4 == 52
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_row_stopped_as_it_finishes_leaves_no_answer_cached(
+    model: StreamingModel, closed: bool
+) -> None:
+    """The pipeline may start on a question before its relevance verdict and stop the
+    row once the verdict refuses it, after its last token: that answer is nobody's,
+    and the stream, read on or closed, keeps no KV past the prompt."""
+    turn1 = SYSTEM + ids(4, 10)  # 47 tokens: 44 in whole blocks of 4
+    cache = new_cache(block=4)
+    stopped = threading.Event()
+    events = generate(
+        model=model,
+        requests=[GenerationRequest(prompt_ids=turn1, max_new_tokens=9)],
+        prefix_cache=cache,
+        cancelled=lambda i: stopped.is_set(),
+    )
+    answer: list[int] = []
+    for event in events:
+        answer.append(event.token_id)
+        if event.finished:
+            stopped.set()  # the verdict came with the last token
+            if closed:
+                break
+    events.close()
+    assert len(answer) == 9
+    assert cache.stats().tokens_stored == len(turn1) // 4 * 4
+    hit = cache.lookup(list(turn1 + tuple(answer)))
+    assert hit is not None and hit.tokens == len(turn1) // 4 * 4
 
 
 def test_a_batch_mixing_hits_and_misses(
