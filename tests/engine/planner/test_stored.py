@@ -1,5 +1,6 @@
 """The planner counts the bytes the executor holds: a compressed model's layers at their
-stored size (GGML blocks, bf16 computed in float32), one decoded layer per slot."""
+stored size (GGML blocks, bf16 computed in float32), and decoded what its decode mode
+holds (whole layers, or one matrix and its scratch)."""
 
 from __future__ import annotations
 
