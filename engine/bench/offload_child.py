@@ -154,6 +154,10 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
             "decode_mode": model.store.decode,
             "dtype": str(dtype).removeprefix("torch."),
             "prefetch_depth_decode": placement.prefetch_depth_decode,
+            # What the planner counted on using of the RAM it saw free (placement.used),
+            # to set beside the measured peak: an estimate below it would be an OOM.
+            "planned_ram_bytes": placement.used.cpu,
+            "ram_available_at_plan_bytes": placement.capacities.cpu,
         }
         print(
             f"decode mode: {model.store.decode}; {resident} layers in RAM",

@@ -158,10 +158,17 @@ def in_file_order(sources: list[TensorSource]) -> Iterator[tuple[Any, TensorSour
 
 
 def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
-    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range."""
+    """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range into one
+    allocation per unit: a streamed layer's tensors (a few to tens of MiB each) allocated
+    one by one come from malloc's heap, which keeps the freed bytes, and a limited run
+    held ~80 MiB more than its layers (Q8_0, 1.5B shape); one block above malloc's mmap
+    threshold goes back to the OS when the layer is released."""
     out: dict[str, torch.Tensor] = {}
+    block = torch.empty(sum(stored_bytes(s) for s in sources), dtype=torch.uint8, pin_memory=pin)
+    at = 0
     for f, s in in_file_order(sources):
-        raw = torch.empty(s.end - s.start, dtype=torch.uint8, pin_memory=pin)
+        raw = block[at : at + stored_bytes(s)]
+        at += stored_bytes(s)
         read_exactly(f, memoryview(raw.numpy()), start=s.start, what=s.name)
         out[s.param] = raw
     return out
@@ -334,7 +341,9 @@ def repack_unit(
     for param, raw in packed.items():
         source = by_param[param]
         if not _repackable(source):
-            out[param] = raw
+            # A copy: a view would keep `read_stored`'s whole block (the Q4_0 bytes the
+            # repacked tensors replace) alive for a norm's few bytes.
+            out[param] = raw.clone() if raw._base is not None else raw
             continue
         g = source.gguf
         assert g is not None

@@ -18,9 +18,14 @@ I = MLP intermediate size, q_dim = heads·head_dim, kv_dim = kv_heads·head_dim:
                                                    (boolean or in the activation dtype)
     mlp         = 3·N·I·a                          gate, up, and act(gate)·up
     logits      = batch·V·(a+4)                    last position only, plus an fp32 copy
-    decoded     = 2·L_d                            compressed layers only: the layer
-                                                   computing and the one being decoded,
-                                                   in the compute dtype
+    decoded     = 2·L_d                            compressed layers decoded whole: the
+                                                   layer computing and the one being
+                                                   decoded, in the compute dtype
+                or  M_d                            compressed layers decoded one matrix at
+                                                   a time (a CPU streaming them from the
+                                                   disk): the largest matrix in the
+                                                   compute dtype, its uint8 scratch and
+                                                   one layer's norms and biases
     H           = activations + mask + mlp + logits + decoded
 
 The executor runs transformers' SDPA attention (the "sdpa" implementation, on CPU and
@@ -32,7 +37,10 @@ Prefill must keep only the last position's logits (Hugging Face `logits_to_keep=
 Compressed weights: the weights are held as stored (GGML blocks of a GGUF file, bf16
 computed in float32; engine/executor/packed.py), so `layer_bytes`, `embed_bytes` and
 `head_bytes` are the stored bytes when engine/planner/stored.py's `load_held_spec` finds
-the files, and `decoded_layer_bytes` is one layer in the compute dtype.
+the files, `decoded_layer_bytes` is one layer in the compute dtype and
+`decoded_matrix_bytes` M_d. Which of the two the executor holds is its decode mode
+(engine/executor/packed.py `choose_decode`), which depends on the placement: the planner
+passes `per_matrix` to the workspace where the executor will decode per matrix.
 """
 
 from __future__ import annotations
@@ -193,6 +201,9 @@ class ModelSpec:
     # Compressed layers (held as stored, decoded per use): one layer decoded into the
     # compute dtype; 0 when the layers are held in the compute dtype.
     decoded_layer_bytes: int = 0
+    # What decoding one matrix at a time holds instead (M_d above); 0 when the layers are
+    # held in the compute dtype or it is not known (then 2·L_d is counted either way).
+    decoded_matrix_bytes: int = 0
     weight_format: str = ""  # e.g. "Q4_0" or "BF16" when compressed; "" when not
     parameters: int = 0  # 0: weight_bytes // dtype_bytes (uncompressed)
 
@@ -212,8 +223,11 @@ class ModelSpec:
         """C(B): the KV cache of `batch` sequences of `tokens` tokens each."""
         return batch * tokens * self.kv_bytes_per_token
 
-    def workspace_bytes(self, *, batch: int, query_tokens: int, context_tokens: int) -> int:
-        """H for one step; see the module docstring for the formula."""
+    def workspace_bytes(
+        self, *, batch: int, query_tokens: int, context_tokens: int, per_matrix: bool = False
+    ) -> int:
+        """H for one step; see the module docstring for the formula. `per_matrix`: the
+        executor decodes compressed layers one matrix at a time."""
         a = self.dtype_bytes
         n = batch * query_tokens
         q_dim = self.num_attention_heads * self.head_dim
@@ -222,15 +236,29 @@ class ModelSpec:
         mask = batch * query_tokens * context_tokens * a
         mlp = 3 * n * self.intermediate_size * a
         logits = batch * self.vocab_size * (a + 4)
-        return activations + mask + mlp + logits + 2 * self.decoded_layer_bytes
+        decoded = (
+            self.decoded_matrix_bytes
+            if per_matrix and self.decoded_matrix_bytes
+            else 2 * self.decoded_layer_bytes
+        )
+        return activations + mask + mlp + logits + decoded
 
-    def prefill_workspace_bytes(self, *, batch: int, prompt_tokens: int) -> int:
+    def prefill_workspace_bytes(
+        self, *, batch: int, prompt_tokens: int, per_matrix: bool = False
+    ) -> int:
         return self.workspace_bytes(
-            batch=batch, query_tokens=prompt_tokens, context_tokens=prompt_tokens
+            batch=batch,
+            query_tokens=prompt_tokens,
+            context_tokens=prompt_tokens,
+            per_matrix=per_matrix,
         )
 
-    def decode_workspace_bytes(self, *, batch: int, context_tokens: int) -> int:
-        return self.workspace_bytes(batch=batch, query_tokens=1, context_tokens=context_tokens)
+    def decode_workspace_bytes(
+        self, *, batch: int, context_tokens: int, per_matrix: bool = False
+    ) -> int:
+        return self.workspace_bytes(
+            batch=batch, query_tokens=1, context_tokens=context_tokens, per_matrix=per_matrix
+        )
 
 
 def load_model_spec(

@@ -304,11 +304,21 @@ def _kv_layer(model: ModelSpec, batch: int, tokens: int) -> int:
     return batch * tokens * model.kv_bytes_per_token_per_layer
 
 
-def _workspaces(model: ModelSpec, batch: int, tokens: int) -> tuple[int, int]:
+def _workspaces(
+    model: ModelSpec, batch: int, tokens: int, *, per_matrix: bool = False
+) -> tuple[int, int]:
     return (
-        model.prefill_workspace_bytes(batch=batch, prompt_tokens=tokens),
-        model.decode_workspace_bytes(batch=batch, context_tokens=tokens),
+        model.prefill_workspace_bytes(batch=batch, prompt_tokens=tokens, per_matrix=per_matrix),
+        model.decode_workspace_bytes(batch=batch, context_tokens=tokens, per_matrix=per_matrix),
     )
+
+
+def _decodes_per_matrix(machine: _Machine, model: ModelSpec, *, streams: bool) -> bool:
+    """Whether the executor will decode compressed layers one matrix at a time: on a
+    CPU when any layer streams from the disk (engine/executor/packed.py `choose_decode`;
+    a CPU compute tier has no host tier, so a layer not in RAM is on the disk). On a GPU
+    it decodes whole layers one ahead."""
+    return streams and machine.compute == "cpu" and model.decoded_matrix_bytes > 0
 
 
 def _place_weights(
@@ -336,11 +346,24 @@ def _place_weights(
     else:
         # The streamed items are a suffix: layers, unless even the embedding and
         # head stay off the compute tier, in which case they are the largest slot.
-        largest = max(i.size for i in items if i.kind == "layer")
+        # Layers streaming from the disk to a CPU are decoded one matrix at a time.
+        per_matrix = _decodes_per_matrix(machine, model, streams=True)
+        work = max(_workspaces(model, batch, tokens, per_matrix=per_matrix))
+        # A slot holds what `_fit` will count for it: a compressed layer decoded whole
+        # beside its stored bytes (a GPU), or only those bytes (per-matrix decoding).
+        largest = max(
+            _streamed_size(i, items, model, per_matrix=per_matrix)
+            for i in items
+            if i.kind == "layer"
+        )
         room = compute_room - work - _MIN_STREAM_SLOTS * (largest + kv_layer)
         if _prefix(items, room) < 2:
-            largest = max(_streamed_size(i, items, model) for i in items)
+            largest = max(_streamed_size(i, items, model, per_matrix=per_matrix) for i in items)
             room = compute_room - work - _MIN_STREAM_SLOTS * (largest + kv_layer)
+        if per_matrix:
+            # With every layer in RAM the executor decodes whole layers, for which the
+            # first branch found no room: at least the last layer streams.
+            room = min(room, total - 1)
     tiers: list[Tier] = []
     placed = _prefix(items, room)
     tiers.extend([machine.compute] * placed)
@@ -397,11 +420,15 @@ def _fit(
     weights = _weight_bytes(items, tiers)
     kv_total = model.kv_bytes(batch=batch, tokens=tokens)
     kv_layer = _kv_layer(model, batch, tokens)
-    hp, hd = _workspaces(model, batch, tokens)
+    on_disk = any(t == "disk" for i, t in zip(items, tiers, strict=True) if i.kind == "layer")
+    per_matrix = _decodes_per_matrix(machine, model, streams=on_disk)
+    hp, hd = _workspaces(model, batch, tokens, per_matrix=per_matrix)
     work = max(hp, hd)
     part = _partition_reserve(store, workload)
     streamed = [
-        _streamed_size(item, items, model) for item, t in zip(items, tiers, strict=True) if t != x
+        _streamed_size(item, items, model, per_matrix=per_matrix)
+        for item, t in zip(items, tiers, strict=True)
+        if t != x
     ]
     slot_w = max(streamed, default=0)
     n_stream = sum(1 for t in tiers if t != x)
@@ -480,15 +507,18 @@ def _fit(
     )
 
 
-def _streamed_size(item: _Item, items: list[_Item], model: ModelSpec) -> int:
+def _streamed_size(
+    item: _Item, items: list[_Item], model: ModelSpec, *, per_matrix: bool = False
+) -> int:
     """Bytes the compute tier must hold to use `item` when it lives elsewhere."""
     if item.kind == "embed":
         return 0  # the lookup runs where the embedding lives; only hidden states move
     if item.kind == "head" and model.tie_word_embeddings:
         return item.size + items[0].size  # a tied head is the embedding matrix
     if item.kind == "layer":
-        # A compressed layer arrives as stored and is decoded next to it.
-        return item.size + model.decoded_layer_bytes
+        # A compressed layer arrives as stored and is decoded next to it, unless it is
+        # decoded one matrix at a time into the workspace's one buffer.
+        return item.size + (0 if per_matrix else model.decoded_layer_bytes)
     return item.size
 
 

@@ -4,7 +4,9 @@ stored bytes.
 The executor keeps a decoder layer in its stored form when that is smaller than the
 compute dtype (GGML blocks of a GGUF file, a bf16 checkpoint computed in float32) and
 decodes it per use (engine/executor/packed.py). The planner must then count the stored
-bytes in every tier, and one decoded layer per stream slot in the workspace. The sizes
+bytes in every tier, and in the workspace what the executor's decode mode holds decoded:
+two layers where it decodes whole layers one ahead, one matrix (and its scratch) where it
+decodes one matrix at a time (a CPU streaming layers from the disk). The sizes
 come from the weight files' headers (safetensors headers, GGUF tensor infos): nothing
 is loaded. A folder without weights (a catalogue entry's config) keeps the config's
 sizes.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from engine.planner.model_spec import ModelSpec, load_model_spec
 
@@ -32,10 +35,15 @@ def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> Mo
     decoder layers at that size, the embedding and head decoded (for a model that is not
     on this machine, e.g. a catalogue entry's GGUF variant)."""
     params = [b // spec.dtype_bytes for b in spec.layer_bytes]
+    h, q_dim = spec.hidden_size, spec.num_attention_heads * spec.head_dim
+    largest = max(spec.intermediate_size * h, q_dim * h)
+    # Norms and the q/k/v biases some families have, decoded beside the matrix.
+    small = (2 * h + q_dim + 2 * spec.num_key_value_heads * spec.head_dim) * spec.dtype_bytes
     return dataclasses.replace(
         spec,
         layer_bytes=tuple(int(p * bits_per_weight / 8) for p in params),
         decoded_layer_bytes=max(spec.layer_bytes),
+        decoded_matrix_bytes=largest * (spec.dtype_bytes + 1) + small,
         weight_format=name,
         parameters=spec.parameter_count,
     )
@@ -75,11 +83,13 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> Mo
     held = kernel_bytes if int4.available() else stored_bytes
     stored = tuple(sum(held(s) for s in sources) for sources in layers)
     decoded = max(spec.layer_bytes)
-    if cpu and all(kernel_computes(sources) for sources in layers):
+    kernel = cpu and all(kernel_computes(sources) for sources in layers)
+    if kernel:
         decoded = max(
             sum(decoded_bytes(s, dtype=dtype) for s in sources if not kernel_computes([s]))
             for sources in layers
         )
+    per_matrix = max(_per_matrix_bytes(sources, dtype=dtype, kernel=kernel) for sources in layers)
     kinds: Counter[str] = Counter()
     for sources in layers:
         for s in sources:
@@ -88,6 +98,29 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> Mo
         spec,
         layer_bytes=stored,
         decoded_layer_bytes=decoded,
+        decoded_matrix_bytes=per_matrix,
         weight_format=kinds.most_common(1)[0][0],
         parameters=spec.parameter_count,
     )
+
+
+def _per_matrix_bytes(sources: list[Any], *, dtype: Any, kernel: bool) -> int:
+    """What decoding this layer one matrix at a time holds at once (`packed.MatrixBuffer`):
+    the largest matrix in `dtype` plus a uint8 scratch of as many elements, and the
+    layer's norms and biases decoded for the whole layer. A matrix whose rows GGUF
+    permuted is decoded fresh and permuted back: two copies. `kernel`: Q4_0 matrices go to
+    the int4 kernel undecoded."""
+    from engine.executor.packed import decoded_bytes, kernel_computes
+
+    matrix, small = 0, 0
+    for s in sources:
+        if kernel and kernel_computes([s]):
+            continue
+        size = decoded_bytes(s, dtype=dtype)
+        if len(s.shape) < 2:
+            small += size
+            continue
+        copies = 2 if s.gguf is not None and s.gguf.permute_heads else 1
+        numel = size // dtype.itemsize
+        matrix = max(matrix, copies * size + numel)
+    return matrix + small

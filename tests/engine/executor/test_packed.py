@@ -19,6 +19,7 @@ from engine.executor.weights import index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder, read_tensor
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model
+from engine.planner.stored import load_held_spec
 from tests.engine.executor.conftest import make_placement
 
 PROMPTS = [(1, 40, 41, 42, 43, 44, 45, 46), (1, 50, 51, 52)]
@@ -122,6 +123,10 @@ def test_matrix_decoding_gives_the_tokens_of_layer_decoding_holding_one_matrix(
         assert matrix.store.matrix_buffer.held_bytes() == largest * (4 + 1)
         assert matrix.store.matrix_buffer.held_bytes() < one_layer / 2
         assert matrix.store.stats().pooled_bytes == 0  # no whole-layer buffers either
+        # The planner's workspace for this mode covers the buffer and the norms/biases.
+        held = load_held_spec(source=gguf_dir, dtype="float32", cpu=False)
+        small = sum(4 * s.shape[0] for s in sources if len(s.shape) == 1)
+        assert matrix.store.matrix_buffer.held_bytes() + small <= held.decoded_matrix_bytes
         # The layers' own forward is back after each call: no Linear keeps a patch.
         assert all("forward" not in vars(m) for m in matrix._layers[0].modules())
     finally:
@@ -162,3 +167,28 @@ def test_packed_layers_move_between_tiers_under_a_new_placement(gguf_dir: Path) 
         assert model.store.is_packed(layer_unit(1))
     finally:
         model.close()
+
+
+def test_a_streamed_layer_is_read_into_one_allocation(gguf_dir: Path) -> None:
+    """One block per layer, not one per tensor: freed tensors of tens of MiB each stayed
+    in malloc's heap and a limited Q8_0 run held ~80 MiB more than the planner counted."""
+    sources = index_checkpoint(gguf_dir)[layer_unit(0)]
+    raw = packed_module.read_stored(sources, pin=False)
+    blocks = {t.untyped_storage().data_ptr() for t in raw.values()}
+    assert len(blocks) == 1
+    assert raw[sources[0].param].untyped_storage().nbytes() == sum(
+        packed_module.stored_bytes(s) for s in sources
+    )
+    for s in sources:
+        assert torch.equal(raw[s.param], read_tensor_bytes(s))
+    # Repacked for the int4 kernel, the tensors kept as stored are copies: a view would
+    # keep the whole block (the Q4_0 bytes the repacked ones replace) alive.
+    repacked = packed_module.repack_unit(raw, sources=sources)
+    kept = [t for p, t in repacked.items() if p in raw]
+    assert all(t.untyped_storage().data_ptr() not in blocks for t in kept)
+
+
+def read_tensor_bytes(source: Any) -> torch.Tensor:
+    with source.file.open("rb") as f:
+        f.seek(source.start)
+        return torch.frombuffer(bytearray(f.read(source.end - source.start)), dtype=torch.uint8)

@@ -57,7 +57,10 @@ def test_recommended_models_carry_gguf_sizes_and_verdicts(
     }["Qwen/Qwen2.5-7B-Instruct"]
     q4 = next(v for v in seven.gguf_variants if v.quant == "Q4_K_M")
     assert "offloaded" in seven.verdict
-    assert q4.verdict == "fits in RAM (no GPU)"
+    # At the default batch of 4 a few of its layers stream from the disk (decoded one
+    # matrix at a time there), where the bf16 weights stream by more than half.
+    assert q4.verdict.endswith("to disk (no GPU)")
+    assert 0 < _offloaded(q4.verdict) < _offloaded(seven.verdict) / 4
     installed = [v for v in qwen.gguf_variants if v.installed_path]
     assert [v.file for v in installed] == [variant.file]
     assert not any(v.installed_path for v in by_id["Qwen/Qwen2.5-7B-Instruct"].gguf_variants)
@@ -107,3 +110,8 @@ def test_a_gguf_file_downloaded_by_ragdoll_is_installed(
     assert installed() == [None]
     (folder / variant.file).write_bytes(b"GGUF")
     assert installed() == [str(folder / variant.file)]
+
+
+def _offloaded(verdict: str) -> int:
+    """The percent in "offloaded N% to disk (no GPU)"."""
+    return int(verdict.split("offloaded ")[1].split("%")[0])

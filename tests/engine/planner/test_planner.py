@@ -328,3 +328,78 @@ def test_under_a_cgroup_limit_ram_keeps_a_tenth_of_the_limit_not_a_gib() -> None
     kept = p.layer_tiers.count("cpu")
     assert p.fits and 0 < kept < 8
     assert p.layer_tiers == ("cpu",) * kept + ("disk",) * (8 - kept)
+
+
+def _q8_1_5b() -> ModelSpec:
+    """A Q8_0 file of the Qwen2-1.5B layer shape as the executor holds it on a CPU (the
+    offload benchmark's int8 model): 47 MiB a layer stored, 179 MiB decoded whole, 66
+    MiB decoded one matrix at a time (the 8960 × 1536 MLP matrix and its scratch)."""
+    import dataclasses
+
+    mib = 2**20
+    return dataclasses.replace(
+        _spec("qwen2-7b"),
+        num_layers=28,
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        head_dim=128,
+        vocab_size=789,
+        layer_bytes=(47 * mib,) * 28,
+        embed_bytes=5 * mib,
+        head_bytes=5 * mib,
+        kv_bytes_per_token=28 * 2 * 256 * 4,
+        decoded_layer_bytes=179 * mib,
+        decoded_matrix_bytes=66 * mib,
+        weight_format="Q8_0",
+    )
+
+
+def test_a_cpu_streaming_compressed_layers_reserves_one_decoded_matrix_not_two_layers() -> None:
+    """The executor decodes layers streamed from the disk to a CPU one matrix at a time
+    (packed.choose_decode: "matrix"); the planner used to reserve two decoded layers and
+    refused the benchmark's Q8_0 model under its 697 MiB limit."""
+    import dataclasses
+
+    mib = 2**20
+    model = _q8_1_5b()
+    machine = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    # The benchmark's child: the runtime already holds 280 MiB of the limit.
+    limited = dataclasses.replace(
+        machine, ram_total_bytes=697 * mib, ram_available_bytes=417 * mib, ram_limit_bytes=697 * mib
+    )
+    workload = Workload(batch=8, context_tokens=25, retrieval_batch=1)
+    store = StoreSpec(index_bytes=0, partition_count=0, partition_bytes=0)
+    p = plan(hardware=limited, model=model, store=store, workload=workload)
+    kept = p.layer_tiers.count("cpu")
+    assert p.fits and 0 < kept < 28
+    assert p.layer_tiers == ("cpu",) * kept + ("disk",) * (28 - kept)
+    assert p.workspace_decode_bytes == model.decode_workspace_bytes(
+        batch=8, context_tokens=25, per_matrix=True
+    )
+    assert p.workspace_bytes < model.decoded_layer_bytes
+    # A stream slot is the stored layer: it is not decoded next to itself.
+    assert p.stream_slot_bytes == 47 * mib
+    assert p.used.cpu <= p.budgets.cpu
+    # Without the per-matrix figure the old reservation (two decoded layers) is made,
+    # and it does not fit.
+    old = dataclasses.replace(model, decoded_matrix_bytes=0)
+    assert not plan(hardware=limited, model=old, store=store, workload=workload).fits
+
+
+def test_resident_or_gpu_compressed_layers_still_reserve_two_decoded_layers() -> None:
+    model = _q8_1_5b()
+    workload = Workload(batch=8, context_tokens=25, retrieval_batch=1)
+    store = StoreSpec(index_bytes=0, partition_count=0, partition_bytes=0)
+    two_layers = model.decode_workspace_bytes(batch=8, context_tokens=25)
+    # Every layer in RAM: the executor decodes whole layers one ahead.
+    roomy = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    p = plan(hardware=roomy, model=model, store=store, workload=workload)
+    assert p.fits and "disk" not in p.layer_tiers
+    assert p.workspace_decode_bytes == two_layers
+    # A GPU decodes whole layers whatever streams to it.
+    small_gpu = synthetic_profile(gpu_bytes=2 * GIB, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    p = plan(hardware=small_gpu, model=model, store=store, workload=workload)
+    assert p.fits and p.compute_tier == "gpu" and "cpu" in p.layer_tiers
+    assert p.workspace_decode_bytes == two_layers

@@ -1,5 +1,6 @@
 """The planner counts the bytes the executor holds: a compressed model's layers at their
-stored size (GGML blocks, bf16 computed in float32), one decoded layer per slot."""
+stored size (GGML blocks, bf16 computed in float32), and decoded what its decode mode
+holds (whole layers, or one matrix and its scratch)."""
 
 from __future__ import annotations
 
@@ -119,3 +120,24 @@ def test_on_a_cpu_q4_0_layers_need_no_decoded_copy_for_the_kernel(
     assert q8_cpu.decoded_layer_bytes == plain.layer_bytes[0]
     ws = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16)
     assert ws < plain.decode_workspace_bytes(batch=1, context_tokens=16) + plain.layer_bytes[0]
+
+
+def test_matrix_decoding_counts_the_largest_matrix_and_its_scratch(
+    hf_dir: Path, tmp_path: Path
+) -> None:
+    q8 = write_gguf(model_dir=hf_dir, out=tmp_path / "q8.gguf", qtype=GGMLQuantizationType.Q8_0)
+    folder = companion_folder(gguf_path=q8, cache=tmp_path / "cache")
+    spec = load_held_spec(source=folder, dtype="float32", cpu=True)
+    sources = index_checkpoint(folder)[layer_unit(0)]
+    # The MLP's 512 × 256 matrices are the largest: float32 plus a uint8 scratch of as
+    # many elements (packed.MatrixBuffer), beside the layer's norms and biases decoded.
+    small = sum(4 * s.shape[0] for s in sources if len(s.shape) == 1)
+    assert small > 0
+    assert spec.decoded_matrix_bytes == 512 * 256 * (4 + 1) + small
+    assert spec.decoded_matrix_bytes < spec.decoded_layer_bytes // 2
+    per_matrix = spec.decode_workspace_bytes(batch=1, context_tokens=16, per_matrix=True)
+    whole = spec.decode_workspace_bytes(batch=1, context_tokens=16)
+    assert whole - per_matrix == 2 * spec.decoded_layer_bytes - spec.decoded_matrix_bytes
+    # A model held in its compute dtype decodes nothing either way.
+    plain = load_held_spec(source=hf_dir, dtype="float32")
+    assert plain.decoded_matrix_bytes == 0
