@@ -147,8 +147,6 @@ class MainWindow(QMainWindow):
             # After the first paint: the window must appear before the engine does.
             QTimer.singleShot(0, self.bridge.connect_engine)
 
-    # -- construction ---------------------------------------------------------------
-
     def _build_layout(self) -> None:
         library_box = QWidget()
         library_box.setObjectName("libraryPane")
@@ -300,8 +298,6 @@ class MainWindow(QMainWindow):
         self.banner.sig_retry.connect(self.bridge.connect_engine)
         self._library_refresh.timeout.connect(self.bridge.refresh_library)
 
-    # -- actions ---------------------------------------------------------------------
-
     def _set_ready(self, ready: bool) -> None:
         self.library.set_ready(ready)
         self.chat.set_ready(ready)
@@ -436,8 +432,6 @@ class MainWindow(QMainWindow):
     def _set_embedder(self, embedder: str) -> None:
         self.bridge.set_embedder(embedder=embedder)
 
-    # -- what the bridge reports --------------------------------------------------------
-
     def _on_connecting(self) -> None:
         self.engine_label.setText("Starting engine…")
         self.busy.show()
@@ -537,8 +531,6 @@ class MainWindow(QMainWindow):
         self.engine_label.setText(f"{what} failed")
         self.banner.show_error(f"{what} failed: {message}")
 
-    # -- first start and remembered layout -------------------------------------------------
-
     def show_welcome(self) -> WelcomeDialog:
         """The welcome, window-modal and not blocking: its choices apply when it closes."""
         self.welcome = WelcomeDialog(
@@ -586,8 +578,6 @@ class MainWindow(QMainWindow):
             "conversations": self.chat.outer_split,
             "chat": self.chat.split,
         }
-
-    # -- quitting -----------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.isVisible():
