@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import RagdollError
+from engine.hardware.cgroup import cgroup_paths
 
 _ROOT = Path("/sys/fs/cgroup")
 
@@ -62,29 +63,24 @@ class ChildResult:
 def memory_root() -> tuple[Path, int] | None:
     """(the memory cgroup this process is in, its version), or None when neither v1's
     memory controller nor v2 is mounted where this process can create a child."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-    except OSError:
+    paths = cgroup_paths()
+    if paths is None:
         return None
-    for line in lines:
-        _, controllers, rel = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            # A container may mount its own cgroup as the root of the hierarchy.
-            for base in (_ROOT / "memory" / rel.lstrip("/"), _ROOT / "memory"):
-                if (base / "memory.limit_in_bytes").is_file() and os.access(base, os.W_OK):
-                    return base, 1
-    for line in lines:
-        hierarchy, controllers, rel = line.split(":", 2)
-        if hierarchy == "0" and controllers == "":
-            for mount in (_ROOT, _ROOT / "unified"):
-                own = mount / rel.lstrip("/")
-                controllers_file = own / "cgroup.controllers"
-                if (
-                    controllers_file.is_file()
-                    and os.access(own, os.W_OK)
-                    and "memory" in controllers_file.read_text(encoding="utf-8").split()
-                ):
-                    return own, 2
+    if paths.v1 is not None:
+        # A container may mount its own cgroup as the root of the hierarchy.
+        for base in (_ROOT / "memory" / paths.v1.lstrip("/"), _ROOT / "memory"):
+            if (base / "memory.limit_in_bytes").is_file() and os.access(base, os.W_OK):
+                return base, 1
+    if paths.v2 is not None:
+        for mount in (_ROOT, _ROOT / "unified"):
+            own = mount / paths.v2.lstrip("/")
+            controllers_file = own / "cgroup.controllers"
+            if (
+                controllers_file.is_file()
+                and os.access(own, os.W_OK)
+                and "memory" in controllers_file.read_text(encoding="utf-8").split()
+            ):
+                return own, 2
     return None
 
 

@@ -31,26 +31,48 @@ class CgroupMemory:
         return max(0, self.limit_bytes - self.used_bytes)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CgroupPaths:
+    """Where /proc/self/cgroup puts this process: its path under v1's memory
+    controller and under the v2 (unified) hierarchy; None where it has none."""
+
+    v1: str | None
+    v2: str | None
+
+
+def cgroup_paths(proc_cgroup: Path = PROC_CGROUP) -> CgroupPaths | None:
+    """This process's memory cgroup paths (the first line of each kind), or None when
+    /proc/self/cgroup cannot be read. A malformed line raises ValueError."""
+    try:
+        lines = proc_cgroup.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    v1: str | None = None
+    v2: str | None = None
+    for line in lines:
+        hierarchy, controllers, rel = line.split(":", 2)
+        if v1 is None and "memory" in controllers.split(","):
+            v1 = rel
+        elif v2 is None and hierarchy == "0" and controllers == "":
+            v2 = rel
+    return CgroupPaths(v1=v1, v2=v2)
+
+
 def cgroup_memory(
     *, proc_cgroup: Path = PROC_CGROUP, root: Path = CGROUP_ROOT
 ) -> CgroupMemory | None:
     """This process's cgroup memory limit and use; None when no limit is set (or no
     memory cgroup can be read: a machine without cgroups, another OS)."""
     try:
-        lines = proc_cgroup.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    try:
-        for line in lines:
-            _, controllers, rel = line.split(":", 2)
-            if "memory" in controllers.split(","):
-                return _v1(_own_dir(root / "memory", rel))
-        for line in lines:
-            hierarchy, controllers, rel = line.split(":", 2)
-            if hierarchy == "0" and controllers == "":
-                for mount in (root, root / "unified"):
-                    if (mount / "cgroup.controllers").is_file():
-                        return _v2(_own_dir(mount, rel), top=mount)
+        paths = cgroup_paths(proc_cgroup)
+        if paths is None:
+            return None
+        if paths.v1 is not None:
+            return _v1(_own_dir(root / "memory", paths.v1))
+        if paths.v2 is not None:
+            for mount in (root, root / "unified"):
+                if (mount / "cgroup.controllers").is_file():
+                    return _v2(_own_dir(mount, paths.v2), top=mount)
     except (OSError, ValueError):
         # An unreadable or odd controller file: plan with the machine's RAM.
         return None
