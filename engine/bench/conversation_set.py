@@ -32,6 +32,7 @@ BASHREF = "bashref.pdf"
 GNUPLOT = "gnuplot.pdf"
 DEVREF = "developers-reference.pdf"
 POLICY = "debian-policy.pdf"
+DEBREF = "debian-reference.pdf"  # asked about by the later sets only
 
 # The files the questions are about (the benchmark indexes the rest of the corpus too).
 FILES = (MAINT, CLS, REBASE, BISECT, SQLITE, APT, BASHREF, GNUPLOT, DEVREF, POLICY)

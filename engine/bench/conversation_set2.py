@@ -18,6 +18,7 @@ from engine.bench.conversation_set import (
     BASHREF,
     BISECT,
     CLS,
+    DEBREF,
     DEVREF,
     GNUPLOT,
     MAINT,
@@ -26,8 +27,6 @@ from engine.bench.conversation_set import (
     SQLITE,
     TwoTurns,
 )
-
-DEBREF = "debian-reference.pdf"
 
 HELD_OUT2: tuple[TwoTurns, ...] = (
     # Debian New Maintainers' Guide (PDF page = printed + 6)

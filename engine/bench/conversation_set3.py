@@ -17,6 +17,8 @@ from engine.bench.conversation_set import (
     BASHREF,
     BISECT,
     CLS,
+    DEBREF,
+    DEVREF,
     GNUPLOT,
     MAINT,
     POLICY,
@@ -24,9 +26,6 @@ from engine.bench.conversation_set import (
     SQLITE,
     TwoTurns,
 )
-
-DEBREF = "debian-reference.pdf"
-DEVREF = "developers-reference.pdf"
 
 
 def _t(file: str, pages: tuple[int, ...] | None, first: str, follow_up: str) -> TwoTurns:
