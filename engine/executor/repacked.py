@@ -32,12 +32,12 @@ import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
 from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
+from engine.executor.packed import TensorSource as Source
 from engine.executor.page_cache import evict_page_cache
 from engine.models.gguf_file import read_exactly
 
@@ -50,23 +50,6 @@ _ALIGN = 4096
 _MARGIN = 256 * 1024 * 1024
 _DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
 _HALF_SCALES = "half-scales"  # stored [K/32, N] bf16, read back as [K/32, N, 2]
-
-
-class Source(Protocol):
-    """What the key reads of engine/executor/weights.py's TensorSource."""
-
-    @property
-    def file(self) -> Path: ...
-    @property
-    def param(self) -> str: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
-    @property
-    def dtype(self) -> str: ...
-    @property
-    def shape(self) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
