@@ -12,7 +12,10 @@ Every sentence of the retrieved passages is scored against the question:
 - a share of its neighbours' scores, since the fact often sits next to the sentence
   that repeats the question's words;
 - a sentence ending in ":" is read with the short lines it introduces (an option
-  pair, a command), which are otherwise never scored.
+  pair, a command), which are otherwise never scored;
+- for the choice only (not the gate's score): a sentence holding the kind of token the
+  question asks for and does not name, a path for "where", a variable for "which
+  variable" (engine/answer/answer_type.py).
 
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
 then the passage around it as a quotation (the sentence before and the two after,
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.answer.answer_type import TYPE_BONUS, holds_asked
 from engine.answer.passages import Passage
 from engine.answer.sentence_memo import SentenceMemo
 from engine.answer.sentences import split_sentences
@@ -162,6 +166,8 @@ class ExtractiveAnswerer:
         score = relevance + _neighbour_share(candidates, relevance)
         rank = np.array([c.rank for c in candidates], dtype=np.float32)
         score += _RANK_WEIGHT * (1.0 - rank / len(passages))
+        # The choice, not the gate: a path or an option of the kind asked for.
+        score += TYPE_BONUS * np.array(holds_asked(question=question, sentences=scored))
 
         best = int(np.argmax(score))
         if relevance[best] < self._min_score:

@@ -423,3 +423,15 @@ def test_a_diagram_between_sentences_does_not_use_up_the_quotation() -> None:
     )
     assert answer.key.startswith("We want to make the topic branch")
     assert "git rebase --onto master next topic" in answer.text
+
+
+def test_a_where_question_picks_the_sentence_that_holds_a_path() -> None:
+    # The embedder finds both alike; the one that names a place answers "where".
+    text = (
+        "Security uploads that wait for acceptance are only seen by the security team. "
+        "For security uploads, the place to upload to is ftp://security.example.org/Queue/."
+    )
+    result = ExtractiveAnswerer(embed=blind).answer(
+        question="Where do security uploads go?", passages=[passage(1, text)], max_sentences=1
+    )
+    assert "ftp://" in result.key

@@ -19,7 +19,8 @@ def test_the_set_is_big_enough_split_and_spread_over_every_file() -> None:
     unanswerable = [q for q in questions if not q.answerable]
     assert len(answerable) >= 90 and len(unanswerable) >= 20
     assert len({q.id for q in questions}) == len(questions)
-    held = sum(q.split == "held" for q in questions) / len(questions)
+    first = [q for q in questions if q.split in ("tune", "held")]
+    held = sum(q.split == "held" for q in first) / len(first)
     assert 0.25 <= held <= 0.4
     per_file = Counter(q.file for q in answerable)
     assert set(per_file) == {d.name for d in DOCS}
@@ -29,7 +30,24 @@ def test_the_set_is_big_enough_split_and_spread_over_every_file() -> None:
         paged = q.file.endswith(".pdf")
         assert bool(q.pages) == paged, q.id
     raw = json.loads(quality.SET_FILE.read_text(encoding="utf-8"))
-    assert all(q["split"] in ("tune", "held") for q in raw["questions"])
+    assert all(q["split"] in quality.SPLITS for q in raw["questions"])
+
+
+def test_the_second_tuning_part_asks_about_pages_no_other_question_uses() -> None:
+    questions = load_set()
+    tune2 = [q for q in questions if q.split == "tune2"]
+    assert sum(q.answerable for q in tune2) >= 40
+    assert sum(not q.answerable for q in tune2) >= 10
+    others = {
+        (file, page)
+        for q in questions
+        if q.split != "tune2"
+        for file, pages in ((q.file, q.pages), *q.also)
+        for page in pages or (None,)
+    }
+    for q in tune2:
+        if q.answerable:
+            assert all((q.file, page) not in others for page in q.pages), q.id
 
 
 def test_a_right_source_is_the_file_and_one_of_its_pages_or_an_alternative() -> None:
