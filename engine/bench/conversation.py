@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--home indexes only the corpus files its index lacks, by name; default: a "
         "temporary one)",
     )
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="the conversation parts to ask, comma-separated (default: all); "
+        f"{', '.join(TUNING_PARTS)} are the tuning parts. The first set's first turns "
+        "are asked whatever the parts, for the standalone checks",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "the real documents are not there: run `python -m engine.bench.real_docs` "
             "(or set RAGDOLL_REAL_DOCS to where they are)"
         )
-    parts = tuple(p.strip() for p in str(getattr(args, "parts", ",".join(PARTS))).split(","))
+    parts = tuple(p.strip() for p in str(args.parts).split(","))
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise SystemExit(f"unknown parts: {', '.join(unknown)} (known: {', '.join(PARTS)})")
