@@ -10,7 +10,10 @@ history are the baseline: they mean little alone. The parts are reported apart:
 the tuned conversations, the held-out ones of the first set (set aside before the
 search was tuned, then measured over several rounds) and a second held-out set
 (engine/bench/conversation_set2.py), with a second and a third tuning set beside it
-(the third, engine/bench/conversation_set3.py, written for the follow-up detector). The report
+(the third, engine/bench/conversation_set3.py, written for the follow-up detector), and a
+fourth (engine/bench/conversation_set4.py: follow-ups phrased many ways, and second
+turns that change the subject, "switch4", found when their own page is in the top 3).
+`--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
 stand alone asked after an unrelated turn, is engine/bench/conversation_standalone.py
