@@ -164,7 +164,11 @@ def _measure(
         "top": TOP,
         "parts": list(parts),
         "conversations": len(every),
-        **{name: _score([r for r in rows if r["part"] == name]) for name in ("tuned", "held_out")},
+        **{
+            name: _score([r for r in rows if r["part"] == name])
+            for name in ("tuned", "held_out")
+            if name in parts
+        },
         **{name: _score(part) for name, part in later.items()},
         "all": _score(rows),  # the first set's 43, as reported before the second set
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
