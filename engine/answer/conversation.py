@@ -18,8 +18,13 @@ resolved into a `FollowUp`:
   short generation through the pipeline, see engine/pipeline/answering.py); the
   rewritten query is searched as such, with the same bonus for the pages cited.
 
-A question that does not look like a follow-up (it names what it asks about) is
-searched as asked: a conversation can change subject.
+A question that does not look like a follow-up (`looks_dependent`) is still searched
+both ways (`hedged`): as asked, and history-aware as above. The detector misses
+follow-ups phrased in ways it was not written for, so the history-aware rankings are
+fused in by how much the earlier question helps the search (`lean`: the best match's
+similarity with the earlier question blended in, against the question's own): a
+question that means little alone matches passages better with it, one on a new
+subject matches its own passages worse, and keeps its own ranking.
 """
 
 from __future__ import annotations
@@ -43,6 +48,13 @@ BORROWED_QUESTION_WEIGHT = 0.6
 WITH_QUESTION_WEIGHT = 0.8
 WITH_PASSAGE_WEIGHT = 0.5
 _MARKER = re.compile(r"\[(\d+)\]")
+# `lean`: how far the best match's similarity must rise with the earlier question
+# blended in (at PREVIOUS_QUESTION_WEIGHT) before a question judged standalone leans
+# on it (0 below LEAN_FROM, fully at LEAN_FULL). On the tuning sets the earlier
+# question lowered a standalone question's best similarity (median -0.02 to -0.05)
+# and raised a follow-up's (median +0.06 to +0.08; docs/benchmarks.md, eighth round).
+LEAN_FROM = 0.0
+LEAN_FULL = 0.08
 REWRITE_INSTRUCTIONS = (
     "Rewrite the last question of the conversation below as one standalone search query "
     "that names everything it refers to. Reply with the query only."
@@ -69,7 +81,7 @@ class FollowUp:
     blend: tuple[tuple[str, float], ...] = ()  # (text, weight) embedded with the query
     cited: frozenset[tuple[str, int | None]] = frozenset()  # (path, page) cited last turn
     rewritten_by: str = "history"  # "history" | "model"
-    dependent: bool = True  # False: searched as asked
+    dependent: bool = True  # False: judged standalone (searched as asked, and `hedged`)
     # Searched too, their rankings fused with the query's (no model: history-aware).
     also: tuple[AlsoSearch, ...] = ()
     # (path, share): how much of the last answer came from each file, the passages it
@@ -80,6 +92,10 @@ class FollowUp:
     # The follow-up's own words, stemmed (engine/answer/extractive.py `stem`): a
     # section whose title holds one is about what the follow-up names.
     named: frozenset[str] = frozenset()
+    # Judged standalone, but searched history-aware too: `query` and `blend` are the
+    # question as asked, `also` starts with the history-aware search, and the history's
+    # rankings and bonuses count by `lean` (engine/pipeline/adapters.py).
+    hedged: bool = False
 
 
 def resolve(
@@ -89,8 +105,9 @@ def resolve(
     specific: Callable[[str], bool] | None = None,
 ) -> FollowUp | None:
     """The history-aware search for `question` (no model needed); None when there is
-    no earlier turn. A question that names what it asks about is searched as asked
-    (`dependent` False), though the model still sees the turns before it.
+    no earlier turn. A question that names what it asks about (`dependent` False) is
+    searched as asked and, hedged, history-aware (fused in by `lean`); the model
+    still sees the turns before it.
 
     A follow-up that names something of its own ("what about POP3?") is searched with
     its own words (borrowing the earlier question's words pulled the search back to
@@ -103,8 +120,7 @@ def resolve(
     last = _last_answered(history)
     if last is None:
         return None
-    if not looks_dependent(question, specific=specific):
-        return FollowUp(question=question, query=question, history=history, dependent=False)
+    dependent = looks_dependent(question, specific=specific)
     referents = _referents(history, specific=specific)
     own = [w.casefold() for w in content_words(question)]
     if all(w in GENERIC for w in own):
@@ -118,6 +134,11 @@ def resolve(
     blend = [(q, weight) for q in referents]
     if last.answer.strip() and PREVIOUS_ANSWER_WEIGHT > 0:
         blend.append((last.answer, PREVIOUS_ANSWER_WEIGHT))
+    also = _also_searches(question=question, referents=referents, last=last)
+    if not dependent:
+        # Searched as asked first; the history-aware search is the first of the others.
+        also = (AlsoSearch(text=query, blend=tuple(blend)), *also)
+        query, blend = question, []
     return FollowUp(
         question=question,
         query=query,
@@ -125,11 +146,22 @@ def resolve(
         history=history,
         blend=tuple(blend),
         cited=frozenset((c.path, c.page) for c in last.citations),
-        also=_also_searches(question=question, referents=referents, last=last),
+        dependent=dependent,
+        also=also,
         files=_file_shares(last),
         quoted=frozenset((c.path, c.page) for c in _quoted(last)),
         named=frozenset(title_words(text=" ".join(own))) - GENERIC,
+        hedged=not dependent,
     )
+
+
+def lean(*, alone: float, with_history: float) -> float:
+    """How much a question judged standalone leans on the earlier turn, 0 to 1, from
+    its best match's similarity searched alone and with the earlier question blended
+    in: an incomplete question ("Why might mine be held back?") matches its passage
+    better once the earlier question says what "mine" is."""
+    gain = with_history - alone
+    return min(1.0, max(0.0, (gain - LEAN_FROM) / (LEAN_FULL - LEAN_FROM)))
 
 
 def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[AlsoSearch, ...]:

@@ -10,7 +10,10 @@ history are the baseline: they mean little alone. The parts are reported apart:
 the tuned conversations, the held-out ones of the first set (set aside before the
 search was tuned, then measured over several rounds) and a second held-out set
 (engine/bench/conversation_set2.py), with a second and a third tuning set beside it
-(the third, engine/bench/conversation_set3.py, written for the follow-up detector). The report
+(the third, engine/bench/conversation_set3.py, written for the follow-up detector), and a
+fourth (engine/bench/conversation_set4.py: follow-ups phrased many ways, and second
+turns that change the subject, "switch4", found when their own page is in the top 3).
+`--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
 stand alone asked after an unrelated turn, is engine/bench/conversation_standalone.py
@@ -37,10 +40,21 @@ from engine.bench import conversation_standalone
 from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
 from engine.bench.conversation_set3 import TUNING3
+from engine.bench.conversation_set4 import SWITCHES4, TUNING4
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
 TOP = 3
+# The parts beyond the first set (whose parts are "tuned" and "held_out"), by name.
+LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
+    "held_out2": HELD_OUT2,
+    "tuned2": TUNING2,
+    "tuned3": TUNING3,
+    "tuned4": TUNING4,
+    "switch4": SWITCHES4,  # second turns that change the subject
+}
+PARTS = ("tuned", "held_out", *LATER_PARTS)
+TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a RAGDOLL_HOME to index the corpus into and keep (a later run with the same "
         "--home indexes only the corpus files its index lacks, by name; default: a "
         "temporary one)",
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="the conversation parts to ask, comma-separated (default: all); "
+        f"{', '.join(TUNING_PARTS)} are the tuning parts. The first set's first turns "
+        "are asked whatever the parts, for the standalone checks",
     )
 
 
@@ -61,11 +82,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "the real documents are not there: run `python -m engine.bench.real_docs` "
             "(or set RAGDOLL_REAL_DOCS to where they are)"
         )
+    parts = tuple(p.strip() for p in str(args.parts).split(","))
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"unknown parts: {', '.join(unknown)} (known: {', '.join(PARTS)})")
     if args.home is not None:
-        figures = _measure(home=args.home, corpus=corpus, say=say)
+        figures = _measure(home=args.home, corpus=corpus, say=say, parts=parts)
     else:
         with tempfile.TemporaryDirectory(prefix="ragdoll-conv-") as tmp:
-            figures = _measure(home=Path(tmp) / "home", corpus=corpus, say=say)
+            figures = _measure(home=Path(tmp) / "home", corpus=corpus, say=say, parts=parts)
     say(_report(figures))
     return figures
 
@@ -74,14 +99,16 @@ def corpus_files(corpus: Path) -> list[Path]:
     """Every file of the real-docs corpus: the ones the questions are about and the
     rest, which compete with them in the search as a person's other documents do."""
     files = sorted(p for p in corpus.iterdir() if p.is_file())
-    wanted = set(FILES) | {c.file for c in (*HELD_OUT2, *TUNING2, *TUNING3)}
+    wanted = set(FILES) | {c.file for part in LATER_PARTS.values() for c in part}
     missing = sorted(wanted - {p.name for p in files})
     if missing:
         raise SystemExit(f"the corpus at {corpus} lacks {', '.join(missing)}")
     return files
 
 
-def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def _measure(
+    *, home: Path, corpus: Path, say: Callable[[str], None], parts: tuple[str, ...] = PARTS
+) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.core import Engine
     from engine.paths import resolve_paths
@@ -115,29 +142,38 @@ def _measure(*, home: Path, corpus: Path, say: Callable[[str], None]) -> dict[st
             f"index: {len(indexed)} files, {status.chunks} chunks "
             f"({time.perf_counter() - began:.0f} s to index or check)"
         )
-        pairs = [_ask_pair(engine=engine, conv=c, part=_part(c)) for c in CONVERSATIONS]
-        rows = [row for row, _ in pairs]
-        rows2 = [_ask_pair(engine=engine, conv=c, part="held_out2")[0] for c in HELD_OUT2]
-        rows3 = [_ask_pair(engine=engine, conv=c, part="tuned2")[0] for c in TUNING2]
-        rows4 = [_ask_pair(engine=engine, conv=c, part="tuned3")[0] for c in TUNING3]
+        pairs = [
+            _ask_pair(engine=engine, conv=c, part=_part(c), follow=_part(c) in parts)
+            for c in CONVERSATIONS
+        ]
+        rows = [row for row, _ in pairs if row is not None]
+        later = {
+            name: [_ask_pair(engine=engine, conv=c, part=name)[0] for c in convs]
+            for name, convs in LATER_PARTS.items()
+            if name in parts
+        }
         standalone = conversation_standalone.measure(
             ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
         )
         standalone["judged"] = conversation_standalone.judged(specific=specific_words(engine.store))
     finally:
         engine.close()
+    every = rows + [r for part in later.values() for r in part]
+    followups = [r for r in every if r["part"] != "switch4"]
     return {
         "top": TOP,
-        "conversations": len(rows) + len(rows2) + len(rows3) + len(rows4),
-        "tuned": _score([r for r in rows if r["part"] == "tuned"]),
-        "held_out": _score([r for r in rows if r["part"] == "held_out"]),
-        "held_out2": _score(rows2),
-        "tuned2": _score(rows3),
-        "tuned3": _score(rows4),
+        "parts": list(parts),
+        "conversations": len(every),
+        **{
+            name: _score([r for r in rows if r["part"] == name])
+            for name in ("tuned", "held_out")
+            if name in parts
+        },
+        **{name: _score(part) for name, part in later.items()},
         "all": _score(rows),  # the first set's 43, as reported before the second set
         "with_pages": _score([r for r in rows if r["pages"] is not None]),
-        "all_parts": _score(rows + rows2 + rows3 + rows4),
-        "rows": rows + rows2 + rows3 + rows4,
+        "all_parts": _score(followups),  # follow-ups only: the switches are apart
+        "rows": every,
         "standalone": standalone,
         "index": {"documents": len(indexed), "files": sorted(indexed), "chunks": status.chunks},
         "machine": {"load_average": _load(), "cpus": os.cpu_count()},
@@ -148,15 +184,21 @@ def _part(conv: TwoTurns) -> str:
     return "held_out" if conv.held_out else "tuned"
 
 
-def _ask_pair(*, engine: Any, conv: TwoTurns, part: str) -> tuple[dict[str, Any], Turn]:
+def _ask_pair(
+    *, engine: Any, conv: TwoTurns, part: str, follow: bool = True
+) -> tuple[dict[str, Any] | None, Turn]:
+    """The conversation's row (None without `follow`: its first turn only, for the
+    standalone checks) and its first turn."""
     answer, citations, _ = _ask(engine=engine, question=conv.first, history=[])
     turn = Turn(question=conv.first, answer=answer, citations=citations)
+    if not follow:
+        return None, turn
     _, follow, searched = _ask(engine=engine, question=conv.follow_up, history=[turn])
     _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[])
     row = {
         "file": conv.file,
         "pages": list(conv.pages) if conv.pages is not None else None,
-        "held_out": part != "tuned",
+        "held_out": part not in TUNING_PARTS,
         "part": part,
         "first": conv.first,
         "follow_up": conv.follow_up,
@@ -218,22 +260,28 @@ def _report(figures: dict[str, Any]) -> str:
         )
 
     misses = [
-        f"  missed (tuned): {r['follow_up']!r} after {r['first']!r} -> {r['top']}"
+        f"  missed ({r['part']}): {r['follow_up']!r} after {r['first']!r} -> {r['top']}"
         for r in figures["rows"]
-        if not r["found"] and r.get("part", "tuned") in ("tuned", "tuned2", "tuned3")
+        if not r["found"] and r.get("part", "tuned") in TUNING_PARTS
     ]
+    names = {
+        "tuned": "tuned set",
+        "held_out": "held-out set",
+        "held_out2": "second held-out set",
+        "tuned2": "second tuning set",
+        "tuned3": "third tuning set",
+        "tuned4": "fourth tuning set",
+        "switch4": "fourth tuning set's topic switches",
+    }
+    asked = [p for p in PARTS if p in figures]
     return "\n".join(
         [
             f"follow-up's right file and page in the top {figures['top']} (extractive mode), "
             f"load average {figures['machine']['load_average']}",
-            line("tuned set", figures["tuned"]),
-            line("held-out set", figures["held_out"]),
-            line("second held-out set", figures["held_out2"]),
-            line("second tuning set", figures["tuned2"]),
-            line("third tuning set", figures.get("tuned3", _score([]))),
-            line("all of the first set", figures["all"]),
+            *(line(names[p], figures[p]) for p in asked),
+            line("all of the first set's parts asked", figures["all"]),
             line("first set, files with pages", figures["with_pages"]),
-            line("all parts", figures["all_parts"]),
+            line("all follow-up parts asked", figures["all_parts"]),
             *misses,
             *conversation_standalone.report(figures["standalone"]),
         ]

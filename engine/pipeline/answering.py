@@ -131,6 +131,7 @@ class Searched:
 
     hits: tuple[SearchHit, ...]
     large: bool  # the collection is large enough for absent words to count (refusal.py)
+    leaned: float = 0.0  # how much the conversation's earlier turn weighed (SearchResult)
 
     @property
     def passages(self) -> list[Passage]:
@@ -191,10 +192,11 @@ class RelevanceGate:
             if question.rewrite:
                 out.append(RewriteOnly())
                 continue
-            hits = tuple(next(results).hits)
+            result = next(results)
+            hits = tuple(result.hits)
             if reranker is not None:
                 hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
-            out.append(Searched(hits=hits, large=large))
+            out.append(Searched(hits=hits, large=large, leaned=result.leaned))
         return out
 
     def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
@@ -205,7 +207,7 @@ class RelevanceGate:
         unknown: tuple[str, ...] = ()
         if _checked(hits):
             extract = self._extractive.answer(
-                question=_gate_text(question), passages=passages_of(hits)
+                question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
             )
             if searched.large:
                 unknown = tuple(
@@ -252,11 +254,20 @@ def gated_retrieve_batch(
     return retrieve
 
 
-def _gate_text(question: Question) -> str:
+# A question judged standalone is checked with the earlier question too once the
+# earlier turn weighs at least this much in its ranking (`lean`).
+GATE_LEAN = 0.5
+
+
+def _gate_text(question: Question, *, leaned: float = 0.0) -> str:
     """What the gate (and an extractive answer) checks the passages against: a
     follow-up's words alone ("and the second one?") match no sentence, so the earlier
-    question it leans on goes first."""
-    context = getattr(question.conversation, "context", "")
+    question it leans on goes first; a question judged standalone too when the
+    earlier question helped its search (`leaned`), and alone otherwise."""
+    conversation = question.conversation
+    context = getattr(conversation, "context", "")
+    if not getattr(conversation, "dependent", True) and leaned < GATE_LEAN:
+        return question.text
     return f"{context} {question.text}" if context else question.text
 
 

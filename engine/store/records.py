@@ -117,3 +117,6 @@ class SearchResult:
     hits: tuple[SearchHit, ...]
     best_similarity: float  # highest cosine similarity among the hits; -1.0 when none
     not_found: bool  # nothing in the documents relates to the question
+    # How much a conversation's earlier turn weighed in the ranking, 0 to 1 (1 for a
+    # follow-up; engine/answer/conversation.py `lean` for a question judged standalone).
+    leaned: float = 0.0

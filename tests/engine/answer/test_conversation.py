@@ -6,6 +6,7 @@ import pytest
 
 from engine.answer.conversation import (
     PREVIOUS_QUESTION_WEIGHT,
+    lean,
     looks_dependent,
     resolve,
     rewritten,
@@ -49,12 +50,28 @@ def test_a_follow_up_weighs_in_the_earlier_question_and_its_pages() -> None:
     assert follow.cited == frozenset({("/docs/exim.pdf", 12)})
 
 
-def test_a_question_that_names_its_subject_is_searched_as_asked() -> None:
+def test_a_question_that_names_its_subject_is_searched_as_asked_and_hedged() -> None:
     q = "Which options does git rebase --empty accept?"
     follow = resolve(question=q, history=(FIRST,))
-    assert follow is not None and not follow.dependent
-    assert follow.query == q and follow.blend == () and not follow.cited
+    assert follow is not None and not follow.dependent and follow.hedged
+    assert follow.query == q and follow.blend == ()  # its own search is the question's
+    # The history-aware search comes first among the others (`lean` reads its score).
+    assert follow.also[0].text == q
+    assert follow.also[0].blend == ((FIRST.question, PREVIOUS_QUESTION_WEIGHT),)
+    assert follow.cited == frozenset({("/docs/exim.pdf", 12)})
     assert follow.history == (FIRST,)  # the model still sees the conversation
+
+
+def test_a_follow_up_is_not_hedged() -> None:
+    follow = resolve(question="what about POP3?", history=(FIRST,))
+    assert follow is not None and follow.dependent and not follow.hedged
+
+
+def test_lean_grows_with_what_the_earlier_question_adds() -> None:
+    assert lean(alone=0.6, with_history=0.55) == 0.0  # a new subject: diluted
+    assert lean(alone=0.6, with_history=0.6) == 0.0
+    assert 0.0 < lean(alone=0.3, with_history=0.33) < lean(alone=0.3, with_history=0.36) < 1.0
+    assert lean(alone=0.2, with_history=0.5) == 1.0
 
 
 def test_no_history_no_follow_up() -> None:

@@ -11,7 +11,7 @@ def _row(part: str, *, found: bool, question: str) -> dict[str, Any]:
     return {
         "file": "f.pdf",
         "pages": [1],
-        "held_out": part != "tuned",
+        "held_out": part not in conversation.TUNING_PARTS,
         "part": part,
         "first": "first?",
         "follow_up": question,
@@ -46,7 +46,31 @@ def test_the_report_lists_only_the_tuned_part_s_misses() -> None:
     assert "tuned miss?" in text
     assert "held miss?" not in text and "other miss?" not in text
     assert "second held-out set: 1/2 (50%)" in text
-    assert "all parts: 1/4 (25%)" in text
+    assert "all follow-up parts asked: 1/4 (25%)" in text
+    assert "third tuning set" not in text  # a part not asked is not reported
+
+
+def test_the_fourth_set_s_misses_and_switches_are_listed_and_counted_apart() -> None:
+    rows = [
+        _row("tuned4", found=False, question="fourth miss?"),
+        _row("switch4", found=False, question="switch miss?"),
+        _row("switch4", found=True, question="switch hit?"),
+    ]
+    assert not any(r["held_out"] for r in rows)
+    figures: dict[str, Any] = {
+        "top": 3,
+        "machine": {"load_average": [0.0, 0.0, 0.0]},
+        "rows": rows,
+        "tuned4": conversation._score(rows[:1]),
+        "switch4": conversation._score(rows[1:]),
+        "all": conversation._score([]),
+        "with_pages": conversation._score([]),
+        "all_parts": conversation._score(rows[:1]),
+        "standalone": {"firsts": _empty(), "quality": _empty()},
+    }
+    text = conversation._report(figures)
+    assert "fourth miss?" in text and "switch miss?" in text
+    assert "fourth tuning set's topic switches: 1/2 (50%)" in text
 
 
 def _empty() -> dict[str, Any]:

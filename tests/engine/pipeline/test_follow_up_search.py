@@ -170,3 +170,65 @@ def test_a_page_next_to_one_the_last_answer_cited_without_quoting_it_moves_up() 
     # The Guide's p. 36 was cited (not quoted): p. 37 beside it passes p. 50.
     top = _top(follow_up="And what does the dirs one hold?", ranking=ranking)
     assert top.index("next") < top.index("far"), top
+
+
+class _LeaningStore(_Store):
+    """The batch's own search (the question as asked) finds `own`, matching weakly
+    (0.3); every later search (history-aware: the earlier question blended in) finds
+    `earlier`, matching better (0.45)."""
+
+    def __init__(self, own: list[ChunkRecord], earlier: list[ChunkRecord]) -> None:
+        super().__init__({})
+        self.own, self.earlier = own, earlier
+
+    def search_batch(self, *, vectors, texts, k, filters=None):  # type: ignore[no-untyped-def,override]
+        first = not self.texts
+        self.texts.extend(texts)
+        ranked = self.own if first else self.earlier
+        hits = tuple(
+            SearchHit(chunk=c, similarity=0.3 if first else 0.45, fused=1.0 / (61 + i))
+            for i, c in enumerate(ranked[:k])
+        )
+        best = 0.3 if first else 0.45
+        return [SearchResult(hits=hits, best_similarity=best, not_found=False) for _ in texts]
+
+
+def test_a_question_judged_standalone_keeps_its_own_best_match_first() -> None:
+    own = [_chunk("own", "/d/gnuplot.pdf", 5), _chunk("own2", "/d/gnuplot.pdf", 6)]
+    earlier = [_chunk(f"up{i}", "/d/devref.pdf", 43 + i) for i in range(3)]
+    follow = resolve(question="Why might mine be held back in gnuplot?", history=(UPLOAD,))
+    assert follow is not None and follow.hedged
+    store = _LeaningStore(own, earlier)
+    asked = new_question(text=follow.query, k=3, conversation=follow)
+    (result,) = store_retrieve_batch(store=store, embed=_embed)([asked])  # type: ignore[arg-type]
+    top = [h.chunk.chunk_id for h in result.hits]
+    assert result.leaned == 1.0  # +0.15 with the earlier question: it leans fully
+    # Three history-aware searches outrank its own one, but not its best match.
+    assert top == ["own", "up0", "up1"], top
+
+
+def test_a_question_the_earlier_one_does_not_help_keeps_its_own_ranking() -> None:
+    own = [_chunk(f"own{i}", "/d/gnuplot.pdf", 5 + i) for i in range(3)]
+    earlier = [_chunk(f"up{i}", "/d/devref.pdf", 43 + i) for i in range(3)]
+    follow = resolve(question="How do I draw a filled curve in gnuplot?", history=(UPLOAD,))
+    assert follow is not None and follow.hedged
+    store = _LeaningStore(own, earlier)
+    store.search_batch = _diluted(store)  # type: ignore[method-assign]
+    asked = new_question(text=follow.query, k=3, conversation=follow)
+    (result,) = store_retrieve_batch(store=store, embed=_embed)([asked])  # type: ignore[arg-type]
+    assert result.leaned == 0.0
+    assert [h.chunk.chunk_id for h in result.hits] == ["own0", "own1", "own2"]
+
+
+def _diluted(store: _LeaningStore):  # type: ignore[no-untyped-def]
+    """`store`'s searches with the history-aware ones matching worse (0.25 < 0.3)."""
+    search = store.search_batch
+
+    def diluted(*, vectors, texts, k, filters=None):  # type: ignore[no-untyped-def]
+        first = not store.texts
+        results = search(vectors=vectors, texts=texts, k=k, filters=filters)
+        if first:
+            return results
+        return [SearchResult(hits=r.hits, best_similarity=0.25, not_found=False) for r in results]
+
+    return diluted
