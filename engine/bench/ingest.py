@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask-during: one run per nice value of ingestion, e.g. 0,10 (default: the engine's)",
     )
     parser.add_argument(
-        "--ask-rounds", type=int, help="ask-during: times each of 5 questions is asked (2)"
+        "--ask-rounds", type=int, help="ask-during: 5 × this new questions a phase (2, at most 3)"
     )
 
 
