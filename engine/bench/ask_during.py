@@ -210,8 +210,22 @@ def ask_during(
         **_medians("search", idle_search, during_search),
         "ask_during_samples": len(during_ask),
         "ask_during_all_while_embedding": all(embedding),
+        # The engine's own choice for ingestion's chunks, from its log (the
+        # bench's process never ingests here).
+        "engine_ingest_embedder": engine_ingest_embedder(log=paths.engine_log),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+
+
+def engine_ingest_embedder(*, log: Path) -> str:
+    """ "int8" when the engine's log says ingestion embedded in int8, else "float"."""
+    from engine.ingest.int8_embedder import IN_USE_MESSAGE
+
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "unknown (no engine log)"
+    return "int8" if IN_USE_MESSAGE in text else "float"
 
 
 def _medians(name: str, idle: list[float], during: list[float]) -> dict[str, Any]:

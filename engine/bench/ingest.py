@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     figures["embedder_backend"] = real.backend
-    figures["ingest_embedder_backend"] = real.ingest_backend  # "openvino-int8": chunks in int8
+    if parts - {"ask-during"}:  # ask-during ingests in the engine: its own figure
+        figures["ingest_embedder_backend"] = real.ingest_backend  # "openvino-int8": in int8
     say(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
     return figures
 

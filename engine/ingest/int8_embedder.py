@@ -44,6 +44,7 @@ from engine.ingest.openvino_embedder import (
 
 log = logging.getLogger(__name__)
 
+IN_USE_MESSAGE = "ingestion embeds in int8"  # logged; the ask-during bench looks for it
 INT8_ENV = "RAGDOLL_EMBEDDER_INT8"  # "0": ingestion stays on the float path
 # Vectors of one text, int8 against float32: an int8 model whose vectors are
 # further than this from the model's is broken, not merely quantized.
@@ -171,7 +172,7 @@ def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVino
         log.warning("the int8 embedder is off (cosine min %.4f, median %.4f)", low, middle)
         _mark(failed, reason=f"cosine to float32: min {low:.5f}, median {middle:.5f}")
         return None
-    log.info("ingestion embeds in int8 (cosine to float32: min %.4f, median %.4f)", low, middle)
+    log.info("%s (cosine to float32: min %.4f, median %.4f)", IN_USE_MESSAGE, low, middle)
     return encoder
 
 

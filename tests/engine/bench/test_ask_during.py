@@ -42,3 +42,15 @@ def test_each_phase_asks_questions_never_asked_before() -> None:
 def test_asking_for_more_questions_than_the_bench_has_is_refused() -> None:
     with pytest.raises(ValueError):
         phase_questions(count=len(TIMED))
+
+
+def test_the_engines_ingestion_embedder_is_read_from_its_log(tmp_path: Path) -> None:
+    from engine.bench.ask_during import engine_ingest_embedder
+    from engine.ingest.int8_embedder import IN_USE_MESSAGE
+
+    log = tmp_path / "engine.log"
+    log.write_text("2026-11-28 INFO engine.core: started\n")
+    assert engine_ingest_embedder(log=log) == "float"
+    log.write_text(f"2026-11-28 INFO engine.ingest.int8_embedder: {IN_USE_MESSAGE} (cosine …)\n")
+    assert engine_ingest_embedder(log=log) == "int8"
+    assert engine_ingest_embedder(log=tmp_path / "absent.log").startswith("unknown")
