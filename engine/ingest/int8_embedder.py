@@ -57,6 +57,7 @@ _CHUNK_PIECES = 200  # engine/ingest/chunker.py's chunk
 _QUESTION_PIECES = 24
 _CALIBRATION_BATCH = 8
 _GUIDE = "ragdoll-user-guide.md"
+_NO_TELEMETRY = {"NNCF_CI": "1", "CI": "true"}
 # The two activation x activation matmuls of a BERT layer as torch exports them.
 _ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
 
@@ -67,11 +68,34 @@ def int8_wanted() -> bool:
 
 
 def nncf_installed() -> bool:
+    """Found without importing it (`import_nncf` imports it with its telemetry off)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nncf") is not None
+
+
+def import_nncf() -> Any:
+    """NNCF with its telemetry off. Unless the person opted out, NNCF sends
+    usage events to Google Analytics through openvino-telemetry when it
+    quantizes, and writes a client id under the home folder; nothing may leave
+    this machine. Both are decided at NNCF's import: with `NNCF_CI` set it uses
+    its no-op telemetry, and with `CI=true` openvino-telemetry declines (NNCF
+    asks it to in CI). Both are set for the import only. Raises if the no-op
+    was not taken (a later NNCF that decides otherwise): no quantization then."""
+    saved = {name: os.environ.get(name) for name in _NO_TELEMETRY}
+    os.environ.update(_NO_TELEMETRY)
     try:
-        import nncf  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        import nncf
+        from nncf.telemetry import decorator, wrapper
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if isinstance(decorator.telemetry, wrapper.NNCFTelemetry):  # the stub is not one
+        raise RuntimeError("NNCF's telemetry could not be switched off")
+    return nncf
 
 
 def int8_file(onnx: Path) -> Path:
@@ -100,9 +124,9 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
     """NNCF's int8 quantization of `onnx` (weights and activations of the
     linear layers; attention's products, layer norms, softmax and GELU stay in
     float), saved as `out`."""
-    import nncf
     import openvino as ov
 
+    nncf = import_nncf()
     feeds = []
     for start in range(0, len(texts), _CALIBRATION_BATCH):
         features = tokenizer(

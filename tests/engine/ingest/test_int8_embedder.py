@@ -147,3 +147,32 @@ def test_calibration_texts_are_the_shipped_guide_at_chunk_and_question_lengths(
     assert 30 <= len(texts) <= int8_embedder.CALIBRATION_CHUNKS
     pieces = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
     assert max(pieces) >= 150 and min(pieces) <= 30  # both lengths are calibrated
+
+
+@needs_int8
+def test_nncf_is_imported_with_its_telemetry_off_and_nothing_written_home(
+    tmp_path: Path,
+) -> None:
+    # Run outside pytest: NNCF switches its telemetry off by itself under pytest.
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NNCF_CI", "NNCF_DEV", "CI")}
+    env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    code = (
+        "import os, sys\n"
+        "from engine.ingest.int8_embedder import import_nncf\n"
+        "import_nncf()\n"
+        "from nncf.telemetry import decorator, wrapper\n"
+        "print(isinstance(decorator.telemetry, wrapper.NNCFTelemetry), 'pytest' in sys.modules,"
+        " os.environ.get('CI'), os.environ.get('NNCF_CI'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "None", "None"]
+    assert not any(home.rglob("*"))  # no client id, no consent file
