@@ -39,6 +39,8 @@ from engine.ingest.openvino_embedder import (
     OpenVinoEncoder,
     OpenVinoSession,
     compile_openvino,
+    declined_telemetry,
+    import_openvino,
     openvino_installed,
 )
 
@@ -57,7 +59,6 @@ _CHUNK_PIECES = 200  # engine/ingest/chunker.py's chunk
 _QUESTION_PIECES = 24
 _CALIBRATION_BATCH = 8
 _GUIDE = "ragdoll-user-guide.md"
-_NO_TELEMETRY = {"NNCF_CI": "1", "CI": "true"}
 # The two activation x activation matmuls of a BERT layer as torch exports them.
 _ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
 
@@ -82,17 +83,10 @@ def import_nncf() -> Any:
     its no-op telemetry, and with `CI=true` openvino-telemetry declines (NNCF
     asks it to in CI). Both are set for the import only. Raises if the no-op
     was not taken (a later NNCF that decides otherwise): no quantization then."""
-    saved = {name: os.environ.get(name) for name in _NO_TELEMETRY}
-    os.environ.update(_NO_TELEMETRY)
-    try:
+    import_openvino()  # NNCF imports it: first, with its own telemetry declined
+    with declined_telemetry():
         import nncf
         from nncf.telemetry import decorator, wrapper
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     if isinstance(decorator.telemetry, wrapper.NNCFTelemetry):  # the stub is not one
         raise RuntimeError("NNCF's telemetry could not be switched off")
     return nncf
@@ -124,9 +118,8 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
     """NNCF's int8 quantization of `onnx` (weights and activations of the
     linear layers; attention's products, layer norms, softmax and GELU stay in
     float), saved as `out`."""
-    import openvino as ov
-
     nncf = import_nncf()
+    ov = import_openvino()
     feeds = []
     for start in range(0, len(texts), _CALIBRATION_BATCH):
         features = tokenizer(
