@@ -23,6 +23,11 @@ os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
 # thread would starve and time tests out (engine/ingest/priority.py is tested with
 # the value set explicitly).
 os.environ.setdefault("RAGDOLL_INGEST_NICE", "0")
+# Test engines ingest with the float embedder: quantizing MiniLM to int8 takes a
+# minute of a busy machine and its check seconds per engine, and tests compare
+# ingested vectors with questions' (tests/engine/ingest/test_int8_embedder.py
+# tests the int8 path, engine/ingest/int8_embedder.py).
+os.environ.setdefault("RAGDOLL_EMBEDDER_INT8", "0")
 # The embedder's ONNX export (engine/ingest/onnx_embedder.py) once for all tests
 # and runs, not once per test home: it takes tens of seconds on a busy machine.
 # Its file name carries a digest of the model's files, so a stale one is never used.

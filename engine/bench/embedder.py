@@ -93,6 +93,7 @@ def ingest_rates(
                 store.close()
             figures[backend] = {
                 "backend_in_use": embedder.backend,
+                "ingest_backend_in_use": embedder.ingest_backend,
                 "pages": pages,
                 "chunks": progress.chunks_added,
                 "seconds": round(seconds, 1),
@@ -135,6 +136,7 @@ def encode_rates(
         cosines = np.sum(vectors["torch"] * vectors[name], axis=1)
         figures[name] = {
             "backend_in_use": embedder.backend,
+            "ingest_backend_in_use": embedder.ingest_backend,
             "load_and_check_s": load_s.get(name),
             "chunks_per_s": [round(r, 1) for r in rates[name]],
             "median": round(statistics.median(rates[name]), 1),

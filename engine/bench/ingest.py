@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask-during: one run per nice value of ingestion, e.g. 0,10 (default: the engine's)",
     )
     parser.add_argument(
-        "--ask-rounds", type=int, help="ask-during: times each of 5 questions is asked (2)"
+        "--ask-rounds", type=int, help="ask-during: 5 × this new questions a phase (2, at most 3)"
     )
 
 
@@ -141,6 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     figures |= {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     figures["embedder_backend"] = real.backend
+    if parts - {"ask-during"}:  # ask-during ingests in the engine: its own figure
+        figures["ingest_embedder_backend"] = real.ingest_backend  # "openvino-int8": in int8
     say(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
     return figures
 

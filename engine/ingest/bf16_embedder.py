@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,32 @@ from engine.ingest.onnx_embedder import MIN_COSINE, PROBES
 log = logging.getLogger(__name__)
 
 
+_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
 def bf16_applies() -> bool:
-    """Whether bf16 weights pay on this CPU (measured once per process)."""
+    """Whether bf16 weights pay on this CPU: it says it computes bf16 natively
+    (Linux's CPU flags), else a matmul timed once per process. The flags come
+    first because the timing is a few milliseconds: on a busy machine it
+    said "no" on this EPYC (AVX-512 BF16), and the embedder then ran in
+    float32 on ONNX Runtime at half the speed (docs/benchmarks.md, "int8")."""
+    if cpu_flags() & _BF16_FLAGS:
+        return True
     from engine.models.loading import cpu_bf16_is_fast
 
     return cpu_bf16_is_fast()
+
+
+def cpu_flags(*, cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them; none elsewhere."""
+    try:
+        with cpuinfo.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def bf16_copy(*, model: Any, location: str) -> Any | None:

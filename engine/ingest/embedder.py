@@ -29,7 +29,13 @@ the weights in bf16 (engine/ingest/bf16_embedder.py: about 1.9× float32); each
 is kept only if it gives the float32 vectors. Elsewhere a plain model runs
 through ONNX Runtime: exported once, checked against torch, torch otherwise
 (engine/ingest/onnx_embedder.py).
-`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino` picks one (torch when it does not apply).
+`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino|int8` picks one (torch when it does not apply).
+
+With OpenVINO chosen by "auto" (or "int8"), ingestion's chunks are embedded by
+an int8 copy quantized on this machine (engine/ingest/int8_embedder.py), where
+NNCF is installed and the copy passes its check; questions keep the float path.
+`RAGDOLL_EMBEDDER_INT8=0`, or `RAGDOLL_EMBEDDER_BACKEND=openvino`, keeps
+ingestion in float.
 """
 
 from __future__ import annotations
@@ -172,6 +178,8 @@ class Embedder:
     # __init__ encode their own way and are on it too).
     _onnx: Any = None
     _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
+    _int8_wanted = False
+    ingest_backend = "torch"
 
     def __init__(
         self,
@@ -186,7 +194,9 @@ class Embedder:
         only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
         `cache_dir`: where bf16 is fast here OpenVINO in bf16, else bf16
         weights; elsewhere ONNX); each falls back to torch in float32 when it
-        does not apply or does not give its vectors."""
+        does not apply or does not give its vectors. "int8": "openvino", and
+        ingestion in int8 (as "auto" does with OpenVINO unless
+        `RAGDOLL_EMBEDDER_INT8=0`)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -200,6 +210,10 @@ class Embedder:
         self._model.eval()
         self._onnx: Any = None
         backend = os.environ.get(BACKEND_ENV) or backend
+        from engine.ingest.int8_embedder import int8_wanted
+
+        int8 = backend == "int8" or (backend == "auto" and int8_wanted())
+        backend = "openvino" if backend == "int8" else backend
         if cache_dir is not None and os.environ.get(CACHE_ENV):
             cache_dir = Path(os.environ[CACHE_ENV])
         # A model with a default prompt stays on torch (the ONNX path knows no prompts).
@@ -223,6 +237,10 @@ class Embedder:
             )
             self.backend = "onnx" if self._onnx is not None else "torch"
         self._onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
+        # Made by ingestion's thread at its first batch (quantizing takes a
+        # minute the first time): a question never waits for it.
+        self._int8_wanted = int8 and self.backend == "openvino"
+        self.ingest_backend = self.backend
         self._gate = PriorityGate()
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
@@ -307,8 +325,20 @@ class Embedder:
         if self._onnx is None:
             return self._encode(texts, batch_size=batch_size)
         if self._onnx_background is None:
-            self._onnx_background = self._onnx.sibling()
+            self._onnx_background = self._background_encoder()
         return self._onnx_background.encode(texts, batch_size=batch_size)
+
+    def _background_encoder(self) -> Any:
+        """Ingestion's copy, made in its thread: int8 where wanted and it can
+        be made, else the float path's `sibling`."""
+        if self._int8_wanted:
+            from engine.ingest.int8_embedder import load_int8_encoder
+
+            fast = load_int8_encoder(model=self._model, float_encoder=self._onnx)
+            if fast is not None:
+                self.ingest_backend = "openvino-int8"
+                return fast
+        return self._onnx.sibling()
 
     def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
         if self._onnx is not None:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,8 @@ from engine.ingest.onnx_embedder import (
 )
 
 log = logging.getLogger(__name__)
+
+_NO_TELEMETRY = {"CI": "true", "NNCF_CI": "1"}
 
 
 class _Input:
@@ -73,10 +78,43 @@ class OpenVinoSession:
 def openvino_installed() -> bool:
     """OpenVINO is optional at run time: without it, the next back-end."""
     try:
-        import openvino  # noqa: F401
+        import_openvino()
     except ImportError:
         return False
     return True
+
+
+def import_openvino() -> Any:
+    """OpenVINO with its telemetry declined. `import openvino` imports its model
+    conversion tools, which start openvino-telemetry with consent assumed when
+    the person never answered (no consent file), write a client id under the
+    home folder and send an "import" event to Google Analytics; nothing may
+    leave this machine. Those tools decline in CI (`CI=true`): it is set for
+    the first import only (later imports are the module already loaded)."""
+    import sys
+
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"]
+    with declined_telemetry():
+        import openvino
+
+    return openvino
+
+
+@contextmanager
+def declined_telemetry() -> Iterator[None]:
+    """`CI=true` (openvino-telemetry declines in CI) and `NNCF_CI=1` (NNCF takes
+    its no-op telemetry) while OpenVINO or NNCF is imported, as they were before."""
+    saved = {name: os.environ.get(name) for name in _NO_TELEMETRY}
+    os.environ.update(_NO_TELEMETRY)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def openvino_precision() -> str:
@@ -89,8 +127,7 @@ def openvino_precision() -> str:
 def compile_openvino(*, file: Path, precision: str) -> Any:
     """The ONNX file compiled for this CPU, one stream (the engine orders its
     encodes itself) over the runtime's own choice of threads."""
-    import openvino as ov
-
+    ov = import_openvino()
     core = ov.Core()
     return core.compile_model(
         core.read_model(str(file)),

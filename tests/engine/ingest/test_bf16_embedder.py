@@ -67,3 +67,21 @@ def test_a_bf16_copy_that_changes_the_vectors_is_not_kept(
     assert auto.backend == "onnx" and _weights_dtype(auto) == torch.float32
     asked = Embedder(model=str(tiny_model), device="cpu", backend="bf16")
     assert asked.backend == "torch" and _weights_dtype(asked) == torch.float32
+
+
+def test_a_cpu_that_lists_bf16_is_taken_at_its_word_not_by_a_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The timing is a few milliseconds: on a busy machine it said "no" on a CPU with
+    # AVX-512 BF16, and the embedder fell back to float32 at half the speed.
+    from engine.models import loading
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16 avx512_vnni\n")
+    assert "avx512_bf16" in bf16_embedder.cpu_flags(cpuinfo=cpuinfo)
+    assert bf16_embedder.cpu_flags(cpuinfo=tmp_path / "absent") == frozenset()
+    monkeypatch.setattr(bf16_embedder, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(loading, "cpu_bf16_is_fast", lambda: False)
+    assert bf16_embedder.bf16_applies()
+    monkeypatch.setattr(bf16_embedder, "cpu_flags", lambda: frozenset({"avx2"}))
+    assert not bf16_embedder.bf16_applies()  # no flag: the timing decides

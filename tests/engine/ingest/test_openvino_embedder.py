@@ -125,3 +125,32 @@ def test_openvino_that_changes_the_vectors_is_not_kept_nor_tried_again(
     # ONNX Runtime's own marker is another file: its path is still tried where it applies.
     assert not list(tmp_path.glob("*.onnx.failed"))
     assert onnx_embedder.MIN_COSINE == 0.999
+
+
+@needs_openvino
+def test_openvino_is_imported_with_its_telemetry_declined_and_nothing_written_home(
+    tmp_path: Path,
+) -> None:
+    # A plain `import openvino` with a fresh home folder writes a client id there and
+    # sends an "import" event (its conversion tools' telemetry, consent assumed).
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "NNCF_CI")}
+    env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    code = (
+        "import os\n"
+        "from engine.ingest.openvino_embedder import openvino_installed\n"
+        "assert openvino_installed()\n"
+        "from openvino.tools import ovc\n"
+        "print(ovc.telemetry.consent, os.environ.get('CI'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "None"]
+    assert not any(home.rglob("*"))

@@ -1,0 +1,208 @@
+"""Ingestion's copy of the embedder in int8: OpenVINO, quantized with NNCF.
+
+MiniLM's encode is almost all matmuls; this EPYC-class CPU (AVX-512 VNNI) runs
+int8 ones about twice as fast as bf16. The int8 model is made on the person's
+machine, once, from the ONNX export of the weights the bundled package carries
+(engine/ingest/onnx_embedder.py: no download): NNCF's post-training
+quantization, calibrated on chunks of the user guide the app ships
+(resources/samples), saved beside the export in the cache folder (written under
+temporary names and renamed: a crash leaves no half model).
+
+Only ingestion's chunks are embedded with it; questions and the answers'
+sentences keep the float-faithful path (OpenVINO bf16), so a question's vector
+is the model's and only the stored vectors carry int8's error. int8 does not
+give the float32 vectors (cosine to float32 torch on the real manuals' chunks:
+median about 0.995, minimum about 0.95; docs/benchmarks.md, "int8"), so it is
+not a back-end swap under the 0.999 rule: it was measured as a retrieval change
+(hit@1, hit@3, MRR of `ragdoll bench quality`) before it was made the default.
+An index holding float and int8 chunk vectors side by side is searched with the
+same question vector, each chunk vector near its float one: the two kinds
+need no re-embedding (docs/benchmarks.md gives the figures that say so).
+
+It is checked at load against float32 torch on probe texts and the calibration
+chunks (`MIN_MEDIAN_COSINE`, `MIN_COSINE`): a model that fails, or that cannot
+be made (NNCF not installed, an error), leaves ingestion on the float path, and a
+`.failed` file beside the export says so (delete it to retry).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.ingest.onnx_embedder import PROBES, _mark
+from engine.ingest.openvino_embedder import (
+    OpenVinoEncoder,
+    OpenVinoSession,
+    compile_openvino,
+    declined_telemetry,
+    import_openvino,
+    openvino_installed,
+)
+
+log = logging.getLogger(__name__)
+
+IN_USE_MESSAGE = "ingestion embeds in int8"  # logged; the ask-during bench looks for it
+INT8_ENV = "RAGDOLL_EMBEDDER_INT8"  # "0": ingestion stays on the float path
+# Vectors of one text, int8 against float32: an int8 model whose vectors are
+# further than this from the model's is broken, not merely quantized.
+MIN_MEDIAN_COSINE = 0.99
+MIN_COSINE = 0.9
+CALIBRATION_CHUNKS = 300
+CHECK_TEXTS = 64  # checked at every load: float32 torch encodes them too
+_STRIDE = 40
+_CHUNK_PIECES = 200  # engine/ingest/chunker.py's chunk
+_QUESTION_PIECES = 24
+_CALIBRATION_BATCH = 8
+_GUIDE = "ragdoll-user-guide.md"
+# The two activation x activation matmuls of a BERT layer as torch exports them.
+_ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
+
+
+def int8_wanted() -> bool:
+    """Unless switched off (`RAGDOLL_EMBEDDER_INT8=0`)."""
+    return os.environ.get(INT8_ENV, "1").strip() not in ("0", "false", "no", "off")
+
+
+def nncf_installed() -> bool:
+    """Found without importing it (`import_nncf` imports it with its telemetry off)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nncf") is not None
+
+
+def import_nncf() -> Any:
+    """NNCF with its telemetry off. Unless the person opted out, NNCF sends
+    usage events to Google Analytics through openvino-telemetry when it
+    quantizes, and writes a client id under the home folder; nothing may leave
+    this machine. Both are decided at NNCF's import: with `NNCF_CI` set it uses
+    its no-op telemetry, and with `CI=true` openvino-telemetry declines (NNCF
+    asks it to in CI). Both are set for the import only. Raises if the no-op
+    was not taken (a later NNCF that decides otherwise): no quantization then."""
+    import_openvino()  # NNCF imports it: first, with its own telemetry declined
+    with declined_telemetry():
+        import nncf
+        from nncf.telemetry import decorator, wrapper
+    if isinstance(decorator.telemetry, wrapper.NNCFTelemetry):  # the stub is not one
+        raise RuntimeError("NNCF's telemetry could not be switched off")
+    return nncf
+
+
+def int8_file(onnx: Path) -> Path:
+    """Where the int8 model of an ONNX export is kept (its weights in a `.bin` beside)."""
+    return onnx.with_name(f"{onnx.stem}.int8.xml")
+
+
+def calibration_texts(*, tokenizer: Any, limit: int = CALIBRATION_CHUNKS) -> list[str]:
+    """Windows of the user guide the app ships, of a chunk's length and of a
+    question's, at every `_STRIDE` word pieces: more samples of real text than
+    its dozen chunks, at the lengths ingestion and questions embed."""
+    from engine.ingest.parsers import parse_file
+
+    guide = Path(__file__).resolve().parents[2] / "resources" / "samples" / _GUIDE
+    doc = parse_file(path=guide)
+    text = "\n".join(page.text for page in doc.pages)
+    ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    texts = list(PROBES)
+    for start in range(0, max(1, len(ids) - _STRIDE), _STRIDE):
+        for size in (_CHUNK_PIECES, _QUESTION_PIECES):
+            texts.append(tokenizer.decode(ids[start : start + size]))
+    return texts[:limit]
+
+
+def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tokens: int) -> None:
+    """NNCF's int8 quantization of `onnx` (weights and activations of the
+    linear layers; attention's products, layer norms, softmax and GELU stay in
+    float), saved as `out`."""
+    nncf = import_nncf()
+    ov = import_openvino()
+    feeds = []
+    for start in range(0, len(texts), _CALIBRATION_BATCH):
+        features = tokenizer(
+            texts[start : start + _CALIBRATION_BATCH],
+            padding=True,
+            truncation=True,
+            max_length=max_tokens,
+            return_tensors="np",
+        )
+        feeds.append({k: np.asarray(v, dtype=np.int64) for k, v in features.items()})
+    core = ov.Core()
+    model = core.read_model(str(onnx))
+    names = {port.get_any_name() for port in model.inputs}
+    feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
+    quantized = nncf.quantize(
+        model,
+        nncf.Dataset(feeds),
+        model_type=nncf.ModelType.TRANSFORMER,
+        preset=nncf.QuantizationPreset.PERFORMANCE,
+        subset_size=len(feeds),  # batches of `_CALIBRATION_BATCH` texts
+        # Attention's own products (query x key, weights x value) stay in
+        # float: quantized, they cost the most accuracy for the least time.
+        ignored_scope=nncf.IgnoredScope(patterns=_ATTENTION_PRODUCTS, validate=False),
+    )
+    tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.xml")
+    ov.save_model(quantized, str(tmp), compress_to_fp16=False)
+    tmp.with_suffix(".bin").replace(out.with_suffix(".bin"))
+    tmp.replace(out)  # the .xml last: its presence means the model is whole
+
+
+def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVinoEncoder | None:
+    """An int8 copy of `float_encoder` (OpenVINO over the ONNX export of `model`,
+    a float32 SentenceTransformer), made on first use and checked against
+    `model`'s vectors; None when it cannot be made or is off (logged)."""
+    onnx = float_encoder._file
+    out = int8_file(onnx)
+    failed = out.with_name(f"{out.name}.failed")
+    if failed.exists() or not openvino_installed():
+        return None
+    if not nncf_installed():
+        log.info("the embedder stays in float for ingestion: NNCF is not installed")
+        return None
+    try:
+        texts = calibration_texts(tokenizer=model.tokenizer)
+        if not out.exists():
+            log.info("quantizing the embedder to int8 for ingestion: %s", out)
+            quantize(
+                onnx=onnx,
+                out=out,
+                tokenizer=model.tokenizer,
+                texts=texts,
+                max_tokens=int(model.max_seq_length),
+            )
+        encoder = int8_encoder(file=out, like=float_encoder)
+        texts = texts[:: max(1, len(texts) // CHECK_TEXTS)][:CHECK_TEXTS]
+        got = encoder.encode(texts, batch_size=32)
+    except Exception as e:  # any failure means: ingestion stays on the float path
+        log.warning("the int8 embedder could not be made (%s): ingestion stays in float", e)
+        _mark(failed, reason=str(e))
+        return None
+    want = np.asarray(
+        model.encode(texts, normalize_embeddings=True, convert_to_numpy=True), dtype=np.float32
+    )
+    cosines = np.sum(got * want, axis=1)
+    low, middle = float(np.min(cosines)), float(np.median(cosines))
+    if low < MIN_COSINE or middle < MIN_MEDIAN_COSINE:
+        log.warning("the int8 embedder is off (cosine min %.4f, median %.4f)", low, middle)
+        _mark(failed, reason=f"cosine to float32: min {low:.5f}, median {middle:.5f}")
+        return None
+    log.info("%s (cosine to float32: min %.4f, median %.4f)", IN_USE_MESSAGE, low, middle)
+    return encoder
+
+
+def int8_encoder(*, file: Path, like: OpenVinoEncoder) -> OpenVinoEncoder:
+    """`like` over the int8 model in `file`, compiled in the calling thread (its
+    runtime threads inherit that thread's priority: ingestion's)."""
+    import copy
+
+    return OpenVinoEncoder(
+        session=OpenVinoSession(compiled=compile_openvino(file=file, precision=like.precision)),
+        tokenizer=copy.deepcopy(like._tokenizers[0]),
+        pooling=like._pooling,
+        max_tokens=like._max_tokens,
+        file=file,
+        precision=like.precision,
+    )
