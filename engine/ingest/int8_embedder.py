@@ -27,6 +27,8 @@ be made (NNCF not installed, an error), leaves ingestion on the float path, and 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 from pathlib import Path
@@ -134,7 +136,19 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
     model = core.read_model(str(onnx))
     names = {port.get_any_name() for port in model.inputs}
     feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
-    quantized = nncf.quantize(
+    # NNCF draws progress bars on stdout and logs each skipped node: a `--json`
+    # bench's stdout must stay JSON, and the engine's log is no place for them.
+    nncf.set_log_level(logging.WARNING)
+    with contextlib.redirect_stdout(io.StringIO()):
+        quantized = _quantize(nncf=nncf, model=model, feeds=feeds)
+    tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.xml")
+    ov.save_model(quantized, str(tmp), compress_to_fp16=False)
+    tmp.with_suffix(".bin").replace(out.with_suffix(".bin"))
+    tmp.replace(out)  # the .xml last: its presence means the model is whole
+
+
+def _quantize(*, nncf: Any, model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
+    return nncf.quantize(
         model,
         nncf.Dataset(feeds),
         model_type=nncf.ModelType.TRANSFORMER,
@@ -144,10 +158,6 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
         # float: quantized, they cost the most accuracy for the least time.
         ignored_scope=nncf.IgnoredScope(patterns=_ATTENTION_PRODUCTS, validate=False),
     )
-    tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.xml")
-    ov.save_model(quantized, str(tmp), compress_to_fp16=False)
-    tmp.with_suffix(".bin").replace(out.with_suffix(".bin"))
-    tmp.replace(out)  # the .xml last: its presence means the model is whole
 
 
 def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVinoEncoder | None:

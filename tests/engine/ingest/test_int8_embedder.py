@@ -50,7 +50,7 @@ def _torch(model: Path) -> np.ndarray:
 
 @needs_int8
 def test_ingestion_embeds_in_int8_and_questions_keep_the_float_vectors(
-    tiny_model: Path, tmp_path: Path
+    tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
     assert fast.backend == "openvino"
@@ -59,6 +59,8 @@ def test_ingestion_embeds_in_int8_and_questions_keep_the_float_vectors(
     want = _torch(tiny_model)
     ingested = fast.embed(TEXTS, batch_size=3, background=True)
     assert fast.ingest_backend == "openvino-int8"
+    # NNCF's progress bars stay off stdout: a `--json` bench prints only its JSON.
+    assert capfd.readouterr().out == ""
     [made] = list(tmp_path.glob("*.int8.xml"))
     assert made.with_suffix(".bin").is_file() and not list(tmp_path.glob("*.tmp.*"))
     assert ingested.shape == want.shape and ingested.dtype == np.float32
