@@ -18,7 +18,6 @@ both runs see the same answers and so the same prompts, which is checked.
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.bench.real_docs import find_real_docs
+from engine.environ import environment
 from engine.wire import CitationsEvent, DoneEvent, TokenEvent, Turn
 
 QUESTIONS = (
@@ -57,17 +57,10 @@ def measure_conversation_ttft(
             shutil.copy2(corpus / "git-bisect.txt", folder / "git-bisect.txt")
         else:
             shutil.copytree(docs, folder, dirs_exist_ok=True)
-        saved = {name: os.environ.get(name) for name in ("RAGDOLL_HOME", "RAGDOLL_AUTO_PROFILE")}
-        os.environ["RAGDOLL_HOME"] = str(Path(tmp) / "home")
-        os.environ["RAGDOLL_AUTO_PROFILE"] = "0"  # no profiling samples during the timing
-        try:
+        # RAGDOLL_AUTO_PROFILE=0: no profiling samples during the timing.
+        home = {"RAGDOLL_HOME": str(Path(tmp) / "home"), "RAGDOLL_AUTO_PROFILE": "0"}
+        with environment(home):
             return _measure(folder=folder, model_dir=model_dir, repeats=repeats, k=k)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str, Any]:

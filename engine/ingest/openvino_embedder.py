@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.environ import environment
 from engine.ingest.onnx_embedder import (
     MIN_COSINE,
     PROBES,
@@ -105,16 +105,8 @@ def import_openvino() -> Any:
 def declined_telemetry() -> Iterator[None]:
     """`CI=true` (openvino-telemetry declines in CI) and `NNCF_CI=1` (NNCF takes
     its no-op telemetry) while OpenVINO or NNCF is imported, as they were before."""
-    saved = {name: os.environ.get(name) for name in _NO_TELEMETRY}
-    os.environ.update(_NO_TELEMETRY)
-    try:
+    with environment(_NO_TELEMETRY):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def openvino_precision() -> str:
