@@ -39,8 +39,6 @@ import numpy as np
 from engine.ingest.onnx_embedder import PROBES, _mark
 from engine.ingest.openvino_embedder import (
     OpenVinoEncoder,
-    OpenVinoSession,
-    compile_openvino,
     declined_telemetry,
     import_openvino,
     openvino_installed,
@@ -204,15 +202,6 @@ def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVino
 
 
 def int8_encoder(*, file: Path, like: OpenVinoEncoder) -> OpenVinoEncoder:
-    """`like` over the int8 model in `file`, compiled in the calling thread (its
-    runtime threads inherit that thread's priority: ingestion's)."""
-    import copy
-
-    return OpenVinoEncoder(
-        session=OpenVinoSession(compiled=compile_openvino(file=file, precision=like.precision)),
-        tokenizer=copy.deepcopy(like._tokenizers[0]),
-        pooling=like._pooling,
-        max_tokens=like._max_tokens,
-        file=file,
-        precision=like.precision,
-    )
+    """`like` over the int8 model in `file`, compiled in the calling thread
+    (ingestion's, whose priority its runtime threads inherit)."""
+    return like.sibling(file=file)

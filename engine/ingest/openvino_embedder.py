@@ -137,15 +137,17 @@ class OpenVinoEncoder(OnnxEncoder):
         super().__init__(**kwargs)
         self.precision = precision
 
-    def sibling(self) -> OpenVinoEncoder:
+    def sibling(self, *, file: Path | None = None) -> OpenVinoEncoder:
+        """This encoder again, compiled in the calling thread (its runtime threads
+        inherit that thread's priority), over `file` if given (another model of
+        the same inputs and outputs: the int8 copy) or this one's."""
+        file = self._file if file is None else file
         return OpenVinoEncoder(
-            session=OpenVinoSession(
-                compiled=compile_openvino(file=self._file, precision=self.precision)
-            ),
+            session=OpenVinoSession(compiled=compile_openvino(file=file, precision=self.precision)),
             tokenizer=copy.deepcopy(self._tokenizers[0]),
             pooling=self._pooling,
             max_tokens=self._max_tokens,
-            file=self._file,
+            file=file,
             precision=self.precision,
         )
 
