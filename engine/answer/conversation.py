@@ -92,10 +92,13 @@ class FollowUp:
     # The follow-up's own words, stemmed (engine/answer/extractive.py `stem`): a
     # section whose title holds one is about what the follow-up names.
     named: frozenset[str] = frozenset()
-    # Judged standalone, but searched history-aware too: `query` and `blend` are the
-    # question as asked, `also` starts with the history-aware search, and the history's
-    # rankings and bonuses count by `lean` (engine/pipeline/adapters.py).
-    hedged: bool = False
+
+    @property
+    def hedged(self) -> bool:
+        """Judged standalone, but searched history-aware too: `query` and `blend` are
+        the question as asked, `also` starts with the history-aware search, and the
+        history's rankings and bonuses count by `lean` (engine/pipeline/adapters.py)."""
+        return not self.dependent
 
 
 def resolve(
@@ -151,7 +154,6 @@ def resolve(
         files=_file_shares(last),
         quoted=frozenset((c.path, c.page) for c in _quoted(last)),
         named=frozenset(title_words(text=" ".join(own))) - GENERIC,
-        hedged=not dependent,
     )
 
 
