@@ -6,7 +6,8 @@ machine, once, from the ONNX export of the weights the bundled package carries
 (engine/ingest/onnx_embedder.py: no download): NNCF's post-training
 quantization, calibrated on chunks of the user guide the app ships
 (resources/samples), saved beside the export in the cache folder (written under
-temporary names and renamed: a crash leaves no half model).
+temporary names and renamed: a crash leaves no half model). NNCF runs in a child
+process (engine/ingest/int8_quantizer.py), never in the engine's.
 
 Only ingestion's chunks are embedded with it; questions and the answers'
 sentences keep the float-faithful path (OpenVINO bf16), so a question's vector
@@ -27,8 +28,6 @@ be made (NNCF not installed, an error), leaves ingestion on the float path, and 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import os
 from pathlib import Path
@@ -59,8 +58,6 @@ _CHUNK_PIECES = 200  # engine/ingest/chunker.py's chunk
 _QUESTION_PIECES = 24
 _CALIBRATION_BATCH = 8
 _GUIDE = "ragdoll-user-guide.md"
-# The two activation x activation matmuls of a BERT layer as torch exports them.
-_ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
 
 
 def int8_wanted() -> bool:
@@ -115,11 +112,10 @@ def calibration_texts(*, tokenizer: Any, limit: int = CALIBRATION_CHUNKS) -> lis
 
 
 def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tokens: int) -> None:
-    """NNCF's int8 quantization of `onnx` (weights and activations of the
-    linear layers; attention's products, layer norms, softmax and GELU stay in
-    float), saved as `out`."""
-    nncf = import_nncf()
-    ov = import_openvino()
+    """`onnx` quantized to int8 by NNCF and saved as `out`, in a child process
+    (engine/ingest/int8_quantizer.py: NNCF never loads into the engine)."""
+    from engine.ingest.int8_quantizer import quantize_in_child
+
     feeds = []
     for start in range(0, len(texts), _CALIBRATION_BATCH):
         features = tokenizer(
@@ -130,32 +126,7 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
             return_tensors="np",
         )
         feeds.append({k: np.asarray(v, dtype=np.int64) for k, v in features.items()})
-    core = ov.Core()
-    model = core.read_model(str(onnx))
-    names = {port.get_any_name() for port in model.inputs}
-    feeds = [{k: v for k, v in f.items() if k in names} for f in feeds]
-    # NNCF draws progress bars on stdout and logs each skipped node: a `--json`
-    # bench's stdout must stay JSON, and the engine's log is no place for them.
-    nncf.set_log_level(logging.WARNING)
-    with contextlib.redirect_stdout(io.StringIO()):
-        quantized = _quantize(nncf=nncf, model=model, feeds=feeds)
-    tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.xml")
-    ov.save_model(quantized, str(tmp), compress_to_fp16=False)
-    tmp.with_suffix(".bin").replace(out.with_suffix(".bin"))
-    tmp.replace(out)  # the .xml last: its presence means the model is whole
-
-
-def _quantize(*, nncf: Any, model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
-    return nncf.quantize(
-        model,
-        nncf.Dataset(feeds),
-        model_type=nncf.ModelType.TRANSFORMER,
-        preset=nncf.QuantizationPreset.PERFORMANCE,
-        subset_size=len(feeds),  # batches of `_CALIBRATION_BATCH` texts
-        # Attention's own products (query x key, weights x value) stay in
-        # float: quantized, they cost the most accuracy for the least time.
-        ignored_scope=nncf.IgnoredScope(patterns=_ATTENTION_PRODUCTS, validate=False),
-    )
+    quantize_in_child(onnx=onnx, out=out, feeds=feeds)
 
 
 def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVinoEncoder | None:
