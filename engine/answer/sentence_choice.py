@@ -6,10 +6,11 @@ the retrieved passages, the features of `FEATURES`; the sentence with the highes
 separate, fixed sum (`RELEVANCE`), so choosing differently never makes an unanswerable
 question's sentences score higher.
 
-The weights were set by hand over six rounds of the quality benchmark until
-`engine/bench/sentence_fit.py` fitted them on the benchmark's two tuning parts
-(docs/benchmarks.md, "Seventh round"); `HAND_WEIGHTS` keeps the hand-set ones, the
-baseline every fit is compared with.
+The weights were set by hand over six rounds of the quality benchmark.
+`engine/bench/sentence_fit.py` and `sentence_fit_model.py` fit them instead (a listwise
+ranker on one tuning part, measured on the other); no fit beat these weights on the part
+it was not fitted on, in both directions (docs/benchmarks.md, "Seventh round"), so the
+hand-set weights are the ones in force.
 """
 
 from __future__ import annotations
@@ -83,4 +84,6 @@ HAND_WEIGHTS = ChoiceWeights(
     rank=0.04,
     asked=0.15,
 )
+# What the product chooses with: a fit replaces this only when it beats HAND_WEIGHTS
+# out of fold (python -m engine.bench.sentence_fit_model; docs/benchmarks.md).
 CHOICE_WEIGHTS = HAND_WEIGHTS
