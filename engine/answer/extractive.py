@@ -17,6 +17,9 @@ Every sentence of the retrieved passages is scored against the question:
   question asks for and does not name, a path for "where", a variable for "which
   variable" (engine/answer/answer_type.py).
 
+These are the columns of `SentenceTable.features` (engine/answer/sentence_choice.py
+names them and holds the weights of the choice and of the gate's relevance);
+engine/bench/sentence_fit.py dumps them for the quality benchmark's tuning questions.
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
 then the passage around it as a quotation (the sentence before and the two after,
 whole sentences only, with the short lines between them: option names and command
@@ -36,8 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.answer.answer_type import TYPE_BONUS, holds_asked
+from engine.answer.answer_type import holds_asked
 from engine.answer.passages import Passage
+from engine.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.answer.sentence_memo import SentenceMemo
 from engine.answer.sentences import split_sentences
 
@@ -57,13 +61,6 @@ DEFAULT_MIN_SCORE = 0.5
 # (tune split: 0.08 -> 0.16 put the fact in 0.66 -> 0.72 of answers, median answer
 # 108 -> 140 words; docs/benchmarks.md).
 _SECOND_MARGIN = 0.16
-_LEXICAL_WEIGHT = 0.3
-_CODE_BONUS = 0.12  # per code token of the question the sentence holds verbatim (max 2)
-_NUMBER_BONUS = 0.06  # a number, when the question asks for one
-_HEADING_PENALTY = 0.12
-_FRAGMENT_PENALTY = 0.08
-_NEIGHBOUR_WEIGHT = 0.15
-_RANK_WEIGHT = 0.04
 _MIN_SENTENCE_WORDS = 4  # shorter lines are quoted around an answer, never scored
 _AFTER = 2  # whole sentences quoted after the answer sentence (tune split: 1 -> 2 helped)
 _MAX_SHORT_AROUND = 3  # lines a quotation reaches past its sentence for short ones
@@ -136,21 +133,22 @@ class ExtractiveAnswerer:
         embed: Callable[[list[str]], np.ndarray],
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
+        weights: ChoiceWeights = CHOICE_WEIGHTS,
     ) -> None:
         self._embed = embed
         self._min_score = min_score
         self._memo = memo  # sentence vectors kept from earlier answers
+        self._weights = weights  # the choice's (engine/answer/sentence_choice.py)
 
-    def answer(
-        self, *, question: str, passages: list[Passage], max_sentences: int = 3
-    ) -> ExtractiveAnswer:
+    def table(self, *, question: str, passages: list[Passage]) -> SentenceTable | None:
+        """Every candidate sentence with its features (engine/answer/sentence_choice.py);
+        None when there is nothing to score."""
         every = _candidates(passages)
         # Scored: whole sentences; `every` also keeps the short lines for quoting.
         where = [i for i, c in enumerate(every) if not c.short]
         candidates = [every[i] for i in where]
-        if not candidates or not question.strip() or max_sentences < 1:
-            return _not_found()
-
+        if not candidates or not question.strip():
+            return None
         # A sentence that ends in ":" is scored with the short lines it introduces
         # (an option list, a command): they are quoted with it and often hold the fact.
         scored = [_with_introduced(every, i) for i in where]
@@ -159,30 +157,45 @@ class ExtractiveAnswerer:
         else:
             vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
-        relevance = score_sentences(
+        base = sentence_features(
             question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]
         )
-        relevance -= np.array([_FRAGMENT_PENALTY * c.fragment for c in candidates])
-        score = relevance + _neighbour_share(candidates, relevance)
-        rank = np.array([c.rank for c in candidates], dtype=np.float32)
-        score += _RANK_WEIGHT * (1.0 - rank / len(passages))
+        features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
+        features[:, : base.shape[1]] = base
+        features[:, _COLUMN["fragment"]] = [c.fragment for c in candidates]
+        relevance = features @ RELEVANCE.vector()
+        features[:, _COLUMN["neighbour"]] = _neighbour_best(candidates, relevance)
+        features[:, _COLUMN["rank"]] = [1.0 - c.rank / len(passages) for c in candidates]
         # The choice, not the gate: a path or an option of the kind asked for.
-        score += TYPE_BONUS * np.array(holds_asked(question=question, sentences=scored))
+        features[:, _COLUMN["asked"]] = holds_asked(question=question, sentences=scored)
+        return SentenceTable(
+            every=every,
+            where=where,
+            candidates=candidates,
+            vectors=sentence_vectors,
+            relevance=relevance,
+            features=features,
+        )
+
+    def answer(
+        self, *, question: str, passages: list[Passage], max_sentences: int = 3
+    ) -> ExtractiveAnswer:
+        table = self.table(question=question, passages=passages)
+        if table is None or max_sentences < 1:
+            return _not_found()
+        candidates, relevance = table.candidates, table.relevance
+        score = table.features @ self._weights.vector()
 
         best = int(np.argmax(score))
-        if relevance[best] < self._min_score:
-            return _not_found()
         gate = float(relevance[best])
-        best = _fullest_copy(candidates=candidates, every=every, where=where, best=best)
+        if gate < self._min_score:
+            return _not_found()
+        best = table.fullest_copy(best)
         chosen = [best]
         if max_sentences > 1:
             second = _second(
-                candidates=candidates,
-                every=every,
-                where=where,
-                vectors=sentence_vectors,
+                table=table,
                 score=score,
-                relevance=relevance,
                 best=best,
                 floor=max(self._min_score, float(score[best]) - _SECOND_MARGIN),
             )
@@ -191,9 +204,7 @@ class ExtractiveAnswerer:
         key = candidates[best]
         parts = [_with_marker(key.text, index=key.passage.index)]
         for i in chosen:
-            window = _window(every, where[i])
-            if len(window) > 1 or i != best:
-                parts.append(f"“{' '.join(window)}” [{candidates[i].passage.index}]")
+            parts += table.quoted(i, alone=i == best)
         used = sorted({candidates[i].passage.index for i in chosen})
         return ExtractiveAnswer(
             text="\n\n".join(parts),
@@ -204,9 +215,51 @@ class ExtractiveAnswerer:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class SentenceTable:
+    """The candidate sentences of one question's passages, as the choice reads them."""
+
+    every: list[_Candidate]  # every line in passage order, short ones included
+    where: list[int]  # the scored ones' positions in `every`
+    candidates: list[_Candidate]  # the scored ones
+    vectors: np.ndarray  # their embeddings (rows)
+    relevance: np.ndarray  # the gate's score of each (RELEVANCE)
+    features: np.ndarray  # one row of FEATURES each
+
+    def fullest_copy(self, i: int) -> int:
+        return _fullest_copy(candidates=self.candidates, every=self.every, where=self.where, best=i)
+
+    def quoted(self, i: int, *, alone: bool = False) -> list[str]:
+        """Candidate i's quotation with its passage's marker; none when it is the
+        answer sentence (`alone`) and its window holds nothing else."""
+        window = _window(self.every, self.where[i])
+        if len(window) <= 1 and alone:
+            return []
+        return [f"“{' '.join(window)}” [{self.candidates[i].passage.index}]"]
+
+    def shown(self, i: int) -> str:
+        """What the answer would show with candidate i chosen, before any second
+        passage: the sentence, then its quotation (the copy the answer would quote)."""
+        best = self.fullest_copy(i)
+        key = self.candidates[best]
+        parts = [_with_marker(key.text, index=key.passage.index), *self.quoted(best, alone=True)]
+        return "\n\n".join(parts)
+
+
+_COLUMN = {name: n for n, name in enumerate(FEATURES)}
+
+
 def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
     """Each sentence's relevance to the question: cosine similarity, rare shared words,
     the code tokens and numbers the question asks for, headings marked down."""
+    base = sentence_features(question=question, sentences=sentences, semantic=semantic)
+    return base @ RELEVANCE.vector()[: base.shape[1]]
+
+
+def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
+    """The first five FEATURES of each sentence (those read from the sentence alone):
+    cosine similarity, rare shared words, the question's code tokens held (max 2), a
+    number when one is asked for, heading-like."""
     wanted = list(dict.fromkeys(content_words(question)))
     sentence_words = [set(content_words(s)) for s in sentences]
     n = len(sentences)
@@ -214,21 +267,17 @@ def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray
         w: math.log(1.0 + n / (1 + sum(w in words for words in sentence_words))) for w in wanted
     }
     total = sum(weights.values()) or 1.0
-    lexical = np.array(
-        [sum(weights[w] for w in wanted if w in words) / total for words in sentence_words],
-        dtype=np.float32,
-    )
     codes = [t.lower() for t in _CODE_TOKEN.findall(question) if len(t) > 1]
     asks_number = bool(_ASKS_NUMBER.search(question))
-    bonus = np.zeros(n, dtype=np.float32)
-    for i, sentence in enumerate(sentences):
+    out = np.zeros((n, 5), dtype=np.float32)
+    out[:, 0] = semantic
+    for i, (sentence, words) in enumerate(zip(sentences, sentence_words, strict=True)):
         low = sentence.lower()
-        bonus[i] += _CODE_BONUS * min(2, sum(1 for t in codes if t in low))
-        if asks_number and _DIGIT.search(sentence):
-            bonus[i] += _NUMBER_BONUS
-        if _heading_like(sentence):
-            bonus[i] -= _HEADING_PENALTY
-    return np.asarray(semantic, dtype=np.float32) + _LEXICAL_WEIGHT * lexical + bonus
+        out[i, 1] = sum(weights[w] for w in wanted if w in words) / total
+        out[i, 2] = min(2, sum(1 for t in codes if t in low))
+        out[i, 3] = asks_number and bool(_DIGIT.search(sentence))
+        out[i, 4] = _heading_like(sentence)
+    return out
 
 
 def _heading_like(sentence: str) -> bool:
@@ -238,7 +287,9 @@ def _heading_like(sentence: str) -> bool:
     return len(words) < 8 and not _TERMINAL.search(sentence)
 
 
-def _neighbour_share(candidates: list[_Candidate], relevance: np.ndarray) -> np.ndarray:
+def _neighbour_best(candidates: list[_Candidate], relevance: np.ndarray) -> np.ndarray:
+    """The best relevance beside each sentence in its passage (0 at least): the fact
+    often sits next to the sentence that repeats the question's words."""
     out = np.zeros_like(relevance)
     for i, c in enumerate(candidates):
         around = [
@@ -247,25 +298,16 @@ def _neighbour_share(candidates: list[_Candidate], relevance: np.ndarray) -> np.
             if 0 <= j < len(candidates) and candidates[j].passage is c.passage
         ]
         if around:
-            out[i] = _NEIGHBOUR_WEIGHT * max(0.0, max(around))
+            out[i] = max(0.0, max(around))
     return out
 
 
-def _second(
-    *,
-    candidates: list[_Candidate],
-    every: list[_Candidate],
-    where: list[int],
-    vectors: np.ndarray,
-    score: np.ndarray,
-    relevance: np.ndarray,
-    best: int,
-    floor: float,
-) -> int | None:
+def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float) -> int | None:
     """The best sentence of another passage nearly as good as the first, unless it
     repeats it (overlapping chunks hold the same text) or sits in its window."""
+    candidates, vectors, relevance = table.candidates, table.vectors, table.relevance
     first = candidates[best]
-    shown = {s.lower() for s in _window(every, where[best])}
+    shown = {s.lower() for s in _window(table.every, table.where[best])}
     for i in np.argsort(-score):
         i = int(i)
         c = candidates[i]
