@@ -12,7 +12,8 @@ search was tuned, then measured over several rounds) and a second held-out set
 (engine/bench/conversation_set2.py), with a second and a third tuning set beside it
 (the third, engine/bench/conversation_set3.py, written for the follow-up detector), and a
 fourth (engine/bench/conversation_set4.py: follow-ups phrased many ways, and second
-turns that change the subject, "switch4", found when their own page is in the top 3).
+turns that change the subject, "switch4", found when their own page is in the top 3),
+and a fifth (engine/bench/conversation_set5.py, "tuned5": follow-ups as people type them).
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -41,6 +42,7 @@ from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
 from engine.bench.conversation_set3 import TUNING3
 from engine.bench.conversation_set4 import SWITCHES4, TUNING4
+from engine.bench.conversation_set5 import TUNING5
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -52,9 +54,10 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "tuned3": TUNING3,
     "tuned4": TUNING4,
     "switch4": SWITCHES4,  # second turns that change the subject
+    "tuned5": TUNING5,
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
-TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4")
+TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,6 +275,7 @@ def _report(figures: dict[str, Any]) -> str:
         "tuned3": "third tuning set",
         "tuned4": "fourth tuning set",
         "switch4": "fourth tuning set's topic switches",
+        "tuned5": "fifth tuning set",
     }
     asked = [p for p in PARTS if p in figures]
     return "\n".join(
