@@ -135,7 +135,7 @@ TUNING5: tuple[TwoTurns, ...] = (
     _t(
         POLICY,
         (26,),
-        "What is a virtual package in Debian?",
+        "What does Debian Policy mean by a virtual package?",
         "So can another package just depend on it?",
     ),
     _t(
@@ -179,7 +179,12 @@ TUNING5: tuple[TwoTurns, ...] = (
         "what should it use instead?",
     ),
     # Files without pages
-    _t(REBASE, None, "When would I use the --onto option of git rebase?", "Can you show an example?"),
+    _t(
+        REBASE,
+        None,
+        "When would I use the --onto option of git rebase?",
+        "Can you show an example?",
+    ),
     _t(
         BISECT,
         None,
