@@ -91,15 +91,27 @@ def store_retrieve_batch(
                 hits = _favour_cited(hits=hits, question=questions[i], scale=leaned)
                 if getattr(questions[i].conversation, "hedged", False) and result.hits:
                     hits = _keeping(hits=hits, own=result.hits[0], within=_HEDGED_KEEPS_OWN)
+                kept = hits[: questions[i].k]
                 out[i] = SearchResult(
-                    hits=hits[: questions[i].k],
+                    hits=tuple(kept),
                     best_similarity=result.best_similarity,
                     not_found=result.not_found,
                     leaned=leaned if questions[i].conversation is not None else 0.0,
+                    history_changed=_changed(
+                        kept=kept, own=result.hits[: questions[i].k], question=questions[i]
+                    ),
                 )
         return [r for r in out if r is not None]
 
     return retrieve
+
+
+def _changed(*, kept: Sequence[SearchHit], own: Sequence[SearchHit], question: Question) -> bool:
+    """Whether a question judged standalone (`hedged`) ends with other hits, or in
+    another order, than its own search gave: the earlier turn changed what it found."""
+    if not getattr(question.conversation, "hedged", False):
+        return False
+    return [h.chunk.chunk_id for h in kept] != [h.chunk.chunk_id for h in own]
 
 
 def _noting(tagged: TaggedEmbed, made: list[str]) -> Embed:
