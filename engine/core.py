@@ -421,12 +421,14 @@ class Engine:
         history: Sequence[Turn] = (),
         max_new_tokens: int = 256,
     ) -> Iterator[AnswerEvent]:
-        """SearchedEvent (a follow-up only), CitationsEvent, TokenEvent..., DoneEvent
-        (engine/wire_events.py), through the retrieval and generation pipelines: the
-        question is batched with others asked meanwhile; "interactive" (the chat a
-        person watches) goes ahead of "background" work (batch questions, API
-        clients), which is never starved. `history`, the conversation's earlier
-        turns, resolves a follow-up before retrieval and goes into the prompt."""
+        """SearchedEvent (a follow-up; engine/pipeline/answer_stream.py `leaned_search`
+        for a question the history changed the results of), CitationsEvent,
+        TokenEvent..., DoneEvent (engine/wire_events.py), through the retrieval and
+        generation pipelines: the question is batched with others asked meanwhile;
+        "interactive" (the chat a person watches) goes ahead of "background" work
+        (batch questions, API clients), which is never starved. `history`, the
+        conversation's earlier turns, resolves a follow-up before retrieval and goes
+        into the prompt."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")

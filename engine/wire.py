@@ -6,7 +6,7 @@ and the client both import this module; nothing else defines the shapes.
 
 Streams are server-sent events, typed events encoded and decoded by the one codec
 in engine/wire_events.py (re-exported here). `/v1/ask` sends, in order:
-  event: searched   data: {"query": "...", ...}            SearchedEvent (follow-ups only)
+  event: searched   data: {"query": "...", ...}            SearchedEvent (follow-ups)
   event: citations  data: {"citations": [Citation, ...]}   CitationsEvent
   event: token      data: {"text": "..."}  (repeated)      TokenEvent
   event: done       data: AnswerDone                       DoneEvent

@@ -138,7 +138,10 @@ class CitationsEvent(StreamEvent):
 class SearchedEvent(StreamEvent):
     """How a follow-up question was searched (before the citations): as asked with the
     earlier question it refers to weighed in (`context`), or as the model's standalone
-    rewrite of it. Sent only for a follow-up asked within a conversation."""
+    rewrite of it. Sent for a follow-up asked within a conversation (before its
+    search), and for a question judged standalone whose results the earlier turn
+    changed (`hedged`: searched as asked and history-aware, the rankings fused; sent
+    after its search, since only the search tells)."""
 
     def shown(self) -> str:
         """ "searched for: …" as the window and the CLI write it."""
@@ -150,6 +153,7 @@ class SearchedEvent(StreamEvent):
     query: str
     rewritten_by: Literal["history", "model"] = "history"
     context: str = ""  # the earlier question(s) the search weighed in ("history" only)
+    hedged: bool = False  # judged standalone; the history-aware search changed its results
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,6 +55,13 @@ _MARKER = re.compile(r"\[(\d+)\]")
 # and raised a follow-up's (median +0.06 to +0.08; docs/benchmarks.md, eighth round).
 LEAN_FROM = 0.0
 LEAN_FULL = 0.08
+# `weakness`: how little a question finds searched alone (its own words, no history),
+# from its best match's cosine similarity: 0 at STRONG_ALONE or more, 1 at WEAK_ALONE
+# or less. Read off the tuning sets' questions searched alone before anything was
+# fused (docs/benchmarks.md, ninth round): first questions 10th percentile 0.59,
+# quality-set questions 0.52, follow-ups median 0.44 (90th percentile 0.58).
+STRONG_ALONE = 0.60
+WEAK_ALONE = 0.35
 REWRITE_INSTRUCTIONS = (
     "Rewrite the last question of the conversation below as one standalone search query "
     "that names everything it refers to. Reply with the query only."
@@ -164,6 +171,13 @@ def lean(*, alone: float, with_history: float) -> float:
     better once the earlier question says what "mine" is."""
     gain = with_history - alone
     return min(1.0, max(0.0, (gain - LEAN_FROM) / (LEAN_FULL - LEAN_FROM)))
+
+
+def weakness(*, best: float) -> float:
+    """How weakly a question retrieves searched alone, 0 to 1, from its best match's
+    similarity: a question that leans on the earlier turn ("How do I find it?")
+    matches nothing well alone, one that names its subject matches its passage well."""
+    return min(1.0, max(0.0, (STRONG_ALONE - best) / (STRONG_ALONE - WEAK_ALONE)))
 
 
 def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[AlsoSearch, ...]:

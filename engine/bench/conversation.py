@@ -12,7 +12,8 @@ search was tuned, then measured over several rounds) and a second held-out set
 (engine/bench/conversation_set2.py), with a second and a third tuning set beside it
 (the third, engine/bench/conversation_set3.py, written for the follow-up detector), and a
 fourth (engine/bench/conversation_set4.py: follow-ups phrased many ways, and second
-turns that change the subject, "switch4", found when their own page is in the top 3).
+turns that change the subject, "switch4", found when their own page is in the top 3),
+and a fifth (engine/bench/conversation_set5.py, "tuned5": follow-ups as people type them).
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -41,6 +42,7 @@ from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
 from engine.bench.conversation_set3 import TUNING3
 from engine.bench.conversation_set4 import SWITCHES4, TUNING4
+from engine.bench.conversation_set5 import TUNING5
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -52,9 +54,10 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "tuned3": TUNING3,
     "tuned4": TUNING4,
     "switch4": SWITCHES4,  # second turns that change the subject
+    "tuned5": TUNING5,
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
-TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4")
+TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -193,7 +196,10 @@ def _ask_pair(
     turn = Turn(question=conv.first, answer=answer, citations=citations)
     if not follow:
         return None, turn
-    _, follow, searched = _ask(engine=engine, question=conv.follow_up, history=[turn])
+    hedged: list[str] = []
+    _, follow, searched = _ask(
+        engine=engine, question=conv.follow_up, history=[turn], hedged=hedged
+    )
     _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[])
     row = {
         "file": conv.file,
@@ -203,6 +209,7 @@ def _ask_pair(
         "first": conv.first,
         "follow_up": conv.follow_up,
         "searched": searched,
+        "searched_hedged": hedged[0] if hedged else "",
         "found": _found(conv, follow),
         "found_alone": _found(conv, alone),
         "top": [_where(c) for c in follow[:TOP]],
@@ -210,7 +217,12 @@ def _ask_pair(
     return row, turn
 
 
-def _ask(*, engine: Any, question: str, history: list[Turn]) -> tuple[str, list[Any], str]:
+def _ask(
+    *, engine: Any, question: str, history: list[Turn], hedged: list[str] | None = None
+) -> tuple[str, list[Any], str]:
+    """The answer, its citations and the "searched for" line of a question the engine
+    took for a follow-up; `hedged` collects the line shown for a question judged
+    standalone whose results the earlier turn changed."""
     citations: list[Any] = []
     answer = searched = ""
     for event in engine.ask_stream(question=question, history=history, priority="background"):
@@ -219,7 +231,11 @@ def _ask(*, engine: Any, question: str, history: list[Turn]) -> tuple[str, list[
         elif isinstance(event, DoneEvent):
             answer = event.done.answer
         elif getattr(event, "name", "") == "searched":
-            searched = event.shown()
+            if getattr(event, "hedged", False):
+                if hedged is not None:
+                    hedged.append(event.shown())
+            else:
+                searched = event.shown()
     return answer, citations, searched
 
 
@@ -239,7 +255,8 @@ def _where(c: Any) -> str:
 def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     found = sum(r["found"] for r in rows)
-    dependent = sum(bool(r["searched"]) for r in rows)  # "searched for" is a follow-up's
+    dependent = sum(bool(r["searched"]) for r in rows)  # "searched for" before the search
+    leaned = sum(bool(r.get("searched_hedged")) for r in rows)
     alone = sum(r["found_alone"] for r in rows)
     return {
         "n": n,
@@ -248,6 +265,7 @@ def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "found_alone": alone,
         "rate_alone": alone / n if n else 0.0,
         "dependent": dependent,
+        "hedged_shown": leaned,  # judged standalone, the earlier turn changed the results
     }
 
 
@@ -256,7 +274,8 @@ def _report(figures: dict[str, Any]) -> str:
         return (
             f"{name}: {s['found']}/{s['n']} ({s['rate']:.0%}) with the conversation, "
             f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone; "
-            f"taken for a follow-up {s['dependent']}/{s['n']}"
+            f"taken for a follow-up {s['dependent']}/{s['n']}, "
+            f"judged standalone with results the history changed {s['hedged_shown']}/{s['n']}"
         )
 
     misses = [
@@ -272,6 +291,7 @@ def _report(figures: dict[str, Any]) -> str:
         "tuned3": "third tuning set",
         "tuned4": "fourth tuning set",
         "switch4": "fourth tuning set's topic switches",
+        "tuned5": "fifth tuning set",
     }
     asked = [p for p in PARTS if p in figures]
     return "\n".join(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.answer.conversation import lean, title_words
+from engine.answer.conversation import lean, title_words, weakness
 from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.answer.passages import Passage
 from engine.errors import StaleVectorsError
@@ -79,7 +79,7 @@ def store_retrieve_batch(
                 **({"made_by": made_by[0]} if made_by else {}),
             )
             for i, result in zip(rows, results, strict=True):
-                hits, leaned = _fused_with_also(
+                hits, leaned, weak = _fused_with_also(
                     store=store,
                     embed=embed,
                     question=questions[i],
@@ -88,18 +88,30 @@ def store_retrieve_batch(
                     filters=filters,
                     made_by=made_by,
                 )
-                hits = _favour_cited(hits=hits, question=questions[i], scale=leaned)
+                hits = _favour_cited(hits=hits, question=questions[i], scale=leaned, weak=weak)
                 if getattr(questions[i].conversation, "hedged", False) and result.hits:
                     hits = _keeping(hits=hits, own=result.hits[0], within=_HEDGED_KEEPS_OWN)
+                kept = hits[: questions[i].k]
                 out[i] = SearchResult(
-                    hits=hits[: questions[i].k],
+                    hits=tuple(kept),
                     best_similarity=result.best_similarity,
                     not_found=result.not_found,
                     leaned=leaned if questions[i].conversation is not None else 0.0,
+                    history_changed=_changed(
+                        kept=kept, own=result.hits[: questions[i].k], question=questions[i]
+                    ),
                 )
         return [r for r in out if r is not None]
 
     return retrieve
+
+
+def _changed(*, kept: Sequence[SearchHit], own: Sequence[SearchHit], question: Question) -> bool:
+    """Whether a question judged standalone (`hedged`) ends with other hits, or in
+    another order, than its own search gave: the earlier turn changed what it found."""
+    if not getattr(question.conversation, "hedged", False):
+        return False
+    return [h.chunk.chunk_id for h in kept] != [h.chunk.chunk_id for h in own]
 
 
 def _noting(tagged: TaggedEmbed, made: list[str]) -> Embed:
@@ -140,6 +152,12 @@ _NEAR_CITED_BONUS = 0.15 / (RRF_K + 1)
 # 17 -> 18 and 38 -> 39 against leaving it anywhere or within 2 or 3; a follow-up the
 # detector misses still gets the earlier subject's passages at ranks 2-3).
 _HEDGED_KEEPS_OWN = 1
+# A follow-up that finds little searched alone (`weakness` 1) asks about the place the
+# last answer came from: a page that answer cited gains this much more, by weakness.
+# One whose own words find their passage well (it names something new) gets the
+# bonuses above only. Tuning sets (docs/benchmarks.md, ninth round), found / 132:
+# 94 at 0, 97 at 0.2 and 0.3, 99 at 0.4, 100 at 0.5, 98 at 0.6 and 0.75, 97 at 1.0.
+_WEAK_CITED_BONUS = 0.5 / (RRF_K + 1)
 
 
 def _search_k(question: Question) -> int:
@@ -157,37 +175,48 @@ def _fused_with_also(
     k: int,
     filters: SearchFilters | None,
     made_by: list[str] | None = None,
-) -> tuple[list[SearchHit], float]:
+) -> tuple[list[SearchHit], float, float]:
     """A follow-up's ranking fused (reciprocal rank) with its other searches
     (FollowUp.also: the earlier question spelled out, the quoted passage): each
     catches follow-ups the others miss, so they weigh the same as its own. A question
     judged standalone (`hedged`) was searched as asked; its history-aware searches
     count by `lean` (the first of them against its own search's best similarity),
     and not at all when the earlier question does not help: its own ranking as it was.
-    Returns the ranking and how much the history weighed (1 for a follow-up).
+    Returns the ranking, how much the history weighed (1 for a follow-up) and how
+    weakly the question retrieves searched alone (`weakness`; a follow-up's own
+    words are searched once more for it, with no history blended in).
     `made_by` (the tagged path) notes these embeddings' embedder too: a swap since
     the first search is StaleVectorsError, and the batch is searched again."""
     hits = result.hits
     also = getattr(question.conversation, "also", ())
     if not also:
-        return list(hits), 1.0
+        return list(hits), 1.0, 0.0
+    hedged = getattr(question.conversation, "hedged", False)
     asked = getattr(question.conversation, "question", question.text)
-    vectors = _embed_blended(items=[(asked, a.blend) for a in also], embed=embed)
+    items: list[tuple[str, tuple[tuple[str, float], ...]]] = [(asked, a.blend) for a in also]
+    texts = [a.text for a in also]
+    if not hedged:  # a hedged question's own search is already its words alone
+        items.append((asked, ()))
+        texts.append(asked)  # only its best similarity is read (`weakness`)
+    vectors = _embed_blended(items=items, embed=embed)
     if made_by is not None and len(set(made_by)) > 1:
         raise StaleVectorsError("the embedder was swapped while the follow-up was embedded")
     results = store.search_batch(
         vectors=vectors,
-        texts=[a.text for a in also],
+        texts=texts,
         k=k,
         filters=filters,
         **({"made_by": made_by[0]} if made_by else {}),
     )
+    plain = result if hedged else results[-1]
+    results = results[: len(also)]
+    weak = weakness(best=plain.best_similarity)
     weight = _ALSO_WEIGHT
     leaned = 1.0
-    if getattr(question.conversation, "hedged", False):
+    if hedged:
         leaned = lean(alone=result.best_similarity, with_history=results[0].best_similarity)
         if leaned <= 0.0:
-            return list(hits), 0.0
+            return list(hits), 0.0, weak
         weight *= leaned
     score: dict[str, float] = {}
     best: dict[str, SearchHit] = {}
@@ -199,7 +228,7 @@ def _fused_with_also(
             if cid not in best or hit.similarity > best[cid].similarity:
                 best[cid] = hit
     order = sorted(score, key=lambda cid: -score[cid])
-    return [replace(best[cid], fused=score[cid]) for cid in order], leaned
+    return [replace(best[cid], fused=score[cid]) for cid in order], leaned, weak
 
 
 def _embed_blended(
@@ -239,11 +268,13 @@ def _keeping(*, hits: list[SearchHit], own: SearchHit, within: int) -> list[Sear
 
 
 def _favour_cited(
-    *, hits: Sequence[SearchHit], question: Question, scale: float = 1.0
+    *, hits: Sequence[SearchHit], question: Question, scale: float = 1.0, weak: float = 0.0
 ) -> list[SearchHit]:
     """A follow-up usually asks about the place the last answer came from: passages of
     a page (then a file) cited last turn move up, by a bonus a better match outranks.
-    `scale`: how much the earlier turn weighs (`lean`, for a question judged standalone)."""
+    `scale`: how much the earlier turn weighs (`lean`, for a question judged standalone);
+    `weak`: how little the question finds alone (`weakness`), which moves it closer
+    to the pages the last answer cited."""
     cited = getattr(question.conversation, "cited", None)
     if not cited or scale <= 0.0:
         return list(hits)
@@ -257,6 +288,8 @@ def _favour_cited(
     def score(hit: SearchHit) -> float:
         c = hit.chunk
         bonus = _FILE_PRIOR * shares.get(c.path, 0.0)
+        if (c.path, c.page) in cited:
+            bonus += weak * _WEAK_CITED_BONUS
         if named and c.section and named & title_words(text=c.section):
             bonus += _TITLE_BONUS
         if _near(c.page, near_quoted.get(c.path, ())):

@@ -19,6 +19,7 @@ from engine.wire import (
     CitationsEvent,
     DoneEvent,
     IngestProgress,
+    SearchedEvent,
     TokenEvent,
 )
 
@@ -47,6 +48,9 @@ def answer_events(
                 gated = event.hits if isinstance(event.hits, GatedHits) else None
                 found = gated is not None and gated.found
                 hits = gated.hits if gated is not None and found else ()
+                leaned = leaned_search(handle=handle, gated=gated)
+                if leaned is not None:
+                    yield leaned
                 yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
             elif isinstance(event, Piece) and event.text:
                 pieces.append(event.text)
@@ -81,6 +85,20 @@ def answer_events(
             finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
         )
     yield DoneEvent(done=done)
+
+
+def leaned_search(*, handle: RequestHandle, gated: GatedHits | None) -> SearchedEvent | None:
+    """ "searched for: …" for a question judged standalone whose results the earlier
+    turn changed (engine/answer/conversation.py `hedged`): what the history-aware
+    search asked, as a follow-up's is shown (engine/core.py sends that one before the
+    search; this one is known only after it)."""
+    conversation = handle.question.conversation
+    if gated is None or not gated.history_changed:
+        return None
+    also = getattr(conversation, "also", ())
+    if not getattr(conversation, "hedged", False) or not also:
+        return None
+    return SearchedEvent(query=also[0].text, context=conversation.context, hedged=True)
 
 
 def citation_for(index: int, hit: SearchHit) -> Citation:

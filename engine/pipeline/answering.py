@@ -109,6 +109,7 @@ class GatedHits:
     hits: tuple[SearchHit, ...]
     extract: ExtractiveAnswer | None  # None: no chunk was similar enough to check
     unknown: tuple[str, ...] = ()  # the question's words no chunk holds
+    history_changed: bool = False  # SearchResult.history_changed
 
     @property
     def found(self) -> bool:
@@ -132,6 +133,7 @@ class Searched:
     hits: tuple[SearchHit, ...]
     large: bool  # the collection is large enough for absent words to count (refusal.py)
     leaned: float = 0.0  # how much the conversation's earlier turn weighed (SearchResult)
+    history_changed: bool = False  # SearchResult.history_changed
 
     @property
     def passages(self) -> list[Passage]:
@@ -196,7 +198,14 @@ class RelevanceGate:
             hits = tuple(result.hits)
             if reranker is not None:
                 hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
-            out.append(Searched(hits=hits, large=large, leaned=result.leaned))
+            out.append(
+                Searched(
+                    hits=hits,
+                    large=large,
+                    leaned=result.leaned,
+                    history_changed=result.history_changed,
+                )
+            )
         return out
 
     def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
@@ -222,7 +231,12 @@ class RelevanceGate:
                 extract = ExtractiveAnswer(
                     text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score
                 )
-        return GatedHits(hits=hits, extract=extract, unknown=unknown)
+        return GatedHits(
+            hits=hits,
+            extract=extract,
+            unknown=unknown,
+            history_changed=searched.history_changed,
+        )
 
 
 def gated_retrieve_batch(

@@ -120,3 +120,6 @@ class SearchResult:
     # How much a conversation's earlier turn weighed in the ranking, 0 to 1 (1 for a
     # follow-up; engine/answer/conversation.py `lean` for a question judged standalone).
     leaned: float = 0.0
+    # The earlier turn moved the hits of a question judged standalone: they are not
+    # its own search's (the window then shows what was searched, as for a follow-up).
+    history_changed: bool = False

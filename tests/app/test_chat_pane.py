@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QPoint, Qt
@@ -13,7 +14,16 @@ from app.chat.answer_render import chunk_id_from_href
 from app.chat.answer_stream import AnswerStream
 from app.chat.chat_pane import ChatPane
 from app.chat.conversations import ConversationStore
-from engine.wire import AnswerDone, CitationsEvent, DoneEvent, TokenEvent
+from engine.wire import (
+    AnswerDone,
+    AnswerEvent,
+    CitationsEvent,
+    DoneEvent,
+    Priority,
+    SearchedEvent,
+    TokenEvent,
+    Turn,
+)
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import ANSWER_TOKENS, CITATIONS, FakeClient
 
@@ -310,6 +320,44 @@ def test_a_follow_up_goes_with_the_conversation_shown_and_says_how_it_was_search
     assert chat.current.exchanges[-1].searched.startswith("And how much of it?")
     chat.new_chat()  # a new conversation: nothing searched yet, and no history
     assert not chat.searched_label.isVisible()
+
+
+class _HedgingClient(FakeClient):
+    """The engine's stream for a question its detector judges standalone whose results
+    the earlier turn changed: the "searched for" event comes after the search
+    (`hedged`), right before the citations (engine/pipeline/answer_stream.py)."""
+
+    def ask_stream(
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
+    ) -> Iterator[AnswerEvent]:
+        self._call("ask_stream", question=question, k=k, history=list(history))
+        if history:
+            yield SearchedEvent(query=question, context=history[-1].question, hedged=True)
+        yield CitationsEvent(citations=list(CITATIONS))
+        yield TokenEvent(text="Full sun.")
+        yield DoneEvent(done=AnswerDone(answer="Full sun.", mode="extractive"))
+
+
+def test_a_question_the_history_changed_the_results_of_says_how_it_was_searched(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    chat = make_window(_HedgingClient()).chat
+    for question in ("How do I change the locale on Debian?", "Why UTF-8?"):
+        qtbot.keyClicks(chat.question, question)
+        qtbot.keyClick(chat.question, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not chat.streaming, timeout=5000)
+    assert chat.searched_label.isVisible()
+    assert chat.searched_label.text() == (
+        "searched for: Why UTF-8?  (with: How do I change the locale on Debian?)"
+    )
+    assert chat.current.exchanges[-1].searched == (
+        "Why UTF-8?  (with: How do I change the locale on Debian?)"
+    )
 
 
 def test_a_switch_not_made_in_the_list_moves_its_highlight(qtbot: QtBot, tmp_path: Path) -> None:

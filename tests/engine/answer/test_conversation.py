@@ -11,6 +11,7 @@ from engine.answer.conversation import (
     resolve,
     rewritten,
     title_words,
+    weakness,
 )
 from engine.bench.real_docs import find_real_docs
 from engine.ingest.parsers import parse_file
@@ -72,6 +73,13 @@ def test_lean_grows_with_what_the_earlier_question_adds() -> None:
     assert lean(alone=0.6, with_history=0.6) == 0.0
     assert 0.0 < lean(alone=0.3, with_history=0.33) < lean(alone=0.3, with_history=0.36) < 1.0
     assert lean(alone=0.2, with_history=0.5) == 1.0
+
+
+def test_weakness_grows_as_the_question_alone_finds_less() -> None:
+    assert weakness(best=0.75) == 0.0  # names its subject: found well alone
+    assert weakness(best=0.6) == 0.0
+    assert 0.0 < weakness(best=0.55) < weakness(best=0.45) < 1.0
+    assert weakness(best=0.35) == weakness(best=0.1) == 1.0  # "How do I find it?"
 
 
 def test_no_history_no_follow_up() -> None:

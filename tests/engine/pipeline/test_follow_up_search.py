@@ -232,3 +232,55 @@ def _diluted(store: _LeaningStore):  # type: ignore[no-untyped-def]
         return [SearchResult(hits=r.hits, best_similarity=0.25, not_found=False) for r in results]
 
     return diluted
+
+
+class _AloneStore(_Store):
+    """Every search finds `ranked`; the follow-up's words searched alone (the text
+    with no earlier question's words) match their best passage with `alone`."""
+
+    def __init__(self, ranked: list[ChunkRecord], *, alone: float) -> None:
+        super().__init__({})
+        self.ranked, self.alone = ranked, alone
+
+    def search_batch(self, *, vectors, texts, k, filters=None):  # type: ignore[no-untyped-def,override]
+        self.texts.extend(texts)
+        hits = tuple(
+            SearchHit(chunk=c, similarity=0.5, fused=1.0 / (61 + i))
+            for i, c in enumerate(self.ranked[:k])
+        )
+        return [
+            SearchResult(
+                hits=hits, best_similarity=self.alone if t == "How do I find it?" else 0.5,
+                not_found=False,
+            )
+            for t in texts
+        ]  # fmt: skip
+
+
+def test_a_follow_up_that_finds_little_alone_goes_to_the_pages_the_last_answer_cited() -> None:
+    uuid = Turn(
+        question="What is a partition's UUID good for?",
+        answer="Permissions are kept per file [2].",  # it quoted the other page
+        citations=[
+            _cite(1, "/d/debian-reference.pdf", 184, "9.6.3 Accessing partition using UUID"),
+            _cite(2, "/d/debian-reference.pdf", 37, "1.2.3 Filesystem permissions"),
+        ],
+    )
+    # Every search ranks the page the answer cited (and did not quote) 20th.
+    ranking = [_chunk(f"p{p}", "/d/debian-reference.pdf", p) for p in range(100, 119)]
+    ranking.append(_chunk("blkid", "/d/debian-reference.pdf", 184, "9.6.4 LVM2"))
+
+    def top(alone: float) -> list[str]:
+        follow = resolve(question="How do I find it?", history=(uuid,))
+        assert follow is not None and follow.dependent
+        store = _AloneStore(ranking, alone=alone)
+        question = new_question(text=follow.query, k=3, conversation=follow)
+        (result,) = store_retrieve_batch(store=store, embed=_embed)([question])  # type: ignore[arg-type]
+        assert "How do I find it?" in store.texts  # its own words, searched alone too
+        return [h.chunk.chunk_id for h in result.hits]
+
+    # Alone, "How do I find it?" matches nothing well: the page the answer cited
+    # joins the top 3.
+    assert "blkid" in top(alone=0.3)
+    # A follow-up whose own words find their passage well is ranked by them.
+    assert "blkid" not in top(alone=0.7)

@@ -196,6 +196,8 @@ def test_a_follow_up_the_detector_misses_still_finds_the_earlier_topic(
     assert any(h.chunk.path != "/d/debian-reference.pdf" for h in alone.hits)
     assert alone.leaned == 0.0
     assert within.leaned > 0.0
+    # Its results are not its own search's: the window says what was searched.
+    assert within.history_changed and not alone.history_changed
     assert all(h.chunk.path == "/d/debian-reference.pdf" for h in within.hits)
     assert within.hits[0].chunk.section == "8.1.1 Rationale for UTF-8 locale"
     assert "8.1.2 The reconfiguration of the locale" in [h.chunk.section for h in within.hits]
@@ -207,5 +209,6 @@ def test_a_topic_switch_keeps_its_own_results(store: LanceStore, embedder: Embed
     within = _search(store, embedder, question, (LOCALE,))
     # The locale question does not help this search: it is ranked as if asked alone.
     assert within.leaned == 0.0
+    assert not within.history_changed  # nothing to say: no "searched for" line
     assert [h.chunk.chunk_id for h in within.hits] == [h.chunk.chunk_id for h in alone.hits]
     assert within.hits[0].chunk.section == "9.8.5 Splitting a large file into small files"
