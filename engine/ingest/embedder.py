@@ -319,7 +319,8 @@ class Embedder:
         (0.26-0.45 s of a turn's 0.4 s search on this 2-core machine, against 0.06 s
         grouped; docs/benchmarks.md). These encoders give a text the same vector
         bit for bit whatever else is in its batch (checked there and in
-        tests/engine/ingest/test_embedder.py), so the vectors do not change.
+        tests/engine/ingest/test_openvino_embedder.py, test_onnx_embedder.py), so the
+        vectors do not change.
         Torch's path is left as it was: not checked to be batch-invariant."""
         if self._onnx is None or len(texts) < 2:
             return encode(texts, batch_size=batch_size)
