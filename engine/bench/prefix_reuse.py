@@ -22,7 +22,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,11 +31,17 @@ import torch
 from transformers import AutoConfig, AutoTokenizer
 
 from engine.answer.prompt import load_system_prompt
+from engine.bench.prefix_models import (
+    PROMPT_DEFAULT,
+    QUICK,
+    SHAPES,
+    random_model,
+    shape_named,
+)
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
 from engine.hardware.profile import synthetic_profile
-from engine.models.synthetic import write_random_model
 from engine.planner.model_spec import load_model_spec
 from engine.planner.placement import Placement, StoreSpec, Workload
 from engine.planner.planner import plan
@@ -59,6 +64,14 @@ _SENTENCES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, help="a model folder (default: a random Llama)")
+    parser.add_argument(
+        "--shape",
+        choices=tuple(SHAPES),
+        help="the random Llama's layer shape (engine/bench/prefix_models.py): default "
+        "(8 layers, hidden 512) or tinyllama (TinyLlama-1.1B's layer shape, 2 "
+        "layers); without it the product path uses default, the prompt path a hidden-1024 one",
+    )
+    parser.add_argument("--layers", type=int, help="with --shape: how many layers")
     parser.add_argument("--repeats", type=int, help="cold/warm pairs; medians")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument(
@@ -88,7 +101,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Said, not skipped quietly: the product path asks about real documents.
         product = {"skipped": _NO_DOCS}
         print(f"product path not measured: {_NO_DOCS}", file=sys.stderr)
-    model_dir = args.model or _random_model(quick=quick)
+    model_dir = args.model or _random_model(args=args, quick=quick)
     figures = measure_ttft_prefix_reuse(model_dir=model_dir, quick=quick, repeats=args.repeats)
     other = figures["other_sources"]
     say(
@@ -127,15 +140,11 @@ def _product_path(
 ) -> dict[str, Any]:
     from engine.bench.prefix_conversation import measure_conversation_ttft
 
-    model_dir = args.model or _random_model(quick=quick, product=True)
+    model_dir = args.model or _random_model(args=args, quick=quick, product=True)
     figures = measure_conversation_ttft(
         model_dir=model_dir, docs=args.docs, repeats=max(1, args.repeats or 1), k=args.k
     )
-    config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
-    figures["model"] = (
-        f"{config.model_type}, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
-        "random weights"
-    )
+    figures["model"] = _describe(model_dir)
     figures["load_average"] = _load()
     lines = [
         f"product path: a 5-turn conversation through Engine.ask_stream, {figures['model']} "
@@ -210,7 +219,6 @@ def measure_ttft_prefix_reuse(
             firsts.append((first_cold[0], first_warm[0]))
         assert cache is not None
         stats = cache.stats()
-        config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
         return {
             "ttft_cold_s": statistics.median(cold),
             "ttft_warm_s": statistics.median(warm),
@@ -237,8 +245,7 @@ def measure_ttft_prefix_reuse(
                 "host_budget": stats.host_budget,
                 "tokens_stored": stats.tokens_stored,
             },
-            "model": f"{config.model_type}, {config.num_hidden_layers} layers, "
-            f"hidden {config.hidden_size}, {str(model.dtype).removeprefix('torch.')}",
+            "model": _describe(model_dir, dtype=model.dtype),
             "device": str(model.device),
             "quick": quick,
             "repeats": repeats,
@@ -322,28 +329,33 @@ def _dtype(model_dir: Path) -> torch.dtype:
     return torch.float32
 
 
-def _random_model(*, quick: bool, product: bool = False) -> Path:
-    """A random-weight Llama, written once per size under the temp folder. The product
-    path's is smaller (five turns, twice, through the whole pipeline) with a context
-    long enough for a five-turn conversation."""
-    layers, hidden, mlp, heads, kv = (4, 128, 256, 4, 2) if quick else (8, 1024, 2816, 16, 4)
-    if product and not quick:
-        layers, hidden, mlp, heads, kv = (8, 512, 1408, 8, 4)
-    context = 16384 if product else 4096
-    folder = Path(tempfile.gettempdir()) / f"ragdoll-bench-prefix-{layers}x{hidden}x{mlp}-{context}"
-    if not (folder / "config.json").is_file():
-        write_random_model(
-            folder=folder,
-            architecture="llama",
-            hidden_size=hidden,
-            num_layers=layers,
-            num_heads=heads,
-            num_kv_heads=kv,
-            intermediate_size=mlp,
-            max_position_embeddings=context,
-            dtype="float32",
-        )
-    return folder
+def _random_model(*, args: argparse.Namespace, quick: bool, product: bool = False) -> Path:
+    """The random-weight Llama to measure, written once per shape under the temp folder.
+    The product path's default is smaller than the prompt path's (five turns, twice,
+    through the whole pipeline), with a context long enough for a five-turn conversation."""
+    name = getattr(args, "shape", None)
+    layers = getattr(args, "layers", None)
+    if name is not None:
+        shape = shape_named(name, layers=layers)
+    elif layers is not None:
+        raise SystemExit("--layers goes with --shape")
+    elif quick:
+        shape = QUICK
+    else:
+        shape = SHAPES["default"] if product else PROMPT_DEFAULT
+    return random_model(shape=shape, context=16384 if product else 4096)
+
+
+def _describe(model_dir: Path, *, dtype: torch.dtype | None = None) -> str:
+    """The model's architecture and sizes, as a report of the run should give them."""
+    c = AutoConfig.from_pretrained(model_dir, local_files_only=True)
+    heads = c.num_attention_heads
+    kv = getattr(c, "num_key_value_heads", None) or heads
+    kind = str(dtype or _dtype(model_dir)).removeprefix("torch.")
+    return (
+        f"{c.model_type}, {c.num_hidden_layers} layers, hidden {c.hidden_size}, "
+        f"MLP {c.intermediate_size}, {heads} heads / {kv} KV heads, vocab {c.vocab_size}, {kind}"
+    )
 
 
 def _load() -> str:

@@ -18,6 +18,7 @@ from engine.ingest.embedder import (
     PriorityGate,
     choose_device,
     embedder_need_bytes,
+    like_lengths,
     locate_embedder,
 )
 
@@ -210,3 +211,21 @@ def test_no_background_batch_starts_while_a_question_is_answered() -> None:
 def _stamp(gate: PriorityGate, started: list[float]) -> None:
     with gate.turn(background=True):
         started.append(time.monotonic())
+
+
+def test_a_questions_texts_are_encoded_once_each_in_groups_of_like_length() -> None:
+    """A follow-up's search embeds the question three times beside a long passage:
+    each distinct text goes once, short ones not padded to the passage, rows in order."""
+    calls: list[list[int]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append([len(t) for t in texts])
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+    question, earlier, passage = "q" * 40, "e" * 60, "p" * 900
+    texts = [question, question, earlier, question, earlier, passage]
+    out = like_lengths(texts, encode=encode)
+    assert [int(v) for v in out[:, 0]] == [len(t) for t in texts]
+    assert out.dtype == np.float32
+    assert calls == [[40, 60], [900]]
+    assert sum(len(c) * max(c) for c in calls) < len(texts) * 900 / 3

@@ -48,6 +48,16 @@ def test_onnx_gives_torchs_vectors_and_exports_once(
     assert again.backend == "onnx" and exported.stat().st_mtime_ns == stamp  # not re-exported
 
 
+def test_onnx_groups_a_questions_texts_by_length_without_changing_a_vector(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """ONNX Runtime too gives a text the same vector whatever else is in its batch:
+    Embedder.embed's groups of like length (like_lengths) rest on that."""
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
+    texts = [TEXTS[0], TEXTS[1], TEXTS[3], TEXTS[0], TEXTS[2]]
+    assert np.array_equal(fast.embed(texts), fast._encode(texts, batch_size=32))
+
+
 def test_onnx_encodes_in_two_threads_at_once(tiny_model: Path, tmp_path: Path) -> None:
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
     want = fast.embed(TEXTS)

@@ -63,6 +63,21 @@ def test_openvino_gives_float32_torchs_vectors_on_every_path(
 
 
 @needs_openvino
+def test_a_questions_texts_grouped_by_length_keep_their_vectors_bit_for_bit(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """Embedder.embed encodes a question's texts in groups of like length; the vector
+    of each must be exactly the one a single batch of them all gives (the gate's and
+    the search's decisions compare these vectors)."""
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="openvino")
+    texts = [TEXTS[0], TEXTS[1], TEXTS[3], TEXTS[0], TEXTS[2]]
+    one_batch = fast._encode(texts, batch_size=32)
+    grouped = fast.embed(texts)
+    assert np.array_equal(grouped, one_batch)
+    assert np.array_equal(grouped[0], grouped[3])
+
+
+@needs_openvino
 def test_openvino_encodes_in_two_threads_at_once(tiny_model: Path, tmp_path: Path) -> None:
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="openvino")
     want = fast.embed(TEXTS)
