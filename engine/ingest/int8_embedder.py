@@ -38,8 +38,6 @@ import numpy as np
 from engine.ingest.onnx_embedder import PROBES, _mark
 from engine.ingest.openvino_embedder import (
     OpenVinoEncoder,
-    declined_telemetry,
-    import_openvino,
     openvino_installed,
 )
 
@@ -66,27 +64,11 @@ def int8_wanted() -> bool:
 
 
 def nncf_installed() -> bool:
-    """Found without importing it (`import_nncf` imports it with its telemetry off)."""
+    """Found without importing it (engine/ingest/int8_quantizer.py imports it, in its own
+    process, with its telemetry off)."""
     import importlib.util
 
     return importlib.util.find_spec("nncf") is not None
-
-
-def import_nncf() -> Any:
-    """NNCF with its telemetry off. Unless the person opted out, NNCF sends
-    usage events to Google Analytics through openvino-telemetry when it
-    quantizes, and writes a client id under the home folder; nothing may leave
-    this machine. Both are decided at NNCF's import: with `NNCF_CI` set it uses
-    its no-op telemetry, and with `CI=true` openvino-telemetry declines (NNCF
-    asks it to in CI). Both are set for the import only. Raises if the no-op
-    was not taken (a later NNCF that decides otherwise): no quantization then."""
-    import_openvino()  # NNCF imports it: first, with its own telemetry declined
-    with declined_telemetry():
-        import nncf
-        from nncf.telemetry import decorator, wrapper
-    if isinstance(decorator.telemetry, wrapper.NNCFTelemetry):  # the stub is not one
-        raise RuntimeError("NNCF's telemetry could not be switched off")
-    return nncf
 
 
 def int8_file(onnx: Path) -> Path:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.ingest.openvino_embedder import declined_telemetry, import_openvino
+
 # The two activation x activation matmuls of a BERT layer as torch exports them.
 _ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
 _TIMEOUT_S = 30 * 60  # 17-45 s on 2 loaded cores; a hung child must not hold ingestion
@@ -87,13 +89,27 @@ def quantize_in_child(*, onnx: Path, out: Path, feeds: list[dict[str, np.ndarray
         raise RuntimeError("the int8 quantization process wrote no model")
 
 
+def import_nncf() -> Any:
+    """NNCF with its telemetry off. Unless the person opted out, NNCF sends
+    usage events to Google Analytics through openvino-telemetry when it
+    quantizes, and writes a client id under the home folder; nothing may leave
+    this machine. Both are decided at NNCF's import: with `NNCF_CI` set it uses
+    its no-op telemetry, and with `CI=true` openvino-telemetry declines (NNCF
+    asks it to in CI). Both are set for the import only. Raises if the no-op
+    was not taken (a later NNCF that decides otherwise): no quantization then."""
+    import_openvino()  # NNCF imports it: first, with its own telemetry declined
+    with declined_telemetry():
+        import nncf
+        from nncf.telemetry import decorator, wrapper
+    if isinstance(decorator.telemetry, wrapper.NNCFTelemetry):  # the stub is not one
+        raise RuntimeError("NNCF's telemetry could not be switched off")
+    return nncf
+
+
 def quantize(*, onnx: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> None:
     """NNCF's int8 quantization of `onnx` (weights and activations of the
     linear layers; attention's products, layer norms, softmax and GELU stay in
     float), saved as `out`. In the child process."""
-    from engine.ingest.int8_embedder import import_nncf
-    from engine.ingest.openvino_embedder import import_openvino
-
     nncf = import_nncf()
     ov = import_openvino()
     model = ov.Core().read_model(str(onnx))

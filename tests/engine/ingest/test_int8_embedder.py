@@ -169,7 +169,7 @@ def test_nncf_is_imported_with_its_telemetry_off_and_nothing_written_home(
     env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     code = (
         "import os, sys\n"
-        "from engine.ingest.int8_embedder import import_nncf\n"
+        "from engine.ingest.int8_quantizer import import_nncf\n"
         "import_nncf()\n"
         "from nncf.telemetry import decorator, wrapper\n"
         "print(isinstance(decorator.telemetry, wrapper.NNCFTelemetry), 'pytest' in sys.modules,"
