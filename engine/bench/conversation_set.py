@@ -21,6 +21,11 @@ class TwoTurns:
     held_out: bool = False
 
 
+def two_turns(file: str, pages: tuple[int, ...] | None, first: str, follow_up: str) -> TwoTurns:
+    """One row of a set, positionally: the sets are long tables of them."""
+    return TwoTurns(file=file, pages=pages, first=first, follow_up=follow_up)
+
+
 MAINT = "maint-guide.pdf"
 CLS = "latex-clsguide.pdf"
 REBASE = "git-rebase.html"

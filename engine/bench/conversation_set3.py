@@ -26,11 +26,7 @@ from engine.bench.conversation_set import (
     SQLITE,
     TwoTurns,
 )
-
-
-def _t(file: str, pages: tuple[int, ...] | None, first: str, follow_up: str) -> TwoTurns:
-    return TwoTurns(file=file, pages=pages, first=first, follow_up=follow_up)
-
+from engine.bench.conversation_set import two_turns as _t
 
 TUNING3: tuple[TwoTurns, ...] = (
     # Bash reference: set -e's exceptions, arrays, echo, readonly, startup, rbash

@@ -20,11 +20,7 @@ from engine.bench.conversation_set import (
     POLICY,
     TwoTurns,
 )
-
-
-def _t(file: str, pages: tuple[int, ...], first: str, second: str) -> TwoTurns:
-    return TwoTurns(file=file, pages=pages, first=first, follow_up=second)
-
+from engine.bench.conversation_set import two_turns as _t
 
 TUNING4: tuple[TwoTurns, ...] = (
     # The Debian Reference

@@ -27,11 +27,7 @@ from engine.bench.conversation_set import (
     SQLITE,
     TwoTurns,
 )
-
-
-def _t(file: str, pages: tuple[int, ...] | None, first: str, second: str) -> TwoTurns:
-    return TwoTurns(file=file, pages=pages, first=first, follow_up=second)
-
+from engine.bench.conversation_set import two_turns as _t
 
 TUNING5: tuple[TwoTurns, ...] = (
     # The Debian Reference

@@ -99,18 +99,7 @@ def collect(*, index: Path, say: Callable[[str], None]) -> list[Record]:
             hits = searched.hits
             passages = tuple(passages_of(hits))
             checked = _checked(hits)
-            unknown: tuple[str, ...] = ()
-            if checked and searched.large:
-                from engine.answer.refusal import unknown_words
-
-                unknown = tuple(
-                    unknown_words(
-                        question=q.question,
-                        texts=[h.chunk.text for h in hits],
-                        holds=store.holds_word,
-                        holds_phrase=store.holds_phrase,
-                    )
-                )
+            unknown = gate.unknown(question=q.question, searched=searched) if checked else ()
             seen.clear()
             if checked:
                 answerer.answer(question=q.question, passages=list(passages))

@@ -45,7 +45,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,9 +294,11 @@ class Embedder:
             with self._gate.asking():
                 if self._gate.background_running and self._beside_ok:
                     with self._beside_lock:  # its tokenizer is not for two threads
-                        return self._foreground(texts, self._encode_beside, batch_size)
+                        return self._foreground(
+                            texts, encode=self._encode_beside, batch_size=batch_size
+                        )
                 with self._gate.turn(background=False):
-                    return self._foreground(texts, self._encode, batch_size)
+                    return self._foreground(texts, encode=self._encode, batch_size=batch_size)
         # Texts of like length in word pieces batched together: a batch is
         # padded to its longest text. Characters are a poor measure of that
         # (paths and options cut into many pieces): counted, small files' chunks
@@ -311,7 +313,9 @@ class Embedder:
                 out[rows] = self._encode_background(batch, batch_size=batch_size)
         return out
 
-    def _foreground(self, texts: list[str], encode: Any, batch_size: int) -> np.ndarray:
+    def _foreground(
+        self, texts: list[str], *, encode: Callable[..., np.ndarray], batch_size: int
+    ) -> np.ndarray:
         """A question's texts: through ONNX Runtime / OpenVINO, each distinct text once,
         in groups of like length (`like_lengths`). A follow-up's search embeds the
         question several times beside the earlier question and a quoted passage of
@@ -395,7 +399,7 @@ class Embedder:
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
 
-def like_lengths(texts: list[str], *, encode: Any) -> np.ndarray:
+def like_lengths(texts: list[str], *, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """`encode`'s rows for `texts`, each distinct text encoded once, in groups whose
     longest text is at most twice their shortest (in characters: no tokenizer call on
     a question's path). A batch is padded to its longest text, so the groups cost no

@@ -89,7 +89,8 @@ def store_retrieve_batch(
                     made_by=made_by,
                 )
                 hits = _favour_cited(hits=hits, question=questions[i], scale=leaned, weak=weak)
-                if getattr(questions[i].conversation, "hedged", False) and result.hits:
+                hedged = getattr(questions[i].conversation, "hedged", False)
+                if hedged and result.hits:
                     hits = _keeping(hits=hits, own=result.hits[0], within=_HEDGED_KEEPS_OWN)
                 kept = hits[: questions[i].k]
                 out[i] = SearchResult(
@@ -97,21 +98,16 @@ def store_retrieve_batch(
                     best_similarity=result.best_similarity,
                     not_found=result.not_found,
                     leaned=leaned if questions[i].conversation is not None else 0.0,
-                    history_changed=_changed(
-                        kept=kept, own=result.hits[: questions[i].k], question=questions[i]
-                    ),
+                    # The earlier turn moved a standalone-judged question's hits.
+                    history_changed=hedged and _ids(kept) != _ids(result.hits[: questions[i].k]),
                 )
         return [r for r in out if r is not None]
 
     return retrieve
 
 
-def _changed(*, kept: Sequence[SearchHit], own: Sequence[SearchHit], question: Question) -> bool:
-    """Whether a question judged standalone (`hedged`) ends with other hits, or in
-    another order, than its own search gave: the earlier turn changed what it found."""
-    if not getattr(question.conversation, "hedged", False):
-        return False
-    return [h.chunk.chunk_id for h in kept] != [h.chunk.chunk_id for h in own]
+def _ids(hits: Sequence[SearchHit]) -> list[str]:
+    return [h.chunk.chunk_id for h in hits]
 
 
 def _noting(tagged: TaggedEmbed, made: list[str]) -> Embed:
@@ -288,8 +284,6 @@ def _favour_cited(
     def score(hit: SearchHit) -> float:
         c = hit.chunk
         bonus = _FILE_PRIOR * shares.get(c.path, 0.0)
-        if (c.path, c.page) in cited:
-            bonus += weak * _WEAK_CITED_BONUS
         if named and c.section and named & title_words(text=c.section):
             bonus += _TITLE_BONUS
         if _near(c.page, near_quoted.get(c.path, ())):
@@ -297,7 +291,7 @@ def _favour_cited(
         elif _near(c.page, near_cited.get(c.path, ())):
             bonus += _NEAR_CITED_BONUS
         if (c.path, c.page) in cited:
-            bonus += _SAME_PAGE_BONUS
+            bonus += _SAME_PAGE_BONUS + weak * _WEAK_CITED_BONUS
         elif c.path in files:
             bonus += _SAME_FILE_BONUS
         return hit.fused + scale * bonus

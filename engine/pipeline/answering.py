@@ -208,25 +208,31 @@ class RelevanceGate:
             )
         return out
 
+    def unknown(self, *, question: str, searched: Searched) -> tuple[str, ...]:
+        """The question's words no chunk of the collection holds (engine/answer/refusal.py),
+        read only when the collection is large enough for an absent word to count."""
+        if not searched.large:
+            return ()
+        return tuple(
+            unknown_words(
+                question=question,
+                texts=[h.chunk.text for h in searched.hits],
+                holds=self._store.holds_word,
+                holds_phrase=self._store.holds_phrase,
+            )
+        )
+
     def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
         if not isinstance(searched, Searched):
             return RewriteOnly()
-        store, hits, min_score = self._store, searched.hits, self._min_score
+        hits, min_score = searched.hits, self._min_score
         extract = None
         unknown: tuple[str, ...] = ()
         if _checked(hits):
             extract = self._extractive.answer(
                 question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
             )
-            if searched.large:
-                unknown = tuple(
-                    unknown_words(
-                        question=question.text,
-                        texts=[h.chunk.text for h in hits],
-                        holds=store.holds_word,
-                        holds_phrase=store.holds_phrase,
-                    )
-                )
+            unknown = self.unknown(question=question.text, searched=searched)
             if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):
                 extract = ExtractiveAnswer(
                     text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score

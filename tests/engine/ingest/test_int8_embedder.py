@@ -13,6 +13,7 @@ import pytest
 
 from engine.ingest import bf16_embedder, int8_embedder, openvino_embedder
 from engine.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from tests.support.empty_home import run_with_empty_home
 from tests.support.tiny_embedder import write_random_embedder
 
 TEXTS = [
@@ -159,14 +160,6 @@ def test_nncf_is_imported_with_its_telemetry_off_and_nothing_written_home(
     tmp_path: Path,
 ) -> None:
     # Run outside pytest: NNCF switches its telemetry off by itself under pytest.
-    import os
-    import subprocess
-    import sys
-
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("NNCF_CI", "NNCF_DEV", "CI")}
-    env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     code = (
         "import os, sys\n"
         "from engine.ingest.int8_quantizer import import_nncf\n"
@@ -175,9 +168,8 @@ def test_nncf_is_imported_with_its_telemetry_off_and_nothing_written_home(
         "print(isinstance(decorator.telemetry, wrapper.NNCFTelemetry), 'pytest' in sys.modules,"
         " os.environ.get('CI'), os.environ.get('NNCF_CI'))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    stdout, home = run_with_empty_home(
+        code=code, tmp_path=tmp_path, unset=("NNCF_CI", "NNCF_DEV", "CI")
     )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "False", "None", "None"]
+    assert stdout.split() == ["False", "False", "None", "None"]
     assert not any(home.rglob("*"))  # no client id, no consent file

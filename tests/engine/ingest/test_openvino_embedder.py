@@ -12,6 +12,7 @@ import pytest
 
 from engine.ingest import bf16_embedder, onnx_embedder, openvino_embedder
 from engine.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from tests.support.empty_home import run_with_empty_home
 from tests.support.tiny_embedder import write_random_embedder
 
 TEXTS = [
@@ -148,14 +149,6 @@ def test_openvino_is_imported_with_its_telemetry_declined_and_nothing_written_ho
 ) -> None:
     # A plain `import openvino` with a fresh home folder writes a client id there and
     # sends an "import" event (its conversion tools' telemetry, consent assumed).
-    import os
-    import subprocess
-    import sys
-
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "NNCF_CI")}
-    env |= {"HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     code = (
         "import os\n"
         "from engine.ingest.openvino_embedder import openvino_installed\n"
@@ -163,9 +156,6 @@ def test_openvino_is_imported_with_its_telemetry_declined_and_nothing_written_ho
         "from openvino.tools import ovc\n"
         "print(ovc.telemetry.consent, os.environ.get('CI'))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "None"]
+    stdout, home = run_with_empty_home(code=code, tmp_path=tmp_path, unset=("CI", "NNCF_CI"))
+    assert stdout.split() == ["False", "None"]
     assert not any(home.rglob("*"))
