@@ -114,6 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reranker", help="a cross-encoder (local folder or cached id) to re-order the top 20"
     )
     parser.add_argument(
+        "--embedder",
+        help="the embedder to index and ask with: a sentence-transformers folder or cached "
+        "id (default: the product's); give each embedder its own --index folder",
+    )
+    parser.add_argument(
         "--rerank-latency",
         action="store_true",
         help="also time a MiniLM-L6-shaped cross-encoder (random weights) at k=20 on 2 threads",
@@ -144,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             say=say,
             reranker=args.reranker,
             min_score=args.min_score,
+            embedder=args.embedder,
         )
         if args.rerank_latency:
             from engine.bench.quality_rerank import rerank_latency
@@ -191,6 +197,7 @@ def measure(
     say: Callable[[str], None],
     reranker: str | None = None,
     min_score: float | None = None,
+    embedder: str | None = None,
 ) -> dict[str, Any]:
     from engine.answer.extractive import DEFAULT_MIN_SCORE
     from engine.answer.reranker import Reranker
@@ -202,14 +209,15 @@ def measure(
 
     # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
     # answers; an ONNX export goes where the engine keeps its own.
-    embedder = Embedder(cache_dir=resolve_paths().cache / "embedders")
-    ingest = build_index(corpus=corpus, index=index, embedder=embedder, say=say)
+    chosen = {"model": embedder} if embedder else {}
+    model = Embedder(cache_dir=resolve_paths().cache / "embedders", **chosen)
+    ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
     store = LanceStore(folder=index)
     try:
         rerank = Reranker(model=reranker) if reranker else None
         retrieve = gated_retrieve_batch(
             store=store,
-            embed=embedder.embed,
+            embed=model.embed,
             reranker=rerank,
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
         )
@@ -222,7 +230,12 @@ def measure(
             outcomes.append(_outcome(question=q, gated=gated, seconds=seconds))
     finally:
         store.close()
-    figures: dict[str, Any] = {"ingest": ingest, "top_k": TOP_K, "reranker": reranker}
+    figures: dict[str, Any] = {
+        "ingest": ingest,
+        "top_k": TOP_K,
+        "reranker": reranker,
+        "embedder": model.info.id,
+    }
     for split in (*SPLITS, "all"):
         part = [o for o in outcomes if split in ("all", o.question.split)]
         if part:

@@ -11,6 +11,7 @@ import pytest
 from engine.bench import quality
 from engine.bench.quality import QualityQuestion, contains, load_set, right_source, summarise
 from engine.bench.real_docs import DOCS, find_real_docs
+from engine.ingest.embedder import DEFAULT_EMBEDDER
 
 
 def test_the_set_is_big_enough_split_and_spread_over_every_file() -> None:
@@ -162,7 +163,10 @@ def test_the_quick_form_runs_on_the_real_documents(monkeypatch: pytest.MonkeyPat
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", action="store_true")
     quality.add_arguments(parser)
-    figures = quality.run(parser.parse_args(["--quick", "--json"]))
+    # The embedder named as `--embedder` is the one that indexes and answers.
+    args = parser.parse_args(["--quick", "--json", "--embedder", DEFAULT_EMBEDDER])
+    figures = quality.run(args)
+    assert figures["embedder"] == DEFAULT_EMBEDDER
     assert figures["ingest"]["documents"] == len(quality.QUICK_FILES)
     for split in ("tune", "held"):
         f = figures[split]
