@@ -21,9 +21,16 @@ class TwoTurns:
     held_out: bool = False
 
 
-def two_turns(file: str, pages: tuple[int, ...] | None, first: str, follow_up: str) -> TwoTurns:
+def two_turns(
+    file: str,
+    pages: tuple[int, ...] | None,
+    first: str,
+    follow_up: str,
+    *,
+    held_out: bool = False,
+) -> TwoTurns:
     """One row of a set, positionally: the sets are long tables of them."""
-    return TwoTurns(file=file, pages=pages, first=first, follow_up=follow_up)
+    return TwoTurns(file=file, pages=pages, first=first, follow_up=follow_up, held_out=held_out)
 
 
 MAINT = "maint-guide.pdf"

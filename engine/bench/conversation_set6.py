@@ -17,6 +17,8 @@ pages; None for formats without pages.
 
 from __future__ import annotations
 
+from functools import partial
+
 from engine.bench.conversation_set import (
     BASHREF,
     CLS,
@@ -28,13 +30,11 @@ from engine.bench.conversation_set import (
     REBASE,
     SQLITE,
     TwoTurns,
+    two_turns,
 )
 
 MANPAGE = "bash-manpage.pdf"
-
-
-def _h(file: str, pages: tuple[int, ...] | None, first: str, follow_up: str) -> TwoTurns:
-    return TwoTurns(file=file, pages=pages, first=first, follow_up=follow_up, held_out=True)
+_h = partial(two_turns, held_out=True)
 
 
 HELD_OUT3: tuple[TwoTurns, ...] = (
