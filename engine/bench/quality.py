@@ -201,7 +201,7 @@ def measure(
 ) -> dict[str, Any]:
     from engine.answer.extractive import DEFAULT_MIN_SCORE
     from engine.answer.reranker import Reranker
-    from engine.ingest.embedder import Embedder
+    from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder
     from engine.paths import resolve_paths
     from engine.pipeline.answering import gated_retrieve_batch
     from engine.pipeline.requests import Question
@@ -209,8 +209,9 @@ def measure(
 
     # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
     # answers; an ONNX export goes where the engine keeps its own.
-    chosen = {"model": embedder} if embedder else {}
-    model = Embedder(cache_dir=resolve_paths().cache / "embedders", **chosen)
+    model = Embedder(
+        model=embedder or DEFAULT_EMBEDDER, cache_dir=resolve_paths().cache / "embedders"
+    )
     ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
     store = LanceStore(folder=index)
     try:
