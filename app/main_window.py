@@ -42,6 +42,7 @@ from app.library.library_pane import (
 from app.models_pane.model_chooser import (
     ModelChooser,
     choose_embedder_dialog,
+    choose_embedder_gguf_dialog,
     choose_gguf_dialog,
     choose_model_dialog,
     mode_text,
@@ -85,6 +86,7 @@ class MainWindow(QMainWindow):
         choose_model_folder: FolderChooser = choose_model_dialog,
         choose_model_file: FolderChooser = choose_gguf_dialog,
         choose_embedder_folder: FolderChooser = choose_embedder_dialog,
+        choose_embedder_file: FolderChooser = choose_embedder_gguf_dialog,
         connect: bool = True,
         show_welcome: bool = True,
         parent: QWidget | None = None,
@@ -127,6 +129,7 @@ class MainWindow(QMainWindow):
             choose_folder=choose_model_folder,
             choose_file=choose_model_file,
             choose_embedder=choose_embedder_folder,
+            choose_embedder_file=choose_embedder_file,
         )
 
         self._build_layout()

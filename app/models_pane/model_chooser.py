@@ -46,6 +46,16 @@ def choose_embedder_dialog(parent: QWidget) -> str | None:
     return folder or None
 
 
+def choose_embedder_gguf_dialog(parent: QWidget) -> str | None:
+    path, _ = QFileDialog.getOpenFileName(
+        parent,
+        "Choose a GGUF embedder file (nomic-embed-text, as llama.cpp-based apps use it)",
+        str(Path.home()),
+        "GGUF embedders (*.gguf)",
+    )
+    return path or None
+
+
 def embedder_text(status: EngineStatus) -> str:
     """The embedder in force, and the one being switched to."""
     in_force = status.embedder_in_force or status.embedder
@@ -79,12 +89,14 @@ class ModelChooser(QToolButton):
         choose_folder: FolderChooser = choose_model_dialog,
         choose_file: FolderChooser = choose_gguf_dialog,
         choose_embedder: FolderChooser = choose_embedder_dialog,
+        choose_embedder_file: FolderChooser = choose_embedder_gguf_dialog,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._choose_folder = choose_folder
         self._choose_file = choose_file
         self._choose_embedder = choose_embedder
+        self._choose_embedder_file = choose_embedder_file
         self.setText("Model…")
         self.setObjectName("modelButton")
         self.setAccessibleName("Choose the answer model")
@@ -114,11 +126,14 @@ class ModelChooser(QToolButton):
         self.embedder_label.setEnabled(False)
         self.choose_embedder_action = QAction("Choose an embedder folder…", self)
         self.choose_embedder_action.triggered.connect(self.choose_embedder)
+        self.choose_embedder_gguf_action = QAction("Choose a GGUF embedder file…", self)
+        self.choose_embedder_gguf_action.triggered.connect(self.choose_embedder_gguf)
         self.default_embedder_action = QAction(f"Bundled embedder ({DEFAULT_EMBEDDER})", self)
         self.default_embedder_action.setCheckable(True)
         self.default_embedder_action.triggered.connect(self.use_default_embedder)
         menu.addAction(self.embedder_label)
         menu.addAction(self.choose_embedder_action)
+        menu.addAction(self.choose_embedder_gguf_action)
         menu.addAction(self.default_embedder_action)
         self.setMenu(menu)
 
@@ -139,6 +154,11 @@ class ModelChooser(QToolButton):
         folder = self._choose_embedder(self)
         if folder:
             emit(self.sig_embedder_requested, folder)
+
+    def choose_embedder_gguf(self) -> None:
+        path = self._choose_embedder_file(self)
+        if path:
+            emit(self.sig_embedder_requested, path)
 
     def use_default_embedder(self) -> None:
         emit(self.sig_embedder_requested, DEFAULT_EMBEDDER)

