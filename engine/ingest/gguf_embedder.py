@@ -67,11 +67,13 @@ def gguf_embedder_folder(*, gguf_path: Path, cache: Path) -> Path:
         return folder
     tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     try:
+        tmp.mkdir(parents=True)
         _write_folder(gguf_path=gguf_path, folder=tmp)
         with contextlib.suppress(OSError):  # another process made it first
             tmp.rename(folder)
+    except OSError as e:  # a full disk, the file gone mid-read
+        raise EmbedderError(f"could not convert {gguf_path.name} for the embedder: {e}") from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from gguf import GGMLQuantizationType, GGUFWriter, TokenType
+from gguf.quants import quantize
 
 from engine.errors import EmbedderError
 from engine.ingest.embedder import Embedder, locate_embedder
@@ -61,7 +62,13 @@ def _model(*, layers: int = 2) -> torch.nn.Module:
     return model
 
 
-def write_nomic_gguf(*, model: torch.nn.Module, out: Path, arch: str = "nomic-bert") -> Path:
+def write_nomic_gguf(
+    *,
+    model: torch.nn.Module,
+    out: Path,
+    arch: str = "nomic-bert",
+    matrices: GGMLQuantizationType = GGMLQuantizationType.F16,
+) -> Path:
     config = model.config
     writer = GGUFWriter(str(out), arch)
     writer.add_name("test-nomic")
@@ -87,9 +94,10 @@ def write_nomic_gguf(*, model: torch.nn.Module, out: Path, arch: str = "nomic-be
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
 
     def add(name: str, values: np.ndarray) -> None:
-        kind = GGMLQuantizationType.F16 if values.ndim == 2 else GGMLQuantizationType.F32
-        data = values.astype(np.float16 if kind == GGMLQuantizationType.F16 else np.float32)
-        writer.add_tensor(name, data, raw_dtype=kind)
+        # As llama.cpp: norms and biases float32, matrices in the file's type.
+        kind = matrices if values.ndim == 2 else GGMLQuantizationType.F32
+        data = quantize(values.astype(np.float32), kind)
+        writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=kind)
 
     add("token_embd.weight", state["embeddings.word_embeddings.weight"])
     add("token_types.weight", state["embeddings.token_type_embeddings.weight"])
@@ -153,6 +161,25 @@ def test_vectors_are_those_of_transformers_own_model(nomic, tmp_path: Path) -> N
     got = loaded.encode([text], normalize_embeddings=True)[0]
     np.testing.assert_allclose(got, _reference(model, ids), atol=1e-5)
     assert loaded.prompts["query"] == NOMIC_PROMPTS["query"]
+
+
+def test_a_q8_0_file_gives_nearly_the_f16_vectors(  # type: ignore[no-untyped-def]
+    nomic, tmp_path: Path
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    model, path = nomic
+    q8 = write_nomic_gguf(model=model, out=tmp_path / "q8.gguf", matrices=GGMLQuantizationType.Q8_0)
+    assert q8.stat().st_size < path.stat().st_size
+    texts = ["what does the empty option drop?", "git rebase keeps the option"]
+    vectors = [
+        SentenceTransformer(
+            str(gguf_embedder_folder(gguf_path=p, cache=tmp_path)), device="cpu"
+        ).encode(texts, normalize_embeddings=True)
+        for p in (path, q8)
+    ]
+    cosines = (vectors[0] * vectors[1]).sum(axis=1)
+    assert cosines.min() > 0.99, cosines
 
 
 def test_the_embedder_prefixes_questions_and_documents(  # type: ignore[no-untyped-def]
