@@ -87,7 +87,9 @@ def _write_folder(*, gguf_path: Path, folder: Path) -> None:
     try:
         reader = GGUFReader(gguf_path)
     except Exception as e:  # the reader raises ValueError/IndexError/KeyError on bad bytes
-        raise EmbedderError(f"{gguf_path.name} is not a readable GGUF file: {e}") from e
+        raise EmbedderError(
+            f"{gguf_path.name} is not a readable GGUF file (truncated or damaged?): {e}"
+        ) from e
     fields = {name: _field_value(field) for name, field in reader.fields.items()}
     arch = fields.get("general.architecture")
     if arch != "nomic-bert":
