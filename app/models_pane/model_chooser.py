@@ -49,7 +49,7 @@ def choose_embedder_dialog(parent: QWidget) -> str | None:
 def choose_embedder_gguf_dialog(parent: QWidget) -> str | None:
     path, _ = QFileDialog.getOpenFileName(
         parent,
-        "Choose a GGUF embedder file (nomic-embed-text, as llama.cpp-based apps use it)",
+        "Choose a GGUF embedder file (e.g. nomic-embed-text)",
         str(Path.home()),
         "GGUF embedders (*.gguf)",
     )

@@ -87,7 +87,9 @@ class EmbedderSwitch:
         load) and its re-embedding queued."""
         name = name.strip()
         if not name:
-            raise ValueError("name an embedder: a model folder, a GGUF embedder file or a Hugging Face id")
+            raise ValueError(
+                "name an embedder: a model folder, a GGUF embedder file or a Hugging Face id"
+            )
         if Path(name).expanduser().exists():
             name = str(Path(name).expanduser().resolve())
         meta = self._store.meta

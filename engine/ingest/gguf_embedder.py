@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from engine.errors import EmbedderError
+
+log = logging.getLogger(__name__)
 
 # The task prefixes nomic-embed-text was trained with (its model card): a question
 # is embedded as a search query, a chunk as a document.
@@ -82,15 +85,16 @@ def gguf_embedder_folder(*, gguf_path: Path, cache: Path) -> Path:
 def _write_folder(*, gguf_path: Path, folder: Path) -> None:
     from gguf import GGUFReader
 
-    from engine.models.gguf_file import _field_value
+    from engine.models.gguf_file import field_value
 
     try:
         reader = GGUFReader(gguf_path)
     except Exception as e:  # the reader raises ValueError/IndexError/KeyError on bad bytes
+        log.warning("reading %s: %s", gguf_path, e)
         raise EmbedderError(
-            f"{gguf_path.name} is not a readable GGUF file (truncated or damaged?): {e}"
+            f"{gguf_path.name} is not a readable GGUF file: it may be truncated or damaged"
         ) from e
-    fields = {name: _field_value(field) for name, field in reader.fields.items()}
+    fields = {name: field_value(field) for name, field in reader.fields.items()}
     arch = fields.get("general.architecture")
     if arch != "nomic-bert":
         raise EmbedderError(

@@ -141,7 +141,7 @@ def read_gguf(path: Path) -> GGUFModel:
                 f"({e}). Download it again."
             ) from e
         raise ModelLoadError(f"{path} is not a GGUF file ({e}).") from e
-    fields = {name: _field_value(field) for name, field in reader.fields.items()}
+    fields = {name: field_value(field) for name, field in reader.fields.items()}
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:
         raise ModelLoadError(
@@ -278,7 +278,7 @@ def gguf_source(folder: Path) -> Path | None:
 
 def gguf_fields(path: Path) -> dict[str, Any]:
     """A GGUF file's metadata as Python values."""
-    return {name: _field_value(field) for name, field in GGUFReader(path).fields.items()}
+    return {name: field_value(field) for name, field in GGUFReader(path).fields.items()}
 
 
 def sentencepiece_prefix(fields: dict[str, Any]) -> bool:
@@ -339,7 +339,7 @@ def _stop_ids(fields: dict[str, Any]) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-def _field_value(field: Any) -> Any:
+def field_value(field: Any) -> Any:
     kinds = field.types
     if not kinds:
         return None
