@@ -27,14 +27,17 @@ def choose_model_dialog(parent: QWidget) -> str | None:
     return folder or None
 
 
-def choose_gguf_dialog(parent: QWidget) -> str | None:
-    path, _ = QFileDialog.getOpenFileName(
-        parent,
-        "Choose a GGUF model file (Llama, Mistral or Qwen2; e.g. Q4_K_M, Q8_0)",
-        str(Path.home()),
-        "GGUF models (*.gguf)",
-    )
+def _gguf_file_dialog(parent: QWidget, *, title: str, kinds: str) -> str | None:
+    path, _ = QFileDialog.getOpenFileName(parent, title, str(Path.home()), f"{kinds} (*.gguf)")
     return path or None
+
+
+def choose_gguf_dialog(parent: QWidget) -> str | None:
+    return _gguf_file_dialog(
+        parent,
+        title="Choose a GGUF model file (Llama, Mistral or Qwen2; e.g. Q4_K_M, Q8_0)",
+        kinds="GGUF models",
+    )
 
 
 def choose_embedder_dialog(parent: QWidget) -> str | None:
@@ -47,13 +50,11 @@ def choose_embedder_dialog(parent: QWidget) -> str | None:
 
 
 def choose_embedder_gguf_dialog(parent: QWidget) -> str | None:
-    path, _ = QFileDialog.getOpenFileName(
+    return _gguf_file_dialog(
         parent,
-        "Choose a GGUF embedder file (e.g. nomic-embed-text)",
-        str(Path.home()),
-        "GGUF embedders (*.gguf)",
+        title="Choose a GGUF embedder file (e.g. nomic-embed-text)",
+        kinds="GGUF embedders",
     )
-    return path or None
 
 
 def embedder_text(status: EngineStatus) -> str:

@@ -16,7 +16,6 @@ no biases). Others are refused with an EmbedderError that names the architecture
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -62,10 +61,13 @@ def gguf_embedder_folder(*, gguf_path: Path, cache: Path) -> Path:
     """The sentence-transformers folder standing for `gguf_path`, made on first use
     (written to a temporary folder and renamed: an interrupted conversion leaves
     nothing half made)."""
+    from engine.models.gguf_file import companion_name
+
     gguf_path = gguf_path.expanduser().resolve()
-    stat = gguf_path.stat()
-    key = hashlib.sha256(f"{gguf_path}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    folder = cache / "gguf-embedders" / f"{gguf_path.stem}-{key[:12]}"
+    try:
+        folder = cache / "gguf-embedders" / companion_name(gguf_path)
+    except OSError as e:
+        raise EmbedderError(f"cannot read {gguf_path.name}: {e}") from e
     if (folder / _DONE).is_file():
         return folder
     tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")

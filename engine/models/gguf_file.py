@@ -240,9 +240,7 @@ def companion_folder(*, gguf_path: Path, cache: Path) -> Path:
     """The model folder standing for `gguf_path` (config, tokenizer, a pointer to the
     file), made on first use and reused while the file is unchanged."""
     gguf_path = gguf_path.resolve()
-    stat = gguf_path.stat()
-    key = hashlib.sha256(f"{gguf_path}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    folder = cache / "gguf" / f"{gguf_path.stem}-{key[:12]}"
+    folder = cache / "gguf" / companion_name(gguf_path)
     if (folder / SOURCE_FILE).is_file():
         return folder
     model = read_gguf(gguf_path)
@@ -266,6 +264,14 @@ def companion_folder(*, gguf_path: Path, cache: Path) -> Path:
     with contextlib.suppress(OSError):  # another process made it first
         tmp.rename(folder)
     return folder
+
+
+def companion_name(gguf_path: Path) -> str:
+    """A companion folder's name: the file's stem and a key of its path, size and
+    time, so that a changed file gets a new folder."""
+    stat = gguf_path.stat()
+    key = hashlib.sha256(f"{gguf_path}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
+    return f"{gguf_path.stem}-{key[:12]}"
 
 
 def gguf_source(folder: Path) -> Path | None:

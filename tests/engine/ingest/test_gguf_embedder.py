@@ -223,3 +223,8 @@ def test_a_truncated_file_is_a_clear_error(nomic, tmp_path: Path) -> None:  # ty
         gguf_embedder_folder(gguf_path=cut, cache=tmp_path / "cache")
     with pytest.raises(EmbedderError, match=r"could not load|cut\.gguf"):
         Embedder(model=str(cut), device="cpu", backend="torch")
+
+
+def test_a_file_that_is_gone_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match=r"gone\.gguf"):
+        gguf_embedder_folder(gguf_path=tmp_path / "gone.gguf", cache=tmp_path / "cache")
