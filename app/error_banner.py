@@ -15,6 +15,8 @@ class ErrorBanner(QFrame):
     hold several lines (a log path), and a second error replaces the first."""
 
     sig_retry = Signal()
+    # Dismissed by the person: the status bar may go back to the engine's state.
+    sig_dismissed = Signal()
 
     def __init__(self, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -30,7 +32,7 @@ class ErrorBanner(QFrame):
         self.retry_button.clicked.connect(self._retry)
         dismiss = QPushButton("Dismiss")
         dismiss.setAccessibleName("Dismiss the error")
-        dismiss.clicked.connect(self.hide)
+        dismiss.clicked.connect(self._dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(12, 8, 8, 8)
         layout.addWidget(self.label, 1)
@@ -46,6 +48,10 @@ class ErrorBanner(QFrame):
         self.label.setText(message)
         self.retry_button.setVisible(can_retry)
         self.show()
+
+    def _dismiss(self) -> None:
+        self.hide()
+        emit(self.sig_dismissed)
 
     def _retry(self) -> None:
         self.hide()

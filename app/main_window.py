@@ -299,6 +299,8 @@ class MainWindow(QMainWindow):
         self.model_chooser.sig_model_requested.connect(self._set_model)
         self.model_chooser.sig_embedder_requested.connect(self._set_embedder)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
+        # "… failed" stays in the status bar while its banner does, then the state returns.
+        self.banner.sig_dismissed.connect(self.bridge.refresh_status)
         self._library_refresh.timeout.connect(self.bridge.refresh_library)
 
     def _set_ready(self, ready: bool) -> None:

@@ -3,10 +3,12 @@ the re-embedding shows in the ingestion progress box, and the menu names the emb
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
 from tests.app.conftest import MakeWindow
-from tests.app.fake_client import FakeClient
+from tests.app.fake_client import FakeClient, request_error
 
 
 def test_choosing_an_embedder_folder_re_embeds_with_progress(
@@ -57,3 +59,20 @@ def test_a_gguf_embedder_file_is_chosen_in_the_model_menu(
         lambda: chooser.embedder_label.text() == "Embedder: nomic-embed-text-v1.5.f16.gguf",
         timeout=5000,
     )
+
+
+def test_a_refused_embedder_is_told_and_the_status_bar_comes_back(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(
+        fail={"set_embedder": request_error("cut.gguf is not a readable GGUF file")}
+    )
+    window = make_window(client, choose_embedder_file=lambda parent: "/models/cut.gguf")
+    qtbot.waitUntil(lambda: window.engine_label.text().startswith("Engine ready"), timeout=5000)
+    window.model_chooser.choose_embedder_gguf_action.trigger()
+    qtbot.waitUntil(lambda: "not a readable GGUF file" in window.banner.message, timeout=5000)
+    assert window.engine_label.text().endswith("failed")
+    dismiss = next(b for b in window.banner.findChildren(QPushButton) if b.text() == "Dismiss")
+    qtbot.mouseClick(dismiss, Qt.MouseButton.LeftButton)
+    assert window.banner.message == ""
+    qtbot.waitUntil(lambda: window.engine_label.text().startswith("Engine ready"), timeout=5000)
