@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="?",
         help="a local sentence-transformers model folder, a model id already in the "
         "Hugging Face cache (e.g. intfloat/multilingual-e5-small, BAAI/bge-m3), a GGUF "
-        "embedder file (nomic-embed-text), or all-MiniLM-L6-v2 (the bundled default)",
+        "embedder file (nomic-embed-text, or a BERT one such as bge), or "
+        "all-MiniLM-L6-v2 (the bundled default)",
     )
     p.add_argument("--wait", action="store_true", help="follow the re-embedding to its end")
     p.set_defaults(func=run)

@@ -10,7 +10,9 @@ there every back-end of the embedder applies to it as to any folder (ONNX, OpenV
 bf16), each checked against torch as usual.
 
 Architectures: "nomic-bert" (transformers' NomicBertModel: rotary positions, SwiGLU,
-no biases). Others are refused with an EmbedderError that names the architecture.
+no biases; nomic-embed-text) and "bert" (BertModel: all-MiniLM, bge, e5 converted by
+llama.cpp's convert_hf_to_gguf.py, mean or CLS pooling as the file says). Others are
+refused with an EmbedderError that names the architecture.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,64 @@ _NOMIC_GLOBAL = {
     "token_types": "embeddings.token_type_embeddings",
     "token_embd_norm": "embeddings.LayerNorm",
 }
+_BERT_LAYER = {
+    "attn_q": "attention.self.query",
+    "attn_k": "attention.self.key",
+    "attn_v": "attention.self.value",
+    "attn_output": "attention.output.dense",
+    "attn_output_norm": "attention.output.LayerNorm",
+    "ffn_up": "intermediate.dense",
+    "ffn_down": "output.dense",
+    "layer_output_norm": "output.LayerNorm",
+}
+_BERT_GLOBAL = {
+    "token_embd": "embeddings.word_embeddings",
+    "position_embd": "embeddings.position_embeddings",
+    "token_types": "embeddings.token_type_embeddings",
+    "token_embd_norm": "embeddings.LayerNorm",
+}
 _BLOCK = re.compile(r"^blk\.(\d+)\.(\w+)\.(weight|bias)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Arch:
+    """How one GGUF architecture maps onto a transformers model."""
+
+    model_class: str
+    model_type: str
+    layer_prefix: str  # where a layer's modules sit in the state dict
+    layers: dict[str, str]
+    globals: dict[str, str]
+    global_tensors: int
+    per_layer: int
+    hidden_act: str
+    prompts: dict[str, str]
+
+
+_ARCHS = {
+    "nomic-bert": _Arch(
+        model_class="NomicBertModel",
+        model_type="nomic_bert",
+        layer_prefix="layers",
+        layers=_NOMIC_LAYER,
+        globals=_NOMIC_GLOBAL,
+        global_tensors=4,  # word and type embeddings, their LayerNorm's two
+        per_layer=11,
+        hidden_act="silu",
+        prompts=NOMIC_PROMPTS,
+    ),
+    "bert": _Arch(
+        model_class="BertModel",
+        model_type="bert",
+        layer_prefix="encoder.layer",
+        layers=_BERT_LAYER,
+        globals=_BERT_GLOBAL,
+        global_tensors=5,  # and learned positions
+        per_layer=16,
+        hidden_act="gelu",
+        prompts={},
+    ),
+}
 
 
 def is_gguf_file(model: str) -> bool:
@@ -97,38 +157,52 @@ def _write_folder(*, gguf_path: Path, folder: Path) -> None:
             f"{gguf_path.name} is not a readable GGUF file: it may be truncated or damaged"
         ) from e
     fields = {name: field_value(field) for name, field in reader.fields.items()}
-    arch = fields.get("general.architecture")
-    if arch != "nomic-bert":
+    arch_name = str(fields.get("general.architecture"))
+    arch = _ARCHS.get(arch_name)
+    if arch is None:
         raise EmbedderError(
-            f"{gguf_path.name} holds a {arch!r} model; GGUF embedders of the "
-            "'nomic-bert' architecture (nomic-embed-text) can be used"
+            f"{gguf_path.name} holds a {arch_name!r} model; GGUF embedders of the "
+            "'nomic-bert' (nomic-embed-text) and 'bert' (MiniLM, bge, e5) architectures "
+            "can be used"
         )
     if fields.get("tokenizer.ggml.model") != "bert":
         raise EmbedderError(f"{gguf_path.name} has no WordPiece (BERT) vocabulary")
     tokens = list(fields["tokenizer.ggml.tokens"])
-    config = _nomic_config(fields=fields, vocab=len(tokens))
-    weights = _nomic_weights(reader=reader, layers=config["num_hidden_layers"], name=gguf_path)
+    config = _config(arch=arch, arch_name=arch_name, fields=fields, vocab=len(tokens))
+    weights = _weights(reader=reader, arch=arch, layers=config["num_hidden_layers"], name=gguf_path)
+    if arch is _ARCHS["bert"]:
+        types = weights["embeddings.token_type_embeddings.weight"]
+        config["type_vocab_size"] = int(types.shape[0])
+        # BertModel has a pooler llama.cpp does not keep; mean or CLS pooling never
+        # reads it, and without it transformers logs its weights as "newly initialized".
+        hidden = int(config["hidden_size"])
+        weights["pooler.dense.weight"] = types.new_zeros((hidden, hidden))
+        weights["pooler.dense.bias"] = types.new_zeros((hidden,))
     from safetensors.torch import save_file
 
     save_file(weights, str(folder / "model.safetensors"))
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     _write_tokenizer(folder=folder, tokens=tokens, fields=fields)
-    _write_sentence_transformers(folder=folder, dimension=config["hidden_size"])
+    # llama.cpp's pooling types: 1 mean, 2 CLS.
+    cls = int(fields.get(f"{arch_name}.pooling_type") or 1) == 2
+    _write_sentence_transformers(
+        folder=folder, dimension=config["hidden_size"], cls=cls, prompts=arch.prompts
+    )
     (folder / _DONE).write_text(
-        json.dumps({"file": str(gguf_path), "architecture": arch}), encoding="utf-8"
+        json.dumps({"file": str(gguf_path), "architecture": arch_name}), encoding="utf-8"
     )
 
 
-def _nomic_config(*, fields: dict[str, Any], vocab: int) -> dict[str, Any]:
+def _config(*, arch: _Arch, arch_name: str, fields: dict[str, Any], vocab: int) -> dict[str, Any]:
     def key(name: str) -> Any:
-        value = fields.get(f"nomic-bert.{name}")
+        value = fields.get(f"{arch_name}.{name}")
         if value is None:
-            raise EmbedderError(f"the GGUF file lacks nomic-bert.{name}")
+            raise EmbedderError(f"the GGUF file lacks {arch_name}.{name}")
         return value
 
-    return {
-        "architectures": ["NomicBertModel"],
-        "model_type": "nomic_bert",
+    config = {
+        "architectures": [arch.model_class],
+        "model_type": arch.model_type,
         "vocab_size": vocab,
         "hidden_size": int(key("embedding_length")),
         "num_hidden_layers": int(key("block_count")),
@@ -136,17 +210,20 @@ def _nomic_config(*, fields: dict[str, Any], vocab: int) -> dict[str, Any]:
         "intermediate_size": int(key("feed_forward_length")),
         "max_position_embeddings": int(key("context_length")),
         "layer_norm_eps": float(key("attention.layer_norm_epsilon")),
-        "rope_parameters": {"rope_theta": float(key("rope.freq_base")), "rope_type": "default"},
-        "hidden_act": "silu",
+        "hidden_act": arch.hidden_act,
         "type_vocab_size": 2,
         "pad_token_id": int(fields.get("tokenizer.ggml.padding_token_id") or 0),
         "dtype": "float32",
     }
+    if arch.model_type == "nomic_bert":
+        theta = float(key("rope.freq_base"))
+        config["rope_parameters"] = {"rope_theta": theta, "rope_type": "default"}
+    return config
 
 
-def _nomic_weights(*, reader: Any, layers: int, name: Path) -> dict[str, Any]:
-    """transformers' NomicBertModel state dict, float32, from the file's tensors
-    (llama.cpp stores q, k and v as one matrix; its row order is transformers')."""
+def _weights(*, reader: Any, arch: _Arch, layers: int, name: Path) -> dict[str, Any]:
+    """The transformers model's state dict, float32, from the file's tensors
+    (nomic-bert: llama.cpp stores q, k and v as one matrix, in transformers' row order)."""
     import torch
     from gguf.quants import dequantize
 
@@ -168,17 +245,16 @@ def _nomic_weights(*, reader: Any, layers: int, name: Path) -> dict[str, Any]:
                 for part, chunk in zip(("q", "k", "v"), values.chunk(3, dim=0), strict=True):
                     out[f"layers.{index}.self_attn.{part}_proj.{kind}"] = chunk.clone()
                 continue
-            hf = _NOMIC_LAYER.get(module)
-            hf = f"layers.{index}.{hf}" if hf else None
+            hf = arch.layers.get(module)
+            hf = f"{arch.layer_prefix}.{index}.{hf}" if hf else None
         else:
             stem, _, kind = tensor.name.rpartition(".")
-            hf = _NOMIC_GLOBAL.get(stem)
+            hf = arch.globals.get(stem)
         if hf is None:
             raise EmbedderError(f"{name.name}: unexpected tensor {tensor.name}")
         out[f"{hf}.{kind}"] = values
-    # Word and type embeddings and their LayerNorm's two; 11 tensors a layer.
-    if len(out) != 4 + 11 * layers:
-        raise EmbedderError(f"{name.name}: {len(out)} tensors, not a whole nomic-bert model")
+    if len(out) != arch.global_tensors + arch.per_layer * layers:
+        raise EmbedderError(f"{name.name}: {len(out)} tensors, not a whole {arch.model_class}")
     return out
 
 
@@ -191,7 +267,8 @@ def _write_tokenizer(*, folder: Path, tokens: list[str], fields: dict[str, Any])
     vocab = [_wordpiece(token) for token in tokens]
     tokenizer = BertTokenizerFast(
         vocab={piece: i for i, piece in enumerate(vocab)},
-        do_lower_case=True,
+        # Older files (nomic's) do not say; uncased vocabularies are the common case.
+        do_lower_case=bool(fields.get("tokenizer.ggml.normalizer.lowercase", True)),
         model_max_length=MAX_TOKENS,
     )
     for key, token in (
@@ -214,7 +291,9 @@ def _wordpiece(token: str) -> str:
     return f"##{token}"
 
 
-def _write_sentence_transformers(*, folder: Path, dimension: int) -> None:
+def _write_sentence_transformers(
+    *, folder: Path, dimension: int, cls: bool, prompts: dict[str, str]
+) -> None:
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {
@@ -229,10 +308,12 @@ def _write_sentence_transformers(*, folder: Path, dimension: int) -> None:
         json.dumps({"max_seq_length": MAX_TOKENS, "do_lower_case": False}), encoding="utf-8"
     )
     (folder / "1_Pooling").mkdir()
-    (folder / "1_Pooling" / "config.json").write_text(
-        json.dumps({"word_embedding_dimension": dimension, "pooling_mode_mean_tokens": True}),
-        encoding="utf-8",
-    )
+    pooling = {
+        "word_embedding_dimension": dimension,
+        "pooling_mode_cls_token": cls,
+        "pooling_mode_mean_tokens": not cls,
+    }
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling), encoding="utf-8")
     (folder / "config_sentence_transformers.json").write_text(
-        json.dumps({"prompts": NOMIC_PROMPTS, "default_prompt_name": None}), encoding="utf-8"
+        json.dumps({"prompts": prompts, "default_prompt_name": None}), encoding="utf-8"
     )

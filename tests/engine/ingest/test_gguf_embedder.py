@@ -4,12 +4,13 @@ loading code users run and checked against transformers' own NomicBertModel."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFWriter, TokenType
+from gguf import GGMLQuantizationType, GGUFWriter, PoolingType, TokenType
 from gguf.quants import quantize
 
 from engine.errors import EmbedderError
@@ -62,6 +63,20 @@ def _model(*, layers: int = 2) -> torch.nn.Module:
     return model
 
 
+def _add_vocab(writer: GGUFWriter) -> None:
+    writer.add_tokenizer_model("bert")
+    vocab = _vocab()
+    writer.add_token_list(vocab)
+    writer.add_token_scores([0.0] * len(vocab))
+    writer.add_token_types(
+        [TokenType.CONTROL if v in SPECIALS else TokenType.NORMAL for v in vocab]
+    )
+    writer.add_unk_token_id(vocab.index("[UNK]"))
+    writer.add_sep_token_id(vocab.index("[SEP]"))
+    writer.add_pad_token_id(vocab.index("[PAD]"))
+    writer.add_bos_token_id(vocab.index("[CLS]"))
+
+
 def write_nomic_gguf(
     *,
     model: torch.nn.Module,
@@ -80,17 +95,7 @@ def write_nomic_gguf(
     writer.add_layer_norm_eps(config.layer_norm_eps)
     writer.add_causal_attention(False)
     writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
-    writer.add_tokenizer_model("bert")
-    vocab = _vocab()
-    writer.add_token_list(vocab)
-    writer.add_token_scores([0.0] * len(vocab))
-    writer.add_token_types(
-        [TokenType.CONTROL if v in SPECIALS else TokenType.NORMAL for v in vocab]
-    )
-    writer.add_unk_token_id(vocab.index("[UNK]"))
-    writer.add_sep_token_id(vocab.index("[SEP]"))
-    writer.add_pad_token_id(vocab.index("[PAD]"))
-    writer.add_bos_token_id(vocab.index("[CLS]"))
+    _add_vocab(writer)
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
 
     def add(name: str, values: np.ndarray) -> None:
@@ -124,10 +129,76 @@ def write_nomic_gguf(
     return out
 
 
-def _reference(model: torch.nn.Module, ids: list[int]) -> np.ndarray:
-    """transformers' model, mean-pooled and normalised, on word-piece ids."""
+def _bert_model() -> torch.nn.Module:
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=len(_vocab()),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
+    model = BertModel(config, add_pooling_layer=False).eval()
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids])).last_hidden_state[0].mean(dim=0)
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)  # biases and norms off their defaults
+            if p.dim() == 2:
+                p.copy_(p.half().float())
+    return model
+
+
+_BERT_NAMES = {
+    "attention.self.query": "attn_q",
+    "attention.self.key": "attn_k",
+    "attention.self.value": "attn_v",
+    "attention.output.dense": "attn_output",
+    "attention.output.LayerNorm": "attn_output_norm",
+    "intermediate.dense": "ffn_up",
+    "output.dense": "ffn_down",
+    "output.LayerNorm": "layer_output_norm",
+    "embeddings.word_embeddings": "token_embd",
+    "embeddings.position_embeddings": "position_embd",
+    "embeddings.token_type_embeddings": "token_types",
+    "embeddings.LayerNorm": "token_embd_norm",
+}
+
+
+def write_bert_gguf(*, model: torch.nn.Module, out: Path, pooling: int = 1) -> Path:
+    """As convert_hf_to_gguf.py writes a BERT sentence embedder (all-MiniLM, bge)."""
+    config = model.config
+    writer = GGUFWriter(str(out), "bert")
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_layer_norm_eps(config.layer_norm_eps)
+    writer.add_causal_attention(False)
+    writer.add_pooling_type(PoolingType(pooling))
+    _add_vocab(writer)
+    for name, value in model.state_dict().items():
+        stem, _, kind = name.rpartition(".")
+        match = re.match(r"encoder\.layer\.(\d+)\.(.+)$", stem)
+        gguf = f"blk.{match[1]}.{_BERT_NAMES[match[2]]}" if match else _BERT_NAMES[stem]
+        values = value.detach().float().numpy()
+        qtype = GGMLQuantizationType.F16 if values.ndim == 2 else GGMLQuantizationType.F32
+        data = quantize(values, qtype)
+        writer.add_tensor(f"{gguf}.{kind}", data, raw_shape=data.shape, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def _reference(model: torch.nn.Module, ids: list[int], *, cls: bool = False) -> np.ndarray:
+    """transformers' model, mean- (or CLS-) pooled and normalised, on word-piece ids."""
+    with torch.no_grad():
+        hidden = model(input_ids=torch.tensor([ids])).last_hidden_state[0]
+    out = hidden[0] if cls else hidden.mean(dim=0)
     return (out / out.norm()).numpy()
 
 
@@ -210,8 +281,8 @@ def test_the_folder_is_made_once_in_the_apps_cache(  # type: ignore[no-untyped-d
 
 
 def test_another_architecture_is_refused_by_name(tmp_path: Path) -> None:
-    path = write_nomic_gguf(model=_model(layers=1), out=tmp_path / "b.gguf", arch="bert")
-    with pytest.raises(EmbedderError, match="'bert'"):
+    path = write_nomic_gguf(model=_model(layers=1), out=tmp_path / "b.gguf", arch="t5encoder")
+    with pytest.raises(EmbedderError, match="'t5encoder'"):
         gguf_embedder_folder(gguf_path=path, cache=tmp_path / "cache")
     assert not list((tmp_path / "cache" / "gguf-embedders").iterdir())
 
@@ -228,3 +299,18 @@ def test_a_truncated_file_is_a_clear_error(nomic, tmp_path: Path) -> None:  # ty
 def test_a_file_that_is_gone_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError, match=r"gone\.gguf"):
         gguf_embedder_folder(gguf_path=tmp_path / "gone.gguf", cache=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("pooling", [1, 2])
+def test_a_bert_file_gives_bert_model_vectors(tmp_path: Path, pooling: int) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    model = _bert_model()
+    path = write_bert_gguf(model=model, out=tmp_path / "bert.gguf", pooling=pooling)
+    folder = gguf_embedder_folder(gguf_path=path, cache=tmp_path / "cache")
+    loaded = SentenceTransformer(str(folder), device="cpu")
+    assert not any(loaded.prompts.values())  # BERT embedders: no task prefixes
+    text = "what does the option keep?"
+    ids = loaded.tokenizer(text)["input_ids"]
+    got = loaded.encode([text], normalize_embeddings=True)[0]
+    np.testing.assert_allclose(got, _reference(model, ids, cls=pooling == 2), atol=1e-5)
