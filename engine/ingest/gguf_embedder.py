@@ -112,6 +112,9 @@ _ARCHS = {
 }
 
 
+EMBEDDER_ARCHITECTURES = frozenset(_ARCHS)
+
+
 def is_gguf_file(model: str) -> bool:
     path = Path(model).expanduser()
     return path.suffix.lower() == ".gguf" and path.is_file()
@@ -147,7 +150,7 @@ def gguf_embedder_folder(*, gguf_path: Path, cache: Path) -> Path:
 def _write_folder(*, gguf_path: Path, folder: Path) -> None:
     from gguf import GGUFReader
 
-    from engine.models.gguf_file import field_value
+    from engine.models.gguf_file import GGUF_ARCHITECTURES, field_value
 
     try:
         reader = GGUFReader(gguf_path)
@@ -159,6 +162,11 @@ def _write_folder(*, gguf_path: Path, folder: Path) -> None:
     fields = {name: field_value(field) for name, field in reader.fields.items()}
     arch_name = str(fields.get("general.architecture"))
     arch = _ARCHS.get(arch_name)
+    if arch_name in GGUF_ARCHITECTURES:
+        raise EmbedderError(
+            f"{gguf_path.name} is a language model ({arch_name}), not an embedder: choose "
+            "it as the model (`ragdoll model FILE`, or Model… → Choose a GGUF model file…)"
+        )
     if arch is None:
         raise EmbedderError(
             f"{gguf_path.name} holds a {arch_name!r} model; GGUF embedders of the "

@@ -144,6 +144,14 @@ def read_gguf(path: Path) -> GGUFModel:
     fields = {name: field_value(field) for name, field in reader.fields.items()}
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:
+        from engine.ingest.gguf_embedder import EMBEDDER_ARCHITECTURES
+
+        if arch in EMBEDDER_ARCHITECTURES:
+            raise ModelLoadError(
+                f"{path.name} is an embedding model ({arch}), not a language model: choose "
+                "it as the embedder (`ragdoll embedder FILE`, or Model… → Choose a GGUF "
+                "embedder file…)."
+            )
         raise ModelLoadError(
             f"{path.name} holds a {arch or 'unnamed'} model; RAGDoll runs GGUF models of "
             f"the {', '.join(sorted(GGUF_ARCHITECTURES))} architectures only (the layer-"

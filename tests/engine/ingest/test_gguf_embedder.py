@@ -314,3 +314,20 @@ def test_a_bert_file_gives_bert_model_vectors(tmp_path: Path, pooling: int) -> N
     ids = loaded.tokenizer(text)["input_ids"]
     got = loaded.encode([text], normalize_embeddings=True)[0]
     np.testing.assert_allclose(got, _reference(model, ids, cls=pooling == 2), atol=1e-5)
+
+
+def test_a_language_model_is_pointed_to_the_model_menu(tmp_path: Path) -> None:
+    path = write_nomic_gguf(model=_model(layers=1), out=tmp_path / "chat.gguf", arch="llama")
+    with pytest.raises(EmbedderError, match=r"language model .*ragdoll model"):
+        gguf_embedder_folder(gguf_path=path, cache=tmp_path / "cache")
+
+
+def test_an_embedder_chosen_as_the_language_model_is_pointed_to_the_embedder(
+    tmp_path: Path,
+) -> None:
+    from engine.errors import ModelLoadError
+    from engine.models.gguf_file import read_gguf
+
+    path = write_bert_gguf(model=_bert_model(), out=tmp_path / "bge.gguf")
+    with pytest.raises(ModelLoadError, match=r"embedding model .*ragdoll embedder"):
+        read_gguf(path)
