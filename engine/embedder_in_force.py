@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.errors import StaleVectorsError
-from engine.ingest.embedder import Embedder
+from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.paths import Paths
 from engine.pipeline.adapters import STALE_TRIES
@@ -39,6 +39,7 @@ class EmbedderInForce:
         self._chosen = chosen  # the settings' embedder
         self._placement = placement
         self._embedder: Embedder | None = None
+        self._bundled: Embedder | None = None  # scores sentences for another index embedder
         self._lock = threading.Lock()  # one load at a time
         self._swap_lock = threading.Lock()  # never held while waiting for anything else
         self._swaps = 0
@@ -79,6 +80,19 @@ class EmbedderInForce:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Questions' vectors, by the embedder of the index in force at the call."""
         return self.get().embed(texts)
+
+    def embed_sentences(self, texts: list[str]) -> np.ndarray:
+        """An answer's sentences (and the question beside them), by the embedder the
+        sentence choice was fitted on (`scores_sentences`): the index's when it is the
+        bundled one, else the bundled one, loaded on first use."""
+        embedder = self.get()
+        if scores_sentences(embedder):
+            return embedder.embed(texts)
+        with self._lock:
+            if self._bundled is None:
+                self._bundled = self.load(DEFAULT_EMBEDDER)
+            bundled = self._bundled
+        return bundled.embed(texts)
 
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
         """`embed` with the id of the embedder that made the vectors: a search

@@ -201,7 +201,7 @@ def measure(
 ) -> dict[str, Any]:
     from engine.answer.extractive import DEFAULT_MIN_SCORE
     from engine.answer.reranker import Reranker
-    from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder
+    from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
     from engine.paths import resolve_paths
     from engine.pipeline.answering import gated_retrieve_batch
     from engine.pipeline.requests import Question
@@ -213,6 +213,13 @@ def measure(
         model=embedder or DEFAULT_EMBEDDER, cache_dir=resolve_paths().cache / "embedders"
     )
     ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
+    # As the engine does (EmbedderInForce.embed_sentences): another index embedder
+    # leaves an answer's sentences to the bundled one.
+    sentences = (
+        model
+        if scores_sentences(model)
+        else Embedder(cache_dir=resolve_paths().cache / "embedders")
+    )
     store = LanceStore(folder=index)
     try:
         rerank = Reranker(model=reranker) if reranker else None
@@ -221,6 +228,7 @@ def measure(
             embed=model.embed,
             reranker=rerank,
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+            sentence_embed=sentences.embed,
         )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []

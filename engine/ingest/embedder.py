@@ -420,6 +420,17 @@ class Embedder:
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
 
+def scores_sentences(embedder: Embedder) -> bool:
+    """Whether `embedder`, indexing the collection, also scores an answer's sentences.
+    The sentence choice's weights and the relevance gate's threshold were fitted on the
+    bundled MiniLM's similarities; another model's cosines sit elsewhere (nomic-embed-
+    text's higher and closer together), so with another index embedder the bundled
+    one scores sentences: on the quality benchmark that kept answers and refusals where
+    nomic scoring them itself lost them, at a sixth of the time (docs/benchmarks.md,
+    eleventh round)."""
+    return embedder.info.id == DEFAULT_EMBEDDER
+
+
 def like_lengths(texts: list[str], *, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """`encode`'s rows for `texts`, each distinct text encoded once, in groups whose
     longest text is at most twice their shortest (in characters: no tokenizer call on

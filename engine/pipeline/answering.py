@@ -174,12 +174,18 @@ class RelevanceGate:
         reranker: Reranker | None = None,
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
+        sentence_embed: Embed | None = None,
     ) -> None:
+        """`sentence_embed` scores the passages' sentences (default: `embed`): the
+        engine gives the bundled embedder's when another one indexes the collection
+        (engine/ingest/embedder.py, `scores_sentences`)."""
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
         self._reranker = reranker
         self._min_score = min_score
-        self._extractive = ExtractiveAnswerer(embed=embed, min_score=min_score, memo=memo)
+        self._extractive = ExtractiveAnswerer(
+            embed=sentence_embed or embed, min_score=min_score, memo=memo
+        )
 
     def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
         store, reranker = self._store, self._reranker
@@ -253,6 +259,7 @@ def gated_retrieve_batch(
     reranker: Reranker | None = None,
     min_score: float = DEFAULT_MIN_SCORE,
     memo: SentenceMemo | None = None,
+    sentence_embed: Embed | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
@@ -264,7 +271,13 @@ def gated_retrieve_batch(
     (engine/answer/refusal.py). `memo` keeps the sentence vectors the gate computed
     (engine/answer/sentence_memo.py)."""
     gate = RelevanceGate(
-        store=store, embed=embed, tagged=tagged, reranker=reranker, min_score=min_score, memo=memo
+        store=store,
+        embed=embed,
+        tagged=tagged,
+        reranker=reranker,
+        min_score=min_score,
+        memo=memo,
+        sentence_embed=sentence_embed,
     )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:

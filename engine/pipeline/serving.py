@@ -43,6 +43,7 @@ class ServingPipeline:
         governor_policy: GovernorPolicy | None = None,
         reranker: Reranker | None = None,
         tagged: TaggedEmbed | None = None,
+        sentence_embed: Embed | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -53,12 +54,20 @@ class ServingPipeline:
         owner = self.owner
         placement = owner.placement if owner is not None else None
         # Follow-ups retrieve earlier turns' passages again: the gate's sentence
-        # vectors are kept (by the index's embedder) instead of embedded again.
+        # vectors are kept instead of embedded again, by the embedder that scores
+        # sentences (`sentence_embed`: always the bundled one) or else the index's.
         self.sentence_memo = SentenceMemo(
-            key=lambda: store.meta.embedder_id if store.meta is not None else ""
+            key=(lambda: "sentences")
+            if sentence_embed is not None
+            else (lambda: store.meta.embedder_id if store.meta is not None else "")
         )
         gate = RelevanceGate(
-            store=store, embed=embed, tagged=tagged, reranker=reranker, memo=self.sentence_memo
+            store=store,
+            embed=embed,
+            tagged=tagged,
+            reranker=reranker,
+            memo=self.sentence_memo,
+            sentence_embed=sentence_embed,
         )
         self.pipeline = Pipeline(
             retrieve_batch=gate.search,

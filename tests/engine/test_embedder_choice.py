@@ -22,6 +22,7 @@ from engine.ingest.embedder import DEFAULT_EMBEDDER
 from engine.ingest.embedder_switch import REEMBED_BATCH_ENV
 from engine.paths import resolve_paths
 from engine.store.lance_store import LanceStore
+from engine.wire_events import DoneEvent
 from tests.support.engine import process_alive, running_engine
 from tests.support.tiny_embedder import write_random_embedder
 from tests.support.waiting import wait_until
@@ -64,6 +65,7 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
         hits = engine.retrieve(question="which birds hunt at night", k=1)
         assert hits and "owls" in hits[0].chunk.text
         assert engine.embedder().info.dimension == 384
+        assert engine.in_force.embed_sentences(["owls hunt"]).shape == (1, 384)
 
         engine.ingest.resume()
         switch = engine.ingest.job(job_id=status.embedder_job)
@@ -75,8 +77,15 @@ def test_switch_re_embeds_in_the_background_while_the_old_index_answers(
         assert status.embedder_in_force == str(tiny_model) and status.embedder_job is None
         assert engine.store.meta is not None and engine.store.meta.dimension == 32
         assert engine.embedder().info.dimension == 32  # questions now use the new model
+        # An answer's sentences are still scored by the bundled MiniLM, on whose
+        # similarities the sentence choice and the gate were fitted.
+        assert engine.in_force.embed_sentences(["owls hunt"]).shape == (1, 384)
         assert engine.store.counts() == before
         assert len(engine.retrieve(question="owls", k=3)) == 3
+        # Answers still come from the new index (the sentences scored as above).
+        events = list(engine.ask_stream(question="which birds hunt at night?", k=3))
+        done = [e for e in events if isinstance(e, DoneEvent)]
+        assert done and "owls hunt at night" in done[0].done.answer
         # A document added now is embedded by the new embedder into the new table.
         (folder / "extra.md").write_text("# Extra\n\nHarbor water and garnet.\n")
         job = engine.ingest.submit(paths=[str(folder)])

@@ -137,3 +137,25 @@ def test_a_refusal_while_files_are_left_to_read_says_the_answer_may_come() -> No
         still_adding_note(unfinished=[running, counting]) or ""
     )
     assert still_adding_note(unfinished=[]) is None
+
+
+def test_sentences_are_scored_by_the_sentence_embedder_the_search_by_the_index_one() -> None:
+    asked: dict[str, list[str]] = {"index": [], "sentences": []}
+
+    def index_embed(texts: list[str]) -> np.ndarray:
+        asked["index"] += texts
+        return np.tile(np.array([[0.0, 1.0]], np.float32), (len(texts), 1))
+
+    def sentence_embed(texts: list[str]) -> np.ndarray:
+        asked["sentences"] += texts
+        return embed(texts)
+
+    retrieve = gated_retrieve_batch(
+        store=FakeStore(), embed=index_embed, reranker=FilterFirst(), sentence_embed=sentence_embed
+    )
+    (gated,) = retrieve([Question(request_id="1", text="How is the air filter cleaned?", k=5)])
+    # The index embedder would score every sentence alike: the answer is the sentence
+    # embedder's choice.
+    assert gated.found and "warm water" in gated.extract.text
+    assert asked["index"] == ["How is the air filter cleaned?"]
+    assert any("warm water" in t for t in asked["sentences"])
