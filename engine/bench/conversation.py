@@ -15,7 +15,8 @@ fourth (engine/bench/conversation_set4.py: follow-ups phrased many ways, and sec
 turns that change the subject, "switch4", found when their own page is in the top 3),
 and a fifth (engine/bench/conversation_set5.py, "tuned5": follow-ups as people type them);
 a third held-out set (engine/bench/conversation_set6.py, "held_out3") was written after
-the others had been measured, blind to the product's results.
+the others had been measured, blind to the product's results, and a fourth
+(engine/bench/conversation_set7.py, "held_out4") likewise after held_out3 was spent.
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -46,6 +47,7 @@ from engine.bench.conversation_set3 import TUNING3
 from engine.bench.conversation_set4 import SWITCHES4, TUNING4
 from engine.bench.conversation_set5 import TUNING5
 from engine.bench.conversation_set6 import HELD_OUT3
+from engine.bench.conversation_set7 import HELD_OUT4
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -59,6 +61,7 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "switch4": SWITCHES4,  # second turns that change the subject
     "tuned5": TUNING5,
     "held_out3": HELD_OUT3,  # written after the others were measured (set6)
+    "held_out4": HELD_OUT4,  # written blind after held_out3 was spent (set7)
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
 TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
@@ -297,6 +300,7 @@ def _report(figures: dict[str, Any]) -> str:
         "switch4": "fourth tuning set's topic switches",
         "tuned5": "fifth tuning set",
         "held_out3": "third held-out set",
+        "held_out4": "fourth held-out set",
     }
     asked = [p for p in PARTS if p in figures]
     return "\n".join(
