@@ -112,9 +112,6 @@ _ARCHS = {
 }
 
 
-EMBEDDER_ARCHITECTURES = frozenset(_ARCHS)
-
-
 def is_gguf_file(model: str) -> bool:
     path = Path(model).expanduser()
     return path.suffix.lower() == ".gguf" and path.is_file()

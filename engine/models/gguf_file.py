@@ -40,6 +40,9 @@ GGUF_ARCHITECTURES = {
     "mistral": "MistralForCausalLM",
     "qwen2": "Qwen2ForCausalLM",
 }
+# Embedding models engine/ingest/gguf_embedder.py reads: named here so that one chosen
+# as the language model is pointed to the embedder.
+GGUF_EMBEDDER_ARCHITECTURES = frozenset({"nomic-bert", "bert"})
 _LAYER = {
     "attn_norm": "input_layernorm",
     "attn_q": "self_attn.q_proj",
@@ -144,9 +147,7 @@ def read_gguf(path: Path) -> GGUFModel:
     fields = {name: field_value(field) for name, field in reader.fields.items()}
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:
-        from engine.ingest.gguf_embedder import EMBEDDER_ARCHITECTURES
-
-        if arch in EMBEDDER_ARCHITECTURES:
+        if arch in GGUF_EMBEDDER_ARCHITECTURES:
             raise ModelLoadError(
                 f"{path.name} is an embedding model ({arch}), not a language model: choose "
                 "it as the embedder (`ragdoll embedder FILE`, or Model… → Choose a GGUF "
