@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -161,6 +162,11 @@ def test_under_the_limit_the_executor_keeps_the_layers_its_planner_places_in_ram
     folder = companion_folder(gguf_path=gguf, cache=tmp_path / "cache")
     spec = {"batches": [1, 8], "prompt_tokens": 16, "tokens": 4}
     layer = max(load_held_spec(source=folder, dtype="float32", cpu=True).layer_bytes)
+
+    # Room on the disk for the streamed layers whatever this machine has left: the
+    # planner keeps a 2 GiB margin free, and a nearly full disk here once failed this.
+    roomy = SimpleNamespace(total=100 * 2**30, used=0, free=100 * 2**30)
+    monkeypatch.setattr(profile_module.shutil, "disk_usage", lambda path: roomy)
 
     def kept(available: int) -> int:
         limited = CgroupMemory(limit_bytes=64 * 2**20, used_bytes=64 * 2**20 - available)
