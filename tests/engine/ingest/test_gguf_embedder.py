@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -63,6 +64,17 @@ def _model(*, layers: int = 2) -> torch.nn.Module:
     return model
 
 
+def _add_shape(writer: GGUFWriter, config: Any) -> None:
+    """The hyperparameters llama.cpp's converter writes for an encoder."""
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_layer_norm_eps(config.layer_norm_eps)
+    writer.add_causal_attention(False)
+
+
 def _add_vocab(writer: GGUFWriter) -> None:
     writer.add_tokenizer_model("bert")
     vocab = _vocab()
@@ -87,13 +99,7 @@ def write_nomic_gguf(
     config = model.config
     writer = GGUFWriter(str(out), arch)
     writer.add_name("test-nomic")
-    writer.add_block_count(config.num_hidden_layers)
-    writer.add_context_length(config.max_position_embeddings)
-    writer.add_embedding_length(config.hidden_size)
-    writer.add_feed_forward_length(config.intermediate_size)
-    writer.add_head_count(config.num_attention_heads)
-    writer.add_layer_norm_eps(config.layer_norm_eps)
-    writer.add_causal_attention(False)
+    _add_shape(writer, config)
     writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
     _add_vocab(writer)
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
@@ -170,13 +176,7 @@ def write_bert_gguf(*, model: torch.nn.Module, out: Path, pooling: int = 1) -> P
     """As convert_hf_to_gguf.py writes a BERT sentence embedder (all-MiniLM, bge)."""
     config = model.config
     writer = GGUFWriter(str(out), "bert")
-    writer.add_block_count(config.num_hidden_layers)
-    writer.add_context_length(config.max_position_embeddings)
-    writer.add_embedding_length(config.hidden_size)
-    writer.add_feed_forward_length(config.intermediate_size)
-    writer.add_head_count(config.num_attention_heads)
-    writer.add_layer_norm_eps(config.layer_norm_eps)
-    writer.add_causal_attention(False)
+    _add_shape(writer, config)
     writer.add_pooling_type(PoolingType(pooling))
     _add_vocab(writer)
     for name, value in model.state_dict().items():
