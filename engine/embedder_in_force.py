@@ -88,10 +88,12 @@ class EmbedderInForce:
         embedder = self.get()
         if scores_sentences(embedder):
             return embedder.embed(texts)
-        with self._lock:
-            if self._bundled is None:
-                self._bundled = self.load(DEFAULT_EMBEDDER)
-            bundled = self._bundled
+        bundled = self._bundled
+        if bundled is None:  # the load lock only until it is loaded: this is every answer
+            with self._lock:
+                if self._bundled is None:
+                    self._bundled = self.load(DEFAULT_EMBEDDER)
+                bundled = self._bundled
         return bundled.embed(texts)
 
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:

@@ -174,7 +174,7 @@ def _write_folder(*, gguf_path: Path, folder: Path) -> None:
         raise EmbedderError(f"{gguf_path.name} has no WordPiece (BERT) vocabulary")
     tokens = list(fields["tokenizer.ggml.tokens"])
     config = _config(arch=arch, arch_name=arch_name, fields=fields, vocab=len(tokens))
-    weights = _weights(reader=reader, arch=arch, layers=config["num_hidden_layers"], name=gguf_path)
+    weights = _weights(reader=reader, arch=arch, layers=config["num_hidden_layers"], path=gguf_path)
     if arch is _ARCHS["bert"]:
         types = weights["embeddings.token_type_embeddings.weight"]
         config["type_vocab_size"] = int(types.shape[0])
@@ -226,7 +226,7 @@ def _config(*, arch: _Arch, arch_name: str, fields: dict[str, Any], vocab: int) 
     return config
 
 
-def _weights(*, reader: Any, arch: _Arch, layers: int, name: Path) -> dict[str, Any]:
+def _weights(*, reader: Any, arch: _Arch, layers: int, path: Path) -> dict[str, Any]:
     """The transformers model's state dict, float32, from the file's tensors
     (nomic-bert: llama.cpp stores q, k and v as one matrix, in transformers' row order)."""
     import torch
@@ -238,7 +238,7 @@ def _weights(*, reader: Any, arch: _Arch, layers: int, name: Path) -> dict[str, 
             flat = dequantize(np.asarray(tensor.data), tensor.tensor_type)
         except NotImplementedError as e:
             raise EmbedderError(
-                f"{name.name}: tensor {tensor.name} is of type {tensor.tensor_type.name}, "
+                f"{path.name}: tensor {tensor.name} is of type {tensor.tensor_type.name}, "
                 "which cannot be decoded here"
             ) from e
         shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))
@@ -248,7 +248,7 @@ def _weights(*, reader: Any, arch: _Arch, layers: int, name: Path) -> dict[str, 
             index, module, kind = match.groups()
             if module == "attn_qkv":
                 for part, chunk in zip(("q", "k", "v"), values.chunk(3, dim=0), strict=True):
-                    out[f"layers.{index}.self_attn.{part}_proj.{kind}"] = chunk.clone()
+                    out[f"{arch.layer_prefix}.{index}.self_attn.{part}_proj.{kind}"] = chunk.clone()
                 continue
             hf = arch.layers.get(module)
             hf = f"{arch.layer_prefix}.{index}.{hf}" if hf else None
@@ -256,10 +256,10 @@ def _weights(*, reader: Any, arch: _Arch, layers: int, name: Path) -> dict[str, 
             stem, _, kind = tensor.name.rpartition(".")
             hf = arch.globals.get(stem)
         if hf is None:
-            raise EmbedderError(f"{name.name}: unexpected tensor {tensor.name}")
+            raise EmbedderError(f"{path.name}: unexpected tensor {tensor.name}")
         out[f"{hf}.{kind}"] = values
     if len(out) != arch.global_tensors + arch.per_layer * layers:
-        raise EmbedderError(f"{name.name}: {len(out)} tensors, not a whole {arch.model_class}")
+        raise EmbedderError(f"{path.name}: {len(out)} tensors, not a whole {arch.model_class}")
     return out
 
 
