@@ -15,6 +15,7 @@ from engine.answer.conversation import lean, title_words, weakness
 from engine.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.answer.passages import Passage
 from engine.errors import StaleVectorsError
+from engine.pipeline.page_order import distinct_pages_first
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob, _Done
 from engine.store.records import SearchFilters, SearchHit, SearchResult
@@ -92,14 +93,16 @@ def store_retrieve_batch(
                 hedged = getattr(questions[i].conversation, "hedged", False)
                 if hedged and result.hits:
                     hits = _keeping(hits=hits, own=result.hits[0], within=_HEDGED_KEEPS_OWN)
-                kept = hits[: questions[i].k]
+                k_own = questions[i].k
+                kept = distinct_pages_first(hits)[:k_own]
                 out[i] = SearchResult(
                     hits=tuple(kept),
                     best_similarity=result.best_similarity,
                     not_found=result.not_found,
                     leaned=leaned if questions[i].conversation is not None else 0.0,
                     # The earlier turn moved a standalone-judged question's hits.
-                    history_changed=hedged and _ids(kept) != _ids(result.hits[: questions[i].k]),
+                    history_changed=hedged
+                    and _ids(kept) != _ids(distinct_pages_first(result.hits)[:k_own]),
                 )
         return [r for r in out if r is not None]
 

@@ -42,6 +42,7 @@ from engine.pipeline.adapters import (
     passages_of,
     store_retrieve_batch,
 )
+from engine.pipeline.page_order import distinct_pages_first
 from engine.pipeline.requests import Piece, Question
 from engine.pipeline.workers import DONE, GenerationJob
 from engine.store.records import SearchHit
@@ -203,7 +204,9 @@ class RelevanceGate:
             result = next(results)
             hits = tuple(result.hits)
             if reranker is not None:
-                hits = tuple(reranker.rerank(question=question.text, hits=hits, k=question.k))
+                # The cross-encoder's order, then distinct pages first within it.
+                ranked = reranker.rerank(question=question.text, hits=hits, k=len(hits))
+                hits = tuple(distinct_pages_first(ranked)[: question.k])
             out.append(
                 Searched(
                     hits=hits,

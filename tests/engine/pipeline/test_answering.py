@@ -88,6 +88,24 @@ def test_with_a_reranker_the_gate_asks_for_more_candidates_and_keeps_k() -> None
     assert store.asked_k == [5] and not gated.found  # the answer was not in the top 5
 
 
+class PagedStore(FakeStore):
+    """Two chunks a page: chunk i is on page i // 2."""
+
+    def search_batch(
+        self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
+    ) -> list[SearchResult]:
+        self.asked_k.append(k)
+        hits = tuple(hit(i, page=i // 2) for i in range(k))
+        return [SearchResult(hits=hits, best_similarity=0.5, not_found=False) for _ in texts]
+
+
+def test_after_the_reranker_the_top_k_are_distinct_pages() -> None:
+    retrieve = gated_retrieve_batch(store=PagedStore(), embed=embed, reranker=FilterFirst())
+    (gated,) = retrieve([Question(request_id="1", text="How is the air filter cleaned?", k=5)])
+    pages = [h.chunk.page for h in gated.hits]
+    assert gated.hits[0].chunk.ordinal == 17 and pages == [8, 0, 1, 2, 3], pages
+
+
 def test_a_refusal_offers_the_closest_sources_as_may_be_related() -> None:
     text = refusal_text(
         hits=[hit(0), hit(1), hit(2, page=4), hit(3, path="/web/page.html", page=None), hit(4)]

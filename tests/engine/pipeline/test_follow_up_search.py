@@ -98,6 +98,21 @@ def test_a_question_without_history_is_searched_once_as_asked() -> None:
     assert store.texts == ["When must the orig.tar.gz be uploaded?"]
 
 
+def test_the_top_k_lists_distinct_pages_before_a_second_chunk_of_one() -> None:
+    ranking = [
+        _chunk("p124a", "/d/policy.pdf", 124),
+        _chunk("p124b", "/d/policy.pdf", 124),
+        _chunk("p19", "/d/policy.pdf", 19),
+        _chunk("g27", "/d/guide.pdf", 27),
+    ]
+    store = _Store({"copyright": ranking})
+    question = new_question(text="What goes into the copyright file?", k=3)
+    (result,) = store_retrieve_batch(store=store, embed=_embed)([question])  # type: ignore[arg-type]
+    # The same three candidates, the other page before the second chunk: a standalone
+    # question is not searched deeper for it (deeper reads quoted worse answers).
+    assert [h.chunk.chunk_id for h in result.hits] == ["p124a", "p19", "p124b"]
+
+
 def _cite(index: int, path: str, page: int, section: str) -> Citation:
     return Citation(
         index=index, chunk_id=f"c{index}", path=path, page=page, text=f"passage {index}",
