@@ -124,19 +124,69 @@ def _q4_0(blocks: torch.Tensor) -> torch.Tensor:
     return as_dtype(q, torch.float32).mul_(d)
 
 
-def _q4_k(blocks: torch.Tensor) -> torch.Tensor:
-    n = blocks.shape[0]
+def _k_scales(blocks: torch.Tensor, *, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q4_K's and Q5_K's (n, 8, 1) float32 scales and offsets: six-bit scales and mins
+    for 8 sub-blocks, packed in 12 bytes after two float16 factors (see gguf's Q4_K)."""
     d = _half(blocks[:, 0:2])
     dmin = _half(blocks[:, 2:4])
     scales = blocks[:, 4:16].reshape(n, 3, 4)
     lo, hi, mixed = scales[:, 0], scales[:, 1], scales[:, 2]
-    # Six-bit scales and mins for 8 sub-blocks, packed in 12 bytes (see gguf's Q4_K).
     sc = torch.cat((lo & 0x3F, (mixed & 0x0F) | ((lo >> 2) & 0x30)), dim=-1)
     mn = torch.cat((hi & 0x3F, (mixed >> 4) | ((hi >> 2) & 0x30)), dim=-1)
     scale = (d * as_dtype(sc, torch.float32)).reshape(n, -1, 1)
     offset = (dmin * as_dtype(mn, torch.float32)).reshape(n, -1, 1)
+    return scale, offset
+
+
+def _q4_k(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    scale, offset = _k_scales(blocks, n=n)
     q = as_dtype(_nibbles(blocks[:, 16:].reshape(n, -1, 32)).reshape(n, -1, 32), torch.float32)
     return (scale * q - offset).reshape(n, QK_K)
+
+
+def _q5_k(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    scale, offset = _k_scales(blocks, n=n)
+    qh = blocks[:, 16 : 16 + QK_K // 8].reshape(n, 1, 32)
+    low = _nibbles(blocks[:, 16 + QK_K // 8 :].reshape(n, -1, 32)).reshape(n, -1, 32)
+    shifts = torch.arange(8, dtype=torch.uint8, device=blocks.device).reshape(1, 8, 1)
+    high = (qh >> shifts) & 0x01
+    q = as_dtype(low | (high << 4), torch.float32)
+    return (scale * q - offset).reshape(n, QK_K)
+
+
+def _fifth_bits(qh: torch.Tensor) -> torch.Tensor:
+    """(n, 4) uint8, a little-endian 32-bit word per block → (n, 32) uint8: bit i of it
+    is the fifth bit of value i (Q5_0, Q5_1)."""
+    word = as_dtype(qh.contiguous().view(torch.int32), torch.int64) & 0xFFFFFFFF
+    shifts = torch.arange(32, dtype=torch.int64, device=qh.device).reshape(1, 32)
+    return as_dtype((word >> shifts) & 0x01, torch.uint8)
+
+
+def _q4_1(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    d = _half(blocks[:, 0:2])
+    m = _half(blocks[:, 2:4])
+    q = as_dtype(_nibbles(blocks[:, 4:]).reshape(n, -1), torch.float32)
+    return (d * q) + m
+
+
+def _q5_0(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    d = _half(blocks[:, 0:2])
+    low = _nibbles(blocks[:, 6:]).reshape(n, -1)
+    q = (low | (_fifth_bits(blocks[:, 2:6]) << 4)).view(torch.int8) - 16
+    return d * as_dtype(q, torch.float32)
+
+
+def _q5_1(blocks: torch.Tensor) -> torch.Tensor:
+    n = blocks.shape[0]
+    d = _half(blocks[:, 0:2])
+    m = _half(blocks[:, 2:4])
+    low = _nibbles(blocks[:, 8:]).reshape(n, -1)
+    q = as_dtype(low | (_fifth_bits(blocks[:, 4:8]) << 4), torch.float32)
+    return (d * q) + m
 
 
 def _q6_k(blocks: torch.Tensor) -> torch.Tensor:
@@ -160,6 +210,11 @@ _DECODERS = {
     GGMLQuantizationType.Q4_0: _q4_0,
     GGMLQuantizationType.Q4_K: _q4_k,
     GGMLQuantizationType.Q6_K: _q6_k,
+    # The older block formats and Q5_K (Q5_K_M files) that downloaded models still use.
+    GGMLQuantizationType.Q4_1: _q4_1,
+    GGMLQuantizationType.Q5_0: _q5_0,
+    GGMLQuantizationType.Q5_1: _q5_1,
+    GGMLQuantizationType.Q5_K: _q5_k,
 }
 
 

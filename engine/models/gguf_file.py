@@ -187,8 +187,8 @@ def read_gguf(path: Path) -> GGUFModel:
         if not decodable(t.tensor_type):
             raise ModelLoadError(
                 f"{path.name}: tensor {t.name} is stored as {t.tensor_type.name}, a GGML "
-                "type RAGDoll cannot decode yet. Use a file quantized to F16, Q8_0, Q6_K, "
-                "Q5_K, Q4_K (Q4_K_M) or Q4_0."
+                "type RAGDoll cannot decode yet. Use a file quantized to F16, Q8_0, Q6_K, Q5_K, "
+                "Q5_1, Q5_0, Q4_K (Q4_K_M), Q4_1 or Q4_0."
             )
         start = int(t.data_offset)
         end = start + tensor_bytes(qtype=t.tensor_type, elements=int(t.n_elements))

@@ -27,6 +27,9 @@ _FILE_TYPES = {
     GGMLQuantizationType.F32: 0,
     GGMLQuantizationType.F16: 1,
     GGMLQuantizationType.Q4_0: 2,
+    GGMLQuantizationType.Q4_1: 3,
+    GGMLQuantizationType.Q5_0: 8,
+    GGMLQuantizationType.Q5_1: 9,
     GGMLQuantizationType.Q8_0: 7,
     GGMLQuantizationType.Q4_K: 15,  # Q4_K_M: Q4_K with some tensors in Q6_K
 }
@@ -40,8 +43,9 @@ def write_gguf(
     qtype_of: Callable[[str], GGMLQuantizationType] | None = None,
 ) -> Path:
     """Write the model in `model_dir` (config.json, safetensors, tokenizer.json) to `out`
-    with its matrices in `qtype` (F32, F16, Q8_0 or Q4_0: what `gguf.quants.quantize`
-    makes), or per GGUF tensor name in `qtype_of(name)` (mixed files such as Q4_K_M)."""
+    with its matrices in `qtype` (F32, F16, Q8_0, Q5_1, Q5_0, Q4_1 or Q4_0: what
+    `gguf.quants.quantize` makes), or per GGUF tensor name in `qtype_of(name)` (mixed
+    files such as Q4_K_M)."""
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     arch = config["model_type"]
     if arch not in GGUF_ARCHITECTURES:
