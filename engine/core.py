@@ -236,6 +236,8 @@ class Engine:
                 store=self.planner_store,
                 index=self.store,
                 paths=self.paths,
+                # As stored: decoded once when that fits (a chosen int8 / int4 stays so).
+                decode_at_load=weights == "auto",
             )
             self._model, self._generator_error = in_use, None
         self._drop_serving()  # the next question builds pipelines for this model

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.answer.generative import GenerativeAnswerer
+from engine.executor import int4
 from engine.hardware.profile import HardwareProfile, load_profile
 from engine.models.loading import load_model, read_model_files
 from engine.paths import Paths, resolve_paths
-from engine.planner.owner import PlacedStore, PlacementOwner
+from engine.planner.model_spec import ModelSpec, load_model_spec
+from engine.planner.owner import PlacedStore, PlacementOwner, PlacementRequest, plan_model
 from engine.planner.placement import Placement, StoreSpec
 from engine.planner.stored import load_held_spec
 
@@ -50,6 +52,7 @@ def open_model(
     fault_hook: Callable[[str], None] | None = None,
     evict_after_read: bool = False,
     stop_at_eos: bool = True,
+    decode_at_load: bool = False,
 ) -> ModelInUse:
     """Load the model in `model_path` under a placement for this machine (the cached
     hardware profile, never a slow measurement), or under `placement` when given.
@@ -57,8 +60,10 @@ def open_model(
     `device="cpu"` plans without the GPU; `store()` is the index as the planner sees it
     (StoreSpec.default() without one) and `index` the store that keeps the placement's
     partitions resident. `fault_hook`, `evict_after_read` and `stop_at_eos=False` are
-    test and benchmark seams (see StreamingModel and GenerativeAnswerer). Raises
-    ModelLoadError."""
+    test and benchmark seams (see StreamingModel and GenerativeAnswerer).
+    `decode_at_load`: layers stored compressed are decoded once at load when, decoded,
+    every layer still fits in the compute tier (`_decoded_whole`); the engine asks for
+    it when the user left the weights as stored. Raises ModelLoadError."""
     files = read_model_files(model_path=model_path)
 
     def machine() -> HardwareProfile:
@@ -71,15 +76,33 @@ def open_model(
     spec = load_held_spec(
         source=model_path, dtype=str(planned_dtype).removeprefix("torch."), cpu=cpu
     )
-    if placement is None:
-        owner = PlacementOwner.plan(
-            model=spec,
-            hardware=machine,
-            store=store_spec,
-            context_tokens=min(files.context_length, PLANNED_CONTEXT),
-        )
-    else:
+    compressed = True
+    if placement is not None:
         owner = PlacementOwner(model=spec, placement=placement, hardware=machine, store=store_spec)
+    else:
+        context = min(files.context_length, PLANNED_CONTEXT)
+        owner = PlacementOwner.plan(
+            model=spec, hardware=machine, store=store_spec, context_tokens=context
+        )
+        whole = (
+            None
+            if not decode_at_load
+            else _decoded_whole(
+                held=spec,
+                decoded=load_model_spec(source=model_path, dtype=spec.dtype),
+                cpu=cpu,
+                plan=lambda model: plan_model(
+                    PlacementRequest(
+                        model=model, hardware=machine(), store=store_spec(), context_tokens=context
+                    )
+                ),
+            )
+        )
+        if whole is not None:
+            owner = PlacementOwner(
+                model=whole.model, placement=whole.placement, hardware=machine, store=store_spec
+            )
+            compressed = False
     in_force = owner.placement
     loaded = load_model(
         files=files,
@@ -87,6 +110,7 @@ def open_model(
         dtype=files.compute_dtype(dtype=dtype, cpu=in_force.compute_tier == "cpu"),
         fault_hook=fault_hook,
         evict_after_read=evict_after_read,
+        compressed=compressed,
         # Streamed Q4_0 layers are repacked for the int4 kernel once, kept here.
         repack_cache=paths.cache / "int4" if paths is not None else None,
     )
@@ -95,6 +119,36 @@ def open_model(
         model=loaded, placement=in_force, on_degrade=owner.demoted, stop_at_eos=stop_at_eos
     )
     return ModelInUse(owner=owner, answerer=answerer)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodedPlan:
+    model: ModelSpec
+    placement: Placement
+
+
+def _decoded_whole(
+    *,
+    held: ModelSpec,
+    decoded: ModelSpec,
+    cpu: bool,
+    plan: Callable[[ModelSpec], Placement],
+) -> DecodedPlan | None:
+    """The plan with every layer decoded once at load, when the model is held
+    compressed and even decoded every layer fits in the compute tier; else None (held
+    compressed, decoded per use). Decoding a layer at every step costs more than its
+    matmuls: SmolLM2-135M in Q4_1 wrote 3-4 tokens a second decoded per use, 15
+    decoded once (docs/benchmarks.md). On a CPU Q4_0 stays packed: the int4 kernel
+    computes it without decoding, faster than a float32 matmul."""
+    if held.layer_bytes == decoded.layer_bytes:
+        return None  # nothing held compressed
+    if cpu and held.weight_format == "Q4_0" and int4.available():
+        return None
+    placement = plan(decoded)
+    resident = all(t == placement.compute_tier for t in placement.layer_tiers)
+    if not placement.fits or not resident:
+        return None
+    return DecodedPlan(model=decoded, placement=placement)
 
 
 def _this_machine(*, device: str | None, paths: Paths | None) -> HardwareProfile:

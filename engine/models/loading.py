@@ -114,11 +114,13 @@ def load_model(
     fault_hook: Callable[[str], None] | None = None,
     evict_after_read: bool = False,
     repack_cache: Path | None = None,
+    compressed: bool = True,
 ) -> LoadedModel:
     """The executor under `placement` (nothing loads whole: each unit is read into its
     home tier). `fault_hook` and `evict_after_read` are the executor's test and
     benchmark seams; `repack_cache` is where streamed Q4_0 layers are kept repacked for
-    the int4 kernel (engine/executor/repacked.py)."""
+    the int4 kernel (engine/executor/repacked.py); `compressed=False` decodes layers
+    stored compressed once at load (the placement must count them decoded)."""
     try:
         executor = StreamingModel(
             model_dir=files.path,
@@ -127,6 +129,7 @@ def load_model(
             fault_hook=fault_hook,
             evict_after_read=evict_after_read,
             repack_cache=repack_cache,
+            compressed=compressed,
         )
     except Exception as e:
         raise ModelLoadError(f"Could not load the language model in {files.path}: {e}") from e

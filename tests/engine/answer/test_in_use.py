@@ -1,0 +1,96 @@
+"""A model put to use (engine/answer/in_use.py): a GGUF file held compressed is decoded
+once at load when, decoded, every layer still fits in the compute tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from gguf import GGMLQuantizationType
+
+from engine.answer.in_use import _decoded_whole, open_model
+from engine.executor import int4
+from engine.models.gguf_writer import write_gguf
+from engine.models.resolve import resolve_model_path
+from engine.models.synthetic import write_random_model
+from engine.planner.model_spec import load_model_spec
+from engine.planner.placement import Placement
+from engine.planner.stored import load_held_spec
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGDOLL_HOME", str(tmp_path / "home"))
+
+
+def _gguf(tmp_path: Path, qtype: GGMLQuantizationType) -> Path:
+    hf = write_random_model(folder=tmp_path / "llama", architecture="llama")
+    path = write_gguf(model_dir=hf, out=tmp_path / f"llama.{qtype.name}.gguf", qtype=qtype)
+    return resolve_model_path(model=str(path))
+
+
+def test_a_q4_1_model_that_fits_decoded_is_decoded_once_with_the_same_tokens(
+    tmp_path: Path,
+) -> None:
+    folder = _gguf(tmp_path, GGMLQuantizationType.Q4_1)
+    inputs = torch.tensor([[1, 40, 41, 42, 43, 44]])
+    packed = open_model(model_path=folder, device="cpu")
+    decoded = open_model(model_path=folder, device="cpu", decode_at_load=True)
+    try:
+        assert packed.answerer.model.executor.store.is_packed("layer.0")
+        assert not decoded.answerer.model.executor.store.is_packed("layer.0")
+        # The planner was shown the decoded sizes it now holds.
+        assert decoded.owner.placement.fits
+        expected = packed.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
+        got = decoded.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
+        assert got.tolist() == expected.tolist()
+    finally:
+        packed.close()
+        decoded.close()
+
+
+def test_only_a_plan_with_every_decoded_layer_resident_decodes_at_load(tmp_path: Path) -> None:
+    folder = _gguf(tmp_path, GGMLQuantizationType.Q8_0)
+    held = load_held_spec(source=folder, dtype="float32", cpu=True)
+    decoded = load_model_spec(source=folder, dtype="float32")
+    assert held.layer_bytes != decoded.layer_bytes
+
+    def planned(*tiers: str, fits: bool = True):  # type: ignore[no-untyped-def]
+        def plan(model):  # type: ignore[no-untyped-def]
+            assert model is decoded  # the decoded sizes are what is planned
+            return _Plan(compute_tier="cpu", layer_tiers=tiers, fits=fits)
+
+        return plan
+
+    resident = _decoded_whole(held=held, decoded=decoded, cpu=True, plan=planned("cpu", "cpu"))
+    assert resident is not None and resident.model is decoded
+    one_on_disk = planned("cpu", "disk")
+    assert _decoded_whole(held=held, decoded=decoded, cpu=True, plan=one_on_disk) is None
+    no_fit = planned("cpu", "cpu", fits=False)
+    assert _decoded_whole(held=held, decoded=decoded, cpu=True, plan=no_fit) is None
+    # Nothing held compressed: nothing to decode.
+    same = _decoded_whole(held=decoded, decoded=decoded, cpu=True, plan=planned("cpu", "cpu"))
+    assert same is None
+
+
+@pytest.mark.skipif(not int4.available(), reason="the int4 kernel needs torch's CPU op")
+def test_q4_0_on_a_cpu_stays_packed_for_the_int4_kernel(tmp_path: Path) -> None:
+    folder = _gguf(tmp_path, GGMLQuantizationType.Q4_0)
+    in_use = open_model(model_path=folder, device="cpu", decode_at_load=True)
+    try:
+        assert in_use.answerer.model.executor.store.is_packed("layer.0")
+    finally:
+        in_use.close()
+
+
+class _Plan:
+    """The two things `_decoded_whole` reads of a Placement, and whether it fits."""
+
+    def __init__(self, *, compute_tier: str, layer_tiers: tuple[str, ...], fits: bool) -> None:
+        self.compute_tier = compute_tier
+        self.layer_tiers = layer_tiers
+        self.fits = fits
+
+
+_ = Placement  # the real type the stand-in mirrors
