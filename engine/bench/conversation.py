@@ -37,6 +37,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(TUNING_PARTS)} are the tuning parts. The first set's first turns "
         "are asked whatever the parts, for the standalone checks",
     )
+    parser.add_argument(
+        "--model",
+        help="a language model (folder or .gguf): follow-ups are rewritten by it as the "
+        "product does with a model; first answers are cut to --answer-tokens, the "
+        "standalone checks skipped (default: extractive mode, no model)",
+    )
+    parser.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=48,
+        help="with --model, the tokens of a first turn's answer the follow-up sees",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,11 +109,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise SystemExit(f"unknown parts: {', '.join(unknown)} (known: {', '.join(PARTS)})")
+    mode = Mode(model=args.model, answer_tokens=args.answer_tokens)
     if args.home is not None:
-        figures = _measure(home=args.home, corpus=corpus, say=say, parts=parts)
+        figures = _measure(home=args.home, corpus=corpus, say=say, parts=parts, mode=mode)
     else:
         with tempfile.TemporaryDirectory(prefix="ragdoll-conv-") as tmp:
-            figures = _measure(home=Path(tmp) / "home", corpus=corpus, say=say, parts=parts)
+            home = Path(tmp) / "home"
+            figures = _measure(home=home, corpus=corpus, say=say, parts=parts, mode=mode)
     say(_report(figures))
     return figures
 
@@ -116,8 +131,26 @@ def corpus_files(corpus: Path) -> list[Path]:
     return files
 
 
+@dataclass(frozen=True, kw_only=True)
+class Mode:
+    """Extractive (no model), or a model that rewrites follow-ups; its answers are cut
+    short: only the citations are scored, and a first answer's opening is what the
+    rewrite reads of it (conversation.rewrite_prompt_text keeps 400 characters)."""
+
+    model: str | None = None
+    answer_tokens: int = 48
+
+    def tokens(self, *, first: bool) -> int:
+        return 256 if self.model is None else (self.answer_tokens if first else 1)
+
+
 def _measure(
-    *, home: Path, corpus: Path, say: Callable[[str], None], parts: tuple[str, ...] = PARTS
+    *,
+    home: Path,
+    corpus: Path,
+    say: Callable[[str], None],
+    parts: tuple[str, ...] = PARTS,
+    mode: Mode = Mode(),
 ) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.core import Engine
@@ -127,7 +160,9 @@ def _measure(
     files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
     try:
-        if engine.status().answer_mode != "extractive":
+        if mode.model is not None:
+            engine.set_model(model=mode.model)
+        elif engine.status().answer_mode != "extractive":
             engine.set_model(model=None)
         began = time.perf_counter()
         indexed = {Path(d.path).name for d in engine.documents() if d.status == "indexed"}
@@ -152,26 +187,34 @@ def _measure(
             f"index: {len(indexed)} files, {status.chunks} chunks "
             f"({time.perf_counter() - began:.0f} s to index or check)"
         )
+        # With a model every answer is generated: the standalone checks' 200 questions
+        # are extractive mode's, and only the parts asked are asked.
+        firsts = [c for c in CONVERSATIONS if mode.model is None or _part(c) in parts]
         pairs = [
-            _ask_pair(engine=engine, conv=c, part=_part(c), follow=_part(c) in parts)
-            for c in CONVERSATIONS
+            _ask_pair(engine=engine, conv=c, part=_part(c), follow=_part(c) in parts, mode=mode)
+            for c in firsts
         ]
         rows = [row for row, _ in pairs if row is not None]
         later = {
-            name: [_ask_pair(engine=engine, conv=c, part=name)[0] for c in convs]
+            name: [_ask_pair(engine=engine, conv=c, part=name, mode=mode)[0] for c in convs]
             for name, convs in LATER_PARTS.items()
             if name in parts
         }
-        standalone = conversation_standalone.measure(
-            ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
-        )
-        standalone["judged"] = conversation_standalone.judged(specific=specific_words(engine.store))
+        standalone: dict[str, Any] = {}
+        if mode.model is None:
+            standalone = conversation_standalone.measure(
+                ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
+            )
+            standalone["judged"] = conversation_standalone.judged(
+                specific=specific_words(engine.store)
+            )
     finally:
         engine.close()
     every = rows + [r for part in later.values() for r in part]
     followups = [r for r in every if r["part"] != "switch4"]
     return {
         "top": TOP,
+        "model": mode.model,
         "parts": list(parts),
         "conversations": len(every),
         **{
@@ -195,19 +238,22 @@ def _part(conv: TwoTurns) -> str:
 
 
 def _ask_pair(
-    *, engine: Any, conv: TwoTurns, part: str, follow: bool = True
+    *, engine: Any, conv: TwoTurns, part: str, follow: bool = True, mode: Mode = Mode()
 ) -> tuple[dict[str, Any] | None, Turn]:
     """The conversation's row (None without `follow`: its first turn only, for the
     standalone checks) and its first turn."""
-    answer, citations, _ = _ask(engine=engine, question=conv.first, history=[])
+    answer, citations, _ = _ask(
+        engine=engine, question=conv.first, history=[], tokens=mode.tokens(first=True)
+    )
     turn = Turn(question=conv.first, answer=answer, citations=citations)
     if not follow:
         return None, turn
     hedged: list[str] = []
+    later = mode.tokens(first=False)
     _, follow, searched = _ask(
-        engine=engine, question=conv.follow_up, history=[turn], hedged=hedged
+        engine=engine, question=conv.follow_up, history=[turn], hedged=hedged, tokens=later
     )
-    _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[])
+    _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[], tokens=later)
     row = {
         "file": conv.file,
         "pages": list(conv.pages) if conv.pages is not None else None,
@@ -225,14 +271,21 @@ def _ask_pair(
 
 
 def _ask(
-    *, engine: Any, question: str, history: list[Turn], hedged: list[str] | None = None
+    *,
+    engine: Any,
+    question: str,
+    history: list[Turn],
+    hedged: list[str] | None = None,
+    tokens: int = 256,
 ) -> tuple[str, list[Any], str]:
     """The answer, its citations and the "searched for" line of a question the engine
     took for a follow-up; `hedged` collects the line shown for a question judged
     standalone whose results the earlier turn changed."""
     citations: list[Any] = []
     answer = searched = ""
-    for event in engine.ask_stream(question=question, history=history, priority="background"):
+    for event in engine.ask_stream(
+        question=question, history=history, priority="background", max_new_tokens=tokens
+    ):
         if isinstance(event, CitationsEvent):
             citations = event.citations
         elif isinstance(event, DoneEvent):
@@ -303,16 +356,22 @@ def _report(figures: dict[str, Any]) -> str:
         "held_out4": "fourth held-out set",
     }
     asked = [p for p in PARTS if p in figures]
+    model = figures.get("model")
+    how = f"follow-ups rewritten by {Path(model).name}" if model else "extractive mode"
     return "\n".join(
         [
-            f"follow-up's right file and page in the top {figures['top']} (extractive mode), "
+            f"follow-up's right file and page in the top {figures['top']} ({how}), "
             f"load average {figures['machine']['load_average']}",
             *(line(names[p], figures[p]) for p in asked),
             line("all of the first set's parts asked", figures["all"]),
             line("first set, files with pages", figures["with_pages"]),
             line("all follow-up parts asked", figures["all_parts"]),
             *misses,
-            *conversation_standalone.report(figures["standalone"]),
+            *(
+                conversation_standalone.report(figures["standalone"])
+                if figures["standalone"]
+                else []
+            ),
         ]
     )
 
