@@ -16,7 +16,10 @@ resolved into a `FollowUp`:
   weights: `ragdoll bench conversation`, docs/benchmarks.md);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/pipeline/answering.py); the
-  rewritten query is searched as such, with the same bonus for the pages cited.
+  rewritten query is searched, its ranking fused with the history-aware searches above
+  (the same bonuses for the pages cited): a small model often answers the question
+  instead of rewriting it (SmolLM2-135M: "No, it does not work on every system"), and
+  its text alone then found fewer follow-ups than no model (docs/benchmarks.md).
 
 A question that does not look like a follow-up (`looks_dependent`) is still searched
 both ways (`hedged`): as asked, and history-aware as above. The detector misses
@@ -29,6 +32,7 @@ subject matches its own passages worse, and keeps its own ranking.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -229,20 +233,18 @@ def _unique_ints(values: list[int]) -> list[int]:
 
 
 def rewritten(*, follow_up: FollowUp, query: str) -> FollowUp:
-    """The model's standalone rewrite replaces the history-aware query (and its
-    blend: the rewrite already names what the question refers to)."""
+    """The model's standalone rewrite searched first, as it is (no blend: it names
+    what the question refers to), and the history-aware searches fused with it: the
+    history-aware query with its blend, then its own `also` searches."""
     query = " ".join(query.split()).strip(" \"'")
     if not query:
         return follow_up
-    return FollowUp(
-        question=follow_up.question,
+    return dataclasses.replace(
+        follow_up,
         query=query,
-        context=follow_up.context,
-        history=follow_up.history,
-        cited=follow_up.cited,
-        files=follow_up.files,
-        quoted=follow_up.quoted,
+        blend=(),
         rewritten_by="model",
+        also=(AlsoSearch(text=follow_up.query, blend=follow_up.blend), *follow_up.also),
     )
 
 

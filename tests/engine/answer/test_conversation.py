@@ -145,9 +145,13 @@ def test_a_follow_up_is_also_searched_with_the_earlier_question_and_the_quoted_p
     assert follow.quoted == frozenset({("/d/maint.pdf", 57)})
     shares = dict(follow.files)
     assert shares["/d/maint.pdf"] == 2 / 4 and shares["/d/devref.pdf"] == 2 / 4
-    # A model's rewrite keeps where the last answer came from, not the extra searches.
+    # A model's rewrite keeps where the last answer came from, and the history-aware
+    # searches are fused with its own: a small model's rewrite may be an answer.
     better = rewritten(follow_up=follow, query="when to include orig.tar.gz in an upload")
-    assert better.also == () and better.quoted == follow.quoted and better.files == follow.files
+    assert better.quoted == follow.quoted and better.files == follow.files
+    assert better.query == "when to include orig.tar.gz in an upload" and better.blend == ()
+    assert better.also[0].text == follow.query and better.also[0].blend == follow.blend
+    assert better.also[1:] == follow.also
 
 
 def test_a_follow_up_carries_the_words_it_names_for_matching_section_titles() -> None:
