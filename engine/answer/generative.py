@@ -26,6 +26,13 @@ from engine.models.loading import LoadedModel
 from engine.planner.placement import Placement
 from engine.wire_events import Turn
 
+# llama.cpp's defaults (repeat_penalty 1.1 over repeat_last_n 64 tokens), which the apps
+# built on it keep: a small model decoding greedily otherwise loops ("You can use the set
+# key noautotitle…" six times over, SmolLM2-135M). Only the last 64 tokens, so that the
+# answer may still quote the sources' words.
+REPETITION_PENALTY = 1.1
+REPETITION_WINDOW = 64
+
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationRecord:
@@ -241,7 +248,12 @@ class GenerativeAnswerer:
             events = generate(
                 model=self.executor,
                 requests=requests,
-                sampling=Sampling(temperature=max(temperature, 0.0), seed=seed),
+                sampling=Sampling(
+                    temperature=max(temperature, 0.0),
+                    seed=seed,
+                    repetition_penalty=REPETITION_PENALTY,
+                    repetition_window=REPETITION_WINDOW,
+                ),
                 pad_token_id=self._pad_id,
                 cancelled=cancelled,
                 incoming=arrivals if incoming is not None else None,

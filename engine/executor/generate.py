@@ -53,12 +53,15 @@ OOM_ERRORS: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryErr
 class Sampling:
     """temperature 0 is greedy; otherwise top-k / top-p sampling with a seeded generator.
     `repetition_penalty` > 1 divides (multiplies, when negative) the logits of every token
-    already in the row's prompt or answer, as transformers does."""
+    already in the row's prompt or answer, as transformers does; with
+    `repetition_window` > 0, only of its last that many tokens, as llama.cpp does
+    (`repeat_last_n`)."""
 
     temperature: float = 0.0
     top_k: int = 0  # 0: no limit
     top_p: float = 1.0
     repetition_penalty: float = 1.0
+    repetition_window: int = 0  # 0: the whole row
     seed: int = 0
 
 
@@ -465,10 +468,10 @@ def positions_of(mask: torch.Tensor) -> torch.Tensor:
 def _next_token(logits: torch.Tensor, *, row: _Row) -> int:
     """(V,) float logits of one row → its next token id."""
     if row.sampling.repetition_penalty != 1.0:
+        window = row.sampling.repetition_window
+        seen = row.checkpoint[-window:] if window > 0 else row.checkpoint
         logits = penalize_repetition(
-            logits.unsqueeze(0),
-            seen=[row.checkpoint],
-            penalty=row.sampling.repetition_penalty,
+            logits.unsqueeze(0), seen=[seen], penalty=row.sampling.repetition_penalty
         )[0]
     return int(sample(logits.unsqueeze(0), sampling=row.sampling, generator=row.generator)[0])
 

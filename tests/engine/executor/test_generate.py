@@ -175,3 +175,24 @@ def test_per_request_stops_sampling_and_repetition_penalty(model: StreamingModel
     tokens = generate_ids(model=model, requests=[penalised])[0]
     assert not set(tokens) & set(PROMPTS[0])
     assert len(set(tokens)) == len(tokens)  # a huge penalty never repeats a token
+
+
+def test_a_windowed_repetition_penalty_reaches_only_the_last_tokens() -> None:
+    # llama.cpp's repeat_last_n: a token further back than the window may come again.
+    from types import SimpleNamespace
+
+    from engine.executor.generate import _next_token
+
+    logits = torch.zeros(8)
+    logits[5], logits[6] = 2.0, 1.9
+    sampling = Sampling(repetition_penalty=1.1, repetition_window=2)
+
+    def row(checkpoint: list[int]) -> SimpleNamespace:
+        return SimpleNamespace(sampling=sampling, checkpoint=checkpoint, generator=None)
+
+    assert _next_token(logits, row=row([5, 1, 2])) == 5  # 5 is three back: not penalised
+    assert _next_token(logits, row=row([1, 5, 2])) == 6  # 5 is within the last two
+    whole = SimpleNamespace(
+        sampling=Sampling(repetition_penalty=1.1), checkpoint=[5, 1, 2], generator=None
+    )
+    assert _next_token(logits, row=whole) == 6  # no window: the whole row counts
