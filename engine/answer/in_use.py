@@ -123,6 +123,8 @@ def open_model(
 
 @dataclass(frozen=True, kw_only=True)
 class DecodedPlan:
+    """A placement planned for the model's decoded sizes, and those sizes."""
+
     model: ModelSpec
     placement: Placement
 
