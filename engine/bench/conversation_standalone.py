@@ -61,7 +61,7 @@ def measure(*, ask: Ask, first_turns: Sequence[Turn]) -> dict[str, Any]:
                 ask=ask,
                 question=q.question,
                 earlier=first_turns[j],
-                held_out=q.split == "held",
+                held_out=q.held_out,
                 right=lambda c, q=q: right_source(q, path=c.path, page=c.page),
             )
         )
@@ -83,7 +83,7 @@ def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
     firsts3 = [c.first for c in TUNING3] + list(STANDALONE3)
     sets = {
         "firsts": ([(c.first, c.held_out) for c in CONVERSATIONS], False),
-        "quality": ([(q.question, q.split == "held") for q in load_set()], False),
+        "quality": ([(q.question, q.held_out) for q in load_set()], False),
         "follow_ups": ([(c.follow_up, c.held_out) for c in CONVERSATIONS], True),
         "follow_ups_tuned2": ([(c.follow_up, False) for c in TUNING2], True),
         "firsts_tuned3": ([(q, False) for q in firsts3], False),

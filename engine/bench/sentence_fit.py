@@ -2,7 +2,7 @@
 
 The quality benchmark (engine/bench/quality.py) measures whether an extractive answer
 holds the set's answer string; this script turns its two tuning parts (`tune`,
-`tune2`; never `held`) into training data for the choice (engine/answer/
+`tune2`; never `held` or `held2`) into training data for the choice (engine/answer/
 sentence_choice.py) and the gate (engine/answer/refusal.py):
 
     python -m engine.bench.sentence_fit collect --index DIR --out FILE
@@ -79,7 +79,7 @@ def collect(*, index: Path, say: Callable[[str], None]) -> list[Record]:
     from engine.store.lance_store import LanceStore
 
     questions = [q for q in load_set() if q.split in TUNING]
-    assert all(q.split != "held" for q in questions)
+    assert not any(q.held_out for q in questions)
     embedder = Embedder(cache_dir=resolve_paths().cache / "embedders")
     seen: dict[str, np.ndarray] = {}
 

@@ -36,7 +36,7 @@ def test_every_question_follows_a_turn_on_another_file() -> None:
         assert question == q.question and file_of[after] not in {q.file, *(a for a, _ in q.also)}
     held = sum(c.held_out for c in CONVERSATIONS)
     assert figures["firsts"]["held_out"]["n"] == held
-    assert figures["quality"]["held_out"]["n"] == sum(q.split == "held" for q in answerable)
+    assert figures["quality"]["held_out"]["n"] == sum(q.held_out for q in answerable)
 
 
 def test_hits_are_counted_in_the_conversation_and_alone() -> None:
