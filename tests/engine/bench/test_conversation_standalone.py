@@ -37,6 +37,11 @@ def test_every_question_follows_a_turn_on_another_file() -> None:
     held = sum(c.held_out for c in CONVERSATIONS)
     assert figures["firsts"]["held_out"]["n"] == held
     assert figures["quality"]["held_out"]["n"] == sum(q.held_out for q in answerable)
+    # The held-out questions' hits stay in the figures, out of the printed report.
+    printed = "\n".join(standalone.report(figures))
+    assert "  tuned: taken for a follow-up" in printed and "hit@1" in printed
+    held_lines = [line for line in printed.splitlines() if line.startswith("  held_out")]
+    assert held_lines and not any("hit@" in line for line in held_lines)
 
 
 def test_hits_are_counted_in_the_conversation_and_alone() -> None:
