@@ -228,16 +228,14 @@ class Engine:
         with self._model_lock:
             path = resolve_model_path(model=model)
             path = weights_folder(folder=path, weights=weights, cache=self.paths.cache)
-            # One placement for both pipelines: the model's tiers and the index's
-            # resident budget come from the same plan, and one owner (RAGDoll §4.2).
+            # One plan and one owner for the model's tiers and the index's budget (§4.2).
             in_use = open_model(
                 model_path=path,
                 dtype=compute_dtype_of(weights),
                 store=self.planner_store,
                 index=self.store,
                 paths=self.paths,
-                # As stored: decoded once when that fits (a chosen int8 / int4 stays so).
-                decode_at_load=weights == "auto",
+                decode_at_load=weights == "auto",  # a chosen int8 / int4 stays so
             )
             self._model, self._generator_error = in_use, None
         self._drop_serving()  # the next question builds pipelines for this model
