@@ -84,10 +84,9 @@ def open_model(
         owner = PlacementOwner.plan(
             model=spec, hardware=machine, store=store_spec, context_tokens=context
         )
-        whole = (
-            None
-            if not decode_at_load
-            else _decoded_whole(
+        whole = None
+        if decode_at_load:
+            whole = _decoded_whole(
                 held=spec,
                 decoded=load_model_spec(source=model_path, dtype=spec.dtype),
                 cpu=cpu,
@@ -97,7 +96,6 @@ def open_model(
                     )
                 ),
             )
-        )
         if whole is not None:
             owner = PlacementOwner(
                 model=whole.model, placement=whole.placement, hardware=machine, store=store_spec

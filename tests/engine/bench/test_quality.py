@@ -99,20 +99,30 @@ def test_the_quick_form_asks_tune_and_held_or_the_named_split_alone() -> None:
     assert len(full) == 50 and {q.split for q in full} == {"held2"}
 
 
+def _outcome(
+    question: QualityQuestion,
+    *,
+    rank: int | None = None,
+    refused: bool = False,
+    contains: bool = False,
+) -> quality.Outcome:
+    return quality.Outcome(
+        question=question,
+        rank=rank,
+        refused=refused,
+        contains_answer=contains,
+        key_contains=contains,
+        answer_text="x" if contains else "",
+        seconds=0.1,
+        score=None,
+    )
+
+
 def test_the_report_has_a_line_for_the_second_held_back_part() -> None:
     question = QualityQuestion(
         id="h", question="?", split="held2", file="a.pdf", pages=(1,), also=(), answer="x"
     )
-    outcome = quality.Outcome(
-        question=question,
-        rank=1,
-        refused=False,
-        contains_answer=True,
-        key_contains=True,
-        answer_text="x",
-        seconds=0.1,
-        score=None,
-    )
+    outcome = _outcome(question, rank=1, contains=True)
     figures = {"held2": summarise([outcome]), "all": summarise([outcome])}
     lines = quality.report({**figures, "load_average_1m": 0.0, "cpus": 2}).splitlines()
     assert any(line.startswith("held2  1") for line in lines), lines
@@ -154,56 +164,11 @@ def test_the_summary_counts_hits_answers_and_refusals() -> None:
         )
 
     outcomes = [
-        quality.Outcome(
-            question=q(1, True),
-            rank=1,
-            refused=False,
-            contains_answer=True,
-            key_contains=True,
-            answer_text="x",
-            seconds=0.1,
-            score=None,
-        ),
-        quality.Outcome(
-            question=q(2, True),
-            rank=3,
-            refused=False,
-            contains_answer=False,
-            key_contains=False,
-            answer_text="",
-            seconds=0.1,
-            score=None,
-        ),
-        quality.Outcome(
-            question=q(3, True),
-            rank=None,
-            refused=True,
-            contains_answer=False,
-            key_contains=False,
-            answer_text="",
-            seconds=0.1,
-            score=None,
-        ),
-        quality.Outcome(
-            question=q(4, False),
-            rank=None,
-            refused=True,
-            contains_answer=False,
-            key_contains=False,
-            answer_text="",
-            seconds=0.1,
-            score=None,
-        ),
-        quality.Outcome(
-            question=q(5, False),
-            rank=None,
-            refused=False,
-            contains_answer=False,
-            key_contains=False,
-            answer_text="",
-            seconds=0.1,
-            score=None,
-        ),
+        _outcome(q(1, True), rank=1, contains=True),
+        _outcome(q(2, True), rank=3),
+        _outcome(q(3, True), refused=True),
+        _outcome(q(4, False), refused=True),
+        _outcome(q(5, False)),
     ]
     s = summarise(outcomes)
     assert (s["hit_at_1"], s["hit_at_3"], s["mrr"]) == (0.333, 0.667, 0.444)
