@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "ask",
     "model",
     "embedder",
+    "reranker",
     "status",
     "profile",
     "plan",

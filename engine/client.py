@@ -112,6 +112,12 @@ class EngineClient:
         body = self._request("PUT", "/v1/settings/embedder", json={"embedder": embedder})
         return from_json_dict(EngineSettings, body)
 
+    def set_reranker(self, *, reranker: str | None) -> EngineSettings:
+        """Choose what re-orders each question's candidates: "model" (the language
+        model in use), a cross-encoder (folder or Hugging Face cache id), or None."""
+        body = self._request("PUT", "/v1/settings/reranker", json={"reranker": reranker})
+        return from_json_dict(EngineSettings, body)
+
     def hardware(self) -> HardwareInfo:
         """The machine's profile, the placement for the chosen model (None in
         extractive mode) and the active-profile fit (None until one was run).

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.answer.reranker import Reranker
+from engine.answer.model_ranker import MODEL_RANKER
+from engine.answer.reranker import CandidateRanker
 from engine.embedder_in_force import EmbedderInForce
 from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
@@ -39,7 +40,8 @@ from engine.pipeline.serving import ServingPipeline, retire
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
-from engine.planner.profiling import PowerLawFit
+from engine.planner.profiling import PowerLawFit, stored_generation_fit
+from engine.ranker_choice import RankerChoice, setting_of
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
 from engine.store.records import SearchFilters, SearchHit
@@ -65,8 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
 WARM_UP_WAIT_S = 120.0  # a first start exports the embedder to ONNX: tens of seconds under load
-# The relevance gate (NOT_FOUND_SIMILARITY, then the extractive check) lives in
-# engine/pipeline/answering.py: it runs on each question right after its batch's search.
+# The relevance gate runs on each question right after its batch's search: answering.py.
 
 
 class Engine:
@@ -81,8 +82,7 @@ class Engine:
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
         )
-        self._reranker: Reranker | None = None
-        self._reranker_lock = threading.Lock()
+        self.rankers = RankerChoice()  # the settings' reranker (engine/ranker_choice.py)
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
@@ -156,13 +156,24 @@ class Engine:
         return self.in_force.embed_tagged(texts)
 
     def set_embedder(self, *, embedder: str) -> EngineSettings:
-        """Choose the embedder (the bundled default, a local sentence-transformers
-        folder, or a model id in the Hugging Face cache). It is loaded first (one
-        that does not load is never saved); the collection is then re-embedded in
-        the background while the current index keeps answering."""
+        """Choose the embedder (the bundled one, a sentence-transformers folder, a model
+        id in the Hugging Face cache); it is loaded first (one that does not load is never
+        saved), then the collection is re-embedded while the current index answers."""
         name = self.embedders.choose(name=embedder)
         self.settings = with_changes(self.settings, embedder=name)
         save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
+
+    def set_reranker(self, *, reranker: str | None) -> EngineSettings:
+        """None/"none", "model" (the language model in use ranks), or a cross-encoder,
+        loaded first (one that does not load is never saved). Questions asked from
+        now on are ranked so; any waiting go on with the pipelines they are in."""
+        setting = setting_of(reranker)
+        if setting and setting != MODEL_RANKER:
+            self.rankers.cross_encoder(setting)
+        self.settings = with_changes(self.settings, reranker=setting)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        self._drop_serving()
         return self.settings
 
     def _warm_up(self) -> None:
@@ -294,10 +305,9 @@ class Engine:
         return self._model
 
     def placement(self) -> Placement | None:
-        """The placement in force of the model in use (None: no language model), as
-        its owner reports it: after an out-of-memory recovery, the demoted one."""
-        model = self._model
-        return model.owner.placement if model is not None else None
+        """The placement in force of the model in use (None: no language model), as its
+        owner reports it: after an out-of-memory recovery, the demoted one."""
+        return m.owner.placement if (m := self._model) is not None else None
 
     def documents(self) -> list[DocumentInfo]:
         return [
@@ -466,7 +476,10 @@ class Engine:
         with self._serving_lock:
             serving = self._serving
             retiring = None
-            if serving is not None and serving.model is not self._model:
+            ranker = self.settings.reranker
+            if serving is not None and (
+                serving.model is not self._model or serving.ranker != ranker
+            ):
                 retiring, serving, self._serving = serving, None, None
                 retiring.pipeline.hold()  # now: the hand-over thread may start late
             if serving is None:
@@ -481,6 +494,7 @@ class Engine:
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,
                     reranker=self.reranker(),
+                    ranker=ranker,
                 )
                 self._serving = serving
             elif serving.answerer is not None:
@@ -492,19 +506,14 @@ class Engine:
             retire(retiring, successor=serving)
         return serving
 
-    def reranker(self) -> Reranker | None:
-        """The cross-encoder of the settings (loaded once), or None when none is set."""
-        name = self.settings.reranker
-        if not name:
-            return None
-        with self._reranker_lock:
-            if self._reranker is None or self._reranker.info.id != name:
-                self._reranker = Reranker(model=name)
-            return self._reranker
+    def reranker(self) -> CandidateRanker | None:
+        """The settings' cross-encoder (loaded once), the model in use for "model", or None."""
+        model, setting = self._model, self.settings.reranker
+        return self.rankers.current(setting=setting, model=model, model_lock=self._answer_lock)
 
     def _drop_serving(self) -> None:
-        """The model changed: questions still waiting go on with the new one (its
-        pipelines are built now for them); idle pipelines are just closed."""
+        """The model or the ranker changed: questions still waiting go on with the new
+        pipelines (built now for them); idle pipelines are just closed."""
         with self._serving_lock:
             serving = self._serving
             if serving is None:
@@ -518,20 +527,9 @@ class Engine:
     def _generation_fit(self) -> PowerLawFit | None:
         """T(B) from active profiling, when a profile of this model on this machine
         and collection is stored."""
-        from engine.hardware.profile import load_profile
-        from engine.planner.profiling import load_current_profile
-
-        try:
-            result = load_current_profile(
-                data_dir=self.paths.data,
-                model_id=self.settings.model,
-                hardware_fingerprint=load_profile(paths=self.paths, measure=False).fingerprint,
-                collection_chunks=self.store.counts()[1],
-            )
-        except Exception:  # no fit is a fine start: the worker fits observed batches
-            log.exception("reading the active profile")
-            return None
-        return result.generation if result is not None else None
+        return stored_generation_fit(
+            paths=self.paths, model_id=self.settings.model, chunks=self.store.counts()[1]
+        )
 
     def planner_store(self) -> StoreSpec:
         """The index as the planner sees it (a `StoreSpec`): the collection's
@@ -579,10 +577,10 @@ class Engine:
         return model.answerer.last_generation if model is not None else None
 
     def close(self, *, warm_up_wait_s: float = WARM_UP_WAIT_S) -> None:
-        # The warm-up loads models in native code (torch, the first ONNX export)
-        # on a daemon thread: left running, the interpreter's exit destroyed
-        # torch's threads under it ("terminate called without an active
-        # exception", SIGABRT), and the store closed under it ("warm-up failed").
+        # The warm-up loads models in native code (torch, the first ONNX export) on a
+        # daemon thread: left running, the interpreter's exit destroyed torch's threads
+        # under it ("terminate called without an active exception", SIGABRT), and the
+        # store closed under it ("warm-up failed").
         self._closing.set()
         warming = self._warming
         if warming is not None and warming.is_alive():

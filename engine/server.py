@@ -123,6 +123,11 @@ class EmbedderBody(BaseModel):
     embedder: str = Field(min_length=1, max_length=4096)
 
 
+class RerankerBody(BaseModel):
+    model_config = ConfigDict(strict=True)
+    reranker: str | None = Field(default=None, max_length=4096)  # None or "none": off
+
+
 def create_app(
     *,
     engine: Engine,
@@ -179,6 +184,15 @@ def create_app(
         try:
             return to_json_dict(engine.set_embedder(embedder=body.embedder))
         except (EmbedderError, OSError, ValueError) as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put("/v1/settings/reranker", response_model=EngineSettings)
+    def set_reranker(body: RerankerBody) -> dict:
+        """Re-order each question's candidates: "model" (the language model in use),
+        a cross-encoder (loaded first; 400 when it does not load), or none."""
+        try:
+            return to_json_dict(engine.set_reranker(reranker=body.reranker))
+        except (ModelLoadError, OSError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
 
     @app.get("/v1/hardware", response_model=HardwareInfo)

@@ -21,6 +21,7 @@ from engine.answer.prompt import build_prompt, encode_prompt
 from engine.executor.compat import GenerateCompat
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, Sampling, TokenEvent, generate
+from engine.executor.likelihood import continuation_logprobs
 from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
 from engine.models.loading import LoadedModel
 from engine.planner.placement import Placement
@@ -274,6 +275,16 @@ class GenerativeAnswerer:
                 self.last_generation = GenerationRecord(
                     prompt_tokens=prompt_tokens, generated_tokens=generated, cancelled=not ended
                 )
+
+    def continuation_logprobs(self, *, contexts: Sequence[str], continuation: str) -> list[float]:
+        """The summed log-probability of `continuation` after each context, in one
+        batched pass under the answerer's lock (it waits for a running batch)."""
+        encoded = [self.tokenizer(c, add_special_tokens=True)["input_ids"] for c in contexts]
+        wanted = self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
+        with self._lock:
+            return continuation_logprobs(
+                model=self.executor, contexts=encoded, continuation=wanted, pad=self._pad_id
+            )
 
     def close(self) -> None:
         self._finalizer()

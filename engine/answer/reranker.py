@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,8 +57,20 @@ class RerankerInfo:
     device: str
 
 
+class CandidateRanker(Protocol):
+    """What the relevance gate re-orders its candidates with: this cross-encoder, or
+    the loaded language model (engine/answer/model_ranker.py)."""
+
+    info: RerankerInfo
+    candidates: int  # how many of retrieval's top hits it reads
+
+    def rerank(self, *, question: str, hits: Sequence[SearchHit], k: int) -> list[SearchHit]: ...
+
+
 class Reranker:
     """Thread-safe: one model instance never runs two predictions at once."""
+
+    candidates = RERANK_CANDIDATES
 
     def __init__(
         self,
@@ -110,9 +122,11 @@ class Reranker:
         return rerank_hits(hits=hits, scores=self.scores(question=question, texts=texts), k=k)
 
 
-def rerank_hits(*, hits: Sequence[SearchHit], scores: np.ndarray, k: int) -> list[SearchHit]:
-    """The top k of `hits` (in retrieval order) by the cross-encoder's `scores` blended
-    with the retrieval rank; each hit's `fused` becomes its blended score."""
+def rerank_hits(
+    *, hits: Sequence[SearchHit], scores: np.ndarray, k: int, rank_weight: float = _RANK_WEIGHT
+) -> list[SearchHit]:
+    """The top k of `hits` (in retrieval order) by a ranker's `scores` blended with the
+    retrieval rank; each hit's `fused` becomes its blended score."""
     if not hits:
         return []
     n = len(hits)
@@ -121,7 +135,7 @@ def rerank_hits(*, hits: Sequence[SearchHit], scores: np.ndarray, k: int) -> lis
     cross_rank = np.empty(n, dtype=np.float32)
     cross_rank[order] = np.arange(n, dtype=np.float32)
     retrieval_rank = np.arange(n, dtype=np.float32)
-    blended = -((1 - _RANK_WEIGHT) * cross_rank + _RANK_WEIGHT * retrieval_rank)
+    blended = -((1 - rank_weight) * cross_rank + rank_weight * retrieval_rank)
     best = np.argsort(-blended, kind="stable")[:k]
     return [replace(hits[i], fused=float(blended[i])) for i in best]
 

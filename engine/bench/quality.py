@@ -118,7 +118,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "question's score, for sweeping the threshold offline",
     )
     parser.add_argument(
-        "--reranker", help="a cross-encoder (local folder or cached id) to re-order the top 20"
+        "--reranker",
+        help="a cross-encoder (local folder or cached id) to re-order the top 20, or "
+        '"model": the language model of --model re-orders the top 10 (query likelihood)',
+    )
+    parser.add_argument(
+        "--model", help="with --reranker model: the language model (folder or .gguf)"
+    )
+    parser.add_argument(
+        "--model-ranking",
+        help="with --reranker model: CANDIDATES,RANK_WEIGHT to sweep (default: the product's)",
     )
     parser.add_argument(
         "--embedder",
@@ -155,6 +164,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             questions=questions,
             say=say,
             reranker=args.reranker,
+            language_model=args.model,
+            model_ranking=args.model_ranking,
             min_score=args.min_score,
             embedder=args.embedder,
         )
@@ -206,11 +217,12 @@ def measure(
     questions: Sequence[QualityQuestion],
     say: Callable[[str], None],
     reranker: str | None = None,
+    language_model: str | None = None,
+    model_ranking: str | None = None,
     min_score: float | None = None,
     embedder: str | None = None,
 ) -> dict[str, Any]:
     from engine.answer.extractive import DEFAULT_MIN_SCORE
-    from engine.answer.reranker import Reranker
     from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
     from engine.paths import resolve_paths
     from engine.pipeline.answering import gated_retrieve_batch
@@ -232,7 +244,7 @@ def measure(
     )
     store = LanceStore(folder=index)
     try:
-        rerank = Reranker(model=reranker) if reranker else None
+        rerank = _ranker(reranker=reranker, model=language_model, sweep=model_ranking)
         retrieve = gated_retrieve_batch(
             store=store,
             embed=model.embed,
@@ -253,6 +265,7 @@ def measure(
         "ingest": ingest,
         "top_k": TOP_K,
         "reranker": reranker,
+        "model": language_model,
         "embedder": model.info.id,
     }
     for split in (*SPLITS, "all"):
@@ -341,6 +354,29 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
         score=gated.extract.score if gated.extract is not None and gated.extract.score else None,
         unknown=tuple(gated.unknown),
     )
+
+
+def _ranker(*, reranker: str | None, model: str | None, sweep: str | None = None) -> Any:
+    """The cross-encoder named, or the language model as the engine loads it."""
+    from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
+    from engine.answer.reranker import Reranker
+
+    if not reranker:
+        return None
+    if reranker != MODEL_RANKER:
+        return Reranker(model=reranker)
+    if not model:
+        raise SystemExit("--reranker model needs --model (a folder or a .gguf file)")
+    from engine.answer.in_use import open_model
+    from engine.models.resolve import resolve_model_path
+
+    # As the engine loads a model whose weights are left as stored.
+    folder = resolve_model_path(model=model)
+    answerer = open_model(model_path=folder, decode_at_load=True).answerer
+    if not sweep:
+        return ModelRanker(answerer=answerer)
+    candidates, weight = sweep.split(",")
+    return ModelRanker(answerer=answerer, candidates=int(candidates), rank_weight=float(weight))
 
 
 def right_source(question: QualityQuestion, *, path: str, page: int | None) -> bool:

@@ -271,9 +271,10 @@ class StreamingModel:
         cache: DynamicCache,
         phase: Phase,
         last_only: bool = True,
+        tail: int | None = None,
     ) -> torch.Tensor:
-        """Logits (B, 1, V) for the last position, or (B, T, V) with last_only=False.
-        `cache` grows by T positions."""
+        """Logits (B, 1, V) for the last position, (B, T, V) with last_only=False, or
+        (B, tail, V) for the last `tail` positions. `cache` grows by T positions."""
         if self.prefetcher is not None:
             depth = (
                 self.placement.prefetch_depth_prefill
@@ -289,7 +290,7 @@ class StreamingModel:
                 attention_mask=attention_mask.to(self.device),
                 position_ids=position_ids.to(self.device),
                 cache=cache,
-                last_only=last_only,
+                tail=tail if tail is not None else (1 if last_only else None),
             )
         except BaseException:
             # A forward cut short leaves the copy thread mid-cycle: start it afresh so the
@@ -304,7 +305,7 @@ class StreamingModel:
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
         cache: DynamicCache,
-        last_only: bool,
+        tail: int | None,
     ) -> torch.Tensor:
         hidden = self._call(EMBED, self._embed, input_ids)  # (B, T, H)
         masks = self._masks(hidden, attention_mask, position_ids, cache)
@@ -320,8 +321,9 @@ class StreamingModel:
                 past_key_values=cache,
                 use_cache=True,
             )
-        if last_only:
-            hidden = hidden[:, -1:, :]
+        if tail is not None:
+            # The head over every position costs B·T·V: only the positions read.
+            hidden = hidden[:, -tail:, :]
         return self._call(HEAD, self._head, hidden)  # (B, T', V)
 
     def close(self) -> None:

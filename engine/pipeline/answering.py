@@ -32,7 +32,6 @@ from engine.answer.extractive import (
 )
 from engine.answer.passages import Passage
 from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
-from engine.answer.reranker import RERANK_CANDIDATES
 from engine.answer.sentence_memo import SentenceMemo
 from engine.pipeline.adapters import (
     Embed,
@@ -50,7 +49,7 @@ from engine.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerativeAnswerer
-    from engine.answer.reranker import Reranker
+    from engine.answer.reranker import CandidateRanker
     from engine.store.lance_store import LanceStore
     from engine.wire import IngestProgress
 
@@ -172,7 +171,7 @@ class RelevanceGate:
         store: LanceStore,
         embed: Embed,
         tagged: TaggedEmbed | None = None,
-        reranker: Reranker | None = None,
+        reranker: CandidateRanker | None = None,
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
         sentence_embed: Embed | None = None,
@@ -193,7 +192,7 @@ class RelevanceGate:
         searched = [q for q in questions if not q.rewrite]
         asked = searched
         if reranker is not None:
-            asked = [replace(q, k=max(q.k, RERANK_CANDIDATES)) for q in searched]
+            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in searched]
         results = iter(self._search(asked))
         large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
         out: list[Searched | RewriteOnly] = []
@@ -204,8 +203,10 @@ class RelevanceGate:
             result = next(results)
             hits = tuple(result.hits)
             if reranker is not None:
-                # The cross-encoder's order, then distinct pages first within it.
-                ranked = reranker.rerank(question=question.text, hits=hits, k=len(hits))
+                # The ranker's order, then distinct pages first within it; a follow-up
+                # is read with the earlier question it leans on, as the gate reads it.
+                asked_text = _gate_text(question, leaned=result.leaned)
+                ranked = reranker.rerank(question=asked_text, hits=hits, k=len(hits))
                 hits = tuple(distinct_pages_first(ranked)[: question.k])
             out.append(
                 Searched(
@@ -259,7 +260,7 @@ def gated_retrieve_batch(
     store: LanceStore,
     embed: Embed,
     tagged: TaggedEmbed | None = None,
-    reranker: Reranker | None = None,
+    reranker: CandidateRanker | None = None,
     min_score: float = DEFAULT_MIN_SCORE,
     memo: SentenceMemo | None = None,
     sentence_embed: Embed | None = None,
@@ -267,7 +268,8 @@ def gated_retrieve_batch(
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
     RelevanceGate's two steps in one call. With a `reranker`, each question's top
-    RERANK_CANDIDATES are re-ordered by the cross-encoder and cut to its k. A
+    `reranker.candidates` are re-ordered by it (a cross-encoder, or the language
+    model) and cut to its k. A
     follow-up's rewrite request (`Question.rewrite`) is not searched: it goes to the
     model as it is, in the same generation batches as the answers. A question naming
     words no chunk holds needs a better answer sentence to pass

@@ -23,7 +23,7 @@ from engine.planner.profiling import PowerLawFit
 
 if TYPE_CHECKING:
     from engine.answer.in_use import ModelInUse
-    from engine.answer.reranker import Reranker
+    from engine.answer.reranker import CandidateRanker
     from engine.planner.placement import Placement
     from engine.store.lance_store import LanceStore
 
@@ -41,7 +41,8 @@ class ServingPipeline:
         model_lock: threading.Lock,
         generation_fit: PowerLawFit | None,
         governor_policy: GovernorPolicy | None = None,
-        reranker: Reranker | None = None,
+        reranker: CandidateRanker | None = None,
+        ranker: str | None = None,
         tagged: TaggedEmbed | None = None,
         sentence_embed: Embed | None = None,
     ) -> None:
@@ -49,6 +50,7 @@ class ServingPipeline:
         placement; the workers apply the owner's placements through its hooks, the
         governor re-plans through it, and both read the placement in force from it."""
         self.model = model
+        self.ranker = ranker  # the setting `reranker` came from (the engine's, to compare)
         self.answerer = model.answerer if model is not None else None
         self.owner = model.owner if model is not None else None
         owner = self.owner

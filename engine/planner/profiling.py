@@ -24,16 +24,22 @@ the hardware fingerprint, or the collection size (by a factor of 2) change.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.json_file import write_json
+
+if TYPE_CHECKING:
+    from engine.paths import Paths
+
+log = logging.getLogger(__name__)
 
 PROFILE_FILE_NAME = "active_profile.json"
 PROFILE_VERSION = 1
@@ -399,3 +405,22 @@ def load_current_profile(
         collection_chunks=collection_chunks,
     )
     return None if reason else result
+
+
+def stored_generation_fit(*, paths: Paths, model_id: str | None, chunks: int) -> PowerLawFit | None:
+    """The generation T(B) of the stored profile when it still describes this setup (the
+    model, this machine's hardware, the collection's size); None otherwise or unreadable:
+    no fit is a fine start, the generation worker fits observed batches."""
+    from engine.hardware.profile import load_profile
+
+    try:
+        result = load_current_profile(
+            data_dir=paths.data,
+            model_id=model_id,
+            hardware_fingerprint=load_profile(paths=paths, measure=False).fingerprint,
+            collection_chunks=chunks,
+        )
+    except Exception:
+        log.exception("reading the active profile")
+        return None
+    return result.generation if result is not None else None

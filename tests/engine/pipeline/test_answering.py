@@ -65,6 +65,8 @@ class FakeStore:
 class FilterFirst:
     """A reranker that knows the filter passage answers."""
 
+    candidates = RERANK_CANDIDATES
+
     def rerank(self, *, question: str, hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
         return sorted(hits, key=lambda h: "filter" not in h.chunk.text)[:k]
 
