@@ -41,6 +41,7 @@ from app.library.library_pane import (
 )
 from app.models_pane.model_chooser import (
     ModelChooser,
+    attach_ranking,
     choose_embedder_dialog,
     choose_embedder_gguf_dialog,
     choose_gguf_dialog,
@@ -65,11 +66,9 @@ if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
 
 
-# The answer column (transcript, sources, question) never gets narrower than this,
-# at any window size: below it a sentence breaks every few words.
+# The answer column's floor at any window size: below it a sentence breaks every few words.
 ANSWER_MIN_WIDTH = 340
-# The library's floor; what it shows wraps or elides within it, so that its
-# content never decides the split (the person does, by dragging it).
+# The library's floor; its content wraps or elides, never deciding the split (dragging does).
 LIBRARY_MIN_WIDTH = 240
 # At first start the library takes this share of the width (then the person's own).
 LIBRARY_SHARE = 0.3
@@ -142,6 +141,7 @@ class MainWindow(QMainWindow):
             choose_folder=choose_model_folder,
             parent=self,
         )
+        attach_ranking(chooser=self.model_chooser, bridge=self.bridge)
         self._set_ready(False)
         if not restore_window(window=self, splitters=self._splitters()):
             self._fit_to_screen()
@@ -253,6 +253,7 @@ class MainWindow(QMainWindow):
         model_menu.addAction(self.model_chooser.choose_action)
         model_menu.addAction(self.model_chooser.choose_gguf_action)
         model_menu.addAction(self.model_chooser.extractive_action)
+        model_menu.addAction(self.model_chooser.rank_action)
 
         hardware_menu = self.menuBar().addMenu("&Hardware")
         self.hardware_action = QAction("Show &hardware and placement…", self)

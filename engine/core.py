@@ -290,6 +290,7 @@ class Engine:
             pipeline=self.pipeline_info(),
             embedder_in_force=meta.embedder_id if meta is not None else None,
             embedder_job=switch[1].id if switch is not None else None,
+            reranker=self.settings.reranker,
         )
 
     def pipeline_info(self) -> PipelineInfo | None:

@@ -281,6 +281,9 @@ class EngineStatus:
     # from `embedder` while a switch re-embeds the collection (job `embedder_job`).
     embedder_in_force: str | None = None
     embedder_job: str | None = None
+    # What re-orders each question's candidates (EngineSettings.reranker): None,
+    # "model" (the language model in use) or a cross-encoder.
+    reranker: str | None = None
 
 
 # -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------

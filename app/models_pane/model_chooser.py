@@ -1,18 +1,24 @@
 """The "Model…" control: pick a local language model folder or GGUF file, or extractive
-answers; and the embedder (the model that turns passages and questions into vectors)."""
+answers; whether the model ranks the sources; and the embedder (the model that turns
+passages and questions into vectors)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
+from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_render import file_name
 from app.qt_compat import emit
 from engine.wire import AnswerMode, EngineSettings, EngineStatus
+
+if TYPE_CHECKING:
+    from app.engine_bridge import EngineBridge
 
 FolderChooser = Callable[[QWidget], str | None]
 DEFAULT_EMBEDDER = EngineSettings().embedder  # the bundled one
@@ -77,12 +83,43 @@ def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = 
     return "Answers: unavailable"
 
 
+RANK_TIP = (
+    "The model reads the 10 best passages and orders them by how well each answers the "
+    "question: better ordered sources, a second or more per question with a small model "
+    "(more with a large one on a CPU)."
+)
+
+
+def attach_ranking(*, chooser: ModelChooser, bridge: EngineBridge) -> None:
+    """The chooser's "rank the sources" switch sets the engine's reranker ("model" or
+    none), then the status shows what the engine saved."""
+
+    what = "Changing how sources are ranked"
+
+    def failed(error: BaseException) -> None:
+        emit(bridge.sig_error, what, describe_error(error=error))
+        bridge.refresh_status()  # the switch goes back to what the engine has
+
+    def request(on: bool) -> None:
+        bridge.run(
+            EngineOp(
+                what=what,
+                call=lambda c: c.set_reranker(reranker="model" if on else None),
+                success=lambda _settings: bridge.refresh_status(),
+                failure=failed,
+            )
+        )
+
+    chooser.sig_ranking_requested.connect(request)
+
+
 class ModelChooser(QToolButton):
     """Emits `sig_model_requested` with a folder or a GGUF file, or None for extractive
     answers."""
 
     sig_model_requested = Signal(object)  # str | None
     sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
+    sig_ranking_requested = Signal(bool)  # the model ranks the sources, or not
 
     def __init__(
         self,
@@ -116,10 +153,20 @@ class ModelChooser(QToolButton):
         self.extractive_action = QAction("Extractive answers (no model)", self)
         self.extractive_action.setCheckable(True)
         self.extractive_action.triggered.connect(self.use_extractive)
+        # Query likelihood over the top 10 (engine/answer/model_ranker.py): better
+        # ordered sources for a second or more per question.
+        self.rank_action = QAction("Let the model rank the sources (slower)", self)
+        self.rank_action.setCheckable(True)
+        self.rank_action.setEnabled(False)
+        self.rank_action.setToolTip(RANK_TIP)
+        self.rank_action.triggered.connect(
+            lambda checked: emit(self.sig_ranking_requested, bool(checked))
+        )
         menu.addAction(self.choose_action)
         menu.addAction(self.choose_gguf_action)
         menu.addSeparator()
         menu.addAction(self.extractive_action)
+        menu.addAction(self.rank_action)
         # The embedder: switching re-embeds the collection in the background
         # (shown as an ingestion job); the current index answers meanwhile.
         menu.addSeparator()
@@ -170,6 +217,8 @@ class ModelChooser(QToolButton):
 
     def show_status(self, status: EngineStatus) -> None:
         self.extractive_action.setChecked(status.model is None)
+        self.rank_action.setEnabled(status.answer_mode == "generative")
+        self.rank_action.setChecked(status.reranker == "model")
         self.embedder_label.setText(embedder_text(status))
         self.default_embedder_action.setChecked(status.embedder == DEFAULT_EMBEDDER)
         if status.model_error:

@@ -233,6 +233,7 @@ class FakeClient(EngineClient):
     model: str | None = None
     embedder: str = "fake-embedder"
     embedder_job: str | None = None  # a re-embedding after set_embedder
+    reranker: str | None = None  # what set_reranker saved
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -280,6 +281,7 @@ class FakeClient(EngineClient):
             pipeline=self.pipeline,
             embedder_in_force=self.embedder,
             embedder_job=self.embedder_job,
+            reranker=self.reranker,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -295,6 +297,11 @@ class FakeClient(EngineClient):
         self._call("set_model", model=model)
         self.model = model
         return EngineSettings(model=model, model_weights=weights or "auto")
+
+    def set_reranker(self, *, reranker: str | None) -> EngineSettings:
+        self._call("set_reranker", reranker=reranker)
+        self.reranker = reranker
+        return EngineSettings(model=self.model, reranker=reranker)
 
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         self._call("set_embedder", embedder=embedder)

@@ -344,3 +344,30 @@ def test_a_chosen_weight_format_is_shown_with_the_model(make_window: MakeWindow)
     assert window.engine_label.text() == "Model loaded: /m/qwen (int4)"
     window.bridge.sig_model_changed.emit(EngineSettings(model="/m/qwen"))
     assert window.engine_label.text() == "Model loaded: /m/qwen"
+
+
+def test_the_model_can_be_asked_to_rank_the_sources(qtbot: QtBot, make_window: MakeWindow) -> None:
+    client = FakeClient()
+    window = make_window(client)
+    rank = window.model_chooser.rank_action
+    assert rank in window.menuBar().actions()[1].menu().actions()  # in the Model menu too
+    assert not rank.isEnabled()  # extractive answers: nothing to rank with
+    client.model = "/models/qwen2-0.5b"
+    window.bridge.refresh_status()
+    qtbot.waitUntil(rank.isEnabled, timeout=5000)
+    assert not rank.isChecked()
+
+    rank.trigger()
+    qtbot.waitUntil(lambda: client.called("set_reranker") == [{"reranker": "model"}], timeout=5000)
+    qtbot.waitUntil(rank.isChecked, timeout=5000)  # as the engine's status says
+    rank.trigger()
+    qtbot.waitUntil(lambda: len(client.called("set_reranker")) == 2, timeout=5000)
+    assert client.called("set_reranker")[1] == {"reranker": None}
+    qtbot.waitUntil(lambda: not rank.isChecked(), timeout=5000)
+
+    # A refusal is shown, and the switch goes back to what the engine has.
+    client.fail["set_reranker"] = request_error("the model ranker is unavailable")
+    rank.trigger()
+    qtbot.waitUntil(window.banner.isVisible, timeout=5000)
+    assert "the model ranker is unavailable" in window.banner.label.text()
+    qtbot.waitUntil(lambda: not rank.isChecked(), timeout=5000)
