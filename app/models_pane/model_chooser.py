@@ -84,9 +84,9 @@ def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = 
 
 
 RANK_TIP = (
-    "The model reads the 10 best passages and orders them by how well each answers the "
-    "question: better ordered sources, a second or more per question with a small model "
-    "(more with a large one on a CPU)."
+    "The model re-reads the 10 best passages and orders them by how likely it finds the "
+    "question after each. Slower: about 2 s more per question with a small model on a "
+    "CPU, more with a large one."
 )
 
 
@@ -153,8 +153,8 @@ class ModelChooser(QToolButton):
         self.extractive_action = QAction("Extractive answers (no model)", self)
         self.extractive_action.setCheckable(True)
         self.extractive_action.triggered.connect(self.use_extractive)
-        # Query likelihood over the top 10 (engine/answer/model_ranker.py): better
-        # ordered sources for a second or more per question.
+        # Query likelihood over the top 10 (engine/answer/model_ranker.py). Off by
+        # default: SmolLM2-135M ordered two tuning parts better, the held part worse.
         self.rank_action = QAction("Let the model rank the sources (slower)", self)
         self.rank_action.setCheckable(True)
         self.rank_action.setEnabled(False)

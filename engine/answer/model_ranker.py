@@ -36,8 +36,11 @@ if TYPE_CHECKING:
 
 MODEL_RANKER = "model"  # the EngineSettings.reranker value that asks for it
 # Candidates and focus length: the pass prefills about candidates · (focus + question
-# + prompt) tokens; 10 · ~110 tokens is about 1.6 s for SmolLM2-135M on 2 cores
-# (docs/benchmarks.md).
+# + prompt) tokens; 10 · ~110 tokens added 2.1 s a question with SmolLM2-135M on 2
+# cores. Top 10 and the rank weight were the best of a sweep on the quality benchmark's
+# tuning parts (top 5/20, weight 0.15/0.5); on its held part this model ranked worse
+# than retrieval alone, so the setting is off by default (docs/benchmarks.md,
+# "Thirteenth round").
 MODEL_CANDIDATES = 10
 MODEL_FOCUS_WORDS = 60
 MODEL_RANK_WEIGHT = 0.3  # retrieval's rank against the model's order
