@@ -11,6 +11,7 @@ import pytest
 from engine.errors import EngineRequestError
 from engine.models.synthetic import write_random_model
 from engine.ranker_choice import setting_of
+from tests.engine.answer.test_model_ranker import bee_notes
 from tests.engine.answer.test_reranker import write_random_cross_encoder
 from tests.support.engine import RunningEngine
 
@@ -30,14 +31,7 @@ def test_what_a_choice_means(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_choose_the_model_a_cross_encoder_or_none(engine: RunningEngine, tmp_path: Path) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "bees.md").write_text(
-        "# Apiary\n\nThe hives are inspected every Saturday morning. The honey is "
-        "extracted in late August and stored in the cellar.\n\n## Swarms\n\n"
-        "Swarms leave the hive in May. A swarm is caught in an empty box.\n"
-    )
-    assert engine.ingest(notes).state == "done"
+    assert engine.ingest(bee_notes(tmp_path / "notes")).state == "done"
     shown = engine.ragdoll("reranker")
     assert shown.returncode == 0 and "none" in shown.stdout
 

@@ -91,16 +91,21 @@ def test_a_random_weight_llama_ranks_through_the_users_loading_code(tmp_path: Pa
     assert sorted(h.chunk.ordinal for h in out) == [0, 1, 2, 3]
 
 
-def test_the_engine_ranks_with_the_model_in_use_when_the_settings_say_model(
-    ragdoll_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "bees.md").write_text(
+def bee_notes(folder: Path) -> Path:
+    """A folder with one Markdown note of two sections (a few chunks to rank)."""
+    folder.mkdir(parents=True)
+    (folder / "bees.md").write_text(
         "# Apiary\n\nThe hives are inspected every Saturday morning. The honey is "
         "extracted in late August and stored in the cellar.\n\n## Swarms\n\n"
         "Swarms leave the hive in May. A swarm is caught in an empty box.\n"
     )
+    return folder
+
+
+def test_the_engine_ranks_with_the_model_in_use_when_the_settings_say_model(
+    ragdoll_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = bee_notes(tmp_path / "notes")
     paths = resolve_paths().ensure()
     paths.settings_file.write_text(json.dumps({"reranker": "model"}))
     calls: list[int] = []
