@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +207,18 @@ def test_the_quick_form_runs_on_the_real_documents(monkeypatch: pytest.MonkeyPat
         # Small, easy files: retrieval that breaks shows here first.
         assert f["hit_at_3"] >= 0.6, figures
         assert f["answer_contains"] >= 0.3, figures
+
+
+def test_the_model_ranker_is_loaded_as_the_engine_loads_a_model(
+    tmp_path: Path, ragdoll_home: Path
+) -> None:
+    from engine.answer.model_ranker import ModelRanker
+    from engine.models.synthetic import write_random_model
+
+    with pytest.raises(SystemExit, match="needs --model"):
+        quality._ranker(reranker="model", model=None)
+    assert quality._ranker(reranker=None, model=None) is None
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
+    ranker = quality._ranker(reranker="model", model=str(folder), sweep="5,0.5")
+    assert isinstance(ranker, ModelRanker)
+    assert (ranker.candidates, ranker.rank_weight) == (5, 0.5)
