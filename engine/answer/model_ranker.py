@@ -21,6 +21,7 @@ in progress and holds the next one back while it runs.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -34,6 +35,7 @@ from engine.store.records import SearchHit
 if TYPE_CHECKING:
     from engine.answer.in_use import ModelInUse
 
+log = logging.getLogger(__name__)
 MODEL_RANKER = "model"  # the EngineSettings.reranker value that asks for it
 # Candidates and focus length: the pass prefills about candidates · (focus + question
 # + prompt) tokens; 10 · ~110 tokens added 2.1 s a question with SmolLM2-135M on 2
@@ -95,12 +97,13 @@ class ModelRanker:
         cut to k."""
         read, rest = list(hits[: self.candidates]), list(hits[self.candidates :])
         texts = [focus(question=question, text=h.chunk.text, words=self.focus_words) for h in read]
-        ranked = rerank_hits(
-            hits=read,
-            scores=self.scores(question=question, texts=texts),
-            k=len(read),
-            rank_weight=self.rank_weight,
-        )
+        try:
+            scores = self.scores(question=question, texts=texts)
+        except Exception:  # out of memory, a model dropped meanwhile: answer unranked
+            log.warning("the model could not rank the candidates; retrieval's order kept")
+            log.debug("ranking failed", exc_info=True)
+            return list(hits[:k])
+        ranked = rerank_hits(hits=read, scores=scores, k=len(read), rank_weight=self.rank_weight)
         return [*ranked, *rest][:k]
 
 

@@ -64,6 +64,19 @@ def test_a_long_passage_is_read_through_its_focus() -> None:
     assert len(context.split()) < 20 + len(PROMPT.split())
 
 
+def test_a_failing_pass_leaves_retrieval_s_order(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(Scorer):
+        def continuation_logprobs(
+            self, *, contexts: Sequence[str], continuation: str
+        ) -> list[float]:
+            raise RuntimeError("out of memory")
+
+    hits = [hit(i) for i in range(6)]
+    out = ModelRanker(answerer=Broken(), candidates=4).rerank(question=QUESTION, hits=hits, k=5)
+    assert [h.chunk.ordinal for h in out] == [0, 1, 2, 3, 4]
+    assert "could not rank" in caplog.text
+
+
 def test_an_empty_question_scores_nothing() -> None:
     scorer = Scorer()
     ranker = ModelRanker(answerer=scorer)
