@@ -70,6 +70,9 @@ def markdown_fragment(*, text: str, citations: list[Citation], dark: bool) -> QT
         ):
             fmt.setBackground(code_bg)
             fmt.setLeftMargin(6)
+            # Qt lays code out unbroken: one long line scrolled the whole transcript
+            # sideways and cut every answer's first line at the view's edge.
+            fmt.setNonBreakableLines(False)
             cursor = QTextCursor(block)
             cursor.setBlockFormat(fmt)
         it = block.begin()

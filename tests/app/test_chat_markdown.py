@@ -150,3 +150,22 @@ def test_a_quoted_answer_in_the_chat_window_stays_literal(qtbot: QtBot, tmp_path
     stream.deliver(DoneEvent(done=done))
     assert not pane.current.exchanges[-1].quoted
     assert "Use make [1]." in pane.transcript.toPlainText()  # the model's Markdown renders
+
+
+def test_a_long_code_line_wraps_instead_of_scrolling_the_transcript_sideways(
+    qtbot: QtBot,
+) -> None:
+    from app.chat.transcript_view import TranscriptView
+
+    view = TranscriptView(hint="")
+    qtbot.addWidget(view)
+    view.resize(420, 300)
+    view.show()
+    long_line = "git bisect start HEAD v2.6 -- " + " ".join(f"path/to/file{i}.c" for i in range(30))
+    answer = f"Run this:\n\n```bash\n{long_line}\n```\n\nThen test each commit."
+    QTextCursor(view.document()).insertFragment(
+        markdown_fragment(text=answer, citations=CITATIONS, dark=False)
+    )
+    qtbot.waitUntil(lambda: view.document().size().height() > 0)
+    assert long_line in view.document().toPlainText()  # nothing cut, only wrapped
+    assert view.horizontalScrollBar().maximum() == 0
