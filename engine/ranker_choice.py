@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.answer.model_ranker import MODEL_RANKER, model_ranker
+from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
 from engine.answer.reranker import CandidateRanker, Reranker
 
 if TYPE_CHECKING:
@@ -44,8 +44,8 @@ class RankerChoice:
     def current(
         self, *, setting: str | None, model: ModelInUse | None, model_lock: threading.Lock
     ) -> CandidateRanker | None:
-        if setting == MODEL_RANKER:
-            return model_ranker(model=model, lock=model_lock)
+        if setting == MODEL_RANKER:  # sharing the lock of the engine's other model runs
+            return None if model is None else ModelRanker(answerer=model.answerer, lock=model_lock)
         if not setting:
             return None
         return self.cross_encoder(setting)

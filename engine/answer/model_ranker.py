@@ -25,15 +25,12 @@ import logging
 import threading
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from engine.answer.reranker import RerankerInfo, focus, rerank_hits
 from engine.store.records import SearchHit
-
-if TYPE_CHECKING:
-    from engine.answer.in_use import ModelInUse
 
 log = logging.getLogger(__name__)
 MODEL_RANKER = "model"  # the EngineSettings.reranker value that asks for it
@@ -105,9 +102,3 @@ class ModelRanker:
             return list(hits[:k])
         ranked = rerank_hits(hits=read, scores=scores, k=len(read), rank_weight=self.rank_weight)
         return [*ranked, *rest][:k]
-
-
-def model_ranker(*, model: ModelInUse | None, lock: threading.Lock) -> ModelRanker | None:
-    """The ranker of the model in use (none in extractive mode), sharing `lock` with
-    the engine's other runs of the model."""
-    return None if model is None else ModelRanker(answerer=model.answerer, lock=lock)

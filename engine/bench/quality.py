@@ -37,7 +37,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.answer.reranker import CandidateRanker
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
 # --quick ingests only these (small) files and asks only their questions, with a few
@@ -356,7 +359,9 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
     )
 
 
-def _ranker(*, reranker: str | None, model: str | None, sweep: str | None = None) -> Any:
+def _ranker(
+    *, reranker: str | None, model: str | None, sweep: str | None = None
+) -> CandidateRanker | None:
     """The cross-encoder named, or the language model as the engine loads it."""
     from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
     from engine.answer.reranker import Reranker
