@@ -253,7 +253,8 @@ class MainWindow(QMainWindow):
         model_menu.addAction(self.model_chooser.choose_action)
         model_menu.addAction(self.model_chooser.choose_gguf_action)
         model_menu.addAction(self.model_chooser.extractive_action)
-        model_menu.addAction(self.model_chooser.rank_action)
+        for action in self.model_chooser.ranking_actions():
+            model_menu.addAction(action)
 
         hardware_menu = self.menuBar().addMenu("&Hardware")
         self.hardware_action = QAction("Show &hardware and placement…", self)
@@ -325,8 +326,7 @@ class MainWindow(QMainWindow):
         self.bridge.add_folder(path=path, collection=collection)
 
     def _ask(self, stream: AnswerStream) -> None:
-        """Where the window asks the engine for an answer: the chat pane made the
-        stream (and stops it); the bridge feeds it."""
+        """The chat pane made the stream (and stops it); the bridge feeds it."""
         stream.sig_failed.connect(
             lambda message: self.statusBar().showMessage(f"The answer failed: {message}", 10_000)
         )

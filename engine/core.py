@@ -82,7 +82,7 @@ class Engine:
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
         )
-        self.rankers = RankerChoice()  # the settings' reranker (engine/ranker_choice.py)
+        self.rankers = RankerChoice(paths=self.paths)  # the settings' (engine/ranker_choice.py)
         self._model: ModelInUse | None = None  # the language model chosen, if any
         self._generator_error: str | None = None
         self._model_lock = threading.Lock()
@@ -168,7 +168,7 @@ class Engine:
         """None/"none", "model" (the language model in use ranks), or a cross-encoder,
         loaded first (one that does not load is never saved). Questions asked from
         now on are ranked so; any waiting go on with the pipelines they are in."""
-        setting = setting_of(reranker)
+        setting = setting_of(reranker, paths=self.paths)
         if setting and setting != MODEL_RANKER:
             self.rankers.cross_encoder(setting)
         self.settings = with_changes(self.settings, reranker=setting)

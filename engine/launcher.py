@@ -16,6 +16,7 @@ import httpx
 
 from engine.errors import EngineUnavailableError
 from engine.json_file import write_json
+from engine.offline import engine_environment
 from engine.paths import Paths
 
 
@@ -163,7 +164,7 @@ def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
         kwargs["start_new_session"] = True
     else:
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+    env = engine_environment(os.environ)  # engine/offline.py
     return subprocess.Popen(
         [sys.executable, "-m", "engine"],
         stdin=subprocess.DEVNULL,

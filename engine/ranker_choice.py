@@ -3,8 +3,10 @@
 - None: retrieval's own order (the default);
 - "model": the language model in use (engine/answer/model_ranker.py), none in
   extractive mode;
-- anything else: a cross-encoder from a local folder or the Hugging Face cache
-  (engine/answer/reranker.py), loaded once and kept while the setting names it.
+- anything else: a cross-encoder from a local folder, the Models dialog's downloads
+  or the Hugging Face cache (engine/answer/reranker.py), loaded once and kept while
+  the setting names it, on the device the planner picks for its size
+  (engine/models/reranker_catalogue.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
 from engine.answer.reranker import CandidateRanker, Reranker
+from engine.paths import Paths
 
 if TYPE_CHECKING:
     from engine.answer.in_use import ModelInUse
@@ -22,24 +25,52 @@ if TYPE_CHECKING:
 _NONE = ("", "none", "off")
 
 
-def setting_of(name: str | None) -> str | None:
+def setting_of(name: str | None, *, paths: Paths | None = None) -> str | None:
     """The setting a person's choice means: None for "none"/"off"/"", "model" as it
-    is, a local folder with its home expanded, a Hugging Face id as given."""
+    is, a local folder with its home expanded, a repo id the Models dialog downloaded
+    (with `paths`) as its folder, any other Hugging Face id as given."""
     name = (name or "").strip()
     if name.lower() in _NONE:
         return None
     if name.lower() == MODEL_RANKER:
         return MODEL_RANKER
     local = Path(name).expanduser()
-    return str(local.resolve()) if local.exists() else name
+    if local.exists():
+        return str(local.resolve())
+    if paths is not None:
+        from engine.models.catalogue import downloaded_folder
+
+        own = downloaded_folder(repo_id=name, paths=paths)
+        if own is not None:
+            return str(own)
+    return name
+
+
+def device_for(*, name: str, paths: Paths | None) -> str:
+    """Where the planner puts cross-encoder `name` (engine/models/reranker_catalogue.py);
+    the CPU when its size or the machine's profile cannot be read."""
+    if paths is None:
+        return "cpu"
+    from engine.errors import ModelLoadError
+    from engine.hardware.profile import load_profile
+    from engine.models.reranker_catalogue import reranker_device, size_of_config
+    from engine.models.resolve import resolve_model_path
+
+    try:
+        size = size_of_config(resolve_model_path(model=name) / "config.json")
+        hardware = load_profile(paths=paths, measure=False)
+    except (ModelLoadError, OSError, ValueError, KeyError, TypeError):
+        return "cpu"
+    return reranker_device(hardware=hardware, size=size).device
 
 
 class RankerChoice:
     """The cross-encoder is loaded once per name (about 90 MB, seconds on a CPU)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, paths: Paths | None = None) -> None:
         self._cross: Reranker | None = None
         self._lock = threading.Lock()
+        self._paths = paths  # the hardware profile and the downloads live there
 
     def current(
         self, *, setting: str | None, model: ModelInUse | None, model_lock: threading.Lock
@@ -55,5 +86,5 @@ class RankerChoice:
         ModelLoadError (a name that does not load is never kept)."""
         with self._lock:
             if self._cross is None or self._cross.info.id != name:
-                self._cross = Reranker(model=name)
+                self._cross = Reranker(model=name, device=device_for(name=name, paths=self._paths))
             return self._cross

@@ -474,10 +474,14 @@ def _setup_logging(file: Path, *, secret: str | None = None) -> None:
 
 def main(argv: list[str]) -> int:
     from engine.api.listen_args import add_listen_arguments
+    from engine.offline import engine_environment
     from engine.paths import resolve_paths
     from engine.store.lance_logs import quiet_lancedb_logs
 
     quiet_lancedb_logs()
+    # Started by hand too (`ragdoll engine`): the person's offline choice is read
+    # before the libraries are held offline (engine/offline.py).
+    os.environ.update(engine_environment(os.environ))
 
     parser = argparse.ArgumentParser(prog="python -m engine")
     add_listen_arguments(parser)

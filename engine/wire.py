@@ -495,6 +495,7 @@ class ApiError:
 # -- models: recommendations and downloads ---------------------------------------
 
 Verdict = Literal["gpu", "offloaded", "too_large", "ram"]
+ModelRole = Literal["model", "reranker"]
 DownloadState = Literal["queued", "running", "done", "cancelled", "failed"]
 
 
@@ -538,6 +539,10 @@ class ModelAdvice:
     chosen: bool = False
     download_bytes: int = 0  # what Download fetches (0: not known)
     gguf_variants: list[GGUFVariantAdvice] = field(default_factory=list)
+    # "reranker": a cross-encoder that orders each question's sources (chosen as the
+    # engine's reranker, never as the answer model); its cost is per question.
+    role: ModelRole = "model"
+    seconds_per_question: float | None = None  # a reranker's estimate at 20 passages
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -83,6 +83,13 @@ def mode_text(*, mode: AnswerMode, model: str | None, model_error: str | None = 
     return "Answers: unavailable"
 
 
+def ranker_name(setting: str | None) -> str:
+    """A cross-encoder's name as a person knows it: "ms-marco-MiniLM-L-6-v2" from its
+    repo id or from the Models dialog's download folder ("org--name")."""
+    base = Path(setting or "").name
+    return base.split("--", 1)[-1] or str(setting)
+
+
 RANK_TIP = (
     "The model re-reads the 10 best passages and orders them by how likely it finds the "
     "question after each. Slower: about 2 s more per question with a small model on a "
@@ -91,8 +98,9 @@ RANK_TIP = (
 
 
 def attach_ranking(*, chooser: ModelChooser, bridge: EngineBridge) -> None:
-    """The chooser's "rank the sources" switch sets the engine's reranker ("model" or
-    none), then the status shows what the engine saved."""
+    """The chooser's ranking requests set the engine's reranker ("model", a
+    cross-encoder from the Models dialog, or none), then the status shows what the
+    engine saved."""
 
     what = "Changing how sources are ranked"
 
@@ -100,11 +108,11 @@ def attach_ranking(*, chooser: ModelChooser, bridge: EngineBridge) -> None:
         emit(bridge.sig_error, what, describe_error(error=error))
         bridge.refresh_status()  # the switch goes back to what the engine has
 
-    def request(on: bool) -> None:
+    def request(reranker: str | None) -> None:
         bridge.run(
             EngineOp(
                 what=what,
-                call=lambda c: c.set_reranker(reranker="model" if on else None),
+                call=lambda c: c.set_reranker(reranker=reranker),
                 success=lambda _settings: bridge.refresh_status(),
                 failure=failed,
             )
@@ -119,7 +127,7 @@ class ModelChooser(QToolButton):
 
     sig_model_requested = Signal(object)  # str | None
     sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
-    sig_ranking_requested = Signal(bool)  # the model ranks the sources, or not
+    sig_ranking_requested = Signal(object)  # "model", a cross-encoder, or None
 
     def __init__(
         self,
@@ -160,13 +168,21 @@ class ModelChooser(QToolButton):
         self.rank_action.setEnabled(False)
         self.rank_action.setToolTip(RANK_TIP)
         self.rank_action.triggered.connect(
-            lambda checked: emit(self.sig_ranking_requested, bool(checked))
+            lambda checked: emit(self.sig_ranking_requested, "model" if checked else None)
         )
+        # A cross-encoder chosen in the Models dialog: named here, and switched off here.
+        self.ranker_label = QAction("Sources ranked by: retrieval", self)
+        self.ranker_label.setEnabled(False)
+        self.ranker_label.setVisible(False)
+        self.no_ranker_action = QAction("Stop re-ranking the sources", self)
+        self.no_ranker_action.triggered.connect(lambda: emit(self.sig_ranking_requested, None))
+        self.no_ranker_action.setVisible(False)
         menu.addAction(self.choose_action)
         menu.addAction(self.choose_gguf_action)
         menu.addSeparator()
         menu.addAction(self.extractive_action)
-        menu.addAction(self.rank_action)
+        for action in self.ranking_actions():
+            menu.addAction(action)
         # The embedder: switching re-embeds the collection in the background
         # (shown as an ingestion job); the current index answers meanwhile.
         menu.addSeparator()
@@ -184,6 +200,9 @@ class ModelChooser(QToolButton):
         menu.addAction(self.choose_embedder_gguf_action)
         menu.addAction(self.default_embedder_action)
         self.setMenu(menu)
+
+    def ranking_actions(self) -> tuple[QAction, ...]:
+        return (self.rank_action, self.ranker_label, self.no_ranker_action)
 
     def choose_folder(self) -> None:
         folder = self._choose_folder(self)
@@ -219,6 +238,11 @@ class ModelChooser(QToolButton):
         self.extractive_action.setChecked(status.model is None)
         self.rank_action.setEnabled(status.answer_mode == "generative")
         self.rank_action.setChecked(status.reranker == "model")
+        cross = status.reranker not in (None, "model")
+        self.ranker_label.setVisible(cross)
+        self.no_ranker_action.setVisible(cross)
+        if cross:
+            self.ranker_label.setText(f"Sources ranked by: {ranker_name(status.reranker)}")
         self.embedder_label.setText(embedder_text(status))
         self.default_embedder_action.setChecked(status.embedder == DEFAULT_EMBEDDER)
         if status.model_error:

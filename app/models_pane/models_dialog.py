@@ -57,6 +57,11 @@ def params_text(params: int) -> str:
 
 
 def speed_text(advice: ModelAdvice) -> str:
+    if advice.role == "reranker":
+        per = advice.seconds_per_question
+        if per is None:
+            return "—"
+        return f"≈ {per:.1f} s per question" if per >= 0.1 else "< 0.1 s per question"
     s = advice.expected_tokens_per_s
     if s is None:
         return "—"
@@ -125,6 +130,10 @@ def gguf_to_download(m: ModelAdvice | None) -> GGUFVariantAdvice | None:
     return next((v for v in m.gguf_variants if not v.installed_path), None)
 
 
+def use_text(m: ModelAdvice | None) -> str:
+    return "Use to rank sources" if m is not None and m.role == "reranker" else "Use this model"
+
+
 def usable_path(m: ModelAdvice) -> str | None:
     """What "Use this model" chooses: the model itself when installed, else a GGUF file
     of it already on disk (its variants are listed smallest format first)."""
@@ -134,9 +143,11 @@ def usable_path(m: ModelAdvice) -> str | None:
 
 
 class ModelsDialog(QDialog):
-    """Emits `sig_model_requested` with a folder or repo id, or None for extractive."""
+    """Emits `sig_model_requested` with a folder or repo id, or None for extractive;
+    `sig_reranker_requested` with a reranker's folder or repo id."""
 
     sig_model_requested = Signal(object)  # str | None
+    sig_reranker_requested = Signal(str)
 
     def __init__(
         self,
@@ -304,7 +315,11 @@ class ModelsDialog(QDialog):
     def use_selected(self) -> None:
         m = self.selected()
         path = usable_path(m) if m is not None else None
-        if path is not None:
+        if path is None:
+            return
+        if m is not None and m.role == "reranker":
+            emit(self.sig_reranker_requested, path)
+        else:
             emit(self.sig_model_requested, path)
 
     def download_selected(self) -> None:
@@ -360,6 +375,12 @@ class ModelsDialog(QDialog):
         m = self.selected()
         busy = self._downloading()
         self.use_button.setEnabled(m is not None and usable_path(m) is not None)
+        self.use_button.setText(use_text(m))
+        self.use_button.setToolTip(
+            "Order each question's sources with the selected reranker"
+            if m is not None and m.role == "reranker"
+            else "Answer with the selected model"
+        )
         self.gguf_label.setText(gguf_summary(m))
         self.gguf_label.setVisible(bool(self.gguf_label.text()))
         self.download_button.setEnabled(m is not None and not m.installed and not busy)
@@ -406,4 +427,5 @@ def attach_models_dialog(
     chooser.models_action.triggered.connect(open_dialog)
     chooser.models_action.setVisible(True)
     dialog.sig_model_requested.connect(lambda model: emit(chooser.sig_model_requested, model))
+    dialog.sig_reranker_requested.connect(lambda name: emit(chooser.sig_ranking_requested, name))
     return dialog

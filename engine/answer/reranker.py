@@ -5,8 +5,9 @@ chunk apart. A cross-encoder reads the pair in one pass, which ranks far better,
 one forward pass per candidate; so it only re-orders the top candidates retrieval
 found (`RERANK_CANDIDATES`). The model is a sentence-transformers `CrossEncoder`
 from a local folder or the Hugging Face cache, as the embedder is
-(`engine/ingest/embedder.py`): nothing is downloaded here; `ragdoll model download`
-fetches one from Recommended models when the user asks.
+(`engine/ingest/embedder.py`): nothing is downloaded here; the Models dialog lists
+recommended ones (engine/models/reranker_catalogue.py) and downloads one when the
+user asks.
 
 Its score is blended with the fused retrieval rank rather than replacing it: a
 cross-encoder trained on web questions can be wrong on manuals, and the rank says

@@ -1,14 +1,14 @@
 """Recommended models with this machine's verdicts, and hub downloads on request.
 
 Nothing here reaches the network except `POST /v1/models/download`, which a person
-starts by hand; with HF_HUB_OFFLINE set the engine refuses it rather than try.
+starts by hand; when the person asked for offline (engine/offline.py) the engine
+refuses it rather than try.
 The paths share /v1/models with the OpenAI-compatible routes, so their refusals come
 in OpenAI's error shape like everything under that prefix (see openai_routes).
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 from fastapi import APIRouter, HTTPException
@@ -18,13 +18,13 @@ from engine.api.openai_routes import ERROR_RESPONSES
 from engine.core import Engine
 from engine.models.catalogue import download_folder, recommended
 from engine.models.download import Downloads
+from engine.offline import downloads_refused
 from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 
 # The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$"
 _REPO_ID = re.compile(REPO_ID)
 GGUF_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,190}\.gguf$"
-_OFFLINE_VALUES = {"1", "true", "yes", "on"}
 
 
 class DownloadBody(BaseModel):
@@ -32,10 +32,6 @@ class DownloadBody(BaseModel):
     repo_id: str = Field(pattern=REPO_ID, max_length=200)
     # One GGUF file of the repo (a Recommended model's variant) instead of the model.
     file: str | None = Field(default=None, pattern=GGUF_NAME, max_length=200)
-
-
-def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _OFFLINE_VALUES
 
 
 def models_router(*, engine: Engine) -> APIRouter:
@@ -48,7 +44,12 @@ def models_router(*, engine: Engine) -> APIRouter:
     @router.get("/v1/models/recommended", response_model=RecommendedModels)
     def recommended_models() -> RecommendedModels:
         store = engine.planner_store()
-        return recommended(paths=engine.paths, chosen_model=engine.settings.model, store=store)
+        return recommended(
+            paths=engine.paths,
+            chosen_model=engine.settings.model,
+            store=store,
+            chosen_reranker=engine.settings.reranker,
+        )
 
     @router.post(
         "/v1/models/download",
@@ -63,10 +64,11 @@ def models_router(*, engine: Engine) -> APIRouter:
             raise HTTPException(
                 status_code=400, detail=f"not a Hugging Face repo id: {body.repo_id}"
             )
-        if offline():
+        if downloads_refused():
             raise HTTPException(
                 status_code=409,
-                detail="The engine runs offline (HF_HUB_OFFLINE is set): nothing is downloaded.",
+                detail="The engine runs offline (RAGDOLL_OFFLINE or HF_HUB_OFFLINE was set "
+                "when it started): nothing is downloaded.",
             )
         return downloads.start(repo_id=body.repo_id, file=body.file)
 

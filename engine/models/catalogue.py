@@ -179,9 +179,11 @@ def recommended(
     store: StoreSpec,
     workload: Workload | None = None,
     hardware: HardwareProfile | None = None,
+    chosen_reranker: str | None = None,
 ) -> RecommendedModels:
     """Every catalogue model planned on this machine's cached profile (no measuring:
-    the answer must come in well under a second)."""
+    the answer must come in well under a second), then the rerankers
+    (engine/models/reranker_catalogue.py)."""
     hardware = hardware or load_profile(paths=paths, measure=False)
     workload = workload or Workload()
     models = []
@@ -210,13 +212,27 @@ def recommended(
         )
         return verdict_of(plan(hardware=hardware, model=held, store=store, workload=workload))[1]
 
+    from engine.models.reranker_catalogue import advise_reranker, load_rerankers
+
+    rerankers = []
+    for entry in load_rerankers():
+        installed = installed_folder(repo_id=entry.id, paths=paths)
+        rerankers.append(
+            advise_reranker(
+                entry=entry,
+                hardware=hardware,
+                installed_path=installed,
+                chosen=is_chosen(repo_id=entry.id, chosen_model=chosen_reranker, folder=installed),
+            )
+        )
     return RecommendedModels(
         models=with_gguf_variants(
             models,
             verdict_for=verdict_for,
             chosen_model=chosen_model,
             own_folder=lambda repo: download_folder(repo_id=repo, paths=paths),
-        ),
+        )
+        + rerankers,
         hardware_note=_hardware_note(hardware),
     )
 
@@ -231,13 +247,19 @@ def installed_folder(*, repo_id: str, paths: Paths) -> Path | None:
     from engine.errors import ModelLoadError
     from engine.models.resolve import resolve_model_path
 
-    own = download_folder(repo_id=repo_id, paths=paths)
-    if _complete(own):
+    own = downloaded_folder(repo_id=repo_id, paths=paths)
+    if own is not None:
         return own
     try:
         return resolve_model_path(model=repo_id)
     except (ModelLoadError, OSError, ValueError):
         return None
+
+
+def downloaded_folder(*, repo_id: str, paths: Paths) -> Path | None:
+    """The finished download of `repo_id` in the data folder, if there is one."""
+    own = download_folder(repo_id=repo_id, paths=paths)
+    return own if _complete(own) else None
 
 
 def is_chosen(*, repo_id: str, chosen_model: str | None, folder: Path | None) -> bool:

@@ -17,6 +17,7 @@ from app.models_pane.models_dialog import (
     progress_text,
     speed_text,
 )
+from engine.wire import ModelAdvice
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import RECOMMENDED, FakeClient
 
@@ -253,3 +254,56 @@ def test_download_gguf_fetches_the_selected_models_first_missing_file(
     assert dialog.progress_label.text().startswith("Downloaded someone/Big-GGUF/big-q4_k_m.gguf")
     # Asked again when done: the file now shows as downloaded and can be used.
     qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
+
+
+RERANKER = ModelAdvice(
+    id="cross-encoder/ms-marco-MiniLM-L-6-v2",
+    name="MS MARCO MiniLM-L6 reranker",
+    params=22_713_601,
+    licence="Apache-2.0",
+    description="Orders each question's sources.",
+    weight_bytes=90_854_404,
+    download_bytes=91_800_000,
+    verdict="runs on CPU (int8)",
+    verdict_kind="ram",
+    offloaded_percent=0,
+    missing_bytes=0,
+    expected_tokens_per_s=None,
+    speed_note="estimate: 20 passages",
+    installed=True,
+    installed_path="/data/models/cross-encoder--ms-marco-MiniLM-L-6-v2",
+    role="reranker",
+    seconds_per_question=1.38,
+)
+
+
+def test_a_recommended_reranker_is_chosen_to_rank_the_sources(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    client = FakeClient(recommended=replace(RECOMMENDED, models=[*RECOMMENDED.models, RERANKER]))
+    window = make_window(client)
+    dialog = window.models_dialog
+    window.model_chooser.models_action.trigger()
+    row = len(RECOMMENDED.models)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == row + 1, timeout=5000)
+    assert cell(dialog, row, "Expected speed") == "≈ 1.4 s per question"
+    assert cell(dialog, row, "On this machine") == "runs on CPU (int8)"
+    assert cell(dialog, row, "Download") == "92 MB"
+    dialog.table.selectRow(0)
+    assert dialog.use_button.text() == "Use this model"
+    dialog.table.selectRow(row)
+    assert dialog.use_button.text() == "Use to rank sources" and dialog.use_button.isEnabled()
+    qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(client.called("set_reranker")) == 1, timeout=5000)
+    assert client.called("set_reranker")[0] == {"reranker": RERANKER.installed_path}
+    assert client.called("set_model") == []  # a reranker is never the answer model
+
+    # The Model menu names it and switches it off.
+    chooser = window.model_chooser
+    qtbot.waitUntil(chooser.ranker_label.isVisible, timeout=5000)
+    assert chooser.ranker_label.text() == "Sources ranked by: ms-marco-MiniLM-L-6-v2"
+    assert not chooser.rank_action.isChecked()
+    chooser.no_ranker_action.trigger()
+    qtbot.waitUntil(lambda: len(client.called("set_reranker")) == 2, timeout=5000)
+    assert client.called("set_reranker")[1] == {"reranker": None}
+    qtbot.waitUntil(lambda: not chooser.ranker_label.isVisible(), timeout=5000)

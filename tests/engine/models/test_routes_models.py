@@ -32,6 +32,7 @@ class _Store:
 @dataclass
 class _Settings:
     model: str | None = None
+    reranker: str | None = None
 
 
 @dataclass
