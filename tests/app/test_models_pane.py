@@ -297,6 +297,8 @@ def test_a_recommended_reranker_is_chosen_to_rank_the_sources(
     qtbot.waitUntil(lambda: len(client.called("set_reranker")) == 1, timeout=5000)
     assert client.called("set_reranker")[0] == {"reranker": RERANKER.installed_path}
     assert client.called("set_model") == []  # a reranker is never the answer model
+    # The dialog plans again once the engine says the reranker is in use.
+    qtbot.waitUntil(lambda: len(client.called("recommended_models")) == 2, timeout=5000)
 
     # The Model menu names it and switches it off.
     chooser = window.model_chooser
