@@ -432,14 +432,10 @@ class Engine:
         history: Sequence[Turn] = (),
         max_new_tokens: int = 256,
     ) -> Iterator[AnswerEvent]:
-        """SearchedEvent (a follow-up; engine/pipeline/answer_stream.py `leaned_search`
-        for a question the history changed the results of), CitationsEvent,
-        TokenEvent..., DoneEvent (engine/wire_events.py), through the retrieval and
-        generation pipelines: the question is batched with others asked meanwhile;
-        "interactive" (the chat a person watches) goes ahead of "background" work
-        (batch questions, API clients), which is never starved. `history`, the
-        conversation's earlier turns, resolves a follow-up before retrieval and goes
-        into the prompt."""
+        """SearchedEvent (a follow-up, or `leaned_search`), CitationsEvent, TokenEvent...,
+        DoneEvent (engine/wire_events.py), batched with other questions; "interactive"
+        (the chat a person watches) goes ahead of "background" work (batch, API), never
+        starved. `history` resolves a follow-up before retrieval and goes into the prompt."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
@@ -469,7 +465,12 @@ class Engine:
             payload=None if filters.empty else filters,
             conversation=follow_up,
         )
-        yield from answer_events(handle=handle, cancel=cancel, unfinished=self.ingestion.unfinished)
+        yield from answer_events(
+            handle=handle,
+            cancel=cancel,
+            unfinished=self.ingestion.unfinished,
+            embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
+        )
 
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""

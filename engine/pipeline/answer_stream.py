@@ -8,6 +8,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
+
+from engine.answer.attribution import attribute_sources
 from engine.answer.extractive import NO_MODEL_NOTE
 from engine.pipeline.answering import GatedHits, refusal_text, still_adding_note
 from engine.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
@@ -31,11 +34,14 @@ def answer_events(
     handle: RequestHandle,
     cancel: threading.Event | None,
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: the citations once retrieved
     (none when nothing relevant was found), the text as it is written, then done.
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
-    "not found" then means "not found yet"."""
+    "not found" then means "not found yet". With `embed` (sentence vectors), a written
+    answer that cites no passage gets [n] markers in done's text
+    (engine/answer/attribution.py); the tokens stay as the model wrote them."""
     gated: GatedHits | None = None
     pieces: list[str] = []
     outcome: Finished | None = None
@@ -76,8 +82,12 @@ def answer_events(
         done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
     else:
         completion = handle.tokens
+        text = "".join(pieces)
+        if embed is not None:
+            passages = [h.chunk.text for h in gated.hits]
+            text = attribute_sources(answer=text, passages=passages, embed=embed).text
         done = AnswerDone(
-            answer="".join(pieces),
+            answer=text,
             mode="generative",
             model=model,
             prompt_tokens=handle.prompt_tokens or None,

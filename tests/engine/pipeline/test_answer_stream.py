@@ -3,6 +3,8 @@ here, the "searched for" line of a question the earlier turn changed the results
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine.answer.conversation import resolve
 from engine.answer.extractive import ExtractiveAnswer
 from engine.pipeline.answer_stream import answer_events
@@ -70,3 +72,25 @@ def test_a_follow_up_is_not_told_twice() -> None:
     # A follow-up's line is sent by the engine before its search (engine/core.py).
     events = _events("And how do I undo that?", changed=True)
     assert not [e for e in events if isinstance(e, SearchedEvent)]
+
+
+def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
+    """The tokens stay as the model wrote them; done's text carries the [n]."""
+    from engine.wire import DoneEvent, TokenEvent
+
+    handle = RequestHandle(question=new_question(text="Why UTF-8?", k=3), submitted=0.0)
+    handle.served_by = "a model"
+    found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+    handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+    written = "UTF-8 is the modern and preferred choice today."
+    handle.emit(Piece(text=written))
+    handle.emit(Finished(status="done"))
+
+    def embed(texts: list[str]) -> np.ndarray:  # the answer's sentence is the passage's
+        return np.ones((len(texts), 4), dtype=np.float32) / 2.0
+
+    events = list(answer_events(handle=handle, cancel=None, embed=embed))
+    assert [e.text for e in events if isinstance(e, TokenEvent)] == [written]
+    (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
+    assert done.mode == "generative"
+    assert done.answer == "UTF-8 is the modern and preferred choice today [1]."
