@@ -7,13 +7,18 @@ import pytest
 
 from engine.errors import EngineRequestError
 from engine.models.catalogue import load_catalogue
+from engine.models.reranker_catalogue import load_rerankers
 from tests.support.engine import RunningEngine
 
 
 def test_recommended_models_have_verdicts(api_engine: RunningEngine) -> None:
     result = api_engine.client.recommended_models()
-    assert [m.id for m in result.models] == [e.id for e in load_catalogue()]
-    for m in result.models:
+    models = [m for m in result.models if m.role == "model"]
+    assert [m.id for m in models] == [e.id for e in load_catalogue()]
+    rerankers = [m for m in result.models if m.role == "reranker"]
+    assert [m.id for m in rerankers] == [e.id for e in load_rerankers()]
+    assert all(m.seconds_per_question and not m.chosen for m in rerankers)
+    for m in models:
         assert m.verdict_kind in ("gpu", "offloaded", "too_large", "ram")
         assert m.params > 0 and m.weight_bytes > 0
         if m.verdict_kind == "too_large":
