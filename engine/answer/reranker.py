@@ -49,7 +49,7 @@ _RANK_WEIGHT = 0.3  # how much the retrieval rank counts against the cross-encod
 # 80 words of the manuals are about 110 word pieces.
 FOCUS_WORDS = 80
 _MAX_TOKENS = 256  # question + passage: chunks are at most 200 word pieces
-_FOCUS_MAX_TOKENS = 160  # question + focus
+FOCUS_MAX_TOKENS = 160  # question + focus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +89,7 @@ class Reranker:
             self._model: Any = CrossEncoder(
                 location,
                 device=device,
-                max_length=_MAX_TOKENS if focus_words is None else _FOCUS_MAX_TOKENS,
+                max_length=_MAX_TOKENS if focus_words is None else FOCUS_MAX_TOKENS,
             )
         except Exception as e:  # the library raises many types; one clear error out
             raise ModelLoadError(

@@ -12,7 +12,7 @@ layers in int8 (engine/answer/reranker.py), which needs its embeddings in float3
 and one byte per other weight.
 
 The expected cost is an estimate, like the language models' speed: every question
-reads `RERANK_CANDIDATES` pairs of at most `_FOCUS_MAX_TOKENS` word pieces, two
+reads `RERANK_CANDIDATES` pairs of at most `FOCUS_MAX_TOKENS` word pieces, two
 FLOPs per pair token per non-embedding weight, at a nominal rate per CPU core (int8)
 or for a GPU. With MiniLM-L6 on the 2-core machine it says 1.4 s; measured, 0.93 s
 (docs/benchmarks.md, "Reranker cost"): it promises less than the machine gives.
@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.answer.reranker import FOCUS_MAX_TOKENS, RERANK_CANDIDATES
 from engine.hardware.profile import HardwareProfile
 from engine.planner.sizes import format_gib
 from engine.wire import ModelAdvice, Verdict
 from resources import resource_path
 
-RERANK_CANDIDATES = 20  # engine/answer/reranker.py's; repeated to keep torch out of here
-PAIR_TOKENS = 160  # engine/answer/reranker.py's _FOCUS_MAX_TOKENS: a pair's upper bound
 NOMINAL_CPU_INT8_FLOPS_PER_CORE = 25e9
 NOMINAL_GPU_FLOPS = 10e12  # float32 on a mid-range card
 GPU_HEADROOM = 4  # free GPU memory must hold the weights this many times over
@@ -65,7 +64,8 @@ class EncoderSize:
         return 4 * self.embedding_parameters + (self.parameters - self.embedding_parameters)
 
     def flops_per_question(self) -> float:
-        return 2.0 * (self.parameters - self.embedding_parameters) * RERANK_CANDIDATES * PAIR_TOKENS
+        pair_tokens = RERANK_CANDIDATES * FOCUS_MAX_TOKENS
+        return 2.0 * (self.parameters - self.embedding_parameters) * pair_tokens
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +170,7 @@ def advise_reranker(
     size = size_of_config(entry.config_path())
     placed = reranker_device(hardware=hardware, size=size)
     note = (
-        f"estimate: {RERANK_CANDIDATES} passages of up to {PAIR_TOKENS} word pieces per "
+        f"estimate: {RERANK_CANDIDATES} passages of up to {FOCUS_MAX_TOKENS} word pieces per "
         f"question, {size_text(placed.memory_bytes)} held; nominal compute rate"
     )
     return ModelAdvice(
