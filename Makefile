@@ -35,9 +35,15 @@ run: $(STAMP)
 # ~/.cache/ragdoll-real-docs or $$RAGDOLL_REAL_DOCS) are fetched first where apt-get
 # can reach a mirror (8.5 s on a clean cache here); offline, or after 3 minutes,
 # the run goes on and those tests skip, saying how to fetch them.
+# Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on one
+# engine or one window at a time, so one process leaves a core idle. On CI's
+# 2 cores the quick suite took 20 min 43 s in one process, 12 min 19 s in two
+# (docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0 runs it in one;
+# `make test-full` runs in one process: its benchmarks time themselves.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	-$(BIN)/python -m engine.bench.real_docs --quiet --timeout 180
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" --durations=20 tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=20 tests
 
 test-full: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests
