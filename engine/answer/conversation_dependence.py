@@ -60,7 +60,9 @@ _CLOSERS = (" then", " instead", " too", " as well", " either", " different", " 
 # Pronouns that point back; "that", "then", "one" are as often relative or counting
 # words in a question that stands alone ("how do I tell git that the commit is good?").
 _PRONOUNS = frozenset(["it", "it's", "they", "them", "these", "those", "he", "she", "him"])
-_POSSESSIVES = frozenset(["its", "their", "theirs", "his", "her"])
+# "mine", "yours": a possessive standing for a noun named before ("Why might mine be
+# held back?"), as "theirs" does.
+_POSSESSIVES = frozenset(["its", "their", "theirs", "his", "her", "mine", "yours", "ours", "hers"])
 _ALWAYS_BACK = frozenset(["former", "latter"])
 # Where a clause begins: a pronoun after one can stand for a noun before it
 # ("before it is built", "because they send passwords", "and push it").
@@ -105,6 +107,9 @@ _POINTERS = frozenset(["the", "which", "that", "this"])
 # "which one of the priorities", "the one that …": the question says which.
 _SAYS_WHICH = frozenset(["of", "that", "which", "who", "in", "for", "from", "with"])
 _DEMONSTRATIVES = frozenset(["that", "this"])
+_PREPOSITIONS = frozenset(
+    ["in", "on", "for", "with", "about", "from", "to", "of", "into", "at", "by", "under"]
+)
 # After a demonstrative, the words that show it stands for a thing of its own ("that
 # is", "that a"), not for the noun after it ("that option") ...
 _AFTER_A_STAND_IN = frozenset(
@@ -242,11 +247,31 @@ def _points_back(tokens: list[str]) -> bool:
         before = tokens[i - 1] if i > 0 else ""
         if t in _DEMONSTRATIVES and after in _AFTER_A_STAND_IN and before in _BEFORE_A_STAND_IN:
             return True
+        # "Where is that setting kept?", "That command, where …", "in this file": a
+        # demonstrative before a noun, where a noun phrase starts (not "tell git that
+        # commits …", a clause), names a thing said before, unless an earlier clause
+        # of the question holds what it points to ("a patch showed up; what does
+        # that usually mean?").
+        if (
+            t in _DEMONSTRATIVES
+            and (before in _BEFORE_A_STAND_IN or before in _PREPOSITIONS)
+            and _names_a_thing(after)
+            and not _antecedent(tokens, at=i, across_clause=True)
+        ):
+            return True
         if (t in _ONES or t in _THINGS) and after not in _SAYS_WHICH:
             pointed = any(b in _POINTERS for b in tokens[max(0, i - 2) : i])
             if pointed and (t in _THINGS or not _antecedent(tokens, at=i, across_clause=True)):
                 return True
     return False
+
+
+def _names_a_thing(word: str) -> bool:
+    """A word after a demonstrative that can be the noun it points with."""
+    return bool(word) and word[0].isalnum() and not (
+        word in _STOPWORDS or word in _PRONOUNS or word in _POSSESSIVES
+        or word in _AFTER_A_STAND_IN or word in _BOUNDARIES
+    )  # fmt: skip
 
 
 def _leaves_out_its_verb(tokens: list[str]) -> bool:

@@ -108,6 +108,32 @@ def test_a_demonstrative_standing_for_a_thing_is_a_follow_up() -> None:
         assert not looks_dependent(q, specific=_every_word_rare), q
 
 
+def test_a_demonstrative_before_a_noun_points_back() -> None:
+    for q in (
+        "That command, where does it save what I typed?",
+        "Where is that setting kept?",
+        "Can I put this option in a config file?",
+    ):
+        assert looks_dependent(q, specific=_every_word_rare), q
+    for q in (
+        # A clause, not a noun phrase: "that" after a verb that takes one.
+        "How do I make sure that backups run every night?",
+        # What it points to is an earlier clause of the question itself.
+        "A debian-changes patch showed up after building; what does that usually mean?",
+    ):
+        assert not looks_dependent(q, specific=_every_word_rare), q
+
+
+def test_a_possessive_pronoun_stands_for_a_noun_said_before() -> None:
+    assert looks_dependent("Why might mine be held back?", specific=_every_word_rare)
+    assert looks_dependent("Is yours the same?", specific=_every_word_rare)
+    # A noun before it in the question is what it stands for.
+    assert not looks_dependent(
+        "My upload was rejected while a friend's package was accepted; why was mine rejected?",
+        specific=_every_word_rare,
+    )
+
+
 def test_a_comparison_or_an_addition_with_its_other_side_unsaid_is_a_follow_up() -> None:
     for q in ("How is fixup different?", "Do backslash escapes work too?", "Does it work as well?"):
         assert looks_dependent(q, specific=_every_word_rare), q
