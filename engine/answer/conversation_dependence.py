@@ -107,6 +107,7 @@ _POINTERS = frozenset(["the", "which", "that", "this"])
 # "which one of the priorities", "the one that …": the question says which.
 _SAYS_WHICH = frozenset(["of", "that", "which", "who", "in", "for", "from", "with"])
 _DEMONSTRATIVES = frozenset(["that", "this"])
+_RELATIVIZERS = frozenset(["that", "which", "who"])
 _PREPOSITIONS = frozenset(
     ["in", "on", "for", "with", "about", "from", "to", "of", "into", "at", "by", "under"]
 )
@@ -306,13 +307,18 @@ def _antecedent(tokens: list[str], *, at: int, across_clause: bool) -> bool:
     anywhere before it but the noun whose "of" it follows ("the format of its
     entries" is not the format's own)."""
     end = at
+    head = -1
     if across_clause:
         bounds = [j for j in range(at) if tokens[j] in _BOUNDARIES]
         if not bounds:
             return False
         end = bounds[-1]
+        if tokens[end] in _RELATIVIZERS:
+            # "a tool that makes it simpler": the noun the clause describes is that
+            # clause's own subject, which its pronoun does not stand for.
+            head = end - 1
     for j in range(end):
-        if not _noun_like(tokens, at=j):
+        if j == head or not _noun_like(tokens, at=j):
             continue
         if not across_clause and j == at - 2 and tokens[at - 1] == "of":
             continue

@@ -124,6 +124,16 @@ def test_a_demonstrative_before_a_noun_points_back() -> None:
         assert not looks_dependent(q, specific=_every_word_rare), q
 
 
+def test_a_pronoun_does_not_stand_for_the_noun_its_relative_clause_describes() -> None:
+    # "a tool that makes it simpler": "it" is not the tool.
+    assert looks_dependent("Is there a tool that makes it simpler?", specific=_every_word_rare)
+    # A noun before the described one still can be what it stands for.
+    assert not looks_dependent(
+        "When a package has a bug that makes it crash, whom do I tell?",
+        specific=_every_word_rare,
+    )
+
+
 def test_a_possessive_pronoun_stands_for_a_noun_said_before() -> None:
     assert looks_dependent("Why might mine be held back?", specific=_every_word_rare)
     assert looks_dependent("Is yours the same?", specific=_every_word_rare)
