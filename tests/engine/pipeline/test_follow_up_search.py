@@ -211,7 +211,7 @@ class _LeaningStore(_Store):
 def test_a_question_judged_standalone_keeps_its_own_best_match_first() -> None:
     own = [_chunk("own", "/d/gnuplot.pdf", 5), _chunk("own2", "/d/gnuplot.pdf", 6)]
     earlier = [_chunk(f"up{i}", "/d/devref.pdf", 43 + i) for i in range(3)]
-    follow = resolve(question="Why might mine be held back in gnuplot?", history=(UPLOAD,))
+    follow = resolve(question="Why might my plot be held back in gnuplot?", history=(UPLOAD,))
     assert follow is not None and follow.hedged
     store = _LeaningStore(own, earlier)
     asked = new_question(text=follow.query, k=3, conversation=follow)
