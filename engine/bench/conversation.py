@@ -17,7 +17,8 @@ and a fifth (engine/bench/conversation_set5.py, "tuned5": follow-ups as people t
 a third held-out set (engine/bench/conversation_set6.py, "held_out3") was written after
 the others had been measured, blind to the product's results, and a fourth
 (engine/bench/conversation_set7.py, "held_out4") likewise after held_out3 was spent,
-and a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4.
+a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4, and a sixth
+(engine/bench/conversation_set9.py, "held_out6") after held_out5.
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -51,6 +52,7 @@ from engine.bench.conversation_set5 import TUNING5
 from engine.bench.conversation_set6 import HELD_OUT3
 from engine.bench.conversation_set7 import HELD_OUT4
 from engine.bench.conversation_set8 import HELD_OUT5
+from engine.bench.conversation_set9 import HELD_OUT6
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -66,6 +68,7 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "held_out3": HELD_OUT3,  # written after the others were measured (set6)
     "held_out4": HELD_OUT4,  # written blind after held_out3 was spent (set7)
     "held_out5": HELD_OUT5,  # written blind after held_out4 (set8)
+    "held_out6": HELD_OUT6,  # written blind after held_out5 (set9)
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
 TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
@@ -358,6 +361,7 @@ def _report(figures: dict[str, Any]) -> str:
         "held_out3": "third held-out set",
         "held_out4": "fourth held-out set",
         "held_out5": "fifth held-out set",
+        "held_out6": "sixth held-out set",
     }
     asked = [p for p in PARTS if p in figures]
     model = figures.get("model")
