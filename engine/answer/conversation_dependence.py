@@ -256,7 +256,8 @@ def _points_back(tokens: list[str]) -> bool:
         if (
             t in _DEMONSTRATIVES
             and (before in _BEFORE_A_STAND_IN or before in _PREPOSITIONS)
-            and _names_a_thing(after)
+            and after[:1].isalnum()
+            and _noun_like(tokens, at=i + 1)
             and not _antecedent(tokens, at=i, across_clause=True)
         ):
             return True
@@ -265,14 +266,6 @@ def _points_back(tokens: list[str]) -> bool:
             if pointed and (t in _THINGS or not _antecedent(tokens, at=i, across_clause=True)):
                 return True
     return False
-
-
-def _names_a_thing(word: str) -> bool:
-    """A word after a demonstrative that can be the noun it points with."""
-    return bool(word) and word[0].isalnum() and not (
-        word in _STOPWORDS or word in _PRONOUNS or word in _POSSESSIVES
-        or word in _AFTER_A_STAND_IN or word in _BOUNDARIES
-    )  # fmt: skip
 
 
 def _leaves_out_its_verb(tokens: list[str]) -> bool:
