@@ -18,6 +18,7 @@ install time, pinned by constraints.txt. PyTorch is chosen for the machine then 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import re
 import shutil
@@ -100,6 +101,16 @@ def pip(*args: str) -> None:
     subprocess.run(argv, check=True)
 
 
+def build_app_wheel(*, into: Path) -> None:
+    """setuptools builds in the checkout's build/ folder, so two builds at once (two test
+    workers, two `make dist`) trip over each other's files; one at a time, then."""
+    lock = REPO / "build" / ".wheel.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        pip("wheel", "--no-deps", "--quiet", "-w", str(into), str(REPO))
+
+
 def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True, deb: bool = False) -> Path:
     spec = load_spec()
     version = pyproject_version()
@@ -119,7 +130,7 @@ def build(*, out: Path, wheelhouse: bool = True, tarball: bool = True, deb: bool
         constraints_without_torch(text=(REPO / "constraints.txt").read_text(encoding="utf-8"))
     )
     # The app's own wheel, built from this checkout (build isolation: no dev tools leak in).
-    pip("wheel", "--no-deps", "--quiet", "-w", str(bundle), str(REPO))
+    build_app_wheel(into=bundle)
     pure: list[str] = []
     if wheelhouse:
         closure = runtime_closure()

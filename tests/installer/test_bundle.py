@@ -8,11 +8,12 @@ import os
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from installer.linux.build_bundle import constraints_without_torch, is_pure
+from installer.linux.build_bundle import build_app_wheel, constraints_without_torch, is_pure
 
 
 @pytest.fixture
@@ -144,3 +145,15 @@ def test_dry_run_from_a_folder_of_wheels_uses_no_index(bundle: Path, tmp_path: P
     # The torch step leaves the environment incomplete on purpose: pip's "dependency
     # resolver" report about that is not printed; the app's step, the last, checks.
     assert "--no-warn-conflicts" in torch_cmd and "--no-warn-conflicts" not in app_cmd
+
+
+@pytest.mark.slow
+def test_two_wheel_builds_at_once_both_finish(tmp_path: Path) -> None:
+    # Two test workers each build the quick bundle; unlocked, one of them failed about
+    # half the time on setuptools' shared build/ folder ("File exists").
+    outs = [tmp_path / "a", tmp_path / "b"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda out: build_app_wheel(into=out), outs))
+    names = [sorted(zipfile.ZipFile(next(out.glob("*.whl"))).namelist()) for out in outs]
+    assert names[0] == names[1]
+    assert any(name.startswith("engine/") for name in names[0])
