@@ -393,10 +393,11 @@ class LanceStore:
 
     def refresh_fulltext_index(self, *, force: bool = False) -> None:
         """(Re)build BM25 over chunk text. Rows added since are still found
-        (LanceDB scans unindexed rows), so this only keeps search fast."""
+        (LanceDB scans unindexed rows), so this only keeps search fast. Under the
+        maintainer's lock: its compaction, committed meanwhile, preempts the index."""
         if self._chunks is None:
             return
-        with self._fts_lock:
+        with self._fts_lock, self.maintainer.lock:
             stale = force or not any(i.index_type == "FTS" for i in self.chunks.list_indices())
             if not stale:
                 stats = self.chunks.index_stats("text_idx")

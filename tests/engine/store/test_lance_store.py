@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,42 @@ def test_vectors_are_reused_by_text_hash(store: LanceStore) -> None:
     store.replace_document(doc=doc, pages=pages, embedded=emb)
     reused = store.vectors_by_text_hash(doc_id="a")
     assert np.allclose(reused["asame text"], emb.vectors[0])
+
+
+def test_the_fulltext_index_and_the_maintainers_compaction_do_not_preempt_each_other(
+    tmp_path: Path,
+) -> None:
+    # An ingestion of 12 real manuals failed at its end: LanceDB refused the new
+    # full-text index ("Retryable commit conflict … preempted by concurrent
+    # transaction Rewrite"), the index maintainer having compacted meanwhile.
+    store = LanceStore(folder=tmp_path / "index", background=False)
+    store.ensure_embedder(embedder_id="test", dimension=DIM)
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def maintain() -> None:
+        while not stop.is_set():
+            try:
+                store.maintain_index(force_optimize=True)
+            except Exception as e:
+                failures.append(f"maintainer: {e}")
+
+    try:
+        for i in range(6):  # small files for the compaction to fold
+            doc, pages, embedded = _doc(f"d{i}", [f"gamma {i} delta {j}" for j in range(20)])
+            store.replace_document(doc=doc, pages=pages, embedded=embedded)
+        worker = threading.Thread(target=maintain)
+        worker.start()
+        try:
+            for _ in range(20):
+                try:
+                    store.refresh_fulltext_index(force=True)
+                except Exception as e:
+                    failures.append(f"full-text index: {e}")
+        finally:
+            stop.set()
+            worker.join()
+        assert not failures, failures[:2]
+        assert store.holds_word("gamma")
+    finally:
+        store.close()
