@@ -2,8 +2,8 @@
 
 The quality benchmark (engine/bench/quality.py) measures whether an extractive answer
 holds the set's answer string; this script turns its two tuning parts (`tune`,
-`tune2`; never `held` or `held2`) into training data for the choice (engine/answer/
-sentence_choice.py) and the gate (engine/answer/refusal.py):
+`tune2`; never `held`, `held2` or `held3`) into training data for the choice
+(engine/answer/sentence_choice.py) and the gate (engine/answer/refusal.py):
 
     python -m engine.bench.sentence_fit collect --index DIR --out FILE
         each tuning question through the product's retrieval (RelevanceGate.search,

@@ -52,13 +52,16 @@ def test_the_second_tuning_part_asks_about_pages_no_other_question_uses() -> Non
             assert all((q.file, page) not in others for page in q.pages), q.id
 
 
-def test_the_second_held_back_part_is_spread_over_pages_no_other_question_uses() -> None:
+@pytest.mark.parametrize(("split", "prefix"), [("held2", "h2"), ("held3", "h3")])
+def test_each_later_held_back_part_is_spread_over_pages_no_other_question_uses(
+    split: str, prefix: str
+) -> None:
     questions = load_set()
-    held2 = [q for q in questions if q.split == "held2"]
-    answerable = [q for q in held2 if q.answerable]
-    unanswerable = [q for q in held2 if not q.answerable]
-    assert [q.id for q in answerable] == [f"h2a{i:02d}" for i in range(1, 41)]
-    assert [q.id for q in unanswerable] == [f"h2u{i:02d}" for i in range(1, 11)]
+    part = [q for q in questions if q.split == split]
+    answerable = [q for q in part if q.answerable]
+    unanswerable = [q for q in part if not q.answerable]
+    assert [q.id for q in answerable] == [f"{prefix}a{i:02d}" for i in range(1, 41)]
+    assert [q.id for q in unanswerable] == [f"{prefix}u{i:02d}" for i in range(1, 11)]
     per_file = Counter(q.file for q in answerable)
     assert len(per_file) >= 8 and max(per_file.values()) <= 7
     assert set(per_file) <= {d.name for d in DOCS}
@@ -71,33 +74,40 @@ def test_the_second_held_back_part_is_spread_over_pages_no_other_question_uses()
     others = {
         (file, page)
         for q in questions
-        if q.split != "held2"
+        if q.split != split
         for file, pages in ((q.file, q.pages), *q.also)
         for page in pages
     }
     mine = [(q.file, page) for q in answerable for page in q.pages]
-    assert len(mine) == len(set(mine)), "two held2 questions share a page"
+    assert len(mine) == len(set(mine)), f"two {split} questions share a page"
     assert not set(mine) & others
     texts = [q.question for q in questions]
     assert len(texts) == len(set(texts))
 
 
-def test_both_held_back_parts_are_held_out_and_the_tuning_parts_are_not() -> None:
+def test_the_held_back_parts_are_held_out_and_the_tuning_parts_are_not() -> None:
     split_of = {q.split: q.held_out for q in load_set()}
-    assert split_of == {"tune": False, "tune2": False, "held": True, "held2": True}
+    assert split_of == {
+        "tune": False,
+        "tune2": False,
+        "held": True,
+        "held2": True,
+        "held3": True,
+    }
 
 
-def test_the_quick_form_asks_tune_and_held_or_the_named_split_alone() -> None:
+@pytest.mark.parametrize("split", ["held2", "held3"])
+def test_the_quick_form_asks_tune_and_held_or_the_named_split_alone(split: str) -> None:
     questions = load_set()
     quick_all = quality.select(questions, quick=True, split="all")
     assert {q.split for q in quick_all} == {"tune", "held"}  # what CI times
-    quick_held2 = quality.select(questions, quick=True, split="held2")
-    assert {q.split for q in quick_held2} == {"held2"}
-    assert all(q.file in quality.QUICK_FILES for q in quick_held2 if q.answerable)
-    assert any(q.answerable for q in quick_held2)
-    assert sum(not q.answerable for q in quick_held2) == quality.QUICK_UNANSWERABLE
-    full = quality.select(questions, quick=False, split="held2")
-    assert len(full) == 50 and {q.split for q in full} == {"held2"}
+    quick_part = quality.select(questions, quick=True, split=split)
+    assert {q.split for q in quick_part} == {split}
+    assert all(q.file in quality.QUICK_FILES for q in quick_part if q.answerable)
+    assert any(q.answerable for q in quick_part)
+    assert sum(not q.answerable for q in quick_part) == quality.QUICK_UNANSWERABLE
+    full = quality.select(questions, quick=False, split=split)
+    assert len(full) == 50 and {q.split for q in full} == {split}
 
 
 def _outcome(
@@ -119,14 +129,15 @@ def _outcome(
     )
 
 
-def test_the_report_has_a_line_for_the_second_held_back_part() -> None:
+@pytest.mark.parametrize("split", ["held2", "held3"])
+def test_the_report_has_a_line_for_each_later_held_back_part(split: str) -> None:
     question = QualityQuestion(
-        id="h", question="?", split="held2", file="a.pdf", pages=(1,), also=(), answer="x"
+        id="h", question="?", split=split, file="a.pdf", pages=(1,), also=(), answer="x"
     )
     outcome = _outcome(question, rank=1, contains=True)
-    figures = {"held2": summarise([outcome]), "all": summarise([outcome])}
+    figures = {split: summarise([outcome]), "all": summarise([outcome])}
     lines = quality.report({**figures, "load_average_1m": 0.0, "cpus": 2}).splitlines()
-    assert any(line.startswith("held2  1") for line in lines), lines
+    assert any(line.startswith(f"{split}  1") for line in lines), lines
 
 
 def test_a_right_source_is_the_file_and_one_of_its_pages_or_an_alternative() -> None:
