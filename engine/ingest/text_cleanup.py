@@ -35,6 +35,24 @@ _INVISIBLES = {
     0x2007: " ",
 }
 _CHAR_FIXES = {**_LIGATURES, **_INVISIBLES}
+# PDF only: TeX's and groff's fonts map the ASCII tilde and circumflex of code and
+# paths to spacing modifier letters ("˜/.bashrc", "${parameterˆpattern}" in the bash
+# manual page), which neither a question's "~/.bashrc" nor a search for it matches.
+_PDF_ASCII = {0x02DC: "~", 0x02C6: "^"}
+# TeX builds an accented letter from a spacing accent and the letter after it
+# ("P´eter", "Moir´e"); only vowels (and ç), so that "it´s" stays as typed.
+_SPACING_ACCENTS = {"´": "\u0301", "¨": "\u0308", "˚": "\u030a", "ˇ": "\u030c", "¸": "\u0327"}
+_BUILT_ACCENT = re.compile(r"(?<=[^\W\d_])([´¨˚ˇ¸])([aeiouyAEIOUYcC])")
+# A backtick drawn as a combining grave over a space ("a ̀chroot ̀ed environment").
+_LONE_GRAVE = re.compile(r"(?<![^\W\d_])\u0300")
+# C1 control characters are never text; at the start of a line one stands for a
+# list bullet (gnuplot's manual: "\x88 All evaluation of expressions ...").
+_C1_BULLET = re.compile(r"(?m)^([ \t]*)[\x80-\x9f](?=[ \t])")
+_C1 = re.compile(r"[\x80-\x9f]")
+# Sphinx wraps a long line of a code block onto the next, drawing "˓→" (or "↪") at the
+# start of the continuation and "␣" for a space broken at: the line as written.
+_WRAPPED_AT_SPACE = re.compile(r"␣\n[ \t]*(?:˓→|↪)")
+_WRAPPED = re.compile(r"\n[ \t]*(?:˓→|↪)")
 
 _HSPACE = re.compile(r"[ \t\f\v\u2000-\u200a\u3000]+")
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")
@@ -189,7 +207,22 @@ def _fix_chars(*, text: str) -> str:
     # PDF text can hold lone surrogates from broken ToUnicode maps; they cannot be
     # encoded as UTF-8 and would fail much later, in the store.
     text = _LONE_SURROGATE.sub("\ufffd", text)
-    return unicodedata.normalize("NFC", text.translate(_CHAR_FIXES))
+    text = unicodedata.normalize("NFC", text.translate(_CHAR_FIXES))
+    return _fix_pdf_glyphs(text=text)
+
+
+def _fix_pdf_glyphs(*, text: str) -> str:
+    """Characters PDF fonts draw for ASCII or for an accented letter, as written."""
+    text = _BUILT_ACCENT.sub(_compose_accent, text).translate(_PDF_ASCII)
+    text = _LONE_GRAVE.sub("`", text)
+    text = _C1.sub("", _C1_BULLET.sub(r"\1•", text))
+    return _WRAPPED.sub("", _WRAPPED_AT_SPACE.sub(" ", text))
+
+
+def _compose_accent(match: re.Match[str]) -> str:
+    accent, letter = match.group(1), match.group(2)
+    composed = unicodedata.normalize("NFC", letter + _SPACING_ACCENTS[accent])
+    return composed if len(composed) == 1 else match.group(0)
 
 
 def _normalize_pdf_whitespace(*, text: str) -> str:

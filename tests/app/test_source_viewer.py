@@ -263,3 +263,14 @@ def test_a_viewer_closed_before_its_scroll_timer_fires_is_left_alone(
     view._scroll_to(page)
     shiboken6.delete(view)
     qtbot.wait(50)  # the queued scroll would raise in the event loop here
+
+
+def test_locate_finds_a_passage_the_engine_rewrote_from_pdf_glyphs() -> None:
+    # What pdfium reads on the bash manual page and a Sphinx PDF, against the text
+    # the engine stored (engine/ingest/text_cleanup.py): "˜" for "~", a spacing
+    # accent before its letter, a code line wrapped with "␣" and "˓→".
+    chars = list("reads ˜/.bashrc, for P´eter: (fi),␣\r\n˓→French (fr). End")
+    passage = "reads ~/.bashrc, for Péter: (fi), French (fr)."
+    span = locate(chars=chars, passage=passage)
+    assert span is not None
+    assert "".join(chars[span[0] : span[1] + 1]) == "".join(chars[:-4])

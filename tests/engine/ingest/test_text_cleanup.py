@@ -44,6 +44,38 @@ def test_ligatures_and_invisible_characters_are_fixed() -> None:
     assert cleaned == "The first flow of the office, x y ²"  # ² is not a ligature: kept
 
 
+@pytest.mark.parametrize(
+    ("drawn", "written"),
+    [
+        # groff's bash manual page: the tilde and caret of paths and code
+        ("reads ˜/.bashrc if the shell", "reads ~/.bashrc if the shell"),
+        ("${parameterˆˆpattern}", "${parameter^^pattern}"),
+        # TeX: a spacing accent before its letter; "it´s" is not an accent
+        (
+            "Lars Hecking, P´eter Juh´asz, Moir´e patterns",
+            "Lars Hecking, Péter Juhász, Moiré patterns",
+        ),
+        ("it´s", "it´s"),
+        # a backtick drawn as a combining grave over a space; a real accent stays
+        ("For ls(1) in a \u0300chroot", "For ls(1) in a `chroot"),
+        ("cafe\u0300", "caf\u00e8"),
+        # gnuplot's list bullets are C1 control characters; elsewhere one is dropped
+        ("Changes:\n\x88 All evaluation\nmid\x85dle", "Changes:\n• All evaluation\nmiddle"),
+        # Sphinx's wrapped code lines, at a space and within one
+        ("Finnish (fi),␣\n˓→French (fr)", "Finnish (fi), French (fr)"),
+        ("armel, armhf,\n˓→ i386, mips", "armel, armhf, i386, mips"),
+        ("inserts d␣␣b", "inserts d␣␣b"),
+    ],
+)
+def test_pdf_glyphs_are_read_as_written(drawn: str, written: str) -> None:
+    assert clean_pdf_pages(pages=[drawn])[0] == written
+
+
+def test_plain_text_keeps_its_modifier_letters() -> None:
+    # Only PDF fonts draw "~" as "˜"; in a text file it was typed.
+    assert normalize_plain_text(text="Espa˜na ˆ") == "Espa˜na ˆ"
+
+
 def test_whitespace_is_normalised_but_paragraph_breaks_stay() -> None:
     cleaned = clean_pdf_pages(pages=["  One   line\t here  \n\n\n\nNext  paragraph \n"])[0]
     assert cleaned == "One line here\n\nNext paragraph"
