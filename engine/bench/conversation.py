@@ -17,8 +17,9 @@ and a fifth (engine/bench/conversation_set5.py, "tuned5": follow-ups as people t
 a third held-out set (engine/bench/conversation_set6.py, "held_out3") was written after
 the others had been measured, blind to the product's results, and a fourth
 (engine/bench/conversation_set7.py, "held_out4") likewise after held_out3 was spent,
-a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4, and a sixth
-(engine/bench/conversation_set9.py, "held_out6") after held_out5.
+a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4, a sixth
+(engine/bench/conversation_set9.py, "held_out6") after held_out5, and a seventh
+(engine/bench/conversation_set10.py, "held_out7") after held_out6.
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -53,6 +54,7 @@ from engine.bench.conversation_set6 import HELD_OUT3
 from engine.bench.conversation_set7 import HELD_OUT4
 from engine.bench.conversation_set8 import HELD_OUT5
 from engine.bench.conversation_set9 import HELD_OUT6
+from engine.bench.conversation_set10 import HELD_OUT7
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -69,6 +71,7 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "held_out4": HELD_OUT4,  # written blind after held_out3 was spent (set7)
     "held_out5": HELD_OUT5,  # written blind after held_out4 (set8)
     "held_out6": HELD_OUT6,  # written blind after held_out5 (set9)
+    "held_out7": HELD_OUT7,  # written blind after held_out6 (set10)
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
 TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
@@ -362,6 +365,7 @@ def _report(figures: dict[str, Any]) -> str:
         "held_out4": "fourth held-out set",
         "held_out5": "fifth held-out set",
         "held_out6": "sixth held-out set",
+        "held_out7": "seventh held-out set",
     }
     asked = [p for p in PARTS if p in figures]
     model = figures.get("model")
