@@ -51,8 +51,9 @@ _C1_BULLET = re.compile(r"(?m)^([ \t]*)[\x80-\x9f](?=[ \t])")
 _C1 = re.compile(r"[\x80-\x9f]")
 # Sphinx wraps a long line of a code block onto the next, drawing "˓→" (or "↪") at the
 # start of the continuation and "␣" for a space broken at: the line as written.
-_WRAPPED_AT_SPACE = re.compile(r"␣\n[ \t]*(?:˓→|↪)")
-_WRAPPED = re.compile(r"\n[ \t]*(?:˓→|↪)")
+# PDFium ends its lines with "\r\n".
+_WRAPPED_AT_SPACE = re.compile(r"␣\r?\n[ \t]*(?:˓→|↪)")
+_WRAPPED = re.compile(r"\r?\n[ \t]*(?:˓→|↪)")
 
 _HSPACE = re.compile(r"[ \t\f\v\u2000-\u200a\u3000]+")
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")

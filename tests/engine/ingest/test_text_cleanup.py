@@ -64,6 +64,7 @@ def test_ligatures_and_invisible_characters_are_fixed() -> None:
         # Sphinx's wrapped code lines, at a space and within one
         ("Finnish (fi),␣\n˓→French (fr)", "Finnish (fi), French (fr)"),
         ("armel, armhf,\n˓→ i386, mips", "armel, armhf, i386, mips"),
+        ("Finnish (fi),␣\r\n˓→French (fr)", "Finnish (fi), French (fr)"),  # as PDFium ends lines
         ("inserts d␣␣b", "inserts d␣␣b"),
     ],
 )
