@@ -38,7 +38,7 @@ _CHAR_FIXES = {**_LIGATURES, **_INVISIBLES}
 # PDF only: TeX's and groff's fonts map the ASCII tilde and circumflex of code and
 # paths to spacing modifier letters ("˜/.bashrc", "${parameterˆpattern}" in the bash
 # manual page), which neither a question's "~/.bashrc" nor a search for it matches.
-_PDF_ASCII = {0x02DC: "~", 0x02C6: "^"}
+_PDF_CHAR_FIXES = {**_CHAR_FIXES, 0x02DC: "~", 0x02C6: "^"}
 # TeX builds an accented letter from a spacing accent and the letter after it
 # ("P´eter", "Moir´e"); only vowels (and ç), so that "it´s" stays as typed.
 _SPACING_ACCENTS = {"´": "\u0301", "¨": "\u0308", "˚": "\u030a", "ˇ": "\u030c", "¸": "\u0327"}
@@ -208,13 +208,14 @@ def _fix_chars(*, text: str) -> str:
     # PDF text can hold lone surrogates from broken ToUnicode maps; they cannot be
     # encoded as UTF-8 and would fail much later, in the store.
     text = _LONE_SURROGATE.sub("\ufffd", text)
-    text = unicodedata.normalize("NFC", text.translate(_CHAR_FIXES))
+    text = unicodedata.normalize("NFC", text.translate(_PDF_CHAR_FIXES))
     return _fix_pdf_glyphs(text=text)
 
 
 def _fix_pdf_glyphs(*, text: str) -> str:
-    """Characters PDF fonts draw for ASCII or for an accented letter, as written."""
-    text = _BUILT_ACCENT.sub(_compose_accent, text).translate(_PDF_ASCII)
+    """Characters PDF fonts draw for an accented letter, a backtick, a bullet or a
+    wrapped code line, as written."""
+    text = _BUILT_ACCENT.sub(_compose_accent, text)
     text = _LONE_GRAVE.sub("`", text)
     text = _C1.sub("", _C1_BULLET.sub(r"\1•", text))
     return _WRAPPED.sub("", _WRAPPED_AT_SPACE.sub(" ", text))

@@ -87,7 +87,6 @@ class LanceStore:
         self.folder = folder
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
-        self._fts_lock = threading.Lock()
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -394,10 +393,11 @@ class LanceStore:
     def refresh_fulltext_index(self, *, force: bool = False) -> None:
         """(Re)build BM25 over chunk text. Rows added since are still found
         (LanceDB scans unindexed rows), so this only keeps search fast. Under the
-        maintainer's lock: its compaction, committed meanwhile, preempts the index."""
+        maintainer's lock (one rebuild at a time, too): its compaction, committed
+        meanwhile, preempts the index."""
         if self._chunks is None:
             return
-        with self._fts_lock, self.maintainer.lock:
+        with self.maintainer.lock:
             stale = force or not any(i.index_type == "FTS" for i in self.chunks.list_indices())
             if not stale:
                 stats = self.chunks.index_stats("text_idx")
