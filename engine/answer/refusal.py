@@ -53,8 +53,13 @@ COMMON_WORDS = _words(
     "with about against between into through during before after above below to from up "
     "down in out on off over under again further then once here there when where why how "
     "all any both each few more most other some such no nor not only own same so than too "
-    "very s t can will just don should now"
+    "very s t can will just don should now mine"
 )
+# A negated auxiliary ("isn't", "haven’t", typed with either apostrophe) splits into
+# "isn" and "t" at the apostrophe; the first half is no subject, and a collection whose
+# full-text index keeps "isn't" whole finds no chunk with "isn", which read as an
+# unknown word refused answerable follow-ups ("What if the machine isn't on all day?").
+_NEGATED = re.compile(r"\w+n['’]t\b", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MIN_LETTERS = 3
 # Words with a capital and a lower-case letter ("Secure", "LaTeX", "IPv4"; not
@@ -103,7 +108,7 @@ def _unknown_single(
     for text in texts:
         seen.update(content_words(text))
     out = []
-    for word in dict.fromkeys(_WORD.findall(question.lower())):
+    for word in dict.fromkeys(_WORD.findall(_NEGATED.sub(" ", question.lower()))):
         if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
             continue
         if stem(word) in seen or holds(word):

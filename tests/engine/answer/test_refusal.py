@@ -73,3 +73,20 @@ def test_names_are_runs_of_capitalised_words_not_the_first_word_nor_code() -> No
     # All capitals are SQL or an acronym, one capitalised word is no name of several.
     assert names("Does a BIGINT PRIMARY KEY column alias the rowid in SQLite?") == []
     assert names("What is the IPv4 MTU of Debian?") == []
+
+
+def test_negated_auxiliaries_and_pronouns_are_never_unknown() -> None:
+    asked: list[str] = []
+
+    def holds(word: str) -> bool:
+        asked.append(word)
+        return False  # an index that keeps "isn't" whole holds no "isn"
+
+    for question in (
+        "What if the machine isn't on all day?",
+        "And for packages I haven’t installed, why won't mine upgrade?",
+    ):
+        unknown = unknown_words(question=question, texts=PASSAGES, holds=holds)
+        assert not {"isn", "haven", "won", "mine", "t"} & set(unknown), unknown
+    # The words around them are still looked up.
+    assert "machine" in asked and "upgrade" in asked
