@@ -20,6 +20,10 @@ the others had been measured, blind to the product's results, and a fourth
 a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4, a sixth
 (engine/bench/conversation_set9.py, "held_out6") after held_out5, and a seventh
 (engine/bench/conversation_set10.py, "held_out7") after held_out6.
+Two more counts sit beside each part's: a follow-up written out in full by hand
+(engine/bench/conversation_rewrites.py; tuning parts and spent sets) asked alone, how far
+a perfect rewrite gets; and the same answer stated in the other bash manual's page
+counting as found (engine/bench/conversation_also.py; the strict count is the headline).
 `--parts` asks only some parts (the tuning ones while tuning). The report
 lists the tuning parts' misses only: the held-out rows are in the figures (`--out`),
 not printed, so that tuning does not read them. The other direction, questions that
@@ -45,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.bench import conversation_standalone
+from engine.bench.conversation_also import found_also, load_also
+from engine.bench.conversation_rewrites import load_rewrites
 from engine.bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
 from engine.bench.conversation_set2 import HELD_OUT2, TUNING2
 from engine.bench.conversation_set3 import TUNING3
@@ -199,13 +205,31 @@ def _measure(
         # With a model every answer is generated: the standalone checks' 200 questions
         # are extractive mode's, and only the parts asked are asked.
         firsts = [c for c in CONVERSATIONS if mode.model is None or _part(c) in parts]
+        # With a model every question is generated: the rewrites' ceiling is extractive.
+        rewrites = load_rewrites() if mode.model is None else {}
         pairs = [
-            _ask_pair(engine=engine, conv=c, part=_part(c), follow=_part(c) in parts, mode=mode)
+            _ask_pair(
+                engine=engine,
+                conv=c,
+                part=_part(c),
+                follow=_part(c) in parts,
+                mode=mode,
+                rewrite=rewrites.get((c.first, c.follow_up)),
+            )
             for c in firsts
         ]
         rows = [row for row, _ in pairs if row is not None]
         later = {
-            name: [_ask_pair(engine=engine, conv=c, part=name, mode=mode)[0] for c in convs]
+            name: [
+                _ask_pair(
+                    engine=engine,
+                    conv=c,
+                    part=name,
+                    mode=mode,
+                    rewrite=rewrites.get((c.first, c.follow_up)),
+                )[0]
+                for c in convs
+            ]
             for name, convs in LATER_PARTS.items()
             if name in parts
         }
@@ -220,6 +244,9 @@ def _measure(
     finally:
         engine.close()
     every = rows + [r for part in later.values() for r in part]
+    also = load_also()
+    for row in every:
+        row["found_also"] = found_also(row=row, also=also)
     followups = [r for r in every if r["part"] != "switch4"]
     return {
         "top": TOP,
@@ -247,10 +274,18 @@ def _part(conv: TwoTurns) -> str:
 
 
 def _ask_pair(
-    *, engine: Any, conv: TwoTurns, part: str, follow: bool = True, mode: Mode = Mode()
+    *,
+    engine: Any,
+    conv: TwoTurns,
+    part: str,
+    follow: bool = True,
+    mode: Mode = Mode(),
+    rewrite: str | None = None,
 ) -> tuple[dict[str, Any] | None, Turn]:
     """The conversation's row (None without `follow`: its first turn only, for the
-    standalone checks) and its first turn."""
+    standalone checks) and its first turn; with a hand-written `rewrite` of the
+    follow-up (engine/bench/conversation_rewrites.py), whether it, asked alone, finds
+    the page."""
     answer, citations, _ = _ask(
         engine=engine, question=conv.first, history=[], tokens=mode.tokens(first=True)
     )
@@ -263,6 +298,10 @@ def _ask_pair(
         engine=engine, question=conv.follow_up, history=[turn], hedged=hedged, tokens=later
     )
     _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[], tokens=later)
+    found_rewritten = None
+    if rewrite is not None:
+        _, written, _ = _ask(engine=engine, question=rewrite, history=[], tokens=later)
+        found_rewritten = _found(conv, written)
     row = {
         "file": conv.file,
         "pages": list(conv.pages) if conv.pages is not None else None,
@@ -274,6 +313,7 @@ def _ask_pair(
         "searched_hedged": hedged[0] if hedged else "",
         "found": _found(conv, follow),
         "found_alone": _found(conv, alone),
+        "found_rewritten": found_rewritten,  # None: no hand-written rewrite
         "top": [_where(c) for c in follow[:TOP]],
     }
     return row, turn
@@ -327,6 +367,8 @@ def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     dependent = sum(bool(r["searched"]) for r in rows)  # "searched for" before the search
     leaned = sum(bool(r.get("searched_hedged")) for r in rows)
     alone = sum(r["found_alone"] for r in rows)
+    written = [r["found_rewritten"] for r in rows if r.get("found_rewritten") is not None]
+    also = sum(r.get("found_also", r["found"]) for r in rows)
     return {
         "n": n,
         "found": found,
@@ -335,6 +377,9 @@ def _score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rate_alone": alone / n if n else 0.0,
         "dependent": dependent,
         "hedged_shown": leaned,  # judged standalone, the earlier turn changed the results
+        "found_also": also,  # or the same answer in the other bash manual's top-3 page
+        "rewritten": len(written),  # follow-ups with a hand-written rewrite
+        "found_rewritten": sum(written),  # ... that, asked alone, finds the page
     }
 
 
@@ -345,6 +390,17 @@ def _report(figures: dict[str, Any]) -> str:
             f"{s['found_alone']}/{s['n']} ({s['rate_alone']:.0%}) asked alone; "
             f"taken for a follow-up {s['dependent']}/{s['n']}, "
             f"judged standalone with results the history changed {s['hedged_shown']}/{s['n']}"
+            + (
+                f"; {s['found_also']}/{s['n']} counting the same answer in the other bash manual"
+                if s.get("found_also", s["found"]) != s["found"]
+                else ""
+            )
+            + (
+                f"; written out in full by hand and asked alone "
+                f"{s['found_rewritten']}/{s['rewritten']}"
+                if s.get("rewritten")
+                else ""
+            )
         )
 
     misses = [

@@ -73,6 +73,50 @@ def test_the_fourth_set_s_misses_and_switches_are_listed_and_counted_apart() -> 
     assert "fourth tuning set's topic switches: 1/2 (50%)" in text
 
 
+def test_the_hand_written_rewrites_are_counted_where_a_row_has_one() -> None:
+    rows = [
+        {**_row("tuned", found=False, question="a?"), "found_rewritten": True},
+        {**_row("tuned", found=True, question="b?"), "found_rewritten": False},
+        {**_row("tuned", found=True, question="c?"), "found_rewritten": None},
+    ]
+    score = conversation._score(rows)
+    assert (score["rewritten"], score["found_rewritten"]) == (2, 1)
+    figures = _tuned_only(rows=rows, score=score)
+    lines = conversation._report(figures).splitlines()
+    assert "written out in full by hand and asked alone 1/2" in lines[1]
+    # A part without rewrites says nothing of them.
+    empty = conversation._report({**figures, "tuned": conversation._score(rows[2:])})
+    assert "by hand" not in empty.splitlines()[1]
+
+
+def test_the_other_bash_manual_is_counted_apart_and_said_only_when_it_adds() -> None:
+    rows = [
+        {**_row("tuned", found=False, question="a?"), "found_also": True},
+        {**_row("tuned", found=False, question="b?"), "found_also": False},
+    ]
+    score = conversation._score(rows)
+    assert (score["found"], score["found_also"]) == (0, 1)
+    figures = _tuned_only(rows=rows, score=score)
+    line = conversation._report(figures).splitlines()[1]
+    assert "0/2 (0%) with the conversation" in line
+    assert "1/2 counting the same answer in the other bash manual" in line
+    plain = conversation._score([{**rows[1]}])
+    assert (
+        "other bash manual" not in conversation._report({**figures, "tuned": plain}).splitlines()[1]
+    )
+
+
+def _tuned_only(*, rows: list[dict[str, Any]], score: dict[str, Any]) -> dict[str, Any]:
+    parts = ("tuned", "all", "with_pages", "all_parts")
+    return {
+        "top": 3,
+        "machine": {"load_average": None},
+        "rows": rows,
+        **dict.fromkeys(parts, score),
+        "standalone": {},
+    }
+
+
 def _empty() -> dict[str, Any]:
     zero = {"n": 0, "dependent": 0, "hit1": 0, "hit3": 0, "hit1_alone": 0, "hit3_alone": 0}
     return {"rows": [], "tuned": zero, "held_out": zero, "all": zero}
