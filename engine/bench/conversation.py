@@ -18,8 +18,9 @@ a third held-out set (engine/bench/conversation_set6.py, "held_out3") was writte
 the others had been measured, blind to the product's results, and a fourth
 (engine/bench/conversation_set7.py, "held_out4") likewise after held_out3 was spent,
 a fifth (engine/bench/conversation_set8.py, "held_out5") after held_out4, a sixth
-(engine/bench/conversation_set9.py, "held_out6") after held_out5, and a seventh
-(engine/bench/conversation_set10.py, "held_out7") after held_out6.
+(engine/bench/conversation_set9.py, "held_out6") after held_out5, a seventh
+(engine/bench/conversation_set10.py, "held_out7") after held_out6, and an eighth
+(engine/bench/conversation_set11.py, "held_out8") after held_out7.
 Two more counts sit beside each part's: a follow-up written out in full by hand
 (engine/bench/conversation_rewrites.py; tuning parts and spent sets) asked alone, how far
 a perfect rewrite gets; and the same answer stated in the other bash manual's page
@@ -61,6 +62,7 @@ from engine.bench.conversation_set7 import HELD_OUT4
 from engine.bench.conversation_set8 import HELD_OUT5
 from engine.bench.conversation_set9 import HELD_OUT6
 from engine.bench.conversation_set10 import HELD_OUT7
+from engine.bench.conversation_set11 import HELD_OUT8
 from engine.bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 
@@ -78,6 +80,7 @@ LATER_PARTS: dict[str, tuple[TwoTurns, ...]] = {
     "held_out5": HELD_OUT5,  # written blind after held_out4 (set8)
     "held_out6": HELD_OUT6,  # written blind after held_out5 (set9)
     "held_out7": HELD_OUT7,  # written blind after held_out6 (set10)
+    "held_out8": HELD_OUT8,  # written blind after held_out7 (set11)
 }
 PARTS = ("tuned", "held_out", *LATER_PARTS)
 TUNING_PARTS = ("tuned", "tuned2", "tuned3", "tuned4", "switch4", "tuned5")
@@ -422,6 +425,7 @@ def _report(figures: dict[str, Any]) -> str:
         "held_out5": "fifth held-out set",
         "held_out6": "sixth held-out set",
         "held_out7": "seventh held-out set",
+        "held_out8": "eighth held-out set",
     }
     asked = [p for p in PARTS if p in figures]
     model = figures.get("model")
