@@ -44,7 +44,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,7 +217,7 @@ def _measure(
                 part=_part(c),
                 follow=_part(c) in parts,
                 mode=mode,
-                rewrite=rewrites.get((c.first, c.follow_up)),
+                rewrites=rewrites,
             )
             for c in firsts
         ]
@@ -229,7 +229,7 @@ def _measure(
                     conv=c,
                     part=name,
                     mode=mode,
-                    rewrite=rewrites.get((c.first, c.follow_up)),
+                    rewrites=rewrites,
                 )[0]
                 for c in convs
             ]
@@ -283,12 +283,12 @@ def _ask_pair(
     part: str,
     follow: bool = True,
     mode: Mode = Mode(),
-    rewrite: str | None = None,
+    rewrites: Mapping[tuple[str, str], str] | None = None,
 ) -> tuple[dict[str, Any] | None, Turn]:
     """The conversation's row (None without `follow`: its first turn only, for the
-    standalone checks) and its first turn; with a hand-written `rewrite` of the
-    follow-up (engine/bench/conversation_rewrites.py), whether it, asked alone, finds
-    the page."""
+    standalone checks) and its first turn; where `rewrites` holds the follow-up
+    written out by hand (engine/bench/conversation_rewrites.py), whether it, asked
+    alone, finds the page."""
     answer, citations, _ = _ask(
         engine=engine, question=conv.first, history=[], tokens=mode.tokens(first=True)
     )
@@ -302,6 +302,7 @@ def _ask_pair(
     )
     _, alone, _ = _ask(engine=engine, question=conv.follow_up, history=[], tokens=later)
     found_rewritten = None
+    rewrite = (rewrites or {}).get((conv.first, conv.follow_up))
     if rewrite is not None:
         _, written, _ = _ask(engine=engine, question=rewrite, history=[], tokens=later)
         found_rewritten = _found(conv, written)

@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ALSO_FILE = Path(__file__).with_name("conversation_also.json")
 
@@ -42,18 +43,14 @@ def load_also(path: Path = ALSO_FILE) -> dict[tuple[str, str], tuple[Place, ...]
     }
 
 
-def found_also(
-    *, row: Mapping[str, object], also: Mapping[tuple[str, str], Sequence[Place]]
-) -> bool:
+def found_also(*, row: Mapping[str, Any], also: Mapping[tuple[str, str], Sequence[Place]]) -> bool:
     """Whether a bench row found its follow-up's answer: on its keyed page, or on a page
     of `also` among its top sources ("file p.N", as the row lists them)."""
     if row["found"]:
         return True
-    places = also.get((str(row["first"]), str(row["follow_up"])), ())
-    top = row["top"]
-    assert isinstance(top, list)
-    for where in top:
-        name, _, page = str(where).partition(" p.")
+    places = also.get((row["first"], row["follow_up"]), ())
+    for where in row["top"]:
+        name, _, page = where.partition(" p.")
         if any(p.file == name and page.isdigit() and int(page) in p.pages for p in places):
             return True
     return False
