@@ -44,6 +44,11 @@ from engine.store.records import (
 )
 
 log = logging.getLogger(__name__)
+# What a file reads as: raised whenever parsing, text clean-up or chunking changes
+# the text or chunks a file gives. A file read by an older reader is read again at
+# the next scan (start-up's rescan), its unchanged chunks keeping their vectors, so
+# an upgrade's better reading reaches files that did not change.
+READER_VERSION = 1
 CHANGED_WHILE_READ = "the file kept changing while it was being read"
 
 
@@ -125,17 +130,18 @@ def triage(
         if too_large:
             raise ParseError(too_large)
         known = journal.get(path=key)
-        if known and (known.size, known.mtime) == (stat.size, stat.mtime):
+        current = known is not None and known.reader >= READER_VERSION
+        if known and current and (known.size, known.mtime) == (stat.size, stat.mtime):
             if known.status == "indexed":
                 return FileOutcome(status="unchanged", chunks=known.chunks)
             return FileOutcome(status="error", reason=known.error)
         digest = content_hash(path)
-        if known and known.content_hash == digest and known.status == "indexed":
+        if known and current and known.content_hash == digest and known.status == "indexed":
             # Touched but not changed: remember the new mtime, embed nothing.
             journal.touch(dataclasses.replace(known, size=stat.size, mtime=stat.mtime))
             return FileOutcome(status="unchanged", chunks=known.chunks)
         source = journal.with_content(digest=digest)
-        if source is not None and source.doc_id != doc_id:
+        if source is not None and source.doc_id != doc_id and source.reader >= READER_VERSION:
             target = _document(doc_id=doc_id, path=path, stat=stat, digest=digest)
             copied = copy_document(store=store, source=source, target=target)
             if copied:
@@ -261,6 +267,7 @@ def record_error(*, store: LanceStore, journal: Journal, path: Path, reason: str
         error=reason,
         pages=None,
         chunks=0,
+        reader=READER_VERSION,
     )
     store.record_document(doc=doc)
     journal.remember(doc)
@@ -360,6 +367,7 @@ def _document(*, doc_id: str, path: Path, stat: FileStat, digest: str) -> Docume
         error=None,
         pages=None,
         chunks=0,
+        reader=READER_VERSION,
     )
 
 

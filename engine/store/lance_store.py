@@ -42,7 +42,7 @@ from engine.store.records import (
     SearchHit,
     SearchResult,
 )
-from engine.store.schema import DOCUMENTS_SCHEMA, PAGES_SCHEMA, chunks_schema
+from engine.store.schema import DOCUMENTS_SCHEMA, PAGES_SCHEMA, chunks_schema, with_reader_column
 from engine.store.schema import chunk_of as _chunk
 from engine.store.schema import document_of as _document
 from engine.store.schema import slug as _slug
@@ -121,7 +121,7 @@ class LanceStore:
             read_consistency_interval=datetime.timedelta(0),
             session=self._session,
         )
-        self.documents = self._open_or_create("documents", DOCUMENTS_SCHEMA)
+        self.documents = with_reader_column(self._open_or_create("documents", DOCUMENTS_SCHEMA))
         self.pages = self._open_or_create("pages", PAGES_SCHEMA)
 
     def _open_chunks(self) -> Any:

@@ -52,6 +52,9 @@ class DocumentRecord:
     error: str | None
     pages: int | None
     chunks: int
+    # The READER_VERSION (engine/ingest/indexer.py) that read the file; 0: read
+    # before versions were kept.
+    reader: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

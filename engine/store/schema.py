@@ -20,6 +20,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("error", pa.string()),
         pa.field("pages", pa.int32()),
         pa.field("chunks", pa.int32()),
+        pa.field("reader", pa.int32()),
     ]
 )
 PAGES_SCHEMA = pa.schema(
@@ -53,6 +54,14 @@ def chunks_schema(dimension: int) -> pa.Schema:
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:40] or "embedder"
+
+
+def with_reader_column(documents: Any) -> Any:
+    """`documents`, given the reader column when it was written before there was
+    one: its files count as read by reader 0, so the next scan reads them again."""
+    if "reader" not in documents.schema.names:
+        documents.add_columns({"reader": "CAST(0 AS INT)"})
+    return documents
 
 
 def document_of(r: dict[str, Any]) -> DocumentRecord:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from engine.bench.ingest_many import StandInEmbedder
+from engine.ingest import indexer
 from engine.ingest.embedder import Embedder
 from engine.ingest.formats.base import Heading, PageText, ParsedDocument
 from engine.ingest.indexer import ChunkingParams, index_file
@@ -135,3 +136,29 @@ def test_the_embedder_switch_embeds_what_ingestion_embedded(
     assert switched.keys() == ingested.keys()
     for cid, vector in ingested.items():
         assert np.allclose(switched[cid], vector)
+
+
+def test_a_file_read_by_an_older_reader_is_read_again_keeping_its_vectors(
+    tmp_path: Path, store: LanceStore, embedder: Recording, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "manual.txt"
+    doc.write_text("version 1")
+    _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Network"])
+    (known,) = store.list_documents()
+    assert known.reader == indexer.READER_VERSION
+    before = _rows(store)
+
+    # A newer reader: the unchanged file is read again; its chunks are the same
+    # text under the same titles, so nothing is embedded and every vector stays.
+    monkeypatch.setattr(indexer, "READER_VERSION", indexer.READER_VERSION + 1)
+    assert _index(path=doc, store=store, embedder=embedder, titles=["Installing", "Network"]) == (
+        "indexed"
+    )
+    assert embedder.texts == []
+    assert {cid: r["vector"] for cid, r in _rows(store).items()} == {
+        cid: r["vector"] for cid, r in before.items()
+    }
+    (reread,) = store.list_documents()
+    assert reread.reader == indexer.READER_VERSION
+    # Read by the newest reader now: the next scan skips it.
+    assert _index(path=doc, store=store, embedder=embedder, titles=["x", "y"]) == "unchanged"

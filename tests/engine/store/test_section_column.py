@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.pipeline.answer_stream import citation_for
-from engine.store.lance_store import LanceStore, chunks_schema
+from engine.store.lance_store import DOCUMENTS_SCHEMA, LanceStore, chunks_schema
 from engine.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
 from engine.wire import Citation, from_json_dict
 
@@ -87,3 +87,30 @@ def test_old_index_opens_and_new_chunks_keep_their_section(tmp_path: Path) -> No
     # A client older than the field ignores it; one newer than the engine gets "".
     old_engine_json = {k: v for k, v in citation.__dict__.items() if k != "section"}
     assert from_json_dict(Citation, old_engine_json).section == ""
+
+
+def test_documents_written_before_the_reader_column_count_as_read_by_reader_0(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "index"
+    _old_index(folder)
+    db = lancedb.connect(str(folder))
+    old_schema = pa.schema([f for f in DOCUMENTS_SCHEMA if f.name != "reader"])
+    row = {
+        "doc_id": "old",
+        "path": "/docs/old.txt",
+        "size": 22,
+        "mtime": 1.0,
+        "content_hash": "h",
+        "status": "indexed",
+        "error": None,
+        "pages": None,
+        "chunks": 1,
+    }
+    db.create_table("documents", pa.Table.from_pylist([row], schema=old_schema))
+    store = LanceStore(folder=folder, background=False)
+    try:
+        (doc,) = store.list_documents()
+        assert (doc.doc_id, doc.reader) == ("old", 0)
+    finally:
+        store.close()
