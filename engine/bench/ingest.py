@@ -325,7 +325,7 @@ def _write_notes(*, folder: Path, files: int) -> list[Path]:
 def _bulk_journal(*, store: Any, paths: list[Path], dimension: int) -> None:
     """The rows ingestion would have written for these files (one chunk each)."""
     from engine.ingest.fspath import to_store
-    from engine.ingest.indexer import content_hash, doc_id_for
+    from engine.ingest.indexer import READER_VERSION, content_hash, doc_id_for
 
     rng = np.random.default_rng(3)
     docs, pages, chunks = [], [], []
@@ -343,6 +343,7 @@ def _bulk_journal(*, store: Any, paths: list[Path], dimension: int) -> None:
                 "error": None,
                 "pages": None,
                 "chunks": 1,
+                "reader": READER_VERSION,  # read by this version: the rescan skips it
             }
         )
         pages.append({"page_key": f"{doc_id}:None", "doc_id": doc_id, "page": None, "text": text})

@@ -65,7 +65,10 @@ def with_reader_column(documents: Any) -> Any:
 
 
 def document_of(r: dict[str, Any]) -> DocumentRecord:
-    return DocumentRecord(**{f: r[f] for f in DocumentRecord.__dataclass_fields__})
+    """A documents row as a record; a row written without a reader (by a program that
+    does not know the column) counts as read by reader 0."""
+    fields = {f: r[f] for f in DocumentRecord.__dataclass_fields__}
+    return DocumentRecord(**{**fields, "reader": fields["reader"] or 0})
 
 
 def chunk_of(r: dict[str, Any]) -> ChunkRecord:

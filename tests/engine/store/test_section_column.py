@@ -114,3 +114,11 @@ def test_documents_written_before_the_reader_column_count_as_read_by_reader_0(
         assert (doc.doc_id, doc.reader) == ("old", 0)
     finally:
         store.close()
+    # A new index, and a row written by a program that does not know the column.
+    fresh = LanceStore(folder=tmp_path / "fresh", background=False)
+    try:
+        fresh.documents.add(pa.Table.from_pylist([row], schema=fresh.documents.schema))
+        (doc,) = fresh.list_documents()
+        assert (doc.doc_id, doc.reader) == ("old", 0)
+    finally:
+        fresh.close()
