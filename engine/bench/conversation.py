@@ -113,6 +113,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=48,
         help="with --model, the tokens of a first turn's answer the follow-up sees",
     )
+    parser.add_argument(
+        "--reranker",
+        help='a cross-encoder (local folder or cached id) or "model" to re-order every '
+        "question's candidates, as `ragdoll reranker` sets it; the home's own setting is "
+        "put back after the run (default: the home's setting)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -127,7 +133,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise SystemExit(f"unknown parts: {', '.join(unknown)} (known: {', '.join(PARTS)})")
-    mode = Mode(model=args.model, answer_tokens=args.answer_tokens)
+    mode = Mode(model=args.model, answer_tokens=args.answer_tokens, reranker=args.reranker)
     if args.home is not None:
         figures = _measure(home=args.home, corpus=corpus, say=say, parts=parts, mode=mode)
     else:
@@ -157,6 +163,7 @@ class Mode:
 
     model: str | None = None
     answer_tokens: int = 48
+    reranker: str | None = None  # None: the home's own setting
 
     def tokens(self, *, first: bool) -> int:
         return 256 if self.model is None else (self.answer_tokens if first else 1)
@@ -177,7 +184,10 @@ def _measure(
 
     files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
+    kept = engine.settings.reranker
     try:
+        if mode.reranker is not None:
+            engine.set_reranker(reranker=mode.reranker)
         if mode.model is not None:
             engine.set_model(model=mode.model)
         elif engine.status().answer_mode != "extractive":
@@ -244,7 +254,10 @@ def _measure(
             standalone["judged"] = conversation_standalone.judged(
                 specific=specific_words(engine.store)
             )
+        reranker = engine.settings.reranker
     finally:
+        if engine.settings.reranker != kept:
+            engine.set_reranker(reranker=kept)
         engine.close()
     every = rows + [r for part in later.values() for r in part]
     also = load_also()
@@ -254,6 +267,7 @@ def _measure(
     return {
         "top": TOP,
         "model": mode.model,
+        "reranker": reranker,
         "parts": list(parts),
         "conversations": len(every),
         **{
@@ -431,6 +445,8 @@ def _report(figures: dict[str, Any]) -> str:
     asked = [p for p in PARTS if p in figures]
     model = figures.get("model")
     how = f"follow-ups rewritten by {Path(model).name}" if model else "extractive mode"
+    if figures.get("reranker"):
+        how += f", candidates re-ordered by {Path(figures['reranker']).name}"
     return "\n".join(
         [
             f"follow-up's right file and page in the top {figures['top']} ({how}), "

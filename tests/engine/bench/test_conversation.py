@@ -120,3 +120,20 @@ def _tuned_only(*, rows: list[dict[str, Any]], score: dict[str, Any]) -> dict[st
 def _empty() -> dict[str, Any]:
     zero = {"n": 0, "dependent": 0, "hit1": 0, "hit3": 0, "hit1_alone": 0, "hit3_alone": 0}
     return {"rows": [], "tuned": zero, "held_out": zero, "all": zero}
+
+
+def test_the_report_names_the_reranker_the_run_used() -> None:
+    rows = [_row("tuned", found=True, question="hit?")]
+    figures: dict[str, Any] = {
+        "top": 3,
+        "machine": {"load_average": [0.0, 0.0, 0.0]},
+        "rows": rows,
+        "tuned": conversation._score(rows),
+        "all": conversation._score(rows),
+        "with_pages": conversation._score(rows),
+        "all_parts": conversation._score(rows),
+        "standalone": {"firsts": _empty(), "quality": _empty()},
+    }
+    assert "re-ordered" not in conversation._report(figures)
+    figures["reranker"] = "/models/ms-marco-MiniLM-L-6-v2"
+    assert "candidates re-ordered by ms-marco-MiniLM-L-6-v2" in conversation._report(figures)
