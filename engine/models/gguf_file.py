@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
+from gguf import GGMLQuantizationType, GGUFValueType
 
 from engine.errors import ModelLoadError
 from engine.executor.quant import decodable, dequantize, tensor_bytes
+from engine.models.gguf_header import HeaderError, read_header
 
 SOURCE_FILE = "gguf_source.json"
 # GGUF general.architecture → transformers model class, for the architectures the
@@ -134,8 +135,8 @@ def permute_rows(weight: torch.Tensor, *, heads: int, inverse: bool) -> torch.Te
 def read_gguf(path: Path) -> GGUFModel:
     """The model in a GGUF file; ModelLoadError for what the executor cannot run."""
     try:
-        reader = GGUFReader(path)
-    except Exception as e:  # the reader raises ValueError/IndexError/KeyError on bad bytes
+        header = read_header(path)
+    except (HeaderError, OSError, ValueError) as e:
         with path.open("rb") as f:
             gguf_magic = f.read(4) == b"GGUF"
         if gguf_magic:  # a download cut short: the tensor index runs past the end
@@ -144,7 +145,7 @@ def read_gguf(path: Path) -> GGUFModel:
                 f"({e}). Download it again."
             ) from e
         raise ModelLoadError(f"{path} is not a GGUF file ({e}).") from e
-    fields = {name: field_value(field) for name, field in reader.fields.items()}
+    fields = header.fields
     arch = str(fields.get("general.architecture", ""))
     if arch not in GGUF_ARCHITECTURES:
         if arch in GGUF_EMBEDDER_ARCHITECTURES:
@@ -164,15 +165,18 @@ def read_gguf(path: Path) -> GGUFModel:
             "GGUF models only (llama.cpp's `llama-gguf-split --merge` joins the parts)."
         )
     size = path.stat().st_size
-    config = _config(arch=arch, fields=fields, names={t.name for t in reader.tensors})
-    embedding = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
+    config = _config(arch=arch, fields=fields, names={t.name for t in header.tensors})
+    embedding = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
     if embedding is None:
         raise ModelLoadError(f"{path.name} has no token embedding: not a complete model.")
-    config["vocab_size"] = int(embedding.shape.tolist()[-1])
-    rope_freqs = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
+    config["vocab_size"] = int(embedding.dims[-1])
+    rope_freqs = next((t for t in header.tensors if t.name == "rope_freqs.weight"), None)
     if rope_freqs is not None:
+        count = math.prod(rope_freqs.dims)
         config["rope_scaling"] = _llama3_rope_scaling(
-            factors=np.asarray(rope_freqs.data, dtype=np.float64).reshape(-1),
+            factors=np.fromfile(path, dtype=np.float32, count=count, offset=rope_freqs.start)
+            .astype(np.float64)
+            .reshape(-1),
             base=float(config["rope_theta"]),
             head_dim=int(config["head_dim"]),
             name=path.name,
@@ -180,18 +184,23 @@ def read_gguf(path: Path) -> GGUFModel:
     heads = int(config["num_attention_heads"])
     kv_heads = int(config["num_key_value_heads"])
     tensors: list[GGUFTensor] = []
-    for t in reader.tensors:
+    for t in header.tensors:
         hf = gguf_to_hf_name(t.name)
         if hf is None:
             continue  # rope_freqs: its rope_scaling is in the config
-        if not decodable(t.tensor_type):
+        try:
+            qtype = GGMLQuantizationType(t.qtype)
+        except ValueError:
+            qtype = None
+        if qtype is None or not decodable(qtype):
+            kind = qtype.name if qtype is not None else f"type {t.qtype}"
             raise ModelLoadError(
-                f"{path.name}: tensor {t.name} is stored as {t.tensor_type.name}, a GGML "
+                f"{path.name}: tensor {t.name} is stored as {kind}, a GGML "
                 "type RAGDoll cannot decode yet. Use a file quantized to F16, Q8_0, Q6_K, Q5_K, "
                 "Q5_1, Q5_0, Q4_K (Q4_K_M), Q4_1 or Q4_0."
             )
-        start = int(t.data_offset)
-        end = start + tensor_bytes(qtype=t.tensor_type, elements=int(t.n_elements))
+        start = t.start
+        end = start + tensor_bytes(qtype=qtype, elements=math.prod(t.dims))
         if end > size:
             raise ModelLoadError(
                 f"{path.name} is truncated: tensor {t.name} ends at byte {end} but the file "
@@ -204,8 +213,8 @@ def read_gguf(path: Path) -> GGUFModel:
             GGUFTensor(
                 name=hf,
                 gguf_name=t.name,
-                qtype=t.tensor_type,
-                shape=tuple(int(d) for d in reversed(t.shape.tolist())),
+                qtype=qtype,
+                shape=tuple(int(d) for d in reversed(t.dims)),
                 start=start,
                 end=end,
                 permute_heads=permute,
@@ -293,7 +302,7 @@ def gguf_source(folder: Path) -> Path | None:
 
 def gguf_fields(path: Path) -> dict[str, Any]:
     """A GGUF file's metadata as Python values."""
-    return {name: field_value(field) for name, field in GGUFReader(path).fields.items()}
+    return read_header(path).fields
 
 
 def sentencepiece_prefix(fields: dict[str, Any]) -> bool:
