@@ -21,6 +21,7 @@ from gguf.quants import quantize
 from safetensors.torch import load_file
 
 from engine.models.gguf_file import GGUF_ARCHITECTURES, hf_to_gguf_name, permute_rows
+from engine.models.gguf_kquants import quantize_q4_k, quantize_q6_k
 
 # llama.cpp's file-type codes (LLAMA_FTYPE_*), written as general.file_type.
 _FILE_TYPES = {
@@ -32,6 +33,12 @@ _FILE_TYPES = {
     GGMLQuantizationType.Q5_1: 9,
     GGMLQuantizationType.Q8_0: 7,
     GGMLQuantizationType.Q4_K: 15,  # Q4_K_M: Q4_K with some tensors in Q6_K
+    GGMLQuantizationType.Q6_K: 18,
+}
+# gguf-py quantizes no K format: engine/models/gguf_kquants.py writes these two.
+_K_QUANTIZERS = {
+    GGMLQuantizationType.Q4_K: quantize_q4_k,
+    GGMLQuantizationType.Q6_K: quantize_q6_k,
 }
 
 
@@ -44,8 +51,8 @@ def write_gguf(
 ) -> Path:
     """Write the model in `model_dir` (config.json, safetensors, tokenizer.json) to `out`
     with its matrices in `qtype` (F32, F16, Q8_0, Q5_1, Q5_0, Q4_1 or Q4_0: what
-    `gguf.quants.quantize` makes), or per GGUF tensor name in `qtype_of(name)` (mixed
-    files such as Q4_K_M)."""
+    `gguf.quants.quantize` makes; Q4_K and Q6_K for matrices of 256-multiple widths), or
+    per GGUF tensor name in `qtype_of(name)` (mixed files such as Q4_K_M)."""
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     arch = config["model_type"]
     if arch not in GGUF_ARCHITECTURES:
@@ -119,7 +126,9 @@ def _add_tensor(
     if qtype == GGMLQuantizationType.F16:
         writer.add_tensor(name, data.astype(np.float16))
         return
-    packed = quantize(np.ascontiguousarray(data, dtype=np.float32), qtype)
+    kquant = _K_QUANTIZERS.get(qtype)
+    data = np.ascontiguousarray(data, dtype=np.float32)
+    packed = kquant(data) if kquant is not None else quantize(data, qtype)
     writer.add_tensor(name, packed, raw_shape=packed.shape, raw_dtype=qtype)
 
 
