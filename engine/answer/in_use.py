@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.answer.generative import GenerativeAnswerer
-from engine.executor import int4
 from engine.hardware.profile import HardwareProfile, load_profile
 from engine.models.loading import load_model, read_model_files
 from engine.paths import Paths, resolve_paths
@@ -138,11 +137,12 @@ def _decoded_whole(
     compressed and even decoded every layer fits in the compute tier; else None (held
     compressed, decoded per use). Decoding a layer at every step costs more than its
     matmuls: SmolLM2-135M in Q4_1 wrote 3-4 tokens a second decoded per use, 15
-    decoded once (docs/benchmarks.md). On a CPU Q4_0 stays packed: the int4 kernel
-    computes it without decoding, faster than a float32 matmul."""
+    decoded once (docs/benchmarks.md). A model computed in its kernel forms (a GGUF
+    model on a CPU) is never decoded: its kernels read 0.6–1 byte a weight where float32
+    reads 4 (docs/executor.md)."""
     if held.layer_bytes == decoded.layer_bytes:
         return None  # nothing held compressed
-    if cpu and held.weight_format == "Q4_0" and int4.available():
+    if cpu and held.computed_compressed:
         return None
     placement = plan(decoded)
     resident = all(t == placement.compute_tier for t in placement.layer_tiers)

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
+from engine.executor import decoder
 from engine.executor.kv import (
     KvMode,
     choose_kv_mode,
@@ -26,6 +28,7 @@ from engine.executor.kv import (
     use_tiered_attention,
 )
 from engine.executor.packed import (
+    KERNEL_MODES,
     PER_MATRIX,
     DecodeMode,
     MatrixBinding,
@@ -83,6 +86,7 @@ class StreamingModel:
         compressed: bool = True,
         decode: DecodeMode | None = None,
         repack_cache: Path | None = None,
+        lean: bool = True,
     ) -> None:
         """`fault_hook(unit)` runs before each unit computes (tests inject faults there).
         `kv_host_layers` / `kv_mode` override the Placement's KV split and the measured
@@ -90,11 +94,14 @@ class StreamingModel:
         fewer bytes than the compute dtype stay so in every tier and are decoded per use
         (False decodes them once at load: the reference the tests compare with). `decode`:
         "layer" decodes a packed layer whole one layer ahead, "matrix" one weight matrix at
-        a time just before its matmul (same values; for tight memory), "kernel" computes Q4_0
-        matrices with the CPU int4 kernel (engine/executor/int4.py); None chooses from
-        the device, the formats and the placement (packed.choose_decode). `repack_cache`:
-        the folder where Q4_0 layers streamed from the disk are kept repacked for the
-        kernel (engine/executor/repacked.py; None repacks them at every use)."""
+        a time just before its matmul (same values; for tight memory), "kernel" computes
+        quantized matrices in the forms of torch's CPU kernels (engine/executor/
+        kernel_forms.py); None chooses from the device, the formats and the placement
+        (packed.choose_decode). `repack_cache`: the folder where the kernel forms are kept
+        once made (engine/executor/repacked.py: resident layers are mapped from it, streamed
+        ones read from it; None makes them at load, and streamed ones at every use). `lean=False`:
+        the Hugging Face modules compute every layer, never engine/executor/decoder.py
+        (the reference the decoder is tested against)."""
         if len(placement.layer_tiers) == 0:
             raise ValueError("placement has no layers")
         config = AutoConfig.from_pretrained(model_dir)
@@ -128,12 +135,14 @@ class StreamingModel:
         if self.kv_host_layers:
             # Attention runs where each layer's KV is (the same SDPA arithmetic).
             use_tiered_attention(model.config)
-        self._embed: nn.Module = model.model.embed_tokens
         self._layers = list(model.model.layers)
         self._head = _Head(norm=model.model.norm, lm_head=model.lm_head)
         # Rotary tables are computed from the config, not stored: build them for real.
         self._rotary: nn.Module = type(model.model.rotary_emb)(config=config).to(self.device)
         self._layer_types: list[str] = _layer_types(config)
+        # engine/executor/decoder.py computes the layers where it can: on a CPU, in the
+        # kernel forms (the store then holds the layers as that module reads them).
+        lean = lean and self.device.type == "cpu" and compressed and decoder.runs(config)
         self.store = WeightStore(
             model_dir=model_dir,
             homes=unit_homes(placement),
@@ -145,7 +154,10 @@ class StreamingModel:
             compressed=compressed,
             decode=decode,
             repack_cache=repack_cache,
+            lean=lean,
         )
+        self._lean = lean and self.store.decode in KERNEL_MODES
+        self._shape = decoder.Shape.of(config)
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)
         self._fault_hook = fault_hook
@@ -307,7 +319,15 @@ class StreamingModel:
         cache: DynamicCache,
         tail: int | None,
     ) -> torch.Tensor:
-        hidden = self._call(EMBED, self._embed, input_ids)  # (B, T, H)
+        if self._lean:
+            return self._lean_forward(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                cache=cache,
+                tail=tail,
+            )
+        hidden = self._with_unit(EMBED, lambda t: self._embed_rows(input_ids, t))  # (B, T, H)
         masks = self._masks(hidden, attention_mask, position_ids, cache)
         rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
         for i, layer in enumerate(self._layers):
@@ -325,6 +345,69 @@ class StreamingModel:
             # The head over every position costs B·T·V: only the positions read.
             hidden = hidden[:, -tail:, :]
         return self._call(HEAD, self._head, hidden)  # (B, T', V)
+
+    def _lean_forward(
+        self,
+        *,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: DynamicCache,
+        tail: int | None,
+    ) -> torch.Tensor:
+        """`_forward` by engine/executor/decoder.py on the units' tensors as held."""
+        workspace = self.store.workspace
+        hidden = self._with_unit(EMBED, lambda t: self._embed_rows(input_ids, t))  # (B, T, H)
+        rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
+        queries = input_ids.shape[1]
+        mask = decoder.attention_mask(
+            mask=attention_mask, queries=queries, past=attention_mask.shape[1] - queries
+        )
+        for i in range(len(self._layers)):
+            hidden = self._with_unit(
+                layer_unit(i),
+                lambda t, i=i, h=hidden: decoder.layer(
+                    h,
+                    tensors=t,
+                    shape=self._shape,
+                    rotary=rotary,
+                    kv=cache.layers[i],
+                    mask=mask,
+                    buffer=workspace,
+                ),
+            )
+        if tail is not None:
+            hidden = hidden[:, -tail:, :]
+        return self._with_unit(
+            HEAD,
+            lambda t: decoder.head(hidden, tensors=t, eps=self._shape.eps, buffer=workspace),
+        )
+
+    def _embed_rows(self, ids: torch.Tensor, tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+        if self.store.is_stored_only(EMBED):
+            source = next(s for s in self.store.sources_of(EMBED) if s.param == "weight")
+            assert source.gguf is not None
+            return decoder.embed_rows(
+                ids, raw=tensors["weight"], tensor=source.gguf, dtype=self.dtype
+            )
+        return F.embedding(ids, tensors["weight"])
+
+    def _with_unit(
+        self, unit: str, compute: Callable[[dict[str, torch.Tensor]], torch.Tensor]
+    ) -> torch.Tensor:
+        """`compute(the unit's tensors)`, resident or fetched by the copy thread (and
+        released after)."""
+        if self._fault_hook is not None:
+            self._fault_hook(unit)
+        if not self.store.is_streamed(unit):
+            return compute(self.store.resident(unit))
+        assert self.prefetcher is not None
+        tensors = self.prefetcher.get(unit)
+        try:
+            return compute(tensors)
+        finally:
+            del tensors  # our reference goes before the slot is handed back
+            self.prefetcher.release(unit)
 
     def close(self) -> None:
         if self.prefetcher is not None:
@@ -352,7 +435,7 @@ class StreamingModel:
                     sources=self.store.sources_of(unit),
                     dtype=self.dtype,
                     buffer=self.store.matrix_buffer,
-                    reference=self.store.decode == "kernel_reference",
+                    workspace=self.store.workspace,
                 ) as small:
                     out = _apply(module, small, args, kwargs)
             else:
@@ -376,7 +459,7 @@ class StreamingModel:
             sources=self.store.sources_of(unit),
             dtype=self.dtype,
             buffer=self.store.matrix_buffer,
-            reference=self.store.decode == "kernel_reference",
+            workspace=self.store.workspace,
         )
         self._bindings[unit] = (tensors, binding)
         return binding

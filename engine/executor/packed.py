@@ -1,20 +1,18 @@
-"""Layers held in their stored (compressed) form and decoded for each use.
+"""Layers held in their stored (compressed) form, and how they are computed.
 
 A decoder layer whose checkpoint bytes are fewer than its compute-dtype bytes (GGML
-blocks of a GGUF file, a bf16 checkpoint computed in float32) is held as those bytes in
-every tier: in GPU memory, in (pinned) host memory, on disk. The copy thread decodes it
-into the compute dtype on the compute device just before the layer runs, overlapped with
-the previous layer's compute, and the decoded tensors go when the layer is released. So
-a resident Q4_0 layer costs 0.56 bytes per weight between uses instead of 4, and a
-streamed one moves 0.56 bytes per weight over PCIe or from the disk.
+blocks of a GGUF file, a bf16 checkpoint computed in float32) is held compressed in
+every tier: in GPU memory, in (pinned) host memory, on disk.
 
-Q8_0 and the other formats are decoded: torch's int8 kernel (per channel) cannot hold
-Q8_0's 32-value groups, and at batch 8 it was 7× slower than decoding (docs/executor.md).
-Q4_0 on a CPU is the exception (`decode="kernel"`): repacked once for torch's int4 kernel
-with bf16 activations (engine/executor/int4.py), it is computed without decoding, against
-a reference of its own arithmetic since bf16 scales are not Q4_0's fp16 ones. Decoding
-keeps the other formats exact: the decoded values are gguf's reference values, so the
-greedy tokens are those of a model decoded once at load (tested).
+On a CPU ("kernel"), every quantized matrix of a GGUF layer is held in the form one of
+torch's kernels computes on (engine/executor/kernel_forms.py: 4-bit blocks as the int4
+kernel's groups, the others requantized to int8 per row), made once and never widened;
+the layer's norms and biases are held decoded. Elsewhere, and for bf16 checkpoints, the
+copy thread decodes a layer into the compute dtype just before it runs ("layer"), or the
+compute thread one matrix at a time just before its matmul ("matrix", for tight memory);
+decoding is exact (gguf's reference values), so the greedy tokens are those of a model
+decoded once at load (tested). "kernel_reference" holds the same forms as "kernel" and
+computes each matmul by dequantize-then-matmul: the kernels' reference.
 """
 
 from __future__ import annotations
@@ -30,8 +28,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
+from engine.executor.kernel_forms import (
+    Workspace,
+    form_bytes,
+    form_of,
+    fuse_layer,
+    named,
+    parts_of,
+    to_parts,
+)
+from engine.executor.kernel_forms import linear as form_linear
 from engine.executor.quant import as_dtype, dequantize, dequantize_into, has_torch_decoder
 from engine.models.gguf_file import permute_rows, read_exactly
 
@@ -43,12 +50,13 @@ if TYPE_CHECKING:
 
 # "layer": the copy thread decodes a whole layer one layer ahead (two layers of float32
 # held); "matrix": each weight matrix is decoded just before its matmul (one matrix held:
-# for a model that must run in little memory); "kernel": Q4_0 matrices are repacked once
-# for torch's CPU int4 kernel and never decoded (engine/executor/int4.py), the others as
-# in "matrix"; "kernel_reference": the kernel's arithmetic by dequantize-then-matmul (the
-# reference "kernel" is tested against, slow).
+# for a model that must run in little memory); "kernel": quantized matrices are held in
+# the forms torch's CPU kernels compute on, made once and never decoded
+# (engine/executor/kernel_forms.py); "kernel_reference": the same forms computed by
+# dequantize-then-matmul (the reference "kernel" is tested against, slow).
 DecodeMode = Literal["layer", "matrix", "kernel", "kernel_reference"]
 PER_MATRIX: frozenset[str] = frozenset({"matrix", "kernel", "kernel_reference"})
+KERNEL_MODES: frozenset[str] = frozenset({"kernel", "kernel_reference"})
 
 
 class TensorSource(Protocol):
@@ -220,7 +228,7 @@ def bind_matrices(
     sources: list[TensorSource],
     dtype: torch.dtype,
     buffer: MatrixBuffer,
-    reference: bool = False,
+    workspace: Workspace | None = None,
 ) -> MatrixBinding:
     """`module`'s binding to `packed` (see `matrix_decoding`)."""
     by_param = {s.param: s for s in sources}
@@ -230,25 +238,24 @@ def bind_matrices(
         weight = f"{name}.weight" if name else "weight"
         if type(sub) is not nn.Linear:
             continue
-        if weight + int4.INT4 in packed:
-            lazy.update((weight + int4.INT4, weight + int4.SCALES))
-            forward = _kernel_linear(
-                sub, nibbles=packed[weight + int4.INT4], scales=packed[weight + int4.SCALES]
-            )
-        elif weight in packed:
+        parts = parts_of(packed, weight)
+        if parts is not None:
+            lazy.update(k for k in packed if k.startswith(weight + ":"))
+            forward = _kernel_linear(sub, parts=parts, workspace=workspace or Workspace())
+        elif weight in packed and packed[weight].dtype == torch.uint8:
             lazy.add(weight)
-            source = by_param[weight]
-            if reference and _repackable(source):
-                forward = _reference_linear(sub, raw=packed[weight], source=source)
-            else:
-                forward = _lazy_linear(
-                    sub, raw=packed[weight], source=source, dtype=dtype, buffer=buffer
-                )
+            forward = _lazy_linear(
+                sub, raw=packed[weight], source=by_param[weight], dtype=dtype, buffer=buffer
+            )
         else:
             continue
         forwards.append((sub, forward))
-    rest = {p: raw for p, raw in packed.items() if p not in lazy}
-    small = {p: decode(raw, source=by_param[p], dtype=dtype) for p, raw in rest.items()}
+    rest = {p: t for p, t in packed.items() if p not in lazy}
+    # Stored bytes are uint8; what repack_unit made is decoded already.
+    small = {
+        p: decode(t, source=by_param[p], dtype=dtype) if t.dtype == torch.uint8 else t
+        for p, t in rest.items()
+    }
     return MatrixBinding(forwards=tuple(forwards), small=small)
 
 
@@ -273,17 +280,16 @@ def matrix_decoding(
     sources: list[TensorSource],
     dtype: torch.dtype,
     buffer: MatrixBuffer,
-    reference: bool = False,
+    workspace: Workspace | None = None,
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Run `module` (a packed layer) with each nn.Linear weight decoded from its stored
-    bytes into `buffer` at the Linear's call, one matrix at a time, or computed by the
-    int4 kernel where `repack_unit` has repacked it (`reference`: by the kernel's
-    dequantize-then-matmul reference instead). Yields the other parameters (norms,
-    biases: small) decoded, for `functional_call`. The decoded values are `decode`'s, and
-    the matmul is nn.Linear's own F.linear, so the results are those of whole-layer
-    decoding bit for bit."""
+    bytes into `buffer` at the Linear's call, one matrix at a time, or computed in its
+    kernel form where `repack_unit` made one (by `workspace`). Yields the other
+    parameters (norms, biases: small) decoded, for `functional_call`. The decoded values
+    are `decode`'s, and the matmul is nn.Linear's own F.linear, so the results are those
+    of whole-layer decoding bit for bit."""
     binding = bind_matrices(
-        module, packed=packed, sources=sources, dtype=dtype, buffer=buffer, reference=reference
+        module, packed=packed, sources=sources, dtype=dtype, buffer=buffer, workspace=workspace
     )
     with bound(binding) as small:
         yield small
@@ -309,80 +315,66 @@ def choose_decode(
     *, device: torch.device, packed: list[list[TensorSource]], streamed_from_disk: bool
 ) -> DecodeMode:
     """How packed layers are computed, chosen from what was measured on this project's
-    CPU (docs/executor.md): the int4 kernel wherever a packed layer holds Q4_0 matrices
-    on a CPU (per 8960×1536 matrix 0.46 ms at B=1 against 5 ms for the float32 matmul
-    alone, decoding not counted); otherwise matrix decoding when layers stream from the
-    disk (memory is tight: one matrix held decoded, not two layers), else whole layers
-    decoded one ahead (1.14× faster than matrix decoding when memory allows)."""
+    CPU (docs/executor.md): in their kernel forms wherever a packed layer holds quantized
+    GGUF matrices on a CPU (a Qwen2-1.5B-shaped step: 58 ms in int4 against 285 ms for
+    bfloat16 and more for float32, decoding not counted); otherwise matrix decoding when
+    layers stream from the disk (memory is tight: one matrix held decoded, not two
+    layers), else whole layers decoded one ahead (1.14× faster than matrix decoding when
+    memory allows)."""
     if device.type != "cpu":
         return "layer"
-    if int4.available() and any(_repackable(s) for unit in packed for s in unit):
+    if any(has_form(s) for unit in packed for s in unit):
         return "kernel"
     return "matrix" if streamed_from_disk else "layer"
 
 
 def kernel_computes(sources: list[TensorSource]) -> bool:
-    """Whether decode="kernel" computes any of these tensors with the int4 kernel."""
-    return int4.available() and any(_repackable(s) for s in sources)
+    """Whether decode="kernel" computes any of these tensors in a kernel form."""
+    return any(has_form(s) for s in sources)
 
 
-def _repackable(source: TensorSource) -> bool:
-    g = source.gguf
-    return g is not None and int4.repackable(qtype=g.qtype, shape=g.shape)
+def has_form(source: TensorSource) -> bool:
+    return form_of(source.gguf) is not None
 
 
 def repack_unit(
-    packed: dict[str, torch.Tensor], *, sources: list[TensorSource]
+    packed: dict[str, torch.Tensor],
+    *,
+    sources: list[TensorSource],
+    dtype: torch.dtype,
+    fuse: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """A packed unit's stored tensors with each Q4_0 matrix replaced by the int4 kernel's
-    layout (`<param>:int4` and `<param>:scales`); the others stay stored bytes."""
+    """A packed unit's tensors ready to compute: each quantized matrix in its kernel
+    form (`<param>:int4` and `<param>:scales`, or `<param>:int8` and `<param>:scale8`),
+    the rest decoded to `dtype`; with `fuse`, q/k/v and gate/up fused where their forms
+    agree (engine/executor/decoder.py computes such layers)."""
     by_param = {s.param: s for s in sources}
     out: dict[str, torch.Tensor] = {}
     for param, raw in packed.items():
         source = by_param[param]
-        if not _repackable(source):
-            # A copy: a view would keep `read_stored`'s whole block (the Q4_0 bytes the
-            # repacked tensors replace) alive for a norm's few bytes.
-            out[param] = raw.clone() if raw._base is not None else raw
+        if source.gguf is None or not has_form(source):
+            t = decode(raw, source=source, dtype=dtype)
+            # A view would keep `read_stored`'s whole block (the bytes the forms replace)
+            # alive for a norm's few bytes.
+            shares = t.untyped_storage().data_ptr() == raw.untyped_storage().data_ptr()
+            out[param] = t.clone() if shares else t
             continue
-        g = source.gguf
-        assert g is not None
-        nibbles, scales = int4.repack(
-            raw, shape=(g.shape[0], g.shape[1]), permute_heads=g.permute_heads
-        )
-        out[param + int4.INT4] = nibbles
-        out[param + int4.SCALES] = scales
-    return out
+        out.update(named(param, to_parts(raw, tensor=source.gguf)))
+    return fuse_layer(out) if fuse else out
 
 
-def kernel_bytes(source: TensorSource) -> int:
-    """Bytes a matrix holds once `repack_unit` has repacked it (its stored bytes when it
-    is not repacked): half a byte a weight and a bfloat16 scale and zero per 32."""
-    if not _repackable(source):
-        return stored_bytes(source)
-    numel = math.prod(source.shape)
-    return numel // 2 + numel // int4.GROUP * 4
+def kernel_bytes(source: TensorSource, *, dtype: torch.dtype = torch.float32) -> int:
+    """Bytes a tensor holds once `repack_unit` has made it ready: its kernel form, or
+    decoded to `dtype`."""
+    if source.gguf is not None and has_form(source):
+        return form_bytes(source.gguf)
+    return decoded_bytes(source, dtype=dtype)
 
 
 def _kernel_linear(
-    linear: nn.Linear, *, nibbles: torch.Tensor, scales: torch.Tensor
+    linear: nn.Linear, *, parts: Any, workspace: Workspace
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     def forward(x: torch.Tensor) -> torch.Tensor:
-        return int4.linear(x, nibbles=nibbles, scales=scales, bias=linear.bias)
-
-    return forward
-
-
-def _reference_linear(
-    linear: nn.Linear, *, raw: torch.Tensor, source: TensorSource
-) -> Callable[[torch.Tensor], torch.Tensor]:
-    g = source.gguf
-    assert g is not None
-
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        weight = int4.reference_weight(
-            raw, shape=(g.shape[0], g.shape[1]), permute_heads=g.permute_heads
-        )
-        return int4.reference_linear(x, weight=weight, bias=linear.bias)
+        return form_linear(x, parts=parts, bias=linear.bias, buffer=workspace)
 
     return forward

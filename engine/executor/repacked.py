@@ -1,16 +1,17 @@
-"""Q4_0 layers repacked for the int4 kernel once, kept in the cache folder, streamed from
-there.
+"""GGUF layers made ready for the CPU kernels once, kept in the cache folder, streamed
+from there.
 
-A Q4_0 layer streamed from the disk with `decode="kernel"` used to be repacked
-(engine/executor/int4.py `repack`) in the copy thread at every decode step: about 0.2 s a
-layer of Qwen2-1.5B's shape on one thread, where reading its 25 MiB takes 0.02 s, so the
-stream was bound by repacking (docs/benchmarks.md, run 8). Here every packed unit is
+A layer streamed from the disk with `decode="kernel"` used to be repacked
+(engine/executor/kernel_forms.py) in the copy thread at every decode step: about 0.2 s a
+Q4_0 layer of Qwen2-1.5B's shape on one thread, where reading its 25 MiB takes 0.02 s, so
+the stream was bound by repacking (docs/benchmarks.md, run 8). Here every packed unit is
 repacked once, when the model is opened, into one file per model in the cache folder, and
 the copy thread reads each unit's kernel-ready bytes from it into reused buffers.
 
-The file holds the nibbles in the kernel's layout and only the bfloat16 scales (the zero
-half of the kernel's [K/32, N, 2] scales-and-zeros is rebuilt at read), so it is the size
-of the Q4_0 blocks it replaces: streaming it reads no more bytes than the GGUF file.
+The file holds each unit's tensors as `packed.repack_unit` makes them (int4 nibbles and
+scales, int8 values and row scales, decoded norms and biases). Where an int4 matrix's zeros
+are all 0 (Q4_0), only the scale half of its [K/32, N, 2] scales-and-zeros is written and
+the zeros are rebuilt at read, so such a file is the size of the Q4_0 blocks it replaces.
 
 Keyed by the GGUF file (path, size, modification time), torch's version and the nibble
 layout check, and the units' tensors: a changed model or torch writes a new file, an
@@ -38,17 +39,24 @@ import torch
 from engine.executor import int4
 from engine.executor.buffer_pool import BufferPool
 from engine.executor.packed import TensorSource as Source
+from engine.executor.packed import kernel_bytes
 from engine.executor.page_cache import evict_page_cache
 from engine.models.gguf_file import read_exactly
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the file's layout changes: old files then no longer match a key
+FORMAT = 2  # bump when the file's layout changes: old files then no longer match a key
 _MAGIC = b"RAGDOLL-INT4\x00\x00\x00\x00"
 _ALIGN = 4096
 # Free space kept beyond the file when deciding whether to write it at all.
 _MARGIN = 256 * 1024 * 1024
-_DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16}
+_DTYPES = {
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+}
 _HALF_SCALES = "half-scales"  # stored [K/32, N] bf16, read back as [K/32, N, 2]
 
 
@@ -63,7 +71,7 @@ class Entry:
     end: int
 
 
-def file_key(*, units: dict[str, list[Source]]) -> str:
+def file_key(*, units: dict[str, list[Source]], fused: bool = False) -> str:
     """What the repacked bytes depend on: the model's files and tensors, torch, the
     layout. Any change gives another key, hence another file."""
     files = sorted({s.file for sources in units.values() for s in sources})
@@ -72,13 +80,15 @@ def file_key(*, units: dict[str, list[Source]]) -> str:
         for u in sorted(units)
         for s in units[u]
     ]
-    text = f"{FORMAT}|{torch.__version__}|{int4._layout_is_known()}|" + "|".join(stamp)
+    text = f"{FORMAT}|{torch.__version__}|{int4._layout_is_known()}|{fused}|" + "|".join(stamp)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def file_for(*, cache: Path, units: dict[str, list[Source]]) -> tuple[Path, str]:
+def file_for(
+    *, cache: Path, units: dict[str, list[Source]], fused: bool = False
+) -> tuple[Path, str]:
     first = min((s.file for sources in units.values() for s in sources), key=str)
-    key = file_key(units=units)
+    key = file_key(units=units, fused=fused)
     return cache / f"{first.stem[:48]}-{key}.int4", key
 
 
@@ -88,6 +98,7 @@ class RepackedFile:
     def __init__(self, *, path: Path, units: dict[str, list[Entry]]) -> None:
         self.path = path
         self._units = units
+        self._mapped: torch.Tensor | None = None
 
     def has(self, unit: str) -> bool:
         return unit in self._units
@@ -117,6 +128,28 @@ class RepackedFile:
                         pool.give([t])
                     t = full
                 out[e.param] = t
+        return out
+
+    def map(self, unit: str) -> dict[str, torch.Tensor]:
+        """The unit's tensors as views of the file mapped into memory (privately: never
+        written back): nothing is read until a step touches it, the pages are the page
+        cache's (shared, reclaimable, read again from the file if evicted), and a model
+        opens in a fraction of a second, as llama.cpp's memory map does."""
+        if self._mapped is None:
+            size = self.path.stat().st_size
+            self._mapped = torch.from_file(
+                str(self.path), shared=False, size=size, dtype=torch.uint8
+            )
+        out: dict[str, torch.Tensor] = {}
+        for e in self._units[unit]:
+            half = e.kind == _HALF_SCALES
+            dtype = torch.bfloat16 if half else _DTYPES[e.kind]
+            t = self._mapped[e.start : e.end].view(dtype).view(e.shape)
+            if half:
+                full = torch.zeros((*e.shape, 2), dtype=torch.bfloat16)
+                full[..., 0].copy_(t)
+                t = full
+            out[e.param] = t
         return out
 
     def evict(self, unit: str) -> None:
@@ -164,18 +197,19 @@ def open_or_build(
     units: dict[str, list[Source]],
     read: Callable[[str], dict[str, torch.Tensor]],
     repack: Callable[[str, dict[str, torch.Tensor]], dict[str, torch.Tensor]],
+    fused: bool = False,
 ) -> RepackedFile | None:
     """The repacked file for `units`: opened when a complete one exists, else written now
     (each unit read by `read`, repacked by `repack`, one unit in memory at a time). None
-    when it cannot be written; the caller then repacks per use."""
-    path, key = file_for(cache=cache, units=units)
+    when it cannot be written; the caller then repacks per use. `fused`: whether
+    `repack` fuses q/k/v and gate/up (part of the key)."""
+    path, key = file_for(cache=cache, units=units, fused=fused)
     found = open_file(path, key=key)
     if found is not None:
         return found
     model = str(min((s.file for sources in units.values() for s in sources), key=str).resolve())
     _drop_superseded(path, model=model)
-    # Kernel bytes are the stored Q4_0 bytes (0.5625 a weight) plus what is not repacked.
-    need = sum(s.end - s.start for sources in units.values() for s in sources)
+    need = sum(kernel_bytes(s) for sources in units.values() for s in sources)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -253,10 +287,10 @@ def _drop_superseded(path: Path, *, model: str) -> None:
 
 
 def _stored(param: str, t: torch.Tensor) -> tuple[str, torch.Tensor]:
-    if param.endswith(int4.SCALES):
+    if param.endswith(int4.SCALES) and not t[..., 1].any():
         # [K/32, N, 2] scales and zeros, zeros all 0 (Q4_0 is symmetric): keep the scales.
         return _HALF_SCALES, t[..., 0].contiguous()
-    kind = {torch.uint8: "uint8", torch.bfloat16: "bfloat16"}.get(t.dtype)
+    kind = {dtype: name for name, dtype in _DTYPES.items()}.get(t.dtype)
     if kind is None:
         raise ValueError(f"{param}: {t.dtype} has no place in a repacked file")
     return kind, t.contiguous()

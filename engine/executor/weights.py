@@ -23,7 +23,9 @@ from safetensors import safe_open
 
 from engine.executor import int4, repacked
 from engine.executor.buffer_pool import BufferPool
+from engine.executor.kernel_forms import Workspace
 from engine.executor.packed import (
+    KERNEL_MODES,
     PER_MATRIX,
     DecodeMode,
     MatrixBuffer,
@@ -172,10 +174,11 @@ class WeightStore:
     such a layer is "streamed" even when its home is the compute tier. "matrix" (memory
     tight): the compute thread decodes each weight matrix just before its matmul
     (`packed.matrix_decoding`), so one matrix, not two layers, is held decoded, and a
-    resident layer skips the copy thread. "kernel" (CPU): Q4_0 matrices are repacked for
-    the int4 kernel (engine/executor/int4.py) once at load, or, for a layer streamed from
-    the disk, once into `repack_cache` (engine/executor/repacked.py) whose bytes the copy
-    thread reads; without that file, in the copy thread at every use.
+    resident layer skips the copy thread. "kernel" (CPU): quantized matrices are made
+    into the forms of torch's CPU kernels (engine/executor/kernel_forms.py) once, into
+    `repack_cache` (engine/executor/repacked.py), which resident units are mapped from
+    and streamed ones read from by the copy thread; without that folder, at load for
+    resident units and in the copy thread at every use for streamed ones.
     """
 
     def __init__(
@@ -191,7 +194,11 @@ class WeightStore:
         compressed: bool = False,
         decode: DecodeMode | None = None,
         repack_cache: Path | None = None,
+        lean: bool = False,
     ) -> None:
+        """`lean`: engine/executor/decoder.py computes the layers (kernel forms of q/k/v
+        and gate/up fused; a quantized embedding held as stored, rows decoded per
+        lookup)."""
         self._sources = index_checkpoint(model_dir)
         # decode="matrix": the compute thread decodes one matrix at a time into this.
         self.matrix_buffer = MatrixBuffer()
@@ -216,12 +223,21 @@ class WeightStore:
         self._dtype = dtype
         self._tied_head = tied_head
         has_head = HEAD in self._sources or tied_head
-        head_kernel = self.decode == "kernel" and compressed and has_head
-        if head_kernel and kernel_computes(self._sources_of(HEAD)):
+        kernel = self.decode in KERNEL_MODES and compressed
+        self.workspace = Workspace(reference=self.decode == "kernel_reference")
+        self._fuse = kernel and lean
+        if kernel and has_head and kernel_computes(self._sources_of(HEAD)):
             # The LM head (151,936 × 1536 for Qwen2-1.5B: 0.9 GB decoded to float32, read
-            # every step) is held repacked for the kernel too; the embedding stays decoded
-            # (a lookup reads a few rows).
+            # every step) is held in its kernel form too.
             self._packed.add(HEAD)
+        # A GGUF embedding stays as stored: a lookup decodes the rows it reads (decoded
+        # whole it would be 0.9 GB of float32 for Qwen2-1.5B).
+        self._stored_only: set[str] = (
+            {EMBED}
+            if kernel and any(s.gguf is not None for s in self._sources.get(EMBED, []))
+            else set()
+        )
+        self._packed |= self._stored_only
         self._evict_after_read = evict_after_read
         self._pin = device.type == "cuda"
         self._lock = threading.Lock()
@@ -246,17 +262,22 @@ class WeightStore:
         self.repacked: repacked.RepackedFile | None = None
         if (
             repack_cache is not None
-            and self.decode == "kernel"
+            and self.decode in KERNEL_MODES
             and self._device.type == "cpu"
-            and any(self._homes.get(u) == "disk" for u in self._packed)
+            and self._packed - self._stored_only
         ):
-            # Every packed unit, not only those on disk now: a later placement may
-            # stream others, and resident ones then load without repacking too.
+            # Every packed unit, resident or streamed: resident ones are mapped from the
+            # file (a warm open takes no repacking and no copy), streamed ones read from
+            # it, and a later placement may move any of them.
             self.repacked = repacked.open_or_build(
                 cache=repack_cache,
-                units={u: self._sources_of(u) for u in repacked.all_units(self._packed)},
+                units={
+                    u: self._sources_of(u)
+                    for u in repacked.all_units(self._packed - self._stored_only)
+                },
                 read=lambda u: self._read(u, pin=False),
-                repack=lambda u, t: repack_unit(t, sources=self._sources_of(u)),
+                repack=self._repack,
+                fused=self._fuse,
             )
         self._load_resident()
 
@@ -382,9 +403,10 @@ class WeightStore:
             packed = {k: v.to(self._device, non_blocking=True) for k, v in host.items()}
             moved = sum(t.numel() for t in packed.values())
         if self.decode in PER_MATRIX:
-            if self.decode == "kernel" and self._homes[unit] != self._compute_tier:
+            streamed = self._homes[unit] != self._compute_tier
+            if self.decode in KERNEL_MODES and streamed and unit not in self._stored_only:
                 # Streamed: repacked here, in the copy thread, one layer ahead.
-                packed = repack_unit(packed, sources=self._sources_of(unit))
+                packed = self._repack(unit, packed)
             with self._lock:
                 self._fetches += 1
                 self._bytes += moved
@@ -444,6 +466,19 @@ class WeightStore:
         self._pending.clear()
         self._pool.clear()
         self.matrix_buffer.clear()
+        self.workspace.clear()
+
+    def is_stored_only(self, unit: str) -> bool:
+        """Whether the unit is held as stored bytes for row lookups (the embedding)."""
+        return unit in self._stored_only
+
+    def _repack(self, unit: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return repack_unit(
+            tensors,
+            sources=self._sources_of(unit),
+            dtype=self._dtype,
+            fuse=self._fuse and unit.startswith("layer."),
+        )
 
     def sources_of(self, unit: str) -> list[TensorSource]:
         return self._sources_of(unit)
@@ -500,12 +535,12 @@ class WeightStore:
 
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
         if self.repacked is not None and self.repacked.has(unit):
-            return self.repacked.read(unit, pool=None)  # repacked already
+            return self.repacked.map(unit)  # repacked already
         host = self._host.get(unit)
         tensors = host if host is not None else self._read(unit, pin=False)
-        if self.decode == "kernel" and unit in self._packed:
-            # Repacked once for the int4 kernel: never decoded afterwards.
-            tensors = repack_unit(tensors, sources=self._sources_of(unit))
+        if self.decode in KERNEL_MODES and unit in self._packed - self._stored_only:
+            # Made ready for the kernels once: never decoded afterwards.
+            tensors = self._repack(unit, tensors)
             int4.trim_heap()
         if self._device.type != "cpu":
             tensors = {k: v.to(self._device) for k, v in tensors.items()}

@@ -18,7 +18,10 @@ I = MLP intermediate size, q_dim = heads·head_dim, kv_dim = kv_heads·head_dim:
                                                    (boolean or in the activation dtype)
     mlp         = 3·N·I·a                          gate, up, and act(gate)·up
     logits      = batch·V·(a+4)                    last position only, plus an fp32 copy
-    decoded     = 2·L_d                            compressed layers decoded whole: the
+    decoded     = K_b                              layers computed in their kernel forms: a
+                                                   prefill's buffer for one matrix decoded
+                                                   (its bfloat16 copy and integers)
+                or  2·L_d                          compressed layers decoded whole: the
                                                    layer computing and the one being
                                                    decoded, in the compute dtype
                 or  M_d                            compressed layers decoded one matrix at
@@ -206,6 +209,15 @@ class ModelSpec:
     decoded_matrix_bytes: int = 0
     weight_format: str = ""  # e.g. "Q4_0" or "BF16" when compressed; "" when not
     parameters: int = 0  # 0: weight_bytes // dtype_bytes (uncompressed)
+    # The layers are computed in their compressed kernel forms (a GGUF model on a CPU,
+    # engine/executor/kernel_forms.py): nothing is decoded per use or at load, and a
+    # prefill decodes one matrix at a time into a buffer of this many bytes (its
+    # bfloat16 copy and its integers), whatever the placement.
+    kernel_buffer_bytes: int = 0
+
+    @property
+    def computed_compressed(self) -> bool:
+        return self.kernel_buffer_bytes > 0
 
     @property
     def weight_bytes(self) -> int:
@@ -241,7 +253,7 @@ class ModelSpec:
             if per_matrix and self.decoded_matrix_bytes
             else 2 * self.decoded_layer_bytes
         )
-        return activations + mask + mlp + logits + decoded
+        return activations + mask + mlp + logits + decoded + self.kernel_buffer_bytes
 
     def prefill_workspace_bytes(
         self, *, batch: int, prompt_tokens: int, per_matrix: bool = False

@@ -1,15 +1,16 @@
-"""A model's layer sizes as the executor holds them: compressed layers count their
-stored bytes.
+"""A model's sizes as the executor holds them: compressed layers count what is held.
 
-The executor keeps a decoder layer in its stored form when that is smaller than the
-compute dtype (GGML blocks of a GGUF file, a bf16 checkpoint computed in float32) and
-decodes it per use (engine/executor/packed.py). The planner must then count the stored
-bytes in every tier, and in the workspace what the executor's decode mode holds decoded:
-two layers where it decodes whole layers one ahead, one matrix (and its scratch) where it
-decodes one matrix at a time (a CPU streaming layers from the disk). The sizes
-come from the weight files' headers (safetensors headers, GGUF tensor infos): nothing
-is loaded. A folder without weights (a catalogue entry's config) keeps the config's
-sizes.
+On a CPU the executor computes a GGUF model's quantized matrices in the forms of torch's
+kernels (engine/executor/kernel_forms.py: int4 for 4-bit blocks, int8 for the others)
+and never decodes them: its layers and head count those forms' bytes, its embedding its
+stored bytes, and the workspace one prefill buffer. Elsewhere a decoder layer is kept in
+its stored form when that is smaller than the compute dtype (GGML blocks, a bf16
+checkpoint computed in float32) and decoded per use (engine/executor/packed.py): the
+stored bytes in every tier, and in the workspace what the decode mode holds decoded (two
+layers decoded whole one ahead, or one matrix and its scratch for a CPU streaming
+layers from the disk). The sizes come from the weight files' headers (safetensors
+headers, GGUF tensor infos): nothing is loaded. A folder without weights (a catalogue
+entry's config) keeps the config's sizes.
 """
 
 from __future__ import annotations
@@ -50,20 +51,14 @@ def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> Mo
 
 
 def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> ModelSpec:
-    """`spec` with the stored sizes of the layers the executor holds compressed. On a
-    CPU with the int4 kernel a layer's decoded copy is only what the kernel does not
-    compute (its norms and biases, any other quant type): the workspace then keeps no
-    room for float32 copies of matrices that are never made."""
+    """`spec` with the sizes of the layers the executor holds compressed. On a CPU, a
+    GGUF model's quantized matrices are held in their kernel forms
+    (engine/executor/kernel_forms.py) and never decoded: its layers, its embedding (held
+    as stored, rows decoded per lookup) and its head count those bytes, and the
+    workspace one prefill buffer instead of decoded copies."""
     import torch
 
-    from engine.executor import int4
-    from engine.executor.packed import (
-        decoded_bytes,
-        kernel_bytes,
-        kernel_computes,
-        packable,
-        stored_bytes,
-    )
+    from engine.executor.packed import kernel_computes, packable, stored_bytes
     from engine.executor.weights import index_checkpoint, layer_unit
 
     try:
@@ -78,44 +73,66 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> Mo
     layers = [units.get(layer_unit(i), []) for i in range(spec.num_layers)]
     if not all(layers) or not all(packable(sources, dtype=dtype) for sources in layers):
         return spec
-    # Q4_0 matrices are held repacked for the CPU int4 kernel (0.625 bytes a weight,
-    # not 0.5625) wherever torch has it; counted so on a GPU too (at most 11 % high).
-    held = kernel_bytes if int4.available() else stored_bytes
-    stored = tuple(sum(held(s) for s in sources) for sources in layers)
-    decoded = max(spec.layer_bytes)
-    kernel = cpu and all(kernel_computes(sources) for sources in layers)
-    if kernel:
-        decoded = max(
-            sum(decoded_bytes(s, dtype=dtype) for s in sources if not kernel_computes([s]))
-            for sources in layers
-        )
-    per_matrix = max(_per_matrix_bytes(sources, dtype=dtype, kernel=kernel) for sources in layers)
     kinds: Counter[str] = Counter()
     for sources in layers:
         for s in sources:
             kinds[s.dtype.removeprefix("GGUF:")] += s.end - s.start
+    fmt = kinds.most_common(1)[0][0]
+    if cpu and all(kernel_computes(sources) for sources in layers):
+        return _kernel_sizes(spec, units=units, layers=layers, dtype=dtype, fmt=fmt)
+    stored = tuple(sum(stored_bytes(s) for s in sources) for sources in layers)
+    per_matrix = max(_per_matrix_bytes(sources, dtype=dtype) for sources in layers)
     return dataclasses.replace(
         spec,
         layer_bytes=stored,
-        decoded_layer_bytes=decoded,
+        decoded_layer_bytes=max(spec.layer_bytes),
         decoded_matrix_bytes=per_matrix,
-        weight_format=kinds.most_common(1)[0][0],
+        weight_format=fmt,
         parameters=spec.parameter_count,
     )
 
 
-def _per_matrix_bytes(sources: list[Any], *, dtype: Any, kernel: bool) -> int:
+def _kernel_sizes(
+    spec: ModelSpec, *, units: dict[str, list[Any]], layers: list[list[Any]], dtype: Any, fmt: str
+) -> ModelSpec:
+    """The sizes of a model computed in its kernel forms (see `with_stored_sizes`)."""
+    import dataclasses as dc
+
+    from engine.executor.kernel_forms import decode_buffer_bytes
+    from engine.executor.packed import kernel_bytes, stored_bytes
+    from engine.executor.weights import EMBED, HEAD
+
+    embed = units.get(EMBED, [])
+    head = [s for s in units.get(HEAD, []) if s.param == "lm_head.weight"]
+    if not head and spec.tie_word_embeddings:
+        # A tied head holds its own kernel form of the embedding matrix.
+        head = [dc.replace(s, param="lm_head.weight") for s in embed if s.param == "weight"]
+    # A GGUF embedding is held as stored (engine/executor/weights.py `is_stored_only`).
+    stored_embed = any(s.gguf is not None for s in embed)
+    embed_bytes = sum(stored_bytes(s) for s in embed) if stored_embed else spec.embed_bytes
+    matrices = [s.gguf for sources in [*layers, head] for s in sources if s.gguf is not None]
+    return dataclasses.replace(
+        spec,
+        layer_bytes=tuple(sum(kernel_bytes(s, dtype=dtype) for s in sources) for sources in layers),
+        embed_bytes=embed_bytes,
+        head_bytes=sum(kernel_bytes(s, dtype=dtype) for s in head) if head else spec.head_bytes,
+        decoded_layer_bytes=0,
+        decoded_matrix_bytes=0,
+        kernel_buffer_bytes=max(1, decode_buffer_bytes(matrices)),
+        weight_format=fmt,
+        parameters=spec.parameter_count,
+    )
+
+
+def _per_matrix_bytes(sources: list[Any], *, dtype: Any) -> int:
     """What decoding this layer one matrix at a time holds at once (`packed.MatrixBuffer`):
     the largest matrix in `dtype` plus a uint8 scratch of as many elements, and the
     layer's norms and biases decoded for the whole layer. A matrix whose rows GGUF
-    permuted is decoded fresh and permuted back: two copies. `kernel`: Q4_0 matrices go to
-    the int4 kernel undecoded."""
-    from engine.executor.packed import decoded_bytes, kernel_computes
+    permuted is decoded fresh and permuted back: two copies."""
+    from engine.executor.packed import decoded_bytes
 
     matrix, small = 0, 0
     for s in sources:
-        if kernel and kernel_computes([s]):
-            continue
         size = decoded_bytes(s, dtype=dtype)
         if len(s.shape) < 2:
             small += size

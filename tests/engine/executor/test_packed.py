@@ -181,9 +181,9 @@ def test_a_streamed_layer_is_read_into_one_allocation(gguf_dir: Path) -> None:
     )
     for s in sources:
         assert torch.equal(raw[s.param], read_tensor_bytes(s))
-    # Repacked for the int4 kernel, the tensors kept as stored are copies: a view would
-    # keep the whole block (the Q4_0 bytes the repacked ones replace) alive.
-    repacked = packed_module.repack_unit(raw, sources=sources)
+    # Made ready for the kernels, the tensors kept decoded are copies: a view would keep
+    # the whole block (the bytes the kernel forms replace) alive.
+    repacked = packed_module.repack_unit(raw, sources=sources, dtype=torch.float32)
     kept = [t for p, t in repacked.items() if p in raw]
     assert all(t.untyped_storage().data_ptr() not in blocks for t in kept)
 

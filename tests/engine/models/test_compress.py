@@ -39,8 +39,8 @@ def test_compressed_once_reused_and_held_compressed(
     assert source.stat().st_mtime_ns == written  # reused, not written again
     assert (folder / "tokenizer.json").read_bytes() == (hf / "tokenizer.json").read_bytes()
 
-    spec = load_held_spec(source=folder, dtype="float32")
-    assert spec.weight_format == qtype
+    spec = load_held_spec(source=folder, dtype="float32", cpu=True)
+    assert spec.weight_format == qtype and spec.computed_compressed
     in_use = open_model(model_path=folder, device="cpu", dtype=compute_dtype_of(weights))
     model = in_use.answerer.model
     assert isinstance(model, GenerateCompat)

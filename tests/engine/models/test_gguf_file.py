@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from engine.answer.in_use import open_model
 from engine.errors import EngineRequestError, ModelLoadError
 from engine.executor.compat import GenerateCompat
+from engine.executor.forward import StreamingModel
 from engine.models.gguf_file import permute_rows, read_gguf, read_tensor
 from engine.models.gguf_writer import write_gguf
 from engine.models.resolve import display_name, resolve_model_path
@@ -195,12 +196,12 @@ def _random_k_blocks(data: np.ndarray, qtype: GGMLQuantizationType) -> np.ndarra
     return raw.reshape(rows, -1)
 
 
-def test_q4_k_m_file_runs_bit_exact_to_gguf_reference(
+def test_q4_k_m_file_reads_bit_exact_to_gguf_reference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A Q4_K_M-shaped file (Q4_K, attn_v and ffn_down in Q6_K) through the executor
+    """A Q4_K_M-shaped file (Q4_K, attn_v and ffn_down in Q6_K) decoded by the executor
     gives the greedy tokens of transformers on weights decoded by gguf's own numpy
-    dequantizer."""
+    dequantizer; computed in its kernel forms, as the product does, the same tokens."""
     from gguf.quants import dequantize as reference_dequantize
 
     from engine.models import gguf_writer
@@ -248,17 +249,22 @@ def test_q4_k_m_file_runs_bit_exact_to_gguf_reference(
 
     inputs = torch.tensor([[1, 40, 41, 42, 43, 44]])
     expected = reference.generate(inputs, max_new_tokens=8, do_sample=False)
+    # Decoded once to float32 (the exact reading): transformers' tokens bit for bit.
+    placement = open_model(model_path=folder, device="cpu").owner.placement
+    exact = StreamingModel(model_dir=folder, placement=placement, compressed=False)
+    try:
+        got = GenerateCompat(model=exact).generate(input_ids=inputs, max_new_tokens=8)
+        assert got[0, 6:].tolist() == expected[0, 6:].tolist()
+    finally:
+        exact.close()
+    # The product computes the kernel forms of the same blocks (Q6_K requantized to int8).
     in_use = open_model(model_path=folder, device="cpu")
+    executor = in_use.answerer.model.executor
+    held = executor.store.resident("layer.0")
+    assert "self_attn.v_proj.weight:int8" in held and "mlp.gate_up_proj.weight:int4" in held
     got = in_use.answerer.model.generate(input_ids=inputs, max_new_tokens=8)
     assert got[0, 6:].tolist() == expected[0, 6:].tolist()
-    executor = in_use.answerer.model.executor
-    # The layer is held as its Q4_K/Q6_K blocks and decoded for each use.
-    assert executor.store.is_packed("layer.0")
-    held = executor.store.fetch("layer.0")
-    executor.store.release("layer.0")
-    assert torch.equal(
-        held["self_attn.v_proj.weight"], state["model.layers.0.self_attn.v_proj.weight"]
-    )
+    in_use.close()
 
 
 def test_llama3_rope_scaling_comes_back_from_rope_freqs(tmp_path: Path) -> None:

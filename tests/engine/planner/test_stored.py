@@ -5,6 +5,7 @@ holds (whole layers, or one matrix and its scratch)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from gguf import GGMLQuantizationType
 
 from engine.executor import int4
 from engine.executor.packed import kernel_bytes, stored_bytes
-from engine.executor.weights import index_checkpoint, layer_unit
+from engine.executor.weights import EMBED, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
@@ -43,9 +44,8 @@ def test_gguf_layers_count_their_stored_bytes(
     plain = load_held_spec(source=hf_dir, dtype="float32")
     spec = load_held_spec(source=folder, dtype="float32")
     sources = index_checkpoint(folder)[layer_unit(0)]
-    # Q4_0 matrices count as the CPU int4 kernel holds them (engine/executor/int4.py).
-    held = kernel_bytes if qtype == "Q4_0" and int4.available() else stored_bytes
-    stored = sum(held(s) for s in sources)
+    # Off a CPU (a GPU decodes each layer per use) the stored blocks are what is held.
+    stored = sum(stored_bytes(s) for s in sources)
     assert spec.layer_bytes == (stored,) * 4
     assert spec.layer_bytes[0] * ratio < plain.layer_bytes[0]
     assert spec.decoded_layer_bytes == plain.layer_bytes[0]
@@ -98,28 +98,31 @@ def test_a_compressed_model_stays_in_ram_where_the_float_one_streams(
 
 
 @pytest.mark.skipif(not int4.available(), reason="this torch has no CPU int4 kernel")
-def test_on_a_cpu_q4_0_layers_need_no_decoded_copy_for_the_kernel(
-    hf_dir: Path, tmp_path: Path
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q8_0"])
+def test_on_a_cpu_gguf_models_count_their_kernel_forms(
+    hf_dir: Path, tmp_path: Path, qtype: str
 ) -> None:
-    q4 = write_gguf(model_dir=hf_dir, out=tmp_path / "q4.gguf", qtype=GGMLQuantizationType.Q4_0)
-    q8 = write_gguf(model_dir=hf_dir, out=tmp_path / "q8.gguf", qtype=GGMLQuantizationType.Q8_0)
-    q4_dir = companion_folder(gguf_path=q4, cache=tmp_path / "cache")
-    q8_dir = companion_folder(gguf_path=q8, cache=tmp_path / "cache")
+    path = write_gguf(model_dir=hf_dir, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType[qtype])
+    folder = companion_folder(gguf_path=path, cache=tmp_path / "cache")
+    units = index_checkpoint(folder)
     plain = load_held_spec(source=hf_dir, dtype="float32")
-    on_cpu = load_held_spec(source=q4_dir, dtype="float32", cpu=True)
-    # Only what the kernel does not compute is decoded: the norms (biases in Qwen2).
-    norms = 2 * 256 * 4
-    assert norms <= on_cpu.decoded_layer_bytes < plain.layer_bytes[0] // 100
-    assert on_cpu.layer_bytes == load_held_spec(source=q4_dir, dtype="float32").layer_bytes
-    # Elsewhere (a GPU decodes whole layers) and for Q8_0 (decoded on a CPU too): a
-    # decoded layer per slot, as before.
-    assert (
-        load_held_spec(source=q4_dir, dtype="float32").decoded_layer_bytes == plain.layer_bytes[0]
-    )
-    q8_cpu = load_held_spec(source=q8_dir, dtype="float32", cpu=True)
-    assert q8_cpu.decoded_layer_bytes == plain.layer_bytes[0]
+    on_cpu = load_held_spec(source=folder, dtype="float32", cpu=True)
+    assert on_cpu.computed_compressed
+    # The kernel forms (int4 for Q4_0, int8 for Q8_0) and the norms decoded; nothing is
+    # decoded per use, so no decoded layer or matrix in the workspace.
+    layer = sum(kernel_bytes(s) for s in units[layer_unit(0)])
+    assert on_cpu.layer_bytes == (layer,) * 4
+    assert on_cpu.decoded_layer_bytes == on_cpu.decoded_matrix_bytes == 0
+    # The embedding is held as stored (a lookup decodes its rows), the head in its form.
+    assert on_cpu.embed_bytes == sum(stored_bytes(s) for s in units[EMBED])
+    assert on_cpu.embed_bytes < plain.embed_bytes // 3
+    # A prefill decodes one matrix at a time to bfloat16, with its integers: the largest
+    # matrix (the head here) three bytes a weight.
+    largest = max(math.prod(s.shape) for sources in units.values() for s in sources)
+    assert on_cpu.kernel_buffer_bytes == largest * 3
     ws = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16)
-    assert ws < plain.decode_workspace_bytes(batch=1, context_tokens=16) + plain.layer_bytes[0]
+    assert ws == plain.decode_workspace_bytes(batch=1, context_tokens=16) + largest * 3
+    assert on_cpu.weight_bytes < plain.weight_bytes // 3
 
 
 def test_matrix_decoding_counts_the_largest_matrix_and_its_scratch(
@@ -127,7 +130,7 @@ def test_matrix_decoding_counts_the_largest_matrix_and_its_scratch(
 ) -> None:
     q8 = write_gguf(model_dir=hf_dir, out=tmp_path / "q8.gguf", qtype=GGMLQuantizationType.Q8_0)
     folder = companion_folder(gguf_path=q8, cache=tmp_path / "cache")
-    spec = load_held_spec(source=folder, dtype="float32", cpu=True)
+    spec = load_held_spec(source=folder, dtype="float32")  # decoded per use (a GPU)
     sources = index_checkpoint(folder)[layer_unit(0)]
     # The MLP's 512 × 256 matrices are the largest: float32 plus a uint8 scratch of as
     # many elements (packed.MatrixBuffer), beside the layer's norms and biases decoded.
