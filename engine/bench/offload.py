@@ -101,6 +101,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--child-timeout", type=float, help="seconds one system may run (--peers; 1800)"
     )
     parser.add_argument(
+        "--model",
+        type=Path,
+        help="a real GGUF file: run it through the product's loading code (beside llama.cpp "
+        "with --peers llama.cpp), resident and with --limited under half the file "
+        "(engine/bench/offload_real.py)",
+    )
+    parser.add_argument("--thread-counts", help="--model: thread counts, e.g. 1,2 (default)")
+    parser.add_argument(
+        "--limited", action="store_true", help="--model: also under half the file + allowance"
+    )
+    parser.add_argument(
+        "--agreement-prompts", type=int, help="--model: prompts checked against the reference"
+    )
+    parser.add_argument(
         "--device",
         choices=("cuda", "cpu"),
         help="cuda: GPU / pinned RAM / disk tiers; cpu: RAM / disk (default: cuda when "
@@ -121,6 +135,15 @@ def resolve_device(*, requested: str | None, cuda_available: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "model", None):
+        if getattr(args, "device", None) == "cuda":
+            raise SystemExit(
+                "ragdoll bench offload --model: the GPU form of the real-model run is not "
+                "built yet (the kernel forms are the CPU's); use --device cpu"
+            )
+        from engine.bench.offload_real import run_real
+
+        return run_real(args, say=(lambda _: None) if args.json else print)
     peers = bool(getattr(args, "peers", None))
     # The peers comparison is the CPU form (RAM, disk and a memory cgroup) unless asked.
     device = resolve_device(

@@ -348,6 +348,16 @@ def _systems(
     return systems
 
 
+def allowances_for(
+    *, runtimes: list[str], threads: int, say: Callable[[str], None]
+) -> dict[str, int]:
+    """`_allowances` for runtimes named alone ("executor", "llama.cpp"): what
+    `ragdoll bench offload --model` adds to half a real file for each runtime's limit."""
+    folder = Path(tempfile.gettempdir()) / "ragdoll-bench-allowance"
+    systems = {r: {"runtime": r, "spec": {"system": r}} for r in runtimes}
+    return _allowances(systems=systems, folder=folder, threads=threads, say=say)
+
+
 def _allowances(
     *,
     systems: dict[str, dict[str, Any]],
