@@ -134,9 +134,13 @@ class PlacementOwner:
 
     def plan_for(self, *, batch: int) -> Placement | None:
         """A placement of this model sized for a generation batch of `batch`, on the
-        machine as it is now; None when none fits or it would need another compute tier
-        (a loaded model cannot change device). After a demotion no weight unit goes
-        back up and no KV comes back: the estimate was what ran out of memory."""
+        machine as it is now; None when none fits, when it would need another compute
+        tier (a loaded model cannot change device), or when it would send to the disk
+        a unit that is not there now: a larger batch amortizes weights streamed from RAM
+        over PCIe, never weights read from the disk at every step (with the 1.5B model
+        on a CPU, four queued questions re-planned it to 28 layers on disk and 0.067
+        tok/s; issue #39). After a demotion no weight unit goes back up and no KV comes
+        back: the estimate was what ran out of memory."""
         current = self.placement
         placement = plan_model(
             PlacementRequest(
@@ -148,6 +152,8 @@ class PlacementOwner:
             )
         )
         if not placement.fits or placement.compute_tier != current.compute_tier:
+            return None
+        if _more_on_disk(placement, than=current):
             return None
         with self._lock:
             floor = self._floor
@@ -186,3 +192,13 @@ class PlacementOwner:
                 f"{first}-{last - 1} {tier}" for tier, first, last in placement.layer_ranges()
             ),
         )
+
+
+def _more_on_disk(placement: Placement, *, than: Placement) -> bool:
+    """Whether `placement` keeps on the disk a weight unit that `than` does not."""
+    units = [
+        *zip(placement.layer_tiers, than.layer_tiers, strict=True),
+        (placement.embed_tier, than.embed_tier),
+        (placement.head_tier, than.head_tier),
+    ]
+    return any(new == "disk" and old != "disk" for new, old in units)

@@ -118,3 +118,27 @@ def test_no_higher_than_keeps_each_unit_on_the_lower_of_two_tiers(llama8b: Model
     assert kept.layer_tiers == tight.layer_tiers
     assert kept.weights == priced(tight, model=llama8b).weights
     assert no_higher_than(tight, floor=roomy).layer_tiers == tight.layer_tiers
+
+
+def test_a_larger_batch_never_sends_weights_to_the_disk() -> None:
+    """A CPU with RAM for the model and a small batch's KV: the owner refuses the plan for
+    a larger batch that only fits by streaming layers from the disk (the governor then
+    keeps the batch it has) and accepts one that fits in RAM."""
+    qwen = load_model_spec(source=CONFIGS / "qwen2.5-1.5b.json")
+    budget = qwen.weight_bytes + 2 * GIB
+    laptop = synthetic_profile(gpu_bytes=0, ram_bytes=budget, disk_bytes=2000 * GIB)
+    owner = _owner(qwen, hardware=laptop)
+    assert set(owner.placement.layer_tiers) == {"cpu"}
+    assert owner.plan_for(batch=2) is not None  # its KV fits beside the weights
+    # Thirty-two 4,096-token rows need gigabytes of KV: only with layers on the disk.
+    from engine.planner.planner import plan
+    from engine.planner.placement import Workload
+
+    squeezed = plan(
+        hardware=laptop,
+        model=qwen,
+        store=StoreSpec.default(),
+        workload=Workload(batch=32, context_tokens=4096),
+    )
+    assert squeezed.fits and "disk" in squeezed.layer_tiers
+    assert owner.plan_for(batch=32) is None
