@@ -51,6 +51,18 @@ _PARTS: dict[Form, tuple[str, str]] = {
 _KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24}
 
 
+# Bits a weight takes in its kernel form, by llama.cpp file type: 4-bit blocks 5 bits,
+# every other block type 8. Q4_K_M keeps about a sixth of its layer weights (some v and
+# down matrices) and its head in Q6_K (Qwen2.5-1.5B's file: 198 M of 1,310 M).
+_HELD_BITS = {"Q4_0": 5.0, "Q4_1": 5.0, "Q4_K_S": 5.0, "Q4_K_M": 5.5}
+
+
+def held_bits(file_type: str) -> float:
+    """Bits a weight of a GGUF file of this type takes held in the kernel forms (an
+    estimate for a file not on this machine: the catalogue's variants)."""
+    return _HELD_BITS.get(file_type.upper(), 8.0)
+
+
 def form_of(tensor: GGUFTensor | None) -> Form | None:
     """The form this GGUF tensor is computed in on a CPU; None: decoded as before
     (float matrices, vectors, or a torch without the kernels)."""

@@ -9,8 +9,8 @@ The expected speed is a roofline estimate for decoding one sequence, not a
 measurement. Every decode step reads every weight once, so a step takes at least
 the time to move the offloaded weights to the compute tier (disk and PCIe, at the
 measured bandwidths where the profile has them) and at least the time for the
-compute tier to read its resident weights from its own memory (a nominal memory
-bandwidth per kind of machine: the profile does not measure it). Streaming overlaps
+compute tier to read its resident weights from its own memory (RAM as the hardware
+profile measured it; a nominal figure for GPU memory, which it does not). Streaming overlaps
 compute (the executor prefetches), so the step time is the larger of the two.
 KV reads, prefill and kernel overheads are left out, which is why it is an upper
 bound and the pane calls it an estimate.
@@ -122,7 +122,9 @@ def estimate_speed(*, placement: Placement, hardware: HardwareProfile) -> SpeedE
         stream_s = w.disk / disk_bw
         resident = w.gpu + w.cpu
     else:
-        compute_bw = NOMINAL_RAM_BYTES_PER_S
+        compute_bw = hardware.ram_read_bytes_per_s or _assume(
+            assumed, "RAM", NOMINAL_RAM_BYTES_PER_S
+        )
         stream_s = w.disk / disk_bw
         resident = w.gpu + w.cpu
     compute_s = resident / compute_bw
@@ -206,11 +208,27 @@ def recommended(
     from engine.models.catalogue_gguf import GGUFVariant, with_gguf_variants
     from engine.planner.stored import compressed_spec
 
+    placed: dict[str, Placement] = {}
+
+    def placed_for(variant: GGUFVariant) -> Placement:
+        # On a CPU the variant is computed in its kernel forms: planned at their sizes.
+        if variant.file not in placed:
+            held = compressed_spec(
+                specs[variant.model],
+                bits_per_weight=variant.bits_per_weight,
+                name=variant.quant,
+                cpu=hardware.gpu is None,
+            )
+            placed[variant.file] = plan(
+                hardware=hardware, model=held, store=store, workload=workload
+            )
+        return placed[variant.file]
+
     def verdict_for(variant: GGUFVariant) -> str:
-        held = compressed_spec(
-            specs[variant.model], bits_per_weight=variant.bits_per_weight, name=variant.quant
-        )
-        return verdict_of(plan(hardware=hardware, model=held, store=store, workload=workload))[1]
+        return verdict_of(placed_for(variant))[1]
+
+    def speed_for(variant: GGUFVariant) -> float | None:
+        return estimate_speed(placement=placed_for(variant), hardware=hardware).tokens_per_s
 
     from engine.models.reranker_catalogue import advise_reranker, load_rerankers
 
@@ -229,6 +247,7 @@ def recommended(
         models=with_gguf_variants(
             models,
             verdict_for=verdict_for,
+            speed_for=speed_for,
             chosen_model=chosen_model,
             own_folder=lambda repo: download_folder(repo_id=repo, paths=paths),
         )

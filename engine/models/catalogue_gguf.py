@@ -2,10 +2,10 @@
 
 Kept apart from the catalogue's own entries (resources/models_gguf.json beside
 resources/models.json) so that either list can change alone. The executor holds a GGUF
-file's decoder layers as their GGML blocks in every tier (engine/executor/packed.py), so
-each variant gets its own verdict: the model planned with its layers at the format's
-bits per weight (engine/planner/stored.py's `compressed_spec`), the embedding and head
-decoded.
+file's layers compressed in every tier (on a CPU in the forms of torch's kernels,
+engine/executor/kernel_forms.py), so each variant gets its own verdict and speed
+estimate: the model planned at the sizes it is held in (engine/planner/stored.py's
+`compressed_spec`).
 """
 
 from __future__ import annotations
@@ -54,17 +54,21 @@ def gguf_advice(
     installed: dict[str, Path],
     variants: tuple[GGUFVariant, ...],
     verdict_for: Callable[[GGUFVariant], str] | None = None,
+    speed_for: Callable[[GGUFVariant], float | None] | None = None,
 ) -> list[GGUFVariantAdvice]:
     """The variants of catalogue model `model` (with `params` parameters and the
     planner's `verdict` for it); `installed`: GGUF file name → local path;
     `verdict_for(variant)`: the planner's verdict for the variant held compressed
-    (None: the model's own verdict)."""
+    (None: the model's own verdict); `speed_for(variant)`: its estimated decode
+    tokens/s, put in the note."""
     out = []
     for v in variants:
         if v.model != model:
             continue
         size = int(params * v.bits_per_weight / 8)
         path = installed.get(v.file)
+        speed = speed_for(v) if speed_for is not None else None
+        pace = f"; about {_pace(speed)} tokens/s here (estimate)" if speed else ""
         out.append(
             GGUFVariantAdvice(
                 repo=v.repo,
@@ -72,7 +76,7 @@ def gguf_advice(
                 quant=v.quant,
                 file_bytes=size,
                 verdict=verdict_for(v) if verdict_for is not None else verdict,
-                note=f"{v.quant}: about {format_gib(size)}, held so in memory and on disk",
+                note=f"{v.quant}: about {format_gib(size)}, held so in memory and on disk{pace}",
                 installed_path=str(path) if path else None,
             )
         )
@@ -108,6 +112,7 @@ def with_gguf_variants(
     *,
     hub_cache: Path | None = None,
     verdict_for: Callable[[GGUFVariant], str] | None = None,
+    speed_for: Callable[[GGUFVariant], float | None] | None = None,
     chosen_model: str | None = None,
     own_folder: Callable[[str], Path] | None = None,
 ) -> list[ModelAdvice]:
@@ -128,6 +133,7 @@ def with_gguf_variants(
             installed=installed,
             variants=variants,
             verdict_for=verdict_for,
+            speed_for=speed_for,
         )
         chosen = m.chosen or any(
             _same_file(v.installed_path, chosen_model) for v in advice if v.installed_path
@@ -141,3 +147,8 @@ def _same_file(path: str, chosen_model: str | None) -> bool:
         return False
     chosen = Path(chosen_model).expanduser()
     return chosen.is_file() and chosen.resolve() == Path(path).resolve()
+
+
+def _pace(tokens_per_s: float) -> str:
+    digits = 0 if tokens_per_s >= 10 else 1 if tokens_per_s >= 1 else 2
+    return f"{tokens_per_s:.{digits}f}"

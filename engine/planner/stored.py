@@ -31,15 +31,35 @@ def load_held_spec(*, source: Path, dtype: str | None = None, cpu: bool = False)
     return with_stored_sizes(spec, folder=folder, cpu=cpu)
 
 
-def compressed_spec(spec: ModelSpec, *, bits_per_weight: float, name: str) -> ModelSpec:
+def compressed_spec(
+    spec: ModelSpec, *, bits_per_weight: float, name: str, cpu: bool = False
+) -> ModelSpec:
     """`spec` as a file of `bits_per_weight` (a GGUF format's average) would be held:
     decoder layers at that size, the embedding and head decoded (for a model that is not
-    on this machine, e.g. a catalogue entry's GGUF variant)."""
+    on this machine, e.g. a catalogue entry's GGUF variant). `cpu`: computed in its kernel
+    forms (engine/executor/kernel_forms.py `held_bits`): layers and head at the forms'
+    bits, the embedding as stored, one prefill buffer."""
     params = [b // spec.dtype_bytes for b in spec.layer_bytes]
     h, q_dim = spec.hidden_size, spec.num_attention_heads * spec.head_dim
     largest = max(spec.intermediate_size * h, q_dim * h)
     # Norms and the q/k/v biases some families have, decoded beside the matrix.
     small = (2 * h + q_dim + 2 * spec.num_key_value_heads * spec.head_dim) * spec.dtype_bytes
+    if cpu:
+        from engine.executor.kernel_forms import held_bits
+
+        bits = held_bits(name)
+        vocab = spec.vocab_size * h
+        return dataclasses.replace(
+            spec,
+            layer_bytes=tuple(int(p * bits / 8) + small for p in params),
+            embed_bytes=int(vocab * bits_per_weight / 8),
+            head_bytes=int(vocab * bits / 8) + spec.dtype_bytes * h,
+            decoded_layer_bytes=0,
+            decoded_matrix_bytes=0,
+            kernel_buffer_bytes=max(largest, vocab) * 3,
+            weight_format=name,
+            parameters=spec.parameter_count,
+        )
     return dataclasses.replace(
         spec,
         layer_bytes=tuple(int(p * bits_per_weight / 8) for p in params),

@@ -44,6 +44,25 @@ def test_profile_runs_and_is_cached(ragdoll_home: Path) -> None:
     assert refreshed.measured_at > first.measured_at
 
 
+def test_ram_read_is_measured_and_added_to_an_older_cache(ragdoll_home: Path) -> None:
+    """RAM read bandwidth is what a decode step from RAM can go at (the Recommended
+    models' speed estimate); a profile cached before it was measured gets it alone, the
+    disk figure kept."""
+    paths = resolve_paths()
+    first = load_profile(paths=paths, disk_probe_bytes=PROBE)
+    assert first.ram_read_bytes_per_s and first.ram_read_bytes_per_s > 1e8
+    cache = paths.data / CACHE_FILE_NAME
+    data = json.loads(cache.read_text())
+    del data["profile"]["ram_read_bytes_per_s"]  # as an older engine wrote it
+    cache.write_text(json.dumps(data))
+    assert load_profile(paths=paths, measure=False).ram_read_bytes_per_s is None
+    upgraded = load_profile(paths=paths, disk_probe_bytes=PROBE)
+    assert upgraded.ram_read_bytes_per_s and upgraded.measured_at == first.measured_at
+    assert upgraded.disk.read_bytes_per_s == first.disk.read_bytes_per_s
+    saved = json.loads(cache.read_text())["profile"]
+    assert saved["ram_read_bytes_per_s"] == upgraded.ram_read_bytes_per_s
+
+
 def test_changed_hardware_is_measured_again(ragdoll_home: Path) -> None:
     paths = resolve_paths()
     first = load_profile(paths=paths, disk_probe_bytes=PROBE)

@@ -114,8 +114,9 @@ def test_measured_bandwidth_replaces_the_nominal_one() -> None:
     entry = find_entry(repo_id="meta-llama/Llama-3.1-8B-Instruct")
     assert entry is not None
     spec = load_model_spec(source=entry.config_path())
-    slow_disk = replace(NO_GPU, disk=replace(NO_GPU.disk, read_bytes_per_s=50e6))
-    fast_disk = replace(NO_GPU, disk=replace(NO_GPU.disk, read_bytes_per_s=5e9))
+    ram = replace(NO_GPU, ram_read_bytes_per_s=15e9)
+    slow_disk = replace(ram, disk=replace(NO_GPU.disk, read_bytes_per_s=50e6))
+    fast_disk = replace(ram, disk=replace(NO_GPU.disk, read_bytes_per_s=5e9))
     speeds = []
     for hw in (slow_disk, fast_disk):
         p = plan(hardware=hw, model=spec, store=StoreSpec.default(), workload=Workload())
@@ -124,6 +125,9 @@ def test_measured_bandwidth_replaces_the_nominal_one() -> None:
         assert "measured bandwidths" in s.note
         speeds.append(s.tokens_per_s)
     assert speeds[0] < speeds[1]
+    # Without a RAM measurement the note says which figure was assumed.
+    unmeasured = plan(hardware=NO_GPU, model=spec, store=StoreSpec.default(), workload=Workload())
+    assert "nominal" in estimate_speed(placement=unmeasured, hardware=NO_GPU).note
 
 
 def test_unfit_placement_verdict() -> None:
