@@ -24,12 +24,13 @@ token is the system's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,19 @@ def prompts(*, tokenizer: Any, prompt_tokens: int, agreement: int) -> dict[str, 
     return {"speed": speed, "agreement": agreement_prompts}
 
 
+@contextlib.contextmanager
+def _home(home: Path) -> Iterator[None]:
+    before = os.environ.get("RAGDOLL_HOME")
+    os.environ["RAGDOLL_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RAGDOLL_HOME", None)
+        else:
+            os.environ["RAGDOLL_HOME"] = before
+
+
 def _child(
     *, spec: dict[str, Any], files: list[Path], limit: int | None, timeout_s: float, name: str
 ) -> dict[str, Any]:
@@ -132,8 +146,8 @@ def run_real(args: argparse.Namespace, *, say: Callable[[str], None]) -> dict[st
     )
     agreement_tokens = 16 if quick else 128
     home = Path(args.folder or tempfile.mkdtemp(prefix="ragdoll-bench-real-"))
-    os.environ["RAGDOLL_HOME"] = str(home)
-    folder = resolve_model_path(model=str(gguf))
+    with _home(home):  # the companion folder (tokenizer, config) in the runs' own home
+        folder = resolve_model_path(model=str(gguf))
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     made = prompts(tokenizer=tokenizer, prompt_tokens=prompt_tokens, agreement=agreement_n)
     base = {
