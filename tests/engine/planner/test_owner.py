@@ -131,8 +131,8 @@ def test_a_larger_batch_never_sends_weights_to_the_disk() -> None:
     assert set(owner.placement.layer_tiers) == {"cpu"}
     assert owner.plan_for(batch=2) is not None  # its KV fits beside the weights
     # Thirty-two 4,096-token rows need gigabytes of KV: only with layers on the disk.
-    from engine.planner.planner import plan
     from engine.planner.placement import Workload
+    from engine.planner.planner import plan
 
     squeezed = plan(
         hardware=laptop,
