@@ -464,6 +464,7 @@ class Engine:
             max_new_tokens=max(1, max_new_tokens),
             payload=None if filters.empty else filters,
             conversation=follow_up,
+            cancel=cancel,
         )
         yield from answer_events(
             handle=handle,

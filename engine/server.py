@@ -24,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.body_checks import WholeNumber
-from engine.api.lifecycle import Lifecycle
+from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
 from engine.api.routes_models import models_router
@@ -283,9 +283,11 @@ def create_app(
 
     @app.post("/v1/ask", responses=SSE_RESPONSE)
     def ask(body: AskBody) -> StreamingResponse:
+        stop = threading.Event()  # the client left, or the engine is shutting down
+
         def events() -> Iterator[str]:
             try:
-                with lifecycle.answer() as cancel:
+                with lifecycle.answer(cancel=stop) as cancel:
                     yield from answer_events(cancel)
             except Exception as e:  # the stream has begun: report in-band
                 log.exception("answering failed")
@@ -305,7 +307,8 @@ def create_app(
                     lifecycle.check()  # a cut answer is never passed off as whole
                 yield encode_sse(event)
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        body_stream = until_disconnect(events(), cancel=stop)
+        return StreamingResponse(body_stream, media_type="text/event-stream")
 
     @app.post("/v1/profiling/skip", response_model=ProfilingStatus)
     def skip_profiling() -> dict:

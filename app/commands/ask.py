@@ -173,7 +173,9 @@ def _run_file(args: argparse.Namespace) -> int:
         with engine_session(keep=args.keep_engine) as client:
             batch = BatchRun(
                 questions=[q.text for q in questions],
-                ask=lambda q: client.ask_stream(question=q, k=args.k, priority="background"),
+                ask=lambda q: client.ask_stream(
+                    question=q, k=args.k, priority="background", cancel=batch.cancel_event
+                ),
                 on_result=lambda result, done: _progress(batch=batch, result=result, done=done),
             )
             try:

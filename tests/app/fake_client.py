@@ -467,6 +467,7 @@ class FakeClient(EngineClient):
         k: int = 5,
         priority: Priority = "interactive",
         history: Sequence[Turn] = (),
+        cancel: threading.Event | None = None,
     ) -> Iterator[AnswerEvent]:
         self._call("ask_stream", question=question, k=k, history=list(history))
         try:
@@ -476,6 +477,8 @@ class FakeClient(EngineClient):
             for token in self.tokens:
                 if self.token_delay_s or self.delay_s:
                     time.sleep(self.token_delay_s or self.delay_s)
+                if cancel is not None and cancel.is_set():
+                    return  # as the real client ends a stream its caller cut
                 yield TokenEvent(text=token)
             done = AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
             yield DoneEvent(done=done)
