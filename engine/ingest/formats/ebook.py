@@ -8,6 +8,7 @@ import io
 import posixpath
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import ebooklib
 from ebooklib import epub
@@ -49,6 +50,7 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
 def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, list[str]]]:
     texts: list[tuple[str, list[str]]] = []
     seen: set[str] = set()
+    contents = _toc_titles(book.toc)
     for entry in book.spine:
         idref = entry[0] if isinstance(entry, tuple) else entry
         item = book.get_item_with_id(idref)
@@ -56,8 +58,29 @@ def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, list[str]]]:
             continue
         seen.add(idref)
         # <title> is usually the book's title on every chapter: a running header.
-        texts.append(html_text_and_headings(data=item.get_content(), keep_title=False))
+        text, titles = html_text_and_headings(data=item.get_content(), keep_title=False)
+        if not titles:
+            # LibreOffice's EPUB export writes headings as styled paragraphs; its
+            # table of contents still names them (titles not in the text are dropped).
+            titles = contents.get(item.file_name, [])
+        texts.append((text, titles))
     return texts
+
+
+def _toc_titles(toc: Any) -> dict[str, list[str]]:
+    """The table of contents' titles by the file they point into, in order."""
+    out: dict[str, list[str]] = {}
+    stack = list(reversed(list(toc or ())))
+    while stack:
+        entry = stack.pop()
+        if isinstance(entry, tuple | list):  # (Section, [children])
+            stack.extend(reversed(list(entry)))
+            continue
+        href = str(getattr(entry, "href", "") or "").split("#", 1)[0]
+        title = str(getattr(entry, "title", "") or "").strip()
+        if href and title:
+            out.setdefault(href, []).append(title)
+    return out
 
 
 def _refuse_drm(*, archive: zipfile.ZipFile) -> None:
