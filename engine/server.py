@@ -59,6 +59,15 @@ from engine.wire import (
     to_json_dict,
 )
 
+# A citation whose passage is gone: its document left the library, or was read again.
+PASSAGE_REMOVED = (
+    "The document this passage came from is no longer in your library "
+    "(its folder was removed, or the file was deleted)."
+)
+PASSAGE_REREAD = (
+    "This passage is no longer in its document, which was read again since it was "
+    "cited: ask again to get its current passages."
+)
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -213,8 +222,15 @@ def create_app(
     def source(chunk_id: str) -> dict:
         view = engine.source(chunk_id=chunk_id)
         if view is None:
-            raise HTTPException(status_code=404, detail="no such passage (re-indexed?)")
+            raise HTTPException(status_code=404, detail=passage_gone(chunk_id=chunk_id))
         return to_json_dict(view)
+
+    def passage_gone(*, chunk_id: str) -> str:
+        """Why a citation's passage is not there any more, for a person."""
+        doc_id = chunk_id.rpartition(":")[0]  # engine/ingest/indexer.py: "{doc_id}:{n}"
+        if doc_id and any(d.doc_id == doc_id for d in engine.documents()):
+            return PASSAGE_REREAD
+        return PASSAGE_REMOVED
 
     @app.post(
         "/v1/ingest",
