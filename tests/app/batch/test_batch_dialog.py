@@ -4,6 +4,7 @@ exports, a cited page opens) and on the fake client (the menu, bad input)."""
 from __future__ import annotations
 
 import csv
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,10 +135,15 @@ class PrioritisedClient(FakeClient):
         self.priorities: list[str] = []
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        cancel: threading.Event | None = None,
     ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
-        yield from super().ask_stream(question=question, k=k)
+        yield from super().ask_stream(question=question, k=k, cancel=cancel)
 
 
 def test_cancel_keeps_the_table_and_a_new_run_starts_clean(

@@ -83,7 +83,13 @@ class FakeClient:
         self.priorities: list[str] = []
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: str = "interactive", history: object = ()
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: str = "interactive",
+        history: object = (),
+        cancel: object = None,
     ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
         yield CitationsEvent(citations=[CITATION])
