@@ -488,8 +488,8 @@ class ChatPane(QWidget):
         self._update_streaming(save=False, citations=tuple(citations))
         if self._streaming_here():
             self._show_sources(citations)
-            if self._live.text:
-                self._render_answer()
+            # The placeholder says the search is over ("Writing the answer from …").
+            self._render_answer()
 
     def _on_token(self, _piece: str) -> None:
         if self._live is not None and not self._render_timer.isActive():
