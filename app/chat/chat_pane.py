@@ -459,7 +459,8 @@ class ChatPane(QWidget):
         stream.sig_stopped.connect(self._on_stopped)
         self._live = self._last = stream
         complete = self._filled()
-        self._put(with_exchange(self._current, exchange=Exchange(question=question)))
+        others = [c.title for c in self._conversations.values() if c.id != self._current.id]
+        self._put(with_exchange(self._current, exchange=Exchange(question=question), taken=others))
         self._refresh_list()
         if complete:  # write only the new exchange, not the whole conversation again
             self._show_sources([])

@@ -390,3 +390,19 @@ def test_once_the_sources_are_shown_the_search_is_not_said_to_go_on(
     stream.deliver(TokenEvent(text="Tomatoes need sun."))
     qtbot.waitUntil(lambda: "Tomatoes need sun." in pane.transcript.toPlainText())
     assert "Writing the answer" not in pane.transcript.toPlainText()
+
+
+def test_two_conversations_begun_with_the_same_question_have_different_titles(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """Issue #44, 8: the list showed two conversations under one title."""
+    pane = make_pane(qtbot, tmp_path)
+    for _ in range(3):
+        pane.new_chat()
+        answer(pane, question="How do I change the locale on Debian?")
+    titles = sorted(c.title for c in pane.conversations)
+    assert titles == [
+        "How do I change the locale on Debian?",
+        "How do I change the locale on Debian? (2)",
+        "How do I change the locale on Debian? (3)",
+    ]
