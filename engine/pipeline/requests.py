@@ -65,16 +65,24 @@ class CancelFlag(Protocol):
 class _EitherSet:
     """The handle's own cancel or its caller's: a caller that stops (the answer's
     reader left, the engine shuts down) is heard by every queue and by the decode
-    loop, which ask this at every step, without the caller's stream being read on."""
+    loop, which ask this at every step, without the caller's stream being read on.
+    The caller's event is set too when its stream simply ends: once the request has
+    finished that is no cancel (the decode loop still stores a finished row's KV
+    for the conversation's next turn)."""
 
-    __slots__ = ("_caller", "_own")
+    __slots__ = ("_caller", "_finished", "_own")
 
-    def __init__(self, *, own: threading.Event, caller: threading.Event | None) -> None:
+    def __init__(
+        self, *, own: threading.Event, caller: threading.Event | None, finished: threading.Event
+    ) -> None:
         self._own = own
         self._caller = caller
+        self._finished = finished
 
     def is_set(self) -> bool:
-        return self._own.is_set() or (self._caller is not None and self._caller.is_set())
+        if self._own.is_set():
+            return True
+        return self._caller is not None and self._caller.is_set() and not self._finished.is_set()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,8 +113,8 @@ class RequestHandle:
         self._events: queue.Queue[Event] = queue.Queue()
         self._on_event = on_event
         self._cancel = threading.Event()
-        self._flag = _EitherSet(own=self._cancel, caller=cancel)
         self._finished = threading.Event()
+        self._flag = _EitherSet(own=self._cancel, caller=cancel, finished=self._finished)
         self._lock = threading.Lock()
         # Serialises deliveries: a verdict's release (the retrieval thread) flushes
         # what generation held while pieces may still come (the generation thread).
