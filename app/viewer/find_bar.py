@@ -34,6 +34,8 @@ class FindBar(QWidget):
     """Searches `target` (a read-only QTextEdit). `before_search` runs first (the
     viewer shows the page as text, where the matches can be selected)."""
 
+    sig_cleared = Signal()  # the words were cleared
+
     def __init__(self, *, target: QTextEdit, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("findBar")
@@ -72,9 +74,12 @@ class FindBar(QWidget):
         `fresh`: the words changed, so the search starts over from the page's top."""
         words = self.field.text()
         self._update_buttons()
-        if not words:
+        if not words:  # cleared: no selection, and the viewer goes back to the passage
             self.count_label.setText("")
-            self._target.setTextCursor(QTextCursor(self._target.document()))
+            cursor = self._target.textCursor()
+            cursor.clearSelection()
+            self._target.setTextCursor(cursor)
+            emit(self.sig_cleared)
             return False
         if self.before_search is not None:
             self.before_search()
@@ -86,6 +91,10 @@ class FindBar(QWidget):
             end = QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start
             self._target.moveCursor(end)
             found = self._target.find(words, flags)
+        if found:  # a third of the way down, not at the very edge, as the passage is
+            top = self._target.cursorRect().top()
+            bar = self._target.verticalScrollBar()
+            bar.setValue(bar.value() + top - self._target.viewport().height() // 3)
         self._count(words=words, found=found)
         return found
 

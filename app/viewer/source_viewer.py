@@ -145,6 +145,7 @@ class SourceViewer(QDialog):
 
         self.find_bar = FindBar(target=self.text)
         self.find_bar.before_search = self._text_for_find
+        self.find_bar.sig_cleared.connect(self._scroll_to_highlight)
         find = QShortcut(QKeySequence(QKeySequence.StandardKey.Find), self)
         find.activated.connect(self.find_bar.start)
 

@@ -309,3 +309,7 @@ def test_find_in_the_page_text(qtbot: QtBot, tmp_path: Path) -> None:
     assert " ".join(selection.cursor.selectedText().split()) == PASSAGE_PDF
     bar.field.setText("no such words anywhere")
     assert bar.count_label.text() == "no match"
+    qtbot.keyClick(bar.field, Qt.Key.Key_Escape)  # cleared: back to the passage
+    assert bar.field.text() == "" and not viewer.text.textCursor().hasSelection()
+    rect = viewer.text.cursorRect(selection.cursor)
+    assert viewer.text.viewport().rect().contains(rect.center())
