@@ -135,7 +135,9 @@ def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, da
     elif not exchange.error and not exchange.stopped:
         cursor.insertHtml('<span class="note">(no answer)</span>')
     if exchange.stopped:
-        cursor.insertHtml(' <span class="note">(stopped)</span>')
+        # insertHtml drops a leading space ("the column(stopped)"): a plain one first.
+        cursor.insertText(" ")
+        cursor.insertHtml('<span class="note">(stopped)</span>')
     if exchange.error:
         if exchange.answer:
             cursor.insertBlock()

@@ -406,3 +406,8 @@ def test_two_conversations_begun_with_the_same_question_have_different_titles(
         "How do I change the locale on Debian? (2)",
         "How do I change the locale on Debian? (3)",
     ]
+    # Told apart in the list too, where a title is cut to its width.
+    shown = pane.conversation_list.list
+    width = shown.viewport().width() - 12
+    cut = {shown.fontMetrics().elidedText(t, shown.textElideMode(), width) for t in titles}
+    assert len(cut) == 3, cut
