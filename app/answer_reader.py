@@ -22,8 +22,11 @@ def read_answer(
     *, client: EngineClient, stream: AnswerStream, closed: Callable[[], bool], post: Post
 ) -> None:
     """Feed the engine's answer to `stream.question` into `stream` until it ends,
-    is stopped (`stream.cancel`) or the window closes."""
-    events = client.ask_stream(question=stream.question, k=stream.k, history=stream.history)
+    is stopped (`stream.cancel`: the client cuts the HTTP stream at once, and the
+    engine drops the question) or the window closes."""
+    events = client.ask_stream(
+        question=stream.question, k=stream.k, history=stream.history, cancel=stream.cancel
+    )
     try:
         for event in events:
             if stream.cancel.is_set() or closed():
@@ -56,7 +59,9 @@ def batch_run(
         if closed():  # the window closed: send nothing more
             run.cancel()
             raise EngineUnavailableError("the window was closed")
-        return client.ask_stream(question=question, k=k, priority="background")
+        return client.ask_stream(
+            question=question, k=k, priority="background", cancel=run.cancel_event
+        )
 
     run = BatchRun(
         questions=questions,

@@ -337,6 +337,7 @@ class MainWindow(QMainWindow):
 
         def removed(folder: WatchedFolder) -> None:
             self.engine_label.setText(f"Stopped watching {folder.path}; its files were not touched")
+            self.library.forget_folder(folder.path)
             self.bridge.refresh_library()
             self.bridge.refresh_status()
 

@@ -8,6 +8,7 @@ failure surfaces as EngineUnavailableError (no engine) or EngineRequestError
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -18,6 +19,7 @@ from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.ingest.fspath import from_store, to_store
 from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
+from engine.stream_cut import cut_on
 from engine.wire import (
     ANSWER_EVENTS,
     Answer,
@@ -242,13 +244,18 @@ class EngineClient:
         k: int = 5,
         priority: Priority = "interactive",
         history: Sequence[Turn] = (),
+        cancel: threading.Event | None = None,
     ) -> Iterator[AnswerEvent]:
         """The answer's events (engine/wire_events.py): for a follow-up the query it
         was searched as, citations, tokens, then done, or failed when the engine gave
-        up after the stream began. `history`: the conversation's turns so far."""
+        up after the stream began. `history`: the conversation's turns so far.
+        Setting `cancel` (from any thread: the window's Stop, a batch's Cancel) ends
+        the stream at once, even while it waits for its turn in the engine's queue,
+        and the engine drops the request: nothing more is yielded."""
         request = AskRequest(question=question, k=k, priority=priority, history=list(history))
         body = to_json_dict(request)
-        for event in self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS):
+        events = self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS, cancel=cancel)
+        for event in events:
             yield cast(AnswerEvent, event)
 
     def ask(
@@ -315,15 +322,27 @@ class EngineClient:
         return response.json()
 
     def _stream(
-        self, method: str, url: str, *, kinds: Iterable[type[StreamEvent]], **kw: Any
+        self,
+        method: str,
+        url: str,
+        *,
+        kinds: Iterable[type[StreamEvent]],
+        cancel: threading.Event | None = None,
+        **kw: Any,
     ) -> Iterator[StreamEvent]:
         try:
             with self._http.stream(method, url, **kw) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for_status(response)
-                yield from decode_sse(lines=response.iter_lines(), kinds=kinds)
+                with cut_on(cancel=cancel, response=response):
+                    for event in decode_sse(lines=response.iter_lines(), kinds=kinds):
+                        if cancel is not None and cancel.is_set():
+                            return
+                        yield event
         except httpx.TransportError as e:
+            if cancel is not None and cancel.is_set():
+                return  # the caller cut the stream (engine/stream_cut.py)
             raise EngineUnavailableError(f"the engine stopped answering: {e}") from e
 
 

@@ -40,7 +40,7 @@ from engine.pipeline.serving import ServingPipeline, retire
 from engine.pipeline.status_info import pipeline_info
 from engine.planner.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
-from engine.planner.profiling import PowerLawFit, stored_generation_fit
+from engine.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
 from engine.ranker_choice import RankerChoice, setting_of
 from engine.settings import load_settings, save_settings, with_changes
 from engine.store.lance_store import LanceStore
@@ -192,6 +192,11 @@ class Engine:
 
     def _profiling_inputs(self) -> ProfilingInputs:
         _, chunks = self.store.counts()
+        saved = load_saved_profile(data_dir=self.paths.data) if chunks == 0 else None
+        if saved is not None:
+            # Emptied (its last folder removed): timing retrieval over nothing tells
+            # nothing, and the next documents bring a size of their own.
+            chunks = saved.collection_chunks
         # Idle: no answer being written and no ingestion job queued or running
         # (either would disturb every measurement, and ingestion changes the size).
         serving = self._serving
@@ -464,6 +469,7 @@ class Engine:
             max_new_tokens=max(1, max_new_tokens),
             payload=None if filters.empty else filters,
             conversation=follow_up,
+            cancel=cancel,
         )
         yield from answer_events(
             handle=handle,

@@ -24,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.body_checks import WholeNumber
-from engine.api.lifecycle import Lifecycle
+from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.api.routes_library import library_router
 from engine.api.routes_models import models_router
@@ -59,6 +59,15 @@ from engine.wire import (
     to_json_dict,
 )
 
+# A citation whose passage is gone: its document left the library, or was read again.
+PASSAGE_REMOVED = (
+    "The document this passage came from is no longer in your library "
+    "(its folder was removed, or the file was deleted)."
+)
+PASSAGE_REREAD = (
+    "This passage is no longer in its document, which was read again since it was "
+    "cited: ask again to get its current passages."
+)
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -213,8 +222,15 @@ def create_app(
     def source(chunk_id: str) -> dict:
         view = engine.source(chunk_id=chunk_id)
         if view is None:
-            raise HTTPException(status_code=404, detail="no such passage (re-indexed?)")
+            raise HTTPException(status_code=404, detail=passage_gone(chunk_id=chunk_id))
         return to_json_dict(view)
+
+    def passage_gone(*, chunk_id: str) -> str:
+        """Why a citation's passage is not there any more, for a person."""
+        doc_id = chunk_id.rpartition(":")[0]  # engine/ingest/indexer.py: "{doc_id}:{n}"
+        if doc_id and any(d.doc_id == doc_id for d in engine.documents()):
+            return PASSAGE_REREAD
+        return PASSAGE_REMOVED
 
     @app.post(
         "/v1/ingest",
@@ -283,9 +299,11 @@ def create_app(
 
     @app.post("/v1/ask", responses=SSE_RESPONSE)
     def ask(body: AskBody) -> StreamingResponse:
+        stop = threading.Event()  # the client left, or the engine is shutting down
+
         def events() -> Iterator[str]:
             try:
-                with lifecycle.answer() as cancel:
+                with lifecycle.answer(cancel=stop) as cancel:
                     yield from answer_events(cancel)
             except Exception as e:  # the stream has begun: report in-band
                 log.exception("answering failed")
@@ -305,7 +323,8 @@ def create_app(
                     lifecycle.check()  # a cut answer is never passed off as whole
                 yield encode_sse(event)
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        body_stream = until_disconnect(events(), cancel=stop)
+        return StreamingResponse(body_stream, media_type="text/event-stream")
 
     @app.post("/v1/profiling/skip", response_model=ProfilingStatus)
     def skip_profiling() -> dict:

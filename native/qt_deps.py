@@ -8,8 +8,13 @@ on Debian/Ubuntu, Fedora and Arch, and says the command that installs them.
 
     python -m native.qt_deps          (what `make run` and the installer run)
 
+The `ragdoll` launcher asks `window_problem` too before it imports Qt, so that a
+person who starts it directly is told what is missing instead of Qt's abort.
+
 Exit status 0 when nothing is missing (or nothing can be checked: not Linux, no
-ldd, Qt told to use another platform), 1 with the list otherwise.
+ldd, Qt told to use another platform), 1 with the list otherwise, and 1 when
+there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY unset;
+`--always` checks only the libraries, as an installer run from a terminal does).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,26 +143,53 @@ def distro_family(*, os_release: Path = Path("/etc/os-release")) -> str | None:
     return None
 
 
-def xcb_will_be_used(*, env: dict[str, str]) -> bool:
+NO_DISPLAY = (
+    "RAGDoll's window needs a graphical session, and there is no display here "
+    "(DISPLAY and WAYLAND_DISPLAY are not set). Start it from your desktop, or use "
+    "the commands that need no window: `ragdoll ask`, `ragdoll ingest`, `ragdoll engine`."
+)
+
+
+def xcb_will_be_used(*, env: Mapping[str, str]) -> bool:
     """Whether Qt would load the xcb plugin here: on Linux, unless told to use
-    another platform (the tests' offscreen, a Wayland session's wayland)."""
+    another platform (the tests' offscreen) or in a Wayland session. Without any
+    display too: Qt still loads the plugin first, and a missing library is what it
+    reports then (wrongly blaming libxcb-cursor0)."""
     if platform.system() != "Linux":
         return False
     chosen = env.get("QT_QPA_PLATFORM", "").split(";")[0].split(":")[0].strip()
     if chosen:
         return chosen == "xcb"
-    return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
+    return not env.get("WAYLAND_DISPLAY")
+
+
+def window_problem(*, env: Mapping[str, str]) -> str | None:
+    """Why the window cannot open here, in words for a person (the packages to
+    install, or that there is no display); None when nothing stands in its way
+    as far as can be told."""
+    if not xcb_will_be_used(env=env):
+        return None
+    report = check()
+    if report.missing:
+        return report.message(family=distro_family())
+    if not env.get("DISPLAY"):
+        return NO_DISPLAY
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if "--always" not in args and not xcb_will_be_used(env=dict(os.environ)):
+    if "--always" in args:  # the libraries only, whatever this session is
+        report = check()
+        if report.missing:
+            print(report.message(family=distro_family()), file=sys.stderr)
+            return 1
         return 0
-    report = check()
-    if not report.missing:
-        return 0
-    print(report.message(family=distro_family()), file=sys.stderr)
-    return 1
+    problem = window_problem(env=os.environ)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -165,7 +165,12 @@ class BatchDialog(QDialog):
         header.resizeSection(3, 300)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.table.activated.connect(self._open_first_source)
+        # Rows as tall as their wrapped text: when answers land, and also when a run
+        # begins (a long question's second line was cut until its answer came) and
+        # when a column's width changes.
         self.model.dataChanged.connect(lambda *_: self._fit_rows())
+        self.model.modelReset.connect(self._fit_rows)
+        header.sectionResized.connect(lambda *_: self._fit_rows())
 
         self.sources = QListView()
         self.sources.setObjectName("batchSources")

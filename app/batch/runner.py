@@ -85,6 +85,13 @@ class BatchRun:
     def cancelled(self) -> bool:
         return self._cancel.is_set()
 
+    @property
+    def cancel_event(self) -> threading.Event:
+        """Set by `cancel`: `ask` passes it to the engine client, which then ends
+        every open answer at once (one waiting for its turn in the engine's queue
+        too) and the engine drops those questions."""
+        return self._cancel
+
     def elapsed_s(self) -> float:
         return 0.0 if self._started_at is None else self._clock() - self._started_at
 

@@ -459,7 +459,8 @@ class ChatPane(QWidget):
         stream.sig_stopped.connect(self._on_stopped)
         self._live = self._last = stream
         complete = self._filled()
-        self._put(with_exchange(self._current, exchange=Exchange(question=question)))
+        others = [c.title for c in self._conversations.values() if c.id != self._current.id]
+        self._put(with_exchange(self._current, exchange=Exchange(question=question), taken=others))
         self._refresh_list()
         if complete:  # write only the new exchange, not the whole conversation again
             self._show_sources([])
@@ -488,8 +489,8 @@ class ChatPane(QWidget):
         self._update_streaming(save=False, citations=tuple(citations))
         if self._streaming_here():
             self._show_sources(citations)
-            if self._live.text:
-                self._render_answer()
+            # The placeholder says the search is over ("Writing the answer from …").
+            self._render_answer()
 
     def _on_token(self, _piece: str) -> None:
         if self._live is not None and not self._render_timer.isActive():

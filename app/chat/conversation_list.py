@@ -80,7 +80,8 @@ class ConversationList(QWidget):
         self.list.setObjectName("conversations")
         self.list.setAccessibleName("Conversations")
         self.list.setUniformItemSizes(True)
-        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # In the middle: two conversations begun alike differ at their end ("… (2)").
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setEditTriggers(
             QListWidget.EditTrigger.EditKeyPressed | QListWidget.EditTrigger.DoubleClicked

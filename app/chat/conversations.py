@@ -15,6 +15,7 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -87,11 +88,25 @@ def title_from_question(*, question: str) -> str:
     return flat[: _TITLE_CHARS - 1].rstrip() + "…"
 
 
-def with_exchange(conversation: Conversation, *, exchange: Exchange) -> Conversation:
-    """Append an exchange; the first question names an untitled conversation."""
+def unique_title(*, title: str, taken: Collection[str]) -> str:
+    """`title`, or "title (2)", "(3)"…: two conversations that begin with the same
+    question are told apart in the list."""
+    if title not in taken:
+        return title
+    n = 2
+    while f"{title} ({n})" in taken:
+        n += 1
+    return f"{title} ({n})"
+
+
+def with_exchange(
+    conversation: Conversation, *, exchange: Exchange, taken: Collection[str] = ()
+) -> Conversation:
+    """Append an exchange; the first question names an untitled conversation (not
+    with one of the `taken` titles, the other conversations')."""
     title = conversation.title
     if not conversation.exchanges and title == "New chat":
-        title = title_from_question(question=exchange.question)
+        title = unique_title(title=title_from_question(question=exchange.question), taken=taken)
     return replace(
         conversation,
         title=title,

@@ -16,7 +16,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from app.chat.answer_render import elide, source_title
+from app.chat.answer_render import elide, file_name, page_title, source_title
 from app.theme import is_dark
 from engine.wire import Citation
 
@@ -65,6 +65,29 @@ class SourcesModel(QAbstractListModel):
         return None
 
 
+def fitted_title(*, citation: Citation, metrics: QFontMetrics, width: int) -> str:
+    """ "[n]  file — page p — section" in `width` pixels: the section is cut first,
+    then the file name in its middle; the marker and the page stay (cutting the
+    whole line in its middle left "maint-guide.pdf — pa…files" at 1024 pixels)."""
+    head = f"[{citation.index}]  {page_title(path=citation.path, page=citation.page)}"
+    full = f"{head} — {citation.section}" if citation.section else head
+    if metrics.horizontalAdvance(full) <= width:
+        return full
+    room = width - metrics.horizontalAdvance(head)
+    if citation.section and room > metrics.horizontalAdvance(" — …") * 2:
+        tail = metrics.elidedText(f" — {citation.section}", Qt.TextElideMode.ElideRight, room)
+        return head + tail
+    if metrics.horizontalAdvance(head) <= width:
+        return head
+    name = file_name(path=citation.path)
+    rest = head[head.index(name) + len(name) :]
+    marker = f"[{citation.index}]  "
+    room = width - metrics.horizontalAdvance(marker + rest)
+    if room <= metrics.horizontalAdvance("…") * 4:
+        return metrics.elidedText(head, Qt.TextElideMode.ElideRight, width)
+    return marker + metrics.elidedText(name, Qt.TextElideMode.ElideMiddle, room) + rest
+
+
 class SourceDelegate(QStyledItemDelegate):
     """Title in bold over one line of the passage in a quieter colour."""
 
@@ -100,8 +123,7 @@ class SourceDelegate(QStyledItemDelegate):
         bold.setBold(True)
         painter.setFont(bold)
         painter.setPen(text_colour)
-        title = f"[{citation.index}]  {source_title(citation=citation)}"
-        title = QFontMetrics(bold).elidedText(title, Qt.TextElideMode.ElideMiddle, rect.width())
+        title = fitted_title(citation=citation, metrics=QFontMetrics(bold), width=rect.width())
         painter.drawText(
             QRect(rect.left(), rect.top(), rect.width(), line),
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,

@@ -126,12 +126,18 @@ def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, da
         cursor.insertFragment(
             markdown_fragment(text=exchange.answer, citations=citations, dark=dark)
         )
+    elif streaming and citations:
+        # The sources are on screen: the search is over, the model reads them.
+        found = f"{len(citations)} passage{'s' if len(citations) != 1 else ''}"
+        cursor.insertHtml(f'<span class="pending">Writing the answer from {found}…</span>')
     elif streaming:
         cursor.insertHtml('<span class="pending">Searching your documents…</span>')
     elif not exchange.error and not exchange.stopped:
         cursor.insertHtml('<span class="note">(no answer)</span>')
     if exchange.stopped:
-        cursor.insertHtml(' <span class="note">(stopped)</span>')
+        # insertHtml drops a leading space ("the column(stopped)"): a plain one first.
+        cursor.insertText(" ")
+        cursor.insertHtml('<span class="note">(stopped)</span>')
     if exchange.error:
         if exchange.answer:
             cursor.insertBlock()

@@ -113,9 +113,19 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e))
 
 
+def _terminal() -> bool:
+    """stdout is a terminal: the answer is worth watching as it is written."""
+    return sys.stdout.isatty()
+
+
 def _stream(client, *, question: str, k: int, conversation: CliConversation | None) -> int:  # type: ignore[no-untyped-def]
+    """The answer as the window shows it: streamed on a terminal, and, when the engine
+    marked its sentences' sources once it was written ([n] the model did not write),
+    again with them; into a pipe or a file only the final text."""
     citations: list[Citation] = []
     searched = ""
+    streamed: list[str] = []
+    live = _terminal()
     history = history_of(conversation.value) if conversation is not None else []
     for ev in client.ask_stream(question=question, k=k, history=history):
         if isinstance(ev, SearchedEvent):
@@ -124,14 +134,24 @@ def _stream(client, *, question: str, k: int, conversation: CliConversation | No
         elif isinstance(ev, CitationsEvent):
             citations = ev.citations
         elif isinstance(ev, TokenEvent):
-            print(visible(ev.text, keep="\n\t"), end="", flush=True)
+            streamed.append(ev.text)
+            if live:
+                print(visible(ev.text, keep="\n\t"), end="", flush=True)
         elif isinstance(ev, FailedEvent):
+            if not live and streamed:
+                print(visible("".join(streamed), keep="\n\t"), end="")
             print()
             return fail(visible(ev.message))
         elif isinstance(ev, DoneEvent):
             done = ev.done
-            print()
-            answer = Answer(answer=done.answer, citations=citations, mode=done.mode, note=done.note)
+            text = done.answer or "".join(streamed)
+            if not live:
+                print(visible(text, keep="\n\t"))
+            elif text.strip() != "".join(streamed).strip():
+                print("\n\nWith its sources marked:\n" + visible(text, keep="\n\t"))
+            else:
+                print()
+            answer = Answer(answer=text, citations=citations, mode=done.mode, note=done.note)
             if conversation is not None:
                 conversation.append(question=question, answer=answer, searched=searched)
             _sources(answer)
@@ -173,7 +193,9 @@ def _run_file(args: argparse.Namespace) -> int:
         with engine_session(keep=args.keep_engine) as client:
             batch = BatchRun(
                 questions=[q.text for q in questions],
-                ask=lambda q: client.ask_stream(question=q, k=args.k, priority="background"),
+                ask=lambda q: client.ask_stream(
+                    question=q, k=args.k, priority="background", cancel=batch.cancel_event
+                ),
                 on_result=lambda result, done: _progress(batch=batch, result=result, done=done),
             )
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -13,6 +14,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Before Qt loads its X11 plugin: a missing system library made Qt abort with a
+    # message that blamed another one, and without a display it aborted too.
+    from native.qt_deps import window_problem
+
+    problem = window_problem(env=os.environ)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
     # Qt is imported here, not at the top: `ragdoll ask` must not pay for it.
     from app.main import run_gui
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.answer_render import file_name
 from app.library.folders_box import Confirm, FoldersBox, confirm_dialog
-from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel
+from app.library.models import PATH_ROLE, DocumentsModel, ErrorsModel, inside
 from app.library.progress_text import counts_line, notes_text, pace_line, work_permille
 from app.qt_compat import emit
 from app.wrap_label import ElidedGroupBox, WrapLabel
@@ -416,6 +416,13 @@ class LibraryPane(QWidget):
 
     def set_folders(self, folders: list[WatchedFolder]) -> None:
         self.folders_box.set_folders(folders)
+        self._update()
+
+    def forget_folder(self, path: str) -> None:
+        """A folder was removed: the files of it that could not be read are no
+        longer the library's (a job's own errors were kept past the engine's list)."""
+        self._job_errors = [e for e in self._job_errors if not inside(path=e.path, folder=path)]
+        self.errors_model.forget_folder(path)
         self._update()
 
     def folder_removal_failed(self, path: str) -> None:

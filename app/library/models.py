@@ -47,7 +47,7 @@ class DocumentsModel(HeaderedTable):
         self._docs = [
             d
             for d in self._all
-            if within is None or any(_inside(path=d.path, folder=f) for f in within)
+            if within is None or any(inside(path=d.path, folder=f) for f in within)
         ]
         self.endResetModel()
 
@@ -176,6 +176,15 @@ class ErrorsModel(QAbstractListModel):
             self._errors[e.path] = e.reason
         self.endResetModel()
 
+    def forget_folder(self, folder: str) -> None:
+        """The rows of files in `folder` (and below) go: it was removed."""
+        kept = {p: r for p, r in self._errors.items() if not inside(path=p, folder=folder)}
+        if len(kept) == len(self._errors):
+            return
+        self.beginResetModel()
+        self._errors = kept
+        self.endResetModel()
+
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._errors)
 
@@ -202,13 +211,13 @@ def _count_documents(
     counts = dict.fromkeys((f.path for f in folders), 0)
     deepest_first = sorted(counts, key=len, reverse=True)
     for doc in documents:
-        owner = next((f for f in deepest_first if _inside(path=doc.path, folder=f)), None)
+        owner = next((f for f in deepest_first if inside(path=doc.path, folder=f)), None)
         if owner is not None:
             counts[owner] += 1
     return counts
 
 
-def _inside(*, path: str, folder: str) -> bool:
+def inside(*, path: str, folder: str) -> bool:
     # Both are absolute paths as the engine wrote them; compare as text so that
     # a folder that no longer exists on disk still gets its count.
     base = folder.rstrip("/\\")

@@ -90,6 +90,7 @@ def ranker_name(setting: str | None) -> str:
     return base.split("--", 1)[-1] or str(setting)
 
 
+RANK_NEEDS_MODEL = "Needs a language model: choose one above, then the model can rank."
 RANK_TIP = (
     "The model re-reads the 10 best passages and orders them by how likely it finds the "
     "question after each. Slower: about 2 s more per question with a small model on a "
@@ -236,8 +237,12 @@ class ModelChooser(QToolButton):
 
     def show_status(self, status: EngineStatus) -> None:
         self.extractive_action.setChecked(status.model is None)
-        self.rank_action.setEnabled(status.answer_mode == "generative")
-        self.rank_action.setChecked(status.reranker == "model")
+        # Without a language model there is nothing to rank with: the setting is kept
+        # for the next model, but the item is neither available nor shown as on.
+        generative = status.answer_mode == "generative"
+        self.rank_action.setEnabled(generative)
+        self.rank_action.setChecked(generative and status.reranker == "model")
+        self.rank_action.setToolTip(RANK_TIP if generative else RANK_NEEDS_MODEL)
         cross = status.reranker not in (None, "model")
         self.ranker_label.setVisible(cross)
         self.no_ranker_action.setVisible(cross)

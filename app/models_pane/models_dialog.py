@@ -304,7 +304,9 @@ class ModelsDialog(QDialog):
             self.progress.setValue(int(1000 * state.bytes_done / total))
         self.progress_label.setText(progress_text(state))
         if state.state in FINAL_STATES:
-            self.progress.setVisible(state.state != "done")
+            # Ended: a bar stays only to show how far a cancelled download got; a
+            # busy bar (no size known) would go on moving after the end.
+            self.progress.setVisible(state.state == "cancelled" and total > 0)
             if state.state == "done":
                 self.refresh()  # it is installed now
         self._update_buttons()

@@ -11,7 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QColor, QDesktopServices, QTextCharFormat, QTextCursor
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QKeySequence,
+    QShortcut,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QButtonGroup,
     QDialog,
@@ -27,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.answer_render import page_title
 from app.screen_fit import resize_within_screen
+from app.viewer.find_bar import FindBar
 from app.viewer.pdf_render import RenderedPage
 from app.viewer.pdf_view import PdfPageView
 from engine.wire import SourceView
@@ -135,6 +143,12 @@ class SourceViewer(QDialog):
         self.text.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
         self.text.document().setDocumentMargin(16)
 
+        self.find_bar = FindBar(target=self.text)
+        self.find_bar.before_search = self._text_for_find
+        self.find_bar.sig_cleared.connect(self._scroll_to_highlight)
+        find = QShortcut(QKeySequence(QKeySequence.StandardKey.Find), self)
+        find.activated.connect(self.find_bar.start)
+
         self.pdf = PdfPageView()
         self.pdf.sig_page_changed.connect(self._on_pdf_page)
         self.pdf.sig_rendered.connect(self._on_pdf_rendered)
@@ -163,6 +177,7 @@ class SourceViewer(QDialog):
         layout.addWidget(self.title_label)
         layout.addWidget(self.path_label)
         layout.addWidget(self.modes)
+        layout.addWidget(self.find_bar)
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.message_label)
         layout.addWidget(buttons)
@@ -221,6 +236,11 @@ class SourceViewer(QDialog):
         qt_text, qs, qe = qt_span(text=text, start=start, end=end)
         self.text.setPlainText(qt_text)
         self._highlight(start=qs, end=qe)
+
+    def _text_for_find(self) -> None:
+        """A search shows the page as text, where its matches can be selected."""
+        if self.showing_image:
+            self.text_mode.setChecked(True)
 
     def _on_mode(self, button_id: int, checked: bool) -> None:
         if not checked or self._source is None or not self.modes.isVisible():

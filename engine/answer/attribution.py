@@ -121,6 +121,14 @@ def _marker_at(text: str, *, start: int, end: int) -> int:
     last word."""
     sentence = text[start:end]
     trailing = _TRAILING.search(sentence)
-    if trailing is not None:
-        return start + trailing.start()
-    return start + len(sentence.rstrip())
+    if trailing is None:
+        return start + len(sentence.rstrip())
+    run = trailing.group()
+    at = trailing.start()
+    if at > 0 and sentence[at - 1].isspace() and len(run.rstrip()) > 1:
+        # Punctuation after a space is a word of the sentence, not its end: bash's
+        # "inverted with !." got "inverted with [3]!.". Only the last mark ends it.
+        marks = [i for i, ch in enumerate(run) if ch in ".!?:;,"]
+        if len(marks) > 1:
+            return start + at + marks[-1]
+    return start + at

@@ -60,24 +60,29 @@ Shaped = CitationsEvent | Text | Ended
 
 
 def answer_events(
-    *, engine: Engine, lifecycle: Lifecycle, asked: AnswerAsked, model: str
+    *,
+    engine: Engine,
+    lifecycle: Lifecycle,
+    asked: AnswerAsked,
+    model: str,
+    cancel: threading.Event | None = None,
 ) -> Iterator[AnswerEvent]:
     """The engine's answer stream, ending early with EngineStoppingError when the
-    engine shuts down."""
-    with lifecycle.answer() as cancel:
+    engine shuts down; `cancel` (set when a streaming client leaves) stops it too."""
+    with lifecycle.answer(cancel=cancel) as stop:
         max_new = asked.max_tokens or DEFAULT_MAX_TOKENS
         if asked.retrieval:
             # API clients are background work: the chat a person watches goes first.
             source: Iterator[AnswerEvent] = engine.ask_stream(
                 question=asked.question,
                 k=asked.k,
-                cancel=cancel,
+                cancel=stop,
                 priority="background",
                 history=asked.history,
                 max_new_tokens=max_new,
             )
         else:
-            source = _unretrieved(engine=engine, asked=asked, cancel=cancel, model=model)
+            source = _unretrieved(engine=engine, asked=asked, cancel=stop, model=model)
         for event in source:
             lifecycle.check()
             yield event

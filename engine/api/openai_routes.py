@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.body_checks import WholeNumber
-from engine.api.lifecycle import Lifecycle
+from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_answer import (
     AnswerAsked,
     Shaped,
@@ -277,7 +278,8 @@ def openai_router(
         model_id = _model_id(engine)
         completion_id = f"{id_prefix}-{uuid.uuid4().hex}"
         created = int(time.time())
-        stream = _shaped_answer(asked=asked, model=model_id)
+        stop = threading.Event()  # the client left (a stream), or the engine stops
+        stream = _shaped_answer(asked=asked, model=model_id, cancel=stop)
         if body.stream:
             include_usage = body.stream_options is not None and body.stream_options.include_usage
             streamed = chunks(
@@ -287,7 +289,8 @@ def openai_router(
                 model=model_id,
                 include_usage=include_usage,
             )
-            return StreamingResponse(_guarded(streamed), media_type="text/event-stream")
+            body_stream = until_disconnect(_guarded(streamed), cancel=stop)
+            return StreamingResponse(body_stream, media_type="text/event-stream")
         try:
             citations, answer, ended = collect(stream)
         except Exception as e:
@@ -321,9 +324,13 @@ def openai_router(
             sources_in_text=settings.value.api_sources_in_text if in_text is None else in_text,
         )
 
-    def _shaped_answer(*, asked: AnswerAsked, model: str) -> Iterator[Shaped]:
+    def _shaped_answer(
+        *, asked: AnswerAsked, model: str, cancel: threading.Event
+    ) -> Iterator[Shaped]:
         tokenizer, extractive = usage_tokenizer(engine)
-        events = answer_events(engine=engine, lifecycle=lifecycle, asked=asked, model=model)
+        events = answer_events(
+            engine=engine, lifecycle=lifecycle, asked=asked, model=model, cancel=cancel
+        )
         return shaped(events=events, asked=asked, tokenizer=tokenizer, extractive=extractive)
 
     @router.post("/v1/embeddings", response_model=OpenAIEmbeddingList, responses=ERROR_RESPONSES)

@@ -187,6 +187,8 @@ class Embedder:
     _onnx: Any = None
     _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
     _int8_wanted = False
+    _int8_tried = False  # `start_int8` was asked (once per embedder)
+    _int8_making: Any = None  # an int8_embedder.Int8Making while NNCF runs
     ingest_backend = "torch"
     query_prefix = ""
     document_prefix = ""
@@ -364,16 +366,32 @@ class Embedder:
         """An ingestion batch (under the gate's turn: one thread at a time)."""
         if self._onnx is None:
             return self._encode(texts, batch_size=batch_size)
+        making = self._int8_making
+        if making is not None and making.done:  # the int8 model is made (or failed)
+            self._int8_making = None
+            self._onnx_background = None
         if self._onnx_background is None:
             self._onnx_background = self._background_encoder()
         return self._onnx_background.encode(texts, batch_size=batch_size)
 
+    @property
+    def int8_making(self) -> Any:
+        """The int8 copy being made while ingestion embeds in float (an
+        `Int8Making`), or None."""
+        return self._int8_making
+
     def _background_encoder(self) -> Any:
         """Ingestion's copy, made in its thread: int8 where wanted and it can
-        be made, else the float path's `sibling`."""
+        be made, else the float path's `sibling`. The first time, the int8 model
+        is made on a thread of its own (minutes) while this copy is the float one."""
         if self._int8_wanted:
-            from engine.ingest.int8_embedder import load_int8_encoder
+            from engine.ingest.int8_embedder import load_int8_encoder, start_int8
 
+            if not self._int8_tried:
+                self._int8_tried = True
+                self._int8_making = start_int8(model=self._model, float_encoder=self._onnx)
+                if self._int8_making is not None:
+                    return self._onnx.sibling()
             fast = load_int8_encoder(model=self._model, float_encoder=self._onnx)
             if fast is not None:
                 self.ingest_backend = "openvino-int8"

@@ -48,7 +48,9 @@ log = logging.getLogger(__name__)
 # the text or chunks a file gives. A file read by an older reader is read again at
 # the next scan (start-up's rescan), its unchanged chunks keeping their vectors, so
 # an upgrade's better reading reaches files that did not change.
-READER_VERSION = 1
+# 2: HTML sections where the headings stand (not in the page's contents list), .odt
+# files pandoc wrote (read as empty before), LibreOffice EPUB sections.
+READER_VERSION = 2
 CHANGED_WHILE_READ = "the file kept changing while it was being read"
 
 

@@ -20,6 +20,13 @@ An index holding float and int8 chunk vectors side by side is searched with the
 same question vector, each chunk vector near its float one: the two kinds
 need no re-embedding (docs/benchmarks.md gives the figures that say so).
 
+The first time, making it takes one to three minutes on a laptop (NNCF's child
+process). Ingestion does not wait for it: `start_int8` tokenizes the calibration
+texts and starts the child on a thread of its own, ingestion embeds in float
+meanwhile, and its next batch after the child ended loads the int8 model
+(engine/ingest/embedder.py `_encode_background`). A person's first ingestion then
+shows chunks going in from the start instead of "0 of 834 embedded" for minutes.
+
 It is checked at load against float32 torch on probe texts and the calibration
 chunks (`MIN_MEDIAN_COSINE`, `MIN_COSINE`): a model that fails, or that cannot
 be made (NNCF not installed, an error), leaves ingestion on the float path, and a
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +106,15 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
     (engine/ingest/int8_quantizer.py: NNCF never loads into the engine)."""
     from engine.ingest.int8_quantizer import quantize_in_child
 
+    feeds = calibration_feeds(tokenizer=tokenizer, texts=texts, max_tokens=max_tokens)
+    quantize_in_child(onnx=onnx, out=out, feeds=feeds)
+
+
+def calibration_feeds(
+    *, tokenizer: Any, texts: list[str], max_tokens: int
+) -> list[dict[str, np.ndarray]]:
+    """The calibration texts as the model's input arrays, in batches (the child
+    needs no tokenizer)."""
     feeds = []
     for start in range(0, len(texts), _CALIBRATION_BATCH):
         features = tokenizer(
@@ -108,7 +125,61 @@ def quantize(*, onnx: Path, out: Path, tokenizer: Any, texts: list[str], max_tok
             return_tensors="np",
         )
         feeds.append({k: np.asarray(v, dtype=np.int64) for k, v in features.items()})
-    quantize_in_child(onnx=onnx, out=out, feeds=feeds)
+    return feeds
+
+
+class Int8Making:
+    """The int8 model being made by NNCF's child process, on a thread of its own
+    (started from ingestion's, whose priority it inherits); a failure is marked
+    as `load_int8_encoder`'s own are, so the next load stays in float."""
+
+    def __init__(self, *, onnx: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> None:
+        self._onnx = onnx
+        self._out = out
+        self._feeds = feeds
+        self._thread = threading.Thread(target=self._run, name="ragdoll-int8-make", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from engine.ingest.int8_quantizer import quantize_in_child
+
+        try:
+            quantize_in_child(onnx=self._onnx, out=self._out, feeds=self._feeds)
+        except Exception as e:
+            log.warning("the int8 embedder could not be made (%s): ingestion stays in float", e)
+            _mark(self._out.with_name(f"{self._out.name}.failed"), reason=str(e))
+        self._feeds = []
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self, *, timeout_s: float | None = None) -> bool:
+        self._thread.join(timeout_s)
+        return self.done
+
+
+def start_int8(*, model: Any, float_encoder: OpenVinoEncoder) -> Int8Making | None:
+    """Start making the int8 copy of `float_encoder` when it is still to be made
+    (not made, not marked failed, OpenVINO and NNCF here); None otherwise: then
+    `load_int8_encoder` answers at once."""
+    onnx = float_encoder._file
+    out = int8_file(onnx)
+    if out.exists() or out.with_name(f"{out.name}.failed").exists():
+        return None
+    if not (openvino_installed() and nncf_installed()):
+        return None
+    try:
+        texts = calibration_texts(tokenizer=model.tokenizer)
+        feeds = calibration_feeds(
+            tokenizer=model.tokenizer, texts=texts, max_tokens=int(model.max_seq_length)
+        )
+    except Exception as e:
+        log.warning("the int8 embedder could not be made (%s): ingestion stays in float", e)
+        _mark(out.with_name(f"{out.name}.failed"), reason=str(e))
+        return None
+    log.info("quantizing the embedder to int8 for ingestion, which embeds in float meanwhile")
+    return Int8Making(onnx=onnx, out=out, feeds=feeds)
 
 
 def load_int8_encoder(*, model: Any, float_encoder: OpenVinoEncoder) -> OpenVinoEncoder | None:

@@ -187,7 +187,7 @@ class DownloadJob:
         except DownloadCancelled:
             self._update(state="cancelled", current_file=None)
         except Exception as e:  # reported to the person; the .part files stay
-            self._update(state="failed", error=str(e) or type(e).__name__)
+            self._update(state="failed", error=hub_failure(e))
         else:
             if self.file is None:  # a GGUF file is whole once renamed from its .part
                 (self.folder / COMPLETE_MARKER).write_text(self.repo_id + "\n", encoding="utf-8")
@@ -266,6 +266,23 @@ class DownloadJob:
             state = self._state
         if self._on_change is not None:
             self._on_change(state)
+
+
+NO_CONNECTION = "No connection to the Hugging Face hub"
+_AGAIN = "Download again once it is back: it resumes where it stopped."
+
+
+def hub_failure(error: Exception) -> str:
+    """Why a download failed, for a person: a network that is down or breaks off
+    in words (httpx says "[Errno -2] Name or service not known"), anything else
+    as it was raised."""
+    if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.ProxyError):
+        return f"{NO_CONNECTION} (huggingface.co could not be reached). {_AGAIN}"
+    if isinstance(error, httpx.TimeoutException):
+        return f"The Hugging Face hub stopped answering. {_AGAIN}"
+    if isinstance(error, httpx.TransportError):
+        return f"The connection to the Hugging Face hub broke off. {_AGAIN}"
+    return str(error) or type(error).__name__
 
 
 def _bytes_on_disk(folder: Path, files: list[RemoteFile]) -> int:

@@ -62,6 +62,7 @@ def resolve_follow_up(
         max_new_tokens=REWRITE_TOKENS,
         conversation=follow_up,
         rewrite=True,
+        cancel=cancel,
     )
     pieces: list[str] = []
     outcome: Finished | None = None

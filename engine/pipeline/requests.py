@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from engine.pipeline.scheduler import PRIORITIES
 from engine.wire import Priority
@@ -56,6 +56,35 @@ class Finished:
 Event = Retrieved | Piece | Finished
 
 
+class CancelFlag(Protocol):
+    """What a worker asks of a request's cancel: `threading.Event` is one."""
+
+    def is_set(self) -> bool: ...
+
+
+class _EitherSet:
+    """The handle's own cancel or its caller's: a caller that stops (the answer's
+    reader left, the engine shuts down) is heard by every queue and by the decode
+    loop, which ask this at every step, without the caller's stream being read on.
+    The caller's event is set too when its stream simply ends: once the request has
+    finished that is no cancel (the decode loop still stores a finished row's KV
+    for the conversation's next turn)."""
+
+    __slots__ = ("_caller", "_finished", "_own")
+
+    def __init__(
+        self, *, own: threading.Event, caller: threading.Event | None, finished: threading.Event
+    ) -> None:
+        self._own = own
+        self._caller = caller
+        self._finished = finished
+
+    def is_set(self) -> bool:
+        if self._own.is_set():
+            return True
+        return self._caller is not None and self._caller.is_set() and not self._finished.is_set()
+
+
 @dataclass(frozen=True, kw_only=True)
 class RequestTimes:
     """Clock readings (the pipeline's clock); None for a stage not reached."""
@@ -77,12 +106,15 @@ class RequestHandle:
         question: Question,
         submitted: float,
         on_event: Callable[[Event], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
+        """`cancel`: the caller's stop (None: only `cancel()` stops it)."""
         self.question = question
         self._events: queue.Queue[Event] = queue.Queue()
         self._on_event = on_event
         self._cancel = threading.Event()
         self._finished = threading.Event()
+        self._flag = _EitherSet(own=self._cancel, caller=cancel, finished=self._finished)
         self._lock = threading.Lock()
         # Serialises deliveries: a verdict's release (the retrieval thread) flushes
         # what generation held while pieces may still come (the generation thread).
@@ -104,16 +136,17 @@ class RequestHandle:
         return self.question.request_id
 
     @property
-    def cancel_event(self) -> threading.Event:
-        """Set by `cancel`, and by a `release` that stops work begun early."""
-        return self._cancel
+    def cancel_event(self) -> CancelFlag:
+        """Set by `cancel`, by the caller's cancel event, and by a `release` that
+        stops work begun early."""
+        return self._flag
 
     def cancel(self) -> None:
         self._cancel.set()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancel.is_set()
+        return self._flag.is_set()
 
     @property
     def done(self) -> bool:

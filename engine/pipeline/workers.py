@@ -29,6 +29,7 @@ from typing import Any, Final
 from engine.pipeline.batch_worker import ApplyPlacement, BatchWorker
 from engine.pipeline.batching import BatchModel
 from engine.pipeline.requests import (
+    CancelFlag,
     Event,
     Finished,
     Piece,
@@ -71,7 +72,7 @@ class GenerationJob:
     request_id: str
     question: Question
     hits: Any
-    cancel: threading.Event  # set when the caller cancelled; stop this row
+    cancel: CancelFlag  # set when the caller cancelled; stop this row
 
 
 RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
@@ -192,8 +193,11 @@ class Pipeline:
         on_event: Callable[[Event], None] | None = None,
         conversation: Any = None,
         rewrite: bool = False,
+        cancel: threading.Event | None = None,
     ) -> RequestHandle:
-        """Queue a question for retrieval; ValueError on an empty question or bad limits."""
+        """Queue a question for retrieval; ValueError on an empty question or bad limits.
+        Once `cancel` is set the request leaves whichever queue holds it, or its
+        generation batch at the next decode step, and finishes "cancelled"."""
         if request_id is not None:
             with self._counts_lock:
                 if request_id in self._live:
@@ -215,7 +219,7 @@ class Pipeline:
             if on_event is not None:
                 on_event(event)
 
-        handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted)
+        handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted, cancel=cancel)
         handle.served_by = self.model_name
         with self._counts_lock:
             if q.request_id in self._live:
@@ -432,6 +436,7 @@ class Pipeline:
         )
         try:
             for request_id, piece in stream:
+                _finish_cancelled(members)
                 h = by_id.get(request_id)
                 if h is None or h.done:
                     continue
@@ -460,6 +465,15 @@ class Pipeline:
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
         return joined
+
+
+def _finish_cancelled(members: Sequence[RequestHandle]) -> None:
+    """A request cancelled while others of its batch go on finishes now (its row
+    leaves the batch at this step), not when the batch ends. A held one hears its
+    verdict first (`_release`)."""
+    for h in members:
+        if h.cancelled and not h.done and not h.held:
+            h.emit(Finished(status="cancelled"))
 
 
 def _retrieval_cap(placement: Placement | None) -> int:

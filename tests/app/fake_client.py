@@ -242,6 +242,7 @@ class FakeClient(EngineClient):
     step_s: float = 0.0
     recommended: RecommendedModels = field(default_factory=lambda: RECOMMENDED)
     download_steps: int = 3  # polls before a download is done
+    download_error: str = ""  # set: a download fails so at its first poll, its size unknown
     _downloads: dict[str, ModelDownload] = field(default_factory=dict)
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     watched: list[WatchedFolder] = field(default_factory=list)
@@ -467,6 +468,7 @@ class FakeClient(EngineClient):
         k: int = 5,
         priority: Priority = "interactive",
         history: Sequence[Turn] = (),
+        cancel: threading.Event | None = None,
     ) -> Iterator[AnswerEvent]:
         self._call("ask_stream", question=question, k=k, history=list(history))
         try:
@@ -476,6 +478,8 @@ class FakeClient(EngineClient):
             for token in self.tokens:
                 if self.token_delay_s or self.delay_s:
                     time.sleep(self.token_delay_s or self.delay_s)
+                if cancel is not None and cancel.is_set():
+                    return  # as the real client ends a stream its caller cut
                 yield TokenEvent(text=token)
             done = AnswerDone(answer="".join(self.tokens), mode="extractive", note=self.note)
             yield DoneEvent(done=done)
@@ -498,7 +502,7 @@ class FakeClient(EngineClient):
             folder=f"/models/{repo_id.replace('/', '--')}",
             file=file,
             files_total=self.download_steps,
-            bytes_total=self.download_steps * 100,
+            bytes_total=None if self.download_error else self.download_steps * 100,
         )
         with self._lock:
             self._downloads[state.download_id] = state
@@ -508,6 +512,9 @@ class FakeClient(EngineClient):
         self._call("download_progress", download_id=download_id)
         with self._lock:
             s = self._downloads[download_id]
+            if s.state == "running" and self.download_error:
+                s = replace(s, state="failed", error=self.download_error)
+                self._downloads[download_id] = s
             if s.state == "running":
                 done = s.files_done + 1
                 s = replace(

@@ -334,6 +334,7 @@ class _HedgingClient(FakeClient):
         k: int = 5,
         priority: Priority = "interactive",
         history: Sequence[Turn] = (),
+        cancel: object = None,
     ) -> Iterator[AnswerEvent]:
         self._call("ask_stream", question=question, k=k, history=list(history))
         if history:
@@ -372,3 +373,41 @@ def test_a_switch_not_made_in_the_list_moves_its_highlight(qtbot: QtBot, tmp_pat
     pane.switch_to(first)
     assert pane.conversation_list.current_id() == first
     assert "tomatoes" in pane.transcript.toPlainText()
+
+
+def test_once_the_sources_are_shown_the_search_is_not_said_to_go_on(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """Issue #44, 8: "Searching your documents…" stayed up beside the sources while
+    the model read them, until its first word."""
+    pane = make_pane(qtbot, tmp_path)
+    stream = pane.ask(question="What do tomatoes need?")
+    assert "Searching your documents…" in pane.transcript.toPlainText()
+    stream.deliver(CitationsEvent(citations=CITATIONS))
+    qtbot.waitUntil(lambda: pane.sources_model.rowCount() == 2, timeout=5000)
+    qtbot.waitUntil(lambda: "Writing the answer from 2 passages…" in pane.transcript.toPlainText())
+    assert "Searching" not in pane.transcript.toPlainText()
+    stream.deliver(TokenEvent(text="Tomatoes need sun."))
+    qtbot.waitUntil(lambda: "Tomatoes need sun." in pane.transcript.toPlainText())
+    assert "Writing the answer" not in pane.transcript.toPlainText()
+
+
+def test_two_conversations_begun_with_the_same_question_have_different_titles(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """Issue #44, 8: the list showed two conversations under one title."""
+    pane = make_pane(qtbot, tmp_path)
+    for _ in range(3):
+        pane.new_chat()
+        answer(pane, question="How do I change the locale on Debian?")
+    titles = sorted(c.title for c in pane.conversations)
+    assert titles == [
+        "How do I change the locale on Debian?",
+        "How do I change the locale on Debian? (2)",
+        "How do I change the locale on Debian? (3)",
+    ]
+    # Told apart in the list too, where a title is cut to its width.
+    shown = pane.conversation_list.list
+    width = shown.viewport().width() - 12
+    cut = {shown.fontMetrics().elidedText(t, shown.textElideMode(), width) for t in titles}
+    assert len(cut) == 3, cut

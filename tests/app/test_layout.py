@@ -112,3 +112,38 @@ def test_a_long_progress_title_is_cut_to_the_box_not_the_pane(qtbot: QtBot) -> N
     assert box.toolTip() == box.title()
     box.resize(900, 80)
     qtbot.waitUntil(lambda: box.shown_title() == box.title(), timeout=2000)
+
+
+def test_at_1024_by_700_a_source_keeps_its_marker_and_page(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """Issue #44, 8: "[1]  maint-guide.pdf — pa…files": the title was cut in its middle."""
+    from dataclasses import replace
+
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from app.chat.sources_model import SourceDelegate, fitted_title
+    from tests.app.fake_client import CITATIONS
+
+    window = make_window(FakeClient())
+    window.resize(1024, 700)
+    _settle(qtbot)
+    view = window.chat.sources
+    width = view.viewport().width() - 3 * SourceDelegate._PAD - 2
+    bold = QFont(view.font())
+    bold.setBold(True)
+    metrics = QFontMetrics(bold)
+    cited = replace(
+        CITATIONS[0],
+        path="/usr/share/doc/maint-guide/maint-guide.en.pdf",
+        page=12,
+        section="5.13 Other debian/* files, and what each of them holds for the package",
+    )
+    assert metrics.horizontalAdvance(f"[1]  maint-guide.en.pdf — page 12 — {cited.section}") > width
+    title = fitted_title(citation=cited, metrics=metrics, width=width)
+    assert title.startswith("[1]  maint-guide.en.pdf — page 12 — 5.13"), title
+    assert title.endswith("…") and metrics.horizontalAdvance(title) <= width
+    long_name = replace(cited, path="/docs/" + "a-very-long-file-name-" * 6 + "end.pdf")
+    title = fitted_title(citation=long_name, metrics=metrics, width=width)
+    assert title.startswith("[1]  a-very") and title.endswith("end.pdf — page 12"), title
+    assert metrics.horizontalAdvance(title) <= width

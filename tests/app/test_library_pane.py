@@ -75,6 +75,30 @@ def test_removing_a_folder_asks_first_and_says_files_are_untouched(
     assert [f.path for f in lib.folders_box.model.folders()] == ["/other"]
 
 
+def test_a_removed_folders_unreadable_files_leave_the_list(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """Issue #44, 7: a job's own errors were kept past the engine's list, so a removed
+    folder's unreadable file stayed under "could not be read"."""
+    from tests.app.fake_client import INGEST_ERROR
+
+    client = _library_client()
+    window = make_window(client, confirm_remove=_Asked(answer=True))
+    lib = window.library
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 2, timeout=5000)
+    elsewhere = dataclasses.replace(INGEST_ERROR, path="/other/old.doc")
+    lib.start_job()
+    lib.finish_job(IngestProgress(job_id="j1", state="done", errors=[INGEST_ERROR, elsewhere]))
+    qtbot.waitUntil(lambda: lib.errors_model.rowCount() == 2, timeout=5000)
+    lib.folders_box.select(path="/docs")
+    qtbot.mouseClick(lib.folders_box.remove_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: lib.folders_box.model.rowCount() == 1, timeout=5000)
+    qtbot.waitUntil(lambda: len(client.called("errors")) >= 2, timeout=5000)
+    qtbot.wait(200)  # the library's refresh lands
+    assert [e.path for e in lib.errors_model.errors()] == ["/other/old.doc"]
+    assert lib.errors_label.text() == "Files that could not be read (1)"
+
+
 def test_declining_the_question_removes_nothing(qtbot: QtBot, make_window: MakeWindow) -> None:
     client = _library_client()
     asked = _Asked(answer=False)

@@ -226,8 +226,8 @@ def test_stop_keeps_what_arrived_and_ignores_the_rest(
     assert not window.chat.streaming
     assert window.chat.answer_stream is not None
     assert window.chat.answer_stream.state == "stopped"
-    assert "(stopped)" in window.chat.transcript.toPlainText()
     cut = window.chat.answer_text
+    assert f"{cut.rstrip()} (stopped)" in window.chat.transcript.toPlainText()
     assert cut != ANSWER
     # The reader closes the engine's stream at its next event: the engine stops writing.
     qtbot.waitUntil(lambda: bool(client.called("ask_stream_closed")), timeout=5000)
@@ -371,3 +371,21 @@ def test_the_model_can_be_asked_to_rank_the_sources(qtbot: QtBot, make_window: M
     qtbot.waitUntil(window.banner.isVisible, timeout=5000)
     assert "the model ranker is unavailable" in window.banner.label.text()
     qtbot.waitUntil(lambda: not rank.isChecked(), timeout=5000)
+
+
+def test_ranking_by_the_model_is_not_shown_on_without_a_model(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """Issue #44, 8: the engine keeps the "model" ranking setting when the model goes
+    (for the next one); the menu showed it ticked with no model to rank with."""
+    from app.models_pane.model_chooser import RANK_NEEDS_MODEL
+
+    client = FakeClient(model="/models/qwen2-0.5b", reranker="model")
+    window = make_window(client)
+    rank = window.model_chooser.rank_action
+    qtbot.waitUntil(lambda: rank.isEnabled() and rank.isChecked(), timeout=5000)
+    client.model = None  # Extractive answers chosen; the setting stays "model"
+    window.bridge.refresh_status()
+    qtbot.waitUntil(lambda: not rank.isEnabled(), timeout=5000)
+    assert not rank.isChecked()
+    assert rank.toolTip() == RANK_NEEDS_MODEL

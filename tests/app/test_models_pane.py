@@ -139,6 +139,23 @@ def test_refusal_is_shown(make_window: MakeWindow, qtbot: QtBot) -> None:
     assert "failed" in dialog.progress_label.text()
 
 
+def test_a_download_that_fails_stops_the_busy_bar(make_window: MakeWindow, qtbot: QtBot) -> None:
+    """Issue #44, 5: without a network the bar (a busy one: no size known yet) went
+    on moving after the failure."""
+    from engine.models.download import NO_CONNECTION
+
+    client = FakeClient(download_error=f"{NO_CONNECTION} (huggingface.co could not be reached).")
+    _window, dialog = open_dialog(make_window, qtbot, client)
+    dialog.table.selectRow(1)
+    dialog.download_button.click()
+    qtbot.waitUntil(
+        lambda: dialog.download is not None and dialog.download.state == "failed", timeout=5000
+    )
+    assert NO_CONNECTION in dialog.progress_label.text()
+    assert not dialog.progress.isVisible()
+    assert not dialog.cancel_button.isEnabled() and dialog.download_button.isEnabled()
+
+
 def test_texts() -> None:
     assert params_text(70_553_706_496) == "70.6 B"
     slow = replace(RECOMMENDED.models[1], expected_tokens_per_s=0.02)

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, QPointF, Qt
-from PySide6.QtGui import QWheelEvent
+from PySide6.QtGui import QKeySequence, QWheelEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -274,3 +274,42 @@ def test_locate_finds_a_passage_the_engine_rewrote_from_pdf_glyphs() -> None:
     span = locate(chars=chars, passage=passage)
     assert span is not None
     assert "".join(chars[span[0] : span[1] + 1]) == "".join(chars[:-4])
+
+
+def test_find_in_the_page_text(qtbot: QtBot, tmp_path: Path) -> None:
+    """Issue #44, 8: the viewer had no find. Ctrl+F, the words, Enter / Shift+Enter,
+    wrapping; on a PDF shown as an image the search shows its text."""
+    from PySide6.QtTest import QTest
+
+    path = garden_pdf(tmp_path)
+    viewer = SourceViewer(open_at_page=lambda **kw: None)
+    qtbot.addWidget(viewer)
+    with qtbot.waitSignal(viewer.pdf.sig_rendered, timeout=10_000):
+        viewer.show_source(engine_source(path, page=2, passage=PASSAGE_PDF))
+    qtbot.waitExposed(viewer)
+    assert viewer.showing_image
+    QTest.keySequence(viewer, QKeySequence(QKeySequence.StandardKey.Find))
+    bar = viewer.find_bar
+    assert bar.field.hasFocus()
+    word = PASSAGE_PDF.split()[1]
+    page = viewer.text.toPlainText().lower()
+    count = page.count(word.lower())
+    assert count >= 1
+    qtbot.keyClicks(bar.field, word)
+    assert not viewer.showing_image  # the matches are selected in the text
+    assert viewer.text.textCursor().selectedText().lower() == word.lower()
+    assert bar.count_label.text() == f"1 of {count}"
+    first = viewer.text.textCursor().selectionStart()
+    for _ in range(count):  # Enter goes round to the first match again
+        qtbot.keyClick(bar.field, Qt.Key.Key_Return)
+    assert viewer.text.textCursor().selectionStart() == first
+    qtbot.keyClick(bar.field, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert bar.count_label.text() == f"{count} of {count}"
+    (selection,) = viewer.text.extraSelections()  # the passage stays highlighted
+    assert " ".join(selection.cursor.selectedText().split()) == PASSAGE_PDF
+    bar.field.setText("no such words anywhere")
+    assert bar.count_label.text() == "no match"
+    qtbot.keyClick(bar.field, Qt.Key.Key_Escape)  # cleared: back to the passage
+    assert bar.field.text() == "" and not viewer.text.textCursor().hasSelection()
+    rect = viewer.text.cursorRect(selection.cursor)
+    assert viewer.text.viewport().rect().contains(rect.center())

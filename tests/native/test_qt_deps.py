@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from native.qt_deps import QtDepsReport, check, distro_family, missing_libraries, xcb_will_be_used
+from native.qt_deps import (
+    NO_DISPLAY,
+    QtDepsReport,
+    check,
+    distro_family,
+    missing_libraries,
+    xcb_will_be_used,
+)
 
 # ldd on PySide6 6.x's libqxcb.so on a fresh Debian 12 (the walkthrough's machine).
 LDD = """\
@@ -56,7 +63,38 @@ def test_only_an_x11_start_is_checked() -> None:
     assert not xcb_will_be_used(env={"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"})
     assert xcb_will_be_used(env={"QT_QPA_PLATFORM": "xcb"})
     assert not xcb_will_be_used(env={"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"})
-    assert not xcb_will_be_used(env={})
+    # No display at all: Qt still loads its X11 plugin first (and aborts).
+    assert xcb_will_be_used(env={})
+
+
+def _headless_env() -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize(
+    "command", [["-m", "native.qt_deps"], ["-m", "app.cli"]], ids=["qt_deps", "ragdoll"]
+)
+def test_without_a_display_the_start_says_why_it_cannot_open_the_window(
+    command: list[str], tmp_path: Path
+) -> None:
+    """Issue #44, 6: `ragdoll` started without a display (or without the X libraries)
+    aborted with Qt's message, which blamed libxcb-cursor0; `python -m native.qt_deps`
+    printed nothing and exited 0 without DISPLAY."""
+    env = {**_headless_env(), "RAGDOLL_HOME": str(tmp_path / "home")}
+    run = subprocess.run(
+        [sys.executable, *command], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 1, (run.returncode, run.stderr)
+    missing = check().missing
+    if missing:
+        assert ", ".join(missing) in run.stderr
+    else:
+        assert NO_DISPLAY in run.stderr
+    assert "qt.qpa" not in run.stderr and "xcb-cursor0 is needed" not in run.stderr
+    assert not (tmp_path / "home").exists()  # no engine was started for a window that never came
 
 
 def test_the_real_plugin_is_checked_and_make_run_passes_headless() -> None:
@@ -118,6 +156,18 @@ def test_a_desktop_without_the_xcb_helpers_is_told_the_packages(tmp_path: Path) 
     assert "libxcb-icccm.so.4, libxcb-keysyms.so.1." in run.stderr
     if distro_family() == "debian":
         assert "Debian/Ubuntu: sudo apt install libxcb-icccm4 libxcb-keysyms1" in run.stderr
+    # The `ragdoll` launcher itself, on a desktop (a display set), says the same.
+    env = {**_headless_env(), "DISPLAY": ":0", "RAGDOLL_HOME": str(tmp_path / "home")}
+    launcher = subprocess.run(
+        [*hide, sys.executable, "-m", "app.cli"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert launcher.returncode == 1, launcher.stderr
+    assert "libxcb-icccm.so.4, libxcb-keysyms.so.1." in launcher.stderr
+    assert "qt.qpa" not in launcher.stderr
     assert "libxcb-cursor0" not in run.stderr
 
 

@@ -8,16 +8,16 @@ import io
 import posixpath
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import ebooklib
 from ebooklib import epub
 from lxml import etree
 
 from engine.errors import ParseError
-from engine.ingest.formats.base import PageText, ParsedDocument, locate_headings
+from engine.ingest.formats.base import Heading, PageText, ParsedDocument, locate_headings
 from engine.ingest.formats.containers import DAMAGED_ZIP_ERRORS, open_zip
 from engine.ingest.formats.html_page import html_text_and_headings
-from engine.ingest.text_cleanup import normalize_plain_text
 
 _ENCRYPTION = "META-INF/encryption.xml"
 _CIPHER_REFERENCE = "{http://www.w3.org/2001/04/xmlenc#}CipherReference"
@@ -36,19 +36,21 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(f".epub file is damaged ({type(e).__name__}: {e})"[:300]) from e
     except DAMAGED_ZIP_ERRORS as e:
         raise ParseError(f".epub file is damaged ({e})"[:300]) from e
-    pages: list[PageText] = []
-    for number, (raw, titles) in enumerate(chapters, start=1):
-        text = normalize_plain_text(text=raw)
-        headings = locate_headings(text=text, titles=titles)
-        pages.append(PageText(number=number, text=text, headings=headings))
+    pages = [
+        PageText(number=number, text=text, headings=headings)
+        for number, (text, headings) in enumerate(chapters, start=1)
+    ]
     if not any(page.text.strip() for page in pages):
         raise ParseError("no text in the book")
     return ParsedDocument(path=path, pages=pages, page_count=len(pages))
 
 
-def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, list[str]]]:
-    texts: list[tuple[str, list[str]]] = []
+def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, tuple[Heading, ...]]]:
+    """Each chapter's cleaned text (html_page's clean-up is normalize_plain_text's)
+    and its headings."""
+    texts: list[tuple[str, tuple[Heading, ...]]] = []
     seen: set[str] = set()
+    contents = _toc_titles(book.toc)
     for entry in book.spine:
         idref = entry[0] if isinstance(entry, tuple) else entry
         item = book.get_item_with_id(idref)
@@ -56,8 +58,29 @@ def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, list[str]]]:
             continue
         seen.add(idref)
         # <title> is usually the book's title on every chapter: a running header.
-        texts.append(html_text_and_headings(data=item.get_content(), keep_title=False))
+        text, headings = html_text_and_headings(data=item.get_content(), keep_title=False)
+        if not headings:
+            # LibreOffice's EPUB export writes headings as styled paragraphs; its
+            # table of contents still names them (titles not in the text are dropped).
+            headings = locate_headings(text=text, titles=contents.get(item.file_name, []))
+        texts.append((text, headings))
     return texts
+
+
+def _toc_titles(toc: Any) -> dict[str, list[str]]:
+    """The table of contents' titles by the file they point into, in order."""
+    out: dict[str, list[str]] = {}
+    stack = list(reversed(list(toc or ())))
+    while stack:
+        entry = stack.pop()
+        if isinstance(entry, tuple | list):  # (Section, [children])
+            stack.extend(reversed(list(entry)))
+            continue
+        href = str(getattr(entry, "href", "") or "").split("#", 1)[0]
+        title = str(getattr(entry, "title", "") or "").strip()
+        if href and title:
+            out.setdefault(href, []).append(title)
+    return out
 
 
 def _refuse_drm(*, archive: zipfile.ZipFile) -> None:

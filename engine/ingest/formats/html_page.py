@@ -10,7 +10,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from engine.errors import ParseError
-from engine.ingest.formats.base import ParsedDocument, one_line, single_page
+from engine.ingest.formats.base import Heading, PageText, ParsedDocument, one_line
 from engine.ingest.text_cleanup import normalize_plain_text
 
 # Elements whose text is never document content.
@@ -71,7 +71,11 @@ _HTML_CELLS = frozenset({"td", "th"})
 _WHITESPACE_RUN = re.compile(r"\s+")
 # Break markers from the private-use area, resolved in _join_html_parts.
 _PARAGRAPH_MARK, _LINE_MARK, _CELL_MARK = "\ue000", "\ue001", "\ue002"
-_NO_MARKERS = {0xE000: None, 0xE001: None, 0xE002: None}
+# Where a heading's text starts: kept through the joining and the clean-up, then
+# taken out with its offset (html_text_and_headings).
+_HEADING_MARK = "\ue003"
+_HEADING_AT = re.compile(_HEADING_MARK + " ?")
+_NO_MARKERS = {0xE000: None, 0xE001: None, 0xE002: None, 0xE003: None}
 _MARK_RUN = re.compile(r"\s*[\ue000-\ue002](?:[\s\ue000-\ue002])*")
 
 
@@ -79,7 +83,10 @@ def parse_html(*, path: Path, data: bytes) -> ParsedDocument:
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ParseError("not an HTML file (binary content)")
     text, headings = html_text_and_headings(data=data)
-    return single_page(path=path, text=text, headings=headings)
+    if not text.strip():
+        raise ParseError("no text in the file")
+    page = PageText(number=None, text=text, headings=headings)
+    return ParsedDocument(path=path, pages=[page], page_count=None)
 
 
 def html_to_text(*, data: bytes | str, keep_title: bool = True) -> str:
@@ -90,17 +97,39 @@ def html_to_text(*, data: bytes | str, keep_title: bool = True) -> str:
     return html_text_and_headings(data=data, keep_title=keep_title)[0]
 
 
-def html_text_and_headings(*, data: bytes | str, keep_title: bool = True) -> tuple[str, list[str]]:
-    """html_to_text, and the texts of the headings (h1-h6) in document order."""
+def html_text_and_headings(
+    *, data: bytes | str, keep_title: bool = True
+) -> tuple[str, tuple[Heading, ...]]:
+    """html_to_text, and its headings (h1-h6) where they stand in it. Where the
+    element is, not where its words are first found: a page's table of contents
+    names every heading before the first one (SQLite's pages, DocBook's chapters),
+    and a search from the top put every heading there, so that every passage of the
+    page was labelled with its last heading."""
     soup = BeautifulSoup(data, "html.parser")
     title = [_html_title(soup=soup)] if keep_title else []
-    headings: list[str] = []
-    text = _join_html_parts(parts=[*title, *_html_text_parts(root=soup, headings=headings)])
-    return text, headings
+    titles: list[str] = []
+    marked = _join_html_parts(parts=[*title, *_html_text_parts(root=soup, headings=titles)])
+    return _take_heading_marks(text=marked, titles=titles)
+
+
+def _take_heading_marks(*, text: str, titles: list[str]) -> tuple[str, tuple[Heading, ...]]:
+    """`text` without its heading marks, and a Heading at each mark's place."""
+    pieces: list[str] = []
+    headings: list[Heading] = []
+    at = 0
+    length = 0
+    for n, match in enumerate(_HEADING_AT.finditer(text)):
+        pieces.append(text[at : match.start()])
+        length += match.start() - at
+        at = match.end()
+        if n < len(titles):
+            headings.append(Heading(offset=length, title=titles[n][:200]))
+    pieces.append(text[at:])
+    return "".join(pieces), tuple(headings)
 
 
 def _html_title(*, soup: BeautifulSoup) -> str:
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    title = soup.title.get_text(" ", strip=True).translate(_NO_MARKERS) if soup.title else ""
     first_heading = soup.find(["h1", "h2"])
     if title and first_heading and first_heading.get_text(" ", strip=True) == title:
         return ""  # the page repeats it as its heading
@@ -128,10 +157,7 @@ def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
         name = node.name.lower() if node.name else ""
         if name in _HTML_DROP:
             continue
-        if name in _HTML_HEADINGS:
-            heading = one_line(node.get_text(" "))
-            if heading:
-                headings.append(heading)
+        heading = one_line(node.get_text(" ")) if name in _HTML_HEADINGS else ""
         marker = ""
         if name in _HTML_PARAGRAPHS:
             marker = _PARAGRAPH_MARK
@@ -141,6 +167,9 @@ def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
             marker = _CELL_MARK
         if marker and marker != _CELL_MARK:
             parts.append(marker)
+        if heading:
+            headings.append(heading)
+            parts.append(_HEADING_MARK)
         stack.append(marker)
         stack.extend(reversed(list(node.children)))
     return parts

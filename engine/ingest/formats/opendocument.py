@@ -3,6 +3,7 @@ tables in document order, as one flow of text (ODF stores no pages)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import xml.sax
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from odf.element import Element, Node
 from odf.namespaces import DRAWNS, OFFICENS, TABLENS, TEXTNS
-from odf.opendocument import load
+from odf.office import Body
+from odf.opendocument import OpenDocument, load
 
 from engine.errors import ParseError
 from engine.ingest.formats.base import ParsedDocument, one_line, single_page
@@ -53,19 +55,35 @@ def parse_odt(*, path: Path, data: bytes) -> ParsedDocument:
         if b"encryption-data" in manifest:
             raise ParseError(".odt file is encrypted (password protected)")
     try:
-        document = load(io.BytesIO(data))
+        # odfpy prints a part it cannot parse, whole, to stdout (pandoc's styles.xml,
+        # whose namespace declarations are on lines of their own, is one): a
+        # `--json` command's stdout must stay JSON.
+        with contextlib.redirect_stdout(io.StringIO()):
+            document = load(io.BytesIO(data))
     except (KeyError, IndexError, xml.sax.SAXException, ValueError) as e:
         raise ParseError(f".odt file is damaged ({type(e).__name__}: {e})"[:300]) from e
     except DAMAGED_ZIP_ERRORS as e:
         raise ParseError(f".odt file is damaged ({e})"[:300]) from e
     if not str(document.mimetype).startswith(_TEXT_MIMETYPE):
         raise ParseError(f"not an OpenDocument text file (it is {document.mimetype})"[:300])
-    if document.text is None:
+    body = _office_text(document)
+    if body is None:
         raise ParseError(".odt file is damaged (content.xml holds no document body)")
     headings: list[str] = []
-    blocks = _blocks(node=document.text, depth=0, indent="", headings=headings)
+    blocks = _blocks(node=body, depth=0, indent="", headings=headings)
     text = "\n\n".join(block for block in blocks if block.strip())
     return single_page(path=path, text=normalize_plain_text(text=text), headings=headings)
+
+
+def _office_text(document: OpenDocument) -> Element | None:
+    """The <office:text> element of the body. Not odfpy's `document.text`, which
+    is the body's first child, whatever it is: in a file pandoc wrote, the
+    whitespace before <office:text>, so a 5,600-word document read as empty."""
+    for body in document.getElementsByType(Body):
+        for child in body.childNodes:
+            if child.nodeType == Node.ELEMENT_NODE and child.qname == (OFFICENS, "text"):
+                return child
+    return None
 
 
 def _blocks(*, node: Element, depth: int, indent: str, headings: list[str]) -> list[str]:

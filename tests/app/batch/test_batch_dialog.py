@@ -4,6 +4,7 @@ exports, a cited page opens) and on the fake client (the menu, bad input)."""
 from __future__ import annotations
 
 import csv
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,10 +135,15 @@ class PrioritisedClient(FakeClient):
         self.priorities: list[str] = []
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: Priority = "interactive"
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: Priority = "interactive",
+        cancel: threading.Event | None = None,
     ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
-        yield from super().ask_stream(question=question, k=k)
+        yield from super().ask_stream(question=question, k=k, cancel=cancel)
 
 
 def test_cancel_keeps_the_table_and_a_new_run_starts_clean(
@@ -168,3 +174,22 @@ def test_cancel_keeps_the_table_and_a_new_run_starts_clean(
     assert (
         dialog.model.index(0, 2).data() == "Tomatoes need six hours of sun [1] and warm soil [2]."
     )
+
+
+def test_a_long_question_shows_its_second_line_before_its_answer(
+    make_window: MakeWindow, qtbot: QtBot
+) -> None:
+    """Issue #44, 8: rows were fitted to their text only when an answer landed."""
+    client = FakeClient(token_delay_s=1.0)
+    window = make_window(client)
+    dialog = window.show_batch()
+    long = "How do I " + "change the settings of the thing that holds the other thing, " * 3
+    dialog.questions.setPlainText(f"{long}?\nShort?")
+    dialog.start()
+    line = dialog.table.fontMetrics().lineSpacing()
+    qtbot.waitUntil(lambda: dialog.table.rowHeight(0) >= 2 * line, timeout=2_000)
+    assert dialog.model.index(0, 2).data() == "Answering…"  # before the answer
+    assert dialog.table.rowHeight(1) < 2 * line
+    dialog.table.horizontalHeader().resizeSection(1, 120)  # narrower: more lines
+    qtbot.waitUntil(lambda: dialog.table.rowHeight(0) >= 4 * line, timeout=2_000)
+    dialog.cancel()

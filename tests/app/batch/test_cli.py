@@ -83,7 +83,13 @@ class FakeClient:
         self.priorities: list[str] = []
 
     def ask_stream(
-        self, *, question: str, k: int = 5, priority: str = "interactive", history: object = ()
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        priority: str = "interactive",
+        history: object = (),
+        cancel: object = None,
     ) -> Iterator[AnswerEvent]:
         self.priorities.append(priority)
         yield CitationsEvent(citations=[CITATION])
@@ -143,6 +149,43 @@ def test_one_question_still_streams_with_its_sources(
     assert out.startswith("answer to what is it?\n")
     assert "Sources:\n  [1] report.pdf, page 2: passage" in out
     assert fake.priorities == ["interactive"]
+
+
+class _MarkingClient(FakeClient):
+    """A model's answer that cites nothing, marked by the engine once written."""
+
+    def ask_stream(self, *, question: str, **_: object) -> Iterator[AnswerEvent]:
+        yield CitationsEvent(citations=[CITATION])
+        yield TokenEvent(text="The honey is stored ")
+        yield TokenEvent(text="in the cellar.")
+        done = AnswerDone(answer="The honey is stored in the cellar [1].", mode="generative")
+        yield DoneEvent(done=done)
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_one_question_shows_the_markers_the_window_shows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], terminal: bool
+) -> None:
+    """Issue #44, 8: the window shows the engine's final text, with the [n] it added;
+    `ragdoll ask` printed only the tokens as the model wrote them."""
+    client = _MarkingClient()
+
+    @contextmanager
+    def session(*, keep: bool = False) -> Iterator[FakeClient]:
+        yield client
+
+    monkeypatch.setattr(ask_command, "engine_session", session)
+    monkeypatch.setattr(ask_command, "_terminal", lambda: terminal)
+    assert main(["ask", "where is the honey?"]) == 0
+    out = capsys.readouterr().out
+    if terminal:  # streamed as written, then with the markers
+        assert out.startswith(
+            "The honey is stored in the cellar.\n\nWith its sources marked:\n"
+            "The honey is stored in the cellar [1].\n"
+        )
+    else:  # a pipe or a file gets the final text once
+        assert out.startswith("The honey is stored in the cellar [1].\n\nSources:")
+        assert out.count("The honey") == 1
 
 
 def test_ctrl_c_writes_what_was_answered(

@@ -72,3 +72,15 @@ def test_a_line_that_introduces_a_list_is_marked_before_its_colon(embed) -> None
     assert (
         got.text == "The honey is extracted in late August and stored in the cellar [1]:\n- in jars"
     )
+
+
+def test_punctuation_that_is_a_word_stays_before_the_marker(embed) -> None:  # type: ignore[no-untyped-def]
+    """Issue #44, 8: "the result is inverted with [3]!." — bash's "!" is the sentence's
+    last word, not its end."""
+    passages = ["A pipeline's exit status is inverted when the pipeline is preceded by !."]
+    answer = "The exit status of a pipeline is inverted when you precede it with !."
+    got = attribute_sources(answer=answer, passages=passages, embed=embed)
+    assert got.text == "The exit status of a pipeline is inverted when you precede it with ! [1]."
+    shouted = "The exit status of a pipeline is inverted when preceded by an exclamation?!"
+    got = attribute_sources(answer=shouted, passages=passages, embed=embed)
+    assert got.text.endswith("by an exclamation [1]?!")

@@ -6,12 +6,14 @@ be made or its vectors are off."""
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from engine.ingest import bf16_embedder, int8_embedder, openvino_embedder
+from engine.ingest import bf16_embedder, int8_embedder, int8_quantizer, openvino_embedder
 from engine.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
 from tests.support.empty_home import run_with_empty_home
 from tests.support.tiny_embedder import write_random_embedder
@@ -59,6 +61,8 @@ def test_ingestion_embeds_in_int8_and_questions_keep_the_float_vectors(
     assert fast.ingest_backend == "openvino"  # made at ingestion's first batch, not at load
     assert not list(tmp_path.glob("*.int8.xml"))
     want = _torch(tiny_model)
+    fast.embed(TEXTS, batch_size=3, background=True)  # in float while int8 is made
+    assert fast.int8_making is not None and fast.int8_making.wait(timeout_s=600)
     ingested = fast.embed(TEXTS, batch_size=3, background=True)
     assert fast.ingest_backend == "openvino-int8"
     # NNCF's progress bars stay off stdout: a `--json` bench prints only its JSON.
@@ -107,8 +111,10 @@ def test_a_quantization_that_fails_leaves_ingestion_in_float_and_is_not_tried_ag
         tries.append(out)
         raise RuntimeError("no quantizer here")
 
-    monkeypatch.setattr(int8_embedder, "quantize", broken)
+    monkeypatch.setattr(int8_quantizer, "quantize_in_child", broken)
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="int8")
+    fast.embed(TEXTS, background=True)
+    assert fast.int8_making is not None and fast.int8_making.wait(timeout_s=60)
     got = fast.embed(TEXTS, background=True)
     assert fast.ingest_backend == "openvino" and len(tries) == 1
     assert np.min(np.sum(got * _torch(tiny_model), axis=1)) >= 0.999
@@ -126,9 +132,43 @@ def test_an_int8_model_whose_vectors_are_off_is_not_used(
     monkeypatch.setattr(int8_embedder, "MIN_MEDIAN_COSINE", 1.5)  # no int8 model can pass
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
     fast.embed(TEXTS, background=True)
+    assert fast.int8_making is not None and fast.int8_making.wait(timeout_s=600)
+    fast.embed(TEXTS, background=True)
     assert fast.ingest_backend == "openvino"
     [failed] = list(tmp_path.glob("*.int8.xml.failed"))
     assert "median" in failed.read_text()
+
+
+@needs_int8
+def test_ingestion_embeds_in_float_while_the_int8_model_is_made(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #44: the first ingestion stood at "0 of 834 chunks embedded" for the
+    minutes NNCF took; now its batches go in, in float, and the int8 model takes
+    over at the first batch after it is made."""
+    release = threading.Event()
+    real = int8_quantizer.quantize_in_child
+
+    def slow(**kw: Any) -> None:
+        assert release.wait(60), "the test never released the quantizer"
+        real(**kw)
+
+    monkeypatch.setattr(int8_quantizer, "quantize_in_child", slow)
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path)
+    want = _torch(tiny_model)
+    embedded: list[np.ndarray] = []
+    worker = threading.Thread(
+        target=lambda: embedded.extend(fast.embed(TEXTS, background=True) for _ in range(3))
+    )
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "ingestion waited for the quantization"
+    release.set()
+    assert fast.ingest_backend == "openvino"  # float until the int8 model is made
+    assert all(np.min(np.sum(got * want, axis=1)) >= 0.999 for got in embedded)
+    assert fast.int8_making is not None and fast.int8_making.wait(timeout_s=600)
+    fast.embed(TEXTS, background=True)
+    assert fast.ingest_backend == "openvino-int8" and fast.int8_making is None
 
 
 def test_without_nncf_ingestion_stays_in_float(

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from engine.models.download import (
     CHUNK_BYTES,
     COMPLETE_MARKER,
+    NO_CONNECTION,
     DownloadJob,
     RemoteFile,
+    hub_failure,
     wanted,
     without_duplicate_weights,
 )
@@ -158,3 +161,21 @@ def test_one_gguf_file_of_a_repo_is_fetched_alone(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["m-Q4_K_M.gguf"]
     assert (folder / "m-Q4_K_M.gguf").read_bytes() == q4
     assert missing.state == "failed" and "has no file m-F16.gguf" in (missing.error or "")
+
+
+def test_without_a_network_the_failure_says_so(tmp_path: Path) -> None:
+    """Issue #44, 5: "[Errno -2] Name or service not known" is no message for a person."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{s.getsockname()[1]}"
+    job = DownloadJob(repo_id=REPO, folder=tmp_path / "m", endpoint=endpoint)
+    final = job.start().wait(timeout_s=30)
+    assert final.state == "failed"
+    assert final.error is not None and final.error.startswith(NO_CONNECTION)
+    assert "Errno" not in final.error
+    dns = httpx.ConnectError("[Errno -2] Name or service not known")
+    assert hub_failure(dns).startswith(NO_CONNECTION)
+    assert "broke off" in hub_failure(httpx.ReadError("connection reset"))
+    assert hub_failure(ValueError("acme/x has no config.json")) == "acme/x has no config.json"

@@ -102,3 +102,65 @@ def test_locate_headings_keeps_order_and_skips_what_is_missing() -> None:
     text = "Intro\nSetup\nuse Setup here\nUsage\n"
     found = locate_headings(text=text, titles=["Setup", "Gone", "Usage"])
     assert [(h.offset, h.title) for h in found] == [(6, "Setup"), (27, "Usage")]
+
+
+TOC_FIRST = """<html><head><title>CREATE TABLE</title></head><body>
+<div class="toc"><ul>
+<li><a href="#syntax">1. Syntax</a></li>
+<li><a href="#create">2. The CREATE TABLE command</a><ul>
+<li><a href="#as">2.1. CREATE TABLE ... AS SELECT</a></li></ul></li>
+<li><a href="#rowid">3. ROWIDs and the INTEGER PRIMARY KEY</a></li>
+</ul></div>
+<h1 id="syntax">1. Syntax</h1><p>{filler} The syntax diagram shows every clause.</p>
+<h1 id="create">2. The CREATE TABLE command</h1>
+<p>{filler} The CREATE TABLE command creates a new table in the database.</p>
+<h2 id="as">2.1. CREATE TABLE ... AS SELECT</h2>
+<p>{filler} An AS SELECT statement takes its columns from the query.</p>
+<h1 id="rowid">3. ROWIDs and the INTEGER PRIMARY KEY</h1>
+<p>{filler} Every table has a rowid unless it is a WITHOUT ROWID table.</p>
+</body></html>"""
+
+
+def test_html_sections_are_where_the_headings_are_not_in_the_contents_list(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    """Issue #44, 4: a page that lists its headings first (SQLite's pages, DocBook's
+    chapters) had every heading placed in that list, so every passage of the page
+    was labelled with its last heading."""
+    page = tmp_path / "lang_createtable.html"
+    filler = "Words that fill a passage of its own here. " * 40
+    page.write_text(TOC_FIRST.format(filler=filler), encoding="utf-8")
+    doc = parse_file(path=page)
+    text = doc.pages[0].text
+    for heading in doc.pages[0].headings:
+        assert text[heading.offset :].startswith(heading.title)
+        assert heading.offset > text.index("3. ROWIDs"), heading  # after the list
+    chunks = chunk_document(doc=doc, tokenizer=tokenizer, max_tokens=120, overlap_tokens=20)
+    by_fact = {
+        "creates a new table": "2. The CREATE TABLE command",
+        "takes its columns from the query": "2.1. CREATE TABLE ... AS SELECT",
+        "Every table has a rowid": "3. ROWIDs and the INTEGER PRIMARY KEY",
+    }
+    for fact, section in by_fact.items():
+        (chunk,) = [c for c in chunks if fact in c.text]
+        assert chunk.section == section, (fact, chunk.section)
+
+
+def test_real_html_pages_label_each_passage_with_the_heading_above_it(tokenizer: Any) -> None:
+    from engine.bench.real_docs import find_real_docs
+
+    corpus = find_real_docs()
+    if corpus is None:
+        pytest.skip("real documents absent: run `python -m engine.bench.real_docs`")
+    doc = parse_file(path=corpus / "sqlite-createtable.html")
+    chunks = chunk_document(doc=doc, tokenizer=tokenizer, max_tokens=200, overlap_tokens=40)
+    assert len({c.section for c in chunks}) >= 10  # was 2: the page's last heading
+    text = doc.pages[0].text
+    offsets = [h.offset for h in doc.pages[0].headings]
+    assert offsets == sorted(offsets) and offsets[-1] > len(text) // 2
+    for c in chunks:
+        # The label is a heading that stands above the passage's middle.
+        middle = (c.char_start + c.char_end) // 2
+        above = [h for h in doc.pages[0].headings if h.offset <= middle]
+        assert c.section == (above[-1].title if above else ""), c.text[:80]
+        assert c.section == "" or text.find(c.section) <= middle
