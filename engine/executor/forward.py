@@ -8,6 +8,7 @@ cache are those of the installed transformers (5.x), so the arithmetic is the li
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,7 @@ from engine.executor.packed import (
 from engine.executor.prefetch import Prefetcher
 from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
 from engine.planner.demotion import demoted
+from engine.planner.model_spec import PREFILL_CHUNK_TOKENS
 from engine.planner.placement import Placement
 
 Phase = Literal["prefill", "decode"]
@@ -355,27 +357,44 @@ class StreamingModel:
         cache: DynamicCache,
         tail: int | None,
     ) -> torch.Tensor:
-        """`_forward` by engine/executor/decoder.py on the units' tensors as held."""
+        """`_forward` by engine/executor/decoder.py on the units' tensors as held. A
+        prompt longer than PREFILL_CHUNK_TOKENS goes through each layer in chunks (the
+        layer's matrices decoded once for all of them): a chunk's activations, not the
+        prompt's, are the workspace (engine/planner/model_spec.py)."""
         workspace = self.store.workspace
         hidden = self._with_unit(EMBED, lambda t: self._embed_rows(input_ids, t))  # (B, T, H)
-        rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
+        cos, sin = self._rotary(hidden, position_ids)  # each (B, T, head_dim)
         queries = input_ids.shape[1]
-        mask = decoder.attention_mask(
-            mask=attention_mask, queries=queries, past=attention_mask.shape[1] - queries
-        )
-        for i in range(len(self._layers)):
-            hidden = self._with_unit(
-                layer_unit(i),
-                lambda t, i=i, h=hidden: decoder.layer(
-                    h,
-                    tensors=t,
+        past = attention_mask.shape[1] - queries
+        chunks = [
+            (start, min(queries, start + PREFILL_CHUNK_TOKENS))
+            for start in range(0, queries, PREFILL_CHUNK_TOKENS)
+        ]
+        masks = [
+            decoder.attention_mask(
+                mask=attention_mask[:, : past + stop], queries=stop - start, past=past + start
+            )
+            for start, stop in chunks
+        ]
+
+        def run_layer(i: int, tensors: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
+            outs = [
+                decoder.layer(
+                    h[:, start:stop],
+                    tensors=tensors,
                     shape=self._shape,
-                    rotary=rotary,
+                    rotary=(cos[:, start:stop], sin[:, start:stop]),
                     kv=cache.layers[i],
                     mask=mask,
                     buffer=workspace,
-                ),
-            )
+                )
+                for (start, stop), mask in zip(chunks, masks, strict=True)
+            ]
+            return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+
+        for i in range(len(self._layers)):
+            with workspace.keeping_decoded() if len(chunks) > 1 else contextlib.nullcontext():
+                hidden = self._with_unit(layer_unit(i), lambda t, i=i, h=hidden: run_layer(i, t, h))
         if tail is not None:
             hidden = hidden[:, -tail:, :]
         return self._with_unit(

@@ -21,8 +21,9 @@ decode the matrix. So the kernel serves up to `_KERNEL_ROWS` rows.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +50,10 @@ _PARTS: dict[Form, tuple[str, str]] = {
 # Rows up to which the kernel beats decoding the matrix for a bfloat16 matmul (the
 # module docstring; int8's kernel falls behind sooner: 28 ms against 9 + 15 at 32 rows).
 _KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24}
+# A matrix decoded for a bfloat16 matmul is decoded this many of its rows at a time (a
+# multiple of the int4 tiles' 64): a 151,936-row LM head computed for every position
+# (a likelihood) would otherwise need 0.7 GB of buffer; 16,384 rows of 1,536 need 75 MB.
+DECODE_ROWS = 16_384
 
 
 # Bits a weight takes in its kernel form, by llama.cpp file type: 4-bit blocks 5 bits,
@@ -189,6 +194,31 @@ class Workspace:
     def __init__(self, *, reference: bool = False) -> None:
         self.reference = reference
         self._flat: dict[torch.dtype, torch.Tensor] = {}
+        # While a chunked prefill runs one layer over its chunks: each matrix decoded
+        # once for all of them (keyed by its bytes' address and rows).
+        self._kept: dict[tuple[int, int], torch.Tensor] | None = None
+
+    @contextlib.contextmanager
+    def keeping_decoded(self) -> Iterator[None]:
+        """Within the block, a matrix decoded for a bfloat16 matmul is kept and reused
+        (one layer's matrices over a prefill's chunks); dropped at its end."""
+        self._kept = {}
+        try:
+            yield
+        finally:
+            self._kept = None
+
+    def decoded(self, parts: Parts) -> torch.Tensor:
+        """`parts`' matrix in bfloat16: into the reused buffer, or kept (see above)."""
+        if self._kept is None:
+            return _int4_bf16(parts, self) if parts.form == "int4" else _int8_bf16(parts, self)
+        key = (parts.values.data_ptr(), parts.values.shape[0])
+        weight = self._kept.get(key)
+        if weight is None:
+            decode = _int4_bf16 if parts.form == "int4" else _int8_bf16
+            weight = decode(parts, self, fresh=True)
+            self._kept[key] = weight
+        return weight
 
     def take(self, numel: int, dtype: torch.dtype) -> torch.Tensor:
         flat = self._flat.get(dtype)
@@ -205,7 +235,7 @@ class Workspace:
         self._flat.clear()
 
 
-def _int4_bf16(parts: Parts, buffer: Workspace) -> torch.Tensor:
+def _int4_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
     """int4.dequantize_bf16 into `buffer`: 3.6× faster than fresh tensors in float32 for
     a 17,920 × 1,536 matrix here (44 against 159 ms), bfloat16 arithmetic on integers
     that bfloat16 holds exactly."""
@@ -215,7 +245,8 @@ def _int4_bf16(parts: Parts, buffer: Workspace) -> torch.Tensor:
     tiles = parts.values.view(rows // 64, cols, 32)
     torch.bitwise_and(tiles, 0x0F, out=q[:, 0])
     torch.bitwise_right_shift(tiles, 4, out=q[:, 1])
-    w = buffer.take(rows * cols, torch.bfloat16).view(rows // 64, 2, 32, cols)
+    flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
+    w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows // 64, 2, 32, cols)
     w.copy_(q.transpose(2, 3))
     s = parts.scales.transpose(0, 1)  # (N, K/32, 2)
     grouped = w.view(rows, cols // int4.GROUP, int4.GROUP)
@@ -223,9 +254,10 @@ def _int4_bf16(parts: Parts, buffer: Workspace) -> torch.Tensor:
     return w.view(rows, cols)
 
 
-def _int8_bf16(parts: Parts, buffer: Workspace) -> torch.Tensor:
+def _int8_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
     rows, cols = parts.values.shape
-    w = buffer.take(rows * cols, torch.bfloat16).view(rows, cols)
+    flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
+    w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows, cols)
     w.copy_(parts.values)
     return w.mul_(parts.scales.unsqueeze(1))
 
@@ -245,9 +277,22 @@ def linear(
         if parts.form == "int4":
             return int4.linear(x, nibbles=parts.values, scales=parts.scales, bias=bias)
         return int8.linear(x, values=parts.values, scale=parts.scales, bias=bias)
-    weight = _int4_bf16(parts, buffer) if parts.form == "int4" else _int8_bf16(parts, buffer)
-    y = F.linear(x.to(torch.bfloat16), weight).to(x.dtype)
+    xb = x.to(torch.bfloat16)
+    n = parts.values.shape[0]
+    pieces = []
+    for start in range(0, n, DECODE_ROWS):
+        piece = _rows(parts, start=start, stop=min(n, start + DECODE_ROWS))
+        pieces.append(F.linear(xb, buffer.decoded(piece)).to(x.dtype))
+    y = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)
     return y if bias is None else y.add_(bias)
+
+
+def _rows(parts: Parts, *, start: int, stop: int) -> Parts:
+    """Rows [start, stop) of a matrix in its form (start a multiple of 64)."""
+    if start == 0 and stop == parts.values.shape[0]:
+        return parts
+    scales = parts.scales[:, start:stop] if parts.form == "int4" else parts.scales[start:stop]
+    return Parts(form=parts.form, values=parts.values[start:stop], scales=scales)
 
 
 def reference_weight(parts: Parts) -> torch.Tensor:
@@ -270,8 +315,14 @@ def reference_linear(
     return y if bias is None else y.add_(bias)
 
 
-def decode_buffer_bytes(tensors: list[GGUFTensor]) -> int:
-    """What `linear` decodes a prefill's matrix into at most: the largest matrix in
-    bfloat16 and a uint8 copy of it."""
-    largest = max((math.prod(t.shape) for t in tensors if form_of(t) is not None), default=0)
-    return largest * 3
+def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor]) -> int:
+    """What a prefill decodes at most: a chunked one keeps one layer's matrices decoded
+    to bfloat16 (`Workspace.keeping_decoded`) beside the buffer for the largest one and
+    its integers (at most `DECODE_ROWS` rows of the head: a likelihood's head)."""
+
+    def matrices(tensors: list[GGUFTensor]) -> list[int]:
+        return [min(t.shape[0], DECODE_ROWS) * t.shape[1] for t in tensors if form_of(t)]
+
+    layer = max((sum(matrices(ts)) for ts in layers), default=0)
+    largest = max((n for ts in [*layers, head] for n in matrices(ts)), default=0)
+    return layer * 2 + largest * 3

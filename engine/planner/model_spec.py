@@ -73,6 +73,11 @@ DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
     }
 )
 
+# A model computed in its kernel forms (engine/executor/forward.py) prefills a longer
+# prompt in chunks of this many tokens, layer by layer: a prefill's activations are then a
+# chunk's (llama.cpp's default micro-batch is 512 too), each matrix still decoded once.
+PREFILL_CHUNK_TOKENS = 512
+
 # Transformers' own default when a config names no dtype.
 _DEFAULT_DTYPE = "float32"
 
@@ -258,9 +263,11 @@ class ModelSpec:
     def prefill_workspace_bytes(
         self, *, batch: int, prompt_tokens: int, per_matrix: bool = False
     ) -> int:
+        # A model computed in its kernel forms prefills a long prompt in chunks.
+        chunk = PREFILL_CHUNK_TOKENS if self.computed_compressed else prompt_tokens
         return self.workspace_bytes(
             batch=batch,
-            query_tokens=prompt_tokens,
+            query_tokens=min(prompt_tokens, chunk),
             context_tokens=prompt_tokens,
             per_matrix=per_matrix,
         )

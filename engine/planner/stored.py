@@ -45,7 +45,7 @@ def compressed_spec(
     # Norms and the q/k/v biases some families have, decoded beside the matrix.
     small = (2 * h + q_dim + 2 * spec.num_key_value_heads * spec.head_dim) * spec.dtype_bytes
     if cpu:
-        from engine.executor.kernel_forms import held_bits
+        from engine.executor.kernel_forms import DECODE_ROWS, held_bits
 
         bits = held_bits(name)
         vocab = spec.vocab_size * h
@@ -56,7 +56,7 @@ def compressed_spec(
             head_bytes=int(vocab * bits / 8) + spec.dtype_bytes * h,
             decoded_layer_bytes=0,
             decoded_matrix_bytes=0,
-            kernel_buffer_bytes=max(largest, vocab) * 3,
+            kernel_buffer_bytes=max(params) * 2 + min(max(largest, vocab), DECODE_ROWS * h) * 3,
             weight_format=name,
             parameters=spec.parameter_count,
         )
@@ -130,7 +130,8 @@ def _kernel_sizes(
     # A GGUF embedding is held as stored (engine/executor/weights.py `is_stored_only`).
     stored_embed = any(s.gguf is not None for s in embed)
     embed_bytes = sum(stored_bytes(s) for s in embed) if stored_embed else spec.embed_bytes
-    matrices = [s.gguf for sources in [*layers, head] for s in sources if s.gguf is not None]
+    per_layer = [[s.gguf for s in sources if s.gguf is not None] for sources in layers]
+    head_gguf = [s.gguf for s in head if s.gguf is not None]
     return dataclasses.replace(
         spec,
         layer_bytes=tuple(sum(kernel_bytes(s, dtype=dtype) for s in sources) for sources in layers),
@@ -138,7 +139,7 @@ def _kernel_sizes(
         head_bytes=sum(kernel_bytes(s, dtype=dtype) for s in head) if head else spec.head_bytes,
         decoded_layer_bytes=0,
         decoded_matrix_bytes=0,
-        kernel_buffer_bytes=max(1, decode_buffer_bytes(matrices)),
+        kernel_buffer_bytes=max(1, decode_buffer_bytes(per_layer, head=head_gguf)),
         weight_format=fmt,
         parameters=spec.parameter_count,
     )

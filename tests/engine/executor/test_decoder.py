@@ -144,3 +144,36 @@ def test_masks_let_no_query_see_nothing_and_none_see_the_future() -> None:
     assert decoder.attention_mask(mask=torch.ones(1, 5), queries=5, past=0) == (None, True)
     offset, _ = decoder.attention_mask(mask=torch.ones(1, 6), queries=2, past=4)
     assert offset is not None and offset[0, 0].sum(dim=-1).tolist() == [5, 6]
+
+
+def test_a_prompt_in_chunks_gives_the_logits_of_one_pass(
+    q8_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt longer than a chunk goes through each layer chunk by chunk (later chunks
+    attending to the earlier ones' KV); each layer's matrices are decoded once."""
+    from engine.executor import forward as forward_module
+    from engine.executor import kernel_forms
+
+    def logits() -> list[torch.Tensor]:
+        model = _model(q8_dir, lean=True)
+        try:
+            return _logits(model)
+        finally:
+            model.close()
+
+    whole = logits()
+    monkeypatch.setattr(forward_module, "PREFILL_CHUNK_TOKENS", 4)  # the batch's 6: 4 + 2
+    decoded: list[int] = []
+    real = kernel_forms.Workspace.keeping_decoded
+
+    def counting(self: kernel_forms.Workspace):  # type: ignore[no-untyped-def]
+        decoded.append(1)
+        return real(self)
+
+    monkeypatch.setattr(kernel_forms.Workspace, "keeping_decoded", counting)
+    chunked = logits()
+    assert len(decoded) == 4  # once per layer of the prefill, not per chunk; none in decode
+    real_rows = _padded_batch()[1].bool()
+    assert torch.allclose(chunked[0][real_rows], whole[0][real_rows], rtol=1e-4, atol=1e-4)
+    for c, w in zip(chunked[1:], whole[1:], strict=True):
+        assert torch.allclose(c, w, rtol=1e-4, atol=1e-4)

@@ -116,12 +116,17 @@ def test_on_a_cpu_gguf_models_count_their_kernel_forms(
     # The embedding is held as stored (a lookup decodes its rows), the head in its form.
     assert on_cpu.embed_bytes == sum(stored_bytes(s) for s in units[EMBED])
     assert on_cpu.embed_bytes < plain.embed_bytes // 3
-    # A prefill decodes one matrix at a time to bfloat16, with its integers: the largest
-    # matrix (the head here) three bytes a weight.
-    largest = max(math.prod(s.shape) for sources in units.values() for s in sources)
-    assert on_cpu.kernel_buffer_bytes == largest * 3
+    # A chunked prefill keeps one layer's matrices decoded to bfloat16 beside the
+    # buffer for the largest matrix (the head here) and its integers.
+    def matrices(sources: list) -> list[int]:
+        return [math.prod(s.shape) for s in sources if len(s.shape) == 2]
+
+    layer = sum(matrices(units[layer_unit(0)]))
+    largest = max(n for sources in units.values() for n in matrices(sources))
+    assert on_cpu.kernel_buffer_bytes == layer * 2 + largest * 3
     ws = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16)
-    assert ws == plain.decode_workspace_bytes(batch=1, context_tokens=16) + largest * 3
+    extra = layer * 2 + largest * 3
+    assert ws == plain.decode_workspace_bytes(batch=1, context_tokens=16) + extra
     assert on_cpu.weight_bytes < plain.weight_bytes // 3
 
 
