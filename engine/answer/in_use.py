@@ -52,6 +52,7 @@ def open_model(
     evict_after_read: bool = False,
     stop_at_eos: bool = True,
     decode_at_load: bool = False,
+    context_tokens: int | None = None,
 ) -> ModelInUse:
     """Load the model in `model_path` under a placement for this machine (the cached
     hardware profile, never a slow measurement), or under `placement` when given.
@@ -60,6 +61,8 @@ def open_model(
     (StoreSpec.default() without one) and `index` the store that keeps the placement's
     partitions resident. `fault_hook`, `evict_after_read` and `stop_at_eos=False` are
     test and benchmark seams (see StreamingModel and GenerativeAnswerer).
+    `context_tokens`: the context the placement is sized for (PLANNED_CONTEXT by
+    default; a benchmark gives its own, as it gives llama.cpp's).
     `decode_at_load`: layers stored compressed are decoded once at load when, decoded,
     every layer still fits in the compute tier (`_decoded_whole`); the engine asks for
     it when the user left the weights as stored. Raises ModelLoadError."""
@@ -79,7 +82,7 @@ def open_model(
     if placement is not None:
         owner = PlacementOwner(model=spec, placement=placement, hardware=machine, store=store_spec)
     else:
-        context = min(files.context_length, PLANNED_CONTEXT)
+        context = min(files.context_length, context_tokens or PLANNED_CONTEXT)
         owner = PlacementOwner.plan(
             model=spec, hardware=machine, store=store_spec, context_tokens=context
         )

@@ -37,7 +37,15 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
 
     start = time.perf_counter()
     folder = resolve_model_path(model=spec["model"])
-    in_use = open_model(model_path=folder, device="cpu", paths=resolve_paths(), stop_at_eos=False)
+    longest = max([len(spec["speed_prompt"])] + [len(p) for p in spec["agreement"]])
+    in_use = open_model(
+        model_path=folder,
+        device="cpu",
+        paths=resolve_paths(),
+        stop_at_eos=False,
+        # The context llama.cpp is given (its n_ctx): what this run needs.
+        context_tokens=longest + max(int(spec["tokens"]), int(spec["agreement_tokens"])) + 8,
+    )
     load_s = time.perf_counter() - start
     executor = in_use.answerer.executor
     out: dict[str, Any] = {
