@@ -192,16 +192,27 @@ def layer(
     v = v.reshape(b, t, shape.kv_heads, shape.head_dim).transpose(1, 2)
     keys, values = append_kv(kv, k, v)
     allowed, causal = mask
-    out = F.scaled_dot_product_attention(
-        q,
-        keys,
-        values,
-        attn_mask=allowed,
-        is_causal=causal,
-        scale=shape.head_dim**-0.5,
-        enable_gqa=shape.kv_heads != shape.heads,
-    )  # (B, heads, T, head_dim)
-    out = out.transpose(1, 2).reshape(b, t, shape.heads * shape.head_dim)
+    group = shape.heads // shape.kv_heads
+    if t == 1 and group > 1:
+        # One new position: a KV head's group of query heads are its queries, so SDPA
+        # reads each KV head once instead of expanding it per query head (the 1.5B's
+        # step: 0.51 against 0.83 ms a layer at a 1,641-token context, one thread).
+        grouped = q.reshape(b, shape.kv_heads, group, shape.head_dim)
+        out = F.scaled_dot_product_attention(
+            grouped, keys, values, attn_mask=allowed, scale=shape.head_dim**-0.5
+        )  # (B, kv_heads, group, head_dim)
+        out = out.reshape(b, 1, shape.heads * shape.head_dim)
+    else:
+        out = F.scaled_dot_product_attention(
+            q,
+            keys,
+            values,
+            attn_mask=allowed,
+            is_causal=causal,
+            scale=shape.head_dim**-0.5,
+            enable_gqa=group > 1,
+        )  # (B, heads, T, head_dim)
+        out = out.transpose(1, 2).reshape(b, t, shape.heads * shape.head_dim)
     hidden = hidden + _matmul(out, tensors, "self_attn.o_proj", buffer)
     x = rms_norm(hidden, tensors["post_attention_layernorm.weight"], eps=shape.eps)
     return hidden + _mlp(x, tensors, buffer)
