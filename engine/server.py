@@ -32,7 +32,7 @@ from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
 from engine.api.slow_clients import HeaderDeadlineH11
-from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
+from engine.auth import HostPolicy, is_loopback_address, new_token
 from engine.core import VERSION, Engine
 from engine.errors import EmbedderError, ModelLoadError
 from engine.ingest.fspath import from_store, to_store
@@ -328,7 +328,7 @@ def serve(
     `host` other than a loopback address exposes the engine to the network: only
     on explicit request (`ragdoll engine --listen`), with a warning, and still
     token-only."""
-    from engine.launcher import EngineLock, remove_endpoint, write_endpoint
+    from engine.launcher import EngineLock, remove_endpoint, this_process, write_endpoint
 
     if os.name == "posix":
         # Everything the engine writes (index, logs, settings, the parsing child's
@@ -340,7 +340,10 @@ def serve(
         print("An engine is already running for this user (see `ragdoll status`).")
         return 3
     try:
-        token = load_or_create_token(file=paths.token_file)
+        process = this_process()
+        lock.record(process=process)
+        # A new token at every start: one taken from an earlier engine opens nothing.
+        token = new_token(file=paths.token_file)
         _setup_logging(paths.engine_log, secret=token)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -378,7 +381,7 @@ def serve(
         server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server
         url = f"http://{_local_address(host)}:{bound_port}"
-        write_endpoint(paths=paths, url=url, pid=os.getpid())
+        write_endpoint(paths=paths, url=url, process=process)
         log.info("engine %s listening on %s (pid %d)", VERSION, url, os.getpid())
         try:
             server.run(sockets=[sock])
