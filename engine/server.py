@@ -225,15 +225,15 @@ def create_app(
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
         # Paths come in the store's encoding, as the API shows them (fspath.py).
-        paths = [str(from_store(p)) for p in body.paths]
+        paths = [from_store(p) for p in body.paths]
         for path, named in zip(paths, body.paths, strict=True):
-            if "\x00" in path or engine.library.folder_of(path=path) is None:
+            if "\x00" in str(path) or engine.library.folder_of(path=path) is None:
                 raise HTTPException(
                     status_code=403,
                     detail=f"{named} is outside every watched folder; add its folder first "
                     "(POST /v1/folders)",
                 )
-        return to_json_dict(engine.start_ingest(paths=paths).snapshot())
+        return to_json_dict(engine.start_ingest(paths=[str(p) for p in paths]).snapshot())
 
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")

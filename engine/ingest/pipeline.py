@@ -430,7 +430,7 @@ class JobRun:
             self.ctx.store.remove_document(doc_id=doc.doc_id)
             journal.forget(path=doc.path)
             self.changed_store = True
-            evicted.append(FileError(path=doc.path, reason=OUTSIDE_INDEXED))
+            evicted.append(FileError(path=str(from_store(doc.path)), reason=OUTSIDE_INDEXED))
             log.warning("removed from the index: %s lies outside every watched folder", doc.path)
         if evicted:
             self.errors += evicted
