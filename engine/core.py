@@ -26,7 +26,6 @@ from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.embedder_switch import EmbedderSwitch
-from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.priority import background_nice
@@ -397,12 +396,10 @@ class Engine:
             return None
         root = Path(removed.path)
         self.watcher.unwatch(folder=root)
-        for doc in self.store.list_documents():
-            if (
-                from_store(doc.path).is_relative_to(root)
-                and self.folders.containing(path=doc.path) is None
-            ):
-                self.store.remove_document(doc_id=doc.doc_id)
+        # Its jobs stop and what they wrote goes now, not at the next start.
+        self.ingest.forget_folder(
+            root=root, watched=lambda p: self.folders.containing(path=p) is not None
+        )
         return removed
 
     # -- answering ------------------------------------------------------------------------

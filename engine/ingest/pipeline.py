@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import ParseError
@@ -92,9 +93,14 @@ class JobContext:
     # Paths of watcher and rescan jobs must still lie in a watched folder.
     accept: Callable[[Path], bool] | None = None
     # Where a file's real path must lie, for every job: a symbolic link in a watched
-    # folder that leads out of them all is listed as an error, never read.
+    # folder that leads out of them all is listed as an error, never read. Asked
+    # again before each write, so that a folder removed meanwhile gets nothing more.
     inside: Callable[[Path], bool] | None = None
     commits: CommitPolicy = CommitPolicy()
+    # Held around each write of a file's rows, and by the removal of a folder's
+    # documents (IngestQueue.forget_folder): a write checks its file is still wanted
+    # and lands whole before the removal looks, or sees the folder gone.
+    gate: threading.Lock = field(default_factory=threading.Lock)
 
 
 class JobRun:
@@ -175,12 +181,7 @@ class JobRun:
             try:
                 parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
-                self._count(
-                    plan.path,
-                    record_error(
-                        store=self.ctx.store, journal=journal, path=plan.path, reason=e.reason
-                    ),
-                )
+                self._error(path=plan.path, reason=e.reason, journal=journal)
                 inflight = self._next_parse(todo=todo, journal=journal)
                 continue
             ready = prepare(
@@ -233,7 +234,13 @@ class JobRun:
             if self._must_stop(journal=journal):
                 return None
             path = todo.popleft()
-            step = triage(path=path, store=self.ctx.store, journal=journal, rules=self.ctx.rules)
+            with self.ctx.gate:  # triage writes too: a copy's rows, an error's row
+                if not self._wanted(path):
+                    self._drop(path)
+                    continue
+                step = triage(
+                    path=path, store=self.ctx.store, journal=journal, rules=self.ctx.rules
+                )
             if isinstance(step, FileOutcome):
                 self._count(path, step)
                 continue
@@ -271,10 +278,38 @@ class JobRun:
             reason = "the file disappeared while it was being read"
         else:
             reason = ready.reason or "unknown error"
-        self._count(
-            plan.path,
-            record_error(store=self.ctx.store, journal=journal, path=plan.path, reason=reason),
-        )
+        self._error(path=plan.path, reason=reason, journal=journal)
+
+    def _wanted(self, path: Path) -> bool:
+        """Whether `path` still lies in a watched folder (its folder may have been
+        removed since the job listed it). Asked under the gate, before each write."""
+        return self.ctx.inside is None or self.ctx.inside(path)
+
+    def _drop(self, path: Path) -> None:
+        """A file whose folder was removed: done with, nothing written."""
+        self.done += 1
+        self._credited += self._sizes.get(path, 0)
+        self._tick()
+
+    def _error(self, *, path: Path, reason: str, journal: Journal) -> None:
+        with self.ctx.gate:
+            if not self._wanted(path):
+                self._drop(path)
+                return
+            outcome = record_error(store=self.ctx.store, journal=journal, path=path, reason=reason)
+        self._count(path, outcome)
+
+    def _commit_wanted(self, *, group: list[Prepared], journal: Journal) -> None:
+        """Commit the group's files that are still wanted, as one group."""
+        with self.ctx.gate:
+            wanted = [p for p in group if self._wanted(p.plan.path)]
+            outcomes = commit_group(group=wanted, store=self.ctx.store, journal=journal)
+        kept = {id(p) for p in wanted}
+        for prepared in group:
+            if id(prepared) not in kept:
+                self._drop(prepared.plan.path)
+        for prepared, outcome in zip(wanted, outcomes, strict=True):
+            self._count(prepared.plan.path, outcome, embedded_already=True)
 
     # -- groups: embedding and committing -----------------------------------------
 
@@ -332,10 +367,8 @@ class JobRun:
         if not self._embed(final=True):
             return False
         group, self._group = self._group, []
-        outcomes = commit_group(group=group, store=self.ctx.store, journal=journal)
         self._partial = 0.0
-        for prepared, outcome in zip(group, outcomes, strict=True):
-            self._count(prepared.plan.path, outcome, embedded_already=True)
+        self._commit_wanted(group=group, journal=journal)
         self._groups += 1
         if self._groups % self.ctx.commits.compact_every == 0:
             self._compact()
@@ -349,9 +382,7 @@ class JobRun:
         self._group, self._partial = [], 0.0
         self._unembedded.clear()
         if ready:
-            outcomes = commit_group(group=ready, store=self.ctx.store, journal=journal)
-            for prepared, outcome in zip(ready, outcomes, strict=True):
-                self._count(prepared.plan.path, outcome, embedded_already=True)
+            self._commit_wanted(group=ready, journal=journal)
 
     def _compact(self) -> None:
         self.ctx.store.compact()
