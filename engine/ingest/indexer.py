@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ParseError
+from engine.errors import LinkedPathError, ParseError
 from engine.ingest.chunker import chunk_document
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import to_store
 from engine.ingest.journal import Journal, copy_document
 from engine.ingest.parsers import ParsedDocument, parse_file
+from engine.ingest.safe_open import SWAPPED, open_listed
 from engine.store.lance_store import LanceStore
 from engine.store.records import (
     ChunkRecord,
@@ -110,8 +111,9 @@ def doc_id_for(path: Path) -> str:
 
 
 def content_hash(path: Path) -> str:
+    """The file's SHA-256, read through `open_listed`: no symbolic link on its way."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_listed(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -345,6 +347,8 @@ _GONE = "the file disappeared while it was being read"
 def _reason(e: BaseException) -> str:
     if isinstance(e, ParseError):
         return e.reason
+    if isinstance(e, LinkedPathError):
+        return SWAPPED
     if isinstance(e, FileNotFoundError):
         return _GONE
     if isinstance(e, PermissionError):

@@ -43,6 +43,7 @@ from engine.ingest.indexer import (
 from engine.ingest.journal import Journal
 from engine.ingest.pace import Pace
 from engine.ingest.parsers import SUPPORTED_SUFFIXES
+from engine.ingest.safe_open import is_plain_path
 from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
@@ -152,6 +153,7 @@ class JobRun:
         journal = Journal(store=self.ctx.store)
         if spec.origin == "rescan":
             self._evict_outside(journal=journal)
+        self._record_entries(entries=found.entries, journal=journal)
         todo: deque[Path] = deque(files)
         try:
             state = self._files(todo=todo, journal=journal)
@@ -160,7 +162,7 @@ class JobRun:
         if state == "cancelled":
             self._compact()
             return state
-        present = set(files)
+        present = set(files) | {Path(e.path) for e in found.entries}
         self._forget(journal=journal, under=found.folders, present=present)
         self._forget(journal=journal, under=[Path(p) for p in spec.removed], present=present)
         if self.changed_store:
@@ -235,7 +237,7 @@ class JobRun:
                 return None
             path = todo.popleft()
             with self.ctx.gate:  # triage writes too: a copy's rows, an error's row
-                if not self._wanted(path):
+                if not self._wanted(path) and not self._swapped(path):
                     self._drop(path)
                     continue
                 step = triage(
@@ -284,6 +286,16 @@ class JobRun:
         """Whether `path` still lies in a watched folder (its folder may have been
         removed since the job listed it). Asked under the gate, before each write."""
         return self.ctx.inside is None or self.ctx.inside(path)
+
+    def _swapped(self, path: Path) -> bool:
+        """Whether the listed `path` leads through a symbolic link now, from a folder
+        still watched (a folder on it swapped for a link): triage lists it, reads nothing."""
+        if is_plain_path(path):
+            return False
+        real = path.parent
+        while not is_plain_path(real) and real != real.parent:
+            real = real.parent
+        return self._wanted(real)
 
     def _drop(self, path: Path) -> None:
         """A file whose folder was removed: done with, nothing written."""
@@ -447,6 +459,22 @@ class JobRun:
             **changes,
         )
 
+    def _record_entries(self, *, entries: list[FileError], journal: Journal) -> None:
+        """Links that were not followed (leading out, broken, a loop) get an error row,
+        as a file that could not be read does: /v1/documents/errors lists them until
+        they are fixed or gone. A row that says so already is not written again."""
+        for entry in entries:
+            path = Path(entry.path)
+            known = journal.get(path=to_store(path))
+            if known is not None and known.status == "error" and known.error == entry.reason:
+                continue
+            with self.ctx.gate:
+                if self._wanted(path.parent):
+                    record_error(
+                        store=self.ctx.store, journal=journal, path=path, reason=entry.reason
+                    )
+                    self.changed_store = True
+
     def _evict_outside(self, *, journal: Journal) -> None:
         """Documents whose real path lies in no watched folder leave the index, each
         listed with the reason: an older version followed symbolic links out of the
@@ -456,8 +484,8 @@ class JobRun:
             return
         evicted = []
         for doc in journal.documents():
-            if inside(from_store(doc.path)):
-                continue
+            if doc.status != "indexed" or inside(from_store(doc.path)):
+                continue  # an error row holds no text: a link left unread keeps its row
             self.ctx.store.remove_document(doc_id=doc.doc_id)
             journal.forget(path=doc.path)
             self.changed_store = True
@@ -481,7 +509,9 @@ class JobRun:
             if key in present_keys or not (key in roots or key.startswith(prefixes)):
                 continue
             path = from_store(key)
-            if not path.exists():
+            # A path through a symbolic link now (a folder swapped for one) is gone
+            # too: documents are kept by real paths, and it leads elsewhere.
+            if not path.exists() or not is_plain_path(path):
                 self.ctx.store.remove_document(doc_id=doc.doc_id)
                 journal.forget(path=doc.path)
                 self.changed_store = True
