@@ -44,6 +44,7 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
     for folder in (old.data, old.config, old.logs, old.data / "conversations"):
         folder.mkdir(parents=True, mode=0o755)
         os.chmod(folder, 0o755)
+    os.chmod(home, 0o777)  # RAGDOLL_HOME itself, made open to all
     (old.data / "conversations" / "c1.json").write_text("{}")
     os.chmod(old.data / "conversations" / "c1.json", 0o644)
 
@@ -104,6 +105,7 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
         log = paths.engine_log.read_text(encoding="utf-8")
         assert "Logging error" not in log
         assert _modes(home) == []  # the old install fixed, everything new private
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700  # and the home folder itself
 
 
 @pytest.mark.skipif(os.name != "posix", reason="byte names are POSIX")
