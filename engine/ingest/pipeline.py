@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import ParseError
+from engine.errors import DiskFullError, ParseError
 from engine.ingest.discovery import OUTSIDE_INDEXED, IgnoreRules, discover
 from engine.ingest.embedder import DEFAULT_BATCH, Embedder
 from engine.ingest.fspath import from_store, to_store
@@ -315,12 +315,25 @@ class JobRun:
         """Commit the group's files that are still wanted, as one group."""
         with self.ctx.gate:
             wanted = [p for p in group if self._wanted(p.plan.path)]
-            outcomes = commit_group(group=wanted, store=self.ctx.store, journal=journal)
-        kept = {id(p) for p in wanted}
-        for prepared in group:
-            if id(prepared) not in kept:
-                self._drop(prepared.plan.path)
-        for prepared, outcome in zip(wanted, outcomes, strict=True):
+            kept = {id(p) for p in wanted}
+            for prepared in group:
+                if id(prepared) not in kept:
+                    self._drop(prepared.plan.path)
+            self._commit_fitting(group=wanted, journal=journal)
+
+    def _commit_fitting(self, *, group: list[Prepared], journal: Journal) -> None:
+        """Commit `group`; where the disk has no room for it whole (the store checks
+        before writing), as much of it as fits, by halves, then stop the job."""
+        try:
+            outcomes = commit_group(group=group, store=self.ctx.store, journal=journal)
+        except DiskFullError:
+            if len(group) <= 1:
+                raise
+            half = len(group) // 2
+            self._commit_fitting(group=group[:half], journal=journal)
+            self._commit_fitting(group=group[half:], journal=journal)
+            return
+        for prepared, outcome in zip(group, outcomes, strict=True):
             self._count(prepared.plan.path, outcome, embedded_already=True)
 
     # -- groups: embedding and committing -----------------------------------------

@@ -296,7 +296,7 @@ def test_a_group_whose_journal_rows_fail_leaves_no_chunk_behind(  # type: ignore
 
     def full_at_the_second_groups_rows(*, table, rows):  # type: ignore[no-untyped-def]
         calls["n"] += 1
-        if calls["n"] == 2:  # the second group's pages and chunks are written
+        if calls["n"] >= 2:  # the second group's pages and chunks are written (its halves' too)
             raise OSError(errno.ENOSPC, "No space left on device")
         upsert(table=table, rows=rows)
 
@@ -318,6 +318,38 @@ def test_a_group_whose_journal_rows_fail_leaves_no_chunk_behind(  # type: ignore
     finally:
         queue.stop()
     assert done.state == "done" and (done.files_skipped, done.files_indexed) == (100, 100)
+
+
+def test_a_group_too_big_for_the_room_left_goes_in_as_far_as_it_fits(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store refuses a group the disk has no room for before writing any of it;
+    the job then commits halves of it while they fit, and stops on the first that
+    does not: a disk with room for 70 files takes 70, not none of a group of 100."""
+    small_files(tmp_path / "logbook", 200)
+    room = {"files": 70}
+
+    def ensure_room(*, folder: Path, need: int) -> None:
+        if need > room["files"]:
+            raise doc_writes.disk_full_error(folder)
+        room["files"] -= need
+
+    monkeypatch.setattr(doc_writes, "_bytes_needed", lambda *, items, pages: len(items))
+    monkeypatch.setattr(doc_writes, "_ensure_room", ensure_room)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=100, after_s=600.0),
+    )
+    try:
+        full = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+        assert full.state == "failed" and full.disk_full is not None
+        assert full.disk_full.files_in == 70 and len(store.list_documents()) == 70
+        room["files"] = 10_000
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and (done.files_skipped, done.files_indexed) == (70, 130)
 
 
 def test_a_disk_full_error_is_known_however_it_comes() -> None:
