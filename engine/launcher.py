@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -175,7 +175,9 @@ def _same_time(a: float, b: float) -> bool:
     return abs(a - b) < _START_TIME_SLACK_S
 
 
-def prove_identity(*, endpoint: Endpoint, timeout_s: float = 2.0) -> str:
+def prove_identity(
+    *, endpoint: Endpoint, timeout_s: float = 2.0
+) -> Literal["proven", "silent", "impostor"]:
     """Ask what listens at the endpoint to prove it is the engine, without the token:
     "proven", "silent" (no answer yet: starting, or busy) or "impostor" (an answer,
     but not the engine's). Only after "proven" does the token go out."""
@@ -188,11 +190,14 @@ def prove_identity(*, endpoint: Endpoint, timeout_s: float = 2.0) -> str:
             timeout=timeout_s,
             trust_env=False,
         )
-        body = r.json() if r.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+    except httpx.HTTPError:
         return "silent"
     if r.status_code in (502, 503, 504):
         return "silent"
+    try:
+        body = r.json() if r.status_code == 200 else None
+    except ValueError:  # an answer, but not JSON: not the engine
+        body = None
     if not isinstance(body, dict) or port is None or body.get("pid") != endpoint.pid:
         return "impostor"
     expected = identity_proof(

@@ -1,12 +1,13 @@
 """A full disk, through a real engine whose index lies on a small disk of its own
 (tests/support/small_disk.py): files are added one at a time while the room left
-shrinks by 16 KB a step, across the point where the disk fills, half of them copies of
-an indexed file (whose chunks are copied, not embedded). After every step the index
-agrees with itself (every chunk has its document's row, nothing served without one),
-and no file is recorded with the disk's error; with room again and a restart, every
-file is read. Before: at the step with 272 KB free (13th), a file's 126 chunks were
-served with no row; copies added once the disk was full could be recorded "the disk
-is full" and never read again, also after a restart."""
+shrinks by 32 KB a step (16 KB in the slow form), across the point where the disk
+fills, half of them copies of an indexed file (whose chunks are copied, not
+embedded). After every step the index agrees with itself (every chunk has its
+document's row, nothing served without one), and no file is recorded with the disk's
+error; with room again and a restart, every file is read. Before: a file added with
+285,312 bytes free had its 126 chunks served with no row; copies added once the disk
+was full could be recorded "the disk is full" and never read again, also after a
+restart."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORDS = [f"w{i}" for i in range(5000)]
 # The room left before each file: coarse while files fit, then 32 KB a step (16 KB in
 # the slow form) across the point where the disk fills (on the old code a file's
-# chunks went in without their row with 272-290 KB left).
+# chunks went in without their row with 285,312 bytes left).
 COARSE = [2_000_000, 1_500_000, 1_100_000, 800_000, 600_000]
 
 
