@@ -19,7 +19,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -77,31 +76,6 @@ def _served_secret(client: EngineClient) -> list[str]:
 # -- 1. the token and a dead engine's port --------------------------------------------
 
 
-class _Recorder(ThreadingHTTPServer):
-    allow_reuse_address = True
-
-    def __init__(self, port: int) -> None:
-        self.seen: list[dict[str, str]] = []
-        super().__init__(("127.0.0.1", port), _Answer)
-
-
-class _Answer(BaseHTTPRequestHandler):
-    server: _Recorder
-
-    def do_GET(self) -> None:
-        self.server.seen.append({"path": self.path, **dict(self.headers)})
-        body = json.dumps({"pid": 1, "port": 1, "proof": "00" * 32}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_POST = do_GET
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def probe_token(work: Path) -> Result:
     os.environ["RAGDOLL_HOME"] = str(work / "home")
     paths = resolve_paths()
@@ -111,15 +85,9 @@ def probe_token(work: Path) -> Result:
     first.close()
     os.kill(pid, signal.SIGKILL)
     _wait(lambda: not process_alive(pid))
-    recorder: _Recorder | None = None
-    deadline = time.monotonic() + 30
-    while recorder is None:
-        try:
-            recorder = _Recorder(port)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    from tests.engine.test_engine_identity import _bind
+
+    recorder = _bind(port)  # answers 200 to all, with a made-up proof; keeps what it got
     threading.Thread(target=recorder.serve_forever, daemon=True).start()
     try:
         second = EngineClient.connect(paths=paths, start=True, wait_s=180)
