@@ -104,8 +104,10 @@ def probe_token(work: Path) -> Result:
             "token changed": second.endpoint.token != old,
             "old token on the new engine": stale.status_code,
         }
+        pid2 = second.status().pid
         second.shutdown()
         second.close()
+        _wait(lambda: not process_alive(pid2))  # before its home is removed
         return result
     finally:
         recorder.shutdown()
