@@ -1,7 +1,9 @@
-"""The per-install token and the checks every request passes."""
+"""The token (new at each engine start), the engine's proof of identity, and the
+checks every request passes."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -15,24 +17,43 @@ from urllib.parse import urlsplit
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
-def load_or_create_token(*, file: Path) -> str:
-    """The token lives in a file only the user can read (mode 0600)."""
+IDENTITY_PATH = "/v1/identity"
+# The key an engine proves itself with is derived from the token, never the token:
+# a proof shows knowledge of the token without handing anything reusable over.
+_IDENTITY_LABEL = b"RAGDoll engine identity v1"
+_CHALLENGE_HEX = frozenset("0123456789abcdef")
+
+
+def new_token(*, file: Path) -> str:
+    """A fresh token in a file only the user can read (mode 0600): each engine start
+    makes one, so a token stolen from an earlier engine opens nothing."""
     file.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        token = file.read_text().strip()
-        if token:
-            if os.name == "posix" and file.stat().st_mode & 0o077:
-                os.chmod(file, 0o600)
-            return token
-    except FileNotFoundError:
-        pass
     token = secrets.token_urlsafe(32)
     tmp = file.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token)
+    if os.name == "posix":
+        os.chmod(tmp, 0o600)  # an older .tmp left looser keeps its mode through O_CREAT
     os.replace(tmp, file)
     return token
+
+
+def identity_proof(*, token: str, challenge: str, pid: int, port: int) -> str:
+    """What the engine answers to a challenge: an HMAC under a key derived from the
+    token, over the challenge, its pid and the port the question came in on. A
+    program that does not hold the token cannot make it; one that relays the
+    question to the engine on another port gets the wrong port signed."""
+    key = hmac.new(token.encode(), _IDENTITY_LABEL, hashlib.sha256).digest()
+    message = f"{challenge}\n{pid}\n{port}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def valid_challenge(challenge: str | None) -> bool:
+    """32 to 128 lower-case hex digits: what a client makes with secrets.token_hex."""
+    return (
+        challenge is not None and 32 <= len(challenge) <= 128 and set(challenge) <= _CHALLENGE_HEX
+    )
 
 
 def token_matches(*, header: str | None, token: str) -> bool:

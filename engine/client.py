@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast
 import httpx
 
 from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.ingest.fspath import from_store, to_store
+from engine.ingest.fspath import from_store, to_wire
 from engine.launcher import Endpoint, ensure_engine
 from engine.paths import Paths
 from engine.stream_cut import cut_on
@@ -142,10 +142,11 @@ class EngineClient:
     def source(self, *, chunk_id: str) -> SourceView:
         return from_json_dict(SourceView, self._request("GET", f"/v1/chunks/{chunk_id}/source"))
 
-    def ingest(self, *, paths: list[str]) -> IngestProgress:
-        """Queue files or folders for ingestion; returns the job's first state."""
+    def ingest(self, *, paths: Sequence[str | Path]) -> IngestProgress:
+        """Queue files or folders for ingestion; returns the job's first state. A `Path`
+        names a file on this machine, a `str` a path as the API showed it (fspath.to_wire)."""
         # A name that is not UTF-8 travels in the store's encoding (engine/ingest/fspath.py).
-        body = self._request("POST", "/v1/ingest", json={"paths": [to_store(p) for p in paths]})
+        body = self._request("POST", "/v1/ingest", json={"paths": [to_wire(p) for p in paths]})
         return from_json_dict(IngestProgress, body)
 
     def ingest_progress(self, *, job_id: str) -> IngestProgress:
@@ -187,15 +188,15 @@ class EngineClient:
         return [from_json_dict(WatchedFolder, f) for f in body["folders"]]
 
     def add_folder(
-        self, *, path: str, collection: str = "default", ingest: bool = True
+        self, *, path: str | Path, collection: str = "default", ingest: bool = True
     ) -> FolderAdded:
         """Watch a folder: the grant that lets requests name paths in it. With
         `ingest`, its documents are indexed too (the job is in the result)."""
-        body = {"path": to_store(path), "collection": collection, "ingest": ingest}
+        body = {"path": to_wire(path), "collection": collection, "ingest": ingest}
         return from_json_dict(FolderAdded, self._request("POST", "/v1/folders", json=body))
 
-    def remove_folder(self, *, path: str) -> WatchedFolder:
-        body = self._request("DELETE", "/v1/folders", params={"path": to_store(path)})
+    def remove_folder(self, *, path: str | Path) -> WatchedFolder:
+        body = self._request("DELETE", "/v1/folders", params={"path": to_wire(path)})
         return from_json_dict(WatchedFolder, body)
 
     def collections(self) -> list[CollectionInfo]:
@@ -206,7 +207,7 @@ class EngineClient:
         body = {"query": query, "k": k, "collection": collection}
         return from_json_dict(SearchResponse, self._request("POST", "/v1/search", json=body))
 
-    def add_paths(self, *, paths: list[str]) -> IngestProgress:
+    def add_paths(self, *, paths: Sequence[str | Path]) -> IngestProgress:
         """Ingest files or folders the person named, watching their folders first
         (see `grant_folders`)."""
         grant_folders(client=self, paths=paths)
@@ -349,11 +350,11 @@ class EngineClient:
 class FolderGranting(Protocol):
     def folders(self) -> list[WatchedFolder]: ...
     def add_folder(
-        self, *, path: str, collection: str = "default", ingest: bool = True
+        self, *, path: str | Path, collection: str = "default", ingest: bool = True
     ) -> FolderAdded: ...
 
 
-def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[str]:
+def folders_to_grant(*, paths: Iterable[str | Path], watched: Iterable[str]) -> list[str]:
     """The folders to watch so that the engine may read `paths`: each folder
     itself, a file's parent folder; none already inside a watched folder.
 
@@ -373,14 +374,14 @@ def folders_to_grant(*, paths: Iterable[str], watched: Iterable[str]) -> list[st
     return [str(w) for w in wanted]
 
 
-def grant_folders(*, client: FolderGranting, paths: list[str]) -> list[str]:
+def grant_folders(*, client: FolderGranting, paths: Sequence[str | Path]) -> list[str]:
     """Watch the folders of paths the person named on this machine (a CLI
     argument, a folder picked in the window): naming them is the grant. Their
     documents are not ingested by this call. Returns the folders added."""
     watched = [f.path for f in client.folders()]
     added = folders_to_grant(paths=paths, watched=watched)
     for folder in added:
-        client.add_folder(path=folder, ingest=False)
+        client.add_folder(path=Path(folder), ingest=False)  # a real folder, named whole
     return added
 
 

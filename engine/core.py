@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine import library_view
 from engine.answer.model_ranker import MODEL_RANKER
 from engine.answer.reranker import CandidateRanker
 from engine.embedder_in_force import EmbedderInForce
@@ -26,7 +27,6 @@ from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.embedder_switch import EmbedderSwitch
-from engine.ingest.fspath import from_store
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
 from engine.ingest.priority import background_nice
@@ -316,41 +316,16 @@ class Engine:
         return m.owner.placement if (m := self._model) is not None else None
 
     def documents(self) -> list[DocumentInfo]:
-        return [
-            DocumentInfo(
-                doc_id=d.doc_id,
-                path=d.path,
-                size=d.size,
-                mtime=d.mtime,
-                status=d.status,
-                error=d.error,
-                chunks=d.chunks,
-                pages=d.pages,
-            )
-            for d in self.store.list_documents()
-        ]
+        return library_view.documents(store=self.store)
 
     def errors(self) -> list[FileError]:
-        return [
-            FileError(path=d.path, reason=d.error or "unknown error")
-            for d in self.store.list_documents()
-            if d.status == "error"
-        ]
+        return library_view.errors(store=self.store)
 
     def source(self, *, chunk_id: str) -> SourceView | None:
-        chunk = self.store.chunk(chunk_id=chunk_id)
-        if chunk is None:
-            return None
-        page = self.store.page(doc_id=chunk.doc_id, page=chunk.page)
-        doc = self.store.document_by_path(path=chunk.path)
-        return SourceView(
+        return library_view.source(
+            store=self.store,
             chunk_id=chunk_id,
-            path=chunk.path,
-            page=chunk.page,
-            page_count=doc.pages if doc else None,
-            page_text=page.text if page else chunk.text,
-            char_start=chunk.char_start if page else 0,
-            char_end=chunk.char_end if page else len(chunk.text),
+            watched=lambda p: self.folders.containing(path=p) is not None,
         )
 
     # -- ingestion ------------------------------------------------------------------------
@@ -402,12 +377,10 @@ class Engine:
             return None
         root = Path(removed.path)
         self.watcher.unwatch(folder=root)
-        for doc in self.store.list_documents():
-            if (
-                from_store(doc.path).is_relative_to(root)
-                and self.folders.containing(path=doc.path) is None
-            ):
-                self.store.remove_document(doc_id=doc.doc_id)
+        # Its jobs stop and what they wrote goes now, not at the next start.
+        self.ingest.forget_folder(
+            root=root, watched=lambda p: self.folders.containing(path=p) is not None
+        )
         return removed
 
     # -- answering ------------------------------------------------------------------------

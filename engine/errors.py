@@ -3,6 +3,8 @@ callers who do not know RAGDoll can still catch it sensibly."""
 
 from __future__ import annotations
 
+import errno
+
 
 class RagdollError(Exception):
     """Base of every RAGDoll error."""
@@ -58,3 +60,13 @@ class DiskFullError(RagdollError, OSError):
         self.folder = folder
         self.mount = mount
         self.free_bytes = free_bytes
+
+
+class LinkedPathError(RagdollError, OSError):
+    """A listed file's path holds a symbolic link now (a folder swapped for a link
+    after the listing): the file is not opened. `link` is the component found."""
+
+    def __init__(self, *, path: str, link: str) -> None:
+        super().__init__(errno.ELOOP, f"a symbolic link ({link}) on the way to {path}")
+        self.path = path
+        self.link = link

@@ -10,6 +10,7 @@ wire values back.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.ingest.jobs import IngestJob, IngestQueue
@@ -74,8 +75,9 @@ class LibraryAPI:
     def folders(self) -> list[WatchedFolder]:
         return self._folders.list()
 
-    def folder_of(self, *, path: str) -> WatchedFolder | None:
-        """The watched folder `path` lies in (`..` and symlinks resolved), if any."""
+    def folder_of(self, *, path: str | Path) -> WatchedFolder | None:
+        """The watched folder `path` lies in (`..` and symlinks resolved), if any: a
+        `str` as the store keeps paths, a `Path` as the file system names it."""
         return self._folders.containing(path=path)
 
 

@@ -53,11 +53,12 @@ class FolderRegistry:
 
     def containing(self, *, path: str | Path) -> WatchedFolder | None:
         """The watched folder a path lies in, after resolving symlinks and
-        `..`; None when it lies in none (the request must be refused)."""
+        `..`; None when it lies in none (the request must be refused). A `str` is a
+        path as the store and the API keep it (engine/ingest/fspath.py), a `Path` a
+        real one: decoding a real name again could turn it into another."""
         try:
-            # A document's path comes from the store, where a name that is not UTF-8
-            # is kept in its own encoding (engine/ingest/fspath.py).
-            resolved = from_store(str(path)).expanduser().resolve()
+            real = from_store(path) if isinstance(path, str) else path
+            resolved = real.expanduser().resolve()
         except (OSError, RuntimeError):  # symlink loop, unreadable
             return None
         with self._lock:

@@ -27,6 +27,7 @@ class Paths:
     cache: Path
     logs: Path
     runtime: Path
+    home: Path | None = None  # RAGDOLL_HOME, when the folders live under it
 
     @property
     def index_dir(self) -> Path:
@@ -59,10 +60,24 @@ class Paths:
     def ensure(self) -> Paths:
         """The folders exist, and only this user can enter them (0700); an install
         from before that rule gets its folders and files (0600) fixed here."""
+        if self.home is not None:
+            # RAGDOLL_HOME itself: 0700 too, but not what else the person keeps in it.
+            self.home.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+            _private_folder_only(self.home)
         for folder in (self.data, self.config, self.cache, self.logs, self.runtime):
             folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
             keep_private(folder)
         return self
+
+
+def _private_folder_only(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        if stat.S_IMODE(folder.stat().st_mode) & 0o077:
+            os.chmod(folder, PRIVATE_FOLDER)
+    except OSError:  # not ours: the folders inside still keep others out
+        pass
 
 
 def keep_private(folder: Path) -> None:
@@ -104,6 +119,7 @@ def resolve_paths(*, env: dict[str, str] | None = None) -> Paths:
             cache=root / "cache",
             logs=root / "logs",
             runtime=root / "run",
+            home=root,
         )
     dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
     return Paths(

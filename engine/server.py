@@ -32,7 +32,7 @@ from engine.api.routes_system import system_router
 from engine.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.api.server_settings import ServerSettingsStore
 from engine.api.slow_clients import HeaderDeadlineH11
-from engine.auth import HostPolicy, is_loopback_address, load_or_create_token
+from engine.auth import HostPolicy, is_loopback_address, new_token
 from engine.core import VERSION, Engine
 from engine.errors import EmbedderError, ModelLoadError
 from engine.ingest.fspath import from_store, to_store
@@ -241,15 +241,15 @@ def create_app(
         # Confinement: the API reads only what lies in a folder the person added
         # (POST /v1/folders is the grant); `..` and symlinks are resolved first.
         # Paths come in the store's encoding, as the API shows them (fspath.py).
-        paths = [str(from_store(p)) for p in body.paths]
+        paths = [from_store(p) for p in body.paths]
         for path, named in zip(paths, body.paths, strict=True):
-            if "\x00" in path or engine.library.folder_of(path=path) is None:
+            if "\x00" in str(path) or engine.library.folder_of(path=path) is None:
                 raise HTTPException(
                     status_code=403,
                     detail=f"{named} is outside every watched folder; add its folder first "
                     "(POST /v1/folders)",
                 )
-        return to_json_dict(engine.start_ingest(paths=paths).snapshot())
+        return to_json_dict(engine.start_ingest(paths=[str(p) for p in paths]).snapshot())
 
     # Before /v1/ingest/{job_id}, which would take "queue" for a job id.
     @app.get("/v1/ingest/queue")
@@ -347,7 +347,7 @@ def serve(
     `host` other than a loopback address exposes the engine to the network: only
     on explicit request (`ragdoll engine --listen`), with a warning, and still
     token-only."""
-    from engine.launcher import EngineLock, remove_endpoint, write_endpoint
+    from engine.launcher import EngineLock, remove_endpoint, this_process, write_endpoint
 
     if os.name == "posix":
         # Everything the engine writes (index, logs, settings, the parsing child's
@@ -359,7 +359,10 @@ def serve(
         print("An engine is already running for this user (see `ragdoll status`).")
         return 3
     try:
-        token = load_or_create_token(file=paths.token_file)
+        process = this_process()
+        lock.record(process=process)
+        # A new token at every start: one taken from an earlier engine opens nothing.
+        token = new_token(file=paths.token_file)
         _setup_logging(paths.engine_log, secret=token)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -397,7 +400,7 @@ def serve(
         server = _Server(config, on_exit=lambda: _begin_shutdown(engine, lifecycle))
         holder["server"] = server
         url = f"http://{_local_address(host)}:{bound_port}"
-        write_endpoint(paths=paths, url=url, pid=os.getpid())
+        write_endpoint(paths=paths, url=url, process=process)
         log.info("engine %s listening on %s (pid %d)", VERSION, url, os.getpid())
         try:
             server.run(sockets=[sock])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from app.batch.visible import visible
 from app.commands.session import engine_session, fail
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     last: IngestProgress | None = None
     try:
         with engine_session(keep=args.keep_engine) as client:
-            job = client.add_paths(paths=list(args.paths))
+            job = client.add_paths(paths=[Path(p) for p in args.paths])  # files of this machine
             last = job
             for progress in client.ingest_events(job_id=job.job_id):
                 _show(progress)

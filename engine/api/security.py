@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
 
 from engine.api.body_checks import invalid_text_at
 from engine.api.openai_routes import OPENAI_PATHS
-from engine.auth import HostPolicy, host_allowed, normalize_origin, origin_allowed, token_matches
+from engine.auth import (
+    IDENTITY_PATH,
+    HostPolicy,
+    host_allowed,
+    identity_proof,
+    normalize_origin,
+    origin_allowed,
+    token_matches,
+    valid_challenge,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,6 +44,7 @@ CORS_MAX_AGE_S = 600
 
 class ApiGuard:
     """Host, Origin, token and body size, in that order; CORS for allowed origins.
+    GET /v1/identity is answered after the Host and Origin checks, without the token.
 
     `allowed_origins` is read on every request so that a change in the
     settings takes effect without a restart."""
@@ -81,6 +93,11 @@ class ApiGuard:
             await _reply(send, status=204, detail=None, extra=_preflight_headers(cors_origin))
             return
         cors = _cors_headers(cors_origin) if cors_origin else []
+        if path == IDENTITY_PATH:
+            # Before the token: a client asks this first, to learn that it talks to
+            # the engine before it sends the token (engine/launcher.py).
+            await self._identity(scope, send)
+            return
         if not token_matches(header=headers.get("authorization"), token=self._token):
             await _reply(
                 send,
@@ -113,6 +130,25 @@ class ApiGuard:
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, _with_headers(send, cors) if cors else send)
+
+    async def _identity(self, scope: Scope, send: Send) -> None:
+        if scope["method"] != "GET":
+            await _reply(send, status=405, detail="method not allowed", path=IDENTITY_PATH)
+            return
+        challenge = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("challenge")
+        if not challenge or not valid_challenge(challenge[0]):
+            detail = "challenge: 32 to 128 lower-case hex digits"
+            await _reply(send, status=400, detail=detail, path=IDENTITY_PATH)
+            return
+        server = scope.get("server") or ("", 0)
+        pid, port = os.getpid(), int(server[1] or 0)
+        proof = identity_proof(token=self._token, challenge=challenge[0], pid=pid, port=port)
+        body = json.dumps({"pid": pid, "port": port, "proof": proof}).encode()
+        headers = [(b"content-length", str(len(body)).encode())]
+        headers.append((b"content-type", b"application/json"))
+        headers.append((b"cache-control", b"no-store"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _body_refusal(headers: Headers, *, limit: int) -> tuple[int, str] | None:

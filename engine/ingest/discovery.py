@@ -17,6 +17,12 @@ _IGNORED_PREFIXES = ("~$", ".~lock", ".#", "#", "~WRL", "~WRD")
 _IGNORED_SUFFIXES = ("~", "#", ".tmp", ".temp", ".swp", ".swx", ".part", ".crdownload")
 DEFAULT_MAX_FILE_MB = 512
 OUTSIDE = "a symbolic link that leads outside every watched folder: not read"
+OUTSIDE_FOLDER = "a symbolic link to a folder outside every watched folder: not walked"
+BROKEN_LINK = "broken symbolic link"
+LINK_LOOP = "symbolic link loop"
+# What is said of entries met in a folder: kept as the file's row in the journal too,
+# so that /v1/documents/errors lists them as the job did.
+ENTRY_REASONS = frozenset({OUTSIDE, OUTSIDE_FOLDER, BROKEN_LINK, LINK_LOOP})
 # What an older version read through such a link stays in the index until the
 # next start's rescan finds it outside every watched folder and removes it.
 OUTSIDE_INDEXED = (
@@ -43,6 +49,11 @@ class Discovery:
     files: list[Path]
     errors: list[FileError] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)  # walked, for removing vanished files
+
+    @property
+    def entries(self) -> list[FileError]:
+        """The errors about links met in a folder (ENTRY_REASONS): the journal keeps them."""
+        return [e for e in self.errors if e.reason in ENTRY_REASONS]
 
 
 def is_ignored(name: str) -> bool:
@@ -122,6 +133,8 @@ def _walk(
     # followlinks=False: a symlink loop must not walk forever.
     for root, dirnames, filenames in os.walk(folder, onerror=on_error, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not is_ignored(d))
+        for name in dirnames:
+            _note_folder_link(link=Path(root) / name, errors=errors, inside=inside)
         for name in sorted(filenames):
             if is_ignored(name) or Path(name).suffix.lower() not in suffixes:
                 continue
@@ -131,10 +144,10 @@ def _walk(
                 try:
                     path = path.resolve(strict=True)
                 except FileNotFoundError:
-                    errors.append(FileError(path=str(path), reason="broken symbolic link"))
+                    errors.append(FileError(path=str(path), reason=BROKEN_LINK))
                     continue
                 except (OSError, RuntimeError):  # Python 3.11 says RuntimeError for a loop
-                    errors.append(FileError(path=str(path), reason="symbolic link loop"))
+                    errors.append(FileError(path=str(path), reason=LINK_LOOP))
                     continue
                 if _leads_out(link=link, target=path, inside=inside):
                     errors.append(FileError(path=str(link), reason=OUTSIDE))
@@ -142,6 +155,25 @@ def _walk(
             if path not in seen:
                 seen.add(path)
                 files.append(path)
+
+
+def _note_folder_link(
+    *, link: Path, errors: list[FileError], inside: Callable[[Path], bool] | None
+) -> None:
+    """A link to a folder is never walked (a loop must not walk forever, and the
+    folder it leads to is walked where it lies, if watched); one that leads out of
+    every watched folder is listed, as a file link is."""
+    if not link.is_symlink():
+        return
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # os.walk lists a broken or looping link with the files, not here
+    if inside is not None and inside(link.parent) and not inside(target):
+        log.warning(
+            "not walked: %s is a symbolic link to a folder outside every watched folder", link
+        )
+        errors.append(FileError(path=str(link), reason=OUTSIDE_FOLDER))
 
 
 def _leads_out(*, link: Path, target: Path, inside: Callable[[Path], bool] | None) -> bool:

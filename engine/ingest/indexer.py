@@ -25,13 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ParseError
+from engine.errors import LinkedPathError, ParseError
 from engine.ingest.chunker import chunk_document
-from engine.ingest.discovery import IgnoreRules
+from engine.ingest.discovery import ENTRY_REASONS, IgnoreRules
 from engine.ingest.embedder import Embedder
 from engine.ingest.fspath import to_store
 from engine.ingest.journal import Journal, copy_document
 from engine.ingest.parsers import ParsedDocument, parse_file
+from engine.ingest.safe_open import SWAPPED, open_listed
+from engine.store.doc_writes import is_disk_full, is_disk_full_text
 from engine.store.lance_store import LanceStore
 from engine.store.records import (
     ChunkRecord,
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 # files pandoc wrote (read as empty before), LibreOffice EPUB sections.
 READER_VERSION = 2
 CHANGED_WHILE_READ = "the file kept changing while it was being read"
+_PATH_REASONS = ENTRY_REASONS | {SWAPPED}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,8 +115,9 @@ def doc_id_for(path: Path) -> str:
 
 
 def content_hash(path: Path) -> str:
+    """The file's SHA-256, read through `open_listed`: no symbolic link on its way."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_listed(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -136,7 +140,8 @@ def triage(
         if known and current and (known.size, known.mtime) == (stat.size, stat.mtime):
             if known.status == "indexed":
                 return FileOutcome(status="unchanged", chunks=known.chunks)
-            return FileOutcome(status="error", reason=known.error)
+            if not read_again(known.error):
+                return FileOutcome(status="error", reason=known.error)
         digest = content_hash(path)
         if known and current and known.content_hash == digest and known.status == "indexed":
             # Touched but not changed: remember the new mtime, embed nothing.
@@ -151,7 +156,17 @@ def triage(
                 return FileOutcome(status="copied", chunks=copied, pages=source.pages or 0)
         return ToParse(path=path, doc_id=doc_id, stat=stat, digest=digest, known=known)
     except (ParseError, OSError) as e:
+        if is_disk_full(e):
+            raise  # the index's disk (a copy's rows): the job stops; nothing is the file's fault
         return record_error(store=store, journal=journal, path=path, reason=_reason(e))
+
+
+def read_again(reason: str | None) -> bool:
+    """Whether a file recorded with this error is read again although it did not
+    change: the error was the disk's (an older version recorded "the disk is full"
+    as the file's state), or the path's nature (a link, a folder swapped for one),
+    which can change while the file's size and time stay."""
+    return reason is not None and (is_disk_full_text(reason) or reason in _PATH_REASONS)
 
 
 def prepare(
@@ -255,6 +270,10 @@ def commit(*, prepared: Prepared, store: LanceStore, journal: Journal) -> FileOu
 
 def record_error(*, store: LanceStore, journal: Journal, path: Path, reason: str) -> FileOutcome:
     log.info("could not ingest %s: %s", path, reason)
+    if is_disk_full_text(reason):
+        # A disk that was full when the file was read (the parser's temporary files)
+        # is not the file's state: listed by the job, no row, read again next time.
+        return FileOutcome(status="error", reason=reason)
     doc_id = doc_id_for(path)
     size, mtime = _stat_or_zero(path)
     # The old chunks of a file that became unreadable go: its content is unknown.
@@ -347,6 +366,8 @@ _GONE = "the file disappeared while it was being read"
 def _reason(e: BaseException) -> str:
     if isinstance(e, ParseError):
         return e.reason
+    if isinstance(e, LinkedPathError):
+        return SWAPPED
     if isinstance(e, FileNotFoundError):
         return _GONE
     if isinstance(e, PermissionError):

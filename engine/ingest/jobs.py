@@ -22,7 +22,7 @@ from pathlib import Path
 
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
-from engine.ingest.fspath import to_store
+from engine.ingest.fspath import from_store, to_store
 from engine.ingest.indexer import ChunkingParams
 from engine.ingest.pipeline import CommitPolicy, JobContext, JobRun
 from engine.ingest.priority import lower_this_thread
@@ -166,6 +166,7 @@ class IngestQueue:
         self._accept = accept
         self._pending = PendingJobs(file=pending_file)
         self._jobs: dict[str, IngestJob] = {}
+        self._gate = threading.Lock()  # JobContext.gate
         self._queue: queue.Queue[IngestJob | None] = queue.Queue()
         self._resumed = threading.Event()
         self._resumed.set()
@@ -226,6 +227,29 @@ class IngestQueue:
                 job.update(state="cancelled")
                 self._pending.remove(job)
         return job
+
+    def forget_folder(self, *, root: Path, watched: Callable[[str], bool]) -> int:
+        """A folder was removed from the watched ones: cancel the jobs that read only
+        in it, and remove its documents now (`watched(stored path)`: whether a
+        document still lies in another watched folder, a folder inside it that is
+        watched too). Under the write gate, so that a job's write lands before or
+        finds the folder gone, never after the removal looked. Returns how many
+        documents went."""
+        for job in list(self._jobs.values()):
+            state = job.snapshot().state
+            if state in FINAL_STATES or not job.spec.paths:
+                continue
+            if all(_under(p, root) for p in job.spec.paths):
+                job.update(message="its folder was removed from the watched folders")
+                self.cancel(job_id=job.id)
+        with self._gate:
+            gone = [
+                d.doc_id
+                for d in self._store.list_documents()
+                if _under(d.path, root, stored=True) and not watched(d.path)
+            ]
+            self._store.remove_documents(doc_ids=gone)
+        return len(gone)
 
     def pause(self) -> IngestQueueState:
         """The running job stops after the file at hand; queued jobs wait."""
@@ -310,6 +334,7 @@ class IngestQueue:
                 accept=self._accept if job.spec.origin != "request" else None,
                 inside=self._accept,
                 commits=self._commits,
+                gate=self._gate,
             )
             run = JobRun(job=job, ctx=ctx)
             state = run.run()
@@ -370,6 +395,12 @@ class IngestQueue:
         if not (self._stopping and state == "cancelled"):
             self._pending.remove(job)
         job.update(**changes)
+
+
+def _under(path: str, root: Path, *, stored: bool = False) -> bool:
+    """Whether `path` (a job's path, or as the store keeps it) lies in `root`."""
+    real = from_store(path) if stored else Path(path)
+    return real == root or real.is_relative_to(root)
 
 
 def disk_full_text(report: DiskFull) -> str:

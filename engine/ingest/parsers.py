@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from engine.errors import ParseError
+from engine.errors import LinkedPathError, ParseError
 from engine.ingest.formats.base import NO_TEXT_REASON, PageText, ParsedDocument
 from engine.ingest.formats.ebook import parse_epub
 from engine.ingest.formats.html_page import parse_html
@@ -27,6 +27,7 @@ from engine.ingest.formats.slides import parse_pptx
 from engine.ingest.formats.spreadsheet import parse_csv, parse_xlsx
 from engine.ingest.formats.text import parse_text
 from engine.ingest.formats.word import parse_docx
+from engine.ingest.safe_open import SWAPPED, open_listed
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -128,6 +129,8 @@ def _os_errors() -> Iterator[None]:
     """OSErrors from reading a file, as the reasons a person understands."""
     try:
         yield
+    except LinkedPathError as e:
+        raise ParseError(SWAPPED) from e
     except FileNotFoundError as e:
         raise ParseError("file not found (it was moved or deleted)") from e
     except PermissionError as e:
@@ -151,7 +154,7 @@ def _read_bytes(*, path: Path, limit: int | None) -> bytes:
     with _os_errors():
         if path.is_dir():
             raise ParseError("is a folder, not a file")
-        with path.open("rb") as f:
+        with open_listed(path) as f:  # no symbolic link on its way (safe_open.py)
             data = f.read() if limit is None else f.read(limit + 1)
     if limit is not None and len(data) > limit:
         raise ParseError(f"file too large (over {limit // (1024 * 1024)} MB of text)")

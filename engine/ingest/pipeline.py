@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import ParseError
+from engine.errors import DiskFullError, ParseError
 from engine.ingest.discovery import OUTSIDE_INDEXED, IgnoreRules, discover
 from engine.ingest.embedder import DEFAULT_BATCH, Embedder
 from engine.ingest.fspath import from_store, to_store
@@ -42,6 +43,7 @@ from engine.ingest.indexer import (
 from engine.ingest.journal import Journal
 from engine.ingest.pace import Pace
 from engine.ingest.parsers import SUPPORTED_SUFFIXES
+from engine.ingest.safe_open import is_plain_path
 from engine.ingest.sandbox import ParseSandbox
 from engine.store.lance_store import LanceStore
 from engine.wire import FileError, FileNote
@@ -92,9 +94,14 @@ class JobContext:
     # Paths of watcher and rescan jobs must still lie in a watched folder.
     accept: Callable[[Path], bool] | None = None
     # Where a file's real path must lie, for every job: a symbolic link in a watched
-    # folder that leads out of them all is listed as an error, never read.
+    # folder that leads out of them all is listed as an error, never read. Asked
+    # again before each write, so that a folder removed meanwhile gets nothing more.
     inside: Callable[[Path], bool] | None = None
     commits: CommitPolicy = CommitPolicy()
+    # Held around each write of a file's rows, and by the removal of a folder's
+    # documents (IngestQueue.forget_folder): a write checks its file is still wanted
+    # and lands whole before the removal looks, or sees the folder gone.
+    gate: threading.Lock = field(default_factory=threading.Lock)
 
 
 class JobRun:
@@ -146,6 +153,7 @@ class JobRun:
         journal = Journal(store=self.ctx.store)
         if spec.origin == "rescan":
             self._evict_outside(journal=journal)
+        self._record_entries(entries=found.entries, journal=journal)
         todo: deque[Path] = deque(files)
         try:
             state = self._files(todo=todo, journal=journal)
@@ -154,7 +162,7 @@ class JobRun:
         if state == "cancelled":
             self._compact()
             return state
-        present = set(files)
+        present = set(files) | {Path(e.path) for e in found.entries}
         self._forget(journal=journal, under=found.folders, present=present)
         self._forget(journal=journal, under=[Path(p) for p in spec.removed], present=present)
         if self.changed_store:
@@ -175,12 +183,7 @@ class JobRun:
             try:
                 parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
-                self._count(
-                    plan.path,
-                    record_error(
-                        store=self.ctx.store, journal=journal, path=plan.path, reason=e.reason
-                    ),
-                )
+                self._error(path=plan.path, reason=e.reason, journal=journal)
                 inflight = self._next_parse(todo=todo, journal=journal)
                 continue
             ready = prepare(
@@ -233,7 +236,13 @@ class JobRun:
             if self._must_stop(journal=journal):
                 return None
             path = todo.popleft()
-            step = triage(path=path, store=self.ctx.store, journal=journal, rules=self.ctx.rules)
+            with self.ctx.gate:  # triage writes too: a copy's rows, an error's row
+                if not self._wanted(path) and not self._swapped(path):
+                    self._drop(path)
+                    continue
+                step = triage(
+                    path=path, store=self.ctx.store, journal=journal, rules=self.ctx.rules
+                )
             if isinstance(step, FileOutcome):
                 self._count(path, step)
                 continue
@@ -271,10 +280,61 @@ class JobRun:
             reason = "the file disappeared while it was being read"
         else:
             reason = ready.reason or "unknown error"
-        self._count(
-            plan.path,
-            record_error(store=self.ctx.store, journal=journal, path=plan.path, reason=reason),
-        )
+        self._error(path=plan.path, reason=reason, journal=journal)
+
+    def _wanted(self, path: Path) -> bool:
+        """Whether `path` still lies in a watched folder (its folder may have been
+        removed since the job listed it). Asked under the gate, before each write."""
+        return self.ctx.inside is None or self.ctx.inside(path)
+
+    def _swapped(self, path: Path) -> bool:
+        """Whether the listed `path` leads through a symbolic link now, from a folder
+        still watched (a folder on it swapped for a link): triage lists it, reads nothing."""
+        if is_plain_path(path):
+            return False
+        real = path.parent
+        while not is_plain_path(real) and real != real.parent:
+            real = real.parent
+        return self._wanted(real)
+
+    def _drop(self, path: Path) -> None:
+        """A file whose folder was removed: done with, nothing written."""
+        self.done += 1
+        self._credited += self._sizes.get(path, 0)
+        self._tick()
+
+    def _error(self, *, path: Path, reason: str, journal: Journal) -> None:
+        with self.ctx.gate:
+            if not self._wanted(path):
+                self._drop(path)
+                return
+            outcome = record_error(store=self.ctx.store, journal=journal, path=path, reason=reason)
+        self._count(path, outcome)
+
+    def _commit_wanted(self, *, group: list[Prepared], journal: Journal) -> None:
+        """Commit the group's files that are still wanted, as one group."""
+        with self.ctx.gate:
+            wanted = [p for p in group if self._wanted(p.plan.path)]
+            kept = {id(p) for p in wanted}
+            for prepared in group:
+                if id(prepared) not in kept:
+                    self._drop(prepared.plan.path)
+            self._commit_fitting(group=wanted, journal=journal)
+
+    def _commit_fitting(self, *, group: list[Prepared], journal: Journal) -> None:
+        """Commit `group`; where the disk has no room for it whole (the store checks
+        before writing), as much of it as fits, by halves, then stop the job."""
+        try:
+            outcomes = commit_group(group=group, store=self.ctx.store, journal=journal)
+        except DiskFullError:
+            if len(group) <= 1:
+                raise
+            half = len(group) // 2
+            self._commit_fitting(group=group[:half], journal=journal)
+            self._commit_fitting(group=group[half:], journal=journal)
+            return
+        for prepared, outcome in zip(group, outcomes, strict=True):
+            self._count(prepared.plan.path, outcome, embedded_already=True)
 
     # -- groups: embedding and committing -----------------------------------------
 
@@ -332,10 +392,8 @@ class JobRun:
         if not self._embed(final=True):
             return False
         group, self._group = self._group, []
-        outcomes = commit_group(group=group, store=self.ctx.store, journal=journal)
         self._partial = 0.0
-        for prepared, outcome in zip(group, outcomes, strict=True):
-            self._count(prepared.plan.path, outcome, embedded_already=True)
+        self._commit_wanted(group=group, journal=journal)
         self._groups += 1
         if self._groups % self.ctx.commits.compact_every == 0:
             self._compact()
@@ -349,9 +407,7 @@ class JobRun:
         self._group, self._partial = [], 0.0
         self._unembedded.clear()
         if ready:
-            outcomes = commit_group(group=ready, store=self.ctx.store, journal=journal)
-            for prepared, outcome in zip(ready, outcomes, strict=True):
-                self._count(prepared.plan.path, outcome, embedded_already=True)
+            self._commit_wanted(group=ready, journal=journal)
 
     def _compact(self) -> None:
         self.ctx.store.compact()
@@ -416,6 +472,22 @@ class JobRun:
             **changes,
         )
 
+    def _record_entries(self, *, entries: list[FileError], journal: Journal) -> None:
+        """Links that were not followed (leading out, broken, a loop) get an error row,
+        as a file that could not be read does: /v1/documents/errors lists them until
+        they are fixed or gone. A row that says so already is not written again."""
+        for entry in entries:
+            path = Path(entry.path)
+            known = journal.get(path=to_store(path))
+            if known is not None and known.status == "error" and known.error == entry.reason:
+                continue
+            with self.ctx.gate:
+                if self._wanted(path.parent):
+                    record_error(
+                        store=self.ctx.store, journal=journal, path=path, reason=entry.reason
+                    )
+                    self.changed_store = True
+
     def _evict_outside(self, *, journal: Journal) -> None:
         """Documents whose real path lies in no watched folder leave the index, each
         listed with the reason: an older version followed symbolic links out of the
@@ -425,12 +497,12 @@ class JobRun:
             return
         evicted = []
         for doc in journal.documents():
-            if inside(from_store(doc.path)):
-                continue
+            if doc.status != "indexed" or inside(from_store(doc.path)):
+                continue  # an error row holds no text: a link left unread keeps its row
             self.ctx.store.remove_document(doc_id=doc.doc_id)
             journal.forget(path=doc.path)
             self.changed_store = True
-            evicted.append(FileError(path=doc.path, reason=OUTSIDE_INDEXED))
+            evicted.append(FileError(path=str(from_store(doc.path)), reason=OUTSIDE_INDEXED))
             log.warning("removed from the index: %s lies outside every watched folder", doc.path)
         if evicted:
             self.errors += evicted
@@ -450,7 +522,9 @@ class JobRun:
             if key in present_keys or not (key in roots or key.startswith(prefixes)):
                 continue
             path = from_store(key)
-            if not path.exists():
+            # A path through a symbolic link now (a folder swapped for one) is gone
+            # too: documents are kept by real paths, and it leads elsewhere.
+            if not path.exists() or not is_plain_path(path):
                 self.ctx.store.remove_document(doc_id=doc.doc_id)
                 journal.forget(path=doc.path)
                 self.changed_store = True

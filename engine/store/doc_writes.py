@@ -36,6 +36,21 @@ from engine.store.search import quote as _quote
 
 log = logging.getLogger(__name__)
 _NO_SPACE = ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")
+# Room a group's commits need beyond its rows: each of the four commits writes a data
+# file, a manifest and a transaction file; the IVF view notes each document; and the
+# compaction and full-text index that follow a job need some too. Measured on a tmpfs
+# (docs/hardening.md): a file's 126 chunks took 110-130 KB in all.
+_COMMIT_SLACK_BYTES = 512 * 1024
+_ROW_OVERHEAD_BYTES = 256  # per chunk or page row: ids, path, spans, Arrow offsets
+
+
+def is_disk_full_text(text: str) -> bool:
+    """Whether a reason or message says a disk is full (a file recorded so by an
+    older version: its reading failed for want of room, not for its content)."""
+    lowered = text.lower()
+    return any(s in lowered for s in _NO_SPACE) or (
+        "the disk at" in lowered and "is full" in lowered
+    )
 
 
 def is_disk_full(e: BaseException) -> bool:
@@ -113,23 +128,41 @@ def replace_documents(
         for c, v in zip(it.embedded.chunks, it.embedded.vectors.tolist(), strict=True)
     ]
     view = store.view
+    need = _bytes_needed(items=items, pages=page_rows)
     with disk_full_raised(store.folder), lock:
+        # A group is written only where it fits whole: on a disk that fills between
+        # its chunks and its journal rows, the chunks were served with no row.
+        _ensure_room(folder=store.folder, need=need)
         if blanked:
             upsert_documents(table=store.documents, rows=blanked)
         if view is not None:
             for doc_id in ids:
                 view.begin(doc_id=doc_id)
-        replace_rows(
-            store.pages, key="page_key", rows=page_rows, doc_filter=doc_filter, schema=PAGES_SCHEMA
-        )
-        replace_rows(
-            store.chunks,
-            key="chunk_id",
-            rows=chunk_rows,
-            doc_filter=doc_filter,
-            schema=store.chunks.schema,
-        )
-        upsert_documents(table=store.documents, rows=[it.doc.__dict__ for it in items])
+        undo: list[Any] = []  # what to delete of this group's rows if a write fails
+        try:
+            replace_rows(
+                store.pages,
+                key="page_key",
+                rows=page_rows,
+                doc_filter=doc_filter,
+                schema=PAGES_SCHEMA,
+            )
+            undo = [store.pages]
+            replace_rows(
+                store.chunks,
+                key="chunk_id",
+                rows=chunk_rows,
+                doc_filter=doc_filter,
+                schema=store.chunks.schema,
+            )
+            undo = [store.chunks, store.pages, store.documents]
+            upsert_documents(table=store.documents, rows=[it.doc.__dict__ for it in items])
+        except Exception:
+            # Filled meanwhile (by another program): what this group wrote goes
+            # again, so that nothing of it is served without its row. Once its chunks
+            # replaced a changed file's, that file's old row goes too (read again).
+            _undo(tables=undo, doc_filter=doc_filter, folder=store.folder)
+            raise
         if view is not None:
             for it in items:
                 view.commit(
@@ -141,6 +174,42 @@ def replace_documents(
                 )
             view.table_version = store.chunks.version
     store.maintainer.wake()
+
+
+def _bytes_needed(*, items: Sequence[DocumentContent], pages: list[dict[str, Any]]) -> int:
+    """What a group's rows take on disk, roughly, and the slack its commits need."""
+    rows = 0
+    for it in items:
+        vectors = it.embedded.vectors
+        rows += int(vectors.size) * vectors.itemsize
+        rows += sum(
+            len(c.text.encode("utf-8", "replace")) + _ROW_OVERHEAD_BYTES for c in it.embedded.chunks
+        )
+    rows += sum(len(p["text"].encode("utf-8", "replace")) + _ROW_OVERHEAD_BYTES for p in pages)
+    return 2 * rows + _COMMIT_SLACK_BYTES
+
+
+def _ensure_room(*, folder: Path, need: int) -> None:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # unknown: the write itself says
+    if free < need:
+        log.warning("not writing a group: %d bytes free at %s, %d needed", free, folder, need)
+        raise disk_full_error(folder)
+
+
+def _undo(*, tables: list[Any], doc_filter: str, folder: Path) -> None:
+    """Delete a failed group's rows from `tables`, in order (chunks first: what search serves).
+    Best effort: if this fails too, the next start removes chunks without a row
+    (journal.remove_orphans), and a blanked row never passes for the content stored,
+    so its file is read again."""
+    for table in tables:
+        try:
+            table.delete(doc_filter)
+        except Exception:  # the write's own failure is what is raised
+            log.warning("could not undo a failed write in %s", folder, exc_info=True)
+            return
 
 
 def upsert_documents(*, table: Any, rows: list[dict[str, Any]]) -> None:

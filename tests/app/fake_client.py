@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from engine.client import EngineClient
 from engine.errors import EngineRequestError
@@ -335,7 +336,7 @@ class FakeClient(EngineClient):
         self._call("hardware")
         return self.hardware_info
 
-    def ingest(self, *, paths: list[str]) -> IngestProgress:
+    def ingest(self, *, paths: Sequence[str | Path]) -> IngestProgress:
         self._call("ingest", paths=paths)
         self._cancelled.clear()
         return IngestProgress(job_id="job-1", state="queued", paused=self._paused.is_set())
@@ -420,7 +421,7 @@ class FakeClient(EngineClient):
             return list(self.watched)
 
     def add_folder(
-        self, *, path: str, collection: str = "default", ingest: bool = True
+        self, *, path: str | Path, collection: str = "default", ingest: bool = True
     ) -> FolderAdded:
         self._call("add_folder", path=path, ingest=ingest, collection=collection)
         folder = WatchedFolder(path=path, collection=collection)
@@ -428,7 +429,7 @@ class FakeClient(EngineClient):
             self.watched = [f for f in self.watched if f.path != path] + [folder]
         return FolderAdded(folder=folder)
 
-    def remove_folder(self, *, path: str) -> WatchedFolder:
+    def remove_folder(self, *, path: str | Path) -> WatchedFolder:
         self._call("remove_folder", path=path)
         with self._lock:
             folder = next((f for f in self.watched if f.path == path), None)

@@ -8,27 +8,34 @@ from engine.auth import (
     HostPolicy,
     host_allowed,
     host_is_loopback,
-    load_or_create_token,
+    identity_proof,
+    new_token,
     normalize_origin,
     origin_allowed,
     token_matches,
+    valid_challenge,
 )
 
 
-def test_token_file_is_private_and_stable(tmp_path: Path) -> None:
+def test_each_token_is_new_and_private(tmp_path: Path) -> None:
     file = tmp_path / "cfg" / "engine.token"
-    token = load_or_create_token(file=file)
-    assert len(token) >= 32
+    token = new_token(file=file)
+    assert len(token) >= 32 and file.read_text() == token
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
-    assert load_or_create_token(file=file) == token
-
-
-def test_loose_permissions_are_tightened(tmp_path: Path) -> None:
-    file = tmp_path / "engine.token"
-    file.write_text("abc")
     os.chmod(file, 0o644)
-    assert load_or_create_token(file=file) == "abc"
-    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    again = new_token(file=file)
+    assert again != token and stat.S_IMODE(file.stat().st_mode) == 0o600
+
+
+def test_an_identity_proof_binds_the_token_the_challenge_the_pid_and_the_port() -> None:
+    proof = identity_proof(token="s3cret", challenge="ab" * 16, pid=10, port=8000)
+    assert proof != identity_proof(token="other", challenge="ab" * 16, pid=10, port=8000)
+    assert proof != identity_proof(token="s3cret", challenge="cd" * 16, pid=10, port=8000)
+    assert proof != identity_proof(token="s3cret", challenge="ab" * 16, pid=11, port=8000)
+    assert proof != identity_proof(token="s3cret", challenge="ab" * 16, pid=10, port=8001)
+    assert "s3cret" not in proof
+    assert valid_challenge("ab" * 16) and not valid_challenge("ab") and not valid_challenge(None)
+    assert not valid_challenge("AB" * 16) and not valid_challenge("zz" * 16)
 
 
 def test_token_check() -> None:

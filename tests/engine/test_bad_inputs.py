@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,22 @@ def _bad_folder(root: Path) -> Path:
     (folder / "truncated.pdf").write_bytes(_pdf_bytes("Half a file " * 50)[:300])
     (folder / "empty.pdf").write_bytes(b"")
     (folder / "binary.txt").write_bytes(bytes(range(256)) * 20)
+    (folder / "bomb.docx").write_bytes(_zip_claiming(unpacked=(1 << 30) + 1))
     return folder
+
+
+def _zip_claiming(*, unpacked: int) -> bytes:
+    """A .docx whose central directory says it unpacks to `unpacked` bytes in all (what
+    a zip bomb says; the limit is read from there before anything is unpacked)."""
+    types = b"<Types/>"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", types)
+        archive.writestr("word/document.xml", "<w:document/>")
+    data = bytearray(out.getvalue())
+    entry = data.rfind(b"PK\x01\x02")  # the central directory's last entry: the document
+    struct.pack_into("<I", data, entry + 24, unpacked - len(types))  # its unpacked size
+    return bytes(data)
 
 
 def test_bad_files_are_listed_with_reasons_and_the_rest_is_ingested(
@@ -58,8 +75,13 @@ def test_bad_files_are_listed_with_reasons_and_the_rest_is_ingested(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "1 ingested" in result.stdout
     reasons = {Path(e.path).name: e.reason for e in engine.client.errors()}
-    assert set(reasons) == {"locked.pdf", "truncated.pdf", "empty.pdf", "binary.txt"}
+    assert set(reasons) == {"locked.pdf", "truncated.pdf", "empty.pdf", "binary.txt", "bomb.docx"}
     assert "encrypted" in reasons["locked.pdf"].lower()
+    # Precise figures: it was "unpacks to 1024 MB, more than the 1024 MB RAGDoll reads".
+    assert reasons["bomb.docx"] == (
+        ".docx file unpacks to 1,073,741,825 bytes (1,024.0 MB), "
+        "more than the 1,073,741,824 bytes (1,024.0 MB) RAGDoll reads"
+    )
     assert "binary" in reasons["binary.txt"].lower()
     for name in reasons:
         assert f"{name}:" in result.stdout  # the summary names every bad file

@@ -58,10 +58,16 @@ def open_zip(
     unpacked = sum(m.file_size for m in members if counted(m.filename))
     if unpacked > MAX_UNPACKED_BYTES:
         raise ParseError(
-            f"{kind} file unpacks to {unpacked // (1024 * 1024)} MB, "
-            f"more than the {MAX_UNPACKED_BYTES // (1024 * 1024)} MB RAGDoll reads"
+            f"{kind} file unpacks to {_amount(unpacked)}, "
+            f"more than the {_amount(MAX_UNPACKED_BYTES)} RAGDoll reads"
         )
     return archive
+
+
+def _amount(size: int) -> str:
+    """Bytes, exactly, and in MB to read at a glance: whole MB alone hid the
+    difference ("unpacks to 1024 MB, more than the 1024 MB")."""
+    return f"{size:,} bytes ({size / (1024 * 1024):,.1f} MB)"
 
 
 def ole2_reason(*, data: bytes, kind: str) -> str:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 from engine.errors import ParseError
 from engine.ingest.formats.base import ParsedDocument, numbered_pages, one_line, single_page
 from engine.ingest.formats.html_page import html_to_text
+from engine.ingest.safe_open import open_listed
 from engine.ingest.text_cleanup import (
     BinaryContentError,
     decode_text_bytes,
@@ -54,7 +55,7 @@ def parse_mbox(*, path: Path) -> ParsedDocument:
     texts: list[str] = []
     notes: tuple[str, ...] = ()
     total = 0
-    with path.open("rb") as f:
+    with open_listed(path) as f:  # no symbolic link on its way (safe_open.py)
         head = f.read(5)
         if head != b"From ":
             raise ParseError('not an mbox mailbox (it does not start with a "From " line)')

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.ingest.fspath import to_store
+from engine.ingest.fspath import from_store, to_store
 from engine.paths import resolve_paths
 from tests.support.engine import running_engine
 
@@ -44,6 +44,7 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
     for folder in (old.data, old.config, old.logs, old.data / "conversations"):
         folder.mkdir(parents=True, mode=0o755)
         os.chmod(folder, 0o755)
+    os.chmod(home, 0o777)  # RAGDOLL_HOME itself, made open to all
     (old.data / "conversations" / "c1.json").write_text("{}")
     os.chmod(old.data / "conversations" / "c1.json", 0o644)
 
@@ -104,3 +105,36 @@ def test_names_that_are_not_utf8_and_private_files(tmp_path: Path) -> None:
         log = paths.engine_log.read_text(encoding="utf-8")
         assert "Logging error" not in log
         assert _modes(home) == []  # the old install fixed, everything new private
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700  # and the home folder itself
+
+
+@pytest.mark.skipif(os.name != "posix", reason="byte names are POSIX")
+def test_a_byte_name_and_a_real_name_that_looks_like_its_encoding_stay_two_files(
+    tmp_path: Path,
+) -> None:
+    """`lamp\\xe9.txt` (Latin-1) was kept as `lamp\\uefe9.txt`, exactly the name of a
+    real file whose name holds that private-use character: one path for two files,
+    each rescan said "1 ingested, 1 unchanged", and a deleted one's text stayed."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    byte_name = os.fsencode(docs) + b"/lamp" + b"\xe9" + b".txt"
+    with open(byte_name, "w", encoding="utf-8") as f:
+        f.write("The brass lamp in the hall takes a candle bulb.\n")
+    real = docs / "lamp\uefe9.txt"
+    real.write_text("The paper lantern on the porch is folded every winter.\n", encoding="utf-8")
+
+    with running_engine(home=tmp_path / "home") as engine:
+        assert engine.ingest(docs).state == "done"
+        listed = {d.path for d in engine.client.documents()}
+        assert len(listed) == 2, listed
+        again = engine.ingest(docs)
+        assert again.files_skipped == 2 and again.files_indexed == 0
+        for query, word in (("brass lamp bulb", "brass"), ("paper lantern porch", "lantern")):
+            hits = engine.client.search(query=query, k=1).hits
+            assert hits and word in hits[0].text
+            assert from_store(hits[0].path).exists()  # each path leads to its own file
+        os.unlink(byte_name)
+        assert engine.ingest(docs).state == "done"
+        assert len(engine.client.documents()) == 1
+        hits = engine.client.search(query="brass lamp bulb", k=5).hits
+        assert all("brass" not in h.text for h in hits)

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.auth import identity_proof
 from engine.errors import EngineRequestError
 from engine.paths import resolve_paths
 from tests.support.engine import RunningEngine
@@ -157,3 +158,24 @@ def test_the_token_never_reaches_the_log(api_engine: RunningEngine) -> None:
     assert "a-guessed-token" not in log
     token_file = paths.token_file
     assert token_file.stat().st_mode & 0o077 == 0
+
+
+def test_the_engine_proves_who_it_is_without_the_token(api_engine: RunningEngine) -> None:
+    endpoint = api_engine.client.endpoint
+    port = int(endpoint.base_url.rsplit(":", 1)[1])
+    challenge = "5a" * 32
+    with _http(api_engine, token=None) as http:
+        answer = http.get("/v1/identity", params={"challenge": challenge})
+        assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+        body = answer.json()
+        assert body["pid"] == api_engine.pid and body["port"] == port
+        assert body["proof"] == identity_proof(
+            token=endpoint.token, challenge=challenge, pid=api_engine.pid, port=port
+        )
+        assert endpoint.token not in answer.text
+        assert http.get("/v1/identity", params={"challenge": "x"}).status_code == 400
+        assert http.post("/v1/identity", params={"challenge": challenge}).status_code == 405
+        foreign = http.get(
+            "/v1/identity", params={"challenge": challenge}, headers={"Host": "evil.example"}
+        )
+        assert foreign.status_code == 403  # the Host check comes first, as for every path

@@ -162,3 +162,38 @@ def test_a_file_read_by_an_older_reader_is_read_again_keeping_its_vectors(
     assert reread.reader == indexer.READER_VERSION
     # Read by the newest reader now: the next scan skips it.
     assert _index(path=doc, store=store, embedder=embedder, titles=["x", "y"]) == "unchanged"
+
+
+def test_a_disk_full_error_is_never_a_files_state(tmp_path: Path, store: LanceStore) -> None:
+    """An older version recorded "the disk is full" as a file's error and never read it
+    again; such a row is read again, and no such row is written any more."""
+    from engine.ingest.discovery import IgnoreRules
+    from engine.ingest.journal import Journal
+    from engine.store.records import DocumentRecord
+
+    path = tmp_path / "notes.txt"
+    path.write_text(INSTALL)
+    stat = path.stat()
+    old = "could not read the file: the disk at /mnt (holding /mnt/index) is full"
+    key, doc_id = str(path), indexer.doc_id_for(path)
+    row = DocumentRecord(
+        doc_id=doc_id,
+        path=key,
+        size=stat.st_size,
+        mtime=stat.st_mtime,
+        content_hash="",
+        status="error",
+        error=old,
+        pages=None,
+        chunks=0,
+        reader=indexer.READER_VERSION,
+    )
+    store.record_document(doc=row)
+    step = indexer.triage(path=path, store=store, journal=Journal(store=store), rules=IgnoreRules())
+    assert isinstance(step, indexer.ToParse)  # read again, though it did not change
+
+    store.remove_document(doc_id=doc_id)
+    journal = Journal(store=store)
+    parse_failed = "could not read the file (OSError: [Errno 28] No space left on device)"
+    outcome = indexer.record_error(store=store, journal=journal, path=path, reason=parse_failed)
+    assert outcome.status == "error" and store.list_documents() == []

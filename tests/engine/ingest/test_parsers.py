@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import docx
@@ -8,7 +7,7 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from engine.errors import ParseError
-from engine.ingest import parsers
+from engine.ingest import parsers, safe_open
 from engine.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_file
 from resources import resource_path, sample_collection_dir
 from tests.fixtures.fact_corpus import write_fact_corpus
@@ -185,14 +184,14 @@ def test_missing_file_directory_and_unsupported_type(tmp_path: Path) -> None:
 def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "secret.txt"
     path.write_text("top secret")
-    real_open = Path.open
+    real_open = safe_open.open_listed_fd
 
-    def deny(self: Path, *args: object, **kwargs: object) -> io.IOBase:
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+    def deny(path_asked: Path) -> int:  # root reads a 0000 file: deny it this way
+        if path_asked == path:
+            raise PermissionError(13, "Permission denied", str(path_asked))
+        return real_open(path_asked)
 
-    monkeypatch.setattr(Path, "open", deny)
+    monkeypatch.setattr(safe_open, "open_listed_fd", deny)
     assert _reason(path) == "permission denied"
 
 

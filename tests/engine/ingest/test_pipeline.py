@@ -216,6 +216,7 @@ def test_a_crash_between_a_groups_rows_and_its_journal_loses_nothing(  # type: i
         upsert(table=table, rows=rows)
 
     monkeypatch.setattr(doc_writes, "upsert_documents", dies_on_the_second_group)
+    monkeypatch.setattr(doc_writes, "_undo", lambda **kw: None)  # a kill undoes nothing
     queue = IngestQueue(
         store=store,
         embedder=lambda: FakeEmbedder(real=real),
@@ -281,6 +282,74 @@ def test_a_full_disk_says_which_what_is_in_and_that_nothing_was_lost(  # type: i
         queue.stop()
     assert done.state == "done" and (done.files_skipped, done.files_indexed) == (50, 150)
     whole(store, texts)
+
+
+def test_a_group_whose_journal_rows_fail_leaves_no_chunk_behind(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills between a group's chunks and its journal rows (another program
+    wrote meanwhile): the group's chunks and pages go again at once, not at the next
+    start, and a changed file's old row too; no chunk is served without its row."""
+    small_files(tmp_path / "logbook", 200)
+    calls = {"n": 0}
+    upsert = doc_writes.upsert_documents
+
+    def full_at_the_second_groups_rows(*, table, rows):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] >= 2:  # the second group's pages and chunks are written (its halves' too)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        upsert(table=table, rows=rows)
+
+    monkeypatch.setattr(doc_writes, "upsert_documents", full_at_the_second_groups_rows)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=100, after_s=600.0),
+    )
+    try:
+        full = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+        assert full.state == "failed" and full.disk_full is not None
+        docs = store.list_documents()
+        assert len(docs) == 100 and all(d.status == "indexed" for d in docs)
+        assert store.chunks.count_rows() == sum(d.chunks for d in docs)
+        assert store.pages.count_rows() == 100
+        monkeypatch.setattr(doc_writes, "upsert_documents", upsert)  # room again
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and (done.files_skipped, done.files_indexed) == (100, 100)
+
+
+def test_a_group_too_big_for_the_room_left_goes_in_as_far_as_it_fits(  # type: ignore[no-untyped-def]
+    store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store refuses a group the disk has no room for before writing any of it;
+    the job then commits halves of it while they fit, and stops on the first that
+    does not: a disk with room for 70 files takes 70, not none of a group of 100."""
+    small_files(tmp_path / "logbook", 200)
+    room = {"files": 70}
+
+    def ensure_room(*, folder: Path, need: int) -> None:
+        if need > room["files"]:
+            raise doc_writes.disk_full_error(folder)
+        room["files"] -= need
+
+    monkeypatch.setattr(doc_writes, "_bytes_needed", lambda *, items, pages: len(items))
+    monkeypatch.setattr(doc_writes, "_ensure_room", ensure_room)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: FakeEmbedder(real=real),
+        commits=CommitPolicy(files=100, after_s=600.0),
+    )
+    try:
+        full = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+        assert full.state == "failed" and full.disk_full is not None
+        assert full.disk_full.files_in == 70 and len(store.list_documents()) == 70
+        room["files"] = 10_000
+        done = wait(queue.submit(paths=[str(tmp_path / "logbook")]))
+    finally:
+        queue.stop()
+    assert done.state == "done" and (done.files_skipped, done.files_indexed) == (70, 130)
 
 
 def test_a_disk_full_error_is_known_however_it_comes() -> None:
