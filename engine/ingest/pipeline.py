@@ -127,6 +127,9 @@ class JobRun:
         self._published = 0.0
         self._attempts: dict[Path, int] = {}
         self.changed_store = False
+        # Paths a request named that no watched folder held when the job began (the
+        # engine's own callers: tests, benchmarks): theirs to write, no removal to heed.
+        self._free_roots: tuple[Path, ...] = ()
 
     # -- the whole job ---------------------------------------------------------
 
@@ -136,6 +139,11 @@ class JobRun:
         paths = spec.paths
         if spec.origin != "request":  # gone again since the event: the removal covers it
             paths = [p for p in paths if os.path.lexists(p)]
+        inside = self.ctx.inside
+        if spec.origin == "request" and inside is not None:
+            self._free_roots = tuple(
+                Path(p).resolve() for p in paths if not inside(Path(p).resolve())
+            )
         found = discover(paths=paths, suffixes=SUPPORTED_SUFFIXES, inside=self.ctx.inside)
         files = found.files
         if self.ctx.accept is not None:
@@ -284,8 +292,11 @@ class JobRun:
 
     def _wanted(self, path: Path) -> bool:
         """Whether `path` still lies in a watched folder (its folder may have been
-        removed since the job listed it). Asked under the gate, before each write."""
-        return self.ctx.inside is None or self.ctx.inside(path)
+        removed since the job listed it), or under a path the request named outside every
+        watched folder. Asked under the gate, before each write."""
+        if self.ctx.inside is None or self.ctx.inside(path):
+            return True
+        return any(path == root or path.is_relative_to(root) for root in self._free_roots)
 
     def _swapped(self, path: Path) -> bool:
         """Whether the listed `path` leads through a symbolic link now, from a folder

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from engine.client import EngineClient
 from engine.errors import EngineRequestError
+from engine.ingest.fspath import to_wire
 from engine.wire import (
     AnswerDone,
     AnswerEvent,
@@ -424,6 +425,7 @@ class FakeClient(EngineClient):
         self, *, path: str | Path, collection: str = "default", ingest: bool = True
     ) -> FolderAdded:
         self._call("add_folder", path=path, ingest=ingest, collection=collection)
+        path = to_wire(path)  # as the real client sends it and the engine lists it
         folder = WatchedFolder(path=path, collection=collection)
         with self._lock:
             self.watched = [f for f in self.watched if f.path != path] + [folder]
@@ -431,6 +433,7 @@ class FakeClient(EngineClient):
 
     def remove_folder(self, *, path: str | Path) -> WatchedFolder:
         self._call("remove_folder", path=path)
+        path = to_wire(path)
         with self._lock:
             folder = next((f for f in self.watched if f.path == path), None)
             if folder is None:
