@@ -116,6 +116,7 @@ def test_on_a_cpu_gguf_models_count_their_kernel_forms(
     # The embedding is held as stored (a lookup decodes its rows), the head in its form.
     assert on_cpu.embed_bytes == sum(stored_bytes(s) for s in units[EMBED])
     assert on_cpu.embed_bytes < plain.embed_bytes // 3
+
     # A chunked prefill keeps one layer's matrices decoded to bfloat16 beside the
     # buffer for the largest matrix (the head here) and its integers.
     def matrices(sources: list) -> list[int]:
