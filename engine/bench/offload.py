@@ -53,7 +53,7 @@ from engine.bench.offload_systems import (
     write_model,
 )
 from engine.bench.offload_weights import parse_formats, run_weight_formats
-from engine.executor.weights import checkpoint_files, index_checkpoint, layer_unit
+from engine.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
 from engine.planner.model_spec import load_model_spec
 from engine.planner.placement import Tier

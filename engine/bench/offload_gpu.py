@@ -54,7 +54,7 @@ from engine.bench.offload_systems import (
     run_systems,
     write_model,
 )
-from engine.executor.weights import checkpoint_files, index_checkpoint, layer_unit
+from engine.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
 from engine.hardware.gpus import measure_transfer
 from engine.hardware.profile import HardwareProfile, snapshot
 from engine.planner.model_spec import ModelSpec, load_model_spec

@@ -21,10 +21,10 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
+from engine.executor.checkpoint import TensorSource, checkpoint_files, index_checkpoint
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import positions_of
 from engine.executor.page_cache import evict_page_cache, evict_ranges
-from engine.executor.weights import TensorSource, checkpoint_files, index_checkpoint
 from engine.hardware.profile import HardwareProfile
 from engine.models.synthetic import write_random_model
 from engine.planner.model_spec import ModelSpec

@@ -30,8 +30,8 @@ from gguf import GGMLQuantizationType
 from safetensors.torch import load_file, save_file
 
 from engine.bench.offload_systems import MIB, Run, _run_system
+from engine.executor.checkpoint import index_checkpoint, layer_unit
 from engine.executor.page_cache import evict_page_cache
-from engine.executor.weights import index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder, gguf_source
 from engine.models.gguf_writer import write_gguf
 from engine.planner.placement import Placement

@@ -78,8 +78,8 @@ from engine.bench.pipeline_systems import (
     run_serial_accelerate,
 )
 from engine.bench.pipeline_workload import Fact, ingest, schedule, write_corpus
+from engine.executor.checkpoint import checkpoint_files
 from engine.executor.page_cache import evict_page_cache
-from engine.executor.weights import checkpoint_files
 from engine.pipeline.adapters import executor_generate_batch
 from engine.pipeline.requests import new_question
 from engine.pipeline.workers import DONE, GenerationJob

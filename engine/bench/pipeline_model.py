@@ -23,7 +23,7 @@ import torch
 
 from engine.bench import offload_systems as offload
 from engine.bench.offload_gpu import GPU_FULL, gpu_plan
-from engine.executor.weights import index_checkpoint, layer_unit
+from engine.executor.checkpoint import index_checkpoint, layer_unit
 from engine.hardware.profile import snapshot, synthetic_profile
 from engine.planner.model_spec import load_model_spec
 from engine.planner.placement import Placement, Tier

@@ -21,6 +21,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, Pretrai
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
 from engine.executor import decoder
+from engine.executor.checkpoint import EMBED, HEAD, layer_unit
 from engine.executor.kv import (
     KvMode,
     choose_kv_mode,
@@ -38,7 +39,7 @@ from engine.executor.packed import (
     matrix_decoding,
 )
 from engine.executor.prefetch import Prefetcher
-from engine.executor.weights import EMBED, HEAD, WeightStore, layer_unit, unit_homes
+from engine.executor.weights import WeightStore, unit_homes
 from engine.planner.demotion import demoted
 from engine.planner.model_spec import PREFILL_CHUNK_TOKENS
 from engine.planner.placement import Placement

@@ -60,7 +60,7 @@ KERNEL_MODES: frozenset[str] = frozenset({"kernel", "kernel_reference"})
 
 
 class TensorSource(Protocol):
-    """What this module reads of engine/executor/weights.py's TensorSource (a Protocol,
+    """What this module reads of engine/executor/checkpoint.py's TensorSource (a Protocol,
     so that the two modules do not import each other)."""
 
     @property

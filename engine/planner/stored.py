@@ -78,8 +78,8 @@ def with_stored_sizes(spec: ModelSpec, *, folder: Path, cpu: bool = False) -> Mo
     workspace one prefill buffer instead of decoded copies."""
     import torch
 
+    from engine.executor.checkpoint import index_checkpoint, layer_unit
     from engine.executor.packed import kernel_computes, packable, stored_bytes
-    from engine.executor.weights import index_checkpoint, layer_unit
 
     try:
         units = index_checkpoint(folder)
@@ -118,9 +118,9 @@ def _kernel_sizes(
     """The sizes of a model computed in its kernel forms (see `with_stored_sizes`)."""
     import dataclasses as dc
 
+    from engine.executor.checkpoint import EMBED, HEAD
     from engine.executor.kernel_forms import decode_buffer_bytes
     from engine.executor.packed import kernel_bytes, stored_bytes
-    from engine.executor.weights import EMBED, HEAD
 
     embed = units.get(EMBED, [])
     head = [s for s in units.get(HEAD, []) if s.param == "lm_head.weight"]

@@ -16,7 +16,7 @@ import torch
 
 from engine.bench import offload, offload_gpu
 from engine.bench.offload_systems import accelerate_device_map, write_model
-from engine.executor.weights import index_checkpoint, layer_unit
+from engine.executor.checkpoint import index_checkpoint, layer_unit
 from engine.hardware.profile import HardwareProfile, synthetic_profile
 from engine.planner.model_spec import load_model_spec, model_spec_from_config
 from tests.engine.bench.test_offload import assert_every_figure, offload_args

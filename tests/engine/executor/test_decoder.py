@@ -11,9 +11,9 @@ from gguf import GGMLQuantizationType
 from transformers import DynamicCache
 
 from engine.executor import decoder, int8
+from engine.executor.checkpoint import EMBED, layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
-from engine.executor.weights import EMBED, layer_unit
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
 from tests.engine.executor.conftest import make_placement

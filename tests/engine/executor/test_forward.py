@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from engine.executor.checkpoint import EMBED, HEAD, layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids, left_pad, positions_of
-from engine.executor.weights import EMBED, HEAD, layer_unit
 from tests.engine.executor.conftest import make_placement
 
 PROMPTS = [[1, 40, 41, 42, 43, 44, 45, 46], [1, 50, 51, 52], [1, 60, 61, 62, 63, 64]]

@@ -11,10 +11,10 @@ import torch
 from gguf import GGMLQuantizationType as T
 
 from engine.executor import int4, int8
+from engine.executor.checkpoint import EMBED, HEAD, index_checkpoint, layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.packed import choose_decode, kernel_bytes
-from engine.executor.weights import EMBED, HEAD, index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model

@@ -12,10 +12,10 @@ import torch
 from gguf import GGMLQuantizationType
 
 import engine.executor.packed as packed_module
+from engine.executor.checkpoint import index_checkpoint, layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.packed import decode, packable
-from engine.executor.weights import index_checkpoint, layer_unit
 from engine.models.gguf_file import companion_folder, read_tensor
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model

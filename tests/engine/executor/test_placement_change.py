@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.executor.checkpoint import layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate, generate_ids
-from engine.executor.weights import layer_unit
 from engine.planner.demotion import demoted_placement
 from tests.engine.executor.conftest import make_placement
 

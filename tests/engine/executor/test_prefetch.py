@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from engine.executor.checkpoint import layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
 from engine.executor.prefetch import Prefetcher
-from engine.executor.weights import WeightStore, layer_unit, unit_homes
+from engine.executor.weights import WeightStore, unit_homes
 from tests.engine.executor.conftest import make_placement
 
 ALL_DISK = ["disk"] * 4

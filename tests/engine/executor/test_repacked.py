@@ -13,9 +13,9 @@ import torch
 from gguf import GGMLQuantizationType
 
 from engine.executor import int4, repacked
+from engine.executor.checkpoint import HEAD, layer_unit
 from engine.executor.forward import StreamingModel
 from engine.executor.generate import GenerationRequest, generate_ids
-from engine.executor.weights import HEAD, layer_unit
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
 from engine.models.synthetic import write_random_model

@@ -8,16 +8,16 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from engine.executor.forward import StreamingModel
-from engine.executor.generate import GenerationRequest, generate_ids
-from engine.executor.page_cache import evict_page_cache
-from engine.executor.weights import (
+from engine.executor.checkpoint import (
     EMBED,
     HEAD,
     checkpoint_files,
     index_checkpoint,
     layer_unit,
 )
+from engine.executor.forward import StreamingModel
+from engine.executor.generate import GenerationRequest, generate_ids
+from engine.executor.page_cache import evict_page_cache
 from tests.engine.executor.conftest import make_placement
 
 

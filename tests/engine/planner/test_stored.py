@@ -12,8 +12,8 @@ import pytest
 from gguf import GGMLQuantizationType
 
 from engine.executor import int4
+from engine.executor.checkpoint import EMBED, index_checkpoint, layer_unit
 from engine.executor.packed import kernel_bytes, stored_bytes
-from engine.executor.weights import EMBED, index_checkpoint, layer_unit
 from engine.hardware.profile import synthetic_profile
 from engine.models.gguf_file import companion_folder
 from engine.models.gguf_writer import write_gguf
