@@ -286,8 +286,17 @@ class GenerativeAnswerer:
                 model=self.executor, contexts=encoded, continuation=wanted, pad=self._pad_id
             )
 
-    def close(self) -> None:
-        self._finalizer()
+    def close(self, *, wait_s: float = 30.0) -> None:
+        """Free the executor, after the batch that runs now has ended (up to `wait_s`):
+        freed under a running batch, the weight store's units vanished mid-step
+        (`KeyError: 'layer.22'` at shutdown, issue #44). Callers cancel their answers
+        first (the engine does at shutdown), so a batch ends within a step."""
+        acquired = self._lock.acquire(timeout=wait_s)
+        try:
+            self._finalizer()
+        finally:
+            if acquired:
+                self._lock.release()
 
 
 def _stop_ids(*, model_path: Path, executor: StreamingModel, tokenizer: Any) -> tuple[int, ...]:

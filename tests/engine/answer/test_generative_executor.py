@@ -201,3 +201,35 @@ def test_on_a_gpu_an_out_of_memory_moves_kv_to_the_host_first_and_the_owner_repo
     assert owner.demotions == 1
     assert host_kv_layers(placement=owner.placement, layers=4) == 2
     assert owner.placement.kv.cpu > 0 and set(owner.placement.layer_tiers) == {"gpu"}
+
+
+def test_closing_during_an_answer_waits_for_its_batch(tmp_path: Path) -> None:
+    """Closed from another thread mid-answer (the engine's shutdown), the answerer frees
+    its executor after the running batch: the answer ends whole, and no step meets a
+    unit the store has already dropped (`KeyError: 'layer.22'` in engine.log, #44)."""
+    import threading
+
+    folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=4)
+    steps = threading.Event()
+
+    def slow(unit: str) -> None:
+        steps.set()
+        time.sleep(0.002)
+
+    answerer = open_model(model_path=folder, device="cpu", fault_hook=slow).answerer
+    failures: list[BaseException] = []
+    pieces: list[str] = []
+
+    def answer() -> None:
+        try:
+            pieces.extend(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=24))
+        except BaseException as e:  # noqa: BLE001 - the test reports whatever escapes
+            failures.append(e)
+
+    worker = threading.Thread(target=answer)
+    worker.start()
+    assert steps.wait(timeout=30)
+    answerer.close()
+    worker.join(timeout=60)
+    assert not worker.is_alive() and failures == []
+    assert answerer.last_generation is not None and answerer.last_generation.generated_tokens > 1
