@@ -223,7 +223,7 @@ def test_closing_during_an_answer_waits_for_its_batch(tmp_path: Path) -> None:
     def answer() -> None:
         try:
             pieces.extend(answerer.stream(question=QUESTION, passages=PASSAGES, max_new_tokens=24))
-        except BaseException as e:  # noqa: BLE001 - the test reports whatever escapes
+        except BaseException as e:  # the test reports whatever escapes
             failures.append(e)
 
     worker = threading.Thread(target=answer)
