@@ -172,14 +172,18 @@ def unpacked_q(nibbles: torch.Tensor) -> torch.Tensor:
     return lo_hi.transpose(2, 3).reshape(rows, cols)
 
 
-def dequantize_bf16(nibbles: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """The (N, K) bfloat16 matrix the kernel computes with (each value rounded once to
-    bfloat16): for a bfloat16 matmul of many rows at once."""
+def weight_of(nibbles: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """The (N, K) float32 matrix the kernel computes with, from `pack`'s result."""
     q = unpacked_q(nibbles)
     rows, cols = q.shape
     s = scales.transpose(0, 1).float()  # (N, K/32, 2)
     w = (q.view(rows, -1, GROUP).float() - 8.0).mul_(s[..., :1]).add_(s[..., 1:])
-    return w.view(rows, cols).to(torch.bfloat16)
+    return w.view(rows, cols)
+
+
+def dequantize_bf16(nibbles: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """`weight_of` rounded once to bfloat16: for a bfloat16 matmul of many rows."""
+    return weight_of(nibbles, scales).to(torch.bfloat16)
 
 
 def linear(

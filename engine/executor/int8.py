@@ -13,8 +13,9 @@ That is not the file's arithmetic: each value moves by at most half a row step
 (max|w| / 254). For Q6_K (64 levels in groups of 16) the row step is about a quarter of
 its largest group's own step; the greedy tokens of real models are compared with the
 dequantize-then-matmul reference by `ragdoll bench offload --model` and reported. The
-kernel's own reference is `reference_linear` (the requantized weights, activations rounded
-to bfloat16, a float32 matmul, bfloat16 out).
+kernel's own reference is `int4.reference_linear` over `reference_weight` (the requantized
+weights, activations rounded to bfloat16, a float32 matmul, bfloat16 out: the same
+arithmetic as the int4 kernel's reference).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 INT8 = ":int8"  # suffix of a requantized weight's int8 values in a unit's tensors
 SCALE8 = ":scale8"  # suffix of its (N,) bfloat16 row scales
@@ -73,12 +73,3 @@ def linear(
 
 def reference_weight(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return values.float() * scale.float().unsqueeze(1)
-
-
-def reference_linear(
-    x: torch.Tensor, *, weight: torch.Tensor, bias: torch.Tensor | None
-) -> torch.Tensor:
-    """`linear`'s arithmetic by dequantize-then-matmul: bfloat16 activations, float32 sums,
-    bfloat16 out."""
-    y = F.linear(x.to(torch.bfloat16).float(), weight).to(torch.bfloat16).to(x.dtype)
-    return y if bias is None else y.add_(bias)

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from gguf import GGMLQuantizationType
 
 from engine.executor import int4, int8
+from engine.executor.int4 import reference_linear
 from engine.executor.quant import decodable, dequantize
 from engine.models.gguf_file import GGUFTensor, permute_rows
 
@@ -298,21 +299,8 @@ def _rows(parts: Parts, *, start: int, stop: int) -> Parts:
 def reference_weight(parts: Parts) -> torch.Tensor:
     """The float32 matrix the kernels compute with (dequantize-then-matmul reference)."""
     if parts.form == "int4":
-        q = int4.unpacked_q(parts.values).float()
-        rows, cols = q.shape
-        s = parts.scales.transpose(0, 1).float()  # (N, K/32, 2)
-        w = (q.view(rows, -1, int4.GROUP) - 8.0) * s[..., :1] + s[..., 1:]
-        return w.view(rows, cols)
+        return int4.weight_of(parts.values, parts.scales)
     return int8.reference_weight(parts.values, parts.scales)
-
-
-def reference_linear(
-    x: torch.Tensor, *, weight: torch.Tensor, bias: torch.Tensor | None
-) -> torch.Tensor:
-    """The kernels' arithmetic by dequantize-then-matmul (`weight` from
-    `reference_weight`): bfloat16 activations, float32 sums, bfloat16 out."""
-    y = F.linear(x.to(torch.bfloat16).float(), weight).to(torch.bfloat16).to(x.dtype)
-    return y if bias is None else y.add_(bias)
 
 
 def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor]) -> int:
