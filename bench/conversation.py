@@ -52,17 +52,23 @@ from typing import Any
 from bench import conversation_standalone
 from bench.conversation_also import found_also, load_also
 from bench.conversation_rewrites import load_rewrites
-from bench.conversation_set import CONVERSATIONS, FILES, TwoTurns
-from bench.conversation_set2 import HELD_OUT2, TUNING2
-from bench.conversation_set3 import TUNING3
-from bench.conversation_set4 import SWITCHES4, TUNING4
-from bench.conversation_set5 import TUNING5
-from bench.conversation_set6 import HELD_OUT3
-from bench.conversation_set7 import HELD_OUT4
-from bench.conversation_set8 import HELD_OUT5
-from bench.conversation_set9 import HELD_OUT6
-from bench.conversation_set10 import HELD_OUT7
-from bench.conversation_set11 import HELD_OUT8
+from bench.conversation_set import (
+    CONVERSATIONS,
+    FILES,
+    HELD_OUT2,
+    HELD_OUT3,
+    HELD_OUT4,
+    HELD_OUT5,
+    HELD_OUT6,
+    HELD_OUT7,
+    HELD_OUT8,
+    SWITCHES4,
+    TUNING2,
+    TUNING3,
+    TUNING4,
+    TUNING5,
+    TwoTurns,
+)
 from bench.real_docs import find_real_docs
 from engine.wire import CitationsEvent, DoneEvent, Turn
 

@@ -77,8 +77,7 @@ def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
     alone, the follow-ups lean on their first turn. The tuning sets' follow-ups and the
     third set's standalone questions are judged too; only tuning questions are listed
     as wrong (held-out ones are counted, not named)."""
-    from bench.conversation_set2 import TUNING2
-    from bench.conversation_set3 import STANDALONE3, TUNING3
+    from bench.conversation_set import STANDALONE3, TUNING2, TUNING3
 
     firsts3 = [c.first for c in TUNING3] + list(STANDALONE3)
     sets = {

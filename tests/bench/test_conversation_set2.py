@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bench.conversation_set import CONVERSATIONS
-from bench.conversation_set2 import HELD_OUT2
+from bench.conversation_set import CONVERSATIONS, HELD_OUT2
 
 
 def test_the_set_is_big_enough_and_spread_over_the_corpus() -> None:
@@ -26,7 +25,7 @@ def test_pages_are_given_for_pdfs_only() -> None:
 
 
 def test_the_tuning_conversations_stay_off_the_held_out_pages() -> None:
-    from bench.conversation_set2 import TUNING2
+    from bench.conversation_set import TUNING2
 
     held_out = [c for c in CONVERSATIONS if c.held_out] + list(HELD_OUT2)
     held = {(c.file, p) for c in held_out for p in c.pages or ()}

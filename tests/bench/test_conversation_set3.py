@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bench.conversation_set import CONVERSATIONS
-from bench.conversation_set3 import STANDALONE3, TUNING3
+from bench.conversation_set import CONVERSATIONS, STANDALONE3, TUNING3
 
 
 def test_the_set_is_big_enough_and_spread_over_the_corpus() -> None:
@@ -19,7 +18,7 @@ def test_pages_are_given_for_pdfs_only() -> None:
 
 
 def test_the_set_stays_off_the_held_out_pages() -> None:
-    from bench.conversation_set2 import HELD_OUT2
+    from bench.conversation_set import HELD_OUT2
 
     held_out = [c for c in CONVERSATIONS if c.held_out] + list(HELD_OUT2)
     held = {(c.file, p) for c in held_out for p in c.pages or ()}

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from bench.conversation_set import CONVERSATIONS
-from bench.conversation_set2 import HELD_OUT2, TUNING2
-from bench.conversation_set3 import TUNING3
-from bench.conversation_set4 import SWITCHES4, TUNING4
+from bench.conversation_set import CONVERSATIONS, HELD_OUT2, SWITCHES4, TUNING2, TUNING3, TUNING4
 
 
 def test_the_set_is_big_enough_and_spread_over_the_corpus() -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from bench.conversation import LATER_PARTS, TUNING_PARTS
-from bench.conversation_set import CONVERSATIONS
-from bench.conversation_set6 import HELD_OUT3
+from bench.conversation_set import CONVERSATIONS, HELD_OUT3
 
 # Every other set the bench asks, so that a set added later is checked against too.
 OTHERS = (

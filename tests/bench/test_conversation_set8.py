@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.conversation_set8 import HELD_OUT5
+from bench.conversation_set import HELD_OUT5
 from tests.bench.blind_set_checks import CHECKS, Check
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.conversation_set9 import HELD_OUT6
+from bench.conversation_set import HELD_OUT6
 from tests.bench.blind_set_checks import CHECKS, Check
 
 
