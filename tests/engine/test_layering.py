@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -93,6 +95,64 @@ def test_no_engine_modules_import_each_other_in_a_circle() -> None:
 
 def test_the_cycle_finder_finds_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The engine's folders are its layers, bottom to top; the modules at engine/'s root
+# (errors, paths, json_file, environ, wire*) are the vocabulary every layer shares.
+LAYERS = ("runtime", "rag", "service")
+SHARED = ("errors", "paths", "json_file", "environ", "wire", "wire_events", "wire_openai")
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "engine" and parts[1] in LAYERS else None
+
+
+def _upward_imports() -> list[tuple[str, str]]:
+    graph, _ = _graph()
+    return [
+        (name, target)
+        for name, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if (low := _layer(name)) is not None
+        and (high := _layer(target)) is not None
+        and LAYERS.index(high) > LAYERS.index(low)
+    ]
+
+
+def test_every_engine_module_lives_in_a_layer_or_is_shared() -> None:
+    loose = [
+        name
+        for name in _modules()
+        if _layer(name) is None
+        and name not in ("engine", "engine.__main__")
+        and name.removeprefix("engine.") not in SHARED
+    ]
+    assert loose == []
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    """The runtime imports neither the RAG core nor the service; the RAG core never
+    imports the service (imports inside functions count)."""
+    assert _upward_imports() == []
+
+
+def test_the_shared_modules_import_no_layer() -> None:
+    graph, _ = _graph()
+    for name in SHARED:
+        assert {t for t in graph[f"engine.{name}"] if _layer(t)} == set(), name
+
+
+def test_an_upward_import_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _graph
+
+    def with_one_more() -> tuple[dict[str, set[str]], list[tuple[str, str]]]:
+        graph, into_app = real()
+        graph["engine.runtime.planner.planner"] = {"engine.rag.store.lance_store"}
+        return graph, into_app
+
+    monkeypatch.setitem(globals(), "_graph", with_one_more)
+    assert _upward_imports() == [("engine.runtime.planner.planner", "engine.rag.store.lance_store")]
 
 
 def test_the_benchmarks_stay_out_of_the_product() -> None:

@@ -1,4 +1,5 @@
-"""The int8 quantization itself, run as its own process: `python -m engine.ingest.int8_quantizer`.
+"""The int8 quantization itself, run as its own process:
+`python -m engine.rag.ingest.int8_quantizer`.
 
 NNCF is only needed once per machine, to make the int8 embedder
 (engine/rag/ingest/int8_embedder.py). It runs here, in a child the engine waits for,

@@ -1,7 +1,7 @@
 """The parsing child: reads one path at a time from its socket, parses it and
 sends back the ParsedDocument or the reason it could not.
 
-Started by engine/rag/ingest/sandbox.py as `python -m engine.ingest.sandbox_child`.
+Started by engine/rag/ingest/sandbox.py as `python -m engine.rag.ingest.sandbox_child`.
 It runs at low priority under an address-space limit, so a pathological file
 fails here (or gets this process killed) and never takes the engine down.
 """

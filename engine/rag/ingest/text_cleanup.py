@@ -7,7 +7,7 @@ defects hurt both retrieval (a header repeated on every chunk matches every
 query about its words) and the viewer, so the cleaned text is what
 is stored and what chunk spans index into.
 
-Nothing here touches files; `engine.ingest.parsers` calls these functions.
+Nothing here touches files; `engine.rag.ingest.parsers` calls these functions.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def target_table(*, embedder_id: str, dimension: int) -> str:
 
 
 def rebuild(
-    store: Any,  # engine.store.lance_store.LanceStore, which calls this (no import circle)
+    store: Any,  # engine.rag.store.lance_store.LanceStore, which calls this (no import circle)
     *,
     embedder_id: str,
     dimension: int,

@@ -114,7 +114,7 @@ def decode(
     pool: BufferPool | None = None,
 ) -> torch.Tensor:
     """A tensor's values in `dtype` from its stored bytes (uint8, on any device); the
-    arithmetic is `engine.executor.quant`'s, so GGML blocks decode bit for bit as gguf's
+    arithmetic is `engine.runtime.executor.quant`'s, so GGML blocks decode bit for bit as gguf's
     reference does, on a GPU too. `pool`: reused float32 buffers to decode into (CPU),
     where the format allows; the caller gives the result back to it after use."""
     if pool is not None and dtype == torch.float32 and raw.device.type == "cpu":

@@ -202,7 +202,7 @@ def test_nncf_is_imported_with_its_telemetry_off_and_nothing_written_home(
     # Run outside pytest: NNCF switches its telemetry off by itself under pytest.
     code = (
         "import os, sys\n"
-        "from engine.ingest.int8_quantizer import import_nncf\n"
+        "from engine.rag.ingest.int8_quantizer import import_nncf\n"
         "import_nncf()\n"
         "from nncf.telemetry import decorator, wrapper\n"
         "print(isinstance(decorator.telemetry, wrapper.NNCFTelemetry), 'pytest' in sys.modules,"

@@ -151,7 +151,7 @@ def test_openvino_is_imported_with_its_telemetry_declined_and_nothing_written_ho
     # sends an "import" event (its conversion tools' telemetry, consent assumed).
     code = (
         "import os\n"
-        "from engine.ingest.openvino_embedder import openvino_installed\n"
+        "from engine.rag.ingest.openvino_embedder import openvino_installed\n"
         "assert openvino_installed()\n"
         "from openvino.tools import ovc\n"
         "print(ovc.telemetry.consent, os.environ.get('CI'))\n"
