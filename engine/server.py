@@ -23,6 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.answer.server_client import ModelServerError
 from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
@@ -127,6 +128,25 @@ class ModelBody(BaseModel):
     weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
 
 
+class ModelServerBody(BaseModel):
+    """`url` None: generation back to the local model (or extractive answers).
+    `api_key` None keeps the stored key for the same server; "" removes it."""
+
+    model_config = ConfigDict(strict=True)
+    url: str | None = Field(default=None, max_length=2048)
+    model: str | None = Field(default=None, max_length=512)
+    api_key: str | None = Field(default=None, max_length=8192)
+    ca_file: str | None = Field(default=None, max_length=4096)
+    concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
+
+
+class ServerModelsBody(BaseModel):
+    model_config = ConfigDict(strict=True)
+    url: str = Field(min_length=1, max_length=2048)
+    api_key: str | None = Field(default=None, max_length=8192)
+    ca_file: str | None = Field(default=None, max_length=4096)
+
+
 class EmbedderBody(BaseModel):
     model_config = ConfigDict(strict=True)
     embedder: str = Field(min_length=1, max_length=4096)
@@ -185,6 +205,34 @@ def create_app(
             return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put("/v1/settings/model-server", response_model=EngineSettings)
+    def set_model_server(body: ModelServerBody) -> dict:
+        """Generate on an OpenAI-compatible server; checked first (502 when it cannot
+        be used, with why). Passages of the person's documents go to it from then on."""
+        try:
+            return to_json_dict(
+                engine.set_model_server(
+                    url=body.url,
+                    model=body.model,
+                    api_key=body.api_key,
+                    ca_file=body.ca_file,
+                    concurrency=body.concurrency,
+                )
+            )
+        except ModelServerError as e:
+            raise HTTPException(status_code=502, detail=str(e)) from e
+        except (ModelLoadError, OSError, ValueError) as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.post("/v1/model-server/models", response_model=dict[str, list[str]])
+    def server_models(body: ServerModelsBody) -> dict:
+        """The models a server lists (its /v1/models); nothing else is sent to it."""
+        try:
+            models = engine.server_models(url=body.url, api_key=body.api_key, ca_file=body.ca_file)
+        except ModelServerError as e:
+            raise HTTPException(status_code=502, detail=str(e)) from e
+        return {"models": models}
 
     @app.put("/v1/settings/embedder", response_model=EngineSettings)
     def set_embedder(body: EmbedderBody) -> dict:
