@@ -129,6 +129,7 @@ class ModelChooser(QToolButton):
     sig_model_requested = Signal(object)  # str | None
     sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
     sig_ranking_requested = Signal(object)  # "model", a cross-encoder, or None
+    sig_server_requested = Signal()  # open the model server dialog
 
     def __init__(
         self,
@@ -145,6 +146,7 @@ class ModelChooser(QToolButton):
         self._choose_embedder = choose_embedder
         self._choose_embedder_file = choose_embedder_file
         self.setText("Model…")
+        self._on_server = False
         self.setObjectName("modelButton")
         self.setAccessibleName("Choose the answer model")
         self.setToolTip("Choose how answers are written")
@@ -159,6 +161,10 @@ class ModelChooser(QToolButton):
         self.choose_action.triggered.connect(self.choose_folder)
         self.choose_gguf_action = QAction("Choose a GGUF model file…", self)
         self.choose_gguf_action.triggered.connect(self.choose_gguf)
+        # An OpenAI-compatible server writes the answers (app/models_pane/server_dialog.py).
+        self.server_action = QAction("Use a model server…", self)
+        self.server_action.setCheckable(True)
+        self.server_action.triggered.connect(self._server_requested)
         self.extractive_action = QAction("Extractive answers (no model)", self)
         self.extractive_action.setCheckable(True)
         self.extractive_action.triggered.connect(self.use_extractive)
@@ -180,6 +186,7 @@ class ModelChooser(QToolButton):
         self.no_ranker_action.setVisible(False)
         menu.addAction(self.choose_action)
         menu.addAction(self.choose_gguf_action)
+        menu.addAction(self.server_action)
         menu.addSeparator()
         menu.addAction(self.extractive_action)
         for action in self.ranking_actions():
@@ -215,6 +222,10 @@ class ModelChooser(QToolButton):
         if path:
             emit(self.sig_model_requested, path)
 
+    def _server_requested(self) -> None:
+        self.server_action.setChecked(self._on_server)  # checked by the status alone
+        emit(self.sig_server_requested)
+
     def use_extractive(self) -> None:
         emit(self.sig_model_requested, None)
 
@@ -236,6 +247,8 @@ class ModelChooser(QToolButton):
         self.setText("Loading model…" if busy else "Model…")
 
     def show_status(self, status: EngineStatus) -> None:
+        self._on_server = status.server is not None
+        self.server_action.setChecked(self._on_server)
         self.extractive_action.setChecked(status.model is None)
         # Without a language model there is nothing to rank with: the setting is kept
         # for the next model, but the item is neither available nor shown as on.
@@ -252,6 +265,11 @@ class ModelChooser(QToolButton):
         self.default_embedder_action.setChecked(status.embedder == DEFAULT_EMBEDDER)
         if status.model_error:
             tip = f"The model is not in use: {status.model_error}"
+        elif status.server is not None:
+            tip = (
+                f"Model server: {status.server.model} on {status.server.url} "
+                "(passages of your documents are sent there)"
+            )
         elif status.model:
             tip = f"Model: {status.model}"
         else:
