@@ -137,6 +137,7 @@ class Engine:
             profiler=self.profiler,
             chosen_model=lambda: self.settings.model,
             placement=self.placement,
+            server=self.server_info,
         )
         self._closing = threading.Event()
         self._warming: threading.Thread | None = None

@@ -59,6 +59,13 @@ def test_answers_come_from_the_server_and_the_key_stays_private(
         assert status.server.first_token_ms is not None
         assert status.server.cached_tokens == 300
 
+        # The hardware view plans the index alone and names the server instead.
+        hardware = engine.client.hardware()
+        assert hardware.placement is None
+        assert hardware.note is not None and f"stub-model on the model server {stub.url}" in (
+            hardware.note
+        )
+
         # The CLI's own ask streams the server's answer with its sources.
         asked = engine.ragdoll("ask", "When is the honey extracted?")
         assert asked.returncode == 0, asked.stderr
