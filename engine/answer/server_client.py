@@ -11,15 +11,24 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from engine.errors import ModelLoadError
+from engine.stream_cut import cut_on
+
+
+class Cancel(Protocol):
+    """A stop the stream heeds: `threading.Event` is one."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
 
 # What a person is told to do when the server fails them; the window offers both.
 FALLBACK_HINT = (
@@ -127,7 +136,7 @@ def chat_stream(
     messages: Sequence[dict[str, str]],
     max_tokens: int,
     temperature: float = 0.0,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
 ) -> Iterator[ChatDelta]:
     """The completion of `messages` as it streams (/v1/chat/completions, stream=true).
     Raises ModelServerError on any failure, timeouts included; stops when `cancel` is
@@ -159,27 +168,32 @@ def chat_stream(
                     response.read()
                     raise _status_error(endpoint=endpoint, response=response)
                 last = time.monotonic()
-                for data in _sse_data(response.iter_lines()):
-                    now = time.monotonic()
-                    if got_token and now - last > t.idle_s:
-                        raise httpx.ReadTimeout("idle")
-                    if not got_token and now - started > t.first_token_s:
-                        raise httpx.ReadTimeout("first token")
-                    if cancel is not None and cancel.is_set():
-                        return
-                    if data == "[DONE]":
-                        return
-                    delta = _delta(data=data, endpoint=endpoint)
-                    if delta is None:
-                        continue
-                    if delta.text:
-                        got_token, last = True, now
-                    yield delta
+                # A stopped answer closes the connection even while the server is
+                # silent (a long prefill): the server sees it leave and stops too.
+                with cut_on(cancel=cancel, response=response):
+                    for data in _sse_data(response.iter_lines()):
+                        now = time.monotonic()
+                        if got_token and now - last > t.idle_s:
+                            raise httpx.ReadTimeout("idle")
+                        if not got_token and now - started > t.first_token_s:
+                            raise httpx.ReadTimeout("first token")
+                        if (cancel is not None and cancel.is_set()) or data == "[DONE]":
+                            return
+                        delta = _delta(data=data, endpoint=endpoint)
+                        if delta is None:
+                            continue
+                        if delta.text:
+                            got_token, last = True, now
+                        yield delta
         except ModelServerError:
             raise
         except httpx.TimeoutException as e:
+            if cancel is not None and cancel.is_set():
+                return
             raise _timeout(endpoint=endpoint, error=e, got_token=got_token) from None
         except httpx.HTTPError as e:
+            if cancel is not None and cancel.is_set():
+                return
             raise _failure(endpoint=endpoint, error=e, got_token=got_token) from None
 
 

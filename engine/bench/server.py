@@ -166,6 +166,7 @@ def _openai_answer(client: Any, *, question: str, args: argparse.Namespace) -> d
     asked = time.perf_counter()
     first: float | None = None
     text, finish = "", None
+    citations: list[dict[str, Any]] = []
     with client._http.stream("POST", "/v1/chat/completions", json=body, timeout=3600) as response:
         if response.status_code != 200:
             response.read()
@@ -174,7 +175,9 @@ def _openai_answer(client: Any, *, question: str, args: argparse.Namespace) -> d
             data = line[5:].strip() if line.startswith("data:") else ""
             if not data or data == "[DONE]":
                 continue
-            for choice in json.loads(data).get("choices", []):
+            chunk = json.loads(data)
+            citations = chunk.get("citations") or citations  # RAGDoll's extension field
+            for choice in chunk.get("choices", []):
                 piece = (choice.get("delta") or {}).get("content") or ""
                 if piece and first is None:
                     first = time.perf_counter()
@@ -185,6 +188,7 @@ def _openai_answer(client: Any, *, question: str, args: argparse.Namespace) -> d
         "first": first,
         "text": text,
         "finish": finish,
+        "citations": citations,
         "ended": time.perf_counter(),
     }
 
@@ -257,27 +261,22 @@ def _at_once(client: Any, *, args: argparse.Namespace, say: Any) -> dict[str, An
 def _follow_up(
     client: Any, *, relay: Any, server: Any, args: argparse.Namespace, say: Any
 ) -> dict[str, Any]:
-    from engine.wire import CitationsEvent, TokenEvent, Turn
+    from engine.wire import Citation, TokenEvent, Turn, from_json_dict
 
-    def first_tokens(**asked: Any) -> tuple[list[Any], str]:
-        cancel = threading.Event()
-        citations: list[Any] = []
-        text, pieces = "", 0
-        for event in client.ask_stream(cancel=cancel, k=args.k, **asked):
-            if isinstance(event, CitationsEvent):
-                citations = event.citations
-            elif isinstance(event, TokenEvent):
-                text, pieces = text + event.text, pieces + 1
-                if pieces >= args.max_tokens:
-                    cancel.set()
-                    break
-        return citations, text
-
-    citations, text = first_tokens(question=FOLLOW_UP[0])
+    # The first turn written whole (to max_tokens), so that the server keeps its state.
+    answer = _openai_answer(client, question=FOLLOW_UP[0], args=args)
     first = relay.requests[-1].body["messages"]
+    citations = [from_json_dict(Citation, c) for c in answer["citations"]]
+    turn = Turn(question=FOLLOW_UP[0], answer=answer["text"], citations=citations)
     hits_before = len(server.prefix_hits())
-    turn = Turn(question=FOLLOW_UP[0], answer=text, citations=citations)
-    first_tokens(question=FOLLOW_UP[1], history=[turn])
+    cancel = threading.Event()
+    pieces = 0
+    for event in client.ask_stream(cancel=cancel, k=args.k, history=[turn], question=FOLLOW_UP[1]):
+        if isinstance(event, TokenEvent):
+            pieces += 1
+            if pieces >= args.max_tokens:
+                cancel.set()
+                break
     follow = relay.requests[-1].body["messages"]
     hits = server.prefix_hits()
     served, evaluated = hits[-1] if len(hits) > hits_before else (None, None)

@@ -57,6 +57,12 @@ def _handler(*, upstream: str, relay: Relay) -> type[BaseHTTPRequestHandler]:
             record = Relayed(body=body, arrived=arrived)
             with relay.lock:
                 relay.requests.append(record)
+            try:
+                self._relay(data=data, record=record)
+            except (BrokenPipeError, ConnectionResetError, httpx.HTTPError):
+                record.ended = time.perf_counter()  # a side hung up: RAGDoll stopped reading
+
+        def _relay(self, *, data: bytes, record: Relayed) -> None:
             timeout = httpx.Timeout(connect=10, read=3600, write=60, pool=10)
             with (
                 httpx.Client(timeout=timeout) as client,

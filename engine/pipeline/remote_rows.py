@@ -42,6 +42,10 @@ class _Stop:
     def is_set(self) -> bool:
         return self._batch.is_set() or self._job.cancel.is_set()
 
+    def wait(self, timeout: float | None = None) -> bool:
+        self._batch.wait(timeout)
+        return self.is_set()
+
 
 def remote_rows(
     *,

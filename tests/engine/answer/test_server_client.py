@@ -5,6 +5,7 @@ ModelServerError, in bounded time, that never carries the key."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
@@ -96,3 +97,15 @@ def test_addresses_that_are_not_servers_are_refused() -> None:
     assert check_url(" http://gpu-box:8000/v1 ") == "http://gpu-box:8000/v1"
     assert ServerEndpoint(url="http://h:1/v1/").base == "http://h:1/v1"
     assert ServerEndpoint(url="http://h:1").base == "http://h:1/v1"
+
+
+def test_a_stopped_answer_closes_a_silent_stream_at_once() -> None:
+    cancel = threading.Event()
+    with model_server_stub() as stub:
+        endpoint = ServerEndpoint(url=stub.url, model="stall")  # the default, long timeouts
+        deltas = chat_stream(endpoint=endpoint, messages=MESSAGES, max_tokens=16, cancel=cancel)
+        assert next(deltas).text  # then the server goes silent
+        threading.Timer(0.3, cancel.set).start()
+        started = time.monotonic()
+        assert list(deltas) == []  # ends quietly: the person asked it to stop
+        assert time.monotonic() - started < 10  # not the 60 s idle timeout
