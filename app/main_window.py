@@ -483,7 +483,12 @@ class MainWindow(QMainWindow):
         if activity or profiling:
             self._profiling_poll.start(1000 if activity else 2000)
         self.mode_label.setText(
-            mode_text(mode=status.answer_mode, model=status.model, model_error=status.model_error)
+            mode_text(
+                mode=status.answer_mode,
+                model=status.model,
+                model_error=status.model_error,
+                server=status.server.url if status.server is not None else None,
+            )
         )
         self.mode_label.setToolTip(self.model_chooser.toolTip())
         if not self.busy.isVisible():

@@ -281,8 +281,9 @@ class FakeClient(EngineClient):
             documents=len(self._docs),
             chunks=sum(d.chunks for d in self._docs),
             embedder=self.embedder,
-            model=self.model,
-            answer_mode="generative" if self.model else "extractive",
+            # As the engine: the server's model while a model server writes the answers.
+            model=self.server.model if self.server else self.model,
+            answer_mode="generative" if self.model or self.server else "extractive",
             profiling=self.profiling,
             pipeline=self.pipeline,
             embedder_in_force=self.embedder,

@@ -66,6 +66,11 @@ def test_answers_come_from_the_server_and_the_key_stays_private(
             hardware.note
         )
 
+        shown = engine.ragdoll("status")
+        assert f"model server: {stub.url} (passages of your documents are sent there)" in (
+            shown.stdout
+        )
+
         # The CLI's own ask streams the server's answer with its sources.
         asked = engine.ragdoll("ask", "When is the honey extracted?")
         assert asked.returncode == 0, asked.stderr
