@@ -303,14 +303,14 @@ class Engine:
         or extractive answers). The server is checked first (it answers, it serves
         `model`): one that does not is never saved. `api_key`: None keeps the stored
         key for the same server, "" removes it; it goes to a 0600 file, not the settings."""
-        from engine.answer.server_client import ModelServerError, check_url
+        from engine.answer.server_client import ServerAddressError, check_url
         from engine.answer.server_key import read_key, write_key
 
         if not url:
             return self.set_model(model=self.settings.model)
         url = check_url(url)
         if ca_file and not Path(ca_file).expanduser().is_file():
-            raise ModelServerError(f"no CA file at {ca_file}")
+            raise ServerAddressError(f"no CA file at {ca_file}")
         if concurrency is not None and not 1 <= concurrency <= 256:
             raise ValueError("concurrency must be between 1 and 256")
         key = api_key

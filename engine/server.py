@@ -23,7 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.answer.server_client import ModelServerError
+from engine.answer.server_client import ModelServerError, ServerAddressError
 from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
@@ -78,6 +78,10 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     }
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ApiError, "description": "Not found"}}
+SERVER_REFUSED: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "Not a server address, or a CA file not found"},
+    502: {"model": ApiError, "description": "The model server could not be used (why, in words)"},
+}
 # What the guard or the body parser may answer on any route.
 COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ApiError, "description": "A body that is not JSON, or a request refused"},
@@ -206,7 +210,7 @@ def create_app(
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 
-    @app.put("/v1/settings/model-server", response_model=EngineSettings)
+    @app.put("/v1/settings/model-server", response_model=EngineSettings, responses=SERVER_REFUSED)
     def set_model_server(body: ModelServerBody) -> dict:
         """Generate on an OpenAI-compatible server; checked first (502 when it cannot
         be used, with why). Passages of the person's documents go to it from then on."""
@@ -220,16 +224,22 @@ def create_app(
                     concurrency=body.concurrency,
                 )
             )
+        except ServerAddressError as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
         except ModelServerError as e:
             raise HTTPException(status_code=502, detail=str(e)) from e
         except (ModelLoadError, OSError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
 
-    @app.post("/v1/model-server/models", response_model=dict[str, list[str]])
+    @app.post(
+        "/v1/model-server/models", response_model=dict[str, list[str]], responses=SERVER_REFUSED
+    )
     def server_models(body: ServerModelsBody) -> dict:
         """The models a server lists (its /v1/models); nothing else is sent to it."""
         try:
             models = engine.server_models(url=body.url, api_key=body.api_key, ca_file=body.ca_file)
+        except ServerAddressError as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
         except ModelServerError as e:
             raise HTTPException(status_code=502, detail=str(e)) from e
         return {"models": models}

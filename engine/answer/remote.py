@@ -20,7 +20,7 @@ from typing import Any
 from engine.answer.generative import GenerationRecord
 from engine.answer.passages import Passage
 from engine.answer.prompt import build_messages
-from engine.answer.server_client import ChatDelta, ServerEndpoint, chat_stream
+from engine.answer.server_client import ChatDelta, ServerEndpoint, chat_stream, http_client
 from engine.wire_events import Turn
 
 # The context assumed when the server does not say (vLLM's /v1/models does:
@@ -103,6 +103,8 @@ class RemoteAnswerer:
         self._first_token_s: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        # One client for every request: its connections and TLS set-up are reused.
+        self._http = http_client(endpoint=endpoint)
 
     # -- requests --------------------------------------------------------------------
 
@@ -159,6 +161,7 @@ class RemoteAnswerer:
             max_tokens=request.max_new_tokens,
             temperature=temperature,
             cancel=cancel,
+            http=self._http,
         ):
             if self._closed.is_set():
                 return
@@ -209,6 +212,7 @@ class RemoteAnswerer:
     def close(self, *, wait_s: float = 0.0) -> None:
         """Streams still open stop at their next piece (their connections close)."""
         self._closed.set()
+        self._http.close()
 
     @property
     def closed(self) -> bool:

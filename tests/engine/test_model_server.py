@@ -111,6 +111,9 @@ def test_a_failing_server_gives_a_clear_error(engine: RunningEngine, tmp_path: P
         asked = engine.ragdoll("ask", "When is the honey extracted?")
         assert asked.returncode != 0
         assert "error of its own (500)" in asked.stderr + asked.stdout
+    with pytest.raises(EngineRequestError) as bad:
+        engine.client.set_model_server(url="gpu-box:8000", model="m")
+    assert bad.value.status == 400 and "not a server address" in str(bad.value)
     with pytest.raises(EngineRequestError) as down:
         engine.client.set_model_server(url=stub.url, model="stub-model")
     assert down.value.status == 502 and "cannot reach" in str(down.value)
