@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench.llama_server import llama_server, missing_server_parts
-from engine.bench.real_models import fetch_hint, find_real_model
-from engine.bench.server_proxy import timing_relay
+from bench.llama_server import llama_server, missing_server_parts
+from bench.real_models import fetch_hint, find_real_model
+from bench.server_proxy import timing_relay
 from engine.wire import Citation, CitationsEvent, Turn, from_json_dict
 from engine.wire_events import TokenEvent
 from tests.support.engine import RunningEngine
