@@ -115,6 +115,7 @@ class EngineClient:
         api_key: str | None = None,
         ca_file: str | None = None,
         concurrency: int | None = None,
+        first_token_s: float | None = None,
     ) -> EngineSettings:
         """Generate on an OpenAI-compatible model server (`url` None: back to the local
         model or extractive answers). The engine checks the server serves `model`
@@ -124,6 +125,8 @@ class EngineClient:
             payload["api_key"] = api_key
         if concurrency is not None:
             payload["concurrency"] = concurrency
+        if first_token_s is not None:
+            payload["first_token_s"] = first_token_s
         body = self._request("PUT", "/v1/settings/model-server", json=payload)
         return from_json_dict(EngineSettings, body)
 

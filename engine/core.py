@@ -265,7 +265,7 @@ class Engine:
         return in_use
 
     def _server_endpoint(self, settings: EngineSettings) -> ServerEndpoint:
-        from engine.answer.server_client import ServerEndpoint
+        from engine.answer.server_client import ServerEndpoint, ServerTimeouts
         from engine.answer.server_key import read_key
 
         return ServerEndpoint(
@@ -273,6 +273,7 @@ class Engine:
             model=settings.server_model or "",
             api_key=read_key(config=self.paths.config),
             ca_file=settings.server_ca_file,
+            timeouts=ServerTimeouts(first_token_s=settings.server_first_token_s),
         )
 
     def _load_server(self) -> ModelInUse:
@@ -298,6 +299,7 @@ class Engine:
         api_key: str | None = None,
         ca_file: str | None = None,
         concurrency: int | None = None,
+        first_token_s: float | None = None,
     ) -> EngineSettings:
         """Generate on an OpenAI-compatible server (`url` None: back to the local model
         or extractive answers). The server is checked first (it answers, it serves
@@ -313,6 +315,8 @@ class Engine:
             raise ServerAddressError(f"no CA file at {ca_file}")
         if concurrency is not None and not 1 <= concurrency <= 256:
             raise ValueError("concurrency must be between 1 and 256")
+        if first_token_s is not None and not 1 <= first_token_s <= 3600:
+            raise ValueError("the first-token timeout must be between 1 and 3600 s")
         key = api_key
         if key is None:
             key = read_key(config=self.paths.config) if url == self.settings.server_url else None
@@ -322,6 +326,7 @@ class Engine:
             server_model=(model or "").strip() or None,
             server_ca_file=str(Path(ca_file).expanduser()) if ca_file else None,
             server_concurrency=concurrency or self.settings.server_concurrency,
+            server_first_token_s=first_token_s or self.settings.server_first_token_s,
         )
         from engine.answer.server_model import open_server
 

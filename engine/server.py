@@ -142,6 +142,7 @@ class ModelServerBody(BaseModel):
     api_key: str | None = Field(default=None, max_length=8192)
     ca_file: str | None = Field(default=None, max_length=4096)
     concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
+    first_token_s: float | None = Field(default=None, ge=1, le=3600)
 
 
 class ServerModelsBody(BaseModel):
@@ -222,6 +223,7 @@ def create_app(
                     api_key=body.api_key,
                     ca_file=body.ca_file,
                     concurrency=body.concurrency,
+                    first_token_s=body.first_token_s,
                 )
             )
         except ServerAddressError as e:

@@ -255,6 +255,9 @@ class EngineSettings:
     server_model: str | None = None
     server_ca_file: str | None = None  # a private CA's certificates (PEM); None: the system's
     server_concurrency: int = 8  # requests in flight at once on the server
+    # How long a request may wait for its first token (a busy or CPU-only server, a
+    # long prompt's prefill, its own queue): then the answer fails, saying so.
+    server_first_token_s: float = 120.0
     max_file_mb: int = 512  # larger files are listed as errors, never read
     parse_time_limit_s: float = 120.0  # per file, in the parsing child
     parse_memory_mb: int = 2048  # address space of the parsing child

@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="requests in flight at once on the server (default 8)",
     )
+    p.add_argument(
+        "--first-token-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long an answer may wait for the server's first token (default 120; "
+        "a CPU server with long prompts needs more)",
+    )
     p.set_defaults(func=run)
 
 
@@ -77,6 +84,7 @@ def _server(args: argparse.Namespace, client: EngineClient) -> EngineSettings | 
         api_key=key if key is not None else None,
         ca_file=args.ca_file,
         concurrency=args.concurrency,
+        first_token_s=args.first_token_timeout,
     )
 
 

@@ -314,6 +314,7 @@ class FakeClient(EngineClient):
         api_key: str | None = None,
         ca_file: str | None = None,
         concurrency: int | None = None,
+        first_token_s: float | None = None,
     ) -> EngineSettings:
         self._call(
             "set_model_server",

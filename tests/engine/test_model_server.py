@@ -41,10 +41,19 @@ def test_answers_come_from_the_server_and_the_key_stays_private(
         assert "stub-model" in listed.stdout
 
         chosen = engine.ragdoll(
-            "model", "--server", stub.url, "--name", "stub-model", "--api-key-file", str(key_file)
+            "model",
+            "--server",
+            stub.url,
+            "--name",
+            "stub-model",
+            "--api-key-file",
+            str(key_file),
+            "--first-token-timeout",
+            "300",
         )
         assert chosen.returncode == 0, chosen.stderr
         assert "are sent to" in chosen.stdout and stub.url in chosen.stdout
+        assert engine.client.settings().server_first_token_s == 300
 
         answer = engine.client.ask(question="When is the honey extracted?")
         assert answer.mode == "generative" and answer.model == "stub-model"
