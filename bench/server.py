@@ -133,8 +133,8 @@ class _engine:
         self.home = home
 
     def __enter__(self) -> Any:
-        from engine.client import EngineClient
         from engine.paths import HOME_ENV, resolve_paths
+        from engine.service.client import EngineClient
 
         saved = os.environ.get(HOME_ENV)
         os.environ[HOME_ENV] = str(self.home)

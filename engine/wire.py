@@ -241,16 +241,16 @@ class WatchedFolder:
 @dataclass(frozen=True, kw_only=True)
 class EngineSettings:
     model: str | None = None  # local folder or Hugging Face id; None = extractive
-    # How the model's weights are held (engine/models/compress.py): "auto" (as stored,
+    # How the model's weights are held (engine/runtime/models/compress.py): "auto" (as stored,
     # bf16 computed in bf16 where that is fast), "int8"/"int4" (a safetensors model
     # compressed once into the cache), "bf16"/"f32" (the compute dtype).
     model_weights: str = "auto"
     embedder: str = "all-MiniLM-L6-v2"
     # A cross-encoder (local folder or Hugging Face cache id) that re-orders the top 20
-    # candidates of each question; None: retrieval's own order (engine/answer/reranker.py).
+    # candidates of each question; None: retrieval's own order (engine/rag/answer/reranker.py).
     reranker: str | None = None
     # An OpenAI-compatible model server that generates instead of `model` (kept for
-    # going back); its key lives in its own 0600 file, never here (engine/answer/server_key.py).
+    # going back); its key lives in its own 0600 file, never here (engine/rag/answer/server_key.py).
     server_url: str | None = None
     server_model: str | None = None
     server_ca_file: str | None = None  # a private CA's certificates (PEM); None: the system's

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 from app.commands.session import engine_session, fail
-from engine.answer.server_key import read_key_file
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.rag.answer.server_key import read_key_file
+from engine.service.client import EngineClient
 from engine.wire import EngineSettings
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from bench.server_proxy import timing_relay
-from engine.answer.server_client import ServerEndpoint, chat_stream, list_models
+from engine.rag.answer.server_client import ServerEndpoint, chat_stream, list_models
 from tests.support.model_server_stub import ANSWER, model_server_stub
 
 MESSAGES = [{"role": "user", "content": "When?"}]
