@@ -49,6 +49,7 @@ from app.models_pane.model_chooser import (
     mode_text,
 )
 from app.models_pane.models_dialog import attach_models_dialog
+from app.models_pane.server_dialog import ServerFallbackBar, attach_server_dialog
 from app.ui_state import (
     last_conversation,
     mark_welcome_seen,
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.viewer = SourceViewer(parent=self)
         self.hardware_panel = HardwarePanel(parent=self)
         self.banner = ErrorBanner()
+        self.server_fallback = ServerFallbackBar()  # an answer from the model server failed
         # Built on first use: QtCharts takes a few hundred ms to load.
         self.activity_panel: ActivityPanel | None = None
         self.profiling_banner = ProfilingBanner()
@@ -142,6 +144,13 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         attach_ranking(chooser=self.model_chooser, bridge=self.bridge)
+        self.server_dialog = attach_server_dialog(
+            bridge=self.bridge,
+            open_signal=self.model_chooser.sig_server_requested,
+            answer_failed=self.chat.sig_answer_failed,
+            bar=self.server_fallback,
+            parent=self,
+        )
         self._set_ready(False)
         if not restore_window(window=self, splitters=self._splitters()):
             self._fit_to_screen()
@@ -191,6 +200,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.banner)
+        layout.addWidget(self.server_fallback)
         layout.addWidget(self.profiling_banner)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
@@ -252,6 +262,7 @@ class MainWindow(QMainWindow):
         model_menu.addAction(self.model_chooser.models_action)
         model_menu.addAction(self.model_chooser.choose_action)
         model_menu.addAction(self.model_chooser.choose_gguf_action)
+        model_menu.addAction(self.model_chooser.server_action)
         model_menu.addAction(self.model_chooser.extractive_action)
         for action in self.model_chooser.ranking_actions():
             model_menu.addAction(action)
@@ -472,7 +483,12 @@ class MainWindow(QMainWindow):
         if activity or profiling:
             self._profiling_poll.start(1000 if activity else 2000)
         self.mode_label.setText(
-            mode_text(mode=status.answer_mode, model=status.model, model_error=status.model_error)
+            mode_text(
+                mode=status.answer_mode,
+                model=status.model,
+                model_error=status.model_error,
+                server=status.server.url if status.server is not None else None,
+            )
         )
         self.mode_label.setToolTip(self.model_chooser.toolTip())
         if not self.busy.isVisible():
@@ -512,6 +528,12 @@ class MainWindow(QMainWindow):
         # "auto" holds the weights as stored; a chosen format (int8, int4, bf16, f32) is
         # worth seeing, since it changes memory use and answers.
         weights = "" if settings.model_weights == "auto" else f" ({settings.model_weights})"
+        if settings.server_url:
+            self.engine_label.setText(
+                f"Answers from {settings.server_model} on {settings.server_url} "
+                "(passages are sent there)"
+            )
+            return
         self.engine_label.setText(
             f"Model loaded: {settings.model}{weights}" if settings.model else "Extractive answers"
         )

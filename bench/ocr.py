@@ -1,5 +1,5 @@
 """How well and how fast OCR reads real manual pages: each page rendered to an
-image with PDFium at the given resolutions, read by engine.ingest.ocr, and
+image with PDFium at the given resolutions, read by engine.rag.ingest.ocr, and
 compared with `pdftotext`'s text of the same page.
 
     python -m bench.ocr [--dpi 150 300] [--pages-per-pdf 2] [--engine tesseract] [PDF ...]

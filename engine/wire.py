@@ -249,6 +249,15 @@ class EngineSettings:
     # A cross-encoder (local folder or Hugging Face cache id) that re-orders the top 20
     # candidates of each question; None: retrieval's own order (engine/rag/answer/reranker.py).
     reranker: str | None = None
+    # An OpenAI-compatible model server that generates instead of `model` (kept for
+    # going back); its key lives in its own 0600 file, never here (engine/rag/answer/server_key.py).
+    server_url: str | None = None
+    server_model: str | None = None
+    server_ca_file: str | None = None  # a private CA's certificates (PEM); None: the system's
+    server_concurrency: int = 8  # requests in flight at once on the server
+    # How long a request may wait for its first token (a busy or CPU-only server, a
+    # long prompt's prefill, its own queue): then the answer fails, saying so.
+    server_first_token_s: float = 120.0
     max_file_mb: int = 512  # larger files are listed as errors, never read
     parse_time_limit_s: float = 120.0  # per file, in the parsing child
     parse_memory_mb: int = 2048  # address space of the parsing child
@@ -263,6 +272,17 @@ class ProfilingStatus:
     fraction: float = 0.0
     reason: str | None = None  # why it runs: "first start", "the model changed (…)", …
     error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelServerInfo:
+    """The model server generating the answers (never its key)."""
+
+    url: str
+    model: str
+    concurrency: int
+    first_token_ms: float | None = None  # median of recent answers, measured here
+    cached_tokens: int | None = None  # the last prompt's tokens its prefix cache served
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,6 +304,7 @@ class EngineStatus:
     # What re-orders each question's candidates (EngineSettings.reranker): None,
     # "model" (the language model in use) or a cross-encoder.
     reranker: str | None = None
+    server: ModelServerInfo | None = None  # generation on a model server, when it is
 
 
 # -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------

@@ -64,6 +64,7 @@ class ChatPane(QWidget):
     sig_open_source = Signal(str)  # chunk id
     sig_conversations_loaded = Signal()
     sig_error = Signal(str)  # a failure the person must see (saving, deleting)
+    sig_answer_failed = Signal(str)  # an answer ended in an error (its message)
 
     def __init__(
         self, *, store: ConversationStore | None = None, parent: QWidget | None = None
@@ -502,6 +503,7 @@ class ChatPane(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self._end_stream(error=message)
+        emit(self.sig_answer_failed, message)
 
     def _on_stopped(self) -> None:
         """The person pressed Stop: keep what arrived, say it was cut short."""

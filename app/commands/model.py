@@ -1,4 +1,5 @@
-"""`ragdoll model [PATH_OR_ID | --none]`: show or choose the language model."""
+"""`ragdoll model [PATH_OR_ID | --none | --server URL --name MODEL]`: show or choose the
+language model, local or on an OpenAI-compatible model server."""
 
 from __future__ import annotations
 
@@ -6,6 +7,17 @@ import argparse
 
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.rag.answer.server_key import read_key_file
+from engine.service.client import EngineClient
+from engine.wire import EngineSettings
+
+
+def sent_notice(url: str) -> str:
+    """What a person must know before a server writes the answers."""
+    return (
+        f"Passages of your documents and your questions are sent to {url} to write "
+        "the answers. Retrieval and your index stay on this machine."
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,13 +35,68 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how the weights are held: as stored (auto), compressed once into the cache "
         "(int8 = Q8_0, int4 = Q4_0 blocks; safetensors models), or computed in bf16/f32",
     )
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        help="generate on an OpenAI-compatible model server (vLLM, Ollama, llama.cpp's "
+        "server), e.g. http://localhost:8000; alone, lists the models it serves. "
+        "Passages of your documents are sent to it",
+    )
+    p.add_argument("--name", metavar="MODEL", help="the server's model to answer with")
+    p.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        help="a file holding the server's API key (stored by the engine readable only by you)",
+    )
+    p.add_argument(
+        "--ca-file", metavar="FILE", help="the CA certificates (PEM) of a server with a private CA"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="requests in flight at once on the server (default 8)",
+    )
+    p.add_argument(
+        "--first-token-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long an answer may wait for the server's first token (default 120; "
+        "a CPU server with long prompts needs more)",
+    )
     p.set_defaults(func=run)
+
+
+def _server(args: argparse.Namespace, client: EngineClient) -> EngineSettings | None:
+    """List the server's models (no --name), or generate on it. None: listed."""
+    key = read_key_file(args.api_key_file) if args.api_key_file else None
+    if not args.name:
+        models = client.server_models(url=args.server, api_key=key, ca_file=args.ca_file)
+        print(f"{args.server} serves:" if models else f"{args.server} lists no models")
+        for name in models:
+            print(f"  {name}")
+        print("Choose one: ragdoll model --server URL --name MODEL")
+        return None
+    print(sent_notice(args.server))
+    return client.set_model_server(
+        url=args.server,
+        model=args.name,
+        api_key=key if key is not None else None,
+        ca_file=args.ca_file,
+        concurrency=args.concurrency,
+        first_token_s=args.first_token_timeout,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         with engine_session(keep=False) as client:
-            if args.none:
+            if args.server:
+                if _server(args, client) is None:
+                    return 0
+            elif args.name or args.api_key_file:
+                return fail("--name and --api-key-file go with --server URL")
+            elif args.none:
                 client.set_model(model=None)
             elif args.model:
                 client.set_model(model=args.model, weights=args.weights)
@@ -41,7 +108,12 @@ def run(args: argparse.Namespace) -> int:
             settings = client.settings()
     except (EngineUnavailableError, EngineRequestError) as e:
         return fail(str(e))
-    if settings.model:
+    except (OSError, ValueError) as e:  # the key file
+        return fail(f"the API key file could not be read: {e}")
+    if settings.server_url:
+        print(f"{settings.server_model} on {settings.server_url} (model server)")
+        print(sent_notice(settings.server_url))
+    elif settings.model:
         print(f"{settings.model} (weights: {settings.model_weights})")
     else:
         print("none (extractive answers)")

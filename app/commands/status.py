@@ -37,5 +37,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if status.model_error:
         print(f"model not in use: {status.model_error}")
+    if status.server is not None:  # passages go there: say so wherever the model is named
+        latency = status.server.first_token_ms
+        print(
+            f"model server: {status.server.url} (passages of your documents are sent there)"
+            + (f", first token {latency:.0f} ms" if latency is not None else "")
+        )
     print(f"data: {paths.data}")
     return 0

@@ -226,6 +226,17 @@ class ActivityPanel(QDialog):
 
     def show_status(self, status: EngineStatus) -> None:
         self.show_pipeline(status.pipeline)
+        server = status.server
+        if server is not None:  # no placement here: the server's model and its latency
+            latency = (
+                f"first token {server.first_token_ms:.0f} ms (median, measured here)"
+                if server.first_token_ms is not None
+                else "no answer measured yet"
+            )
+            self.summary.setText(
+                f"Model server: {server.model} on {server.url}, {latency}, up to "
+                f"{server.concurrency} requests at once.\n{self.summary.text()}"
+            )
 
     def show_pipeline(self, pipeline: PipelineInfo | None) -> None:
         """The one update path: a status from the poll, or a value from a test."""

@@ -107,6 +107,40 @@ class EngineClient:
         body = self._request("PUT", "/v1/settings/model", json=payload)
         return from_json_dict(EngineSettings, body)
 
+    def set_model_server(
+        self,
+        *,
+        url: str | None,
+        model: str | None = None,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        concurrency: int | None = None,
+        first_token_s: float | None = None,
+    ) -> EngineSettings:
+        """Generate on an OpenAI-compatible model server (`url` None: back to the local
+        model or extractive answers). The engine checks the server serves `model`
+        before saving; `api_key` None keeps the stored one for the same server."""
+        payload: dict[str, object] = {"url": url, "model": model, "ca_file": ca_file}
+        if api_key is not None:
+            payload["api_key"] = api_key
+        if concurrency is not None:
+            payload["concurrency"] = concurrency
+        if first_token_s is not None:
+            payload["first_token_s"] = first_token_s
+        body = self._request("PUT", "/v1/settings/model-server", json=payload)
+        return from_json_dict(EngineSettings, body)
+
+    def server_models(
+        self, *, url: str, api_key: str | None = None, ca_file: str | None = None
+    ) -> list[str]:
+        """The models a server lists at /v1/models, asked by the engine."""
+        body = self._request(
+            "POST",
+            "/v1/model-server/models",
+            json={"url": url, "api_key": api_key, "ca_file": ca_file},
+        )
+        return [str(m) for m in body["models"]]
+
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         """Choose the embedder (a sentence-transformers folder or a Hugging Face
         cache id). The engine loads it first, then re-embeds the collection in

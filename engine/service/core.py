@@ -8,6 +8,8 @@ possible, so the engine answers /v1/status at once.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -52,6 +54,7 @@ from engine.wire import (
     EngineStatus,
     FileError,
     IngestQueueState,
+    ModelServerInfo,
     PipelineInfo,
     Priority,
     SearchedEvent,
@@ -63,6 +66,7 @@ from engine.wire import (
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerationRecord, GenerativeAnswerer
     from engine.rag.answer.in_use import ModelInUse
+    from engine.rag.answer.server_client import ServerEndpoint
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -133,6 +137,7 @@ class Engine:
             profiler=self.profiler,
             chosen_model=lambda: self.settings.model,
             placement=self.placement,
+            server=self.server_info,
         )
         self._closing = threading.Event()
         self._warming: threading.Thread | None = None
@@ -179,7 +184,9 @@ class Engine:
     def _warm_up(self) -> None:
         try:
             self.embedder()
-            if self.settings.model and not self._closing.is_set():
+            if self.settings.server_url and not self._closing.is_set():
+                self._load_server()
+            elif self.settings.model and not self._closing.is_set():
                 self._load_generator(self.settings.model, weights=self.settings.model_weights)
         except Exception as e:  # shown in status; the engine keeps serving
             if self._closing.is_set():  # the store closed under it: not a failure
@@ -217,7 +224,7 @@ class Engine:
         from engine.service.profiling.samplers import generation_sampler
 
         model = self._model
-        if model is None:
+        if model is None or model.remote:  # a server's timings are not this machine's
             return None
         answerer = model.answerer
         with self._answer_lock:
@@ -257,7 +264,100 @@ class Engine:
         self._drop_serving()  # the next question builds pipelines for this model
         return in_use
 
+    def _server_endpoint(self, settings: EngineSettings) -> ServerEndpoint:
+        from engine.rag.answer.server_client import ServerEndpoint, ServerTimeouts
+        from engine.rag.answer.server_key import read_key
+
+        return ServerEndpoint(
+            url=settings.server_url or "",
+            model=settings.server_model or "",
+            api_key=read_key(config=self.paths.config),
+            ca_file=settings.server_ca_file,
+            timeouts=ServerTimeouts(first_token_s=settings.server_first_token_s),
+        )
+
+    def _load_server(self) -> ModelInUse:
+        from engine.rag.answer.server_model import open_server
+
+        settings = self.settings
+        with self._model_lock:
+            in_use = open_server(
+                endpoint=self._server_endpoint(settings),
+                concurrency=settings.server_concurrency,
+            )
+            self._model, self._generator_error = in_use, None
+        self._drop_serving()
+        return in_use
+
     # -- settings ------------------------------------------------------------------
+
+    def set_model_server(
+        self,
+        *,
+        url: str | None,
+        model: str | None = None,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        concurrency: int | None = None,
+        first_token_s: float | None = None,
+    ) -> EngineSettings:
+        """Generate on an OpenAI-compatible server (`url` None: back to the local model
+        or extractive answers). The server is checked first (it answers, it serves
+        `model`): one that does not is never saved. `api_key`: None keeps the stored
+        key for the same server, "" removes it; it goes to a 0600 file, not the settings."""
+        from engine.rag.answer.server_client import ServerAddressError, check_url
+        from engine.rag.answer.server_key import read_key, write_key
+
+        if not url:
+            return self.set_model(model=self.settings.model)
+        url = check_url(url)
+        if ca_file and not Path(ca_file).expanduser().is_file():
+            raise ServerAddressError(f"no CA file at {ca_file}")
+        if concurrency is not None and not 1 <= concurrency <= 256:
+            raise ValueError("concurrency must be between 1 and 256")
+        if first_token_s is not None and not 1 <= first_token_s <= 3600:
+            raise ValueError("the first-token timeout must be between 1 and 3600 s")
+        key = api_key
+        if key is None:
+            key = read_key(config=self.paths.config) if url == self.settings.server_url else None
+        changed = with_changes(
+            self.settings,
+            server_url=url,
+            server_model=(model or "").strip() or None,
+            server_ca_file=str(Path(ca_file).expanduser()) if ca_file else None,
+            server_concurrency=concurrency or self.settings.server_concurrency,
+            server_first_token_s=first_token_s or self.settings.server_first_token_s,
+        )
+        from engine.rag.answer.server_model import open_server
+
+        endpoint = dataclasses.replace(self._server_endpoint(changed), api_key=key or None)
+        with self._model_lock:
+            in_use = open_server(endpoint=endpoint, concurrency=changed.server_concurrency)
+            write_key(config=self.paths.config, key=key)
+            self._model, self._generator_error = in_use, None
+        self._drop_serving()
+        self.settings = changed
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
+
+    def server_models(
+        self, *, url: str, api_key: str | None = None, ca_file: str | None = None
+    ) -> list[str]:
+        """The ids a server lists at /v1/models (`api_key` None: the stored key, for
+        the server in use). Raises ModelServerError."""
+        from engine.rag.answer.server_client import ServerEndpoint, check_url, list_models
+        from engine.rag.answer.server_key import read_key
+
+        url = check_url(url)
+        if api_key is None and url == self.settings.server_url:
+            api_key = read_key(config=self.paths.config)
+        same = url == self.settings.server_url
+        endpoint = ServerEndpoint(
+            url=url,
+            api_key=api_key or None,
+            ca_file=ca_file or (self.settings.server_ca_file if same else None),
+        )
+        return [m.id for m in list_models(endpoint=endpoint)]
 
     def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
         """Load the model first: a model that does not load is never saved.
@@ -272,8 +372,15 @@ class Engine:
             with self._model_lock:
                 self._model = None
             self._drop_serving()
-        self.settings = with_changes(self.settings, model=model or None, model_weights=weights)
+        # A local model (or none) chosen: generation leaves the model server, and its
+        # key is kept only while it is in use.
+        self.settings = with_changes(
+            self.settings, model=model or None, model_weights=weights, server_url=None
+        )
         save_settings(file=self.paths.settings_file, settings=self.settings)
+        from engine.rag.answer.server_key import write_key
+
+        write_key(config=self.paths.config, key=None)
         return self.settings
 
     # -- reading -----------------------------------------------------------------------
@@ -288,7 +395,7 @@ class Engine:
             documents=documents,
             chunks=chunks,
             embedder=self.settings.embedder,
-            model=self.settings.model,
+            model=self.settings.server_model if self.settings.server_url else self.settings.model,
             answer_mode="generative" if self._model is not None else "extractive",
             model_error=self._generator_error,
             profiling=self.profiler.status(),
@@ -296,6 +403,22 @@ class Engine:
             embedder_in_force=meta.embedder_id if meta is not None else None,
             embedder_job=switch[1].id if switch is not None else None,
             reranker=self.settings.reranker,
+            server=self.server_info(),
+        )
+
+    def server_info(self) -> ModelServerInfo | None:
+        """The model server generating now (its key is never part of it)."""
+        settings = self.settings
+        if not settings.server_url:
+            return None
+        model = self._model
+        answerer = model.answerer if model is not None and model.remote else None
+        return ModelServerInfo(
+            url=settings.server_url,
+            model=settings.server_model or "",
+            concurrency=settings.server_concurrency,
+            first_token_ms=answerer.first_token_ms() if answerer is not None else None,  # type: ignore[union-attr]
+            cached_tokens=getattr(answerer, "last_cached_tokens", None),
         )
 
     def pipeline_info(self) -> PipelineInfo | None:
@@ -313,7 +436,8 @@ class Engine:
     def placement(self) -> Placement | None:
         """The placement in force of the model in use (None: no language model), as its
         owner reports it: after an out-of-memory recovery, the demoted one."""
-        return m.owner.placement if (m := self._model) is not None else None
+        m = self._model
+        return m.owner.placement if m is not None and m.owner is not None else None
 
     def documents(self) -> list[DocumentInfo]:
         return library_view.documents(store=self.store)
@@ -538,7 +662,8 @@ class Engine:
         model = self._model
         if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
-        with self._answer_lock:
+        # A model server runs its own batches: nothing here to keep from running twice.
+        with contextlib.nullcontext() if model.remote else self._answer_lock:
             yield from model.answerer.stream(
                 question=question.strip(),
                 passages=[],

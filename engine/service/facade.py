@@ -9,6 +9,7 @@ wire values back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from engine.wire import (
     IndexUsage,
     IngestProgress,
     IngestQueueState,
+    ModelServerInfo,
     ProfilingStatus,
     WatchedFolder,
 )
@@ -81,6 +83,19 @@ class LibraryAPI:
         return self._folders.containing(path=path)
 
 
+def server_note(server: ModelServerInfo) -> str:
+    """The hardware view's words for generation on a model server."""
+    latency = (
+        f"; first token in {server.first_token_ms:.0f} ms (median, measured here)"
+        if server.first_token_ms is not None
+        else "; no answer measured yet"
+    )
+    return (
+        f"Answers are written by {server.model} on the model server {server.url}{latency}. "
+        "Nothing of the model is placed on this machine: the plan holds the index alone."
+    )
+
+
 class SystemAPI:
     """The machine, the placement in force and active profiling."""
 
@@ -92,14 +107,17 @@ class SystemAPI:
         profiler: AutoProfiler,
         chosen_model: Callable[[], str | None],
         placement: Callable[[], Placement | None],
+        server: Callable[[], ModelServerInfo | None] = lambda: None,
     ) -> None:
         """`chosen_model()`: the model in the settings; `placement()`: the placement in
-        force of the model in use (its owner's)."""
+        force of the model in use (its owner's); `server()`: the model server that
+        generates instead, if one does (nothing of its model is placed here)."""
         self._paths = paths
         self._store = store
         self._profiler = profiler
         self._chosen_model = chosen_model
         self._placement = placement
+        self._server = server
 
     def hardware(self) -> HardwareInfo:
         """GET /v1/hardware: the profile, the placement in force of the model in use
@@ -114,14 +132,18 @@ class SystemAPI:
             disk_bytes=folder_bytes(self._store.folder),
             resident_bytes=self._store.resident_bytes(),
         )
-        return hardware_info(
+        server = self._server()
+        info = hardware_info(
             paths=self._paths,
-            model=self._chosen_model(),
+            model=None if server is not None else self._chosen_model(),
             chunks=chunks,
             vector_dim=meta.dimension if meta else None,
-            in_force=self._placement(),
+            in_force=None if server is not None else self._placement(),
             index=index,
         )
+        if server is None:
+            return info
+        return dataclasses.replace(info, note=server_note(server))
 
     def skip_profiling(self) -> ProfilingStatus:
         return self._profiler.skip()

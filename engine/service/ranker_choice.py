@@ -76,7 +76,10 @@ class RankerChoice:
         self, *, setting: str | None, model: ModelInUse | None, model_lock: threading.Lock
     ) -> CandidateRanker | None:
         if setting == MODEL_RANKER:  # sharing the lock of the engine's other model runs
-            return None if model is None else ModelRanker(answerer=model.answerer, lock=model_lock)
+            # A model on a server gives no likelihoods over its OpenAI API.
+            if model is None or model.remote:
+                return None
+            return ModelRanker(answerer=model.answerer, lock=model_lock)  # type: ignore[arg-type]
         if not setting:
             return None
         return self.cross_encoder(setting)

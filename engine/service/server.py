@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import EmbedderError, ModelLoadError
 from engine.paths import Paths
+from engine.rag.answer.server_client import ModelServerError, ServerAddressError
 from engine.rag.ingest.fspath import from_store, to_store
 from engine.rag.ingest.jobs import IngestJob
 from engine.service.api.body_checks import WholeNumber
@@ -77,6 +78,10 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     }
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ApiError, "description": "Not found"}}
+SERVER_REFUSED: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "Not a server address, or a CA file not found"},
+    502: {"model": ApiError, "description": "The model server could not be used (why, in words)"},
+}
 # What the guard or the body parser may answer on any route.
 COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ApiError, "description": "A body that is not JSON, or a request refused"},
@@ -125,6 +130,26 @@ class ModelBody(BaseModel):
     model_config = ConfigDict(strict=True)
     model: str | None = Field(default=None, max_length=4096)
     weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
+
+
+class ModelServerBody(BaseModel):
+    """`url` None: generation back to the local model (or extractive answers).
+    `api_key` None keeps the stored key for the same server; "" removes it."""
+
+    model_config = ConfigDict(strict=True)
+    url: str | None = Field(default=None, max_length=2048)
+    model: str | None = Field(default=None, max_length=512)
+    api_key: str | None = Field(default=None, max_length=8192)
+    ca_file: str | None = Field(default=None, max_length=4096)
+    concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
+    first_token_s: float | None = Field(default=None, ge=1, le=3600)
+
+
+class ServerModelsBody(BaseModel):
+    model_config = ConfigDict(strict=True)
+    url: str = Field(min_length=1, max_length=2048)
+    api_key: str | None = Field(default=None, max_length=8192)
+    ca_file: str | None = Field(default=None, max_length=4096)
 
 
 class EmbedderBody(BaseModel):
@@ -185,6 +210,41 @@ def create_app(
             return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put("/v1/settings/model-server", response_model=EngineSettings, responses=SERVER_REFUSED)
+    def set_model_server(body: ModelServerBody) -> dict:
+        """Generate on an OpenAI-compatible server; checked first (502 when it cannot
+        be used, with why). Passages of the person's documents go to it from then on."""
+        try:
+            return to_json_dict(
+                engine.set_model_server(
+                    url=body.url,
+                    model=body.model,
+                    api_key=body.api_key,
+                    ca_file=body.ca_file,
+                    concurrency=body.concurrency,
+                    first_token_s=body.first_token_s,
+                )
+            )
+        except ServerAddressError as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+        except ModelServerError as e:
+            raise HTTPException(status_code=502, detail=str(e)) from e
+        except (ModelLoadError, OSError, ValueError) as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.post(
+        "/v1/model-server/models", response_model=dict[str, list[str]], responses=SERVER_REFUSED
+    )
+    def server_models(body: ServerModelsBody) -> dict:
+        """The models a server lists (its /v1/models); nothing else is sent to it."""
+        try:
+            models = engine.server_models(url=body.url, api_key=body.api_key, ca_file=body.ca_file)
+        except ServerAddressError as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+        except ModelServerError as e:
+            raise HTTPException(status_code=502, detail=str(e)) from e
+        return {"models": models}
 
     @app.put("/v1/settings/embedder", response_model=EngineSettings)
     def set_embedder(body: EmbedderBody) -> dict:

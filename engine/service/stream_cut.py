@@ -13,13 +13,19 @@ import contextlib
 import socket
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 WATCH_POLL_S = 0.05  # how often the watcher looks at the caller's cancel
 
 
+class Waitable(Protocol):
+    """A cancel the watcher can wait on: `threading.Event` is one."""
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
 @contextlib.contextmanager
-def cut_on(*, cancel: threading.Event | None, response: Any) -> Iterator[None]:
+def cut_on(*, cancel: Waitable | None, response: Any) -> Iterator[None]:
     """While inside, `cancel` being set shuts `response`'s connection down (a
     response without a socket, an in-process test transport, is left alone)."""
     if cancel is None:

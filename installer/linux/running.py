@@ -43,7 +43,7 @@ def classify(*, argv: tuple[str, ...]) -> str:
     if rest[:2] == ["-m", "engine"]:
         return "engine"
     if rest[:1] == ["-m"] and rest[1:2] and rest[1].startswith("engine."):
-        # The engine's own children (the parse sandbox, `-m engine.ingest.sandbox_child
+        # The engine's own children (the parse sandbox, `-m engine.rag.ingest.sandbox_child
         # --fd=…`): with no subcommand they read as the window, and an engine that
         # had ingested anything made the installer ask to close a window nobody had
         # open, refuse without a terminal, and open the window after the upgrade.

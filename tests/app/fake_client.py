@@ -38,6 +38,7 @@ from engine.wire import (
     IngestQueueState,
     ModelAdvice,
     ModelDownload,
+    ModelServerInfo,
     PipelineInfo,
     PlacementSummary,
     Priority,
@@ -236,6 +237,8 @@ class FakeClient(EngineClient):
     embedder: str = "fake-embedder"
     embedder_job: str | None = None  # a re-embedding after set_embedder
     reranker: str | None = None  # what set_reranker saved
+    server: ModelServerInfo | None = None  # what set_model_server saved
+    server_list: list[str] = field(default_factory=lambda: ["llama-3.1-70b", "qwen2.5-7b"])
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -278,13 +281,15 @@ class FakeClient(EngineClient):
             documents=len(self._docs),
             chunks=sum(d.chunks for d in self._docs),
             embedder=self.embedder,
-            model=self.model,
-            answer_mode="generative" if self.model else "extractive",
+            # As the engine: the server's model while a model server writes the answers.
+            model=self.server.model if self.server else self.model,
+            answer_mode="generative" if self.model or self.server else "extractive",
             profiling=self.profiling,
             pipeline=self.pipeline,
             embedder_in_force=self.embedder,
             embedder_job=self.embedder_job,
             reranker=self.reranker,
+            server=self.server,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -294,11 +299,48 @@ class FakeClient(EngineClient):
 
     def settings(self) -> EngineSettings:
         self._call("settings")
-        return EngineSettings(model=self.model)
+        server = self.server
+        return EngineSettings(
+            model=self.model,
+            server_url=server.url if server else None,
+            server_model=server.model if server else None,
+        )
+
+    def set_model_server(
+        self,
+        *,
+        url: str | None,
+        model: str | None = None,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        concurrency: int | None = None,
+        first_token_s: float | None = None,
+    ) -> EngineSettings:
+        self._call(
+            "set_model_server",
+            url=url,
+            model=model,
+            api_key=api_key,
+            ca_file=ca_file,
+            concurrency=concurrency,
+        )
+        self.server = (
+            ModelServerInfo(url=url, model=model or "", concurrency=concurrency or 8)
+            if url
+            else None
+        )
+        return self.settings()
+
+    def server_models(
+        self, *, url: str, api_key: str | None = None, ca_file: str | None = None
+    ) -> list[str]:
+        self._call("server_models", url=url, api_key=api_key, ca_file=ca_file)
+        return list(self.server_list)
 
     def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
         self._call("set_model", model=model)
         self.model = model
+        self.server = None  # a local model (or none) chosen: generation leaves the server
         return EngineSettings(model=model, model_weights=weights or "auto")
 
     def set_reranker(self, *, reranker: str | None) -> EngineSettings:

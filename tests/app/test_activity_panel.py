@@ -16,6 +16,7 @@ from app.hardware.activity_panel import CAP, ActivityPanel
 from engine.wire import (
     BatchPoint,
     EngineStatus,
+    ModelServerInfo,
     PipelineInfo,
     PipelineWorkerInfo,
     RequestPoint,
@@ -171,6 +172,30 @@ def test_no_pipeline_yet_is_a_calm_empty_state(qtbot: QtBot) -> None:
     # Then the engine answers: the charts appear.
     panel.show_pipeline(pipeline())
     assert all(chart.isVisible() for chart in panel.charts)
+
+
+def test_a_model_server_is_named_with_its_measured_latency(qtbot: QtBot) -> None:
+    panel = ActivityPanel(clock=_Clock())
+    qtbot.addWidget(panel)
+    server = ModelServerInfo(
+        url="http://gpu-box:8000", model="qwen2.5-7b", concurrency=8, first_token_ms=412.0
+    )
+    status = EngineStatus(
+        version="0",
+        pid=1,
+        documents=0,
+        chunks=0,
+        embedder="e",
+        model="qwen2.5-7b",
+        answer_mode="generative",
+        server=server,
+    )
+    panel.show_status(status)
+    first = panel.summary.text().splitlines()[0]
+    assert first == (
+        "Model server: qwen2.5-7b on http://gpu-box:8000, first token 412 ms "
+        "(median, measured here), up to 8 requests at once."
+    )
 
 
 def test_placement_changes_are_the_first_batch_under_each_new_placement() -> None:

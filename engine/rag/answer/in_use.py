@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.paths import Paths, resolve_paths
 from engine.rag.answer.generative import GenerativeAnswerer
+from engine.rag.answer.remote import RemoteAnswerer
 from engine.runtime.hardware.profile import HardwareProfile, load_profile
 from engine.runtime.models.loading import load_model, read_model_files
 from engine.runtime.planner.model_spec import ModelSpec, load_model_spec
@@ -29,10 +30,16 @@ PLANNED_CONTEXT = 4096
 
 @dataclass(frozen=True, kw_only=True)
 class ModelInUse:
-    """The owner of the model's placement and the answerer that runs the model."""
+    """The owner of the model's placement and the answerer that runs the model. A
+    model on a server (engine/rag/answer/server_model.py) has no owner: nothing of it is
+    placed here, and the planner plans the index alone."""
 
-    owner: PlacementOwner
-    answerer: GenerativeAnswerer
+    owner: PlacementOwner | None
+    answerer: GenerativeAnswerer | RemoteAnswerer
+
+    @property
+    def remote(self) -> bool:
+        return self.owner is None
 
     def close(self) -> None:
         self.answerer.close()

@@ -52,6 +52,47 @@ def build_prompt(
     first); the last one that does not fit is cut and the rest dropped, so that the
     prompt stays within `max_prompt_tokens` as counted by `count_prompt_tokens`.
     """
+    fitted = _fit(
+        tokenizer=tokenizer,
+        question=question,
+        passages=passages,
+        max_prompt_tokens=max_prompt_tokens,
+        history=history,
+    )
+    return _render(tokenizer=tokenizer, **fitted)
+
+
+def build_messages(
+    *,
+    tokenizer: Any,
+    question: str,
+    passages: list[Passage],
+    max_prompt_tokens: int,
+    history: Sequence[Turn] = (),
+) -> list[dict[str, str]]:
+    """The prompt of `build_prompt` as chat messages (system, earlier turns, then this
+    turn's sources and question), for a model server that applies its own template:
+    the same fitting and the same stable start, so the server's prefix cache serves a
+    follow-up as the executor's does. `tokenizer` only counts (an estimate will do)."""
+    fitted = _fit(
+        tokenizer=tokenizer,
+        question=question,
+        passages=passages,
+        max_prompt_tokens=max_prompt_tokens,
+        history=history,
+    )
+    return prompt_messages(**fitted)
+
+
+def _fit(
+    *,
+    tokenizer: Any,
+    question: str,
+    passages: list[Passage],
+    max_prompt_tokens: int,
+    history: Sequence[Turn],
+) -> dict[str, Any]:
+    """The parts `_render` takes (system, sources, question, turns), fitted to the budget."""
     system = load_system_prompt()
     question = " ".join(question.split())
 
@@ -116,7 +157,7 @@ def build_prompt(
     while turns and count_prompt_tokens(tokenizer=tokenizer, prompt=prompt) > max_prompt_tokens:
         turns = turns[1:]  # rare: template overhead the estimate missed
         prompt = render(blocks, question, turns)
-    return prompt
+    return {"system": system, "sources": blocks, "question": question, "turns": turns}
 
 
 def count_prompt_tokens(*, tokenizer: Any, prompt: str) -> int:
@@ -138,18 +179,12 @@ def _render(
     question: str,
     turns: Sequence[tuple[str, str]] = (),
 ) -> str:
-    user = user_text(sources=sources, question=question)
     if not getattr(tokenizer, "chat_template", None):
+        user = user_text(sources=sources, question=question)
         earlier = "".join(f"{u}\n\nAnswer: {a}\n\n" for u, a in turns)
         return f"{system}\n\n{earlier}{user}\n\nAnswer:"
-    dialogue: list[dict[str, str]] = []
-    for u, a in turns:
-        dialogue += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
-    messages = [
-        {"role": "system", "content": system},
-        *dialogue,
-        {"role": "user", "content": user},
-    ]
+    messages = prompt_messages(system=system, sources=sources, question=question, turns=turns)
+    dialogue, user = messages[1:-1], messages[-1]["content"]
     try:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except Exception:
@@ -160,6 +195,22 @@ def _render(
         if dialogue:
             merged += [*dialogue[1:], {"role": "user", "content": user}]
         return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+
+def prompt_messages(
+    *,
+    system: str,
+    sources: Sequence[str],
+    question: str,
+    turns: Sequence[tuple[str, str]] = (),
+) -> list[dict[str, str]]:
+    """System, the earlier turns (each question with its sources, then the answer),
+    then this turn's sources and question: the stable layout a prefix cache serves."""
+    dialogue: list[dict[str, str]] = []
+    for u, a in turns:
+        dialogue += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
+    user = user_text(sources=list(sources), question=question)
+    return [{"role": "system", "content": system}, *dialogue, {"role": "user", "content": user}]
 
 
 def _ids(tokenizer: Any, text: str) -> list[int]:

@@ -17,7 +17,7 @@ from engine.rag.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.rag.answer.passages import Passage
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.workers import DONE, GenerationJob, _Done
+from engine.rag.pipeline.workers import DONE, GenerationJob, RowFailed, _Done
 from engine.rag.store.records import SearchFilters, SearchHit, SearchResult
 from engine.rag.store.search import RRF_K
 
@@ -30,7 +30,7 @@ Embed = Callable[[list[str]], np.ndarray]
 # between a question's embedding and its search: engine/rag/ingest/embedder_switch.py).
 TaggedEmbed = Callable[[list[str]], tuple[np.ndarray, str]]
 STALE_TRIES = 3  # a swap per try would take longer than any question waits
-Stream = Iterator[tuple[str, "str | Piece | _Done"]]
+Stream = Iterator[tuple[str, "str | Piece | _Done | RowFailed"]]
 
 
 def store_retrieve_batch(
@@ -384,8 +384,23 @@ def generate_rows(
 ) -> Stream:
     """The model's answers to `jobs` as one batch: each row's text as it decodes (a
     Piece counting the tokens behind it), then DONE for that row. `incoming()`, asked
-    at each decode step, gives jobs that join the batch there."""
+    at each decode step, gives jobs that join the batch there. An answerer on a model
+    server (engine/rag/answer/remote.py) streams its rows as concurrent requests instead
+    (engine/rag/pipeline/remote_rows.py)."""
     from engine.rag.answer.generative import IncrementalDetokenizer
+
+    if getattr(answerer, "remote", False):
+        from engine.rag.pipeline.remote_rows import remote_rows
+
+        yield from remote_rows(
+            answerer=answerer,  # type: ignore[arg-type]
+            jobs=jobs,
+            passages=passages,
+            request_of=lambda job: _request(answerer=answerer, job=job, passages=passages),
+            incoming=incoming,
+            temperature=temperature,
+        )
+        return
 
     rows: list[GenerationJob] = []  # every job seen, in the executor's numbering
     detok: list[IncrementalDetokenizer] = []

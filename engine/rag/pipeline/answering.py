@@ -18,6 +18,7 @@ start on it; what it writes is held until the verdict, and a refusal stops it
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -331,7 +332,9 @@ def gated_generate_batch(
 
     def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
         assert answerer is not None
-        with model_lock:
+        # A model server runs its own batches: nothing here to keep from running twice.
+        lock = contextlib.nullcontext() if getattr(answerer, "remote", False) else model_lock
+        with lock:
             yield from generate_rows(
                 answerer=answerer,
                 jobs=[j for j in jobs if not j.cancel.is_set()],

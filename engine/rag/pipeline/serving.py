@@ -87,6 +87,7 @@ class ServingPipeline:
             # far as eq. 4-8 would have batched it with the rows in flight.
             join_running_batch=True,
             model_name=self.answerer.name if self.answerer is not None else None,
+            generation_cap=getattr(self.answerer, "concurrency", None),
         )
         self.governor: PlacementGovernor | None = None
         if owner is not None and placement is not None:

@@ -52,6 +52,15 @@ class _Done:
 
 DONE: Final = _Done()  # the generate_batch marker: this request's answer is complete
 
+
+@dataclass(frozen=True, kw_only=True)
+class RowFailed:
+    """The generate_batch marker of a request that failed alone (a model server's
+    error for one row): it ends with `message`, the others go on."""
+
+    message: str
+
+
 # Without a placement, the batch caps: retrieval is cheap to batch (one embedding
 # call, one search), generation holds KV per row.
 DEFAULT_RETRIEVAL_CAP = 64
@@ -77,7 +86,9 @@ class GenerationJob:
 
 RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
 # A piece is plain text, or a Piece when the function counts the tokens behind it.
-GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done"]]]
+GenerateBatch = Callable[
+    [Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done | RowFailed"]]
+]
 
 
 class Pipeline:
@@ -103,6 +114,7 @@ class Pipeline:
         retrieval_waits_for_company: bool = True,
         judge: Callable[[Question, Any], Any] | None = None,
         speculate: Callable[[Any], bool] | None = None,
+        generation_cap: int | None = None,
     ) -> None:
         """`answered_at_retrieval(hits)`: True for a question whose retrieval already
         settled it (nothing relevant found): it finishes there, without taking a place
@@ -115,7 +127,8 @@ class Pipeline:
         question's hits. `speculate(searched)`: True for a question that goes to the
         generation queue before `judge` gives its verdict (its generation starts from
         `searched`; what it writes is held until the verdict, and a question the
-        verdict settles is stopped there)."""
+        verdict settles is stopped there). `generation_cap`: the largest generation
+        batch without a placement (a model server's requests in flight)."""
         policy = policy or SchedulerPolicy()
         self._retrieve_batch = retrieve_batch
         self._generate_batch = generate_batch
@@ -152,7 +165,7 @@ class Pipeline:
             name="generation",
             run_batch=self._generate,
             model=BatchModel(profiled=generation_fit),
-            cap=_generation_cap(placement),
+            cap=generation_cap or _generation_cap(placement),
             cap_of=_generation_cap,
             apply_placement=apply_generation_placement,
             policy=policy,
@@ -446,6 +459,8 @@ class Pipeline:
                     # verdict stopped it first (a refusal stores no answer).
                     h.wait_released(timeout=VERDICT_WAIT_S)
                     h.emit(Finished(status="done"))  # its record marks the finish
+                elif isinstance(piece, RowFailed):
+                    h.emit(Finished(status="error", error=piece.message))
                 elif h.cancelled:
                     h.emit(Finished(status="cancelled"))
                 else:

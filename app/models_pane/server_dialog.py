@@ -1,0 +1,338 @@
+"""Model → Use a model server…: an OpenAI-compatible server (vLLM, Ollama, llama.cpp's
+server) writes the answers; retrieval, the index and the citations stay here.
+
+The dialog says plainly what leaves the machine before anything does; its model list
+and the choice go through the engine (which checks the server before saving). When an
+answer fails while a server writes them, `ServerFallbackBar` offers the local model
+or extractive answers; the question stays in the conversation to ask again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_plumbing import EngineOp, describe_error
+from app.qt_compat import emit
+from engine.wire import EngineSettings, EngineStatus
+
+if TYPE_CHECKING:
+    from app.engine_bridge import EngineBridge
+
+SENT_NOTICE = (
+    "Passages of your documents, your questions and the conversation's earlier turns "
+    "are sent to this server to write each answer. Your index and files stay on this "
+    "machine. Use only a server you trust (your own, or your team's)."
+)
+DEFAULT_CONCURRENCY = EngineSettings().server_concurrency
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerChoice:
+    """What the person filled in (the key, when typed, is sent once to the engine,
+    which keeps it in a file only they can read)."""
+
+    url: str
+    model: str
+    api_key: str | None
+    ca_file: str | None
+    concurrency: int
+
+
+class ServerDialog(QDialog):
+    """Emits `sig_list_requested(url, key, ca_file)` and `sig_use_requested(ServerChoice)`;
+    the owner answers with `show_models`, `show_error` or `accept`."""
+
+    sig_list_requested = Signal(str, object, object)  # url, key or None, CA file or None
+    sig_use_requested = Signal(object)  # ServerChoice
+
+    def __init__(
+        self,
+        *,
+        choose_ca_file: Callable[[QWidget], str | None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Use a model server")
+        self.setObjectName("serverDialog")
+        self._choose_ca_file = choose_ca_file or _ca_file_dialog
+        self.url = QLineEdit()
+        self.url.setPlaceholderText("http://gpu-box:8000 (vLLM), http://localhost:11434 (Ollama)")
+        self.url.setAccessibleName("Server address")
+        self.key = QLineEdit()
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setPlaceholderText("optional; kept in a file only you can read")
+        self.key.setAccessibleName("API key")
+        self.ca_file = QLineEdit()
+        self.ca_file.setPlaceholderText("optional: a private CA's certificates (PEM)")
+        self.ca_file.setAccessibleName("CA file")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_ca)
+        ca_row = QHBoxLayout()
+        ca_row.addWidget(self.ca_file, 1)
+        ca_row.addWidget(browse)
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setAccessibleName("Model")
+        self.list_button = QPushButton("List the server's models")
+        self.list_button.clicked.connect(self._list)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(self.list_button)
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, 256)
+        self.concurrency.setValue(DEFAULT_CONCURRENCY)
+        self.concurrency.setAccessibleName("Requests at once")
+        self.concurrency.setToolTip("Questions sent at once; the server batches them")
+        self.notice = QLabel(SENT_NOTICE)
+        self.notice.setObjectName("serverNotice")
+        self.notice.setWordWrap(True)
+        self.error = QLabel()
+        self.error.setObjectName("errorText")
+        self.error.setWordWrap(True)
+        self.error.setTextFormat(Qt.TextFormat.PlainText)
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.hide()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.use_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.use_button.setText("Send passages to this server")
+        self.buttons.accepted.connect(self._use)
+        self.buttons.rejected.connect(self.reject)
+        form = QFormLayout()
+        form.addRow("Server", self.url)
+        form.addRow("API key", self.key)
+        form.addRow("CA file", ca_row)
+        form.addRow("Model", model_row)
+        form.addRow("Requests at once", self.concurrency)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.notice)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.buttons)
+        self.url.textChanged.connect(self._update)
+        self.model.currentTextChanged.connect(self._update)
+        self._update()
+
+    def show_settings(self, settings: EngineSettings) -> None:
+        """Fill in the server in use (never its key: the engine does not give it)."""
+        if settings.server_url:
+            self.url.setText(settings.server_url)
+            self.model.setCurrentText(settings.server_model or "")
+            self.ca_file.setText(settings.server_ca_file or "")
+            self.concurrency.setValue(settings.server_concurrency)
+            self.key.setPlaceholderText("leave empty to keep the stored key")
+
+    def show_models(self, models: list[str]) -> None:
+        current = self.model.currentText()
+        self.model.clear()
+        self.model.addItems(models)
+        if current in models:
+            self.model.setCurrentText(current)
+        self.error.setVisible(not models)
+        self.error.setText("" if models else "The server lists no models.")
+        self._busy(False)
+
+    def show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.show()
+        self._busy(False)
+
+    def choice(self) -> ServerChoice:
+        return ServerChoice(
+            url=self.url.text().strip(),
+            model=self.model.currentText().strip(),
+            api_key=self.key.text().strip() or None,
+            ca_file=self.ca_file.text().strip() or None,
+            concurrency=self.concurrency.value(),
+        )
+
+    def _list(self) -> None:
+        choice = self.choice()
+        if choice.url:
+            self._busy(True)
+            emit(self.sig_list_requested, choice.url, choice.api_key, choice.ca_file)
+
+    def _use(self) -> None:
+        choice = self.choice()
+        if choice.url and choice.model:
+            self._busy(True)
+            self.error.hide()
+            emit(self.sig_use_requested, choice)
+
+    def _browse_ca(self) -> None:
+        path = self._choose_ca_file(self)
+        if path:
+            self.ca_file.setText(path)
+
+    def _busy(self, busy: bool) -> None:
+        self.list_button.setEnabled(not busy and bool(self.url.text().strip()))
+        self.use_button.setEnabled(
+            not busy and bool(self.url.text().strip() and self.model.currentText().strip())
+        )
+
+    def _update(self) -> None:
+        self._busy(False)
+
+
+def _ca_file_dialog(parent: QWidget) -> str | None:
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "The server's CA certificates", "", "Certificates (*.pem *.crt);;All files (*)"
+    )
+    return path or None
+
+
+class ServerFallbackBar(QFrame):
+    """Shown when an answer from the model server failed: the reason, and the ways to
+    go on (the local model, when one was chosen before; extractive answers)."""
+
+    sig_local = Signal()
+    sig_extractive = Signal()
+
+    def __init__(self, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorBanner")
+        self.label = QLabel()
+        self.label.setObjectName("errorText")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.local_button = QPushButton("Use the local model")
+        self.local_button.clicked.connect(lambda: self._chose(self.sig_local))
+        self.extractive_button = QPushButton("Extractive answers")
+        self.extractive_button.clicked.connect(lambda: self._chose(self.sig_extractive))
+        dismiss = QPushButton("Keep the server")
+        dismiss.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 8, 8)
+        layout.addWidget(self.label, 1)
+        for button in (self.local_button, self.extractive_button, dismiss):
+            layout.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def offer(self, *, message: str, local_model: str | None) -> None:
+        self.label.setText(
+            f"The model server could not answer: {message}\n"
+            "Your question is kept in the conversation: ask it again (Regenerate) once "
+            "the server answers, or go on without it."
+        )
+        self.local_button.setVisible(bool(local_model))
+        self.local_button.setToolTip(local_model or "")
+        self.show()
+
+    def _chose(self, signal: Signal) -> None:
+        self.hide()
+        emit(signal)
+
+
+def attach_server_dialog(
+    *,
+    bridge: EngineBridge,
+    open_signal: Signal,
+    answer_failed: Signal,
+    bar: ServerFallbackBar,
+    parent: QWidget,
+    dialog_factory: Callable[[QWidget], ServerDialog] | None = None,
+) -> Callable[[], ServerDialog | None]:
+    """Wire the dialog (opened by `open_signal`) and the fallback bar (shown on
+    `answer_failed(message)` while a server writes the answers) to the engine.
+    Returns the dialog open now, if any (for tests)."""
+    make = dialog_factory or (lambda p: ServerDialog(parent=p))
+    state: dict[str, object] = {"dialog": None, "status": None, "settings": None}
+
+    def remember(status: EngineStatus) -> None:
+        state["status"] = status
+
+    def open_dialog() -> None:
+        dialog = make(parent)
+        state["dialog"] = dialog
+        settings = state["settings"]
+        if isinstance(settings, EngineSettings):
+            dialog.show_settings(settings)
+        dialog.sig_list_requested.connect(lambda url, key, ca: list_models(dialog, url, key, ca))
+        dialog.sig_use_requested.connect(lambda choice: use(dialog, choice))
+        dialog.open()
+
+    def list_models(dialog: ServerDialog, url: str, key: str | None, ca: str | None) -> None:
+        bridge.run(
+            EngineOp(
+                what="Listing the server's models",
+                call=lambda c: c.server_models(url=url, api_key=key, ca_file=ca),
+                success=dialog.show_models,
+                failure=lambda e: dialog.show_error(describe_error(error=e)),
+            )
+        )
+
+    def use(dialog: ServerDialog, choice: ServerChoice) -> None:
+        def done(settings: EngineSettings) -> None:
+            state["settings"] = settings
+            dialog.accept()
+            emit(bridge.sig_model_changed, settings)
+            bridge.refresh_status()
+
+        bridge.run(
+            EngineOp(
+                what="Using the model server",
+                call=lambda c: c.set_model_server(
+                    url=choice.url,
+                    model=choice.model,
+                    api_key=choice.api_key,
+                    ca_file=choice.ca_file,
+                    concurrency=choice.concurrency,
+                ),
+                success=done,
+                failure=lambda e: dialog.show_error(describe_error(error=e)),
+            )
+        )
+
+    def failed(message: str) -> None:
+        status = state["status"]
+        if isinstance(status, EngineStatus) and status.server is not None:
+            settings = state["settings"]
+            local = settings.model if isinstance(settings, EngineSettings) else None
+            bar.offer(message=message, local_model=local)
+
+    def settings_changed(settings: EngineSettings) -> None:
+        state["settings"] = settings
+        if not settings.server_url:
+            bar.hide()
+
+    def go_local() -> None:
+        settings = state["settings"]
+        model = settings.model if isinstance(settings, EngineSettings) else None
+        bridge.set_model(model=model)
+
+    def connected(status: EngineStatus) -> None:
+        remember(status)
+        bridge.run(
+            EngineOp(
+                what="Reading the settings", call=lambda c: c.settings(), success=settings_changed
+            )
+        )
+
+    open_signal.connect(open_dialog)
+    answer_failed.connect(failed)
+    bridge.sig_status.connect(remember)
+    bridge.sig_connected.connect(connected)
+    bridge.sig_model_changed.connect(settings_changed)
+    bar.sig_local.connect(go_local)
+    bar.sig_extractive.connect(lambda: bridge.set_model(model=None))
+    return lambda: state["dialog"] if isinstance(state["dialog"], ServerDialog) else None

@@ -1,0 +1,165 @@
+"""A small OpenAI-compatible server on loopback (real HTTP, real sockets) for the
+model-server error paths: the model asked for picks the behaviour.
+
+  stub-model  streams `ANSWER` piece by piece, then a usage chunk
+  broken      500          busy   429          stall  one piece, then silence
+  drop        one piece, then the connection is cut mid-stream
+Any request without the right key (when `key` is set) gets 401. Every chat request's
+headers and body are kept (`requests`), so tests can assert the prompt's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ANSWER = "The honey is extracted in late August [1]."
+MODELS = ("stub-model", "broken", "busy", "stall", "drop")
+
+
+@dataclass
+class StubState:
+    key: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    in_flight: int = 0
+    most_in_flight: int = 0
+    piece_delay_s: float = 0.0
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class Stub:
+    url: str
+    state: StubState
+
+
+def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _authorized(self) -> bool:
+            if state.key is None or self.headers.get("Authorization") == f"Bearer {state.key}":
+                return True
+            self._json(401, {"error": {"message": "Incorrect API key provided"}})
+            return False
+
+        def _json(self, code: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if not self._authorized():
+                return
+            if self.path.rstrip("/") == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": m} for m in MODELS]})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self._authorized():
+                return
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._json(404, {"error": {"message": "not found"}})
+                return
+            with state.lock:
+                state.requests.append(body)
+                state.headers.append(dict(self.headers))
+            model = body.get("model")
+            if model == "broken":
+                self._json(500, {"error": {"message": "CUDA out of memory"}})
+                return
+            if model == "busy":
+                self._json(429, {"error": {"message": "Too many requests"}})
+                return
+            if model not in MODELS:
+                self._json(404, {"error": {"message": f"The model `{model}` does not exist."}})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            with state.lock:
+                state.in_flight += 1
+                state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            try:
+                self._stream(model=str(model))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+
+        def _event(self, data: str) -> None:
+            payload = f"data: {data}\n\n".encode()
+            self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+            self.wfile.flush()
+
+        def _chunk(self, text: str) -> None:
+            self._event(json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]}))
+
+        def _stream(self, *, model: str) -> None:
+            pieces = list(_pieces(ANSWER))
+            if model in ("stall", "drop"):
+                self._chunk(pieces[0])
+                if model == "drop":
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                state.release.wait(timeout=30)  # silent until the test ends
+                return
+            for piece in pieces:
+                if state.piece_delay_s:
+                    time.sleep(state.piece_delay_s)
+                self._chunk(piece)
+            self._event(
+                json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            )
+            usage = {
+                "prompt_tokens": 321,
+                "completion_tokens": len(pieces),
+                "prompt_tokens_details": {"cached_tokens": 300},
+            }
+            self._event(json.dumps({"choices": [], "usage": usage}))
+            self._event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+
+    return Handler
+
+
+def _pieces(text: str) -> Iterator[str]:
+    words = text.split(" ")
+    for i, w in enumerate(words):
+        yield w if i == 0 else " " + w
+
+
+@contextmanager
+def model_server_stub(*, key: str | None = None) -> Iterator[Stub]:
+    state = StubState(key=key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="stub-server", daemon=True)
+    thread.start()
+    try:
+        yield Stub(url=f"http://127.0.0.1:{server.server_address[1]}", state=state)
+    finally:
+        state.release.set()
+        server.shutdown()
+        server.server_close()
