@@ -20,6 +20,7 @@ import numpy as np
 from engine import library_view
 from engine.answer.model_ranker import MODEL_RANKER
 from engine.answer.reranker import CandidateRanker
+from engine.each.memo import EachMemo
 from engine.embedder_in_force import EmbedderInForce
 from engine.errors import ModelLoadError
 from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
@@ -59,6 +60,7 @@ from engine.wire import (
     Turn,
     WatchedFolder,
 )
+from engine.wire_each import EachEvent, EachRequest
 
 if TYPE_CHECKING:
     from engine.answer.generative import GenerationRecord, GenerativeAnswerer
@@ -134,6 +136,7 @@ class Engine:
             chosen_model=lambda: self.settings.model,
             placement=self.placement,
         )
+        self.each_memo = EachMemo(file=paths.data / "ask-each.json")  # re-runs reuse rows
         self._closing = threading.Event()
         self._warming: threading.Thread | None = None
         if warm_up:
@@ -449,6 +452,28 @@ class Engine:
             cancel=cancel,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
+        )
+
+    def ask_each_stream(
+        self, *, request: EachRequest, cancel: threading.Event | None = None
+    ) -> Iterator[EachEvent]:
+        """One question of every document of `request.scope`, a row per document as it
+        finishes (engine/each/run.py). Raises ScopeError before the stream begins."""
+        from engine.each.session import ask_each
+
+        model = self._model
+        return ask_each(
+            request=request,
+            folders=self.folders.list(),
+            documents=self.store.list_documents(),
+            pipeline=lambda: self.serving().pipeline,
+            model=self.settings.model if model is not None else None,
+            embedder=self.settings.embedder,
+            reranker=self.settings.reranker,
+            memo=self.each_memo,
+            cancel=cancel,
+            unfinished=self.ingestion.unfinished,
+            embed=self.in_force.embed_sentences,
         )
 
     def serving(self) -> ServingPipeline:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.api.body_checks import WholeNumber
 from engine.api.lifecycle import Lifecycle, until_disconnect
 from engine.api.openai_routes import install_openai_error_handlers, openai_router
+from engine.api.routes_each import each_router
 from engine.api.routes_library import library_router
 from engine.api.routes_models import models_router
 from engine.api.routes_system import system_router
@@ -169,6 +170,7 @@ def create_app(
     app.include_router(models_router(engine=engine))
     app.include_router(openai_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
     app.include_router(library_router(engine=engine))
+    app.include_router(each_router(engine=engine, lifecycle=lifecycle))
     app.include_router(system_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
 
     @app.get("/v1/status", response_model=EngineStatus)

@@ -1,0 +1,70 @@
+"""A per-document run set up from the engine's parts: the scope read, how the
+documents are answered (for the reuse key), then engine/each/run.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from engine.each.memo import AnsweredHow, EachMemo
+from engine.each.run import EachJob, Submitter, each_events
+from engine.each.scope import ScopeError, documents_in
+from engine.store.records import DocumentRecord
+from engine.wire import IngestProgress, WatchedFolder
+from engine.wire_each import EachEvent, EachRequest
+
+MAX_QUESTION_CHARS = 8000
+
+
+def ask_each(
+    *,
+    request: EachRequest,
+    folders: Sequence[WatchedFolder],
+    documents: Sequence[DocumentRecord],
+    pipeline: Callable[[], Submitter],
+    model: str | None,
+    embedder: str,
+    reranker: str | None,
+    memo: EachMemo | None,
+    cancel: threading.Event | None = None,
+    unfinished: Callable[[], Sequence[IngestProgress]] = list,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> Iterator[EachEvent]:
+    """Checks the request now (ScopeError, ValueError: nothing has been asked), then
+    returns the run's events. `model`: the language model answering (None:
+    extractive); `pipeline()` gives the pipelines to submit to."""
+    question = " ".join(request.question.split())
+    if not question:
+        raise ValueError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the question is longer than {MAX_QUESTION_CHARS:,} characters")
+    if not 1 <= request.k <= 50:
+        raise ValueError("k must be between 1 and 50")
+    if request.whole_document:
+        raise ScopeError("whole-document questions are not available in this engine yet")
+    docs = documents_in(scope=request.scope, folders=folders, documents=documents)
+    how = AnsweredHow(
+        question=question,
+        k=request.k,
+        whole_document=request.whole_document,
+        answerer=model or "extractive",
+        embedder=embedder,
+        reranker=reranker or "",
+    )
+    job = EachJob(
+        question=question,
+        documents=docs,
+        how=how,
+        mode="generative" if model else "extractive",
+        reuse=request.reuse,
+    )
+    return each_events(
+        job=job,
+        pipeline=pipeline(),
+        memo=memo,
+        cancel=cancel,
+        unfinished=unfinished,
+        embed=embed,
+    )
