@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine.errors import RagdollError
-from engine.ingest.fspath import to_store
+from engine.ingest.fspath import from_store, to_store
 from engine.store.records import DocumentRecord
 from engine.store.search import folder_prefix
 from engine.wire import WatchedFolder
@@ -52,7 +52,7 @@ def documents_in(
 
 def _inside(*, scope: str, folders: Sequence[WatchedFolder]) -> Path:
     try:
-        path = Path(scope).expanduser().resolve()
+        path = from_store(scope).expanduser().resolve()
     except (OSError, RuntimeError) as e:
         raise ScopeError(f"cannot read the path {scope!r}: {e}") from e
     for f in folders:
