@@ -18,6 +18,7 @@ KINDS = {
     "prefix": "time to first token of a conversation's next turn with prefix KV reuse",
     "quality": "right page, answers that state the fact, refusals: real documents",
     "conversation": "follow-up questions over real documents: the right page in the top 3",
+    "each": "one question of each of 50 real documents: right pages, not stated, chat latency",
 }
 
 

@@ -40,6 +40,7 @@ class EachRequest:
     # document by document, where the text does not fit the model's context.
     whole_document: bool = False
     reuse: bool = True  # rows of an earlier run for unchanged documents are sent again
+    max_new_tokens: int = 256  # the longest answer the model writes for one document
 
 
 @dataclass(frozen=True, kw_only=True)

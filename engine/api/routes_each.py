@@ -32,6 +32,7 @@ class EachBody(BaseModel):
     k: WholeNumber = Field(default=3, ge=1, le=50)
     whole_document: bool = False
     reuse: bool = True
+    max_new_tokens: WholeNumber = Field(default=256, ge=1, le=4096)
 
 
 def each_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
@@ -53,6 +54,7 @@ def each_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
             k=body.k,
             whole_document=body.whole_document,
             reuse=body.reuse,
+            max_new_tokens=body.max_new_tokens,
         )
         stop = threading.Event()  # the client left, or the engine is shutting down
         try:

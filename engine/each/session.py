@@ -42,6 +42,8 @@ def ask_each(
         raise ValueError(f"the question is longer than {MAX_QUESTION_CHARS:,} characters")
     if not 1 <= request.k <= 50:
         raise ValueError("k must be between 1 and 50")
+    if not 1 <= request.max_new_tokens <= 4096:
+        raise ValueError("max_new_tokens must be between 1 and 4096")
     if request.whole_document:
         raise ScopeError("whole-document questions are not available in this engine yet")
     docs = documents_in(scope=request.scope, folders=folders, documents=documents)
@@ -49,7 +51,7 @@ def ask_each(
         question=question,
         k=request.k,
         whole_document=request.whole_document,
-        answerer=model or "extractive",
+        answerer=f"{model}:{request.max_new_tokens}" if model else "extractive",
         embedder=embedder,
         reranker=reranker or "",
     )
@@ -59,6 +61,7 @@ def ask_each(
         how=how,
         mode="generative" if model else "extractive",
         reuse=request.reuse,
+        max_new_tokens=request.max_new_tokens,
     )
     return each_events(
         job=job,
