@@ -6,9 +6,9 @@ benchmark indexes them in an engine of its own (in-process: LanceDB on disk, PDF
 the bundled embedder), asks each question of every document (`Engine.ask_each_stream`,
 not reusing earlier rows) and reports:
 
-- right page: of the documents that state it, the share whose row cites a stated page
-  first (`first`), or anywhere among its passages (`any`); a file without pages counts
-  when it is answered;
+- right page: of the documents that state it, the share whose answer cites a stated
+  page first (its first [n] marker; `first`), or a stated page is anywhere among its
+  passages (`any`); a file without pages counts when it is answered;
 - not stated: of the documents that never state it, the share answered "not stated";
 - a re-run with every document unchanged (rows reused) against the first run;
 - the window's chat while a run goes on: an interactive question's time to its answer
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -178,7 +179,7 @@ def score(*, rows: list[DocumentAnswer], spec: dict[str, Any]) -> dict[str, Any]
     misses: list[dict[str, Any]] = []
     for name, pages in states.items():
         row = by_name[name]
-        cited = [c.page for c in row.citations]
+        cited = cited_pages(row)
         ok_first = row.status == "answered" and bool(cited) and cited[0] in pages
         ok_any = row.status == "answered" and any(p in pages for p in cited)
         first += ok_first
@@ -200,6 +201,15 @@ def score(*, rows: list[DocumentAnswer], spec: dict[str, Any]) -> dict[str, Any]
         "not_stated_right": round(refused / max(1, len(spec["not_stated"])), 3),
         "misses": misses,
     }
+
+
+def cited_pages(row: DocumentAnswer) -> list[int | None]:
+    """The pages of the passages the answer cites ([n] markers, in the order written),
+    then those of the rest it was given: what the person is pointed to first."""
+    by_index = {c.index: c.page for c in row.citations}
+    marked = [int(n) for n in re.findall(r"\[(\d+)\]", row.answer) if int(n) in by_index]
+    order = list(dict.fromkeys(marked)) + [c.index for c in row.citations if c.index not in marked]
+    return [by_index[i] for i in order]
 
 
 def _chat_once(engine: Any) -> float:
@@ -259,12 +269,13 @@ def _chat(*, engine: Any, spec: dict[str, Any], k: int, tries: int, say: Any) ->
 def _model_run(
     *, engine: Any, spec: dict[str, Any], corpus: Path, args: argparse.Namespace, say: Any
 ) -> dict[str, Any]:
-    """The first question with the model, over the first `--model-docs` documents that
-    state it and as many that do not: together, then one document at a time."""
+    """The first question with the model, over `--model-docs` documents (two thirds
+    that state it, in the set's order, a third that do not): together, then one
+    document at a time, the model's prefix cache emptied before each."""
     question_spec = spec["questions"][0]
     stated = [n for n, pages in question_spec["states"].items() if pages != [None]]
-    half = max(1, args.model_docs // 2)
-    names = stated[:half] + question_spec["not_stated"][: args.model_docs - half]
+    absent = max(1, args.model_docs // 3)
+    names = stated[: args.model_docs - absent] + question_spec["not_stated"][:absent]
     folder = corpus.parent / "each-model"
     folder.mkdir(exist_ok=True)
     for name in names:
@@ -280,7 +291,13 @@ def _model_run(
     # One warm request, so that neither side pays the first prefill's setup.
     ask = partial(_ask, engine, question=question, k=args.k, reuse=False, tokens=tokens)
     ask(scope=str(folder / names[0]))
+    # Neither side may start from KV the other left (engine/executor/prefix_cache.py).
+    cache = engine.language_model().prefix_cache
+    if cache is not None:
+        cache.clear()
     rows, together_s = ask(scope="each-model")
+    if cache is not None:
+        cache.clear()
     started = time.monotonic()
     for name in names:
         ask(scope=str(folder / name))

@@ -460,8 +460,17 @@ class Engine:
         """One question of every document of `request.scope`, a row per document as it
         finishes (engine/each/run.py). Raises ScopeError before the stream begins."""
         from engine.each.session import ask_each
+        from engine.each.whole import fit_for
 
         model = self._model
+        whole = None
+        if model is not None and request.whole_document:
+            whole = fit_for(
+                chunks=self.store.chunks,
+                tokenizer=model.answerer.tokenizer,
+                context_tokens=model.answerer.context_length,
+                answer_tokens=request.max_new_tokens,
+            )
         return ask_each(
             request=request,
             folders=self.folders.list(),
@@ -471,6 +480,7 @@ class Engine:
             embedder=self.settings.embedder,
             reranker=self.settings.reranker,
             memo=self.each_memo,
+            whole=whole,
             cancel=cancel,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,

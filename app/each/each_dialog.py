@@ -113,6 +113,11 @@ class EachDialog(QDialog):
         question_label.setBuddy(self.question)
         self.reuse = QCheckBox("&Reuse answers of documents unchanged since the last run")
         self.reuse.setChecked(True)
+        self.whole = QCheckBox("Give the model each &whole document where it fits")
+        self.whole.setToolTip(
+            "With a language model: every passage of a document instead of its best few. "
+            "A document too long for the model's context gets a row that says so."
+        )
         self.run_button = self._button("&Ask", "Ask the question of every document")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start)
@@ -196,6 +201,7 @@ class EachDialog(QDialog):
         layout.addLayout(form)
         layout.addLayout(ask_row)
         layout.addWidget(self.reuse)
+        layout.addWidget(self.whole)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addWidget(split, 1)
@@ -248,7 +254,12 @@ class EachDialog(QDialog):
         question = " ".join(self.question.text().split())
         if self.running or not question or scope is None:
             return
-        request = EachRequest(question=question, scope=scope, reuse=self.reuse.isChecked())
+        request = EachRequest(
+            question=question,
+            scope=scope,
+            reuse=self.reuse.isChecked(),
+            whole_document=self.whole.isChecked(),
+        )
         self._generation += 1
         generation = self._generation
         self.model.clear()

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.each.memo import AnsweredHow, EachMemo
+from engine.each.whole import WholeFit
 from engine.pipeline.answer_stream import answer_events
 from engine.pipeline.requests import RequestHandle
 from engine.store.records import DocumentRecord, SearchFilters
@@ -60,6 +61,8 @@ class EachJob:
     mode: AnswerMode
     reuse: bool = True
     max_new_tokens: int = 256
+    # Whole-document questions: how each document fits the model's context.
+    fit: Callable[[DocumentRecord], WholeFit] | None = None
 
 
 def each_events(
@@ -91,6 +94,14 @@ def each_events(
             continue
         rows[n] = dataclasses.replace(kept, number=n, reused=True)
         yield RowEvent(row=rows[n])
+    passages: dict[int, int] = {}
+    for n, doc in list(todo):
+        fit = job.fit(doc) if job.fit is not None else None
+        if fit is not None and fit.refusal:
+            todo.remove((n, doc))
+            rows[n] = DocumentAnswer(number=n, path=doc.path, status="failed", error=fit.refusal)
+            yield RowEvent(row=rows[n])
+        passages[n] = fit.k if fit is not None else job.how.k
     stop = threading.Event()  # ours: the caller's cancel, or the reader gone
     finished: queue.Queue[DocumentAnswer] = queue.Queue()
     handles = [
@@ -100,7 +111,7 @@ def each_events(
             pipeline.submit(
                 question=job.question,
                 priority="background",
-                k=job.how.k,
+                k=passages[n],
                 max_new_tokens=job.max_new_tokens,
                 payload=SearchFilters(paths=(doc.path,)),
                 cancel=stop,

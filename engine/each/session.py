@@ -10,7 +10,8 @@ import numpy as np
 
 from engine.each.memo import AnsweredHow, EachMemo
 from engine.each.run import EachJob, Submitter, each_events
-from engine.each.scope import ScopeError, documents_in
+from engine.each.scope import documents_in
+from engine.each.whole import WholeFit
 from engine.store.records import DocumentRecord
 from engine.wire import IngestProgress, WatchedFolder
 from engine.wire_each import EachEvent, EachRequest
@@ -28,13 +29,15 @@ def ask_each(
     embedder: str,
     reranker: str | None,
     memo: EachMemo | None,
+    whole: Callable[[DocumentRecord], WholeFit] | None = None,
     cancel: threading.Event | None = None,
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> Iterator[EachEvent]:
     """Checks the request now (ScopeError, ValueError: nothing has been asked), then
     returns the run's events. `model`: the language model answering (None:
-    extractive); `pipeline()` gives the pipelines to submit to."""
+    extractive); `pipeline()` gives the pipelines to submit to; `whole` how a document
+    fits the model's context (whole-document questions)."""
     question = " ".join(request.question.split())
     if not question:
         raise ValueError("the question is empty")
@@ -44,8 +47,10 @@ def ask_each(
         raise ValueError("k must be between 1 and 50")
     if not 1 <= request.max_new_tokens <= 4096:
         raise ValueError("max_new_tokens must be between 1 and 4096")
-    if request.whole_document:
-        raise ScopeError("whole-document questions are not available in this engine yet")
+    if request.whole_document and (model is None or whole is None):
+        raise ValueError(
+            "whole-document questions need a language model: choose one, or ask from passages"
+        )
     docs = documents_in(scope=request.scope, folders=folders, documents=documents)
     how = AnsweredHow(
         question=question,
@@ -62,6 +67,7 @@ def ask_each(
         mode="generative" if model else "extractive",
         reuse=request.reuse,
         max_new_tokens=request.max_new_tokens,
+        fit=whole if request.whole_document else None,
     )
     return each_events(
         job=job,

@@ -139,3 +139,40 @@ def test_cancel_keeps_the_rows_done_and_drops_the_rest(reports: tuple[Engine, Pa
     assert isinstance(seen[-1], FinishedEvent)
     done = [r for r in rows if r.status != "cancelled"]
     assert done and all(r.status in ("answered", "not_stated") for r in done)
+
+
+def test_whole_documents_go_to_the_model_where_they_fit_and_are_refused_where_not(
+    tmp_path: Path,
+) -> None:
+    from engine.models.synthetic import write_random_model
+    from engine.paths import resolve_paths
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "short.txt").write_text("The shed is painted green every spring.\n")
+    (docs / "long.txt").write_text(
+        "\n\n".join(f"Paragraph {i}: the orchard has {i} apple trees." for i in range(400))
+    )
+    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "h")}), warm_up=False)
+    try:
+        _, job = engine.add_folder(path=str(docs), collection="notes")
+        _wait(engine, job)
+        whole = EachRequest(
+            question="What colour is the shed?",
+            scope="notes",
+            whole_document=True,
+            max_new_tokens=16,
+        )
+        with pytest.raises(ValueError, match="need a language model"):
+            engine.ask_each_stream(request=whole)  # extractive: nothing to give it to
+        model = write_random_model(folder=tmp_path / "tiny", max_position_embeddings=2048)
+        engine.set_model(model=str(model))
+        events = list(engine.ask_each_stream(request=whole))
+        rows = {Path(e.row.path).name: e.row for e in events if isinstance(e, RowEvent)}
+        assert rows["long.txt"].status == "failed"
+        assert "does not fit the model's context" in rows["long.txt"].error
+        short = rows["short.txt"]
+        assert short.status in ("answered", "not_stated"), short
+        assert all(c.path == short.path for c in short.citations)
+    finally:
+        engine.close()
