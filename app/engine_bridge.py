@@ -585,9 +585,14 @@ class EngineBridge(QObject):
         all on the GUI thread. Returns the run, to cancel it; None when not connected."""
         if self._client is None:
             return None
+
+        def posted(call: Callable[[], None]) -> None:
+            if not self._post(call):  # the window closed: the engine drops the rest
+                run.cancel()
+
         run = EachRun(
-            on_plan=lambda plan: self._post(lambda: on_plan(plan)),
-            on_row=lambda row: self._post(lambda: on_row(row)),
+            on_plan=lambda plan: posted(lambda: on_plan(plan)),
+            on_row=lambda row: posted(lambda: on_row(row)),
         )
 
         def read(client: EngineClient) -> EachRun:
