@@ -266,6 +266,13 @@ def _chat(*, engine: Any, spec: dict[str, Any], k: int, tries: int, say: Any) ->
     }
 
 
+def _batch_sizes(engine: Any, *, since: float) -> dict[str, list[int]]:
+    """The sizes of the batches each worker ran since `since` (the pipeline's timeline)."""
+    info = engine.pipeline_info()
+    points = [b for b in (info.batches if info is not None else []) if b.started >= since]
+    return {w: [b.size for b in points if b.worker == w] for w in ("retrieval", "generation")}
+
+
 def _model_run(
     *, engine: Any, spec: dict[str, Any], corpus: Path, args: argparse.Namespace, say: Any
 ) -> dict[str, Any]:
@@ -295,13 +302,17 @@ def _model_run(
     cache = engine.language_model().prefix_cache
     if cache is not None:
         cache.clear()
+    since = time.time()
     rows, together_s = ask(scope="each-model")
+    together_batches = _batch_sizes(engine, since=since)
     if cache is not None:
         cache.clear()
+    since = time.time()
     started = time.monotonic()
     for name in names:
         ask(scope=str(folder / name))
     alone_s = time.monotonic() - started
+    alone_batches = _batch_sizes(engine, since=since)
     sub = {
         "states": {n: p for n, p in question_spec["states"].items() if n in names},
         "not_stated": [n for n in question_spec["not_stated"] if n in names],
@@ -320,6 +331,7 @@ def _model_run(
         "together_s": round(together_s, 2),
         "one_at_a_time_s": round(alone_s, 2),
         "ratio": ratio,
+        "batch_sizes": {"together": together_batches, "one_at_a_time": alone_batches},
         **scored,
         "answers": {Path(r.path).name: r.answer for r in rows},
         "modes": sorted({r.mode for r in rows}),
