@@ -1,6 +1,6 @@
 """`ragdoll bench each`: one question asked of every document, on 50 real documents.
 
-The set (engine/bench/each_set.json) names the documents and, per question, the pages
+The set (bench/sets/each.json) names the documents and, per question, the pages
 where each document states the answer and the documents that never state it. The
 benchmark indexes them in an engine of its own (in-process: LanceDB on disk, PDFium,
 the bundled embedder), asks each question of every document (`Engine.ask_each_stream`,
@@ -37,10 +37,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.bench.real_docs import default_dir, fetch_real_docs
+from bench.real_docs import default_dir, fetch_real_docs
 from engine.wire_each import DocumentAnswer, EachRequest, FinishedEvent, RowEvent
 
-SET_FILE = Path(__file__).with_name("each_set.json")
+SET_FILE = Path(__file__).with_name("sets") / "each.json"
 CHAT_QUESTION = "How do I declare options in a LaTeX class file?"
 COLLECTION = "each-bench"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine.bench.each import SET_FILE, score
+from bench.each import SET_FILE, score
 from engine.wire import Citation
 from engine.wire_each import DocumentAnswer
 
