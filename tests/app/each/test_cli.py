@@ -69,3 +69,11 @@ def test_the_cli_names_a_bad_scope_and_asks_nothing(each_engine: RunningEngine) 
     result = each_engine.ragdoll("ask", "--each", "nowhere-at-all", QUESTION)
     assert result.returncode == 2
     assert "neither a collection" in result.stderr and result.stdout == ""
+
+
+def test_whole_documents_without_a_model_are_refused_clearly(
+    each_engine: RunningEngine, reports_dir: Path
+) -> None:
+    result = each_engine.ragdoll("ask", "--each", str(reports_dir), QUESTION, "--whole-document")
+    assert result.returncode == 2
+    assert "need a language model" in result.stderr and result.stdout == ""
