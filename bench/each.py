@@ -104,8 +104,8 @@ def _corpus(*, spec: dict[str, Any], root: Path) -> Path:
 def _measure(
     *, spec: dict[str, Any], corpus: Path, home: Path, args: argparse.Namespace, say: Any
 ) -> dict[str, Any]:
-    from engine.core import Engine
     from engine.paths import resolve_paths
+    from engine.service.core import Engine
 
     engine = Engine(
         paths=resolve_paths(env={"RAGDOLL_HOME": str(home / "home")}), warm_up=False, watch=False
@@ -298,7 +298,7 @@ def _model_run(
     # One warm request, so that neither side pays the first prefill's setup.
     ask = partial(_ask, engine, question=question, k=args.k, reuse=False, tokens=tokens)
     ask(scope=str(folder / names[0]))
-    # Neither side may start from KV the other left (engine/executor/prefix_cache.py).
+    # Neither side may start from KV the other left (engine/runtime/executor/prefix_cache.py).
     cache = engine.language_model().prefix_cache
     if cache is not None:
         cache.clear()

@@ -18,7 +18,7 @@ from app.commands.session import engine_session, fail
 from app.each.export import STATUS_WORDS, pages_text, render, write_rows
 from app.each.runner import EachRun, summary_text
 from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.ingest.fspath import to_wire
+from engine.rag.ingest.fspath import to_wire
 from engine.wire_each import DocumentAnswer, EachRequest
 
 

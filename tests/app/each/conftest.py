@@ -1,5 +1,5 @@
 """One real engine process for the per-document tests: the reports of
-tests/engine/each/corpus.py in a collection named "reports"."""
+tests/engine/rag/each/corpus.py in a collection named "reports"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.each.corpus import write_reports
+from tests.engine.rag.each.corpus import write_reports
 from tests.support.engine import RunningEngine, running_engine
 
 

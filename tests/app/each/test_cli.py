@@ -10,7 +10,7 @@ import pytest
 
 from engine.errors import EngineRequestError
 from engine.wire_each import EachRequest, FinishedEvent, PlanEvent, RowEvent
-from tests.engine.each.corpus import LICENCES, QUESTION
+from tests.engine.rag.each.corpus import LICENCES, QUESTION
 from tests.support.engine import RunningEngine
 
 

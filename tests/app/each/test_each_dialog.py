@@ -16,11 +16,11 @@ from app.batch.export import Format
 from app.each.each_dialog import EachDialog
 from app.each.runner import EachRun
 from app.main_window import MainWindow
-from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from engine.wire import Citation
 from engine.wire_each import DocumentAnswer, EachPlan, EachRequest
-from tests.engine.each.corpus import LICENCES, QUESTION
+from tests.engine.rag.each.corpus import LICENCES, QUESTION
 from tests.support.engine import RunningEngine
 
 
