@@ -40,6 +40,7 @@ from app.bridge_plumbing import (
     describe_error,
 )
 from app.chat.answer_stream import AnswerStream
+from app.each.runner import EachRun
 from app.job_follower import follow_job, jobs_to_adopt
 from app.qt_compat import emit, emit_drops_a_reference
 from engine.errors import EngineUnavailableError
@@ -52,6 +53,7 @@ from engine.wire import (
     ProfilingStatus,
     ServerSettings,
 )
+from engine.wire_each import DocumentAnswer, EachPlan, EachRequest
 
 log = logging.getLogger(__name__)
 
@@ -566,6 +568,42 @@ class EngineBridge(QObject):
         self._submit(
             what="Answering the questions", call=answer_all, on_result=on_finished, on_error=failed
         )
+        return run
+
+    # -- ask each document -----------------------------------------------------------
+
+    def ask_each(
+        self,
+        *,
+        request: EachRequest,
+        on_plan: Callable[[EachPlan], None],
+        on_row: Callable[[DocumentAnswer], None],
+        on_finished: Callable[[EachRun], None],
+    ) -> EachRun | None:
+        """One question of every document of a scope (app/each/runner.py), read on a
+        worker: `on_plan`, `on_row` as each document finishes and `on_finished` once,
+        all on the GUI thread. Returns the run, to cancel it; None when not connected."""
+        if self._client is None:
+            return None
+
+        def posted(call: Callable[[], None]) -> None:
+            if not self._post(call):  # the window closed: the engine drops the rest
+                run.cancel()
+
+        run = EachRun(
+            on_plan=lambda plan: posted(lambda: on_plan(plan)),
+            on_row=lambda row: posted(lambda: on_row(row)),
+        )
+
+        def read(client: EngineClient) -> EachRun:
+            run.read(client.ask_each_stream(request=request, cancel=run.cancel_event))
+            return run
+
+        def failed(error: BaseException) -> None:
+            run.error = describe_error(error=error)
+            on_finished(run)  # the dialog must not wait for ever
+
+        self._submit(what="Asking each document", call=read, on_result=on_finished, on_error=failed)
         return run
 
     # -- quitting -------------------------------------------------------------------

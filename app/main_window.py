@@ -27,6 +27,7 @@ from app.batch.batch_dialog import BatchDialog
 from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_stream import AnswerStream
 from app.chat.chat_pane import ChatPane
+from app.each.each_dialog import EachDialog
 from app.engine_bridge import ClientFactory, EngineBridge, connect_default
 from app.error_banner import ErrorBanner
 from app.hardware.hardware_panel import HardwarePanel
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
         self.opening: list[str] = []
         self.adding_on_start = False
         self.batch_dialog: BatchDialog | None = None
+        self.each_dialog: EachDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
         self._files_done: dict[str, int] = {}  # per job: refresh the library as files land
@@ -246,12 +248,19 @@ class MainWindow(QMainWindow):
         self.batch_action.setShortcut(QKeySequence("Ctrl+Shift+B"))
         self.batch_action.setToolTip("Answer a list of questions together, as a table with sources")
         self.batch_action.triggered.connect(self.show_batch)
+        self.each_action = QAction("Ask &each document…", self)
+        self.each_action.setShortcut(QKeySequence("Ctrl+Shift+E"))
+        self.each_action.setToolTip(
+            "One question of every document of a collection or folder, as a table"
+        )
+        self.each_action.triggered.connect(lambda: self.show_each())
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(self.add_folder_action)
         file_menu.addAction(self.add_samples_action)
         file_menu.addAction(self.batch_action)
+        file_menu.addAction(self.each_action)
         file_menu.addAction(self.new_collection_action)
         file_menu.addSeparator()
         file_menu.addAction(self.keep_running_action)
@@ -283,6 +292,7 @@ class MainWindow(QMainWindow):
         b.sig_status.connect(self._on_status)
         self._profiling_poll.timeout.connect(b.refresh_status)
         self.profiling_banner.sig_skip.connect(b.skip_profiling)
+        self.library.folders_box.sig_ask_each.connect(lambda scope: self.show_each(scope or None))
         b.sig_documents.connect(self.library.set_documents)
         b.sig_file_errors.connect(self.library.set_file_errors)
         b.sig_ingest_progress.connect(self._on_ingest_progress)
@@ -411,6 +421,24 @@ class MainWindow(QMainWindow):
         self.batch_dialog.raise_()
         self.batch_dialog.activateWindow()
         return self.batch_dialog
+
+    def show_each(self, scope: str | None = None) -> EachDialog:
+        """The ask-each-document dialog over the library's collections and folders
+        (`scope` chosen: a collection's name or a folder's path); one per window."""
+        if self.each_dialog is None:
+            self.each_dialog = EachDialog(asker=self.bridge, parent=self)
+            self.each_dialog.sig_open_source.connect(self._open_source)
+        box = self.library.folders_box
+        folders = box.model.folders()
+        self.each_dialog.set_scopes(
+            collections=sorted({f.collection for f in folders}, key=str.lower),
+            folders=[f.path for f in folders],
+            current=scope or box.selected_folder() or box.current_collection(),
+        )
+        self.each_dialog.show()
+        self.each_dialog.raise_()
+        self.each_dialog.activateWindow()
+        return self.each_dialog
 
     def show_activity(self) -> ActivityPanel:
         if self.activity_panel is None:

@@ -19,6 +19,7 @@ KINDS = {
     "quality": "right page, answers that state the fact, refusals: real documents",
     "conversation": "follow-up questions over real documents: the right page in the top 3",
     "server": "an OpenAI-compatible model server as the generator: added first-token time",
+    "each": "one question of each of 50 real documents: right pages, not stated, chat latency",
 }
 
 

@@ -72,13 +72,13 @@ def to_csv(*, results: Sequence[BatchResult]) -> str:
         writer.writerow(
             [
                 r.number,
-                _cell(r.question),
-                _cell(r.answer),
+                csv_cell(r.question),
+                csv_cell(r.answer),
                 r.mode,
-                _cell(sources_text(result=r)),
-                _cell("; ".join(paths)),
+                csv_cell(sources_text(result=r)),
+                csv_cell("; ".join(paths)),
                 r.status,
-                _cell(r.error),
+                csv_cell(r.error),
                 f"{r.seconds:.2f}",
             ]
         )
@@ -90,13 +90,15 @@ def to_markdown(*, results: Sequence[BatchResult]) -> str:
     lines = ["| # | Question | Answer | Sources |", "|---:|---|---|---|"]
     for r in results:
         if r.status == "answered":
-            answer = _md(r.answer)
+            answer = md_cell(r.answer)
         elif r.status == "failed":
-            answer = "**Failed:** " + _md(r.error)
+            answer = "**Failed:** " + md_cell(r.error)
         else:
             answer = "*Not answered (cancelled)*"
-        sources = "<br>".join(f"[{c.index}] {_md(source_title(citation=c))}" for c in r.citations)
-        lines.append(f"| {r.number} | {_md(r.question)} | {answer} | {sources} |")
+        sources = "<br>".join(
+            f"[{c.index}] {md_cell(source_title(citation=c))}" for c in r.citations
+        )
+        lines.append(f"| {r.number} | {md_cell(r.question)} | {answer} | {sources} |")
     return "\n".join(lines) + "\n"
 
 
@@ -106,7 +108,13 @@ def render(*, results: Sequence[BatchResult], fmt: Format) -> str:
 
 def write_results(*, path: Path, results: Sequence[BatchResult], fmt: Format) -> None:
     """Write the table whole or not at all (temporary file, then rename)."""
-    data = render(results=results, fmt=fmt).encode("utf-8-sig" if fmt == "csv" else "utf-8")
+    write_table(path=path, text=render(results=results, fmt=fmt), fmt=fmt)
+
+
+def write_table(*, path: Path, text: str, fmt: Format) -> None:
+    """A rendered table, whole or not at all (temporary file, then rename); CSV with
+    the byte-order mark spreadsheets need to read UTF-8."""
+    data = text.encode("utf-8-sig" if fmt == "csv" else "utf-8")
     path = path.expanduser()
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
@@ -142,12 +150,13 @@ def _mode_for(path: Path) -> int:
         return 0o644
 
 
-def _cell(text: str) -> str:
+def csv_cell(text: str) -> str:
+    """A CSV cell that a spreadsheet shows as text, never runs as a formula."""
     text = visible(text, keep="\n\r\t")  # a CSV cell may span lines; nothing else
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
-def _md(text: str) -> str:
+def md_cell(text: str) -> str:
     """Text for one table cell: pipes escaped, no HTML tags, line breaks as <br>."""
     text = visible(text.strip(), keep="\n\r")
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")

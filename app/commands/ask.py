@@ -5,6 +5,9 @@ the data folder (the window's conversations folder: a name of your own, or the i
 conversation the window shows); the earlier turns go with the question, so a follow-up
 ("and the second one?") finds what it refers to, and the turn is appended.
 
+`ragdoll ask --each PATH_OR_COLLECTION "QUESTION"`: the question of every document,
+one row each (app/commands/ask_each.py).
+
 `ragdoll ask --file QUESTIONS.txt`: a list of questions answered together (the
 engine batches them), as a table with sources on stdout or in a CSV or Markdown file.
 """
@@ -23,6 +26,7 @@ from app.batch.runner import BatchResult, BatchRun, summary
 from app.batch.visible import visible
 from app.chat.answer_render import elide
 from app.chat.conversations import history_of
+from app.commands.ask_each import run_each
 from app.commands.cli_conversation import CliConversation, open_conversation
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
@@ -56,14 +60,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out",
         type=Path,
         metavar="RESULTS",
-        help="with --file: write the table to this .csv or .md file (default: Markdown on stdout)",
+        help="with --file or --each: write the table to this .csv or .md file "
+        "(default: Markdown on stdout)",
     )
-    p.add_argument("--format", choices=("csv", "md"), help="with --file: the table's format")
+    p.add_argument(
+        "--format", choices=("csv", "md"), help="with --file or --each: the table's format"
+    )
     p.add_argument(
         "--conversation",
         metavar="ID",
         help="ask within this conversation (a name, or a window conversation's id): "
         "earlier turns are sent with the question and this turn is appended",
+    )
+    p.add_argument(
+        "--each",
+        metavar="PATH_OR_COLLECTION",
+        help="ask the question of every document of a collection, a folder or a file: "
+        "one row per document (answer, pages cited, or not stated)",
+    )
+    p.add_argument(
+        "--whole-document",
+        action="store_true",
+        help="with --each: give the model each document's whole text where it fits",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="with --each: answer every document again, even unchanged ones",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-k", "--k", type=int, default=5, help="how many passages to retrieve (1-50)")
@@ -76,6 +99,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= 50:
         return fail("--k must be between 1 and 50", code=2)
+    if args.each is not None:
+        return run_each(args)
+    if args.whole_document or args.fresh:
+        return fail("--whole-document and --fresh go with --each", code=2)
     if args.conversation is not None and args.file is not None:
         return fail("--conversation asks one question, not --file", code=2)
     if args.file is not None:
@@ -83,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.question is None:
         return fail("give a question, or --file QUESTIONS.txt", code=2)
     if args.out is not None or args.format is not None:
-        return fail("--out and --format go with --file", code=2)
+        return fail("--out and --format go with --file or --each", code=2)
     question = visible(args.question.strip(), keep="\t")
     if not question:
         return fail("the question is empty", code=2)

@@ -56,6 +56,7 @@ class FoldersBox(QWidget):
     sig_remove_folder = Signal(str)  # the folder's path
     sig_collection_changed = Signal()  # the filter changed: the documents follow it
     sig_new_collection = Signal()  # the person picked "New collection…" in the list
+    sig_ask_each = Signal(str)  # the selected folder, or the collection shown ("": all)
 
     def __init__(self, *, confirm: Confirm = confirm_dialog, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -109,7 +110,19 @@ class FoldersBox(QWidget):
 
         # Each row narrow enough for the library's minimum width: the title alone,
         # the filter, the table, then the button that acts on the selected row.
+        self.ask_each_button = QPushButton("Ask each document…")
+        self.ask_each_button.setAccessibleName("Ask one question of every document here")
+        self.ask_each_button.setToolTip(
+            "One question asked of every document of the selected folder (or of the "
+            "collection shown), answered as a table with the page each one cites."
+        )
+        self.ask_each_button.clicked.connect(
+            lambda: emit(
+                self.sig_ask_each, self.selected_folder() or self.current_collection() or ""
+            )
+        )
         remove_row = QHBoxLayout()
+        remove_row.addWidget(self.ask_each_button)
         remove_row.addStretch(1)
         remove_row.addWidget(self.remove_button)
         # A row of its own, so that the library does not grow wider for it.
@@ -231,6 +244,7 @@ class FoldersBox(QWidget):
         # A column that says "default" on every row takes the path's room for nothing.
         self.view.setColumnHidden(1, len(self.collections()) < 2)
         selected = self.selected_folder()
+        self.ask_each_button.setEnabled(self._ready and bool(self.model.folders()))
         self.remove_button.setEnabled(
             self._ready and selected is not None and selected not in self._removing
         )

@@ -54,6 +54,7 @@ from engine.wire import (
     from_json_dict,
     to_json_dict,
 )
+from engine.wire_each import EACH_EVENTS, EachEvent, EachRequest
 
 __all__ = ["Endpoint", "EngineClient", "folders_to_grant", "grant_folders"]
 
@@ -292,6 +293,19 @@ class EngineClient:
         events = self._stream("POST", "/v1/ask", json=body, kinds=ANSWER_EVENTS, cancel=cancel)
         for event in events:
             yield cast(AnswerEvent, event)
+
+    def ask_each_stream(
+        self, *, request: EachRequest, cancel: threading.Event | None = None
+    ) -> Iterator[EachEvent]:
+        """One question of every document of a scope (engine/wire_each.py): the plan,
+        a row per document as it finishes, the summary. EngineRequestError (400) for a
+        scope that names nothing; setting `cancel` ends the stream and the engine drops
+        the documents not answered yet."""
+        body = to_json_dict(request)
+        for event in self._stream(
+            "POST", "/v1/ask/each", json=body, kinds=EACH_EVENTS, cancel=cancel
+        ):
+            yield cast(EachEvent, event)
 
     def ask(
         self,

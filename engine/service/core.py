@@ -23,6 +23,7 @@ from engine.errors import ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.model_ranker import MODEL_RANKER
 from engine.rag.answer.reranker import CandidateRanker
+from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
@@ -62,6 +63,7 @@ from engine.wire import (
     Turn,
     WatchedFolder,
 )
+from engine.wire_each import EachEvent, EachRequest
 
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerationRecord, GenerativeAnswerer
@@ -139,6 +141,7 @@ class Engine:
             placement=self.placement,
             server=self.server_info,
         )
+        self.each_memo = EachMemo(file=paths.data / "ask-each.json")  # re-runs reuse rows
         self._closing = threading.Event()
         self._warming: threading.Thread | None = None
         if warm_up:
@@ -573,6 +576,38 @@ class Engine:
             cancel=cancel,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
+        )
+
+    def ask_each_stream(
+        self, *, request: EachRequest, cancel: threading.Event | None = None
+    ) -> Iterator[EachEvent]:
+        """One question of every document of `request.scope`, a row per document as it
+        finishes (engine/rag/each/run.py). Raises ScopeError before the stream begins."""
+        from engine.rag.each.session import ask_each
+        from engine.rag.each.whole import fit_for
+
+        model = self._model
+        whole = None
+        if model is not None and request.whole_document:
+            whole = fit_for(
+                chunks=self.store.chunks,
+                tokenizer=model.answerer.tokenizer,
+                context_tokens=model.answerer.context_length,
+                answer_tokens=request.max_new_tokens,
+            )
+        return ask_each(
+            request=request,
+            folders=self.folders.list(),
+            documents=self.store.list_documents(),
+            pipeline=lambda: self.serving().pipeline,
+            model=self.settings.model if model is not None else None,
+            embedder=self.settings.embedder,
+            reranker=self.settings.reranker,
+            memo=self.each_memo,
+            whole=whole,
+            cancel=cancel,
+            unfinished=self.ingestion.unfinished,
+            embed=self.in_force.embed_sentences,
         )
 
     def serving(self) -> ServingPipeline:

@@ -31,6 +31,7 @@ from engine.rag.ingest.jobs import IngestJob
 from engine.service.api.body_checks import WholeNumber
 from engine.service.api.lifecycle import Lifecycle, until_disconnect
 from engine.service.api.openai_routes import install_openai_error_handlers, openai_router
+from engine.service.api.routes_each import each_router
 from engine.service.api.routes_library import library_router
 from engine.service.api.routes_models import models_router
 from engine.service.api.routes_system import system_router
@@ -194,6 +195,7 @@ def create_app(
     app.include_router(models_router(engine=engine))
     app.include_router(openai_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
     app.include_router(library_router(engine=engine))
+    app.include_router(each_router(engine=engine, lifecycle=lifecycle))
     app.include_router(system_router(engine=engine, lifecycle=lifecycle, settings=server_settings))
 
     @app.get("/v1/status", response_model=EngineStatus)

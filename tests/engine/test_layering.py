@@ -100,7 +100,16 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 # The engine's folders are its layers, bottom to top; the modules at engine/'s root
 # (errors, paths, json_file, environ, wire*) are the vocabulary every layer shares.
 LAYERS = ("runtime", "rag", "service")
-SHARED = ("errors", "paths", "json_file", "environ", "wire", "wire_events", "wire_openai")
+SHARED = (
+    "errors",
+    "paths",
+    "json_file",
+    "environ",
+    "wire",
+    "wire_events",
+    "wire_openai",
+    "wire_each",
+)
 
 
 def _layer(module: str) -> str | None:

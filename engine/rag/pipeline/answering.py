@@ -45,7 +45,7 @@ from engine.rag.pipeline.adapters import (
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
 from engine.rag.pipeline.workers import DONE, GenerationJob
-from engine.rag.store.records import SearchHit
+from engine.rag.store.records import SearchFilters, SearchHit
 from engine.rag.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
@@ -153,10 +153,14 @@ def may_pass(searched: object) -> bool:
     return isinstance(searched, Searched) and _checked(searched.hits)
 
 
-def _checked(hits: Sequence[SearchHit]) -> bool:
+def _checked(hits: Sequence[SearchHit], *, one_document: bool = False) -> bool:
     # Sentence-level scores separate "answered here" from "unrelated" far better
     # than whole-chunk similarity does; the similarity only spares the check for
-    # questions nothing relates to.
+    # questions nothing relates to. Not for a question of one document (ask each):
+    # its answer is one sentence in a text about something else, whose chunks all
+    # score low as a whole.
+    if one_document:
+        return bool(hits)
     return bool(hits) and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY
 
 
@@ -239,7 +243,9 @@ class RelevanceGate:
         hits, min_score = searched.hits, self._min_score
         extract = None
         unknown: tuple[str, ...] = ()
-        if _checked(hits):
+        filters = question.payload
+        one_document = isinstance(filters, SearchFilters) and len(filters.paths) == 1
+        if _checked(hits, one_document=one_document):
             extract = self._extractive.answer(
                 question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
             )

@@ -220,6 +220,8 @@ def matches(filters: SearchFilters | None, *, path: str, ext: str) -> bool:
         return True
     if filters.folders and not any(path.startswith(folder_prefix(f)) for f in filters.folders):
         return False
+    if filters.paths and path not in filters.paths:
+        return False
     return not filters.types or ext in {normalise_type(t) for t in filters.types}
 
 

@@ -103,14 +103,16 @@ class SearchFilters:
     """Which chunks a search may return. Empty means no restriction.
 
     `folders` are path prefixes (a folder and everything under it); `types` are
-    file extensions, with or without the dot, in any case ("pdf", ".PDF")."""
+    file extensions, with or without the dot, in any case ("pdf", ".PDF"); `paths`
+    are whole file paths as the store keeps them (one document's question)."""
 
     folders: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.folders and not self.types
+        return not self.folders and not self.types and not self.paths
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -80,6 +80,8 @@ def filter_expression(filters: SearchFilters | None) -> str | None:
     if filters.types:
         exts = sorted({normalise_type(t) for t in filters.types})
         parts.append("ext IN (" + ", ".join(quote(e) for e in exts) + ")")
+    if filters.paths:
+        parts.append("path IN (" + ", ".join(quote(p) for p in sorted(set(filters.paths))) + ")")
     return " AND ".join(parts)
 
 

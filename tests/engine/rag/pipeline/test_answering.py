@@ -179,3 +179,27 @@ def test_sentences_are_scored_by_the_sentence_embedder_the_search_by_the_index_o
     assert gated.found and "warm water" in gated.extract.text
     assert asked["index"] == ["How is the air filter cleaned?"]
     assert any("warm water" in t for t in asked["sentences"])
+
+
+class WeakChunks(FakeStore):
+    """Every chunk scores low as a whole, as one sentence in a text about another topic."""
+
+    def search_batch(
+        self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
+    ) -> list[SearchResult]:
+        hits = tuple(
+            SearchHit(chunk=hit(i).chunk, similarity=0.05, fused=1.0) for i in range(15, 20)
+        )
+        return [SearchResult(hits=hits, best_similarity=0.05, not_found=True) for _ in texts]
+
+
+def test_a_question_of_one_document_has_its_sentences_read_however_weak_its_chunks() -> None:
+    text = "How is the air filter cleaned?"
+    store = WeakChunks(knows_everything=True)
+    (whole,) = gated_retrieve_batch(store=store, embed=embed)([Question(request_id="1", text=text)])
+    assert not whole.found  # over the collection, weak chunks spare the sentence check
+    one = SearchFilters(paths=("/docs/manual.pdf",))
+    (each,) = gated_retrieve_batch(store=store, embed=embed)(
+        [Question(request_id="2", text=text, payload=one)]
+    )
+    assert each.found and "cleaned every month" in each.extract.text

@@ -243,6 +243,11 @@ def test_filters_and_fusion_hold_on_the_view(built: tuple) -> None:
         vectors=queries[:1], texts=[""], k=10, filters=SearchFilters(types=("txt",))
     )
     assert r.hits == () and r.not_found
+    # One document's question: its chunks only, from every partition they lie in.
+    (r,) = store.search_batch(
+        vectors=queries[:1], texts=[""], k=10, filters=SearchFilters(paths=(_path(7),))
+    )
+    assert r.hits and {h.chunk.doc_id for h in r.hits} == {"d7"}
     # BM25 candidates are fused with the view's: a word only one document has.
     store.refresh_fulltext_index(force=True)
     far = -queries[:1]

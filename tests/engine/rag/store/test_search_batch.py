@@ -126,6 +126,24 @@ def test_filters_by_folder_and_type(store: LanceStore) -> None:
     assert nothing[0].hits == () and nothing[0].not_found
 
 
+def test_a_paths_filter_keeps_to_those_files_alone(store: LanceStore) -> None:
+    vectors = _unit(np.random.default_rng(4), 3)
+    texts = ["pump", "valve gasket", "note 1-3"]
+    for path in ("/docs/a/one.pdf", "/docs/ab/three.pdf"):
+        one = SearchFilters(paths=(path,))
+        for result in store.search_batch(vectors=vectors, texts=texts, k=50, filters=one):
+            assert len(result.hits) == 12  # every chunk of that file, nothing else
+            assert {h.chunk.path for h in result.hits} == {path}
+    # A name that is a prefix of another file's, or a folder, is not that file.
+    (none,) = store.search_batch(
+        vectors=vectors[:1], texts=texts[:1], k=5, filters=SearchFilters(paths=("/docs/a",))
+    )
+    assert none.hits == ()
+    quoted = SearchFilters(paths=("/docs/it's.pdf",))  # a quote in a name is data
+    (none,) = store.search_batch(vectors=vectors[:1], texts=texts[:1], k=5, filters=quoted)
+    assert none.hits == ()
+
+
 def test_not_found_when_best_similarity_is_weak(store: LanceStore) -> None:
     vectors = store.chunks.to_arrow().column("vector").to_numpy(zero_copy_only=False)
     matrix = np.stack(vectors).astype(np.float32)
