@@ -109,6 +109,7 @@ SHARED = (
     "wire_events",
     "wire_openai",
     "wire_each",
+    "stream_cut",
 )
 
 

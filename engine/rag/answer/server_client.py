@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import httpx
 
 from engine.errors import ModelLoadError
-from engine.service.stream_cut import cut_on
+from engine.stream_cut import cut_on
 
 
 class Cancel(Protocol):
