@@ -263,8 +263,7 @@ class Embedder:
         # "search_document: ") gets them here, as text, so that every back-end
         # (ONNX and OpenVINO know no prompts) embeds the same strings.
         prompts = dict(getattr(self._model, "prompts", None) or {})
-        self.query_prefix = str(prompts.get("query", ""))
-        self.document_prefix = str(prompts.get("document", prompts.get("passage", "")))
+        self.query_prefix, self.document_prefix = task_prefixes(model=model, prompts=prompts)
         dim = self._model.get_embedding_dimension()
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
@@ -436,6 +435,27 @@ class Embedder:
             out = torch.nn.functional.normalize(out.float(), p=2, dim=1)
             parts.append(out.cpu().numpy())
         return np.asarray(np.concatenate(parts), dtype=np.float32)
+
+
+# The E5 family is trained with these prefixes; the hub's copies of multilingual-e5
+# do not name them in their sentence-transformers config, so they are known by name.
+E5_PREFIXES = ("query: ", "passage: ")
+
+
+def task_prefixes(*, model: str, prompts: dict[str, Any]) -> tuple[str, str]:
+    """(question prefix, document prefix) for `model` with its configured prompts.
+    sentence-transformers fills an unnamed "document" prompt with "", so an empty
+    one falls through to "passage"."""
+    query = str(prompts.get("query") or "")
+    document = str(prompts.get("document") or prompts.get("passage") or "")
+    if not query and not document and _is_e5(model):
+        return E5_PREFIXES
+    return query, document
+
+
+def _is_e5(model: str) -> bool:
+    name = Path(model).name.lower()
+    return name.startswith(("multilingual-e5", "e5-")) or "--multilingual-e5" in model.lower()
 
 
 def scores_sentences(embedder: Embedder) -> bool:
