@@ -471,6 +471,7 @@ class Engine:
                     embed=self.embed_in_force,
                     tagged=self.embed_tagged,
                     sentence_embed=self.in_force.embed_sentences,
+                    sentence_scale=self.in_force.sentence_scale,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.errors import StaleVectorsError
+from engine.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.paths import Paths
@@ -95,6 +96,11 @@ class EmbedderInForce:
                     self._bundled = self.load(DEFAULT_EMBEDDER)
                 bundled = self._bundled
         return bundled.embed(texts)
+
+    def sentence_scale(self) -> SemanticScale:
+        """The scale of the embedder `embed_sentences` uses now (semantic_scale.py)."""
+        embedder = self.get()
+        return embedder.semantic_scale() if scores_sentences(embedder) else IDENTITY
 
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
         """`embed` with the id of the embedder that made the vectors: a search

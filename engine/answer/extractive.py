@@ -41,6 +41,7 @@ import numpy as np
 
 from engine.answer.answer_type import holds_asked
 from engine.answer.passages import Passage
+from engine.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.answer.sentence_memo import SentenceMemo
 from engine.answer.sentences import split_sentences
@@ -134,8 +135,12 @@ class ExtractiveAnswerer:
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
         weights: ChoiceWeights = CHOICE_WEIGHTS,
+        scale: Callable[[], SemanticScale] | None = None,
     ) -> None:
+        """`scale`: the scale of the embedder behind `embed` at the call
+        (engine/answer/semantic_scale.py; default MiniLM's, the identity)."""
         self._embed = embed
+        self._scale = scale or (lambda: IDENTITY)
         self._min_score = min_score
         self._memo = memo  # sentence vectors kept from earlier answers
         self._weights = weights  # the choice's (engine/answer/sentence_choice.py)
@@ -157,8 +162,11 @@ class ExtractiveAnswerer:
         else:
             vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
+        scale = self._scale()
         base = sentence_features(
-            question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]
+            question=question,
+            sentences=scored,
+            semantic=scale.apply(sentence_vectors @ vectors[0]),
         )
         features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
         features[:, : base.shape[1]] = base
@@ -173,6 +181,7 @@ class ExtractiveAnswerer:
             where=where,
             candidates=candidates,
             vectors=sentence_vectors,
+            scale=scale,
             relevance=relevance,
             features=features,
         )
@@ -223,6 +232,7 @@ class SentenceTable:
     where: list[int]  # the scored ones' positions in `every`
     candidates: list[_Candidate]  # the scored ones
     vectors: np.ndarray  # their embeddings (rows)
+    scale: SemanticScale  # of the embedder that made them
     relevance: np.ndarray  # the gate's score of each (RELEVANCE)
     features: np.ndarray  # one row of FEATURES each
 
@@ -315,7 +325,7 @@ def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float)
             return None
         if c.passage is first.passage or c.text.lower() in shown:
             continue
-        if float(vectors[i] @ vectors[best]) >= _DUPLICATE_SIMILARITY:
+        if float(table.scale.apply(vectors[i] @ vectors[best])) >= _DUPLICATE_SIMILARITY:
             continue
         return i
     return None

@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.answer.semantic_scale import IDENTITY, SemanticScale, measure_scale
 from engine.errors import EmbedderError
 from engine.hardware.gpus import GpuInfo
 
@@ -254,6 +255,8 @@ class Embedder:
         self._int8_wanted = int8 and self.backend == "openvino"
         self.ingest_backend = self.backend
         self._gate = PriorityGate()
+        self._scale_lock = threading.Lock()
+        self._scale: SemanticScale | None = None
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
         # A model with a default prompt is encoded by `encode` only (the path
@@ -268,6 +271,16 @@ class Embedder:
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
         )
+
+    def semantic_scale(self) -> SemanticScale:
+        """This model's cosines on the bundled MiniLM's scale (measured once, ~10 short
+        sentences; the bundled model's own is the identity)."""
+        if self.info.id == DEFAULT_EMBEDDER:
+            return IDENTITY
+        with self._scale_lock:
+            if self._scale is None:
+                self._scale = measure_scale(self.embed)
+            return self._scale
 
     def _try_openvino(self, *, location: str, cache_dir: Path, asked: bool) -> str:
         """ "openvino" when OpenVINO is installed and gives the float32 vectors;
@@ -461,12 +474,23 @@ def _is_e5(model: str) -> bool:
 def scores_sentences(embedder: Embedder) -> bool:
     """Whether `embedder`, indexing the collection, also scores an answer's sentences.
     The sentence choice's weights and the relevance gate's threshold were fitted on the
-    bundled MiniLM's similarities; another model's cosines sit elsewhere (nomic-embed-
-    text's higher and closer together), so with another index embedder the bundled
-    one scores sentences: on the quality benchmark that kept answers and refusals where
-    nomic scoring them itself lost them, at a sixth of the time (docs/benchmarks.md,
-    eleventh round)."""
-    return embedder.info.id == DEFAULT_EMBEDDER
+    bundled MiniLM's similarities. A multilingual embedder scores them itself, its
+    cosines put on MiniLM's scale (engine/answer/semantic_scale.py): the English MiniLM
+    cannot read a German sentence. Another English-only one leaves them to the bundled
+    one: on the quality benchmark that kept answers and refusals where nomic-embed-text
+    scoring them itself lost them, at a sixth of the time (docs/benchmarks.md, eleventh
+    round)."""
+    return embedder.info.id == DEFAULT_EMBEDDER or is_multilingual(embedder.info.id)
+
+
+# Names of embedders trained on many languages (the Recommended models' multilingual
+# entries and their usual hub names).
+_MULTILINGUAL_NAMES = ("multilingual", "bge-m3", "labse", "m3-", "xlm")
+
+
+def is_multilingual(model: str) -> bool:
+    name = model.lower()
+    return any(part in name for part in _MULTILINGUAL_NAMES)
 
 
 def like_lengths(texts: list[str], *, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:

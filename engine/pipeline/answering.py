@@ -32,6 +32,7 @@ from engine.answer.extractive import (
 )
 from engine.answer.passages import Passage
 from engine.answer.refusal import MIN_CHUNKS, refused, unknown_words
+from engine.answer.semantic_scale import SemanticScale
 from engine.answer.sentence_memo import SentenceMemo
 from engine.pipeline.adapters import (
     Embed,
@@ -175,16 +176,19 @@ class RelevanceGate:
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
         sentence_embed: Embed | None = None,
+        sentence_scale: Callable[[], SemanticScale] | None = None,
     ) -> None:
         """`sentence_embed` scores the passages' sentences (default: `embed`): the
-        engine gives the bundled embedder's when another one indexes the collection
-        (engine/ingest/embedder.py, `scores_sentences`)."""
+        engine gives the bundled embedder's when another one, English only, indexes
+        the collection (engine/ingest/embedder.py, `scores_sentences`);
+        `sentence_scale` puts its cosines on the scale the gate was set on
+        (engine/answer/semantic_scale.py)."""
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
         self._reranker = reranker
         self._min_score = min_score
         self._extractive = ExtractiveAnswerer(
-            embed=sentence_embed or embed, min_score=min_score, memo=memo
+            embed=sentence_embed or embed, min_score=min_score, memo=memo, scale=sentence_scale
         )
 
     def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
@@ -264,6 +268,7 @@ def gated_retrieve_batch(
     min_score: float = DEFAULT_MIN_SCORE,
     memo: SentenceMemo | None = None,
     sentence_embed: Embed | None = None,
+    sentence_scale: Callable[[], SemanticScale] | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
@@ -283,6 +288,7 @@ def gated_retrieve_batch(
         min_score=min_score,
         memo=memo,
         sentence_embed=sentence_embed,
+        sentence_scale=sentence_scale,
     )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
