@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.errors import StaleVectorsError
 from engine.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.errors import StaleVectorsError
 from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.paths import Paths
