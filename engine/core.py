@@ -472,6 +472,7 @@ class Engine:
                     tagged=self.embed_tagged,
                     sentence_embed=self.in_force.embed_sentences,
                     sentence_scale=self.in_force.sentence_scale,
+                    ordinary_word=self.in_force.ordinary_word,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

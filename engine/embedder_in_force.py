@@ -102,6 +102,11 @@ class EmbedderInForce:
         embedder = self.get()
         return embedder.semantic_scale() if scores_sentences(embedder) else IDENTITY
 
+    def ordinary_word(self, word: str) -> bool:
+        """Whether the embedder in force reads `word` as an ordinary word of some
+        language (`Embedder.ordinary_word`)."""
+        return self.get().ordinary_word(word)
+
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
         """`embed` with the id of the embedder that made the vectors: a search
         checks it against the index's (a swap may come in between)."""

@@ -292,7 +292,9 @@ def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarr
 
 def _heading_like(sentence: str) -> bool:
     words = sentence.split()
-    if _SECTION_NUMBER.match(sentence):
+    # A question states nothing, in any language: a FAQ's own question ("Wie melde
+    # ich einen Fehler?") repeats the asker's words while its answer follows it.
+    if _SECTION_NUMBER.match(sentence) or sentence.rstrip("\"'”’)] ").endswith("?"):
         return True
     return len(words) < 8 and not _TERMINAL.search(sentence)
 

@@ -284,6 +284,7 @@ def measure(
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
             sentence_embed=sentences.embed,
             sentence_scale=sentences.semantic_scale,
+            ordinary_word=model.ordinary_word,
         )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []

@@ -191,6 +191,8 @@ class Embedder:
     _int8_tried = False  # `start_int8` was asked (once per embedder)
     _int8_making: Any = None  # an int8_embedder.Int8Making while NNCF runs
     ingest_backend = "torch"
+    _is_unigram: bool | None = None
+    _scale: SemanticScale | None = None
     query_prefix = ""
     document_prefix = ""
 
@@ -257,6 +259,7 @@ class Embedder:
         self._gate = PriorityGate()
         self._scale_lock = threading.Lock()
         self._scale: SemanticScale | None = None
+        self._is_unigram: bool | None = None
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
         # A model with a default prompt is encoded by `encode` only (the path
@@ -271,6 +274,25 @@ class Embedder:
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
         )
+
+    def ordinary_word(self, word: str) -> bool:
+        """Whether this model's vocabulary, a multilingual SentencePiece (unigram) one,
+        holds `word` whole: an ordinary word of some language rather than a name or a
+        term (engine/answer/refusal.py). False for other vocabularies (MiniLM's English
+        word pieces say nothing of other languages)."""
+        if not self._unigram():
+            return False
+        with self._gate.turn(background=False):  # the tokenizer is not for two threads
+            pieces = self.tokenizer.tokenize(word)
+        return len(pieces) == 1 or (len(pieces) == 2 and pieces[0] == "▁")
+
+    def _unigram(self) -> bool:
+        if self._is_unigram is None:
+            model = getattr(self, "_model", None)  # stand-ins in tests have none
+            backend = getattr(getattr(model, "tokenizer", None), "backend_tokenizer", None)
+            model = getattr(backend, "model", None)
+            self._is_unigram = type(model).__name__ == "Unigram"
+        return self._is_unigram
 
     def semantic_scale(self) -> SemanticScale:
         """This model's cosines on the bundled MiniLM's scale (measured once, ~10 short

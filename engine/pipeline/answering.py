@@ -177,12 +177,15 @@ class RelevanceGate:
         memo: SentenceMemo | None = None,
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
+        ordinary_word: Callable[[str], bool] | None = None,
     ) -> None:
         """`sentence_embed` scores the passages' sentences (default: `embed`): the
         engine gives the bundled embedder's when another one, English only, indexes
         the collection (engine/ingest/embedder.py, `scores_sentences`);
         `sentence_scale` puts its cosines on the scale the gate was set on
-        (engine/answer/semantic_scale.py)."""
+        (engine/answer/semantic_scale.py); `ordinary_word` tells a word of some
+        language from a name (engine/answer/refusal.py)."""
+        self._ordinary = ordinary_word
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
         self._reranker = reranker
@@ -233,6 +236,7 @@ class RelevanceGate:
                 texts=[h.chunk.text for h in searched.hits],
                 holds=self._store.holds_word,
                 holds_phrase=self._store.holds_phrase,
+                ordinary=self._ordinary,
             )
         )
 
@@ -269,6 +273,7 @@ def gated_retrieve_batch(
     memo: SentenceMemo | None = None,
     sentence_embed: Embed | None = None,
     sentence_scale: Callable[[], SemanticScale] | None = None,
+    ordinary_word: Callable[[str], bool] | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
@@ -289,6 +294,7 @@ def gated_retrieve_batch(
         memo=memo,
         sentence_embed=sentence_embed,
         sentence_scale=sentence_scale,
+        ordinary_word=ordinary_word,
     )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:

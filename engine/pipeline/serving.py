@@ -48,6 +48,7 @@ class ServingPipeline:
         tagged: TaggedEmbed | None = None,
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
+        ordinary_word: Callable[[str], bool] | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -73,6 +74,7 @@ class ServingPipeline:
             memo=self.sentence_memo,
             sentence_embed=sentence_embed,
             sentence_scale=sentence_scale,
+            ordinary_word=ordinary_word,
         )
         self.pipeline = Pipeline(
             retrieve_batch=gate.search,

@@ -27,7 +27,7 @@ import pyarrow as pa
 from engine.errors import StaleVectorsError
 from engine.json_file import write_json
 from engine.planner.placement import Placement
-from engine.store import doc_writes, view_upkeep
+from engine.store import doc_writes, fulltext, view_upkeep
 from engine.store import search as _search
 from engine.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.store.ivf_view import IvfView
@@ -391,21 +391,24 @@ class LanceStore:
     # -- search ----------------------------------------------------------------
 
     def refresh_fulltext_index(self, *, force: bool = False) -> None:
-        """(Re)build BM25 over chunk text. Rows added since are still found
-        (LanceDB scans unindexed rows), so this only keeps search fast. Under the
-        maintainer's lock (one rebuild at a time, too): its compaction, committed
-        meanwhile, preempts the index."""
-        if self._chunks is None:
+        """(Re)build BM25 over chunk text, with the collection's language's stemmer
+        (engine/store/fulltext.py). Rows added since are still found (LanceDB scans
+        unindexed rows), so this only keeps search fast; a changed language builds it
+        again. Under the maintainer's lock (one rebuild at a time, too): its
+        compaction, committed meanwhile, preempts the index."""
+        if self._chunks is None or self.meta is None:
             return
         with self.maintainer.lock:
+            file = fulltext.config_file(self.folder, self.meta.chunks_table)
+            config = fulltext.fulltext_config(fulltext.language_shares(self.list_documents()))
             stale = force or not any(i.index_type == "FTS" for i in self.chunks.list_indices())
+            stale = stale or fulltext.stored_config(file) not in (None, config)
             if not stale:
                 stats = self.chunks.index_stats("text_idx")
                 stale = bool(stats and stats.num_unindexed_rows > 0)
             if stale and self.chunks.count_rows() > 0:
-                from lancedb.index import FTS
-
-                self.chunks.create_index("text", config=FTS(), replace=True)
+                self.chunks.create_index("text", config=config.fts(), replace=True)
+                fulltext.remember_config(file, config)
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its

@@ -1,0 +1,51 @@
+"""Which languages a document is written in: real pages in German, French and Spanish
+(the blind corpus, engine/bench/blind_docs.py) and a page mixing two languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.bench.blind_docs import find_blind_docs
+from engine.ingest.language import collection_languages, detect_languages, question_language
+from engine.ingest.parsers import parse_file
+
+
+@pytest.mark.parametrize(
+    ("name", "language"),
+    [
+        ("faq-de-uptodate.html", "de"),
+        ("live-manual.fr.epub", "fr"),
+        ("maint-guide.es.pdf", "es"),
+        ("tugboat-babelbib.pdf", "en"),
+    ],
+)
+def test_a_real_document_is_found_in_its_language(name: str, language: str) -> None:
+    corpus = find_blind_docs()
+    if corpus is None:
+        pytest.skip("the blind documents are not fetched: python -m engine.bench.blind_docs")
+    pages = [p.text for p in parse_file(path=corpus / name).pages]
+    assert detect_languages(pages)[0] == language
+
+
+def test_two_languages_are_both_named_most_text_first() -> None:
+    german = (
+        "Pakete können direkt aktualisiert werden, sogar in laufenden Systemen. Debian "
+        "verfügt über ein Programm, das laufende Prozesse anhält und wieder startet. "
+    ) * 4
+    french = "Il suffit d'installer live-build comme n'importe quel autre paquet. " * 8
+    assert detect_languages([german, french, german]) == ("de", "fr")
+
+
+def test_pages_without_words_say_nothing() -> None:
+    assert detect_languages(["12 34 56", "", "--- | --- |"]) == ()
+
+
+def test_a_question_language_only_when_sure() -> None:
+    assert question_language("Wie installiere ich Sicherheitsupdates automatisch?") == "de"
+    assert question_language("dpkg -L?") is None
+
+
+def test_collection_languages_by_their_share_of_chunks() -> None:
+    assert collection_languages({"de": 900, "en": 100}) == ("de",)
+    assert collection_languages({"de": 500, "fr": 400, "en": 100}) == ("de", "fr")
+    assert collection_languages({}) == ()
