@@ -26,6 +26,7 @@ from engine.facade import IngestionAPI, LibraryAPI, SystemAPI
 from engine.folders import FolderRegistry
 from engine.ingest.discovery import IgnoreRules
 from engine.ingest.embedder import Embedder
+from engine.ingest.embedder_offer import embedder_offer
 from engine.ingest.embedder_switch import EmbedderSwitch
 from engine.ingest.jobs import IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans
@@ -282,6 +283,7 @@ class Engine:
         documents, chunks = self.store.counts()
         meta = self.store.meta
         switch = self.embedders.active()
+        languages = self.store.collection_languages()
         return EngineStatus(
             version=VERSION,
             pid=os.getpid(),
@@ -296,6 +298,11 @@ class Engine:
             embedder_in_force=meta.embedder_id if meta is not None else None,
             embedder_job=switch[1].id if switch is not None else None,
             reranker=self.settings.reranker,
+            languages=list(languages),
+            embedder_offer=embedder_offer(
+                languages=languages,
+                embedder=meta.embedder_id if meta is not None else self.settings.embedder,
+            ),
         )
 
     def pipeline_info(self) -> PipelineInfo | None:

@@ -266,6 +266,17 @@ class ProfilingStatus:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EmbedderOffer:
+    """A multilingual embedder the window offers when the collection is not in English
+    and the embedder in force reads English only (engine/models/embedder_offer.py)."""
+
+    repo_id: str  # on the Hugging Face hub; downloaded only when the person accepts
+    name: str
+    download_bytes: int
+    languages: list[str]  # the collection's (ISO 639-1), most text first
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineStatus:
     version: str
     pid: int
@@ -284,6 +295,10 @@ class EngineStatus:
     # What re-orders each question's candidates (EngineSettings.reranker): None,
     # "model" (the language model in use) or a cross-encoder.
     reranker: str | None = None
+    # The collection's languages (ISO 639-1, most text first), and the embedder
+    # offered for them when the one in force reads English only.
+    languages: list[str] = field(default_factory=list)
+    embedder_offer: EmbedderOffer | None = None
 
 
 # -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------

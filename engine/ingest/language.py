@@ -4,7 +4,7 @@ Bayes over byte n-grams for 97 languages, numpy only).
 A document's languages are stored with it (`DocumentRecord.languages`: ISO 639-1 codes,
 the most text first). The collection's languages follow: the window offers a
 multilingual embedder when they are not English, and the full-text index stems
-with the collection's language (engine/store/fulltext.py).
+with the collection's language (engine/store/fulltext.py, `collection_languages`).
 """
 
 from __future__ import annotations
@@ -49,15 +49,6 @@ def question_language(text: str) -> str | None:
         return None
     language, probability = _identifier().classify(text)
     return str(language) if probability >= MIN_CONFIDENCE else None
-
-
-def collection_languages(shares: dict[str, int]) -> tuple[str, ...]:
-    """Languages by the chunks their documents hold, most first, each over MIN_SHARE."""
-    total = sum(shares.values())
-    if not total:
-        return ()
-    ranked = sorted(shares.items(), key=lambda kv: -kv[1])
-    return tuple(lang for lang, n in ranked if n / total >= MIN_SHARE)
 
 
 def _spread(pages: Sequence[str]) -> list[str]:

@@ -73,6 +73,19 @@ def language_shares(documents: Iterable[DocumentRecord]) -> dict[str, int]:
     return dict(shares)
 
 
+# A language holding less of the collection's chunks than this is not one of its own.
+MIN_SHARE = 0.2
+
+
+def collection_languages(shares: dict[str, int]) -> tuple[str, ...]:
+    """Languages by the chunks their documents hold, most first, each over MIN_SHARE."""
+    total = sum(shares.values())
+    if not total:
+        return ()
+    ranked = sorted(shares.items(), key=lambda kv: -kv[1])
+    return tuple(lang for lang, n in ranked if n / total >= MIN_SHARE)
+
+
 def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     total = sum(shares.values())
     if not total:

@@ -87,6 +87,7 @@ class LanceStore:
         self.folder = folder
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
+        self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -383,6 +384,33 @@ class LanceStore:
             return None
         r = rows[0]
         return PageRecord(doc_id=r["doc_id"], page=r["page"], text=r["text"])
+
+    def collection_languages(self) -> tuple[str, ...]:
+        """The collection's languages, most text first (engine/ingest/language.py); read
+        again only when the documents table changed (the window asks every few seconds)."""
+        version = self.documents.version
+        cached = self._languages
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows = self.documents.search().select(["languages", "chunks", "status"]).limit(None)
+        docs = [
+            DocumentRecord(
+                doc_id="",
+                path="",
+                size=0,
+                mtime=0.0,
+                content_hash="",
+                status=r["status"],
+                error=None,
+                pages=None,
+                chunks=r["chunks"] or 0,
+                languages=r["languages"] or "",
+            )
+            for r in rows.to_list()
+        ]
+        languages = fulltext.collection_languages(fulltext.language_shares(docs))
+        self._languages = (version, languages)
+        return languages
 
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0

@@ -26,6 +26,7 @@ from engine.wire import (
     CitationsEvent,
     DocumentInfo,
     DoneEvent,
+    EmbedderOffer,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -236,6 +237,7 @@ class FakeClient(EngineClient):
     embedder: str = "fake-embedder"
     embedder_job: str | None = None  # a re-embedding after set_embedder
     reranker: str | None = None  # what set_reranker saved
+    embedder_offer: EmbedderOffer | None = None  # what status offers (none once switched)
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -285,6 +287,7 @@ class FakeClient(EngineClient):
             embedder_in_force=self.embedder,
             embedder_job=self.embedder_job,
             reranker=self.reranker,
+            embedder_offer=self.embedder_offer,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -309,6 +312,7 @@ class FakeClient(EngineClient):
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         self._call("set_embedder", embedder=embedder)
         self.embedder, self.embedder_job = embedder, "embed-1"
+        self.embedder_offer = None
         return EngineSettings(model=self.model, embedder=embedder)
 
     def documents(self) -> list[DocumentInfo]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.bench.blind_docs import find_blind_docs
-from engine.ingest.language import collection_languages, detect_languages, question_language
+from engine.ingest.language import detect_languages, question_language
 from engine.ingest.parsers import parse_file
 
 
@@ -43,9 +43,3 @@ def test_pages_without_words_say_nothing() -> None:
 def test_a_question_language_only_when_sure() -> None:
     assert question_language("Wie installiere ich Sicherheitsupdates automatisch?") == "de"
     assert question_language("dpkg -L?") is None
-
-
-def test_collection_languages_by_their_share_of_chunks() -> None:
-    assert collection_languages({"de": 900, "en": 100}) == ("de",)
-    assert collection_languages({"de": 500, "fr": 400, "en": 100}) == ("de", "fr")
-    assert collection_languages({}) == ()

@@ -12,6 +12,7 @@ import pytest
 from engine.store.fulltext import (
     ENGLISH,
     FulltextConfig,
+    collection_languages,
     config_file,
     fulltext_config,
     language_shares,
@@ -47,6 +48,12 @@ def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
     assert fulltext_config({}) == ENGLISH
     assert fulltext_config({"ja": 100}) == ENGLISH
     assert language_shares([_doc("", 10), _doc("fr", 3, status="error")]) == {}
+
+
+def test_collection_languages_by_their_share_of_chunks() -> None:
+    assert collection_languages({"de": 900, "en": 100}) == ("de",)
+    assert collection_languages({"de": 500, "fr": 400, "en": 100}) == ("de", "fr")
+    assert collection_languages({}) == ()
 
 
 def test_the_chosen_config_is_kept_beside_the_table(tmp_path: Path) -> None:
