@@ -193,7 +193,11 @@ class ExtractiveAnswerer:
         if table is None or max_sentences < 1:
             return _not_found()
         candidates, relevance = table.candidates, table.relevance
-        score = table.features @ self._weights.vector()
+        # A sentence that asks states nothing, in any language: a FAQ's own question
+        # ("Wie melde ich einen Fehler?") repeats the asker's words while its answer
+        # follows it. The choice marks it down; the gate's relevance is left alone.
+        asks = np.array([_asks(c.text) for c in candidates], dtype=np.float32)
+        score = table.features @ self._weights.vector() - QUESTION_MARKDOWN * asks
 
         best = int(np.argmax(score))
         gate = float(relevance[best])
@@ -290,11 +294,16 @@ def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarr
     return out
 
 
+QUESTION_MARKDOWN = 0.12  # as much as a heading's in the gate's relevance
+
+
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip("\"'”’)] ").endswith("?")
+
+
 def _heading_like(sentence: str) -> bool:
     words = sentence.split()
-    # A question states nothing, in any language: a FAQ's own question ("Wie melde
-    # ich einen Fehler?") repeats the asker's words while its answer follows it.
-    if _SECTION_NUMBER.match(sentence) or sentence.rstrip("\"'”’)] ").endswith("?"):
+    if _SECTION_NUMBER.match(sentence):
         return True
     return len(words) < 8 and not _TERMINAL.search(sentence)
 
