@@ -6,16 +6,13 @@ Every sentence of the retrieved passages is scored against the question:
   sentences (embedders are weak on names, codes and numbers, and a word every sentence
   shares says nothing);
 - the code tokens the question names ("--onto", "LINENO", "max_part", "\\def") found
-  verbatim, and any number when the question asks for one ("how many", "which version");
+  verbatim;
 - a heading or a fragment cut at the passage's edge is marked down: it names the topic
   but states nothing;
 - a share of its neighbours' scores, since the fact often sits next to the sentence
   that repeats the question's words;
 - a sentence ending in ":" is read with the short lines it introduces (an option
   pair, a command), which are otherwise never scored;
-- for the choice only (not the gate's score): a sentence holding the kind of token the
-  question asks for and does not name, a path for "where", a variable for "which
-  variable" (engine/answer/answer_type.py).
 
 These are the columns of `SentenceTable.features` (engine/answer/sentence_choice.py
 names them and holds the weights of the choice and of the gate's relevance);
@@ -39,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.answer.answer_type import holds_asked
 from engine.answer.passages import Passage
 from engine.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
@@ -89,13 +85,6 @@ _CODE_TOKEN = re.compile(
     r"(?<![\w-])(?:\\[A-Za-z]+|--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
-_ASKS_NUMBER = re.compile(
-    r"\b(how (many|much|long|big|old|often|large|far)|which (version|port|year|number|code|"
-    r"exit code|size)|what (version|port|year|size|number|code|exit code|date)|when\b|"
-    r"since which|since when)",
-    re.IGNORECASE,
-)
-_DIGIT = re.compile(r"\d")
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
 
 
@@ -174,8 +163,6 @@ class ExtractiveAnswerer:
         relevance = features @ RELEVANCE.vector()
         features[:, _COLUMN["neighbour"]] = _neighbour_best(candidates, relevance)
         features[:, _COLUMN["rank"]] = [1.0 - c.rank / len(passages) for c in candidates]
-        # The choice, not the gate: a path or an option of the kind asked for.
-        features[:, _COLUMN["asked"]] = holds_asked(question=question, sentences=scored)
         return SentenceTable(
             every=every,
             where=where,
@@ -193,11 +180,7 @@ class ExtractiveAnswerer:
         if table is None or max_sentences < 1:
             return _not_found()
         candidates, relevance = table.candidates, table.relevance
-        # A sentence that asks states nothing, in any language: a FAQ's own question
-        # ("Wie melde ich einen Fehler?") repeats the asker's words while its answer
-        # follows it. The choice marks it down; the gate's relevance is left alone.
-        asks = np.array([_asks(c.text) for c in candidates], dtype=np.float32)
-        score = table.features @ self._weights.vector() - QUESTION_MARKDOWN * asks
+        score = table.features @ self._weights.vector()
 
         best = int(np.argmax(score))
         gate = float(relevance[best])
@@ -265,15 +248,15 @@ _COLUMN = {name: n for n, name in enumerate(FEATURES)}
 
 def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
     """Each sentence's relevance to the question: cosine similarity, rare shared words,
-    the code tokens and numbers the question asks for, headings marked down."""
+    the code tokens the question names, headings marked down."""
     base = sentence_features(question=question, sentences=sentences, semantic=semantic)
     return base @ RELEVANCE.vector()[: base.shape[1]]
 
 
 def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
-    """The first five FEATURES of each sentence (those read from the sentence alone):
-    cosine similarity, rare shared words, the question's code tokens held (max 2), a
-    number when one is asked for, heading-like."""
+    """The first four FEATURES of each sentence (those read from the sentence alone):
+    cosine similarity, rare shared words, the question's code tokens held (max 2),
+    heading-like."""
     wanted = list(dict.fromkeys(content_words(question)))
     sentence_words = [set(content_words(s)) for s in sentences]
     n = len(sentences)
@@ -282,23 +265,14 @@ def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarr
     }
     total = sum(weights.values()) or 1.0
     codes = [t.lower() for t in _CODE_TOKEN.findall(question) if len(t) > 1]
-    asks_number = bool(_ASKS_NUMBER.search(question))
-    out = np.zeros((n, 5), dtype=np.float32)
+    out = np.zeros((n, 4), dtype=np.float32)
     out[:, 0] = semantic
     for i, (sentence, words) in enumerate(zip(sentences, sentence_words, strict=True)):
         low = sentence.lower()
         out[i, 1] = sum(weights[w] for w in wanted if w in words) / total
         out[i, 2] = min(2, sum(1 for t in codes if t in low))
-        out[i, 3] = asks_number and bool(_DIGIT.search(sentence))
-        out[i, 4] = _heading_like(sentence)
+        out[i, 3] = _heading_like(sentence)
     return out
-
-
-QUESTION_MARKDOWN = 0.12  # as much as a heading's in the gate's relevance
-
-
-def _asks(sentence: str) -> bool:
-    return sentence.rstrip("\"'”’)] ").endswith("?")
 
 
 def _heading_like(sentence: str) -> bool:
