@@ -43,14 +43,6 @@ def detect_languages(pages: Sequence[str]) -> tuple[str, ...]:
     return tuple(lang for lang, n in votes.most_common() if n / total >= MIN_SHARE)
 
 
-def question_language(text: str) -> str | None:
-    """A question's language, or None when the guess is not confident (short or mixed)."""
-    if sum(ch.isalpha() for ch in text) < 12:
-        return None
-    language, probability = _identifier().classify(text)
-    return str(language) if probability >= MIN_CONFIDENCE else None
-
-
 def _spread(pages: Sequence[str]) -> list[str]:
     if len(pages) <= SAMPLE_PAGES:
         return list(pages)

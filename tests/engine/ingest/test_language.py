@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.bench.blind_docs import find_blind_docs
-from engine.ingest.language import detect_languages, question_language
+from engine.ingest.language import detect_languages
 from engine.ingest.parsers import parse_file
 
 
@@ -38,8 +38,3 @@ def test_two_languages_are_both_named_most_text_first() -> None:
 
 def test_pages_without_words_say_nothing() -> None:
     assert detect_languages(["12 34 56", "", "--- | --- |"]) == ()
-
-
-def test_a_question_language_only_when_sure() -> None:
-    assert question_language("Wie installiere ich Sicherheitsupdates automatisch?") == "de"
-    assert question_language("dpkg -L?") is None
