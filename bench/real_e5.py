@@ -241,7 +241,7 @@ def write_folder(*, image: E5Image, folder: Path) -> None:
         encoding="utf-8",
     )
     (folder / "2_Normalize").mkdir(exist_ok=True)
-    # The model card's task prefixes; the embedder (engine/ingest/embedder.py) reads them.
+    # The model card's task prefixes; the embedder (engine/rag/ingest/embedder.py) reads them.
     (folder / "config_sentence_transformers.json").write_text(
         json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}}), encoding="utf-8"
     )

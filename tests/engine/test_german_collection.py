@@ -13,10 +13,10 @@ import pytest
 
 from bench.blind_docs import find_blind_docs
 from bench.real_e5 import find_real_e5
-from engine.core import Engine
 from engine.paths import resolve_paths
-from engine.settings import save_settings
-from engine.store.fulltext import FulltextConfig, config_file, stored_config
+from engine.rag.store.fulltext import FulltextConfig, config_file, stored_config
+from engine.service.core import Engine
+from engine.service.settings import save_settings
 from engine.wire import CitationsEvent, DoneEvent, EngineSettings
 
 FILES = ("faq-de-pkgtools.html", "faq-de-uptodate.html", "faq-de-customizing.html")
