@@ -19,7 +19,7 @@ from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import Paths
 from engine.rag.ingest.fspath import from_store, to_wire
 from engine.service.launcher import Endpoint, ensure_engine
-from engine.service.stream_cut import cut_on
+from engine.stream_cut import cut_on
 from engine.wire import (
     ANSWER_EVENTS,
     Answer,
@@ -343,7 +343,7 @@ class EngineClient:
                         yield event
         except httpx.TransportError as e:
             if cancel is not None and cancel.is_set():
-                return  # the caller cut the stream (engine/service/stream_cut.py)
+                return  # the caller cut the stream (engine/stream_cut.py)
             raise EngineUnavailableError(f"the engine stopped answering: {e}") from e
 
 
