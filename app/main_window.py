@@ -42,6 +42,7 @@ from app.library.library_pane import (
 )
 from app.models_pane.model_chooser import (
     ModelChooser,
+    attach_multilingual_offer,
     attach_ranking,
     choose_embedder_dialog,
     choose_embedder_gguf_dialog,
@@ -153,6 +154,7 @@ class MainWindow(QMainWindow):
             bar=self.server_fallback,
             parent=self,
         )
+        attach_multilingual_offer(chooser=self.model_chooser, bridge=self.bridge)
         self._set_ready(False)
         if not restore_window(window=self, splitters=self._splitters()):
             self._fit_to_screen()

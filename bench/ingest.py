@@ -344,6 +344,7 @@ def _bulk_journal(*, store: Any, paths: list[Path], dimension: int) -> None:
                 "pages": None,
                 "chunks": 1,
                 "reader": READER_VERSION,  # read by this version: the rescan skips it
+                "languages": "en",
             }
         )
         pages.append({"page_key": f"{doc_id}:None", "doc_id": doc_id, "page": None, "text": text})

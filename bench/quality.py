@@ -18,6 +18,10 @@ without a model. Reported:
 - refusals: the share of unanswerable questions refused (recall), of refusals that
   were unanswerable (precision), and of answerable questions refused.
 
+`--set blind` asks the blind multilingual set instead (`blind_set.json` over the corpus of
+`bench/blind_docs.py`: Debian documents in German, French, Spanish and English the
+project was never tuned on), each language reported on its own row.
+
 `--index DIR` keeps the ingested index there and reuses it on the next run (the
 corpus takes several minutes to ingest on 2 cores); `--quick` asks a small slice: of
 `tune` and `held` (what CI runs), or of the one split `--split` names.
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from engine.rag.answer.reranker import CandidateRanker
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
+BLIND_SET_FILE = Path(__file__).with_name("blind_set.json")
 # --quick ingests only these (small) files and asks only their questions, with a few
 # unanswerable ones: minutes, not the half hour the whole corpus takes on 2 cores.
 QUICK_FILES = (
@@ -54,8 +59,13 @@ QUICK_FILES = (
 )
 QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
-SPLITS = ("tune", "tune2", "held", "held2", "held3")
-HELD_OUT = ("held", "held2", "held3")  # never tuned on: no fit or tuning list may read them
+SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind")
+HELD_OUT = (
+    "held",
+    "held2",
+    "held3",
+    "blind",
+)  # never tuned on: no fit or tuning list may read them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +77,7 @@ class QualityQuestion:
     pages: tuple[int, ...]  # 1-based; empty for formats without pages
     also: tuple[tuple[str, tuple[int, ...]], ...]  # other (file, pages) that answer it
     answer: str  # a short string a right answer contains ("" when unanswerable)
+    language: str = "en"  # the question's
 
     @property
     def answerable(self) -> bool:
@@ -101,6 +112,7 @@ def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
             pages=tuple(q.get("pages") or ()),
             also=tuple((a["file"], tuple(a.get("pages") or ())) for a in q.get("also") or ()),
             answer=q.get("answer") or "",
+            language=q.get("language") or "en",
         )
         for q in raw["questions"]
     ]
@@ -114,6 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--index", type=Path, help="keep the ingested index here and reuse it when present"
     )
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument(
+        "--set",
+        choices=("quality", "blind"),
+        default="quality",
+        help="blind: the multilingual blind set over blind_docs' corpus, per language",
+    )
     parser.add_argument(
         "--min-score",
         type=float,
@@ -152,19 +170,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.blind_docs import find_blind_docs
     from bench.real_docs import find_real_docs
 
     say = (lambda *_: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
-    corpus = args.corpus or find_real_docs()
+    blind = getattr(args, "set", "quality") == "blind"
+    corpus = args.corpus or (find_blind_docs() if blind else find_real_docs())
     if corpus is None:
-        raise SystemExit(
-            "the real documents are not there: fetch them with "
-            "`python -m bench.real_docs` (or set RAGDOLL_REAL_DOCS)"
-        )
-    questions = select(load_set(), quick=bool(args.quick), split=args.split)
+        fetch = "bench.blind_docs" if blind else "bench.real_docs"
+        raise SystemExit(f"the real documents are not there: fetch them with `python -m {fetch}`")
+    everything = load_set(file=BLIND_SET_FILE if blind else SET_FILE)
+    questions = (
+        everything if blind else select(everything, quick=bool(args.quick), split=args.split)
+    )
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
     folder = args.index or temp / "index"
-    if args.quick:
+    if args.quick and not blind:
         corpus = quick_corpus(corpus=Path(corpus), folder=temp / "corpus")
     try:
         figures = measure(
@@ -262,6 +283,8 @@ def measure(
             reranker=rerank,
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
             sentence_embed=sentences.embed,
+            sentence_scale=sentences.semantic_scale,
+            ordinary_word=model.ordinary_word,
         )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []
@@ -283,6 +306,11 @@ def measure(
         part = [o for o in outcomes if split in ("all", o.question.split)]
         if part:
             figures[split] = summarise(part)
+    languages = sorted({o.question.language for o in outcomes})
+    if len(languages) > 1:
+        for language in languages:
+            part = [o for o in outcomes if o.question.language == language]
+            figures[f"lang:{language}"] = summarise(part)
     figures["load_average_1m"] = round(os.getloadavg()[0], 2)
     figures["cpus"] = os.cpu_count()
     figures["outcomes"] = [_describe(o) for o in outcomes]
@@ -290,6 +318,7 @@ def measure(
         {
             "id": o.question.id,
             "split": o.question.split,
+            "language": o.question.language,
             "answerable": o.question.answerable,
             "rank": o.rank,
             "refused": o.refused,
@@ -459,13 +488,15 @@ def report(figures: dict[str, Any]) -> str:
     lines = ["quality on real documents (right file and page among the top 5 citations)"]
     header = "split  n   hit@1  hit@3  MRR    answer  sentence  refused:unans  ans  precision  ms"
     lines.append(header)
-    for split in (*SPLITS, "all"):
+    rows = [*SPLITS, *sorted(k for k in figures if k.startswith("lang:")), "all"]
+    for split in rows:
         f = figures.get(split)
         if not f:
             continue
         precision = "-" if f["refusal_precision"] is None else f"{f['refusal_precision']:.2f}"
+        name = split.removeprefix("lang:")
         lines.append(
-            f"{split:5}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
+            f"{name:5}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
             f"{f['mrr']:.2f}   {f['answer_contains']:.2f}    {f['sentence_contains']:.2f}      "
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3}    "
             f"{f['answerable_refused']:.2f} {precision:>9}  {f['median_ms']}"

@@ -115,23 +115,27 @@ def default_dir() -> Path:
     return Path.home() / ".cache" / "ragdoll-real-docs"
 
 
-def find_real_docs(*, root: Path | None = None) -> Path | None:
+def find_real_docs(*, root: Path | None = None, docs: tuple[RealDoc, ...] = DOCS) -> Path | None:
     """The corpus folder if every file of the selection is there, else None."""
     corpus = (root or default_dir()) / "corpus"
-    if all((corpus / d.name).is_file() for d in DOCS):
+    if all((corpus / d.name).is_file() for d in docs):
         return corpus
     return None
 
 
 def fetch_real_docs(
-    *, root: Path | None = None, quiet: bool = False, timeout_s: float | None = None
+    *,
+    root: Path | None = None,
+    quiet: bool = False,
+    timeout_s: float | None = None,
+    docs: tuple[RealDoc, ...] = DOCS,
 ) -> Path:
-    """Download, unpack and copy the selection; returns the corpus folder.
+    """Download, unpack and copy the selection (`docs`); returns the corpus folder.
     `timeout_s` bounds the download (subprocess.TimeoutExpired: apt-get is ended)."""
     root = root or default_dir()
     corpus = root / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
-    missing = [d for d in DOCS if not (corpus / d.name).is_file()]
+    missing = [d for d in docs if not (corpus / d.name).is_file()]
     if not missing:
         return corpus
     if shutil.which("apt-get") is None or shutil.which("dpkg") is None:

@@ -286,6 +286,17 @@ class ModelServerInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EmbedderOffer:
+    """A multilingual embedder the window offers when the collection is not in English
+    and the embedder in force reads English only (engine/rag/ingest/embedder_offer.py)."""
+
+    repo_id: str  # on the Hugging Face hub; downloaded only when the person accepts
+    name: str
+    download_bytes: int
+    languages: list[str]  # the collection's (ISO 639-1), most text first
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineStatus:
     version: str
     pid: int
@@ -305,6 +316,10 @@ class EngineStatus:
     # "model" (the language model in use) or a cross-encoder.
     reranker: str | None = None
     server: ModelServerInfo | None = None  # generation on a model server, when it is
+    # The collection's languages (ISO 639-1, most text first), and the embedder
+    # offered for them when the one in force reads English only.
+    languages: list[str] = field(default_factory=list)
+    embedder_offer: EmbedderOffer | None = None
 
 
 # -- the two pipelines: queues, batches, placement, latency (issue #6) ----------------

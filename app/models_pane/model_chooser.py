@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_render import file_name
 from app.qt_compat import emit
-from engine.wire import AnswerMode, EngineSettings, EngineStatus
+from engine.wire import AnswerMode, EmbedderOffer, EngineSettings, EngineStatus, ModelDownload
 
 if TYPE_CHECKING:
     from app.engine_bridge import EngineBridge
@@ -99,6 +99,74 @@ def ranker_name(setting: str | None) -> str:
     return base.split("--", 1)[-1] or str(setting)
 
 
+LANGUAGE_NAMES = {
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "da": "Danish",
+    "fi": "Finnish",
+    "cs": "Czech",
+    "tr": "Turkish",
+    "ja": "Japanese",
+    "zh": "Chinese",
+    "ko": "Korean",
+    "ar": "Arabic",
+    "en": "English",
+}
+
+
+def offer_text(offer: EmbedderOffer) -> str:
+    """The menu item that offers a multilingual embedder for the collection's languages."""
+    names = " and ".join(LANGUAGE_NAMES.get(code, code) for code in offer.languages[:2])
+    size = f"{offer.download_bytes / 1e6:.0f} MB"
+    return f"Documents in {names}: use {offer.name}, a multilingual embedder ({size} download)…"
+
+
+OFFER_TIP = (
+    "The bundled embedder reads English. A multilingual one finds passages in any language, "
+    "and answers a question in one language from documents in another. Downloaded from "
+    "huggingface.co when you accept; the collection is then re-embedded in the background "
+    "while the current index keeps answering."
+)
+DOWNLOAD_POLL_S = 0.5
+
+
+def attach_multilingual_offer(*, chooser: ModelChooser, bridge: EngineBridge) -> None:
+    """Accepting the offer downloads the embedder (the person asked for it), then
+    switches to it as choosing its folder does: the collection is re-embedded."""
+    from app.models_pane.models_dialog import follow_download
+
+    what = "Downloading the multilingual embedder"
+
+    def done(state: ModelDownload) -> None:
+        if state.state == "done":
+            emit(chooser.sig_embedder_requested, state.folder)
+        else:
+            emit(bridge.sig_error, what, state.error or f"the download {state.state}")
+
+    def request(repo_id: str) -> None:
+        chooser.offer_action.setEnabled(False)
+        chooser.offer_action.setText(f"Downloading {repo_id}…")
+        bridge.run(
+            EngineOp(
+                what=what,
+                follow=lambda c, report: follow_download(
+                    client=c, repo_id=repo_id, report=report, poll_s=DOWNLOAD_POLL_S
+                ),
+                success=done,
+                failure=lambda e: emit(bridge.sig_error, what, describe_error(error=e)),
+            )
+        )
+
+    chooser.sig_offer_accepted.connect(request)
+
+
 RANK_NEEDS_MODEL = "Needs a language model: choose one above, then the model can rank."
 RANK_TIP = (
     "The model re-reads the 10 best passages and orders them by how likely it finds the "
@@ -139,6 +207,7 @@ class ModelChooser(QToolButton):
     sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
     sig_ranking_requested = Signal(object)  # "model", a cross-encoder, or None
     sig_server_requested = Signal()  # open the model server dialog
+    sig_offer_accepted = Signal(str)  # the offered embedder's hub repo id
 
     def __init__(
         self,
@@ -212,7 +281,14 @@ class ModelChooser(QToolButton):
         self.default_embedder_action = QAction(f"Bundled embedder ({DEFAULT_EMBEDDER})", self)
         self.default_embedder_action.setCheckable(True)
         self.default_embedder_action.triggered.connect(self.use_default_embedder)
+        # Shown while the engine offers a multilingual embedder (EngineStatus.embedder_offer).
+        self.offer_action = QAction("", self)
+        self.offer_action.setToolTip(OFFER_TIP)
+        self.offer_action.setVisible(False)
+        self.offer_action.triggered.connect(self.accept_offer)
+        self._offer: EmbedderOffer | None = None
         menu.addAction(self.embedder_label)
+        menu.addAction(self.offer_action)
         menu.addAction(self.choose_embedder_action)
         menu.addAction(self.choose_embedder_gguf_action)
         menu.addAction(self.default_embedder_action)
@@ -248,6 +324,10 @@ class ModelChooser(QToolButton):
         if path:
             emit(self.sig_embedder_requested, path)
 
+    def accept_offer(self) -> None:
+        if self._offer is not None:
+            emit(self.sig_offer_accepted, self._offer.repo_id)
+
     def use_default_embedder(self) -> None:
         emit(self.sig_embedder_requested, DEFAULT_EMBEDDER)
 
@@ -271,6 +351,13 @@ class ModelChooser(QToolButton):
         if cross:
             self.ranker_label.setText(f"Sources ranked by: {ranker_name(status.reranker)}")
         self.embedder_label.setText(embedder_text(status))
+        offer = status.embedder_offer if status.embedder == status.embedder_in_force else None
+        if offer != self._offer:
+            self._offer = offer
+            self.offer_action.setVisible(offer is not None)
+            self.offer_action.setEnabled(True)
+            if offer is not None:
+                self.offer_action.setText(offer_text(offer))
         self.default_embedder_action.setChecked(status.embedder == DEFAULT_EMBEDDER)
         if status.model_error:
             tip = f"The model is not in use: {status.model_error}"

@@ -26,6 +26,7 @@ from engine.rag.answer.reranker import CandidateRanker
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
@@ -392,6 +393,7 @@ class Engine:
         documents, chunks = self.store.counts()
         meta = self.store.meta
         switch = self.embedders.active()
+        languages = self.store.collection_languages()
         return EngineStatus(
             version=VERSION,
             pid=os.getpid(),
@@ -407,6 +409,11 @@ class Engine:
             embedder_job=switch[1].id if switch is not None else None,
             reranker=self.settings.reranker,
             server=self.server_info(),
+            languages=list(languages),
+            embedder_offer=embedder_offer(
+                languages=languages,
+                embedder=meta.embedder_id if meta is not None else self.settings.embedder,
+            ),
         )
 
     def server_info(self) -> ModelServerInfo | None:
@@ -630,6 +637,8 @@ class Engine:
                     embed=self.embed_in_force,
                     tagged=self.embed_tagged,
                     sentence_embed=self.in_force.embed_sentences,
+                    sentence_scale=self.in_force.sentence_scale,
+                    ordinary_word=self.in_force.ordinary_word,
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

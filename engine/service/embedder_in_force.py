@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.errors import StaleVectorsError
 from engine.paths import Paths
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.pipeline.adapters import STALE_TRIES
@@ -95,6 +96,16 @@ class EmbedderInForce:
                     self._bundled = self.load(DEFAULT_EMBEDDER)
                 bundled = self._bundled
         return bundled.embed(texts)
+
+    def sentence_scale(self) -> SemanticScale:
+        """The scale of the embedder `embed_sentences` uses now (semantic_scale.py)."""
+        embedder = self.get()
+        return embedder.semantic_scale() if scores_sentences(embedder) else IDENTITY
+
+    def ordinary_word(self, word: str) -> bool:
+        """Whether the embedder in force reads `word` as an ordinary word of some
+        language (`Embedder.ordinary_word`)."""
+        return self.get().ordinary_word(word)
 
     def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
         """`embed` with the id of the embedder that made the vectors: a search

@@ -26,6 +26,7 @@ from engine.wire import (
     CitationsEvent,
     DocumentInfo,
     DoneEvent,
+    EmbedderOffer,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -239,6 +240,7 @@ class FakeClient(EngineClient):
     reranker: str | None = None  # what set_reranker saved
     server: ModelServerInfo | None = None  # what set_model_server saved
     server_list: list[str] = field(default_factory=lambda: ["llama-3.1-70b", "qwen2.5-7b"])
+    embedder_offer: EmbedderOffer | None = None  # what status offers (none once switched)
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -290,6 +292,7 @@ class FakeClient(EngineClient):
             embedder_job=self.embedder_job,
             reranker=self.reranker,
             server=self.server,
+            embedder_offer=self.embedder_offer,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -351,6 +354,7 @@ class FakeClient(EngineClient):
     def set_embedder(self, *, embedder: str) -> EngineSettings:
         self._call("set_embedder", embedder=embedder)
         self.embedder, self.embedder_job = embedder, "embed-1"
+        self.embedder_offer = None
         return EngineSettings(model=self.model, embedder=embedder)
 
     def documents(self) -> list[DocumentInfo]:

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
+from engine.wire import EmbedderOffer
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, request_error
 
@@ -76,3 +77,36 @@ def test_a_refused_embedder_is_told_and_the_status_bar_comes_back(
     qtbot.mouseClick(dismiss, Qt.MouseButton.LeftButton)
     assert window.banner.message == ""
     qtbot.waitUntil(lambda: window.engine_label.text().startswith("Engine ready"), timeout=5000)
+
+
+def test_a_collection_not_in_english_is_offered_a_multilingual_embedder(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """The engine's offer shows in the Model menu with its size; accepting it downloads
+    the embedder from the hub (only then) and switches to the downloaded folder, which
+    re-embeds the collection; the offer goes once the switch is made."""
+    client = FakeClient(step_s=0.05)
+    client.embedder_offer = EmbedderOffer(
+        repo_id="intfloat/multilingual-e5-small",
+        name="multilingual-e5-small",
+        download_bytes=471_000_000,
+        languages=["de", "fr"],
+    )
+    window = make_window(client)
+    chooser = window.model_chooser
+    qtbot.waitUntil(chooser.offer_action.isVisible, timeout=5000)
+    assert chooser.offer_action.text() == (
+        "Documents in German and French: use multilingual-e5-small, "
+        "a multilingual embedder (471 MB download)…"
+    )
+    assert not client.called("download_model")
+
+    chooser.offer_action.trigger()
+    qtbot.waitUntil(lambda: bool(client.called("set_embedder")), timeout=5000)
+    assert client.called("download_model") == [
+        {"repo_id": "intfloat/multilingual-e5-small", "file": None}
+    ]
+    assert client.called("set_embedder") == [
+        {"embedder": "/models/intfloat--multilingual-e5-small"}
+    ]
+    qtbot.waitUntil(lambda: not chooser.offer_action.isVisible(), timeout=5000)

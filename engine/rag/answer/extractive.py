@@ -6,16 +6,13 @@ Every sentence of the retrieved passages is scored against the question:
   sentences (embedders are weak on names, codes and numbers, and a word every sentence
   shares says nothing);
 - the code tokens the question names ("--onto", "LINENO", "max_part", "\\def") found
-  verbatim, and any number when the question asks for one ("how many", "which version");
+  verbatim;
 - a heading or a fragment cut at the passage's edge is marked down: it names the topic
   but states nothing;
 - a share of its neighbours' scores, since the fact often sits next to the sentence
   that repeats the question's words;
 - a sentence ending in ":" is read with the short lines it introduces (an option
   pair, a command), which are otherwise never scored;
-- for the choice only (not the gate's score): a sentence holding the kind of token the
-  question asks for and does not name, a path for "where", a variable for "which
-  variable" (engine/rag/answer/answer_type.py).
 
 These are the columns of `SentenceTable.features` (engine/rag/answer/sentence_choice.py
 names them and holds the weights of the choice and of the gate's relevance);
@@ -39,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.rag.answer.answer_type import holds_asked
 from engine.rag.answer.passages import Passage
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.answer.sentences import split_sentences
@@ -88,13 +85,6 @@ _CODE_TOKEN = re.compile(
     r"(?<![\w-])(?:\\[A-Za-z]+|--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
-_ASKS_NUMBER = re.compile(
-    r"\b(how (many|much|long|big|old|often|large|far)|which (version|port|year|number|code|"
-    r"exit code|size)|what (version|port|year|size|number|code|exit code|date)|when\b|"
-    r"since which|since when)",
-    re.IGNORECASE,
-)
-_DIGIT = re.compile(r"\d")
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
 
 
@@ -134,8 +124,12 @@ class ExtractiveAnswerer:
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
         weights: ChoiceWeights = CHOICE_WEIGHTS,
+        scale: Callable[[], SemanticScale] | None = None,
     ) -> None:
+        """`scale`: the scale of the embedder behind `embed` at the call
+        (engine/rag/answer/semantic_scale.py; default MiniLM's, the identity)."""
         self._embed = embed
+        self._scale = scale or (lambda: IDENTITY)
         self._min_score = min_score
         self._memo = memo  # sentence vectors kept from earlier answers
         self._weights = weights  # the choice's (engine/rag/answer/sentence_choice.py)
@@ -157,8 +151,11 @@ class ExtractiveAnswerer:
         else:
             vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
+        scale = self._scale()
         base = sentence_features(
-            question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]
+            question=question,
+            sentences=scored,
+            semantic=scale.apply(sentence_vectors @ vectors[0]),
         )
         features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
         features[:, : base.shape[1]] = base
@@ -166,13 +163,12 @@ class ExtractiveAnswerer:
         relevance = features @ RELEVANCE.vector()
         features[:, _COLUMN["neighbour"]] = _neighbour_best(candidates, relevance)
         features[:, _COLUMN["rank"]] = [1.0 - c.rank / len(passages) for c in candidates]
-        # The choice, not the gate: a path or an option of the kind asked for.
-        features[:, _COLUMN["asked"]] = holds_asked(question=question, sentences=scored)
         return SentenceTable(
             every=every,
             where=where,
             candidates=candidates,
             vectors=sentence_vectors,
+            scale=scale,
             relevance=relevance,
             features=features,
         )
@@ -223,6 +219,7 @@ class SentenceTable:
     where: list[int]  # the scored ones' positions in `every`
     candidates: list[_Candidate]  # the scored ones
     vectors: np.ndarray  # their embeddings (rows)
+    scale: SemanticScale  # of the embedder that made them
     relevance: np.ndarray  # the gate's score of each (RELEVANCE)
     features: np.ndarray  # one row of FEATURES each
 
@@ -251,15 +248,15 @@ _COLUMN = {name: n for n, name in enumerate(FEATURES)}
 
 def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
     """Each sentence's relevance to the question: cosine similarity, rare shared words,
-    the code tokens and numbers the question asks for, headings marked down."""
+    the code tokens the question names, headings marked down."""
     base = sentence_features(question=question, sentences=sentences, semantic=semantic)
     return base @ RELEVANCE.vector()[: base.shape[1]]
 
 
 def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
-    """The first five FEATURES of each sentence (those read from the sentence alone):
-    cosine similarity, rare shared words, the question's code tokens held (max 2), a
-    number when one is asked for, heading-like."""
+    """The first four FEATURES of each sentence (those read from the sentence alone):
+    cosine similarity, rare shared words, the question's code tokens held (max 2),
+    heading-like."""
     wanted = list(dict.fromkeys(content_words(question)))
     sentence_words = [set(content_words(s)) for s in sentences]
     n = len(sentences)
@@ -268,15 +265,13 @@ def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarr
     }
     total = sum(weights.values()) or 1.0
     codes = [t.lower() for t in _CODE_TOKEN.findall(question) if len(t) > 1]
-    asks_number = bool(_ASKS_NUMBER.search(question))
-    out = np.zeros((n, 5), dtype=np.float32)
+    out = np.zeros((n, 4), dtype=np.float32)
     out[:, 0] = semantic
     for i, (sentence, words) in enumerate(zip(sentences, sentence_words, strict=True)):
         low = sentence.lower()
         out[i, 1] = sum(weights[w] for w in wanted if w in words) / total
         out[i, 2] = min(2, sum(1 for t in codes if t in low))
-        out[i, 3] = asks_number and bool(_DIGIT.search(sentence))
-        out[i, 4] = _heading_like(sentence)
+        out[i, 3] = _heading_like(sentence)
     return out
 
 
@@ -315,7 +310,7 @@ def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float)
             return None
         if c.passage is first.passage or c.text.lower() in shown:
             continue
-        if float(vectors[i] @ vectors[best]) >= _DUPLICATE_SIMILARITY:
+        if float(table.scale.apply(vectors[i] @ vectors[best])) >= _DUPLICATE_SIMILARITY:
             continue
         return i
     return None

@@ -24,12 +24,10 @@ FEATURES = (
     "semantic",  # the embedding's cosine similarity with the question's
     "lexical",  # the share of the question's content words it holds, weighted by rarity
     "code",  # the question's code tokens it holds verbatim (0-2)
-    "number",  # 1 when the question asks for a number and the sentence holds one
     "heading",  # 1 for a heading-like line: it names the topic, states nothing
     "fragment",  # 1 when the passage's edge cut it
     "neighbour",  # the best relevance of the sentences beside it in its passage (>= 0)
     "rank",  # 1 - passage rank / passages: the first passage's sentences get most
-    "asked",  # 1 when it holds the kind of token asked for and not named (answer_type.py)
 )
 
 
@@ -40,12 +38,10 @@ class ChoiceWeights:
     semantic: float
     lexical: float
     code: float
-    number: float
     heading: float
     fragment: float
     neighbour: float
     rank: float
-    asked: float
 
     def vector(self) -> np.ndarray:
         return np.array(astuple(self), dtype=np.float32)
@@ -57,23 +53,24 @@ class ChoiceWeights:
 
 assert tuple(f.name for f in fields(ChoiceWeights)) == FEATURES
 
-# The gate's relevance: semantic + lexical, the code-token and number bonuses, the
-# heading and fragment penalties (the sixth round's constants; DEFAULT_MIN_SCORE and the
+# The gate's relevance: semantic + lexical, the code-token bonus, the heading and
+# fragment penalties (the sixth round's constants; DEFAULT_MIN_SCORE and the
 # refusal's penalty are set against this scale).
 RELEVANCE = ChoiceWeights(
     semantic=1.0,
     lexical=0.3,
     code=0.12,
-    number=0.06,
     heading=-0.12,
     fragment=-0.08,
     neighbour=0.0,
     rank=0.0,
-    asked=0.0,
 )
 # The choice as the sixth round left it: the relevance, plus a share of the neighbours'
-# relevance, the passage's rank and the kind of token asked for.
-HAND_WEIGHTS = replace(RELEVANCE, neighbour=0.15, rank=0.04, asked=0.15)
+# relevance and the passage's rank. The English rules for the kind of token asked for
+# ("where" -> a path) and for numbers ("how many") changed no answer of the blind
+# multilingual set in any language, with either embedder, and were removed
+# (docs/benchmarks.md, "Every language").
+HAND_WEIGHTS = replace(RELEVANCE, neighbour=0.15, rank=0.04)
 # What the product chooses with: a fit replaces this only when it beats HAND_WEIGHTS
 # out of fold (python -m bench.sentence_fit_model; docs/benchmarks.md).
 CHOICE_WEIGHTS = HAND_WEIGHTS

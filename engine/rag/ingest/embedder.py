@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import EmbedderError
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, measure_scale
 from engine.runtime.hardware.gpus import GpuInfo
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -190,6 +191,8 @@ class Embedder:
     _int8_tried = False  # `start_int8` was asked (once per embedder)
     _int8_making: Any = None  # an int8_embedder.Int8Making while NNCF runs
     ingest_backend = "torch"
+    _is_unigram: bool | None = None
+    _scale: SemanticScale | None = None
     query_prefix = ""
     document_prefix = ""
 
@@ -254,6 +257,9 @@ class Embedder:
         self._int8_wanted = int8 and self.backend == "openvino"
         self.ingest_backend = self.backend
         self._gate = PriorityGate()
+        self._scale_lock = threading.Lock()
+        self._scale: SemanticScale | None = None
+        self._is_unigram: bool | None = None
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
         # A model with a default prompt is encoded by `encode` only (the path
@@ -263,12 +269,40 @@ class Embedder:
         # "search_document: ") gets them here, as text, so that every back-end
         # (ONNX and OpenVINO know no prompts) embeds the same strings.
         prompts = dict(getattr(self._model, "prompts", None) or {})
-        self.query_prefix = str(prompts.get("query", ""))
-        self.document_prefix = str(prompts.get("document", prompts.get("passage", "")))
+        self.query_prefix, self.document_prefix = task_prefixes(model=model, prompts=prompts)
         dim = self._model.get_embedding_dimension()
         self.info = EmbedderInfo(
             id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
         )
+
+    def ordinary_word(self, word: str) -> bool:
+        """Whether this model's vocabulary, a multilingual SentencePiece (unigram) one,
+        holds `word` whole: an ordinary word of some language rather than a name or a
+        term (engine/rag/answer/refusal.py). False for other vocabularies (MiniLM's English
+        word pieces say nothing of other languages)."""
+        if not self._unigram():
+            return False
+        with self._gate.turn(background=False):  # the tokenizer is not for two threads
+            pieces = self.tokenizer.tokenize(word)
+        return len(pieces) == 1 or (len(pieces) == 2 and pieces[0] == "▁")
+
+    def _unigram(self) -> bool:
+        if self._is_unigram is None:
+            model = getattr(self, "_model", None)  # stand-ins in tests have none
+            backend = getattr(getattr(model, "tokenizer", None), "backend_tokenizer", None)
+            model = getattr(backend, "model", None)
+            self._is_unigram = type(model).__name__ == "Unigram"
+        return self._is_unigram
+
+    def semantic_scale(self) -> SemanticScale:
+        """This model's cosines on the bundled MiniLM's scale (measured once, ~10 short
+        sentences; the bundled model's own is the identity)."""
+        if self.info.id == DEFAULT_EMBEDDER:
+            return IDENTITY
+        with self._scale_lock:
+            if self._scale is None:
+                self._scale = measure_scale(self.embed)
+            return self._scale
 
     def _try_openvino(self, *, location: str, cache_dir: Path, asked: bool) -> str:
         """ "openvino" when OpenVINO is installed and gives the float32 vectors;
@@ -438,15 +472,47 @@ class Embedder:
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
 
+# The E5 family is trained with these prefixes; the hub's copies of multilingual-e5
+# do not name them in their sentence-transformers config, so they are known by name.
+E5_PREFIXES = ("query: ", "passage: ")
+
+
+def task_prefixes(*, model: str, prompts: dict[str, Any]) -> tuple[str, str]:
+    """(question prefix, document prefix) for `model` with its configured prompts.
+    sentence-transformers fills an unnamed "document" prompt with "", so an empty
+    one falls through to "passage"."""
+    query = str(prompts.get("query") or "")
+    document = str(prompts.get("document") or prompts.get("passage") or "")
+    if not query and not document and _is_e5(model):
+        return E5_PREFIXES
+    return query, document
+
+
+def _is_e5(model: str) -> bool:
+    name = Path(model).name.lower()
+    return name.startswith(("multilingual-e5", "e5-")) or "--multilingual-e5" in model.lower()
+
+
 def scores_sentences(embedder: Embedder) -> bool:
     """Whether `embedder`, indexing the collection, also scores an answer's sentences.
     The sentence choice's weights and the relevance gate's threshold were fitted on the
-    bundled MiniLM's similarities; another model's cosines sit elsewhere (nomic-embed-
-    text's higher and closer together), so with another index embedder the bundled
-    one scores sentences: on the quality benchmark that kept answers and refusals where
-    nomic scoring them itself lost them, at a sixth of the time (docs/benchmarks.md,
-    eleventh round)."""
-    return embedder.info.id == DEFAULT_EMBEDDER
+    bundled MiniLM's similarities. A multilingual embedder scores them itself, its
+    cosines put on MiniLM's scale (engine/rag/answer/semantic_scale.py): the English MiniLM
+    cannot read a German sentence. Another English-only one leaves them to the bundled
+    one: on the quality benchmark that kept answers and refusals where nomic-embed-text
+    scoring them itself lost them, at a sixth of the time (docs/benchmarks.md, eleventh
+    round)."""
+    return embedder.info.id == DEFAULT_EMBEDDER or is_multilingual(embedder.info.id)
+
+
+# Names of embedders trained on many languages (the Recommended models' multilingual
+# entries and their usual hub names).
+_MULTILINGUAL_NAMES = ("multilingual", "bge-m3", "labse", "m3-", "xlm")
+
+
+def is_multilingual(model: str) -> bool:
+    name = model.lower()
+    return any(part in name for part in _MULTILINGUAL_NAMES)
 
 
 def like_lengths(texts: list[str], *, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:

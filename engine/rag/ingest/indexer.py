@@ -31,6 +31,7 @@ from engine.rag.ingest.discovery import ENTRY_REASONS, IgnoreRules
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.fspath import to_store
 from engine.rag.ingest.journal import Journal, copy_document
+from engine.rag.ingest.language import detect_languages
 from engine.rag.ingest.parsers import ParsedDocument, parse_file
 from engine.rag.ingest.safe_open import SWAPPED, open_listed
 from engine.rag.store.doc_writes import is_disk_full, is_disk_full_text
@@ -52,7 +53,8 @@ log = logging.getLogger(__name__)
 # an upgrade's better reading reaches files that did not change.
 # 2: HTML sections where the headings stand (not in the page's contents list), .odt
 # files pandoc wrote (read as empty before), LibreOffice EPUB sections.
-READER_VERSION = 2
+# 3: the languages of the text (engine/rag/ingest/language.py).
+READER_VERSION = 3
 CHANGED_WHILE_READ = "the file kept changing while it was being read"
 _PATH_REASONS = ENTRY_REASONS | {SWAPPED}
 
@@ -149,7 +151,10 @@ def triage(
             return FileOutcome(status="unchanged", chunks=known.chunks)
         source = journal.with_content(digest=digest)
         if source is not None and source.doc_id != doc_id and source.reader >= READER_VERSION:
-            target = _document(doc_id=doc_id, path=path, stat=stat, digest=digest)
+            target = dataclasses.replace(
+                _document(doc_id=doc_id, path=path, stat=stat, digest=digest),
+                languages=source.languages,
+            )
             copied = copy_document(store=store, source=source, target=target)
             if copied:
                 journal.remember(dataclasses.replace(target, pages=source.pages, chunks=copied))
@@ -228,6 +233,7 @@ def prepare(
         # An indexed document's `error` carries the notes about its reading:
         # the library shows them with the document.
         error="; ".join(notes) or None,
+        languages=",".join(detect_languages([p.text for p in parsed.pages])),
     )
     pages = [PageRecord(doc_id=plan.doc_id, page=p.number, text=p.text) for p in parsed.pages]
     return Prepared(

@@ -33,6 +33,7 @@ from engine.rag.answer.extractive import (
 )
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.refusal import MIN_CHUNKS, refused, unknown_words
+from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.pipeline.adapters import (
     Embed,
@@ -180,16 +181,22 @@ class RelevanceGate:
         min_score: float = DEFAULT_MIN_SCORE,
         memo: SentenceMemo | None = None,
         sentence_embed: Embed | None = None,
+        sentence_scale: Callable[[], SemanticScale] | None = None,
+        ordinary_word: Callable[[str], bool] | None = None,
     ) -> None:
         """`sentence_embed` scores the passages' sentences (default: `embed`): the
-        engine gives the bundled embedder's when another one indexes the collection
-        (engine/rag/ingest/embedder.py, `scores_sentences`)."""
+        engine gives the bundled embedder's when another one, English only, indexes
+        the collection (engine/rag/ingest/embedder.py, `scores_sentences`);
+        `sentence_scale` puts its cosines on the scale the gate was set on
+        (engine/rag/answer/semantic_scale.py); `ordinary_word` tells a word of some
+        language from a name (engine/rag/answer/refusal.py)."""
+        self._ordinary = ordinary_word
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
         self._reranker = reranker
         self._min_score = min_score
         self._extractive = ExtractiveAnswerer(
-            embed=sentence_embed or embed, min_score=min_score, memo=memo
+            embed=sentence_embed or embed, min_score=min_score, memo=memo, scale=sentence_scale
         )
 
     def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
@@ -234,6 +241,7 @@ class RelevanceGate:
                 texts=[h.chunk.text for h in searched.hits],
                 holds=self._store.holds_word,
                 holds_phrase=self._store.holds_phrase,
+                ordinary=self._ordinary,
             )
         )
 
@@ -271,6 +279,8 @@ def gated_retrieve_batch(
     min_score: float = DEFAULT_MIN_SCORE,
     memo: SentenceMemo | None = None,
     sentence_embed: Embed | None = None,
+    sentence_scale: Callable[[], SemanticScale] | None = None,
+    ordinary_word: Callable[[str], bool] | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
@@ -290,6 +300,8 @@ def gated_retrieve_batch(
         min_score=min_score,
         memo=memo,
         sentence_embed=sentence_embed,
+        sentence_scale=sentence_scale,
+        ordinary_word=ordinary_word,
     )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:

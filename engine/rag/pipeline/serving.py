@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.pipeline.adapters import Embed, TaggedEmbed
 from engine.rag.pipeline.answering import RelevanceGate, gated_generate_batch, may_pass, settled
@@ -45,6 +47,8 @@ class ServingPipeline:
         ranker: str | None = None,
         tagged: TaggedEmbed | None = None,
         sentence_embed: Embed | None = None,
+        sentence_scale: Callable[[], SemanticScale] | None = None,
+        ordinary_word: Callable[[str], bool] | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -57,11 +61,10 @@ class ServingPipeline:
         placement = owner.placement if owner is not None else None
         # Follow-ups retrieve earlier turns' passages again: the gate's sentence
         # vectors are kept instead of embedded again, by the embedder that scores
-        # sentences (`sentence_embed`: always the bundled one) or else the index's.
+        # sentences (`sentence_embed`, chosen by the index's embedder) or else the
+        # index's: keyed by the index's embedder either way.
         self.sentence_memo = SentenceMemo(
-            key=(lambda: "sentences")
-            if sentence_embed is not None
-            else (lambda: store.meta.embedder_id if store.meta is not None else "")
+            key=(lambda: store.meta.embedder_id if store.meta is not None else "")
         )
         gate = RelevanceGate(
             store=store,
@@ -70,6 +73,8 @@ class ServingPipeline:
             reranker=reranker,
             memo=self.sentence_memo,
             sentence_embed=sentence_embed,
+            sentence_scale=sentence_scale,
+            ordinary_word=ordinary_word,
         )
         self.pipeline = Pipeline(
             retrieve_batch=gate.search,

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from engine.errors import StaleVectorsError
 from engine.json_file import write_json
-from engine.rag.store import doc_writes, view_upkeep
+from engine.rag.store import doc_writes, fulltext, view_upkeep
 from engine.rag.store import search as _search
 from engine.rag.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.rag.store.ivf_view import IvfView
@@ -92,6 +92,7 @@ class LanceStore:
         self.folder = folder
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
+        self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -389,6 +390,33 @@ class LanceStore:
         r = rows[0]
         return PageRecord(doc_id=r["doc_id"], page=r["page"], text=r["text"])
 
+    def collection_languages(self) -> tuple[str, ...]:
+        """The collection's languages, most text first (engine/rag/ingest/language.py); read
+        again only when the documents table changed (the window asks every few seconds)."""
+        version = self.documents.version
+        cached = self._languages
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows = self.documents.search().select(["languages", "chunks", "status"]).limit(None)
+        docs = [
+            DocumentRecord(
+                doc_id="",
+                path="",
+                size=0,
+                mtime=0.0,
+                content_hash="",
+                status=r["status"],
+                error=None,
+                pages=None,
+                chunks=r["chunks"] or 0,
+                languages=r["languages"] or "",
+            )
+            for r in rows.to_list()
+        ]
+        languages = fulltext.collection_languages(fulltext.language_shares(docs))
+        self._languages = (version, languages)
+        return languages
+
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0
         return self.documents.count_rows("status = 'indexed'"), chunks
@@ -396,21 +424,24 @@ class LanceStore:
     # -- search ----------------------------------------------------------------
 
     def refresh_fulltext_index(self, *, force: bool = False) -> None:
-        """(Re)build BM25 over chunk text. Rows added since are still found
-        (LanceDB scans unindexed rows), so this only keeps search fast. Under the
-        maintainer's lock (one rebuild at a time, too): its compaction, committed
-        meanwhile, preempts the index."""
-        if self._chunks is None:
+        """(Re)build BM25 over chunk text, with the collection's language's stemmer
+        (engine/rag/store/fulltext.py). Rows added since are still found (LanceDB scans
+        unindexed rows), so this only keeps search fast; a changed language builds it
+        again. Under the maintainer's lock (one rebuild at a time, too): its
+        compaction, committed meanwhile, preempts the index."""
+        if self._chunks is None or self.meta is None:
             return
         with self.maintainer.lock:
+            file = fulltext.config_file(self.folder, self.meta.chunks_table)
+            config = fulltext.fulltext_config(fulltext.language_shares(self.list_documents()))
             stale = force or not any(i.index_type == "FTS" for i in self.chunks.list_indices())
+            stale = stale or fulltext.stored_config(file) not in (None, config)
             if not stale:
                 stats = self.chunks.index_stats("text_idx")
                 stale = bool(stats and stats.num_unindexed_rows > 0)
             if stale and self.chunks.count_rows() > 0:
-                from lancedb.index import FTS
-
-                self.chunks.create_index("text", config=FTS(), replace=True)
+                self.chunks.create_index("text", config=config.fts(), replace=True)
+                fulltext.remember_config(file, config)
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its

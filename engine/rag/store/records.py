@@ -55,6 +55,9 @@ class DocumentRecord:
     # The READER_VERSION (engine/rag/ingest/indexer.py) that read the file; 0: read
     # before versions were kept.
     reader: int = 0
+    # The languages its text is written in (ISO 639-1, most text first, comma-separated;
+    # engine/rag/ingest/language.py); "" when unknown (read before they were detected).
+    languages: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,7 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("pages", pa.int32()),
         pa.field("chunks", pa.int32()),
         pa.field("reader", pa.int32()),
+        pa.field("languages", pa.string()),
     ]
 )
 PAGES_SCHEMA = pa.schema(
@@ -61,14 +62,19 @@ def with_reader_column(documents: Any) -> Any:
     one: its files count as read by reader 0, so the next scan reads them again."""
     if "reader" not in documents.schema.names:
         documents.add_columns({"reader": "CAST(0 AS INT)"})
+    if "languages" not in documents.schema.names:
+        # Unknown until the file is read again (READER_VERSION 3 detects them).
+        documents.add_columns({"languages": "CAST('' AS STRING)"})
     return documents
 
 
 def document_of(r: dict[str, Any]) -> DocumentRecord:
     """A documents row as a record; a row written without a reader (by a program that
     does not know the column) counts as read by reader 0."""
-    fields = {f: r[f] for f in DocumentRecord.__dataclass_fields__}
-    return DocumentRecord(**{**fields, "reader": fields["reader"] or 0})
+    fields = {f: r.get(f) for f in DocumentRecord.__dataclass_fields__}
+    return DocumentRecord(
+        **{**fields, "reader": fields["reader"] or 0, "languages": fields["languages"] or ""}
+    )
 
 
 def chunk_of(r: dict[str, Any]) -> ChunkRecord:

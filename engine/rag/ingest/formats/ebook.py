@@ -28,6 +28,7 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
     with open_zip(data=data, kind=".epub") as archive:
         _refuse_drm(archive=archive)
     try:
+        data = _without_fragment_items(data=data)
         book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
         chapters = [c for c in _chapter_texts(book=book) if c[0].strip()]
     except epub.EpubException as e:
@@ -43,6 +44,37 @@ def parse_epub(*, path: Path, data: bytes) -> ParsedDocument:
     if not any(page.text.strip() for page in pages):
         raise ParseError("no text in the book")
     return ParsedDocument(path=path, pages=pages, page_count=len(pages))
+
+
+def _without_fragment_items(*, data: bytes) -> bytes:
+    """The book with manifest items that point into another item's file (`x.xhtml#o8`,
+    as the Debian Live manual's generator writes them) and their spine entries
+    removed: EbookLib opens such an href as a file name and gives up on the whole book,
+    and the file they point into is read whole as its own item anyway. Other books are
+    returned as they are."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        container = etree.fromstring(archive.read("META-INF/container.xml"))
+        rootfile = container.find(".//{*}rootfile")
+        opf_name = rootfile.get("full-path") if rootfile is not None else None
+        if not opf_name:
+            return data
+        opf = etree.fromstring(archive.read(opf_name))
+        dropped: set[str] = set()
+        for item in opf.iterfind(".//{*}manifest/{*}item"):
+            if "#" in (item.get("href") or ""):
+                dropped.add(item.get("id") or "")
+                item.getparent().remove(item)
+        if not dropped:
+            return data
+        for ref in opf.iterfind(".//{*}spine/{*}itemref"):
+            if ref.get("idref") in dropped:
+                ref.getparent().remove(ref)
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as fixed:
+            for info in archive.infolist():
+                body = etree.tostring(opf) if info.filename == opf_name else None
+                fixed.writestr(info, body if body is not None else archive.read(info))
+        return out.getvalue()
 
 
 def _chapter_texts(*, book: epub.EpubBook) -> list[tuple[str, tuple[Heading, ...]]]:

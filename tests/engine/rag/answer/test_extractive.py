@@ -204,17 +204,6 @@ def test_the_code_token_the_question_names_picks_its_sentence() -> None:
     assert result.key.startswith("With --autostash")
 
 
-def test_a_question_asking_for_a_number_prefers_the_sentence_with_one() -> None:
-    text = (
-        "The special exit code should be used when the source code cannot be tested. "
-        "The special exit code is 125 when the source code cannot be tested."
-    )
-    result = ExtractiveAnswerer(embed=blind).answer(
-        question="Which exit code when the source cannot be tested?", passages=[passage(1, text)]
-    )
-    assert "125" in result.key
-
-
 def test_a_heading_that_repeats_the_question_is_not_the_answer() -> None:
     text = "Bisect run\n\nIf you have a script that tells good from bad, bisect can run it."
     result = ask("How do I make bisect run a script?", [passage(1, text)])
@@ -423,15 +412,3 @@ def test_a_diagram_between_sentences_does_not_use_up_the_quotation() -> None:
     )
     assert answer.key.startswith("We want to make the topic branch")
     assert "git rebase --onto master next topic" in answer.text
-
-
-def test_a_where_question_picks_the_sentence_that_holds_a_path() -> None:
-    # The embedder finds both alike; the one that names a place answers "where".
-    text = (
-        "Security uploads that wait for acceptance are only seen by the security team. "
-        "For security uploads, the place to upload to is ftp://security.example.org/Queue/."
-    )
-    result = ExtractiveAnswerer(embed=blind).answer(
-        question="Where do security uploads go?", passages=[passage(1, text)], max_sentences=1
-    )
-    assert "ftp://" in result.key

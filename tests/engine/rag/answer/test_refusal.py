@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from engine.rag.answer.refusal import UNKNOWN_WORD_PENALTY, names, refused, unknown_words
+from engine.rag.answer.refusal import (
+    UNKNOWN_WORD_PENALTY,
+    another_form,
+    names,
+    refused,
+    unknown_words,
+)
 
 PASSAGES = [
     "PostgreSQL and MySQL servers are packaged for Debian.",
@@ -90,3 +96,38 @@ def test_negated_auxiliaries_and_pronouns_are_never_unknown() -> None:
         assert not {"isn", "haven", "won", "mine", "t"} & set(unknown), unknown
     # The words around them are still looked up.
     assert "machine" in asked and "upgrade" in asked
+
+
+def test_the_gate_refuses_nothing_for_lack_of_english_words() -> None:
+    """A German or Spanish question's ordinary words, inflected or compounded otherwise
+    than in the passages, are not "never mentioned" (no word list of the language is
+    needed); a word no passage holds in any form still is."""
+    passages = [
+        "Die Sicherheit des Systems hängt an regelmäßigen Updates.",
+        "Pakete lassen sich mit cron-apt automatisch installieren.",
+        "Puedes configurar el paquete antes de empaquetar la aplicación.",
+    ]
+    unknown = unknown_words(
+        question="Wie sorge ich dafür, dass Sicherheitsupdates automatisch installiert werden?",
+        texts=passages,
+        holds=lambda word: word in ("sorge", "dafür", "dass", "werden", "wie", "ich"),
+    )
+    assert unknown == []
+    assert not refused(score=0.6, unknown=unknown, min_score=0.5)
+    spanish = unknown_words(
+        question="¿Cómo configuro y empaqueta una aplicación con pybuild?",
+        texts=passages,
+        holds=lambda word: word in ("cómo", "una", "con"),
+    )
+    assert spanish == ["pybuild"]
+
+
+def test_another_form_is_an_inflection_or_a_compound_of_known_words() -> None:
+    words = {"sicherheit", "updates", "installieren", "configurar", "slot", "paket"}
+    assert another_form("installiert", words)
+    assert another_form("configuro", words)
+    assert another_form("sicherheitsupdates", words)
+    # Too short to tell an inflection from another word; unrelated words stay unknown.
+    assert not another_form("slots", words)
+    assert not another_form("paketverwaltung", words)
+    assert not another_form("docker", words)

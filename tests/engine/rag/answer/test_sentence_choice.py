@@ -19,17 +19,17 @@ def test_weights_are_read_in_the_order_of_the_features() -> None:
     values = np.arange(len(FEATURES), dtype=np.float32)
     weights = ChoiceWeights.of(values)
 
-    assert weights.lexical == 1.0 and weights.asked == len(FEATURES) - 1
+    assert weights.lexical == 1.0 and weights.rank == len(FEATURES) - 1
     assert np.array_equal(weights.vector(), values)
 
 
 def test_the_gates_relevance_leaves_out_what_only_the_choice_reads() -> None:
     # An unanswerable question's sentences must not pass the gate for sitting in the
     # first passage or holding a path: those count for the choice alone.
-    for name in ("neighbour", "rank", "asked"):
+    for name in ("neighbour", "rank"):
         assert getattr(RELEVANCE, name) == 0.0
         assert getattr(HAND_WEIGHTS, name) > 0.0
-    for name in ("semantic", "lexical", "code", "number", "heading", "fragment"):
+    for name in ("semantic", "lexical", "code", "heading", "fragment"):
         assert getattr(RELEVANCE, name) == getattr(HAND_WEIGHTS, name)
 
 

@@ -229,3 +229,22 @@ def test_a_questions_texts_are_encoded_once_each_in_groups_of_like_length() -> N
     assert out.dtype == np.float32
     assert calls == [[40, 60], [900]]
     assert sum(len(c) * max(c) for c in calls) < len(texts) * 900 / 3
+
+
+def test_e5_prefixes_whether_or_not_its_config_names_them() -> None:
+    from engine.rag.ingest.embedder import is_multilingual, task_prefixes
+
+    # The converted folder names them ("document" filled with "" by sentence-transformers).
+    named = {"query": "query: ", "document": "", "passage": "passage: "}
+    assert task_prefixes(model="/x/multilingual-e5-small", prompts=named) == (
+        "query: ",
+        "passage: ",
+    )
+    # The hub's copy names none: known by name.
+    assert task_prefixes(model="intfloat/multilingual-e5-small", prompts={}) == (
+        "query: ",
+        "passage: ",
+    )
+    assert task_prefixes(model="all-MiniLM-L6-v2", prompts={}) == ("", "")
+    assert is_multilingual("intfloat/multilingual-e5-base") and is_multilingual("BAAI/bge-m3")
+    assert not is_multilingual("nomic-embed-text-v1.5.Q8_0.gguf")

@@ -122,3 +122,32 @@ def test_documents_written_before_the_reader_column_count_as_read_by_reader_0(
         assert (doc.doc_id, doc.reader) == ("old", 0)
     finally:
         fresh.close()
+
+
+def test_documents_written_before_the_languages_column_have_no_languages(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "index"
+    _old_index(folder)
+    db = lancedb.connect(str(folder))
+    old_schema = pa.schema([f for f in DOCUMENTS_SCHEMA if f.name not in ("reader", "languages")])
+    row = {
+        "doc_id": "old",
+        "path": "/docs/old.txt",
+        "size": 22,
+        "mtime": 1.0,
+        "content_hash": "h",
+        "status": "indexed",
+        "error": None,
+        "pages": None,
+        "chunks": 1,
+    }
+    db.create_table("documents", pa.Table.from_pylist([row], schema=old_schema))
+    store = LanceStore(folder=folder, background=False)
+    try:
+        (doc,) = store.list_documents()
+        assert (doc.reader, doc.languages) == (0, "")
+        assert "languages" in store.documents.schema.names
+        assert store.collection_languages() == ()
+    finally:
+        store.close()

@@ -65,3 +65,25 @@ def test_epub_without_its_package_files(tmp_path: Path) -> None:
             if item.filename != "META-INF/container.xml":
                 new.writestr(item, old.read(item.filename))
     assert reason(target).startswith(".epub file is damaged")
+
+
+def test_manifest_items_pointing_into_another_file_are_read_once(tmp_path: Path) -> None:
+    """The Debian Live manual's generator lists `chap_2.xhtml#o8` as an item of its own:
+    the book is read (each file once), not refused as damaged."""
+    source = write_epub(path=tmp_path / "book.epub")
+    target = tmp_path / "fragments.epub"
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for item in old.infolist():
+            data = old.read(item.filename)
+            if item.filename.endswith(".opf"):
+                text = data.decode()
+                text = text.replace(
+                    "</manifest>",
+                    '<item id="chap_2.xhtml#o8" href="chap_2.xhtml#o8" '
+                    'media-type="application/xhtml+xml"/></manifest>',
+                )
+                text = text.replace("</spine>", '<itemref idref="chap_2.xhtml#o8"/></spine>')
+                data = text.encode()
+            new.writestr(item, data)
+    doc = parse_file(path=target)
+    assert [page.text.split("\n")[0] for page in doc.pages] == ["Arrival", "The keeper", "Storm"]

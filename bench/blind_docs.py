@@ -1,0 +1,117 @@
+"""The blind multilingual corpus: Debian documents the project was never tuned on.
+
+`python -m bench.blind_docs [--dir DIR]` fetches them as `real_docs` does (`apt-get
+download`, `dpkg -x`) into DIR/corpus (default ~/.cache/ragdoll-blind-docs, or
+$RAGDOLL_BLIND_DOCS). One document set per language, none a translation of another nor
+of a tuning document, so a question has one right source in the mixed collection:
+
+- German: the Debian FAQ as its 17-file HTML manual;
+- French: the Debian Live manual as an EPUB;
+- Spanish: the Debian New Maintainers' Guide, typeset PDF (dblatex);
+- English: the short history of Debian (6 HTML files) and a two-column TUGboat paper.
+
+The questions over it are in `blind_set.json`: written from the documents' text before
+any run, never tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.real_docs import RealDoc, fetch_real_docs, find_real_docs
+
+ENV_DIR = "RAGDOLL_BLIND_DOCS"
+
+_FAQ_DE = (
+    "basic-defs",
+    "choosing",
+    "compatibility",
+    "contributing",
+    "customizing",
+    "faqinfo",
+    "ftparchives",
+    "getting-debian",
+    "index",
+    "kernel",
+    "nextrelease",
+    "pkg-basics",
+    "pkgtools",
+    "redistributing",
+    "software",
+    "support",
+    "uptodate",
+)
+_HISTORY_EN = ("detailed", "index", "intro", "leaders", "manifesto", "releases")
+
+BLIND_DOCS: tuple[RealDoc, ...] = (
+    *(
+        RealDoc(
+            package="debian-faq-de",
+            path=f"usr/share/doc/debian/FAQ/de/{page}.de.html",
+            name=f"faq-de-{page}.html",
+            maker="DebianDoc SGML (HTML), German",
+        )
+        for page in _FAQ_DE
+    ),
+    RealDoc(
+        package="live-manual-epub",
+        path="usr/share/doc/live-manual/epub/live-manual.fr.epub",
+        name="live-manual.fr.epub",
+        maker="EPUB, French",
+    ),
+    RealDoc(
+        package="maint-guide-es",
+        path="usr/share/doc/maint-guide-es/maint-guide.es.pdf",
+        name="maint-guide.es.pdf",
+        maker="DocBook (dblatex), Spanish",
+    ),
+    *(
+        RealDoc(
+            package="debian-history",
+            path=f"usr/share/doc/debian-history/docs/{page}.en.html",
+            name=f"history-{page}.en.html",
+            maker="DebianDoc (HTML), English",
+        )
+        for page in _HISTORY_EN
+    ),
+    RealDoc(
+        package="texlive-latex-base-doc",
+        path="usr/share/doc/texlive-doc/bibtex/babelbib/tugboat-babelbib.pdf",
+        name="tugboat-babelbib.pdf",
+        maker="LaTeX (TUGboat, two columns), English",
+    ),
+)
+
+
+def default_dir() -> Path:
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    return Path.home() / ".cache" / "ragdoll-blind-docs"
+
+
+def find_blind_docs(*, root: Path | None = None) -> Path | None:
+    """The corpus folder if every file is there, else None."""
+    return find_real_docs(root=root or default_dir(), docs=BLIND_DOCS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (${ENV_DIR})")
+    parser.add_argument("--quiet", action="store_true", help="no apt-get output")
+    args = parser.parse_args(argv)
+    try:
+        corpus = fetch_real_docs(root=args.dir or default_dir(), quiet=args.quiet, docs=BLIND_DOCS)
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        print(f"could not fetch the blind documents: {e}", file=sys.stderr)
+        return 1
+    print(corpus)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

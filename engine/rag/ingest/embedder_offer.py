@@ -1,0 +1,32 @@
+"""The multilingual embedder the window offers for a collection not in English.
+
+The bundled all-MiniLM-L6-v2 was trained on English: a German question over German
+pages finds them by shared names and commands at best. multilingual-e5-small reads about
+a hundred languages and a question in one about documents in another, at the size and
+speed of a small English model (12 layers of 384, 118 M parameters: 471 MB of float32
+safetensors as the hub lists them). It is offered, never fetched unasked: accepting
+downloads it from the hub and switches the embedder, which re-embeds the collection in
+the background (engine/rag/ingest/embedder_switch.py) while the current index answers.
+Larger multilingual models (multilingual-e5-base, bge-m3) can be chosen as any folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.rag.ingest.embedder import is_multilingual
+from engine.wire import EmbedderOffer
+
+REPO_ID = "intfloat/multilingual-e5-small"
+NAME = "multilingual-e5-small"
+DOWNLOAD_BYTES = 471_000_000
+
+
+def embedder_offer(*, languages: Sequence[str], embedder: str) -> EmbedderOffer | None:
+    """The offer for a collection in `languages` indexed by `embedder`; None when the
+    collection is English (or its languages unknown) or the embedder is multilingual."""
+    if not languages or all(lang == "en" for lang in languages) or is_multilingual(embedder):
+        return None
+    return EmbedderOffer(
+        repo_id=REPO_ID, name=NAME, download_bytes=DOWNLOAD_BYTES, languages=list(languages)
+    )

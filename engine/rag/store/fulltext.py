@@ -1,0 +1,113 @@
+"""How the full-text index reads words: with the collection's language's stemmer.
+
+LanceDB's FTS index takes one language per index (its stemmer and stop words). The
+collection's languages come from its documents (`DocumentRecord.languages`, weighed by
+their chunks): where one language holds DOMINANT of the text and the index knows it, its
+stemmer and stop words ("Sicherheitsaktualisierung" finds "Sicherheitsaktualisierungen",
+"actualización" finds "actualizaciones"). A collection of several languages, or one read
+before languages were detected, keeps the English stemmer, as before: its rules are
+mild (plural -s, -ed, -ing), so "paquet" still finds "paquets", where an index without a
+stemmer finds no inflected form at all.
+
+The choice is kept beside the tables (one file per chunks table) so that the index is
+built again when the collection's language changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from engine.json_file import write_json
+from engine.rag.store.records import DocumentRecord
+
+# Tantivy's stemmers (LanceDB's FTS `language`), by ISO 639-1 code.
+STEMMERS = {
+    "ar": "Arabic",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "fi": "Finnish",
+    "fr": "French",
+    "hu": "Hungarian",
+    "it": "Italian",
+    "nb": "Norwegian",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "ta": "Tamil",
+    "tr": "Turkish",
+}
+DOMINANT = 0.8
+
+
+@dataclass(frozen=True, kw_only=True)
+class FulltextConfig:
+    language: str = "English"  # the stemmer's and stop list's
+    stem: bool = True
+    remove_stop_words: bool = True
+
+    def fts(self) -> object:
+        from lancedb.index import FTS
+
+        return FTS(language=self.language, stem=self.stem, remove_stop_words=self.remove_stop_words)
+
+
+ENGLISH = FulltextConfig()
+
+
+def language_shares(documents: Iterable[DocumentRecord]) -> dict[str, int]:
+    """Chunks per language, each document's counted for its first (main) language."""
+    shares: Counter[str] = Counter()
+    for doc in documents:
+        if doc.status == "indexed" and doc.languages:
+            shares[doc.languages.split(",")[0]] += max(1, doc.chunks)
+    return dict(shares)
+
+
+# A language holding less of the collection's chunks than this is not one of its own.
+MIN_SHARE = 0.2
+
+
+def collection_languages(shares: dict[str, int]) -> tuple[str, ...]:
+    """Languages by the chunks their documents hold, most first, each over MIN_SHARE."""
+    total = sum(shares.values())
+    if not total:
+        return ()
+    ranked = sorted(shares.items(), key=lambda kv: -kv[1])
+    return tuple(lang for lang, n in ranked if n / total >= MIN_SHARE)
+
+
+def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
+    total = sum(shares.values())
+    if not total:
+        return ENGLISH
+    language, count = max(shares.items(), key=lambda kv: kv[1])
+    if count / total >= DOMINANT and language in STEMMERS:
+        return FulltextConfig(language=STEMMERS[language])
+    return ENGLISH
+
+
+def config_file(folder: Path, table: str) -> Path:
+    return folder / f"fulltext-{table}.json"
+
+
+def stored_config(file: Path) -> FulltextConfig | None:
+    """The config the index in `file`'s table was last built with; None when unknown."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return FulltextConfig(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def remember_config(file: Path, config: FulltextConfig) -> None:
+    write_json(file=file, data=asdict(config))

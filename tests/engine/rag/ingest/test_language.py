@@ -1,0 +1,40 @@
+"""Which languages a document is written in: real pages in German, French and Spanish
+(the blind corpus, bench/blind_docs.py) and a page mixing two languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.blind_docs import find_blind_docs
+from engine.rag.ingest.language import detect_languages
+from engine.rag.ingest.parsers import parse_file
+
+
+@pytest.mark.parametrize(
+    ("name", "language"),
+    [
+        ("faq-de-uptodate.html", "de"),
+        ("live-manual.fr.epub", "fr"),
+        ("maint-guide.es.pdf", "es"),
+        ("tugboat-babelbib.pdf", "en"),
+    ],
+)
+def test_a_real_document_is_found_in_its_language(name: str, language: str) -> None:
+    corpus = find_blind_docs()
+    if corpus is None:
+        pytest.skip("the blind documents are not fetched: python -m bench.blind_docs")
+    pages = [p.text for p in parse_file(path=corpus / name).pages]
+    assert detect_languages(pages)[0] == language
+
+
+def test_two_languages_are_both_named_most_text_first() -> None:
+    german = (
+        "Pakete können direkt aktualisiert werden, sogar in laufenden Systemen. Debian "
+        "verfügt über ein Programm, das laufende Prozesse anhält und wieder startet. "
+    ) * 4
+    french = "Il suffit d'installer live-build comme n'importe quel autre paquet. " * 8
+    assert detect_languages([german, french, german]) == ("de", "fr")
+
+
+def test_pages_without_words_say_nothing() -> None:
+    assert detect_languages(["12 34 56", "", "--- | --- |"]) == ()
