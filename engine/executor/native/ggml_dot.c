@@ -260,6 +260,32 @@ static inline __m256i bits_to_bytes(uint32_t x) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
 }
 
+/* The eight six-bit scales and minimums of a Q4_K/Q5_K block's 12 bytes, four at a time
+ * (scale_min's arithmetic on 32-bit words). */
+static inline void unpack_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
+    uint32_t w[3], out[4];
+    memcpy(w, q, 12);
+    const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+    out[0] = w[0] & low6;                                     /* scales 0..3 */
+    out[1] = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);     /* scales 4..7 */
+    out[2] = w[1] & low6;                                     /* mins 0..3 */
+    out[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4); /* mins 4..7 */
+    memcpy(sc, out, 8);
+    memcpy(mn, out + 2, 8);
+}
+
+/* Σ_j mn[j] · (bsums[2j] + bsums[2j+1]). */
+static inline int32_t mins_dot(const uint8_t *mn, const int16_t *bsums) {
+    __m128i sums = _mm_loadu_si128((const __m128i *)bsums);
+    __m128i sums2 = _mm_loadu_si128((const __m128i *)(bsums + 8));
+    __m128i pairs = _mm_hadd_epi16(sums, sums2); /* 8 sums of 32 */
+    __m128i m = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+    __m128i prod = _mm_madd_epi16(pairs, m); /* 4 int32 */
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4E));
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0xB1));
+    return _mm_cvtsi128_si32(prod);
+}
+
 static float dot_q4_k(const uint8_t *w, const act_k *y, int64_t nb) {
     const __m256i m4 = _mm256_set1_epi8(0xF);
     __m256 acc = _mm256_setzero_ps();
@@ -268,10 +294,8 @@ static float dot_q4_k(const uint8_t *w, const act_k *y, int64_t nb) {
         const uint8_t *b = w + i * 144;
         float d = half_to_float(b) * y[i].d, dmin = half_to_float(b + 2) * y[i].d;
         uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; j++) scale_min(j, b + 4, &sc[j], &mn[j]);
-        int32_t m = 0;
-        for (int j = 0; j < 8; j++) m += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        mins += dmin * (float)m;
+        unpack_scales(b + 4, sc, mn);
+        mins += dmin * (float)mins_dot(mn, y[i].bsums);
         const uint8_t *q = b + 16;
         const int8_t *yq = y[i].qs;
         __m256i sum = _mm256_setzero_si256();
@@ -297,10 +321,8 @@ static float dot_q5_k(const uint8_t *w, const act_k *y, int64_t nb) {
         const uint8_t *b = w + i * 176;
         float d = half_to_float(b) * y[i].d, dmin = half_to_float(b + 2) * y[i].d;
         uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; j++) scale_min(j, b + 4, &sc[j], &mn[j]);
-        int32_t m = 0;
-        for (int j = 0; j < 8; j++) m += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        mins += dmin * (float)m;
+        unpack_scales(b + 4, sc, mn);
+        mins += dmin * (float)mins_dot(mn, y[i].bsums);
         __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
         const uint8_t *q = b + 48;
         const int8_t *yq = y[i].qs;
@@ -335,9 +357,13 @@ static float dot_q6_k(const uint8_t *w, const act_k *y, int64_t nb) {
         float d = half_to_float(ql + 208) * y[i].d;
         /* The stored integers are q + 32: their sum against y, less 32 times each
          * group's scale times the group's sum. */
-        int32_t off = 0;
-        for (int g = 0; g < 16; g++) off += sc[g] * y[i].bsums[g];
-        offsets += d * 32.0f * (float)off;
+        __m256i prod = _mm256_madd_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
+            _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m128i half = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0x4E));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0xB1));
+        offsets += d * 32.0f * (float)_mm_cvtsi128_si32(half);
         const int8_t *yq = y[i].qs;
         __m256i sum = _mm256_setzero_si256();
         for (int n = 0; n < 2; n++) {
