@@ -586,7 +586,20 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* A forked child has none of the workers and may have copied a held lock: it starts a
+ * pool of its own. */
+static void after_fork_in_child(void) {
+    pool.started = 0;
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_mutex_init(&pool.call, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
+
 static void ensure_workers(int n) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
     pthread_mutex_lock(&pool.lock);
     while (pool.started < n && pool.started < MAX_THREADS - 1) {
         pthread_t t;
