@@ -13,7 +13,7 @@ import torch
 from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize as reference
 
-from engine.bench.real_models import fetch_hint, find_real_model
+from bench.real_models import fetch_hint, find_real_model
 from engine.executor import ggml_native
 from engine.executor.quant import block_bytes
 
