@@ -115,6 +115,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--agreement-prompts", type=int, help="--model: prompts checked against the reference"
     )
     parser.add_argument(
+        "--torch-forms",
+        action="store_true",
+        help="--model: also the executor on torch's kernel forms (RAGDOLL_TORCH_KERNELS=1)",
+    )
+    parser.add_argument(
         "--device",
         choices=("cuda", "cpu"),
         help="cuda: GPU / pinned RAM / disk tiers; cpu: RAM / disk (default: cuda when "

@@ -127,6 +127,8 @@ def run_real(args: argparse.Namespace, *, say: Callable[[str], None]) -> dict[st
     if any(p != "llama.cpp" for p in peers):
         raise SystemExit("ragdoll bench offload --model: the one peer is llama.cpp")
     systems = ["executor"]
+    if getattr(args, "torch_forms", False):
+        systems.append("executor-torch")  # the same executor on torch's kernel forms
     skipped: dict[str, str] = {}
     if "llama.cpp" in peers:
         reason = offload_llama.unavailable_reason()
@@ -173,7 +175,16 @@ def run_real(args: argparse.Namespace, *, say: Callable[[str], None]) -> dict[st
         timeout_s=timeout,
         name="executor-first",
     )
-    say(f"executor first open (repacked once into the cache): {first.get('load_s', 0):.1f} s")
+    say(f"executor first open (native kernel built once): {first.get('load_s', 0):.1f} s")
+    if "executor-torch" in systems:
+        first_torch = _child(
+            spec={**base, "system": "executor-torch", "threads": counts[-1], "agreement": []},
+            files=[gguf],
+            limit=None,
+            timeout_s=timeout,
+            name="executor-torch-first",
+        )
+        say(f"executor-torch first open (repacked once): {first_torch.get('load_s', 0):.1f} s")
     runs: list[dict[str, Any]] = []
     for round_ in range(max(1, args.repeats)):
         for threads in counts:
@@ -222,7 +233,7 @@ def run_real(args: argparse.Namespace, *, say: Callable[[str], None]) -> dict[st
 
 
 def _line(r: dict[str, Any], *, prompt: int, tokens: int) -> str:
-    head = f"{r['system']:>9} {r['threads']} thread(s), round {r['round'] + 1}"
+    head = f"{r['system']:>14} {r['threads']} thread(s), round {r['round'] + 1}"
     if r.get("error"):
         return f"{head}: FAILED: {r['error'][-600:]}"
     return (
@@ -335,7 +346,12 @@ def _report(out: dict[str, Any], *, say: Callable[[str], None]) -> None:
     say("| --- | --- | --- | --- | --- | --- |")
     for threads in out["thread_counts"]:
         ours, peer = f.get(f"executor@{threads}"), f.get(f"llama.cpp@{threads}")
-        for name, cell in (("executor", ours), ("llama.cpp", peer)):
+        torch_forms = f.get(f"executor-torch@{threads}")
+        for name, cell in (
+            ("executor", ours),
+            ("executor-torch", torch_forms),
+            ("llama.cpp", peer),
+        ):
             if cell is None:
                 continue
             say(

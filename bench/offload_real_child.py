@@ -184,7 +184,9 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if threads:
         torch.set_num_threads(threads)
     kind = spec["system"]
-    if kind == "executor":
+    if kind in ("executor", "executor-torch"):
+        if kind == "executor-torch":  # the torch kernel forms, for comparison
+            os.environ["RAGDOLL_TORCH_KERNELS"] = "1"
         out = _executor(spec)
     elif kind == "llama.cpp":
         out = _llama(spec)

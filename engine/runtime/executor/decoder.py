@@ -21,7 +21,14 @@ import torch
 import torch.nn.functional as F
 from transformers import PretrainedConfig
 
-from engine.runtime.executor.kernel_forms import GATE_UP, QKV, Workspace, linear, parts_of
+from engine.runtime.executor.kernel_forms import (
+    GATE_UP,
+    QKV,
+    Workspace,
+    linear,
+    linear_many,
+    parts_of,
+)
 from engine.runtime.executor.quant import dequantize
 from engine.runtime.models.gguf_file import GGUFTensor
 
@@ -157,19 +164,32 @@ def _qkv(
         q_dim = shape.heads * shape.head_dim
         kv_dim = shape.kv_heads * shape.head_dim
         return qkv.split((q_dim, kv_dim, kv_dim), dim=-1)  # type: ignore[return-value]
-    return (
-        _matmul(x, tensors, "self_attn.q_proj", buffer),
-        _matmul(x, tensors, "self_attn.k_proj", buffer),
-        _matmul(x, tensors, "self_attn.v_proj", buffer),
-    )
+    q, k, v = _matmuls(x, tensors, _QKV_PARTS, buffer)
+    return q, k, v
+
+
+def _matmuls(
+    x: torch.Tensor, tensors: Mapping[str, torch.Tensor], names: tuple[str, ...], buffer: Workspace
+) -> list[torch.Tensor]:
+    """Matrices over the same x that are not fused: one call when all have a form."""
+    parts = [parts_of(tensors, f"{n}.weight") for n in names]
+    if all(p is not None for p in parts):
+        biases = [tensors.get(f"{n}.bias") for n in names]
+        return linear_many(
+            x, parts=[p for p in parts if p is not None], biases=biases, buffer=buffer
+        )
+    return [_matmul(x, tensors, n, buffer) for n in names]
+
+
+_QKV_PARTS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+_GATE_UP_PARTS = ("mlp.gate_proj", "mlp.up_proj")
 
 
 def _mlp(x: torch.Tensor, tensors: Mapping[str, torch.Tensor], buffer: Workspace) -> torch.Tensor:
     if parts_of(tensors, f"{GATE_UP}.weight") is not None:
         gate, up = _matmul(x, tensors, GATE_UP, buffer).chunk(2, dim=-1)
     else:
-        gate = _matmul(x, tensors, "mlp.gate_proj", buffer)
-        up = _matmul(x, tensors, "mlp.up_proj", buffer)
+        gate, up = _matmuls(x, tensors, _GATE_UP_PARTS, buffer)
     return _matmul(F.silu(gate).mul_(up), tensors, "mlp.down_proj", buffer)
 
 

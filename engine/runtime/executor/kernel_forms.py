@@ -1,10 +1,15 @@
 """Which form a GGUF matrix is held in for computing, and the matmul that reads that form.
 
-On a CPU every quantized matrix of a GGUF file is held in the layout one of torch's
-kernels computes on, made once from the file's blocks and never widened to float32:
+On a CPU every quantized matrix of a GGUF file is held in a form a kernel computes on,
+never widened to float32:
 
-- "int4": Q4_0, Q4_1 and Q4_K, exactly (engine/runtime/executor/int4.py, 0.625 bytes a weight);
-- "int8": every other block type, requantized per row (engine/runtime/executor/int8.py, 1 byte).
+- "ggml": the file's own blocks, as stored (a view of the file mapped into memory:
+  nothing repacked, nothing copied), computed by the native kernel library
+  (engine/runtime/executor/ggml_native.py) wherever it builds and has the block type;
+- otherwise in the layout one of torch's kernels computes on, made once from the blocks:
+  "int4" for Q4_0, Q4_1 and Q4_K, exactly (engine/runtime/executor/int4.py, 0.625 bytes a
+  weight); "int8" for every other block type, requantized per row (engine/runtime/executor/int8.py,
+  1 byte).
 
 A unit's tensors name a matrix `p` (e.g. "mlp.down_proj.weight") by its parts: `p:int4`
 and `p:scales`, or `p:int8` and `p:scale8`; a float matrix is `p` itself. q/k/v and
@@ -31,12 +36,12 @@ import torch
 import torch.nn.functional as F
 from gguf import GGMLQuantizationType
 
-from engine.runtime.executor import int4, int8
+from engine.runtime.executor import ggml_native, int4, int8
 from engine.runtime.executor.int4 import reference_linear
-from engine.runtime.executor.quant import decodable, dequantize
+from engine.runtime.executor.quant import block_bytes, decodable, dequantize
 from engine.runtime.models.gguf_file import GGUFTensor, permute_rows
 
-Form = Literal["int4", "int8"]
+Form = Literal["int4", "int8", "ggml"]
 QKV = "self_attn.qkv_proj"
 GATE_UP = "mlp.gate_up_proj"
 _FUSED = {
@@ -47,10 +52,13 @@ _PLAIN = frozenset({GGMLQuantizationType.F32, GGMLQuantizationType.F16, GGMLQuan
 _PARTS: dict[Form, tuple[str, str]] = {
     "int4": (int4.INT4, int4.SCALES),
     "int8": (int8.INT8, int8.SCALE8),
+    # The blocks (N, bytes a row) and, int64: the GGML type, the columns, then (q/k of a
+    # Llama file) the GGUF row of each Hugging Face row.
+    "ggml": (":ggml", ":ggmeta"),
 }
 # Rows up to which the kernel beats decoding the matrix for a bfloat16 matmul (the
 # module docstring; int8's kernel falls behind sooner: 28 ms against 9 + 15 at 32 rows).
-_KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24}
+_KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24, "ggml": 8}
 # A matrix decoded for a bfloat16 matmul is decoded this many of its rows at a time (a
 # multiple of the int4 tiles' 64): a 151,936-row LM head computed for every position
 # (a likelihood) would otherwise need 0.7 GB of buffer; 16,384 rows of 1,536 need 75 MB.
@@ -63,9 +71,27 @@ DECODE_ROWS = 16_384
 _HELD_BITS = {"Q4_0": 5.0, "Q4_1": 5.0, "Q4_K_S": 5.0, "Q4_K_M": 5.5}
 
 
+# The same held as stored ("ggml"): llama.cpp's own averages of its file types.
+_STORED_BITS = {
+    "Q4_0": 4.5,
+    "Q4_1": 5.0,
+    "Q5_0": 5.5,
+    "Q5_1": 6.0,
+    "Q8_0": 8.5,
+    "Q4_K_S": 4.6,
+    "Q4_K_M": 4.9,
+    "Q5_K_S": 5.5,
+    "Q5_K_M": 5.7,
+    "Q6_K": 6.6,
+}
+
+
 def held_bits(file_type: str) -> float:
     """Bits a weight of a GGUF file of this type takes held in the kernel forms (an
     estimate for a file not on this machine: the catalogue's variants)."""
+    stored = _STORED_BITS.get(file_type.upper())
+    if stored is not None and ggml_native.library() is not None:
+        return stored
     return _HELD_BITS.get(file_type.upper(), 8.0)
 
 
@@ -74,6 +100,10 @@ def form_of(tensor: GGUFTensor | None) -> Form | None:
     (float matrices, vectors, or a torch without the kernels)."""
     if tensor is None or len(tensor.shape) != 2 or tensor.qtype in _PLAIN:
         return None
+    if tensor.qtype in ggml_native.TYPES and ggml_native.library() is not None:
+        per_block, _ = block_bytes(tensor.qtype)
+        if tensor.shape[1] % per_block == 0:
+            return "ggml"
     if int4.available() and int4.repackable(qtype=tensor.qtype, shape=tensor.shape):
         return "int4"
     if int8.available() and decodable(tensor.qtype):
@@ -85,6 +115,8 @@ def form_bytes(tensor: GGUFTensor) -> int:
     """Bytes the matrix holds in its form (its stored bytes when it has none)."""
     form = form_of(tensor)
     numel = math.prod(tensor.shape)
+    if form == "ggml":
+        return tensor.end - tensor.start
     if form == "int4":
         return numel // 2 + numel // int4.GROUP * 4
     if form == "int8":
@@ -105,14 +137,35 @@ class Parts:
     """A matrix in its form, in Hugging Face row order, before it is named in a unit."""
 
     form: Form
-    values: torch.Tensor  # int4: nibbles (N, K/2) uint8; int8: (N, K) int8
-    scales: torch.Tensor  # int4: (K/32, N, 2) bfloat16; int8: (N,) bfloat16
+    values: torch.Tensor  # int4: nibbles (N, K/2) uint8; int8: (N, K) int8; ggml: blocks
+    scales: torch.Tensor  # int4: (K/32, N, 2) bfloat16; int8: (N,) bfloat16; ggml: meta
+
+    @property
+    def qtype(self) -> int:
+        """ggml: the GGML block type."""
+        return int(self.scales[0])
+
+    @property
+    def cols(self) -> int:
+        """ggml: the matrix's columns."""
+        return int(self.scales[1])
+
+    @property
+    def gguf_rows(self) -> torch.Tensor | None:
+        """ggml: the GGUF row of each Hugging Face row, when they differ."""
+        return self.scales[2:] if self.scales.numel() > 2 else None
 
 
 def to_parts(raw: torch.Tensor, *, tensor: GGUFTensor) -> Parts:
     """`raw` (the matrix's GGUF bytes) in its form."""
     form = form_of(tensor)
     rows, cols = tensor.shape
+    if form == "ggml":
+        meta = [int(tensor.qtype), cols]
+        if tensor.permute_heads:
+            order = torch.arange(rows)
+            meta += permute_rows(order, heads=tensor.permute_heads, inverse=True).tolist()
+        return Parts(form="ggml", values=raw.view(rows, -1), scales=torch.tensor(meta))
     if form == "int4":
         nibbles, scales = int4.repack(
             raw, qtype=tensor.qtype, shape=(rows, cols), permute_heads=tensor.permute_heads
@@ -140,7 +193,7 @@ def named(param: str, parts: Parts) -> dict[str, torch.Tensor]:
 def fused(members: list[Parts]) -> Parts | None:
     """One matrix of `members` stacked by rows, when they share a form (None: not)."""
     forms = {p.form for p in members}
-    if len(forms) != 1:
+    if len(forms) != 1 or "ggml" in forms:  # blocks stay where the file has them
         return None
     form = forms.pop()
     dim = 1 if form == "int4" else 0  # int4 scales are (K/32, N, 2)
@@ -211,12 +264,12 @@ class Workspace:
 
     def decoded(self, parts: Parts) -> torch.Tensor:
         """`parts`' matrix in bfloat16: into the reused buffer, or kept (see above)."""
+        decode = {"int4": _int4_bf16, "int8": _int8_bf16, "ggml": _ggml_bf16}[parts.form]
         if self._kept is None:
-            return _int4_bf16(parts, self) if parts.form == "int4" else _int8_bf16(parts, self)
+            return decode(parts, self)
         key = (parts.values.data_ptr(), parts.values.shape[0])
         weight = self._kept.get(key)
         if weight is None:
-            decode = _int4_bf16 if parts.form == "int4" else _int8_bf16
             weight = decode(parts, self, fresh=True)
             self._kept[key] = weight
         return weight
@@ -255,6 +308,39 @@ def _int4_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch
     return w.view(rows, cols)
 
 
+def _ggml_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
+    """The blocks decoded to bfloat16 by the native library, rows in GGUF order."""
+    lib = ggml_native.library()
+    if lib is None:
+        raise RuntimeError("the native GGML library is gone: its form cannot be computed")
+    rows, cols = parts.values.shape[0], parts.cols
+    flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
+    w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows, cols)
+    return lib.decode(
+        qtype=parts.qtype, raw=parts.values, cols=cols, out=w, threads=ggml_native.threads()
+    )
+
+
+def _ggml_linear(x: torch.Tensor, *, parts: Parts, bias: torch.Tensor | None) -> torch.Tensor:
+    lib = ggml_native.library()
+    if lib is None:
+        raise RuntimeError("the native GGML library is gone: its form cannot be computed")
+    flat = x.reshape(-1, x.shape[-1]).float()
+    out = torch.empty((flat.shape[0], parts.values.shape[0]), dtype=torch.float32)
+    lib.matmul(
+        qtype=parts.qtype,
+        raw=parts.values,
+        cols=parts.cols,
+        x=flat,
+        out=out,
+        threads=ggml_native.threads(),
+    )
+    order = parts.gguf_rows
+    y = out if order is None else out.index_select(1, order)
+    y = y.to(x.dtype).reshape(*x.shape[:-1], y.shape[-1])
+    return y if bias is None else y.add_(bias)
+
+
 def _int8_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
     rows, cols = parts.values.shape
     flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
@@ -275,6 +361,8 @@ def linear(
         return reference_linear(x, weight=reference_weight(parts), bias=bias)
     rows = x.numel() // x.shape[-1]
     if rows <= _KERNEL_ROWS[parts.form]:
+        if parts.form == "ggml":
+            return _ggml_linear(x, parts=parts, bias=bias)
         if parts.form == "int4":
             return int4.linear(x, nibbles=parts.values, scales=parts.scales, bias=bias)
         return int8.linear(x, values=parts.values, scale=parts.scales, bias=bias)
@@ -285,19 +373,75 @@ def linear(
         piece = _rows(parts, start=start, stop=min(n, start + DECODE_ROWS))
         pieces.append(F.linear(xb, buffer.decoded(piece)).to(x.dtype))
     y = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)
+    order = parts.gguf_rows if parts.form == "ggml" else None
+    if order is not None:
+        y = y.index_select(-1, order)
     return y if bias is None else y.add_(bias)
+
+
+def linear_many(
+    x: torch.Tensor,
+    *,
+    parts: list[Parts],
+    biases: list[torch.Tensor | None],
+    buffer: Workspace,
+) -> list[torch.Tensor]:
+    """`linear` of each matrix over the same x (q/k/v, gate/up): for a decode step's few
+    rows and matrices in the "ggml" form, one native call for all of them (one
+    quantization of x, one hand-out of rows to the threads, a few µs of Python instead
+    of three calls' worth); otherwise one `linear` each."""
+    rows = x.numel() // x.shape[-1]
+    lib = ggml_native.library()
+    if (
+        buffer.reference
+        or lib is None
+        or not all(p.form == "ggml" for p in parts)
+        or rows > _KERNEL_ROWS["ggml"]
+    ):
+        return [
+            linear(x, parts=p, bias=b, buffer=buffer) for p, b in zip(parts, biases, strict=True)
+        ]
+    flat = x.reshape(-1, x.shape[-1]).float().contiguous()
+    widths = [p.values.shape[0] for p in parts]
+    out = torch.empty((flat.shape[0], sum(widths)), dtype=torch.float32)
+    pieces = list(out.split(widths, dim=1))
+    lib.matmul_many(
+        qtypes=[p.qtype for p in parts],
+        raws=[p.values for p in parts],
+        cols=parts[0].cols,
+        x=flat,
+        outs=pieces,
+        threads=ggml_native.threads(),
+    )
+    ys = []
+    for p, b, y in zip(parts, biases, pieces, strict=True):
+        order = p.gguf_rows
+        y = y if order is None else y.index_select(1, order)
+        y = y.to(x.dtype).reshape(*x.shape[:-1], y.shape[-1])
+        ys.append(y if b is None else y + b)
+    return ys
 
 
 def _rows(parts: Parts, *, start: int, stop: int) -> Parts:
     """Rows [start, stop) of a matrix in its form (start a multiple of 64)."""
     if start == 0 and stop == parts.values.shape[0]:
         return parts
+    if parts.form == "ggml":
+        if parts.gguf_rows is not None:
+            raise ValueError("a matrix in GGUF row order is decoded whole")
+        return Parts(form="ggml", values=parts.values[start:stop], scales=parts.scales)
     scales = parts.scales[:, start:stop] if parts.form == "int4" else parts.scales[start:stop]
     return Parts(form=parts.form, values=parts.values[start:stop], scales=scales)
 
 
 def reference_weight(parts: Parts) -> torch.Tensor:
     """The float32 matrix the kernels compute with (dequantize-then-matmul reference)."""
+    if parts.form == "ggml":
+        rows = parts.values.shape[0]
+        qtype = GGMLQuantizationType(parts.qtype)
+        w = dequantize(parts.values.reshape(-1), qtype=qtype, shape=(rows, parts.cols)).float()
+        order = parts.gguf_rows
+        return w if order is None else w.index_select(0, order)
     if parts.form == "int4":
         return int4.weight_of(parts.values, parts.scales)
     return int8.reference_weight(parts.values, parts.scales)

@@ -28,7 +28,7 @@ from engine.runtime.executor.checkpoint import (
     index_checkpoint,
     layer_unit,
 )
-from engine.runtime.executor.kernel_forms import Workspace
+from engine.runtime.executor.kernel_forms import Workspace, form_of
 from engine.runtime.executor.packed import (
     KERNEL_MODES,
     PER_MATRIX,
@@ -163,11 +163,15 @@ class WeightStore:
         if missing:
             raise ValueError(f"checkpoint in {model_dir} has no tensors for {missing[:3]}")
         self.repacked: repacked.RepackedFile | None = None
+        # Files mapped into memory whole, once: a unit held in the "ggml" form (the
+        # file's own blocks) is a view of its file's mapping, never copied or repacked.
+        self._maps: dict[Path, torch.Tensor] = {}
         if (
             repack_cache is not None
             and self.decode in KERNEL_MODES
             and self._device.type == "cpu"
             and self._packed - self._stored_only
+            and not self._any_stored_form()
         ):
             # Every packed unit, resident or streamed: resident ones are mapped from the
             # file (a warm open takes no repacking and no copy), streamed ones read from
@@ -367,6 +371,7 @@ class WeightStore:
         self._held.clear()
         self._host.clear()
         self._pending.clear()
+        self._maps.clear()
         self._pool.clear()
         self.matrix_buffer.clear()
         self.workspace.clear()
@@ -436,11 +441,43 @@ class WeightStore:
             evict_ranges(sources)
         return out
 
+    def _any_stored_form(self) -> bool:
+        """Whether a packed unit holds a matrix in the "ggml" form (then nothing is
+        written to a repack file: those matrices are the file's own bytes)."""
+        return any(form_of(s.gguf) == "ggml" for u in self._packed for s in self._sources_of(u))
+
+    def _maps_stored(self, unit: str) -> bool:
+        sources = self._sources_of(unit)
+        return (
+            self.decode in KERNEL_MODES
+            and self._device.type == "cpu"
+            and unit in self._packed
+            and all(s.gguf is not None for s in sources)
+            and all(form_of(s.gguf) in (None, "ggml") for s in sources)
+            and any(form_of(s.gguf) == "ggml" for s in sources)
+        )
+
+    def _mapped(self, unit: str) -> dict[str, torch.Tensor]:
+        """The unit's stored bytes as views of its files mapped privately into memory
+        (read-only use: the pages are the page cache's, read on first touch)."""
+        out: dict[str, torch.Tensor] = {}
+        for s in self._sources_of(unit):
+            whole = self._maps.get(s.file)
+            if whole is None:
+                size = s.file.stat().st_size
+                whole = torch.from_file(str(s.file), shared=False, size=size, dtype=torch.uint8)
+                self._maps[s.file] = whole
+            out[s.param] = whole[s.start : s.end]
+        return out
+
     def _load_home(self, unit: str) -> dict[str, torch.Tensor]:
         if self.repacked is not None and self.repacked.has(unit):
             return self.repacked.map(unit)  # repacked already
         host = self._host.get(unit)
-        tensors = host if host is not None else self._read(unit, pin=False)
+        if host is None and self._maps_stored(unit):
+            tensors = self._mapped(unit)
+        else:
+            tensors = host if host is not None else self._read(unit, pin=False)
         if self.decode in KERNEL_MODES and unit in self._packed - self._stored_only:
             # Made ready for the kernels once: never decoded afterwards.
             tensors = self._repack(unit, tensors)

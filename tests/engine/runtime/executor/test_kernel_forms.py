@@ -12,14 +12,29 @@ from gguf import GGMLQuantizationType as T
 from gguf.quants import dequantize
 from gguf.quants import quantize as reference_quantize
 
-from engine.runtime.executor import int4, int8
+from engine.runtime.executor import ggml_native, int4, int8
 from engine.runtime.executor import kernel_forms as kf
-from engine.runtime.models.gguf_file import GGUFTensor
+from engine.runtime.models.gguf_file import GGUFTensor, permute_rows
 from engine.runtime.models.gguf_kquants import quantize_q4_k, quantize_q6_k
 
 pytestmark = pytest.mark.skipif(
     not (int4.available() and int8.available()), reason="torch lacks the CPU kernels"
 )
+
+
+@pytest.fixture(autouse=True)
+def torch_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch forms, unless a test asks for the native one (`native`)."""
+    monkeypatch.setenv(ggml_native.FORCE_TORCH_ENV, "1")
+
+
+@pytest.fixture
+def native(monkeypatch: pytest.MonkeyPatch) -> ggml_native.Library:
+    monkeypatch.delenv(ggml_native.FORCE_TORCH_ENV)
+    lib = ggml_native.library()
+    if lib is None:
+        pytest.skip("the native kernel cannot be built here (no C compiler)")
+    return lib
 
 
 def tensor(name: str, qtype: T, shape: tuple[int, int]) -> tuple[GGUFTensor, torch.Tensor]:
@@ -153,3 +168,83 @@ def test_reference_workspace_computes_by_dequantize_then_matmul() -> None:
     got = kf.linear(x, parts=parts, bias=None, buffer=kf.Workspace(reference=True))
     want = kf.reference_linear(x, weight=kf.reference_weight(parts), bias=None)
     assert torch.equal(got, want)
+
+
+def _permuted(info: GGUFTensor, heads: int) -> GGUFTensor:
+    return GGUFTensor(
+        name=info.name,
+        gguf_name=info.gguf_name,
+        qtype=info.qtype,
+        shape=info.shape,
+        start=info.start,
+        end=info.end,
+        permute_heads=heads,
+    )
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.Q5_0, T.Q4_1, T.Q4_0])
+def test_with_the_native_kernel_each_block_type_stays_as_stored(
+    native: ggml_native.Library, qtype: T
+) -> None:
+    info, raw = tensor("w", qtype, (96, 256))
+    assert kf.form_of(info) == "ggml"
+    assert kf.form_bytes(info) == raw.numel()  # the file's bytes, nothing more
+    parts = kf.to_parts(raw, tensor=info)
+    assert parts.values.data_ptr() == raw.data_ptr()  # a view: nothing copied
+    x = torch.randn(1, 3, 256, generator=torch.Generator().manual_seed(2))
+    weight = values_of(info, raw)
+    got = kf.linear(x, parts=parts, bias=None, buffer=kf.Workspace())
+    want = x @ weight.T
+    # Activations quantized to int8 per block: each value moves by at most max|x| / 254.
+    bound = weight.abs().sum(1) * x.abs().max() / 254 * 1.01 + 1e-4
+    assert torch.all((got - want).abs() <= bound)
+
+
+def test_without_the_native_library_the_torch_forms_are_used(
+    native: ggml_native.Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info, _ = tensor("w", T.Q4_K, (128, 256))
+    assert kf.form_of(info) == "ggml"
+    monkeypatch.setattr(ggml_native, "library", lambda: None)
+    assert kf.form_of(info) == "int4"
+
+
+def test_stored_q_rows_come_out_in_hugging_face_order(native: ggml_native.Library) -> None:
+    info, raw = tensor("q", T.Q4_K, (64, 256))
+    permuted = _permuted(info, heads=4)
+    parts = kf.to_parts(raw, tensor=permuted)
+    reference = kf.reference_weight(parts)
+    hf = permute_rows(values_of(info, raw), heads=4, inverse=True)
+    assert torch.equal(reference, hf)
+    stored = kf.to_parts(raw, tensor=info)
+    order = permute_rows(torch.arange(64), heads=4, inverse=True)
+    for rows in (2, 40):  # the kernel, then the bfloat16 matmul
+        x = torch.randn(rows, 256, generator=torch.Generator().manual_seed(rows))
+        got = kf.linear(x, parts=parts, bias=None, buffer=kf.Workspace())
+        in_file_order = kf.linear(x, parts=stored, bias=None, buffer=kf.Workspace())
+        assert torch.equal(got, in_file_order[:, order])
+
+
+def test_many_rows_decode_the_blocks_for_a_bf16_matmul(native: ggml_native.Library) -> None:
+    info, raw = tensor("w", T.Q6_K, (128, 512))
+    parts = kf.to_parts(raw, tensor=info)
+    x = torch.randn(64, 512, generator=torch.Generator().manual_seed(0))
+    bias = torch.randn(128)
+    got = kf.linear(x, parts=parts, bias=bias, buffer=kf.Workspace())
+    weight = values_of(info, raw).to(torch.bfloat16)
+    want = torch.nn.functional.linear(x.to(torch.bfloat16), weight).float() + bias
+    torch.testing.assert_close(got, want, rtol=0.02, atol=0.05)
+
+
+def test_matrices_over_the_same_rows_in_one_call_equal_one_call_each(
+    native: ggml_native.Library,
+) -> None:
+    members = [tensor(n, q, (64, 256)) for n, q in (("q", T.Q4_K), ("k", T.Q4_K), ("v", T.Q6_K))]
+    parts = [kf.to_parts(raw, tensor=info) for info, raw in members]
+    assert kf.fused(parts) is None  # the blocks stay where the file has them
+    biases = [torch.randn(64), None, torch.randn(64)]
+    x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(1))
+    buffer = kf.Workspace()
+    together = kf.linear_many(x, parts=parts, biases=biases, buffer=buffer)
+    for p, b, got in zip(parts, biases, together, strict=True):
+        assert torch.equal(got, kf.linear(x, parts=p, bias=b, buffer=buffer))

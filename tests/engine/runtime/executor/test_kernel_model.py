@@ -10,7 +10,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType as T
 
-from engine.runtime.executor import int4, int8
+from engine.runtime.executor import ggml_native, int4, int8
 from engine.runtime.executor.checkpoint import EMBED, HEAD, index_checkpoint, layer_unit
 from engine.runtime.executor.forward import StreamingModel
 from engine.runtime.executor.generate import GenerationRequest, generate_ids
@@ -25,6 +25,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 PROMPTS = [(1, 40, 41, 42, 43, 44, 45, 46), (1, 50, 51, 52)]
+
+
+@pytest.fixture(autouse=True)
+def torch_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about torch's kernel forms (the native "ggml" form has its own:
+    tests/engine/runtime/executor/test_ggml_native.py)."""
+    monkeypatch.setenv(ggml_native.FORCE_TORCH_ENV, "1")
 
 
 def q4_k_m(name: str) -> T:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType
 
-from engine.runtime.executor import int4, repacked
+from engine.runtime.executor import ggml_native, int4, repacked
 from engine.runtime.executor.checkpoint import HEAD, layer_unit
 from engine.runtime.executor.forward import StreamingModel
 from engine.runtime.executor.generate import GenerationRequest, generate_ids
@@ -25,6 +25,13 @@ pytestmark = pytest.mark.skipif(not int4.available(), reason="torch has no CPU i
 
 PROMPTS = [(1, 40, 41, 42, 43, 44, 45, 46), (1, 50, 51, 52)]
 TIERS = ["cpu", "disk", "disk", "disk"]
+
+
+@pytest.fixture(autouse=True)
+def torch_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about torch's kernel forms (the native "ggml" form has its own:
+    tests/engine/runtime/executor/test_ggml_native.py)."""
+    monkeypatch.setenv(ggml_native.FORCE_TORCH_ENV, "1")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,277 @@
+"""The native kernel library that computes on GGML blocks as a GGUF file stores them.
+
+engine/runtime/executor/native/ggml_dot.c computes y = x·Wᵀ for W in its file's blocks (Q4_0,
+Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) with the activations quantized per row as
+llama.cpp does, and decodes rows to bfloat16 for a prefill's matmul. It is built on first
+use with the system C compiler (no install dependency) into a per-user cache folder,
+keyed by the source's hash, the flags and the compiler, and loaded with ctypes. Without
+a compiler, or when the build or the load fails, `library()` is None and the torch forms
+compute instead (engine/runtime/executor/kernel_forms.py); the log says why, once.
+
+RAGDOLL_TORCH_KERNELS=1 forces the torch forms (tests, comparisons).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from gguf import GGMLQuantizationType
+
+log = logging.getLogger(__name__)
+
+FORCE_TORCH_ENV = "RAGDOLL_TORCH_KERNELS"
+SOURCE = Path(__file__).with_name("native") / "ggml_dot.c"
+FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread", "-std=gnu11")
+TYPES = frozenset(
+    {
+        GGMLQuantizationType.Q4_0,
+        GGMLQuantizationType.Q4_1,
+        GGMLQuantizationType.Q5_0,
+        GGMLQuantizationType.Q5_1,
+        GGMLQuantizationType.Q8_0,
+        GGMLQuantizationType.Q4_K,
+        GGMLQuantizationType.Q5_K,
+        GGMLQuantizationType.Q6_K,
+    }
+)
+_BUILD_SECONDS = 120
+
+
+@dataclass(frozen=True, kw_only=True)
+class Built:
+    """The outcome of a build: the library's path, or why there is none."""
+
+    path: Path | None
+    reason: str = ""
+
+
+def forced_torch() -> bool:
+    return os.environ.get(FORCE_TORCH_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def find_compiler() -> str | None:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def cache_folder() -> Path:
+    from engine.paths import resolve_paths
+
+    return resolve_paths().cache / "native"
+
+
+def _compiler_id(compiler: str) -> str:
+    try:
+        out = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return compiler
+    return f"{compiler}|{out.stdout.strip()}"
+
+
+def build(*, cache: Path, compiler: str | None) -> Built:
+    """The library compiled from SOURCE into `cache` (reused when already there)."""
+    if compiler is None:
+        return Built(path=None, reason="no C compiler found (cc, gcc, clang or $CC)")
+    try:
+        source = SOURCE.read_bytes()
+    except OSError as e:
+        return Built(path=None, reason=f"kernel source missing: {e}")
+    key = hashlib.sha256(
+        source + "|".join(FLAGS).encode() + _compiler_id(compiler).encode()
+    ).hexdigest()[:20]
+    target = cache / f"ggml_dot-{key}.so"
+    if target.exists():
+        return Built(path=target)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache, prefix=".ggml_dot-", suffix=".so")
+        os.close(fd)
+    except OSError as e:
+        return Built(path=None, reason=f"cannot write the build to {cache}: {e}")
+    try:
+        done = subprocess.run(
+            [compiler, *FLAGS, "-o", tmp, str(SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=_BUILD_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        Path(tmp).unlink(missing_ok=True)
+        return Built(path=None, reason=f"{compiler} failed to run: {e}")
+    if done.returncode != 0:
+        Path(tmp).unlink(missing_ok=True)
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return Built(path=None, reason=f"{compiler} failed: {' / '.join(tail)}")
+    os.replace(tmp, target)  # a partial build is never loaded under the final name
+    return Built(path=target)
+
+
+class Library:
+    """The loaded library's calls, over torch tensors."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        lib = ctypes.CDLL(str(path))
+        i64, ptr, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
+        lib.rd_matmul.argtypes = [c_int, ptr, i64, i64, i64, ptr, i64, ptr, i64, c_int]
+        lib.rd_matmul.restype = c_int
+        lib.rd_matmul_many.argtypes = [c_int, ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, c_int]
+        lib.rd_matmul_many.restype = c_int
+        lib.rd_decode.argtypes = [c_int, ptr, i64, i64, i64, ptr, c_int, c_int]
+        lib.rd_decode.restype = c_int
+        lib.rd_simd.restype = c_int
+        self.simd = bool(lib.rd_simd())
+        self._lib = lib
+
+    def matmul(
+        self,
+        *,
+        qtype: int,
+        raw: torch.Tensor,
+        cols: int,
+        x: torch.Tensor,
+        out: torch.Tensor,
+        threads: int,
+    ) -> torch.Tensor:
+        """out (M, N) float32 = x (M, K) float32 · Wᵀ, W the N rows of `raw` (N, bytes)."""
+        _check(raw, x, out)
+        rc = self._lib.rd_matmul(
+            qtype,
+            raw.data_ptr(),
+            raw.shape[0],
+            cols,
+            raw.stride(0),
+            x.data_ptr(),
+            x.shape[0],
+            out.data_ptr(),
+            out.stride(0),
+            threads,
+        )
+        if rc != 0:
+            raise ValueError(f"native kernel refused type {qtype} with {cols} columns")
+        return out
+
+    def matmul_many(
+        self,
+        *,
+        qtypes: list[int],
+        raws: list[torch.Tensor],
+        cols: int,
+        x: torch.Tensor,
+        outs: list[torch.Tensor],
+        threads: int,
+    ) -> None:
+        """outs[p] = x · W_pᵀ for up to four matrices sharing x, in one call (one
+        quantization of x, one hand-out of rows to the threads)."""
+        count = len(raws)
+        for raw, out in zip(raws, outs, strict=True):
+            _check(raw, x, out)
+        c_i64 = ctypes.c_int64 * count
+        rc = self._lib.rd_matmul_many(
+            count,
+            (ctypes.c_int * count)(*qtypes),
+            (ctypes.c_void_p * count)(*[r.data_ptr() for r in raws]),
+            c_i64(*[r.shape[0] for r in raws]),
+            c_i64(*[r.stride(0) for r in raws]),
+            cols,
+            x.data_ptr(),
+            x.shape[0],
+            (ctypes.c_void_p * count)(*[o.data_ptr() for o in outs]),
+            c_i64(*[o.stride(0) for o in outs]),
+            threads,
+        )
+        if rc != 0:
+            raise ValueError(f"native kernel refused types {qtypes} with {cols} columns")
+
+    def decode(
+        self, *, qtype: int, raw: torch.Tensor, cols: int, out: torch.Tensor, threads: int
+    ) -> torch.Tensor:
+        """out (N, K) bfloat16 or float32: the rows of `raw` decoded."""
+        if raw.dim() != 2 or raw.stride(1) != 1 or not out.is_contiguous():
+            raise ValueError("decode needs rows of contiguous bytes and a contiguous output")
+        if out.shape != (raw.shape[0], cols) or out.dtype not in (torch.bfloat16, torch.float32):
+            raise ValueError(f"decode output must be ({raw.shape[0]}, {cols}) bf16 or float32")
+        bf16 = out.dtype == torch.bfloat16
+        rc = self._lib.rd_decode(
+            qtype,
+            raw.data_ptr(),
+            raw.shape[0],
+            cols,
+            raw.stride(0),
+            out.data_ptr(),
+            int(bf16),
+            threads,
+        )
+        if rc != 0:
+            raise ValueError(f"native decoder refused type {qtype} with {cols} columns")
+        return out
+
+
+def _check(raw: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:
+    """What the C side assumes and cannot check: bytes and floats laid out as it reads."""
+    if raw.dtype != torch.uint8 or raw.dim() != 2 or raw.stride(1) != 1:
+        raise ValueError("the matrix must be uint8 rows of contiguous bytes")
+    if x.dtype != torch.float32 or x.dim() != 2 or not x.is_contiguous():
+        raise ValueError("x must be a contiguous (M, K) float32 tensor")
+    if out.dtype != torch.float32 or out.dim() != 2 or out.stride(1) != 1:
+        raise ValueError("out must be (M, N) float32 with contiguous rows")
+    if out.shape != (x.shape[0], raw.shape[0]):
+        raise ValueError(f"out is {tuple(out.shape)}, want ({x.shape[0]}, {raw.shape[0]})")
+
+
+@functools.cache
+def _loaded(cache: Path, compiler: str | None) -> Library | None:
+    built = build(cache=cache, compiler=compiler)
+    if built.path is None:
+        log.warning("native GGML kernels unavailable, torch kernel forms used: %s", built.reason)
+        return None
+    try:
+        lib = Library(built.path)
+    except OSError as e:
+        log.warning("native GGML kernels failed to load, torch kernel forms used: %s", e)
+        with contextlib.suppress(OSError):
+            built.path.unlink()
+        return None
+    if not lib.simd:
+        log.info("native GGML kernels built without AVX2: float fallback")
+    return lib
+
+
+@functools.cache
+def _default() -> Library | None:
+    return _loaded(cache_folder(), find_compiler())
+
+
+def library() -> Library | None:
+    """The native library (built on the first call), or None: forced off, or unbuildable
+    here (logged once)."""
+    if forced_torch():
+        return None
+    return _default()
+
+
+def reset() -> None:
+    """Forget the loaded library (tests: another cache folder or compiler)."""
+    _default.cache_clear()
+    _loaded.cache_clear()
+
+
+def threads() -> int:
+    """The kernel's thread count: torch's (the executor sets it to the physical cores)."""
+    return max(1, torch.get_num_threads())

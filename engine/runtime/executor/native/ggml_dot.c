@@ -1,0 +1,744 @@
+/*
+ * y = x · Wᵀ for a matrix W held as GGML blocks exactly as a GGUF file stores them.
+ *
+ * Part of RAGDoll (engine/executor/ggml_native.py builds and loads it). The block
+ * layouts and the way activations are quantized before a dot product (per 256 values
+ * with 16-value sums for the K-quants, per 32 values for the legacy types) follow
+ * ggml's (llama.cpp, MIT licence, Copyright (c) 2023-2024 The ggml authors):
+ *
+ *   Permission is hereby granted, free of charge, to any person obtaining a copy of
+ *   this software and associated documentation files (the "Software"), to deal in the
+ *   Software without restriction, including without limitation the rights to use,
+ *   copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the
+ *   Software, and to permit persons to whom the Software is furnished to do so,
+ *   subject to the following conditions: The above copyright notice and this
+ *   permission notice shall be included in all copies or substantial portions of the
+ *   Software. THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND.
+ *
+ * Rows of W are shared among a pool of threads in chunks taken from one atomic counter,
+ * and the caller waits for the chunks to be done, not for the threads to arrive: a
+ * thread the OS deschedules (two cores shared with other programs) delays only a chunk
+ * it holds, and one that wakes late finds no work and goes back to sleep. A static
+ * split with a barrier (OpenMP's parallel for) waits for the slowest thread instead.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+enum {
+    T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
+    T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14,
+};
+
+#define QK 32
+#define QKK 256
+
+/* Activations quantized per 256 values (K-quants): the bsums are the sums of each 16. */
+typedef struct { float d; int16_t bsums[16]; int8_t qs[QKK]; } act_k;
+/* Activations quantized per 32 values (legacy types): `sum` is the sum of qs. */
+typedef struct { float d; int32_t sum; int8_t qs[QK]; } act_32;
+
+static float half_to_float(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, f;
+    if (exp == 0) {
+        float v = ldexpf((float)man, -24);
+        memcpy(&f, &v, 4);
+        f |= sign;
+    } else if (exp == 31) {
+        f = sign | 0x7F800000u | (man << 13);
+    } else {
+        f = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float out;
+    memcpy(&out, &f, 4);
+    return out;
+#endif
+}
+
+/* Values per block and bytes per block of a type; 0 when not handled here. */
+static int block_of(int type, int *values) {
+    switch (type) {
+    case T_Q4_0: *values = QK; return 18;
+    case T_Q4_1: *values = QK; return 20;
+    case T_Q5_0: *values = QK; return 22;
+    case T_Q5_1: *values = QK; return 24;
+    case T_Q8_0: *values = QK; return 34;
+    case T_Q4_K: *values = QKK; return 144;
+    case T_Q5_K: *values = QKK; return 176;
+    case T_Q6_K: *values = QKK; return 210;
+    default: *values = 0; return 0;
+    }
+}
+
+/* The six-bit scale and minimum of sub-block j of a Q4_K/Q5_K block's 12 bytes. */
+static void scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *mn = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *mn = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* One row of `k` values decoded to float32. */
+static void decode_row(int type, const uint8_t *w, int64_t k, float *out) {
+    int per;
+    int size = block_of(type, &per);
+    int64_t nb = k / per;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * size;
+        float *y = out + i * per;
+        switch (type) {
+        case T_Q4_0: {
+            float d = half_to_float(b);
+            for (int j = 0; j < 16; j++) {
+                y[j] = ((b[2 + j] & 0xF) - 8) * d;
+                y[j + 16] = ((b[2 + j] >> 4) - 8) * d;
+            }
+            break;
+        }
+        case T_Q4_1: {
+            float d = half_to_float(b), m = half_to_float(b + 2);
+            for (int j = 0; j < 16; j++) {
+                y[j] = (b[4 + j] & 0xF) * d + m;
+                y[j + 16] = (b[4 + j] >> 4) * d + m;
+            }
+            break;
+        }
+        case T_Q5_0:
+        case T_Q5_1: {
+            int one = type == T_Q5_1;
+            float d = half_to_float(b), m = one ? half_to_float(b + 2) : 0.0f;
+            uint32_t qh;
+            memcpy(&qh, b + (one ? 4 : 2), 4);
+            const uint8_t *qs = b + (one ? 8 : 6);
+            for (int j = 0; j < 16; j++) {
+                int lo = (qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+                int hi = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+                y[j] = one ? lo * d + m : (lo - 16) * d;
+                y[j + 16] = one ? hi * d + m : (hi - 16) * d;
+            }
+            break;
+        }
+        case T_Q8_0: {
+            float d = half_to_float(b);
+            const int8_t *qs = (const int8_t *)(b + 2);
+            for (int j = 0; j < QK; j++) y[j] = qs[j] * d;
+            break;
+        }
+        case T_Q4_K:
+        case T_Q5_K: {
+            int five = type == T_Q5_K;
+            float d = half_to_float(b), dmin = half_to_float(b + 2);
+            const uint8_t *scales = b + 4, *qh = b + 16, *ql = b + (five ? 48 : 16);
+            for (int j = 0; j < 4; j++) {
+                uint8_t s1, m1, s2, m2;
+                scale_min(2 * j, scales, &s1, &m1);
+                scale_min(2 * j + 1, scales, &s2, &m2);
+                float d1 = d * s1, c1 = dmin * m1, d2 = d * s2, c2 = dmin * m2;
+                for (int l = 0; l < 32; l++) {
+                    int lo = ql[l] & 0xF, hi = ql[l] >> 4;
+                    if (five) {
+                        lo += ((qh[l] >> (2 * j)) & 1) << 4;
+                        hi += ((qh[l] >> (2 * j + 1)) & 1) << 4;
+                    }
+                    y[64 * j + l] = d1 * lo - c1;
+                    y[64 * j + 32 + l] = d2 * hi - c2;
+                }
+                ql += 32;
+            }
+            break;
+        }
+        case T_Q6_K: {
+            const uint8_t *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            float d = half_to_float(b + 208);
+            for (int n = 0; n < 2; n++) {
+                for (int l = 0; l < 32; l++) {
+                    int is = l / 16;
+                    int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                    int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                    int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                    int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                    y[l] = d * sc[is] * q1;
+                    y[l + 32] = d * sc[is + 2] * q2;
+                    y[l + 64] = d * sc[is + 4] * q3;
+                    y[l + 96] = d * sc[is + 6] * q4;
+                }
+                y += 128;
+                ql += 64;
+                qh += 32;
+                sc += 8;
+            }
+            break;
+        }
+        }
+    }
+}
+
+static void quantize_k(const float *x, int64_t k, act_k *out) {
+    for (int64_t i = 0; i < k / QKK; i++) {
+        const float *v = x + i * QKK;
+        float amax = 0.0f;
+        for (int j = 0; j < QKK; j++) amax = fmaxf(amax, fabsf(v[j]));
+        float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        out[i].d = d;
+        for (int j = 0; j < QKK; j++) {
+            int q = (int)lrintf(v[j] * id);
+            out[i].qs[j] = (int8_t)(q > 127 ? 127 : (q < -127 ? -127 : q));
+        }
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++) s += out[i].qs[16 * g + j];
+            out[i].bsums[g] = (int16_t)s;
+        }
+    }
+}
+
+static void quantize_32(const float *x, int64_t k, act_32 *out) {
+    for (int64_t i = 0; i < k / QK; i++) {
+        const float *v = x + i * QK;
+        float amax = 0.0f;
+        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(v[j]));
+        float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int s = 0;
+        for (int j = 0; j < QK; j++) {
+            int q = (int)lrintf(v[j] * id);
+            q = q > 127 ? 127 : (q < -127 ? -127 : q);
+            out[i].qs[j] = (int8_t)q;
+            s += q;
+        }
+        out[i].d = d;
+        out[i].sum = s;
+    }
+}
+
+#if defined(__AVX2__)
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Sums of 4 products each of unsigned bytes u and signed bytes s: 8 int32. */
+static inline __m256i dot_us(__m256i u, __m256i s) {
+#if defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#elif defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* u·s in pairs (int16, no saturation for |u| < 64 or u < 16 as used here) times a
+ * scale per 16 bytes (lo for bytes 0..15, hi for 16..31): 8 int32. */
+static inline __m256i dot_scaled(__m256i u, __m256i s, int16_t lo, int16_t hi) {
+    __m256i scale = _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale);
+}
+
+/* 32 bytes, 0xFF where bit i of x is set, 0 elsewhere. */
+static inline __m256i bits_to_bytes(uint32_t x) {
+    const __m256i pick = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                            0x0303030303030303LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), pick);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+}
+
+/* The eight six-bit scales and minimums of a Q4_K/Q5_K block's 12 bytes, four at a time
+ * (scale_min's arithmetic on 32-bit words). */
+static inline void unpack_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
+    uint32_t w[3], out[4];
+    memcpy(w, q, 12);
+    const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+    out[0] = w[0] & low6;                                     /* scales 0..3 */
+    out[1] = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);     /* scales 4..7 */
+    out[2] = w[1] & low6;                                     /* mins 0..3 */
+    out[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4); /* mins 4..7 */
+    memcpy(sc, out, 8);
+    memcpy(mn, out + 2, 8);
+}
+
+/* Σ_j mn[j] · (bsums[2j] + bsums[2j+1]). */
+static inline int32_t mins_dot(const uint8_t *mn, const int16_t *bsums) {
+    __m128i sums = _mm_loadu_si128((const __m128i *)bsums);
+    __m128i sums2 = _mm_loadu_si128((const __m128i *)(bsums + 8));
+    __m128i pairs = _mm_hadd_epi16(sums, sums2); /* 8 sums of 32 */
+    __m128i m = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+    __m128i prod = _mm_madd_epi16(pairs, m); /* 4 int32 */
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4E));
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0xB1));
+    return _mm_cvtsi128_si32(prod);
+}
+
+static float dot_q4_k(const uint8_t *w, const act_k *y, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * 144;
+        float d = half_to_float(b) * y[i].d, dmin = half_to_float(b + 2) * y[i].d;
+        uint8_t sc[8], mn[8];
+        unpack_scales(b + 4, sc, mn);
+        mins += dmin * (float)mins_dot(mn, y[i].bsums);
+        const uint8_t *q = b + 16;
+        const int8_t *yq = y[i].qs;
+        __m256i sum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i packed = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
+            __m256i lo = _mm256_and_si256(packed, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), m4);
+            __m256i y0 = _mm256_loadu_si256((const __m256i *)(yq + 64 * j));
+            __m256i y1 = _mm256_loadu_si256((const __m256i *)(yq + 64 * j + 32));
+            sum = _mm256_add_epi32(sum, dot_scaled(lo, y0, sc[2 * j], sc[2 * j]));
+            sum = _mm256_add_epi32(sum, dot_scaled(hi, y1, sc[2 * j + 1], sc[2 * j + 1]));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
+    }
+    return hsum(acc) - mins;
+}
+
+static float dot_q5_k(const uint8_t *w, const act_k *y, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m16 = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * 176;
+        float d = half_to_float(b) * y[i].d, dmin = half_to_float(b + 2) * y[i].d;
+        uint8_t sc[8], mn[8];
+        unpack_scales(b + 4, sc, mn);
+        mins += dmin * (float)mins_dot(mn, y[i].bsums);
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
+        const uint8_t *q = b + 48;
+        const int8_t *yq = y[i].qs;
+        __m256i sum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i packed = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
+            __m256i bl = _mm256_set1_epi8((char)(1 << (2 * j)));
+            __m256i bh = _mm256_set1_epi8((char)(2 << (2 * j)));
+            __m256i lo = _mm256_or_si256(
+                _mm256_and_si256(packed, m4),
+                _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bl), bl), m16));
+            __m256i hi = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(packed, 4), m4),
+                _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bh), bh), m16));
+            __m256i y0 = _mm256_loadu_si256((const __m256i *)(yq + 64 * j));
+            __m256i y1 = _mm256_loadu_si256((const __m256i *)(yq + 64 * j + 32));
+            sum = _mm256_add_epi32(sum, dot_scaled(lo, y0, sc[2 * j], sc[2 * j]));
+            sum = _mm256_add_epi32(sum, dot_scaled(hi, y1, sc[2 * j + 1], sc[2 * j + 1]));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
+    }
+    return hsum(acc) - mins;
+}
+
+static float dot_q6_k(const uint8_t *w, const act_k *y, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    float offsets = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *ql = w + i * 210, *qh = ql + 128;
+        const int8_t *sc = (const int8_t *)(ql + 192);
+        float d = half_to_float(ql + 208) * y[i].d;
+        /* The stored integers are q + 32: their sum against y, less 32 times each
+         * group's scale times the group's sum. */
+        __m256i prod = _mm256_madd_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)),
+            _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m128i half = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0x4E));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0xB1));
+        offsets += d * 32.0f * (float)_mm_cvtsi128_si32(half);
+        const int8_t *yq = y[i].qs;
+        __m256i sum = _mm256_setzero_si256();
+        for (int n = 0; n < 2; n++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * n + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                         _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                         _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                         _mm256_and_si256(h, m30));
+            __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+            const int8_t *yy = yq + 128 * n;
+            const int8_t *s = sc + 8 * n;
+            sum = _mm256_add_epi32(sum, dot_scaled(q1, _mm256_loadu_si256((const __m256i *)yy), s[0], s[1]));
+            sum = _mm256_add_epi32(sum, dot_scaled(q2, _mm256_loadu_si256((const __m256i *)(yy + 32)), s[2], s[3]));
+            sum = _mm256_add_epi32(sum, dot_scaled(q3, _mm256_loadu_si256((const __m256i *)(yy + 64)), s[4], s[5]));
+            sum = _mm256_add_epi32(sum, dot_scaled(q4, _mm256_loadu_si256((const __m256i *)(yy + 96)), s[6], s[7]));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
+    }
+    return hsum(acc) - offsets;
+}
+
+/* Legacy types: w·y = dw·dy·Σ q·yq + (offset per block)·dy·Σ yq, q unsigned. */
+static float dot_legacy(int type, const uint8_t *w, const act_32 *y, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m16 = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    float rest = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i p;
+        float d;
+        if (type == T_Q8_0) {
+            const uint8_t *b = w + i * 34;
+            d = half_to_float(b) * y[i].d;
+            __m256i q = _mm256_loadu_si256((const __m256i *)(b + 2));
+            p = dot_us(_mm256_sign_epi8(q, q), _mm256_sign_epi8(yq, q));
+        } else {
+            int size = type == T_Q4_0 ? 18 : type == T_Q4_1 ? 20 : type == T_Q5_0 ? 22 : 24;
+            const uint8_t *b = w + i * size;
+            const uint8_t *qs = b + size - 16;
+            __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+            __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
+            float dw = half_to_float(b);
+            d = dw * y[i].d;
+            float offset;
+            if (type == T_Q5_0 || type == T_Q5_1) {
+                uint32_t qh;
+                memcpy(&qh, b + (type == T_Q5_0 ? 2 : 4), 4);
+                q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(qh), m16));
+            }
+            if (type == T_Q4_0) offset = -8.0f * dw;
+            else if (type == T_Q5_0) offset = -16.0f * dw;
+            else offset = half_to_float(b + 2);
+            rest += offset * y[i].d * (float)y[i].sum;
+            p = dot_us(q, yq);
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum(acc) + rest;
+}
+#endif
+
+static int is_k(int type) { return type == T_Q4_K || type == T_Q5_K || type == T_Q6_K; }
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* 1 when this build computes on quantized activations (AVX2), 0: float fallback. */
+int rd_simd(void) {
+#if defined(__AVX2__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int rd_row_bytes(int type, int64_t k) {
+    int per;
+    int size = block_of(type, &per);
+    if (size == 0 || k % per != 0) return -1;
+    return (int)(k / per * size);
+}
+
+#define MAX_PARTS 4
+#define MAX_THREADS 64
+/* Rows of W a chunk holds (a decode's job: one row of x, so each chunk is short). */
+#define CHUNK 16
+#define DECODE_CHUNK 64
+/* Pauses a worker spins for the next job before it sleeps: about 0.1 ms, longer than
+ * the Python between two matmuls of a decode step. */
+#define SPINS 4000
+
+/* One call's work: `parts` matrices sharing the activations, or rows to decode. */
+typedef struct {
+    int decode, bf16, count;
+    int types[MAX_PARTS];
+    const uint8_t *ws[MAX_PARTS];
+    int64_t ns[MAX_PARTS], row_bytes[MAX_PARTS], ldys[MAX_PARTS];
+    int64_t first_chunk[MAX_PARTS + 1];
+    float *ys[MAX_PARTS];
+    void *out;
+    int64_t k, m;
+    const float *x;
+    const act_k *act_k;
+    const act_32 *act_32;
+} job_t;
+
+static void run_chunk(const job_t *job, int64_t c) {
+    int p = 0;
+    while (c >= job->first_chunk[p + 1]) p++;
+    int64_t at = c - job->first_chunk[p];
+    int type = job->types[p];
+    int64_t per = job->decode ? DECODE_CHUNK : CHUNK;
+    int64_t start = at * per, stop = start + per < job->ns[p] ? start + per : job->ns[p];
+    int64_t k = job->k;
+    if (job->decode) {
+        float row[k > 0 ? k : 1];
+        for (int64_t j = start; j < stop; j++) {
+            const uint8_t *wr = job->ws[p] + j * job->row_bytes[p];
+            if (!job->bf16) {
+                decode_row(type, wr, k, (float *)job->out + j * k);
+                continue;
+            }
+            decode_row(type, wr, k, row);
+            uint16_t *o = (uint16_t *)job->out + j * k;
+            for (int64_t i = 0; i < k; i++) {
+                uint32_t u;
+                memcpy(&u, &row[i], 4);
+                u += 0x7FFFu + ((u >> 16) & 1u);
+                o[i] = (uint16_t)(u >> 16);
+            }
+        }
+        return;
+    }
+    int per_block;
+    block_of(type, &per_block);
+    int64_t nb = k / per_block;
+    float *y = job->ys[p];
+    int64_t ldy = job->ldys[p];
+    for (int64_t j = start; j < stop; j++) {
+        const uint8_t *wr = job->ws[p] + j * job->row_bytes[p];
+#if defined(__AVX2__)
+        for (int64_t r = 0; r < job->m; r++) {
+            float v;
+            if (type == T_Q4_K) v = dot_q4_k(wr, job->act_k + r * nb, nb);
+            else if (type == T_Q5_K) v = dot_q5_k(wr, job->act_k + r * nb, nb);
+            else if (type == T_Q6_K) v = dot_q6_k(wr, job->act_k + r * nb, nb);
+            else v = dot_legacy(type, wr, job->act_32 + r * nb, nb);
+            y[r * ldy + j] = v;
+        }
+#else
+        float row[k];
+        decode_row(type, wr, k, row);
+        for (int64_t r = 0; r < job->m; r++) {
+            const float *xr = job->x + r * k;
+            float s = 0.0f;
+            for (int64_t i = 0; i < k; i++) s += row[i] * xr[i];
+            y[r * ldy + j] = s;
+        }
+#endif
+    }
+}
+
+/* The ticket: generation (24 bits) | chunks of the job (20 bits) | next chunk (20 bits).
+ * A chunk is taken by a compare-and-swap that succeeds only while its generation is
+ * current and chunks remain, so the job it belongs to stays in place until it is done. */
+#define NEXT_BITS 20
+#define TOTAL_BITS 20
+#define FIELD ((1ULL << 20) - 1)
+
+static struct {
+    pthread_mutex_t lock, call;
+    pthread_cond_t wake;
+    int started;
+    _Atomic uint64_t ticket;
+    _Atomic uint32_t gen;
+    _Atomic int64_t done;
+    _Atomic int want; /* workers that join the current job */
+    job_t job;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .call = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static void take_chunks(uint64_t gen) {
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
+        uint64_t next = t & FIELD, total = (t >> NEXT_BITS) & FIELD;
+        if ((t >> (NEXT_BITS + TOTAL_BITS)) != gen || next >= total) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1,
+                                                   memory_order_acq_rel, memory_order_relaxed))
+            continue;
+        run_chunk(&pool.job, (int64_t)next);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+    }
+}
+
+static void *worker(void *arg) {
+    int id = (int)(intptr_t)arg;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen) {
+            if (++spins < SPINS) {
+                relax();
+                continue;
+            }
+            pthread_mutex_lock(&pool.lock);
+            while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        seen = g;
+        if (id < atomic_load(&pool.want)) take_chunks(g & ((1u << 24) - 1));
+    }
+    return NULL;
+}
+
+/* A forked child has none of the workers and may have copied a held lock: it starts a
+ * pool of its own. */
+static void after_fork_in_child(void) {
+    pool.started = 0;
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_mutex_init(&pool.call, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
+
+static void ensure_workers(int n) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    pthread_mutex_lock(&pool.lock);
+    while (pool.started < n && pool.started < MAX_THREADS - 1) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, worker, (void *)(intptr_t)pool.started) != 0) {
+            pthread_attr_destroy(&attr);
+            break;
+        }
+        pthread_attr_destroy(&attr);
+        pool.started++;
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Runs `job` (already in pool.job) over `total` chunks on `threads` threads, the caller
+ * among them; returns when every chunk is done. */
+static void run_job(int64_t total, int threads) {
+    if (threads <= 1 || total <= 1) {
+        for (int64_t c = 0; c < total; c++) run_chunk(&pool.job, c);
+        return;
+    }
+    ensure_workers(threads - 1);
+    atomic_store(&pool.done, 0);
+    atomic_store(&pool.want, threads - 1);
+    pthread_mutex_lock(&pool.lock);
+    uint32_t g = (atomic_load(&pool.gen) + 1) & ((1u << 24) - 1);
+    if (g == 0) g = 1; /* workers start having seen 0 */
+    atomic_store_explicit(&pool.ticket,
+                          ((uint64_t)g << (NEXT_BITS + TOTAL_BITS)) | ((uint64_t)total << NEXT_BITS),
+                          memory_order_release);
+    atomic_store_explicit(&pool.gen, g, memory_order_release);
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+    take_chunks(g);
+    int spins = 0;
+    while (atomic_load_explicit(&pool.done, memory_order_acquire) < total) {
+        /* A chunk is still held by a thread the OS has set aside: give it the core. */
+        if (++spins > 256) sched_yield();
+        else relax();
+    }
+}
+
+/*
+ * For each of `count` matrices W_p (n_p rows of k values in GGML type types[p], rows
+ * row_bytes[p] apart): y_p (m × n_p, row stride ldys[p]) = x (m × k, float32) · W_pᵀ.
+ * Returns 0, or -1 for a type, k or size not handled.
+ */
+int rd_matmul_many(int count, const int *types, const uint8_t *const *ws, const int64_t *ns,
+                   const int64_t *row_bytes, int64_t k, const float *x, int64_t m,
+                   float *const *ys, const int64_t *ldys, int threads) {
+    if (count < 1 || count > MAX_PARTS) return -1;
+    int need_k = 0, need_32 = 0;
+    int64_t total = 0;
+    for (int p = 0; p < count; p++) {
+        int per;
+        if (block_of(types[p], &per) == 0 || k % per != 0) return -1;
+        if (is_k(types[p])) need_k = 1;
+        else need_32 = 1;
+        total += (ns[p] + CHUNK - 1) / CHUNK;
+    }
+    if (total >= (int64_t)FIELD) return -1;
+    pthread_mutex_lock(&pool.call);
+    job_t *job = &pool.job;
+    memset(job, 0, sizeof(*job));
+    job->count = count;
+    job->k = k;
+    job->m = m;
+    job->x = x;
+    job->first_chunk[0] = 0;
+    for (int p = 0; p < count; p++) {
+        job->types[p] = types[p];
+        job->ws[p] = ws[p];
+        job->ns[p] = ns[p];
+        job->row_bytes[p] = row_bytes[p];
+        job->ys[p] = ys[p];
+        job->ldys[p] = ldys[p];
+        job->first_chunk[p + 1] = job->first_chunk[p] + (ns[p] + CHUNK - 1) / CHUNK;
+    }
+    for (int p = count; p < MAX_PARTS; p++) job->first_chunk[p + 1] = INT64_MAX;
+    act_k *ak = NULL;
+    act_32 *a32 = NULL;
+#if defined(__AVX2__)
+    if (need_k) {
+        ak = malloc(sizeof(act_k) * (k / QKK) * m);
+        for (int64_t r = 0; r < m && ak; r++) quantize_k(x + r * k, k, ak + r * (k / QKK));
+    }
+    if (need_32) {
+        a32 = malloc(sizeof(act_32) * (k / QK) * m);
+        for (int64_t r = 0; r < m && a32; r++) quantize_32(x + r * k, k, a32 + r * (k / QK));
+    }
+    if ((need_k && !ak) || (need_32 && !a32)) {
+        free(ak);
+        free(a32);
+        pthread_mutex_unlock(&pool.call);
+        return -2;
+    }
+#else
+    (void)need_k;
+    (void)need_32;
+#endif
+    job->act_k = ak;
+    job->act_32 = a32;
+    run_job(total, threads);
+    free(ak);
+    free(a32);
+    pthread_mutex_unlock(&pool.call);
+    return 0;
+}
+
+int rd_matmul(int type, const uint8_t *w, int64_t n, int64_t k, int64_t row_bytes,
+              const float *x, int64_t m, float *y, int64_t ldy, int threads) {
+    return rd_matmul_many(1, &type, &w, &n, &row_bytes, k, x, m, &y, &ldy, threads);
+}
+
+/* Rows [0, n) of W decoded, as bfloat16 (round to nearest even) when `bf16`, else
+ * float32, into `out` (n × k). Returns 0, or -1 for a type or k not handled. */
+int rd_decode(int type, const uint8_t *w, int64_t n, int64_t k, int64_t row_bytes, void *out,
+              int bf16, int threads) {
+    int per;
+    if (block_of(type, &per) == 0 || k % per != 0) return -1;
+    int64_t total = (n + DECODE_CHUNK - 1) / DECODE_CHUNK;
+    if (total >= (int64_t)FIELD) return -1;
+    pthread_mutex_lock(&pool.call);
+    job_t *job = &pool.job;
+    memset(job, 0, sizeof(*job));
+    job->decode = 1;
+    job->bf16 = bf16;
+    job->count = 1;
+    job->types[0] = type;
+    job->ws[0] = w;
+    job->ns[0] = n;
+    job->row_bytes[0] = row_bytes;
+    job->k = k;
+    job->out = out;
+    job->first_chunk[0] = 0;
+    job->first_chunk[1] = INT64_MAX;
+    run_job(total, threads);
+    pthread_mutex_unlock(&pool.call);
+    return 0;
+}
