@@ -1,0 +1,48 @@
+"""A model's written answer made final: markers added where it cites nothing
+(engine/answer/attribution.py), every marker checked against its passage
+(engine/answer/marker_check.py), and an answer that says nothing but markers replaced
+by the sources' best sentences, with a note saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.answer.attribution import attribute_sources
+from engine.answer.marker_check import CheckedMarkers, check_markers
+
+BARE_NOTE = (
+    "The model answered only {reply}; shown instead are the sentences of your documents "
+    "closest to the question."
+)
+_REPLY_CHARS = 40
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalAnswer:
+    text: str
+    note: str | None  # said beside the answer when it is not the model's own
+    markers: CheckedMarkers  # what the check did to the model's markers
+
+
+def finish_written(
+    *,
+    answer: str,
+    passages: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    fallback: str | None,
+) -> FinalAnswer:
+    """The answer the person sees for the model's `answer` to `passages`; `fallback`
+    (the extractive answer) stands in for an answer that is only markers."""
+    attributed = attribute_sources(answer=answer, passages=passages, embed=embed).text
+    checked = check_markers(answer=attributed, passages=passages, embed=embed)
+    if checked.bare and fallback:
+        quoted = attribute_sources(answer=fallback, passages=passages, embed=embed).text
+        reply = " ".join(answer.split())
+        if len(reply) > _REPLY_CHARS:
+            reply = reply[:_REPLY_CHARS] + "…"
+        note = BARE_NOTE.format(reply=f"“{reply}”" if reply else "nothing")
+        return FinalAnswer(text=quoted, note=note, markers=checked)
+    return FinalAnswer(text=checked.text, note=None, markers=checked)
