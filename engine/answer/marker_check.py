@@ -20,6 +20,7 @@ best sentences, as the extractive answer does, with a note).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,10 @@ class Claim:
     end: int
     cited: tuple[int, ...]  # the passage numbers it names, in order
     text: str  # the claim, markers removed
+    # The sentences before it on its line since the previous run, nearest first, each
+    # with where a marker would go: a run after a paragraph ("… source. It is key. [1]")
+    # often stands for a sentence before the last.
+    earlier: tuple[tuple[int, str], ...] = ()
 
 
 def check_markers(
@@ -84,16 +89,17 @@ def check_markers(
         for piece in _pieces(passage):
             owners.append(n)
             sentences.append(piece)
-    comparable = [c for c in claims if len(words(c.text)) >= MIN_CLAIM_WORDS]
-    best: dict[int, np.ndarray] = {}  # claim start -> best similarity per passage
-    if comparable and sentences:
-        vectors = np.asarray(embed([*(c.text for c in comparable), *sentences]), dtype=np.float32)
-        similarity = vectors[: len(comparable)] @ vectors[len(comparable) :].T
-        for claim, row in zip(comparable, similarity, strict=True):
+    every = dict.fromkeys(t for c in claims for t in (c.text, *(e for _, e in c.earlier)))
+    said = [t for t in every if len(words(t)) >= MIN_CLAIM_WORDS]
+    best: dict[str, np.ndarray] = {}  # claim text -> best similarity per passage
+    if said and sentences:
+        vectors = np.asarray(embed([*said, *sentences]), dtype=np.float32)
+        similarity = vectors[: len(said)] @ vectors[len(said) :].T
+        for text, row in zip(said, similarity, strict=True):
             per_passage = np.full(len(passages), -1.0, dtype=np.float32)
             for column, n in enumerate(owners):
                 per_passage[n - 1] = max(per_passage[n - 1], float(row[column]))
-            best[claim.start] = per_passage
+            best[text] = per_passage
     squashed = [_squash(p) for p in passages]
     out = answer
     kept = moved = dropped = 0
@@ -101,17 +107,22 @@ def check_markers(
     for claim in reversed(claims):
         if _quoted(answer=answer, claim=claim, passages=squashed):
             continue  # "[1] 25647" copied from a page that prints it: the page's words
-        scores = best.get(claim.start)
+        scores = best.get(claim.text)
+        cited = [n for n in dict.fromkeys(claim.cited) if 1 <= n <= len(passages)]
         keep: list[int] = []
+        back: tuple[int, int] | None = None  # (where, n): the marker goes to an earlier sentence
         if scores is not None:
-            keep = [n for n in claim.cited if 1 <= n <= len(passages) and scores[n - 1] >= support]
-            keep = list(dict.fromkeys(keep))
-            if not keep and float(scores.max()) >= support:
-                keep = [int(scores.argmax()) + 1]
-                moved += 1
-            else:
-                kept += len(keep)
-                dropped += len(set(claim.cited) - set(keep))
+            keep = [n for n in cited if scores[n - 1] >= support]
+        if not keep:
+            back = _earlier_home(claim=claim, cited=cited, best=best, support=support)
+        if keep:
+            kept += len(keep)
+            dropped += len(set(claim.cited) - set(keep))
+        elif back is None and scores is not None and float(scores.max()) >= support:
+            keep = [int(scores.argmax()) + 1]
+            moved += 1
+        elif back is not None:
+            moved += 1
         else:
             dropped += len(set(claim.cited))
         run = out[claim.start : claim.end]
@@ -122,7 +133,29 @@ def check_markers(
         elif not keep and run.startswith((" ", "\t")) and run.endswith((" ", "\t")):
             replacement = " "
         out = out[: claim.start] + replacement + out[claim.end :]
+        if back is not None:
+            where, n = back
+            out = f"{out[:where]} [{n}]{out[where:]}"
     return CheckedMarkers(text=out.strip(), kept=kept, moved=moved, dropped=dropped, bare=bare)
+
+
+def _earlier_home(
+    *,
+    claim: Claim,
+    cited: Sequence[int],
+    best: dict[str, np.ndarray],
+    support: float,
+) -> tuple[int, int] | None:
+    """Where a run its own sentence does not support belongs: after the nearest earlier
+    sentence on its line that a passage it names holds."""
+    for where, text in claim.earlier:
+        scores = best.get(text)
+        if scores is None:
+            continue
+        for n in cited:
+            if scores[n - 1] >= support:
+                return where, n
+    return None
 
 
 def find_claims(answer: str) -> list[Claim]:
@@ -144,7 +177,23 @@ def find_claims(answer: str) -> list[Claim]:
         if claims and claims[-1].end > start:
             start = claims[-1].end  # a sentence's second marker run: the text between
         text = strip_markers(answer[start:body_end]).strip()
-        claims.append(Claim(start=run.start(), end=run.end(), cited=cited, text=text))
+        line_start = before.rfind("\n") + 1
+        region = max(line_start, claims[-1].end if claims else 0)
+        bounds = [region, *(b for b in starts if region < b < start), start]
+        earlier = []
+        for a, b in itertools.pairwise(bounds):
+            sentence = answer[a:b].rstrip()
+            where = a + len(sentence.rstrip(".!?:;,"))
+            earlier.append((where, strip_markers(sentence).strip()))
+        claims.append(
+            Claim(
+                start=run.start(),
+                end=run.end(),
+                cited=cited,
+                text=text,
+                earlier=tuple(reversed([e for e in earlier if e[1]])),
+            )
+        )
     return claims
 
 

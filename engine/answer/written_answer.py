@@ -1,7 +1,7 @@
-"""A model's written answer made final: markers added where it cites nothing
-(engine/answer/attribution.py), every marker checked against its passage
-(engine/answer/marker_check.py), and an answer that says nothing but markers replaced
-by the sources' best sentences, with a note saying so."""
+"""A model's written answer made final: every marker checked against its passage
+(engine/answer/marker_check.py), then markers added to the sentences left without one
+that restate a passage (engine/answer/attribution.py), and an answer that says nothing
+but markers replaced by the sources' best sentences, with a note saying so."""
 
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def finish_written(
 ) -> FinalAnswer:
     """The answer the person sees for the model's `answer` to `passages`; `fallback`
     (the extractive answer) stands in for an answer that is only markers."""
-    attributed = attribute_sources(answer=answer, passages=passages, embed=embed).text
-    checked = check_markers(answer=attributed, passages=passages, embed=embed)
+    checked = check_markers(answer=answer, passages=passages, embed=embed)
     if checked.bare and fallback:
         quoted = attribute_sources(answer=fallback, passages=passages, embed=embed).text
         reply = " ".join(answer.split())
@@ -45,4 +44,6 @@ def finish_written(
             reply = reply[:_REPLY_CHARS] + "…"
         note = BARE_NOTE.format(reply=f"“{reply}”" if reply else "nothing")
         return FinalAnswer(text=quoted, note=note, markers=checked)
-    return FinalAnswer(text=checked.text, note=None, markers=checked)
+    # Then every sentence left without a marker gets the passage it restates, if any.
+    filled = attribute_sources(answer=checked.text, passages=passages, embed=embed, fill=True)
+    return FinalAnswer(text=filled.text, note=None, markers=checked)

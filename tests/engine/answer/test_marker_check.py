@@ -92,3 +92,22 @@ def test_claims_run_from_the_sentence_start_or_the_previous_marker() -> None:
         ((3,), "Third one."),
         ((1, 2), "item"),
     ]
+
+
+def test_a_marker_after_a_paragraph_goes_to_the_sentence_its_passage_holds(embed) -> None:  # type: ignore[no-untyped-def]
+    """The real 1.5B: the fact first, its own elaboration last, the marker after both."""
+    passages = [
+        "The first step of the Autotools workflow is usually that upstream runs "
+        "autoreconf -i -f in the source directory and distributes the generated files.",
+        "Building the package needs a clean chroot with the build dependencies installed.",
+    ]
+    answer = (
+        "Upstream usually runs autoreconf -i -f in the source directory and distributes the "
+        "generated files. This step is crucial for a healthy life and happy pets. [1]"
+    )
+    got = check_markers(answer=answer, passages=passages, embed=embed)
+    assert got.text == (
+        "Upstream usually runs autoreconf -i -f in the source directory and distributes the "
+        "generated files [1]. This step is crucial for a healthy life and happy pets."
+    )
+    assert got.moved == 1
