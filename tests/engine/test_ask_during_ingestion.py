@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench.ingest_many import StandInEmbedder
+from bench.ingest_many import StandInEmbedder
 from engine.core import Engine
 from engine.ingest.embedder import Embedder
 from engine.ingest.jobs import IngestJob

@@ -1,5 +1,5 @@
 """A follow-up in extractive mode, on real text nobody here wrote (git-rebase's manual
-from the real-docs corpus, engine/bench/real_docs.py), through the engine's own
+from the real-docs corpus, bench/real_docs.py), through the engine's own
 answering path: alone the follow-up means little; with the conversation it is
 searched with the earlier question weighed in and says so."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.bench.real_docs import find_real_docs
+from bench.real_docs import find_real_docs
 from engine.core import Engine
 from engine.paths import resolve_paths
 from engine.wire import CitationsEvent, DoneEvent, SearchedEvent, Turn
@@ -21,7 +21,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     corpus = find_real_docs()
     if corpus is None:
         pytest.skip(
-            "the real documents are not fetched: python -m engine.bench.real_docs "
+            "the real documents are not fetched: python -m bench.real_docs "
             "(or set RAGDOLL_REAL_DOCS)"
         )
     root = tmp_path_factory.mktemp("real")

@@ -93,3 +93,21 @@ def test_no_engine_modules_import_each_other_in_a_circle() -> None:
 
 def test_the_cycle_finder_finds_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_benchmarks_stay_out_of_the_product() -> None:
+    """The benchmark lab is a top-level `bench` package of the checkout: no module of the
+    engine or the window imports it, and the wheel's package list leaves it out."""
+    import tomllib
+
+    for package in ("engine", "app", "native"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path.relative_to(ROOT).as_posix() == "app/commands/bench.py":
+                continue  # the command that finds it in a checkout
+            reached = {n for n in _imports(path) if n == "bench" or n.startswith("bench.")}
+            assert not reached, (path, reached)
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]["find"]["include"]
+    assert not any(pattern.startswith("bench") for pattern in include)
+    assert not (ROOT / "engine" / "bench").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.real_docs import find_real_docs
 from engine.answer.conversation import (
     PREVIOUS_QUESTION_WEIGHT,
     lean,
@@ -13,7 +14,6 @@ from engine.answer.conversation import (
     title_words,
     weakness,
 )
-from engine.bench.real_docs import find_real_docs
 from engine.ingest.parsers import parse_file
 from engine.wire import Citation, SearchedEvent, Turn
 
@@ -201,7 +201,7 @@ def test_of_a_real_manuals_headings_the_follow_ups_words_name_only_its_section(
     earlier question's, not every heading holding a common word."""
     corpus = find_real_docs()
     if corpus is None:
-        pytest.skip("the real documents are not fetched: python -m engine.bench.real_docs")
+        pytest.skip("the real documents are not fetched: python -m bench.real_docs")
     doc = parse_file(path=corpus / file)
     headings = [h.title for page in doc.pages for h in page.headings]
     follow = resolve(question=follow_up, history=(Turn(question=first, answer="…"),))

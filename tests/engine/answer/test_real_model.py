@@ -1,5 +1,5 @@
 """A real trained model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, fetched by
-engine/bench/real_models.py; skipped with a message when it is not here) answers through
+bench/real_models.py; skipped with a message when it is not here) answers through
 the product's path: the GGUF file resolved to its folder, planned for this machine, its
 layers in their kernel forms, the prompt built from sources, the answer streamed."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.real_models import fetch_hint, find_real_model
 from engine.answer.in_use import open_model
 from engine.answer.passages import Passage
-from engine.bench.real_models import fetch_hint, find_real_model
 from engine.models.resolve import resolve_model_path
 from engine.paths import resolve_paths
 

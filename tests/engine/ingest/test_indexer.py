@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.bench.ingest_many import StandInEmbedder
+from bench.ingest_many import StandInEmbedder
 from engine.ingest import indexer
 from engine.ingest.embedder import Embedder
 from engine.ingest.formats.base import Heading, PageText, ParsedDocument

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench.ingest_many import StandInEmbedder as FakeEmbedder
+from bench.ingest_many import StandInEmbedder as FakeEmbedder
 from engine.ingest import pipeline, priority
 from engine.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.ingest.journal import remove_orphans

@@ -1,4 +1,4 @@
-"""The quick form of `ragdoll bench retrieval` (engine/bench/retrieval.py)."""
+"""The quick form of `ragdoll bench retrieval` (bench/retrieval.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench import retrieval
+from bench import retrieval
 
 
 def _args(tmp_path: Path, **overrides: object) -> argparse.Namespace:

@@ -10,7 +10,7 @@ import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
-from engine.bench.real_docs import find_real_docs
+from bench.real_docs import find_real_docs
 from engine.errors import ParseError
 from engine.ingest.formats.image import parse_image
 from engine.ingest.formats.pdf import parse_pdf
@@ -80,7 +80,7 @@ def test_a_scanned_pdf_is_read_page_by_page_with_progress(tmp_path: Path) -> Non
 def test_a_real_manual_page_rendered_at_150_dpi_finds_its_key_sentences(tmp_path: Path) -> None:
     corpus = find_real_docs()
     if corpus is None:
-        pytest.skip("real Debian manuals absent: run `python -m engine.bench.real_docs`")
+        pytest.skip("real Debian manuals absent: run `python -m bench.real_docs`")
     image = tmp_path / "maint-guide-p41.png"
     _page_image(corpus / "maint-guide.pdf", 40, 150).save(image)
     text = parse_file(path=image).pages[0].text

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from fpdf import FPDF
 
-from engine.bench.pdf_text import merged_words, windows, words
-from engine.bench.real_docs import find_real_docs
+from bench.pdf_text import merged_words, windows, words
+from bench.real_docs import find_real_docs
 from engine.ingest.chunker import chunk_document
 from engine.ingest.formats.pdf import _is_garbage
 from engine.ingest.parsers import parse_file
 from engine.ingest.text_cleanup import clean_pdf_pages, join_soft_breaks
 
 REAL_DOCS_MISSING = (
-    "real Debian manuals absent: run `python -m engine.bench.real_docs` "
+    "real Debian manuals absent: run `python -m bench.real_docs` "
     "(or set RAGDOLL_REAL_DOCS) to measure on them"
 )
 

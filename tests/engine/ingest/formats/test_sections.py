@@ -147,11 +147,11 @@ def test_html_sections_are_where_the_headings_are_not_in_the_contents_list(
 
 
 def test_real_html_pages_label_each_passage_with_the_heading_above_it(tokenizer: Any) -> None:
-    from engine.bench.real_docs import find_real_docs
+    from bench.real_docs import find_real_docs
 
     corpus = find_real_docs()
     if corpus is None:
-        pytest.skip("real documents absent: run `python -m engine.bench.real_docs`")
+        pytest.skip("real documents absent: run `python -m bench.real_docs`")
     doc = parse_file(path=corpus / "sqlite-createtable.html")
     chunks = chunk_document(doc=doc, tokenizer=tokenizer, max_tokens=200, overlap_tokens=40)
     assert len({c.section for c in chunks}) >= 10  # was 2: the page's last heading

@@ -1,0 +1,518 @@
+"""`ragdoll bench quality`: does the right page come back, and does the answer state it?
+
+Over the real documents `bench/real_docs.py` fetches (Debian manuals as PDF,
+HTML and text; nobody on the project wrote them), with the questions of
+`quality_set.json`: each written as a user asks, with its file, page(s) and a short
+string the answer must contain, plus near-topic questions the collection does not
+answer. The set has five splits: `tune` and `tune2` (what settings were chosen on;
+tune2 was written later, on pages no other question uses, to widen what tuning sees),
+`held`, `held2` and `held3` (never tuned on; held2 and held3 were written later, blind,
+on pages no other question uses); every figure is reported per split.
+
+The corpus goes in through the product's path (the ingest queue, the parsers, the
+chunker, the bundled embedder, LanceDB on disk); each question through the serving
+pipeline's retrieval and relevance gate (`gated_retrieve_batch`), as `ragdoll ask`
+without a model. Reported:
+- hit@1, hit@3 and MRR of the right file and page among the citations (top 5);
+- the share of extractive answers (the quoted sentences) containing the answer string;
+- refusals: the share of unanswerable questions refused (recall), of refusals that
+  were unanswerable (precision), and of answerable questions refused.
+
+With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
+question the gate lets through, judged as bench/quality_model.py says, per split.
+`--limit N` asks each split's first N answerable questions and a quarter as many
+unanswerable ones (a model's answers take a while on a CPU); questions about files
+the corpus folder lacks are not asked.
+
+`--index DIR` keeps the ingested index there and reuses it on the next run (the
+corpus takes several minutes to ingest on 2 cores); `--quick` asks a small slice: of
+`tune` and `held` (what CI runs), or of the one split `--split` names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.answer.generative import GenerativeAnswerer
+    from engine.answer.reranker import CandidateRanker
+
+from bench.answer_match import contains
+
+SET_FILE = Path(__file__).with_name("quality_set.json")
+# --quick ingests only these (small) files and asks only their questions, with a few
+# unanswerable ones: minutes, not the half hour the whole corpus takes on 2 cores.
+QUICK_FILES = (
+    "git-bisect.txt",
+    "apt-guide.txt",
+    "sqlite-createtable.html",
+    "git-rebase.html",
+    "latex-clsguide.pdf",
+)
+QUICK_UNANSWERABLE = 3  # per split
+TOP_K = 5  # citations per answer, as the chat asks for
+SPLITS = ("tune", "tune2", "held", "held2", "held3")
+HELD_OUT = ("held", "held2", "held3")  # never tuned on: no fit or tuning list may read them
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualityQuestion:
+    id: str
+    question: str
+    split: str  # one of SPLITS
+    file: str | None  # None: the collection does not answer it
+    pages: tuple[int, ...]  # 1-based; empty for formats without pages
+    also: tuple[tuple[str, tuple[int, ...]], ...]  # other (file, pages) that answer it
+    answer: str  # a short string a right answer contains ("" when unanswerable)
+
+    @property
+    def answerable(self) -> bool:
+        return self.file is not None
+
+    @property
+    def held_out(self) -> bool:
+        return self.split in HELD_OUT
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    question: QualityQuestion
+    rank: int | None  # 1-based rank of the first right citation; None: none in the top k
+    refused: bool
+    contains_answer: bool  # anywhere in the answer (its sentence and the quotation)
+    key_contains: bool  # in the answer sentence alone (the first paragraph)
+    answer_text: str
+    seconds: float
+    score: float | None  # the answer sentence's relevance; None: no chunk was close enough
+    unknown: tuple[str, ...] = ()  # the question's words no chunk holds (the refusal's cue)
+
+
+def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
+    raw = json.loads(file.read_text(encoding="utf-8"))
+    return [
+        QualityQuestion(
+            id=q["id"],
+            question=q["question"],
+            split=q["split"],
+            file=q.get("file"),
+            pages=tuple(q.get("pages") or ()),
+            also=tuple((a["file"], tuple(a.get("pages") or ())) for a in q.get("also") or ()),
+            answer=q.get("answer") or "",
+        )
+        for q in raw["questions"]
+    ]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--corpus", type=Path, help="the real documents (default: real_docs' corpus folder)"
+    )
+    parser.add_argument(
+        "--index", type=Path, help="keep the ingested index here and reuse it when present"
+    )
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        help="the gate's answer threshold (default the product's); a low one records every "
+        "question's score, for sweeping the threshold offline",
+    )
+    parser.add_argument(
+        "--reranker",
+        help="a cross-encoder (local folder or cached id) to re-order the top 20, or "
+        '"model": the language model of --model re-orders the top 10 (query likelihood)',
+    )
+    parser.add_argument(
+        "--model",
+        help="a language model (folder or .gguf) that writes each answer, judged; with "
+        "--reranker model it also re-orders the candidates",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="with --model: rank only, write no answers (the ranker sweep)",
+    )
+    parser.add_argument(
+        "--limit", type=int, help="each split's first N answerable questions (N/4 unanswerable)"
+    )
+    parser.add_argument(
+        "--model-ranking",
+        help="with --reranker model: CANDIDATES,RANK_WEIGHT to sweep (default: the product's)",
+    )
+    parser.add_argument(
+        "--embedder",
+        help="the embedder to index and ask with: a sentence-transformers folder or cached "
+        "id (default: the product's); give each embedder its own --index folder",
+    )
+    parser.add_argument(
+        "--rerank-latency",
+        action="store_true",
+        help="also time a MiniLM-L6-shaped cross-encoder (random weights) at k=20 on 2 threads",
+    )
+    parser.add_argument(
+        "--rerank-catalogue",
+        action="store_true",
+        help="with --rerank-latency: also time each recommended reranker's architecture "
+        "(random weights) beside the estimate the Models dialog shows",
+    )
+    parser.add_argument("--show", action="store_true", help="print each question's outcome")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.real_docs import find_real_docs
+
+    say = (lambda *_: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    corpus = args.corpus or find_real_docs()
+    if corpus is None:
+        raise SystemExit(
+            "the real documents are not there: fetch them with "
+            "`python -m bench.real_docs` (or set RAGDOLL_REAL_DOCS)"
+        )
+    questions = select(load_set(), quick=bool(args.quick), split=args.split)
+    on_disk = {p.name for p in Path(corpus).iterdir()}
+    questions = [q for q in questions if q.file is None or q.file in on_disk]
+    if args.limit:
+        questions = limit(questions, per_split=args.limit)
+    temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
+    folder = args.index or temp / "index"
+    if args.quick:
+        corpus = quick_corpus(corpus=Path(corpus), folder=temp / "corpus")
+    try:
+        figures = measure(
+            corpus=Path(corpus),
+            index=folder,
+            questions=questions,
+            say=say,
+            reranker=args.reranker,
+            language_model=args.model,
+            model_ranking=args.model_ranking,
+            min_score=args.min_score,
+            embedder=args.embedder,
+            write=bool(args.model) and not args.no_write,
+        )
+        if args.rerank_latency:
+            from bench.quality_rerank import rerank_latency
+
+            figures["rerank_latency"] = rerank_latency(
+                index=folder, say=say, catalogue=args.rerank_catalogue
+            )
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    shown = figures.pop("outcomes") + figures.pop("written_outcomes", [])
+    if args.show and not args.json:
+        for line in shown:
+            print(line, file=sys.stderr)
+    if not args.json:
+        print(report(figures))
+        if "written" in figures:
+            from bench.quality_model import report_written
+
+            print(report_written(figures["written"], splits=SPLITS))
+    return figures
+
+
+def select(questions: list[QualityQuestion], *, quick: bool, split: str) -> list[QualityQuestion]:
+    chosen = [q for q in questions if split in ("all", q.split)]
+    if not quick:
+        return chosen
+    out: list[QualityQuestion] = []
+    # The whole set's quick form stays what CI has always timed (tune and held); a named
+    # split gets its own slice.
+    names = ("tune", "held") if split == "all" else (split,)
+    for name in names:
+        part = [q for q in chosen if q.split == name]
+        out += [q for q in part if q.file in QUICK_FILES]
+        out += [q for q in part if not q.answerable][:QUICK_UNANSWERABLE]
+    return out
+
+
+def limit(questions: list[QualityQuestion], *, per_split: int) -> list[QualityQuestion]:
+    out: list[QualityQuestion] = []
+    for name in SPLITS:
+        part = [q for q in questions if q.split == name]
+        out += [q for q in part if q.answerable][:per_split]
+        out += [q for q in part if not q.answerable][: max(1, per_split // 4)]
+    return out
+
+
+def quick_corpus(*, corpus: Path, folder: Path) -> Path:
+    """A folder with links to the quick slice's files only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in QUICK_FILES:
+        link = folder / name
+        if not link.exists():
+            link.symlink_to((corpus / name).resolve())
+    return folder
+
+
+def measure(
+    *,
+    corpus: Path,
+    index: Path,
+    questions: Sequence[QualityQuestion],
+    say: Callable[[str], None],
+    reranker: str | None = None,
+    language_model: str | None = None,
+    model_ranking: str | None = None,
+    min_score: float | None = None,
+    embedder: str | None = None,
+    write: bool = False,
+) -> dict[str, Any]:
+    from engine.answer.extractive import DEFAULT_MIN_SCORE
+    from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
+    from engine.paths import resolve_paths
+    from engine.pipeline.answering import gated_retrieve_batch
+    from engine.pipeline.requests import Question
+    from engine.store.lance_store import LanceStore
+
+    # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
+    # answers; an ONNX export goes where the engine keeps its own.
+    model = Embedder(
+        model=embedder or DEFAULT_EMBEDDER, cache_dir=resolve_paths().cache / "embedders"
+    )
+    ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
+    # As the engine does (EmbedderInForce.embed_sentences): another index embedder
+    # leaves an answer's sentences to the bundled one.
+    sentences = (
+        model
+        if scores_sentences(model)
+        else Embedder(cache_dir=resolve_paths().cache / "embedders")
+    )
+    store = LanceStore(folder=index)
+    answerer = _answerer(model=language_model) if language_model else None
+    written: list[Any] = []
+    try:
+        rerank = _ranker(reranker=reranker, answerer=answerer, sweep=model_ranking)
+        retrieve = gated_retrieve_batch(
+            store=store,
+            embed=model.embed,
+            reranker=rerank,
+            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+            sentence_embed=sentences.embed,
+        )
+        retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
+        outcomes = []
+        for q in questions:
+            started = time.perf_counter()
+            (gated,) = retrieve([Question(request_id=q.id, text=q.question, k=TOP_K)])
+            seconds = time.perf_counter() - started
+            outcomes.append(_outcome(question=q, gated=gated, seconds=seconds))
+            if write and answerer is not None:
+                from bench.quality_model import describe_written, written_outcome
+
+                written.append(
+                    written_outcome(
+                        question=q, gated=gated, answerer=answerer, embed=sentences.embed
+                    )
+                )
+                say(describe_written(written[-1]))
+    finally:
+        store.close()
+        if answerer is not None:
+            answerer.close()
+    figures: dict[str, Any] = {
+        "ingest": ingest,
+        "top_k": TOP_K,
+        "reranker": reranker,
+        "model": language_model,
+        "embedder": model.info.id,
+    }
+    for split in (*SPLITS, "all"):
+        part = [o for o in outcomes if split in ("all", o.question.split)]
+        if part:
+            figures[split] = summarise(part)
+    if written:
+        from bench.quality_model import describe_written, record, summarise_written
+
+        figures["written"] = {"model": Path(language_model or "").name}
+        for split in (*SPLITS, "all"):
+            part = [o for o in written if split in ("all", o.question.split)]
+            if part:
+                figures["written"][split] = summarise_written(part)
+        figures["written_records"] = [record(o) for o in written]
+        figures["written_outcomes"] = [describe_written(o) for o in written]
+    figures["load_average_1m"] = round(os.getloadavg()[0], 2)
+    figures["cpus"] = os.cpu_count()
+    figures["outcomes"] = [_describe(o) for o in outcomes]
+    figures["records"] = [
+        {
+            "id": o.question.id,
+            "split": o.question.split,
+            "answerable": o.question.answerable,
+            "rank": o.rank,
+            "refused": o.refused,
+            "score": o.score,
+            "unknown": list(o.unknown),
+            "contains": o.contains_answer,
+            "sentence_contains": o.key_contains,
+        }
+        for o in outcomes
+    ]
+    return figures
+
+
+def build_index(
+    *, corpus: Path, index: Path, embedder: Any, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """Ingest the corpus through the product's queue, unless `index` already holds it."""
+    from bench.ingest_many import wait_for_job
+    from engine.ingest.jobs import IngestQueue
+    from engine.store.lance_store import LanceStore
+
+    store = LanceStore(folder=index)
+    store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
+    names = {p.name for p in corpus.iterdir() if p.is_file()}
+    try:
+        have = {Path(d.path).name for d in store.list_documents() if d.status == "indexed"}
+        if names <= have:
+            docs, chunks = store.counts()
+            say(f"reusing the index in {index}: {docs} documents, {chunks} chunks")
+            return {"reused": True, "documents": docs, "chunks": chunks}
+        say(f"ingesting {len(names)} documents from {corpus} into {index} ...")
+        queue = IngestQueue(store=store, embedder=lambda: embedder)
+        try:
+            started = time.perf_counter()
+            progress = wait_for_job(queue.submit(paths=[str(corpus)]))
+            seconds = time.perf_counter() - started
+        finally:
+            queue.stop()
+        if progress.errors:
+            raise RuntimeError(f"documents failed to ingest: {progress.errors[:3]}")
+        docs = store.list_documents()
+        figures = {
+            "reused": False,
+            "documents": len(docs),
+            "pages": sum(d.pages or 0 for d in docs),
+            "chunks": progress.chunks_added,
+            "seconds": round(seconds, 1),
+        }
+        say(f"  {figures}")
+        return figures
+    finally:
+        store.close()
+
+
+def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcome:
+    refused = not gated.found
+    answer_text = "" if refused or gated.extract is None else gated.extract.text
+    rank = None
+    if question.answerable:
+        for i, hit in enumerate(gated.hits[:TOP_K]):
+            if right_source(question, path=hit.chunk.path, page=hit.chunk.page):
+                rank = i + 1
+                break
+    return Outcome(
+        question=question,
+        rank=rank,
+        refused=refused,
+        contains_answer=question.answerable and contains(answer_text, question.answer),
+        key_contains=question.answerable
+        and contains(answer_text.split("\n\n")[0], question.answer),
+        answer_text=answer_text,
+        seconds=seconds,
+        score=gated.extract.score if gated.extract is not None and gated.extract.score else None,
+        unknown=tuple(gated.unknown),
+    )
+
+
+def _answerer(*, model: str) -> GenerativeAnswerer:
+    """The language model as the engine loads it (its weights left as stored)."""
+    from engine.answer.in_use import open_model
+    from engine.models.resolve import resolve_model_path
+
+    return open_model(model_path=resolve_model_path(model=model), decode_at_load=True).answerer
+
+
+def _ranker(
+    *, reranker: str | None, answerer: GenerativeAnswerer | None, sweep: str | None = None
+) -> CandidateRanker | None:
+    """The cross-encoder named, or the language model."""
+    from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
+    from engine.answer.reranker import Reranker
+
+    if not reranker:
+        return None
+    if reranker != MODEL_RANKER:
+        return Reranker(model=reranker)
+    if answerer is None:
+        raise SystemExit("--reranker model needs --model (a folder or a .gguf file)")
+    if not sweep:
+        return ModelRanker(answerer=answerer)
+    candidates, weight = sweep.split(",")
+    return ModelRanker(answerer=answerer, candidates=int(candidates), rank_weight=float(weight))
+
+
+def right_source(question: QualityQuestion, *, path: str, page: int | None) -> bool:
+    name = Path(path).name
+    return any(
+        name == file and (not pages or page in pages)
+        for file, pages in ((question.file, question.pages), *question.also)
+    )
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    answerable = [o for o in outcomes if o.question.answerable]
+    unanswerable = [o for o in outcomes if not o.question.answerable]
+    refused = [o for o in outcomes if o.refused]
+    n = len(answerable) or 1
+    right_refusals = sum(1 for o in refused if not o.question.answerable)
+    return {
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "hit_at_1": round(sum(1 for o in answerable if o.rank == 1) / n, 3),
+        "hit_at_3": round(sum(1 for o in answerable if o.rank and o.rank <= 3) / n, 3),
+        "mrr": round(sum(1 / o.rank for o in answerable if o.rank) / n, 3),
+        "answer_contains": round(sum(1 for o in answerable if o.contains_answer) / n, 3),
+        "sentence_contains": round(sum(1 for o in answerable if o.key_contains) / n, 3),
+        "answerable_refused": round(sum(1 for o in answerable if o.refused) / n, 3),
+        "refusal_recall": round(right_refusals / (len(unanswerable) or 1), 3),
+        "refusal_precision": round(right_refusals / len(refused), 3) if refused else None,
+        "median_ms": round(statistics.median(o.seconds for o in outcomes) * 1000, 1),
+    }
+
+
+def _describe(o: Outcome) -> str:
+    q = o.question
+    if not q.answerable:
+        verdict = "refused" if o.refused else "ANSWERED"
+        return (
+            f"{q.id} [{q.split}] unanswerable: {verdict} (score {o.score}, never mentioned "
+            f"{list(o.unknown)}): {q.question}"
+        )
+    verdict = f"rank {o.rank}" if o.rank else "MISSED"
+    contains_ = "contains" if o.contains_answer else ("REFUSED" if o.refused else "LACKS")
+    return (
+        f"{q.id} [{q.split}] {verdict}, answer {contains_} {q.answer!r} (score {o.score}): "
+        f"{q.question}\n"
+        f"    -> {o.answer_text[:300]}"
+    )
+
+
+def report(figures: dict[str, Any]) -> str:
+    lines = ["quality on real documents (right file and page among the top 5 citations)"]
+    header = "split  n   hit@1  hit@3  MRR    answer  sentence  refused:unans  ans  precision  ms"
+    lines.append(header)
+    for split in (*SPLITS, "all"):
+        f = figures.get(split)
+        if not f:
+            continue
+        precision = "-" if f["refusal_precision"] is None else f"{f['refusal_precision']:.2f}"
+        lines.append(
+            f"{split:5}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
+            f"{f['mrr']:.2f}   {f['answer_contains']:.2f}    {f['sentence_contains']:.2f}      "
+            f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3}    "
+            f"{f['answerable_refused']:.2f} {precision:>9}  {f['median_ms']}"
+        )
+    lines.append(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
+    return "\n".join(lines)
