@@ -11,7 +11,7 @@ TORCH_INDEX ?=
 export TOKENIZERS_PARALLELISM := false
 # Tests never reach the hub. `make run` does not set this: the engine holds its
 # libraries offline itself and downloads only what the person asks for from
-# Recommended models (engine/offline.py); HF_HUB_OFFLINE=1 there means no downloads.
+# Recommended models (engine/service/offline.py); HF_HUB_OFFLINE=1 there means no downloads.
 test test-full screenshots: export HF_HUB_OFFLINE := 1
 test test-full screenshots: export TRANSFORMERS_OFFLINE := 1
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 from app.batch.runner import BatchResult, BatchRun
 from app.chat.answer_stream import AnswerStream
-from engine.client import EngineClient
 from engine.errors import EngineUnavailableError
+from engine.service.client import EngineClient
 from engine.wire import AnswerEvent, ends_answer
 
 Post = Callable[[Callable[[], None]], bool]

@@ -14,9 +14,9 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from app.door import Door
 from app.qt_compat import emit
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 
 T = TypeVar("T")
 

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from engine.store.lance_logs import quiet_lancedb_logs
+    from engine.rag.store.lance_logs import quiet_lancedb_logs
 
     quiet_lancedb_logs()  # before any command imports lancedb
     parser = build_parser()

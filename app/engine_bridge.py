@@ -42,8 +42,8 @@ from app.bridge_plumbing import (
 from app.chat.answer_stream import AnswerStream
 from app.job_follower import follow_job, jobs_to_adopt
 from app.qt_compat import emit, emit_drops_a_reference
-from engine.client import EngineClient, grant_folders
 from engine.errors import EngineUnavailableError
+from engine.service.client import EngineClient, grant_folders
 from engine.wire import (
     EngineSettings,
     EngineStatus,

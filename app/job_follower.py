@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.client import EngineClient
+from engine.service.client import EngineClient
 from engine.wire import FINAL_STATES, IngestProgress, IngestQueueState
 
 # Jobs the engine starts on its own (a watched folder changed, the rescan at

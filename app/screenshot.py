@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 def _choose_model(model: str) -> None:
     """In the settings, before the engine starts: it loads the model as it warms up."""
     from engine.paths import resolve_paths
-    from engine.settings import load_settings, save_settings, with_changes
+    from engine.service.settings import load_settings, save_settings, with_changes
 
     paths = resolve_paths().ensure()
     settings = load_settings(file=paths.settings_file)
@@ -84,7 +84,7 @@ def take_hardware_screenshot(*, out: Path, profile: bool) -> int:
     from engine.paths import resolve_paths
 
     if profile:
-        from engine.planner.samplers import profile_in_process
+        from engine.service.profiling.samplers import profile_in_process
 
         # Blocking is fine in this script: no window is up yet.
         profile_in_process(paths=resolve_paths(), budget_s=60, progress=_print_progress)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 # Every question is asked once. The relevance gate keeps the sentence vectors of
-# earlier answers (engine/answer/sentence_memo.py): a question asked again finds
+# earlier answers (engine/rag/answer/sentence_memo.py): a question asked again finds
 # its passages' sentences embedded and costs little more than a search, so the
 # bench timed the memo, not the answer, while it repeated its warm-up questions.
 # New questions on the same manuals may still meet sentences an earlier one
@@ -142,8 +142,8 @@ def _wait(client: Any, job_id: str, *, until: Any, timeout_s: float = 3600) -> A
 def ask_during(
     *, root: Path, corpus: Path, pages: int, pdf_from: Path | None, rounds: int, say: Any
 ) -> dict[str, Any]:
-    from engine.client import EngineClient
     from engine.paths import HOME_ENV, resolve_paths
+    from engine.service.client import EngineClient
 
     home = root / "home"
     saved = os.environ.get(HOME_ENV)
@@ -219,7 +219,7 @@ def ask_during(
 
 def engine_ingest_embedder(*, log: Path) -> str:
     """ "int8" when the engine's log says ingestion embedded in int8, else "float"."""
-    from engine.ingest.int8_embedder import IN_USE_MESSAGE
+    from engine.rag.ingest.int8_embedder import IN_USE_MESSAGE
 
     try:
         text = log.read_text(encoding="utf-8", errors="replace")

@@ -184,9 +184,9 @@ def _measure(
     mode: Mode = Mode(),
 ) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = str(home)
-    from engine.core import Engine
     from engine.paths import resolve_paths
-    from engine.pipeline.follow_up import specific_words
+    from engine.rag.pipeline.follow_up import specific_words
+    from engine.service.core import Engine
 
     files = corpus_files(corpus)
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)

@@ -1,7 +1,7 @@
 """Hand-written standalone rewrites of follow-ups, for `ragdoll bench conversation`: how
 far a perfect rewrite of a follow-up gets the search.
 
-A follow-up is resolved before retrieval (engine/answer/conversation.py): without a
+A follow-up is resolved before retrieval (engine/rag/answer/conversation.py): without a
 model by history-aware search, with one by the model's rewrite too. Neither can do
 better than a person who writes the follow-up out in full ("What about the copyright
 one?" after "What goes into the debian/control file?" -> "What goes into the

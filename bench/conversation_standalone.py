@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.conversation_set import CONVERSATIONS
 from bench.quality import QualityQuestion, load_set, right_source
-from engine.answer.conversation_dependence import looks_dependent
+from engine.rag.answer.conversation_dependence import looks_dependent
 from engine.wire import Turn
 
 PAIR_OFFSET = 21  # about half the set away: another manual, another subject

@@ -1,6 +1,6 @@
 """The embedder's back-ends side by side: torch (sentence-transformers, float32),
-ONNX Runtime (engine/ingest/onnx_embedder.py), torch with bf16 weights
-(engine/ingest/bf16_embedder.py) and OpenVINO (engine/ingest/openvino_embedder.py:
+ONNX Runtime (engine/rag/ingest/onnx_embedder.py), torch with bf16 weights
+(engine/rag/ingest/bf16_embedder.py) and OpenVINO (engine/rag/ingest/openvino_embedder.py:
 bf16 inference precision where this CPU computes bf16 natively), on chunks of the
 real manuals.
 
@@ -41,8 +41,8 @@ import numpy as np
 
 def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
     """`count` chunk texts taken evenly from every file of the corpus."""
-    from engine.ingest.chunker import chunk_document
-    from engine.ingest.parsers import parse_file
+    from engine.rag.ingest.chunker import chunk_document
+    from engine.rag.ingest.parsers import parse_file
 
     per_file: list[list[str]] = []
     for path in sorted(corpus.iterdir()):
@@ -71,7 +71,7 @@ def ingest_rates(
 
     from bench.ingest import _queue
     from bench.ingest_many import wait_for_job
-    from engine.ingest.embedder import Embedder
+    from engine.rag.ingest.embedder import Embedder
 
     figures: dict[str, object] = {"files": names}
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +110,7 @@ def encode_rates(
 ) -> dict[str, object]:
     """Chunks/s and CPU ms per chunk of each back-end (rounds alternate them),
     and each one's cosine to float32 torch."""
-    from engine.ingest.embedder import Embedder
+    from engine.rag.ingest.embedder import Embedder
 
     with tempfile.TemporaryDirectory() as cache:
         torch_ = Embedder(device="cpu", backend="torch")

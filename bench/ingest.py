@@ -102,7 +102,7 @@ class _CountingEmbedder:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.ingest.embedder import Embedder
+    from engine.rag.ingest.embedder import Embedder
 
     pdfs = args.pdfs or (6 if args.quick else 40)
     pages = args.pages or (5 if args.quick else 10)
@@ -193,9 +193,9 @@ def _ask_during_at(
     *, args: argparse.Namespace, root: Path, corpus: Path, pages: int, nice: str | None, say: Any
 ) -> dict[str, Any]:
     """One ask-during run; with `nice`, its engine's ingestion at that nice value
-    (engine/ingest/priority.py) and its figures prefixed `nice<N>_`."""
+    (engine/rag/ingest/priority.py) and its figures prefixed `nice<N>_`."""
     from bench import ask_during
-    from engine.ingest.priority import NICE_ENV
+    from engine.rag.ingest.priority import NICE_ENV
 
     saved = os.environ.get(NICE_ENV)
     if nice is not None:
@@ -249,8 +249,8 @@ def _write_pdf_corpus(*, folder: Path, files: int, pages: int) -> Path:
 
 
 def _queue(*, root: Path, name: str, embedder: Any) -> tuple[Any, Any]:
-    from engine.ingest.jobs import IngestQueue
-    from engine.store.lance_store import LanceStore
+    from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(folder=root / name)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
@@ -324,8 +324,8 @@ def _write_notes(*, folder: Path, files: int) -> list[Path]:
 
 def _bulk_journal(*, store: Any, paths: list[Path], dimension: int) -> None:
     """The rows ingestion would have written for these files (one chunk each)."""
-    from engine.ingest.fspath import to_store
-    from engine.ingest.indexer import READER_VERSION, content_hash, doc_id_for
+    from engine.rag.ingest.fspath import to_store
+    from engine.rag.ingest.indexer import READER_VERSION, content_hash, doc_id_for
 
     rng = np.random.default_rng(3)
     docs, pages, chunks = [], [], []

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.ingest.embedder import Embedder, PriorityGate
+from engine.rag.ingest.embedder import Embedder, PriorityGate
 
 WINDOW_CHARS = 1_000
 
@@ -90,8 +90,8 @@ def folder_bytes(folder: Path) -> int:
 def small_files(
     *, root: Path, corpus: Path, count: int, real: Embedder, stand_in: bool, say: Any
 ) -> dict[str, Any]:
-    from engine.ingest.jobs import IngestQueue
-    from engine.store.lance_store import LanceStore
+    from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.store.lance_store import LanceStore
 
     folder = root / "excerpts"
     text = real_text(corpus)

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import pypdfium2 as pdfium
 
-    from engine.ingest.ocr import read_image
+    from engine.rag.ingest.ocr import read_image
 
     pdfs = args.pdfs
     if not pdfs:

@@ -53,10 +53,10 @@ from bench.offload_systems import (
     write_model,
 )
 from bench.offload_weights import parse_formats, run_weight_formats
-from engine.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
-from engine.hardware.profile import synthetic_profile
-from engine.planner.model_spec import load_model_spec
-from engine.planner.placement import Tier
+from engine.runtime.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
+from engine.runtime.hardware.profile import synthetic_profile
+from engine.runtime.planner.model_spec import load_model_spec
+from engine.runtime.planner.placement import Tier
 
 FULL = Size(layers=8, hidden=2048, intermediate=5632, heads=16, kv_heads=4)  # ≈1.4 GiB
 QUICK = Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)  # ≈100 MiB

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench import child_env
 from engine.errors import RagdollError
-from engine.hardware.cgroup import cgroup_paths
+from engine.runtime.hardware.cgroup import cgroup_paths
 
 _ROOT = Path("/sys/fs/cgroup")
 

@@ -112,13 +112,13 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
         _timed,
         forced_placement,
     )
-    from engine.hardware.profile import synthetic_profile
-    from engine.planner.model_spec import load_model_spec
+    from engine.runtime.hardware.profile import synthetic_profile
+    from engine.runtime.planner.model_spec import load_model_spec
 
     system, tier = spec["system"], spec["tier"]
     folder = Path(spec["model"])
     if system == "executor":
-        from engine.executor.forward import StreamingModel
+        from engine.runtime.executor.forward import StreamingModel
 
         dtype = getattr(torch, spec.get("dtype") or "float32")
         if tier == "disk":
@@ -228,13 +228,13 @@ def _torch_system(spec: dict[str, Any]) -> Callable[[torch.Tensor], Any]:
 def planned_placement(spec: dict[str, Any], *, folder: Path, dtype: torch.dtype) -> Any:
     """The product's placement for this model on this machine as this process sees it,
     inside its memory cgroup: the planner's RAM budget is what the cgroup's limit leaves
-    (engine/hardware/cgroup.py), its layers the ones the planner keeps in RAM, the rest
+    (engine/runtime/hardware/cgroup.py), its layers the ones the planner keeps in RAM, the rest
     streamed from the disk. Sized for the benchmark's workload (its largest batch, prompt
     and output) with no index beside it; PlacementError when nothing fits."""
-    from engine.hardware.profile import snapshot
-    from engine.planner.placement import StoreSpec, Workload
-    from engine.planner.planner import plan
-    from engine.planner.stored import load_held_spec
+    from engine.runtime.hardware.profile import snapshot
+    from engine.runtime.planner.placement import StoreSpec, Workload
+    from engine.runtime.planner.planner import plan
+    from engine.runtime.planner.stored import load_held_spec
 
     held = load_held_spec(source=folder, dtype=str(dtype).removeprefix("torch."), cpu=True)
     hardware = snapshot(data_dir=folder)

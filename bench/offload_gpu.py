@@ -21,7 +21,7 @@ bench/offload_systems.py), with the tiers GPU / pinned RAM / disk:
 - roofline: t_bound = max(T_comp, disk bytes / disk bandwidth, (RAM + disk bytes) /
   host→device bandwidth): a disk byte crosses the disk and then the PCIe link, a RAM
   byte the link only; at best the disk, the link and the GPU all work at once. The
-  host→device bandwidth is measured with pinned memory (engine/hardware/gpus.py), the
+  host→device bandwidth is measured with pinned memory (engine/runtime/hardware/gpus.py), the
   disk's by a cold read of the disk layers' byte ranges (as the CPU form does).
 
 The disk layers' byte ranges are evicted from the page cache before every run and after
@@ -54,11 +54,11 @@ from bench.offload_systems import (
     run_systems,
     write_model,
 )
-from engine.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
-from engine.hardware.gpus import measure_transfer
-from engine.hardware.profile import HardwareProfile, snapshot
-from engine.planner.model_spec import ModelSpec, load_model_spec
-from engine.planner.placement import Placement, Tier
+from engine.runtime.executor.checkpoint import checkpoint_files, index_checkpoint, layer_unit
+from engine.runtime.hardware.gpus import measure_transfer
+from engine.runtime.hardware.profile import HardwareProfile, snapshot
+from engine.runtime.planner.model_spec import ModelSpec, load_model_spec
+from engine.runtime.planner.placement import Placement, Tier
 
 DTYPE = "bfloat16"
 GPU_FULL = Size(layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=32000)

@@ -1,7 +1,7 @@
 """`ragdoll bench offload --peers llama.cpp,accelerate`: the executor against llama.cpp and
 Accelerate under one memory limit, side by side in one run (issue #20).
 
-Systems, all on one random-weight model (engine/models/synthetic.py; a real architecture,
+Systems, all on one random-weight model (engine/runtime/models/synthetic.py; a real architecture,
 the speed does not depend on the weight values), the same prompts, output length and
 thread count:
 
@@ -21,7 +21,7 @@ model files are dropped from the page cache before each run. Scenarios:
 - (b) `limited`: a limit of half the Q4_0 (int4) file plus the runtime's own allowance,
   the runtime's cgroup peak with a tiny model of the same architecture (measured in the
   same run and reported): the executor runs the placement the product's planner makes
-  inside that cgroup (its RAM budget is what the limit leaves, engine/hardware/cgroup.py:
+  inside that cgroup (its RAM budget is what the limit leaves, engine/runtime/hardware/cgroup.py:
   as many layers in RAM as fit, the rest streamed from the disk), llama.cpp pages its
   mmap (repacking off, since repacked weights are anonymous memory that cannot be paged),
   Accelerate offloads every layer to disk.
@@ -60,7 +60,7 @@ from bench.offload_systems import (
 )
 from bench.offload_weights import GGUF_FORMATS as FORMATS
 from bench.offload_weights import format_folder, parse_formats
-from engine.executor.page_cache import evict_page_cache
+from engine.runtime.executor.page_cache import evict_page_cache
 
 PEERS = ("llama.cpp", "accelerate")
 TINY = Size(layers=2, hidden=64, intermediate=128, heads=4, kv_heads=2, architecture="qwen2")
@@ -224,8 +224,8 @@ def _gguf_files(
     skipped: dict[str, str],
 ) -> dict[str, Path]:
     """{format: GGUF file}: llama.cpp's converter and quantizer when llama.cpp is here,
-    the project's writer (engine/models/gguf_writer.py) otherwise."""
-    from engine.models.gguf_writer import write_gguf
+    the project's writer (engine/runtime/models/gguf_writer.py) otherwise."""
+    from engine.runtime.models.gguf_writer import write_gguf
 
     files: dict[str, Path] = {}
     reason = offload_llama.unavailable_reason() if want_llama else None
@@ -252,7 +252,7 @@ def _gguf_files(
         say(
             "GGUF: llama.cpp's converter not found (--llama-cpp-source or "
             f"${offload_llama.SOURCE_ENV}: the llama-cpp-python sdist's vendor/llama.cpp); "
-            "the F32 file was written by engine/models/gguf_writer.py"
+            "the F32 file was written by engine/runtime/models/gguf_writer.py"
         )
     if "f32" in formats:
         files["f32"] = f32
@@ -280,7 +280,7 @@ def _systems(
     say: Callable[[str], None],
 ) -> dict[str, dict[str, Any]]:
     """name → {"runtime", "format", "spec", "files"}: what each child runs."""
-    from engine.models.gguf_file import companion_folder
+    from engine.runtime.models.gguf_file import companion_folder
 
     systems: dict[str, dict[str, Any]] = {}
     checkpoint = sorted(model_dir.glob("*.safetensors"))
@@ -294,7 +294,7 @@ def _systems(
         if fmt == "f32":
             folder, used = model_dir, checkpoint
         elif fmt == "bf16" and bf16_dir is not None:
-            from engine.models.loading import cpu_bf16_is_fast
+            from engine.runtime.models.loading import cpu_bf16_is_fast
 
             # The product's choice on a CPU (ModelFiles.compute_dtype): bf16 where its
             # matmul is measured as fast as float32 here, else held bf16, widened per use.
@@ -375,7 +375,7 @@ def _allowances(
         if runtime == "llama.cpp":
             tiny_gguf = tiny_dir.parent / f"{tiny_dir.name}.f32.gguf"
             if not tiny_gguf.is_file():
-                from engine.models.gguf_writer import write_gguf
+                from engine.runtime.models.gguf_writer import write_gguf
 
                 write_gguf(model_dir=tiny_dir, out=tiny_gguf, qtype=_f32())
             spec["model"] = str(tiny_gguf)

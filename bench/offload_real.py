@@ -36,7 +36,7 @@ from typing import Any
 
 from bench import CHECKOUT, offload_cgroup, offload_llama
 from bench.offload_systems import MIB, load_average
-from engine.executor.page_cache import evict_page_cache
+from engine.runtime.executor.page_cache import evict_page_cache
 
 # Added to each runtime's allowance under the limit: activations and KV of the prompt.
 SLACK = 96 * MIB
@@ -118,7 +118,7 @@ def _child(
 def run_real(args: argparse.Namespace, *, say: Callable[[str], None]) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from engine.models.resolve import resolve_model_path
+    from engine.runtime.models.resolve import resolve_model_path
 
     gguf = Path(args.model).expanduser().resolve()
     if not gguf.is_file():

@@ -30,10 +30,10 @@ from bench.offload_child import anon_bytes, read_bytes
 
 def _executor(spec: dict[str, Any]) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = spec["home"]
-    from engine.answer.in_use import open_model
-    from engine.executor.generate import GenerationRequest, generate_ids
-    from engine.models.resolve import resolve_model_path
     from engine.paths import resolve_paths
+    from engine.rag.answer.in_use import open_model
+    from engine.runtime.executor.generate import GenerationRequest, generate_ids
+    from engine.runtime.models.resolve import resolve_model_path
 
     start = time.perf_counter()
     folder = resolve_model_path(model=spec["model"])
@@ -135,10 +135,10 @@ def _reference(spec: dict[str, Any]) -> dict[str, Any]:
     """Per system, the share of its tokens that are the reference's top-1 choice."""
     os.environ["RAGDOLL_HOME"] = spec["home"]
     from bench.offload_systems import GIB, forced_placement
-    from engine.executor.forward import StreamingModel
-    from engine.hardware.profile import synthetic_profile
-    from engine.models.resolve import resolve_model_path
-    from engine.planner.model_spec import load_model_spec
+    from engine.runtime.executor.forward import StreamingModel
+    from engine.runtime.hardware.profile import synthetic_profile
+    from engine.runtime.models.resolve import resolve_model_path
+    from engine.runtime.planner.model_spec import load_model_spec
 
     folder = resolve_model_path(model=spec["model"])
     model_spec = load_model_spec(source=folder)

@@ -21,15 +21,15 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
-from engine.executor.checkpoint import TensorSource, checkpoint_files, index_checkpoint
-from engine.executor.forward import StreamingModel
-from engine.executor.generate import positions_of
-from engine.executor.page_cache import evict_page_cache, evict_ranges
-from engine.hardware.profile import HardwareProfile
-from engine.models.synthetic import write_random_model
-from engine.planner.model_spec import ModelSpec
-from engine.planner.placement import Placement, StoreSpec, Tier, Workload
-from engine.planner.planner import plan
+from engine.runtime.executor.checkpoint import TensorSource, checkpoint_files, index_checkpoint
+from engine.runtime.executor.forward import StreamingModel
+from engine.runtime.executor.generate import positions_of
+from engine.runtime.executor.page_cache import evict_page_cache, evict_ranges
+from engine.runtime.hardware.profile import HardwareProfile
+from engine.runtime.models.synthetic import write_random_model
+from engine.runtime.planner.model_spec import ModelSpec
+from engine.runtime.planner.placement import Placement, StoreSpec, Tier, Workload
+from engine.runtime.planner.planner import plan
 
 GIB = 2**30
 MIB = 2**20

@@ -1,7 +1,7 @@
 """The executor in each weight format in `ragdoll bench offload --weights ...`.
 
 Names (`parse_formats`): `int8` and `int4` are the model compressed as `ragdoll model
---weights int8|int4` does (Q8_0 / Q4_0 blocks, engine/models/compress.py); `q8_0`, `q4_0`,
+--weights int8|int4` does (Q8_0 / Q4_0 blocks, engine/runtime/models/compress.py); `q8_0`, `q4_0`,
 `f16` the same GGUF formats under llama.cpp's names; `bf16` the checkpoint converted to
 bf16 and computed in bf16; `f32` the float32 checkpoint itself (run by the main
 benchmark). Each format runs under the same placement (the same layers on disk), prompts
@@ -30,11 +30,11 @@ from gguf import GGMLQuantizationType
 from safetensors.torch import load_file, save_file
 
 from bench.offload_systems import MIB, Run, _run_system
-from engine.executor.checkpoint import index_checkpoint, layer_unit
-from engine.executor.page_cache import evict_page_cache
-from engine.models.gguf_file import companion_folder, gguf_source
-from engine.models.gguf_writer import write_gguf
-from engine.planner.placement import Placement
+from engine.runtime.executor.checkpoint import index_checkpoint, layer_unit
+from engine.runtime.executor.page_cache import evict_page_cache
+from engine.runtime.models.gguf_file import companion_folder, gguf_source
+from engine.runtime.models.gguf_writer import write_gguf
+from engine.runtime.planner.placement import Placement
 
 GGUF_FORMATS = {
     "q8_0": GGMLQuantizationType.Q8_0,

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.ingest.text_cleanup import clean_pdf_pages
+from engine.rag.ingest.text_cleanup import clean_pdf_pages
 
 _WORD = re.compile(r"[^\W\d_]+")
 _LEFTOVER_HYPHEN = re.compile(r"[a-z]- [a-z]")
@@ -74,7 +74,7 @@ def extract_pypdf(path: Path) -> Extraction:
 
 
 def extract_pdfium(path: Path) -> Extraction:
-    from engine.ingest.formats.pdf import parse_pdf
+    from engine.rag.ingest.formats.pdf import parse_pdf
 
     start = time.perf_counter()
     doc = parse_pdf(path=path, data=path.read_bytes())

@@ -77,13 +77,13 @@ from bench.pipeline_systems import (
     run_serial_accelerate,
 )
 from bench.pipeline_workload import Fact, ingest, schedule, write_corpus
-from engine.answer.generative import GenerativeAnswerer
-from engine.executor.checkpoint import checkpoint_files
-from engine.executor.page_cache import evict_page_cache
-from engine.pipeline.adapters import executor_generate_batch
-from engine.pipeline.requests import new_question
-from engine.pipeline.workers import DONE, GenerationJob
-from engine.planner.profiling import PowerLawFit, fit_power_law
+from engine.rag.answer.generative import GenerativeAnswerer
+from engine.rag.pipeline.adapters import executor_generate_batch
+from engine.rag.pipeline.requests import new_question
+from engine.rag.pipeline.workers import DONE, GenerationJob
+from engine.runtime.executor.checkpoint import checkpoint_files
+from engine.runtime.executor.page_cache import evict_page_cache
+from engine.runtime.planner.profiling import PowerLawFit, fit_power_law
 
 TOP_K = 5
 FULL_STORE_ROWS = 1_000_000
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     answerer: GenerativeAnswerer | None = None
     store: Any = None
     try:
-        from engine.ingest.embedder import Embedder
+        from engine.rag.ingest.embedder import Embedder
 
         embedder = Embedder()
         facts = write_corpus(folder=root / "corpus", docs=docs, facts_per_doc=6, seed=args.seed)

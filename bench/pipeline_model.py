@@ -23,10 +23,10 @@ import torch
 
 from bench import offload_systems as offload
 from bench.offload_gpu import GPU_FULL, gpu_plan
-from engine.executor.checkpoint import index_checkpoint, layer_unit
-from engine.hardware.profile import snapshot, synthetic_profile
-from engine.planner.model_spec import load_model_spec
-from engine.planner.placement import Placement, Tier
+from engine.runtime.executor.checkpoint import index_checkpoint, layer_unit
+from engine.runtime.hardware.profile import snapshot, synthetic_profile
+from engine.runtime.planner.model_spec import load_model_spec
+from engine.runtime.planner.placement import Placement, Tier
 
 CPU_FULL = offload.Size(layers=8, hidden=512, intermediate=1408, heads=8, kv_heads=2)
 CPU_QUICK = offload.Size(layers=4, hidden=256, intermediate=704, heads=4, kv_heads=2)

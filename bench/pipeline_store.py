@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.synthetic_chunks import SyntheticChunks, bulk_fill
-from engine.executor.page_cache import evict_page_cache
-from engine.pipeline.adapters import store_retrieve_batch
-from engine.pipeline.requests import Question, new_question
-from engine.planner.placement import Placement
-from engine.store.lance_store import LanceStore, resident_budget
-from engine.store.records import SearchResult
+from engine.rag.pipeline.adapters import store_retrieve_batch
+from engine.rag.pipeline.requests import Question, new_question
+from engine.rag.store.lance_store import LanceStore, resident_budget
+from engine.rag.store.records import SearchResult
+from engine.runtime.executor.page_cache import evict_page_cache
+from engine.runtime.planner.placement import Placement
 
 
 @dataclass(frozen=True, kw_only=True)

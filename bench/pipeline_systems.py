@@ -1,6 +1,6 @@
 """The four systems of `ragdoll bench pipeline`, each fed the same arrivals.
 
-- `ragdoll`: engine/pipeline's Pipeline, retrieval and generation workers decoupled,
+- `ragdoll`: engine/rag/pipeline's Pipeline, retrieval and generation workers decoupled,
   each stage's batch size by eq. 4–8 (its profiled fit, refitted online), the
   layer-streaming executor under the planner's Placement;
 - `serial_accelerate` (the paper's AccRAG): one loop takes up to 4λ waiting requests in
@@ -28,15 +28,15 @@ from typing import Any
 import torch
 
 from bench.pipeline_workload import Arrival, Schedule
-from engine.answer.generative import GenerativeAnswerer
-from engine.executor.generate import left_pad
-from engine.pipeline.adapters import executor_generate_batch, hits_of, passages_of
-from engine.pipeline.batching import BatchModel, observe
-from engine.pipeline.requests import Question, new_question
-from engine.pipeline.workers import DONE, GenerationJob, Pipeline, RetrieveBatch
-from engine.planner.placement import Placement
-from engine.planner.profiling import PowerLawFit
-from engine.store.records import SearchResult
+from engine.rag.answer.generative import GenerativeAnswerer
+from engine.rag.pipeline.adapters import executor_generate_batch, hits_of, passages_of
+from engine.rag.pipeline.batching import BatchModel, observe
+from engine.rag.pipeline.requests import Question, new_question
+from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline, RetrieveBatch
+from engine.rag.store.records import SearchResult
+from engine.runtime.executor.generate import left_pad
+from engine.runtime.planner.placement import Placement
+from engine.runtime.planner.profiling import PowerLawFit
 
 SYSTEMS = ("ragdoll", "serial_accelerate", "no_pipeline", "fixed_batch")
 _POLL_S = 0.2  # how often the pipeline's status is sampled for the timeline
@@ -48,7 +48,7 @@ def bench_answerer(
     """The product's answerer under `placement`, with the disk layers dropped from the
     page cache after each read (as the Accelerate baseline is made to) and no stop
     tokens, so every answer has the fixed length."""
-    from engine.answer.in_use import open_model
+    from engine.rag.answer.in_use import open_model
 
     return open_model(
         model_path=model_dir,

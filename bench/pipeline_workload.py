@@ -103,8 +103,8 @@ def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, A
     """The corpus through the real ingestion queue into a LanceStore under `root`. Its
     index maintainer does not run in the background: an index build in the middle of a
     run would be timed as retrieval (pipeline_store.py builds what the run searches)."""
-    from engine.ingest.jobs import IngestQueue
-    from engine.store.lance_store import LanceStore
+    from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(folder=root / "index", background=False)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)

@@ -10,7 +10,7 @@ turned off and once with it emptied first, and each turn's time from the call to
 first token is taken, with the tokens the cache served and how many of the turn's
 sources an earlier turn showed (the prompt references those instead of repeating
 them). The relevance gate's sentence vectors kept by earlier conversations
-(engine/answer/sentence_memo.py) are dropped before each one, on both sides, as the
+(engine/rag/answer/sentence_memo.py) are dropped before each one, on both sides, as the
 prefix cache is. The questions name their subject, so no follow-up rewrite runs before
 them (a rewrite is a generation of its own, on both sides alike). Answers are greedy:
 both runs see the same answers and so the same prompts, which is checked.
@@ -64,8 +64,8 @@ def measure_conversation_ttft(
 
 
 def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str, Any]:
-    from engine.core import Engine
     from engine.paths import resolve_paths
+    from engine.service.core import Engine
 
     engine = Engine(paths=resolve_paths().ensure(), warm_up=False, watch=False)
     try:

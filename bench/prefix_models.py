@@ -9,7 +9,7 @@ is TinyLlama-1.1B's layer shape with fewer layers, so the forward's ratio
 is the full model's at a fraction of its CPU time. Fewer layers only makes the per-question
 costs outside the forward (search, tokenising) weigh more, so the ratio it gives is a
 lower bound for the full model's. A shape's weights are random and float32, written with
-engine/models/synthetic.py (the folder loads through the same code as a user's model);
+engine/runtime/models/synthetic.py (the folder loads through the same code as a user's model);
 its tokenizer is the synthetic one, so prompts count other tokens than a real tokenizer's.
 """
 
@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine.models.synthetic import write_random_model
+from engine.runtime.models.synthetic import write_random_model
 
 
 @dataclass(frozen=True, kw_only=True)

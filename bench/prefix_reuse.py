@@ -37,14 +37,14 @@ from bench.prefix_models import (
     random_model,
     shape_named,
 )
-from engine.answer.prompt import load_system_prompt
-from engine.executor.forward import StreamingModel
-from engine.executor.generate import GenerationRequest, generate
-from engine.executor.prefix_cache import PrefixCache, prefix_cache_for
-from engine.hardware.profile import synthetic_profile
-from engine.planner.model_spec import load_model_spec
-from engine.planner.placement import Placement, StoreSpec, Workload
-from engine.planner.planner import plan
+from engine.rag.answer.prompt import load_system_prompt
+from engine.runtime.executor.forward import StreamingModel
+from engine.runtime.executor.generate import GenerationRequest, generate
+from engine.runtime.executor.prefix_cache import PrefixCache, prefix_cache_for
+from engine.runtime.hardware.profile import synthetic_profile
+from engine.runtime.planner.model_spec import load_model_spec
+from engine.runtime.planner.placement import Placement, StoreSpec, Workload
+from engine.runtime.planner.planner import plan
 
 GIB = 2**30
 SOURCES = 5

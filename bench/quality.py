@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.answer.generative import GenerativeAnswerer
-    from engine.answer.reranker import CandidateRanker
+    from engine.rag.answer.generative import GenerativeAnswerer
+    from engine.rag.answer.reranker import CandidateRanker
 
 from bench.answer_match import contains
 
@@ -269,12 +269,12 @@ def measure(
     embedder: str | None = None,
     write: bool = False,
 ) -> dict[str, Any]:
-    from engine.answer.extractive import DEFAULT_MIN_SCORE
-    from engine.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
     from engine.paths import resolve_paths
-    from engine.pipeline.answering import gated_retrieve_batch
-    from engine.pipeline.requests import Question
-    from engine.store.lance_store import LanceStore
+    from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
+    from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
+    from engine.rag.pipeline.answering import gated_retrieve_batch
+    from engine.rag.pipeline.requests import Question
+    from engine.rag.store.lance_store import LanceStore
 
     # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
     # answers; an ONNX export goes where the engine keeps its own.
@@ -367,8 +367,8 @@ def build_index(
 ) -> dict[str, Any]:
     """Ingest the corpus through the product's queue, unless `index` already holds it."""
     from bench.ingest_many import wait_for_job
-    from engine.ingest.jobs import IngestQueue
-    from engine.store.lance_store import LanceStore
+    from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(folder=index)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
@@ -428,8 +428,8 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
 
 def _answerer(*, model: str) -> GenerativeAnswerer:
     """The language model as the engine loads it (its weights left as stored)."""
-    from engine.answer.in_use import open_model
-    from engine.models.resolve import resolve_model_path
+    from engine.rag.answer.in_use import open_model
+    from engine.runtime.models.resolve import resolve_model_path
 
     return open_model(model_path=resolve_model_path(model=model), decode_at_load=True).answerer
 
@@ -438,8 +438,8 @@ def _ranker(
     *, reranker: str | None, answerer: GenerativeAnswerer | None, sweep: str | None = None
 ) -> CandidateRanker | None:
     """The cross-encoder named, or the language model."""
-    from engine.answer.model_ranker import MODEL_RANKER, ModelRanker
-    from engine.answer.reranker import Reranker
+    from engine.rag.answer.model_ranker import MODEL_RANKER, ModelRanker
+    from engine.rag.answer.reranker import Reranker
 
     if not reranker:
         return None

@@ -2,8 +2,8 @@
 
 Each question goes through the relevance gate as without a model; a question the gate
 lets through is answered by the model from the same top 5 passages, greedy, as the
-engine answers (engine/answer/generative.py), and made final as the engine makes it
-(engine/answer/written_answer.py: markers added, checked, a bare-marker answer
+engine answers (engine/rag/answer/generative.py), and made final as the engine makes it
+(engine/rag/answer/written_answer.py: markers added, checked, a bare-marker answer
 replaced). Judged per question, against the set's answer string:
 - `stated`: the final answer contains the fact (markers aside);
 - `cited`: stated, and one of its markers points at a passage that contains the fact;
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from engine.answer.generative import GenerativeAnswerer
+    from engine.rag.answer.generative import GenerativeAnswerer
 
 
 class QualityQuestion(Protocol):
@@ -75,8 +75,8 @@ def written_outcome(
     embed: Callable[[list[str]], Any],
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> WrittenOutcome:
-    from engine.answer.written_answer import finish_written
-    from engine.pipeline.adapters import passages_of
+    from engine.rag.answer.written_answer import finish_written
+    from engine.rag.pipeline.adapters import passages_of
 
     if not gated.found:
         return WrittenOutcome(
@@ -135,7 +135,7 @@ def written_outcome(
 def judge(*, text: str, passages: Sequence[str], answer: str) -> tuple[bool, bool, bool]:
     """(stated, cited, claim_cited) of a final answer against the fact `answer`."""
     from bench.answer_match import contains
-    from engine.answer.marker_check import find_claims, strip_markers
+    from engine.rag.answer.marker_check import find_claims, strip_markers
 
     if not answer:
         return False, False, False

@@ -61,7 +61,7 @@ def write_random_cross_encoder(folder: Path, *, config: Path) -> Path:
 
 
 def write_minilm_shaped_cross_encoder(folder: Path) -> Path:
-    from engine.models.reranker_catalogue import load_rerankers
+    from engine.service.models.reranker_catalogue import load_rerankers
 
     minilm = next(e for e in load_rerankers() if e.config == "ms-marco-minilm-l6")
     return write_random_cross_encoder(folder, config=minilm.config_path())
@@ -72,9 +72,9 @@ def rerank_latency(
 ) -> dict[str, Any]:
     import torch
 
-    from engine.answer.reranker import FOCUS_WORDS, Reranker, focus
-    from engine.ingest.embedder import Embedder
-    from engine.store.lance_store import LanceStore
+    from engine.rag.answer.reranker import FOCUS_WORDS, Reranker, focus
+    from engine.rag.ingest.embedder import Embedder
+    from engine.rag.store.lance_store import LanceStore
 
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
@@ -139,11 +139,15 @@ def rerank_latency(
 def catalogue_costs(*, candidates: list[tuple[str, Any]], temp: Path) -> dict[str, Any]:
     """Each recommended reranker's measured cost per question (the product's default:
     int8 on the CPU, each candidate's focus) beside the estimate the Models dialog
-    shows for this machine (engine/models/reranker_catalogue.py)."""
-    from engine.answer.reranker import Reranker
-    from engine.hardware.profile import load_profile
-    from engine.models.reranker_catalogue import load_rerankers, reranker_device, size_of_config
+    shows for this machine (engine/service/models/reranker_catalogue.py)."""
     from engine.paths import resolve_paths
+    from engine.rag.answer.reranker import Reranker
+    from engine.runtime.hardware.profile import load_profile
+    from engine.service.models.reranker_catalogue import (
+        load_rerankers,
+        reranker_device,
+        size_of_config,
+    )
 
     hardware = load_profile(paths=resolve_paths(), measure=False)
     out: dict[str, Any] = {}

@@ -37,8 +37,8 @@ import numpy as np
 
 from bench.synthetic_chunks import SyntheticChunks as _Synthetic
 from bench.synthetic_chunks import arrow_block as _arrow_block
-from engine.store.ann_index import IndexPolicy
-from engine.store.lance_store import LanceStore, chunks_schema, resident_budget
+from engine.rag.store.ann_index import IndexPolicy
+from engine.rag.store.lance_store import LanceStore, chunks_schema, resident_budget
 
 FULL_ROWS = 1_000_000
 QUICK_ROWS = 50_000
@@ -309,7 +309,7 @@ def _budget_point(
 
 
 def _batch_vs_single(*, store: LanceStore, qvec: np.ndarray, qtext: list[str]) -> dict[str, Any]:
-    from engine.store.search import _fulltext
+    from engine.rag.store.search import _fulltext
 
     out: dict[str, Any] = {}
     modes = (("vector", True, [""] * len(qvec)), ("hybrid", True, qtext))

@@ -3,7 +3,7 @@
 The quality benchmark (bench/quality.py) measures whether an extractive answer
 holds the set's answer string; this script turns its two tuning parts (`tune`,
 `tune2`; never `held`, `held2` or `held3`) into training data for the choice
-(engine/answer/sentence_choice.py) and the gate (engine/answer/refusal.py):
+(engine/rag/answer/sentence_choice.py) and the gate (engine/rag/answer/refusal.py):
 
     python -m bench.sentence_fit collect --index DIR --out FILE
         each tuning question through the product's retrieval (RelevanceGate.search,
@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.quality import TOP_K, contains, load_set
-from engine.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswerer, content_words
-from engine.answer.passages import Passage
-from engine.answer.refusal import refused
-from engine.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, ChoiceWeights
+from engine.rag.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswerer, content_words
+from engine.rag.answer.passages import Passage
+from engine.rag.answer.refusal import refused
+from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, ChoiceWeights
 
 TUNING = ("tune", "tune2")
 
@@ -71,12 +71,12 @@ class Replayed:
 
 
 def collect(*, index: Path, say: Callable[[str], None]) -> list[Record]:
-    from engine.ingest.embedder import Embedder
     from engine.paths import resolve_paths
-    from engine.pipeline.adapters import passages_of
-    from engine.pipeline.answering import RelevanceGate, _checked
-    from engine.pipeline.requests import Question
-    from engine.store.lance_store import LanceStore
+    from engine.rag.ingest.embedder import Embedder
+    from engine.rag.pipeline.adapters import passages_of
+    from engine.rag.pipeline.answering import RelevanceGate, _checked
+    from engine.rag.pipeline.requests import Question
+    from engine.rag.store.lance_store import LanceStore
 
     questions = [q for q in load_set() if q.split in TUNING]
     assert not any(q.held_out for q in questions)
@@ -139,7 +139,7 @@ def replay(
 ) -> list[Replayed]:
     """Each record's answer as the product gives it with `weights`; `gate(record,
     score)` says whether an answer sentence of relevance `score` is refused (default:
-    the product's gate, engine/answer/refusal.py)."""
+    the product's gate, engine/rag/answer/refusal.py)."""
     out = []
     for r in records:
         if not r.checked:

@@ -36,8 +36,8 @@ from bench.sentence_fit import (
     replay,
     totals,
 )
-from engine.answer.extractive import DEFAULT_MIN_SCORE
-from engine.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, HAND_WEIGHTS, ChoiceWeights
+from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
+from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, HAND_WEIGHTS, ChoiceWeights
 
 GateFn = Callable[[Record, float], bool]
 CHOICE_L2 = 0.1  # per question's mean log-loss, on standardised features: strong

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from engine.store.lance_store import LanceStore, chunks_schema
+from engine.rag.store.lance_store import LanceStore, chunks_schema
 
 VOCAB = 5_000
 WORDS_PER_CHUNK = 24

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.server import main
+from engine.service.server import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -4,7 +4,7 @@ A reader blocked in a read (an answer waiting in the engine's queue sends nothin
 until its turn) never looks at a flag, and an httpx response cannot be closed from
 another thread while it reads. Shutting the connection's socket down can: the read
 returns at once, the reader's loop ends, and the engine sees the client leave
-(engine/api/lifecycle.py `until_disconnect` turns that into the answer's cancel).
+(engine/service/api/lifecycle.py `until_disconnect` turns that into the answer's cancel).
 """
 
 from __future__ import annotations

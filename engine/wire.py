@@ -241,13 +241,13 @@ class WatchedFolder:
 @dataclass(frozen=True, kw_only=True)
 class EngineSettings:
     model: str | None = None  # local folder or Hugging Face id; None = extractive
-    # How the model's weights are held (engine/models/compress.py): "auto" (as stored,
+    # How the model's weights are held (engine/runtime/models/compress.py): "auto" (as stored,
     # bf16 computed in bf16 where that is fast), "int8"/"int4" (a safetensors model
     # compressed once into the cache), "bf16"/"f32" (the compute dtype).
     model_weights: str = "auto"
     embedder: str = "all-MiniLM-L6-v2"
     # A cross-encoder (local folder or Hugging Face cache id) that re-orders the top 20
-    # candidates of each question; None: retrieval's own order (engine/answer/reranker.py).
+    # candidates of each question; None: retrieval's own order (engine/rag/answer/reranker.py).
     reranker: str | None = None
     max_file_mb: int = 512  # larger files are listed as errors, never read
     parse_time_limit_s: float = 120.0  # per file, in the parsing child

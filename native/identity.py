@@ -18,7 +18,7 @@ class AppIdentity:
     generic_name: str = "Document Assistant"
     categories: tuple[str, ...] = ("Office",)
     keywords: tuple[str, ...] = ("RAG", "documents", "search", "question", "PDF")
-    # Documents RAGDoll reads (every format of engine/ingest/parsers.py); "Open with
+    # Documents RAGDoll reads (every format of engine/rag/ingest/parsers.py); "Open with
     # RAGDoll" adds them and opens the window.
     mime_types: tuple[str, ...] = (
         "application/pdf",

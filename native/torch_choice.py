@@ -50,7 +50,7 @@ class TorchChoice:
     def pip_args(self, *, offline: bool) -> list[str]:
         """pip arguments after `pip install`; offline leaves pip's own configuration alone.
         A CUDA build brings NVML's bindings, which the hardware profile uses for free
-        GPU memory and the PCIe link (engine/hardware/gpus.py)."""
+        GPU memory and the PCIe link (engine/runtime/hardware/gpus.py)."""
         args = [self.requirement]
         if self.variant.startswith("cu"):
             args.append(NVML_REQUIREMENT)

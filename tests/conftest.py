@@ -20,15 +20,15 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # as the engine and the CLI set i
 # searches); tests/engine/test_auto_profiling.py turns it on for one engine.
 os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
 # Test engines ingest at their own priority: on a loaded machine a niced ingestion
-# thread would starve and time tests out (engine/ingest/priority.py is tested with
+# thread would starve and time tests out (engine/rag/ingest/priority.py is tested with
 # the value set explicitly).
 os.environ.setdefault("RAGDOLL_INGEST_NICE", "0")
 # Test engines ingest with the float embedder: quantizing MiniLM to int8 takes a
 # minute of a busy machine and its check seconds per engine, and tests compare
-# ingested vectors with questions' (tests/engine/ingest/test_int8_embedder.py
-# tests the int8 path, engine/ingest/int8_embedder.py).
+# ingested vectors with questions' (tests/engine/rag/ingest/test_int8_embedder.py
+# tests the int8 path, engine/rag/ingest/int8_embedder.py).
 os.environ.setdefault("RAGDOLL_EMBEDDER_INT8", "0")
-# The embedder's ONNX export (engine/ingest/onnx_embedder.py) once for all tests
+# The embedder's ONNX export (engine/rag/ingest/onnx_embedder.py) once for all tests
 # and runs, not once per test home: it takes tens of seconds on a busy machine.
 # Its file name carries a digest of the model's files, so a stale one is never used.
 os.environ.setdefault(
@@ -70,7 +70,7 @@ def embedder_exported() -> None:
     cache = Path(os.environ["RAGDOLL_EMBEDDER_CACHE"])
     if any(cache.glob("model-*.onnx")):
         return
-    from engine.ingest.embedder import Embedder
+    from engine.rag.ingest.embedder import Embedder
 
     Embedder(device="cpu", cache_dir=cache, backend="onnx")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from engine.models.gguf_file import gguf_fields, sentencepiece_prefix, write_tokenizer
+from engine.runtime.models.gguf_file import gguf_fields, sentencepiece_prefix, write_tokenizer
 
 SEPARATOR = "\n__ggml_vocab_test__\n"
 

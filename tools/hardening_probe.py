@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAGDOLL_AUTO_PROFILE", "0")
 
-from engine.client import EngineClient  # noqa: E402
-from engine.ingest.fspath import from_store  # noqa: E402
 from engine.paths import resolve_paths  # noqa: E402
+from engine.rag.ingest.fspath import from_store  # noqa: E402
+from engine.service.client import EngineClient  # noqa: E402
 from tests.support.engine import process_alive, running_engine  # noqa: E402
 
 SECRET = "The vault combination is 31-41-59."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes tests/fixtures/made_by_tools/: one short text (greenhouse.md, light.csv)
-# written by the tools people make documents with, as tests/engine/ingest/formats/
+# written by the tools people make documents with, as tests/engine/rag/ingest/formats/
 # test_made_by_tools.py reads them. Needs pandoc and LibreOffice (Debian:
 # apt-get install pandoc libreoffice-writer-nogui libreoffice-calc-nogui
 # libreoffice-impress-nogui). Run from the repository root; commit what it writes.

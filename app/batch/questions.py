@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.batch.visible import visible
 
-# The engine refuses longer questions (engine/server.py, the ask body's
+# The engine refuses longer questions (engine/service/server.py, the ask body's
 # max_length); checking here says which line before any question is sent.
 MAX_QUESTION_CHARS = 8000
 # More than a person would paste; a file this big is most likely not a list of questions.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from app.commands.session import engine_session, fail
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.service.client import EngineClient
 
 
 def register(sub: argparse._SubParsersAction) -> None:

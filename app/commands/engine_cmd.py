@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engine.api.listen_args import add_listen_arguments
+    from engine.service.api.listen_args import add_listen_arguments
 
     p = sub.add_parser(
         "engine",
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.paths import resolve_paths
-    from engine.server import serve
+    from engine.service.server import serve
 
     return serve(
         paths=resolve_paths(),

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(e))
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        # The job is kept on disk until it ends (engine/ingest/jobs.py, PendingJobs).
+        # The job is kept on disk until it ends (engine/rag/ingest/jobs.py, PendingJobs).
         return fail(
             f"the engine stopped during the ingestion ({last.files_done} of "
             f"{last.files_total} files done, kept); the rest is ingested when the engine "

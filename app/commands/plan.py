@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.hardware.profile import HardwareProfile
-    from engine.planner.model_spec import ModelSpec
-    from engine.planner.placement import Placement, StoreSpec
+    from engine.runtime.hardware.profile import HardwareProfile
+    from engine.runtime.planner.model_spec import ModelSpec
+    from engine.runtime.planner.placement import Placement, StoreSpec
 
 _BUNDLED_CONFIGS = Path(__file__).resolve().parents[2] / "resources" / "model_configs"
 
@@ -54,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.errors import UnsupportedArchitectureError
-    from engine.planner import StoreSpec, Workload, parse_size, plan
-    from engine.planner.stored import load_held_spec
+    from engine.runtime.planner import StoreSpec, Workload, parse_size, plan
+    from engine.runtime.planner.stored import load_held_spec
 
     try:
         model = load_held_spec(source=_model_source(args.model), dtype=args.dtype)
@@ -102,7 +102,7 @@ def render(
     *, placement: Placement, model: ModelSpec, hardware: HardwareProfile, store: StoreSpec
 ) -> str:
     """The plan as a readable table in GiB."""
-    from engine.planner.sizes import format_gib
+    from engine.runtime.planner.sizes import format_gib
 
     p = placement
     where = "a described machine" if hardware.hypothetical else "this machine"
@@ -167,8 +167,12 @@ def _model_source(text: str) -> Path:
 
 
 def _hardware(args: argparse.Namespace) -> HardwareProfile:
-    from engine.hardware.profile import hypothetical_profile, load_profile, synthetic_profile
-    from engine.planner.sizes import parse_size
+    from engine.runtime.hardware.profile import (
+        hypothetical_profile,
+        load_profile,
+        synthetic_profile,
+    )
+    from engine.runtime.planner.sizes import parse_size
 
     gpu = parse_size(args.gpu_mem) if args.gpu_mem is not None else None
     ram = parse_size(args.ram) if args.ram is not None else None

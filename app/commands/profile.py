@@ -14,8 +14,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.hardware.profile import HardwareProfile
-    from engine.planner.profiling import ProfileResult
+    from engine.runtime.hardware.profile import HardwareProfile
+    from engine.runtime.planner.profiling import ProfileResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.hardware.profile import load_profile
     from engine.paths import resolve_paths
-    from engine.planner.profiling import load_saved_profile
+    from engine.runtime.hardware.profile import load_profile
+    from engine.runtime.planner.profiling import load_saved_profile
 
     paths = resolve_paths()
     if args.active:
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 def run_active(args: argparse.Namespace) -> int:
     from engine.errors import ModelLoadError
     from engine.paths import resolve_paths
-    from engine.planner.samplers import profile_in_process
+    from engine.service.profiling.samplers import profile_in_process
 
     def progress(message: str, fraction: float) -> None:
         # One line rewritten in place; stderr so that --json output stays clean.
@@ -110,7 +110,7 @@ def render_fit(result: ProfileResult) -> str:
 
 
 def render(profile: HardwareProfile) -> str:
-    from engine.planner.sizes import format_gib
+    from engine.runtime.planner.sizes import format_gib
 
     def rate(value: float | None) -> str:
         return f"{value / 1e9:.2f} GB/s" if value else "not measured"

@@ -2,7 +2,7 @@
 candidates before they are cited.
 
 - `model`: the language model in use reads the top 10 and ranks them by how likely it
-  finds the question after each (engine/answer/model_ranker.py); a second or two per
+  finds the question after each (engine/rag/answer/model_ranker.py); a second or two per
   question with a small model on a CPU, proportionally more with a larger one;
   nothing in extractive mode;
 - a cross-encoder from a local folder, the Hugging Face cache, or a recommended

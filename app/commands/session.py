@@ -6,9 +6,9 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 
 
 @contextmanager

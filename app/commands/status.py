@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.client import EngineClient
     from engine.paths import resolve_paths
+    from engine.service.client import EngineClient
     from engine.wire import to_json_dict
 
     paths = resolve_paths()

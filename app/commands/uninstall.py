@@ -209,7 +209,7 @@ def _ask_yes_no(prompt: str) -> bool:
 
 
 def _watched_folders(*, paths) -> list[Path]:  # type: ignore[no-untyped-def]
-    from engine.folders import FolderRegistry
+    from engine.service.folders import FolderRegistry
 
     try:
         return [Path(f.path) for f in FolderRegistry(file=paths.folders_file).list()]
@@ -219,8 +219,8 @@ def _watched_folders(*, paths) -> list[Path]:  # type: ignore[no-untyped-def]
 
 def _stop_engine(*, paths) -> None:  # type: ignore[no-untyped-def]
     """A running engine holds the index open; ask it to stop before files go."""
-    from engine.client import EngineClient
     from engine.errors import EngineRequestError, EngineUnavailableError
+    from engine.service.client import EngineClient
 
     try:
         client = EngineClient.connect(paths=paths, start=False, wait_s=2.0)
@@ -234,7 +234,7 @@ def _stop_engine(*, paths) -> None:  # type: ignore[no-untyped-def]
         client.close()
     # The engine releases its lock as it exits; removing the index before would
     # race with its last writes.
-    from engine.launcher import read_endpoint
+    from engine.service.launcher import read_endpoint
 
     deadline = time.monotonic() + 20
     while read_endpoint(paths=paths) is not None and time.monotonic() < deadline:

@@ -162,7 +162,7 @@ class ModelChooser(QToolButton):
         self.extractive_action = QAction("Extractive answers (no model)", self)
         self.extractive_action.setCheckable(True)
         self.extractive_action.triggered.connect(self.use_extractive)
-        # Query likelihood over the top 10 (engine/answer/model_ranker.py). Off by
+        # Query likelihood over the top 10 (engine/rag/answer/model_ranker.py). Off by
         # default: SmolLM2-135M ordered two tuning parts better, the held part worse.
         self.rank_action = QAction("Let the model rank the sources (slower)", self)
         self.rank_action.setCheckable(True)

@@ -30,8 +30,8 @@ from app.engine_bridge import EngineBridge
 from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
 from app.qt_compat import emit
 from app.screen_fit import resize_within_screen
-from engine.client import EngineClient
-from engine.planner.sizes import format_gib
+from engine.runtime.planner.sizes import format_gib
+from engine.service.client import EngineClient
 from engine.wire import (
     FINAL_STATES,
     EngineStatus,

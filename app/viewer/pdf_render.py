@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from app.door import Door
 from app.qt_compat import emit
 from app.viewer.passage_match import locate
-from engine.ingest.formats.pdfium_lock import PDFIUM_LOCK, render_to_pil
+from engine.rag.ingest.formats.pdfium_lock import PDFIUM_LOCK, render_to_pil
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _ocr_highlights(
     without a text layer, and the page's OCR text; none when OCR is not
     installed or does not find the passage."""
     try:
-        from engine.ingest.ocr import OCR_DPI, ocr_available, read_image
+        from engine.rag.ingest.ocr import OCR_DPI, ocr_available, read_image
     except ImportError:
         return [], ""
     if not ocr_available():

@@ -54,7 +54,7 @@ class WelcomeChoice:
 def recommended_hint() -> str:
     """A line naming two small recommended models and what each costs to download,
     read from the catalogue that the Recommended models list shows."""
-    from engine.models.catalogue import load_catalogue
+    from engine.service.models.catalogue import load_catalogue
 
     small = [e for e in load_catalogue() if 2e9 <= e.download_bytes <= 7e9][:2]
     named = " or ".join(f"{e.name} ({e.download_bytes / 1e9:.1f} GB)" for e in small)

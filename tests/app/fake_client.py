@@ -1,5 +1,5 @@
 """A stand-in for EngineClient: a subclass, so the client's API is written down once
-(engine/client.py); it overrides what the GUI tests need with wire values and no
+(engine/service/client.py); it overrides what the GUI tests need with wire values and no
 engine. A call it does not fake reaches `_request` and fails saying so, and
 tests/app/test_fake_client.py checks that every override keeps the real signature.
 
@@ -16,9 +16,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from engine.client import EngineClient
 from engine.errors import EngineRequestError
-from engine.ingest.fspath import to_wire
+from engine.rag.ingest.fspath import to_wire
+from engine.service.client import EngineClient
 from engine.wire import (
     AnswerDone,
     AnswerEvent,

@@ -10,7 +10,7 @@ from pytestqt.qtbot import QtBot
 
 from app.bridge_plumbing import EngineOp, Report
 from app.engine_bridge import EngineBridge
-from engine.client import EngineClient
+from engine.service.client import EngineClient
 from tests.app.fake_client import FakeClient
 
 

@@ -325,7 +325,7 @@ def test_a_follow_up_goes_with_the_conversation_shown_and_says_how_it_was_search
 class _HedgingClient(FakeClient):
     """The engine's stream for a question its detector judges standalone whose results
     the earlier turn changed: the "searched for" event comes after the search
-    (`hedged`), right before the citations (engine/pipeline/answer_stream.py)."""
+    (`hedged`), right before the citations (engine/rag/pipeline/answer_stream.py)."""
 
     def ask_stream(
         self,

@@ -18,8 +18,8 @@ from pytestqt.exceptions import TimeoutError as QtWaitTimeout
 from pytestqt.qtbot import QtBot
 
 from app.main_window import MainWindow
-from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from engine.wire import IngestProgress
 from tests.fixtures.small_corpus import write_small_corpus
 from tests.support.engine import RunningEngine, process_alive
@@ -160,8 +160,8 @@ def test_a_chosen_model_folder_or_gguf_file_streams_a_generated_answer(
     keeps the test quick."""
     from gguf import GGMLQuantizationType
 
-    from engine.models.gguf_writer import write_gguf
-    from engine.models.synthetic import write_random_model
+    from engine.runtime.models.gguf_writer import write_gguf
+    from engine.runtime.models.synthetic import write_random_model
 
     model = write_random_model(folder=tmp_path / "tiny-llama")
     qwen = write_random_model(folder=tmp_path / "tiny-qwen", architecture="qwen2")

@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.main_window import MainWindow
-from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient
 from tests.support.engine import process_alive
@@ -24,7 +24,7 @@ from tests.support.engine import process_alive
 def test_kill_9_during_a_chat_restarts_the_engine_with_the_index_intact(
     qtbot: QtBot, ragdoll_home: Path, tmp_path: Path
 ) -> None:
-    from engine.models.synthetic import write_random_model
+    from engine.runtime.models.synthetic import write_random_model
 
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from engine.client import EngineClient
+from engine.service.client import EngineClient
 from engine.wire import Answer, FolderAdded
 from tests.app.fake_client import ANSWER, CITATIONS, FakeClient
 

@@ -13,7 +13,7 @@ from pytestqt.qtbot import QtBot
 from app.library import library_pane
 from app.library.library_pane import LibraryPane
 from app.qt_compat import emit
-from engine.ingest.jobs import disk_full_text
+from engine.rag.ingest.jobs import disk_full_text
 from engine.wire import DiskFull, FileNote, IngestProgress, WatchedFolder
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, indexed_docs, request_error

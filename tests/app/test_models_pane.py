@@ -142,7 +142,7 @@ def test_refusal_is_shown(make_window: MakeWindow, qtbot: QtBot) -> None:
 def test_a_download_that_fails_stops_the_busy_bar(make_window: MakeWindow, qtbot: QtBot) -> None:
     """Issue #44, 5: without a network the bar (a busy one: no size known yet) went
     on moving after the failure."""
-    from engine.models.download import NO_CONNECTION
+    from engine.service.models.download import NO_CONNECTION
 
     client = FakeClient(download_error=f"{NO_CONNECTION} (huggingface.co could not be reached).")
     _window, dialog = open_dialog(make_window, qtbot, client)

@@ -9,7 +9,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from app.viewer.pdf_render import PageRequest, render_page
-from engine.ingest.parsers import parse_file
+from engine.rag.ingest.parsers import parse_file
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
 pytest.importorskip("rapidocr")

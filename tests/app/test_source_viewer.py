@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from app.viewer.passage_match import locate
 from app.viewer.pdf_render import PageRequest, render_page
 from app.viewer.source_viewer import HIGHLIGHT, SourceViewer, qt_span
-from engine.ingest.parsers import parse_file
+from engine.rag.ingest.parsers import parse_file
 from engine.wire import SourceView
 from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
@@ -267,7 +267,7 @@ def test_a_viewer_closed_before_its_scroll_timer_fires_is_left_alone(
 
 def test_locate_finds_a_passage_the_engine_rewrote_from_pdf_glyphs() -> None:
     # What pdfium reads on the bash manual page and a Sphinx PDF, against the text
-    # the engine stored (engine/ingest/text_cleanup.py): "˜" for "~", a spacing
+    # the engine stored (engine/rag/ingest/text_cleanup.py): "˜" for "~", a spacing
     # accent before its letter, a code line wrapped with "␣" and "˓→".
     chars = list("reads ˜/.bashrc, for P´eter: (fi),␣\r\n˓→French (fr). End")
     passage = "reads ~/.bashrc, for Péter: (fi), French (fr)."

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.main_window import MainWindow
-from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from tests.support.engine import RunningEngine
 
 

@@ -46,7 +46,7 @@ def test_asking_for_more_questions_than_the_bench_has_is_refused() -> None:
 
 def test_the_engines_ingestion_embedder_is_read_from_its_log(tmp_path: Path) -> None:
     from bench.ask_during import engine_ingest_embedder
-    from engine.ingest.int8_embedder import IN_USE_MESSAGE
+    from engine.rag.ingest.int8_embedder import IN_USE_MESSAGE
 
     log = tmp_path / "engine.log"
     log.write_text("2026-11-28 INFO engine.core: started\n")

@@ -16,9 +16,9 @@ import torch
 
 from bench import offload, offload_gpu
 from bench.offload_systems import accelerate_device_map, write_model
-from engine.executor.checkpoint import index_checkpoint, layer_unit
-from engine.hardware.profile import HardwareProfile, synthetic_profile
-from engine.planner.model_spec import load_model_spec, model_spec_from_config
+from engine.runtime.executor.checkpoint import index_checkpoint, layer_unit
+from engine.runtime.hardware.profile import HardwareProfile, synthetic_profile
+from engine.runtime.planner.model_spec import load_model_spec, model_spec_from_config
 from tests.bench.test_offload import assert_every_figure, offload_args
 
 GIB = 2**30

@@ -27,7 +27,7 @@ def test_without_llama_cpp_the_skip_and_its_reason_are_said_and_gguf_is_still_wr
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bench.offload_peers import _gguf_files
-    from engine.models.synthetic import write_random_model
+    from engine.runtime.models.synthetic import write_random_model
 
     monkeypatch.setattr(offload_llama, "unavailable_reason", lambda: "not installed; pip ...")
     model = write_random_model(folder=tmp_path / "m", architecture="qwen2")
@@ -120,8 +120,8 @@ def test_llama_cpp_gives_the_executors_greedy_tokens_on_the_same_f32_file(tmp_pa
     from gguf import GGMLQuantizationType
 
     from bench.offload_systems import _prompts
-    from engine.models.gguf_writer import write_gguf
-    from engine.models.synthetic import write_random_model
+    from engine.runtime.models.gguf_writer import write_gguf
+    from engine.runtime.models.synthetic import write_random_model
 
     model = write_random_model(folder=tmp_path / "m", architecture="qwen2")
     gguf = write_gguf(model_dir=model, out=tmp_path / "m.gguf", qtype=GGMLQuantizationType.F32)
@@ -148,12 +148,12 @@ def test_under_the_limit_the_executor_keeps_the_layers_its_planner_places_in_ram
 
     from bench.offload_child import planned_placement
     from engine.errors import PlacementError
-    from engine.hardware import profile as profile_module
-    from engine.hardware.cgroup import CgroupMemory
-    from engine.models.gguf_file import companion_folder
-    from engine.models.gguf_writer import write_gguf
-    from engine.models.synthetic import write_random_model
-    from engine.planner.stored import load_held_spec
+    from engine.runtime.hardware import profile as profile_module
+    from engine.runtime.hardware.cgroup import CgroupMemory
+    from engine.runtime.models.gguf_file import companion_folder
+    from engine.runtime.models.gguf_writer import write_gguf
+    from engine.runtime.models.synthetic import write_random_model
+    from engine.runtime.planner.stored import load_held_spec
 
     model = write_random_model(
         folder=tmp_path / "m", num_layers=6, hidden_size=256, intermediate_size=512, seed=2

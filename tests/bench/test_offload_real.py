@@ -56,7 +56,7 @@ def test_prompts_are_built_in_the_models_template_to_the_asked_length(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from engine.models.resolve import resolve_model_path
+    from engine.runtime.models.resolve import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(
         resolve_model_path(model=str(smollm2)), local_files_only=True

@@ -13,8 +13,8 @@ from bench import runner as bench_command
 from bench.pipeline_report import summarize
 from bench.pipeline_systems import SYSTEMS, BatchPoint, RequestRecord, SystemRun
 from bench.pipeline_workload import Fact, schedule
-from engine.pipeline.workers import DONE, GenerationJob, Pipeline
-from engine.planner.profiling import PowerLawFit
+from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.runtime.planner.profiling import PowerLawFit
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -11,10 +11,10 @@ import pytest
 
 from bench import pipeline_store
 from bench.pipeline_store import scale_store
-from engine.hardware.profile import synthetic_profile
-from engine.pipeline.requests import new_question
-from engine.planner import StoreSpec, Workload, load_model_spec, plan
-from engine.store.lance_store import LanceStore
+from engine.rag.pipeline.requests import new_question
+from engine.rag.store.lance_store import LanceStore
+from engine.runtime.hardware.profile import synthetic_profile
+from engine.runtime.planner import StoreSpec, Workload, load_model_spec, plan
 
 CONFIGS = Path(__file__).resolve().parents[2] / "resources" / "model_configs"
 DIM = 384

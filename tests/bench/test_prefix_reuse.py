@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import main
 from bench.prefix_reuse import measure_ttft_prefix_reuse
-from engine.models.synthetic import write_random_model
+from engine.runtime.models.synthetic import write_random_model
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from bench import quality
 from bench.quality import QualityQuestion, contains, load_set, right_source, summarise
 from bench.real_docs import DOCS, find_real_docs
-from engine.ingest.embedder import DEFAULT_EMBEDDER
+from engine.rag.ingest.embedder import DEFAULT_EMBEDDER
 
 
 def test_the_set_is_big_enough_split_and_spread_over_every_file() -> None:
@@ -223,8 +223,8 @@ def test_the_quick_form_runs_on_the_real_documents(monkeypatch: pytest.MonkeyPat
 def test_the_model_ranker_is_loaded_as_the_engine_loads_a_model(
     tmp_path: Path, ragdoll_home: Path
 ) -> None:
-    from engine.answer.model_ranker import ModelRanker
-    from engine.models.synthetic import write_random_model
+    from engine.rag.answer.model_ranker import ModelRanker
+    from engine.runtime.models.synthetic import write_random_model
 
     with pytest.raises(SystemExit, match="needs --model"):
         quality._ranker(reranker="model", answerer=None)

@@ -13,7 +13,7 @@ from bench import quality
 from bench.quality_model import judge
 from bench.real_docs import find_real_docs
 from bench.real_models import fetch_hint, find_real_model
-from engine.answer.marker_check import strip_markers, words
+from engine.rag.answer.marker_check import strip_markers, words
 
 PASSAGES = [
     "git bisect start begins the search.",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.quality_rerank import write_random_cross_encoder
-from engine.answer.reranker import Reranker
+from engine.rag.answer.reranker import Reranker
 
 
 @pytest.mark.parametrize("model_type", ["bert", "xlm-roberta"])

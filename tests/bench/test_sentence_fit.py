@@ -18,9 +18,9 @@ from bench.sentence_fit import (
     totals,
 )
 from bench.sentence_fit_model import fit_choice, fit_gate, gated, report
-from engine.answer.passages import Passage
-from engine.answer.sentence_choice import FEATURES, HAND_WEIGHTS
-from tests.engine.answer.test_extractive import bag_of_words
+from engine.rag.answer.passages import Passage
+from engine.rag.answer.sentence_choice import FEATURES, HAND_WEIGHTS
+from tests.engine.rag.answer.test_extractive import bag_of_words
 
 FILTER = (
     "Regular maintenance keeps the unit efficient. The air filter is cleaned every month "
@@ -35,7 +35,7 @@ WARRANTY = (
 def record(
     question: str, answer: str, *, split: str = "tune", texts: tuple[str, ...] = (FILTER, WARRANTY)
 ) -> Record:
-    from engine.answer.extractive import ExtractiveAnswerer
+    from engine.rag.answer.extractive import ExtractiveAnswerer
 
     passages = tuple(
         Passage(index=i + 1, text=t, path="doc.pdf", page=1) for i, t in enumerate(texts)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bench.ingest_many import StandInEmbedder
-from engine.core import Engine
-from engine.ingest.embedder import Embedder
-from engine.ingest.jobs import IngestJob
 from engine.paths import resolve_paths
+from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.jobs import IngestJob
+from engine.service.core import Engine
 from engine.wire import FINAL_STATES, DoneEvent, IngestProgress
 
 BATCH_S = 1.0

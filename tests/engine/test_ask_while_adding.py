@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.core import Engine
 from engine.paths import resolve_paths
+from engine.service.core import Engine
 from engine.wire import DoneEvent
 from tests.support.waiting import wait_until
 

@@ -4,7 +4,7 @@ import os
 import stat
 from pathlib import Path
 
-from engine.auth import (
+from engine.service.auth import (
     HostPolicy,
     host_allowed,
     host_is_loopback,
@@ -107,7 +107,7 @@ def test_network_listening_adapts_the_host_check() -> None:
 
 
 def test_an_origin_that_is_not_text_is_not_an_origin() -> None:
-    from engine.auth import normalize_origin
+    from engine.service.auth import normalize_origin
 
     assert normalize_origin("http://a\ud800.example") is None
     assert normalize_origin("http://a.example") == "http://a.example"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.planner.auto_profile import SKIPPED_NOTE
-from engine.planner.profiling import load_saved_profile
+from engine.runtime.planner.profiling import load_saved_profile
+from engine.service.profiling.auto_profile import SKIPPED_NOTE
 from engine.wire import ProfilingStatus
 from tests.support.engine import running_engine
 

@@ -14,10 +14,10 @@ import pytest
 from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
 
-from engine.ingest.embedder import Embedder
-from engine.ingest.indexer import ChunkingParams, index_file
-from engine.ingest.parsers import parse_file
-from engine.store.lance_store import LanceStore
+from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.indexer import ChunkingParams, index_file
+from engine.rag.ingest.parsers import parse_file
+from engine.rag.store.lance_store import LanceStore
 from tests.fixtures.pdf_factory import write_deeply_nested_pdf
 from tests.support.engine import RunningEngine
 
@@ -150,8 +150,8 @@ def _hostile_folder(root: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_hostile_files_and_awkward_names(ragdoll_home: Path, tmp_path: Path) -> None:
-    from engine.ingest.fspath import from_store
     from engine.paths import resolve_paths
+    from engine.rag.ingest.fspath import from_store
     from tests.support.engine import running_engine
 
     folder, good = _hostile_folder(tmp_path)
@@ -189,7 +189,7 @@ def test_a_permission_denied_file_is_an_error(tmp_path: Path, monkeypatch) -> No
     if os.geteuid() != 0:
         doc.chmod(0)
     else:  # root reads everything: act out what the kernel says to others
-        import engine.ingest.indexer as indexer
+        import engine.rag.ingest.indexer as indexer
 
         def denied(path: Path) -> str:
             raise PermissionError(13, "Permission denied", str(path))
@@ -202,8 +202,8 @@ def test_a_permission_denied_file_is_an_error(tmp_path: Path, monkeypatch) -> No
 
 @pytest.mark.slow
 def test_a_long_pdf_is_ingested_whole(tmp_path: Path) -> None:
-    from engine.ingest.parsers import parse_file
-    from engine.ingest.sandbox import ParseSandbox
+    from engine.rag.ingest.parsers import parse_file
+    from engine.rag.ingest.sandbox import ParseSandbox
     from tests.fixtures.pdf_factory import PdfPage, write_pdf
 
     pages = [

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from engine.core import NOT_FOUND_ANSWER, Engine
+from engine.service.core import NOT_FOUND_ANSWER, Engine
 from engine.wire import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent
 
 
 def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan(
     tmp_path: Path,
 ) -> None:
-    from engine.core import Engine
-    from engine.models.synthetic import write_random_model
     from engine.paths import resolve_paths
+    from engine.runtime.models.synthetic import write_random_model
+    from engine.service.core import Engine
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -89,7 +89,7 @@ def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.models.synthetic import write_random_model
+    from engine.runtime.models.synthetic import write_random_model
 
     return write_random_model(folder=tmp_path_factory.mktemp("model") / "tiny-llama")
 
@@ -201,7 +201,7 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
         _until(lambda: pipeline.generation.status().queue_length == len(questions))
     _join(threads, results, errors)
 
-    from engine.answer.passages import Passage
+    from engine.rag.answer.passages import Passage
 
     for question, events in zip(questions, results, strict=True):
         citations, done = events[0].citations, events[-1].done
@@ -256,7 +256,7 @@ def test_an_interactive_question_overtakes_background_ones(with_model: Engine) -
 
 
 def test_a_placement_change_mid_run_loses_no_request(with_model: Engine) -> None:
-    from engine.pipeline.governor import GovernorPolicy, PlacementGovernor
+    from engine.rag.pipeline.governor import GovernorPolicy, PlacementGovernor
 
     engine = with_model
     serving = engine.serving()
@@ -335,7 +335,7 @@ def test_an_answer_without_retrieval_waits_for_the_generation_batch(with_model: 
 
 
 def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> None:
-    from engine.answer.passages import Passage
+    from engine.rag.answer.passages import Passage
 
     engine = with_model
     pipeline = engine.serving().pipeline
@@ -412,7 +412,7 @@ def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
     """The flake of the test above, made certain: the hand-over runs on a thread of
     its own, which a loaded machine starts late; the old pipelines, let go by the
     pause, took a batch first and answered with the old model."""
-    from engine import core
+    from engine.service import core
 
     retire = core.retire
 

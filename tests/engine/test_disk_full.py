@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
-from engine.launcher import endpoint_process_alive
 from engine.paths import Paths, resolve_paths
+from engine.service.client import EngineClient
+from engine.service.launcher import endpoint_process_alive
 from tests.support.small_disk import SmallDisk, small_disk
 
 ROOT = Path(__file__).resolve().parents[2]

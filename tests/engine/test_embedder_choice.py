@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.core import Engine
 from engine.errors import EmbedderError
-from engine.ingest.embedder import DEFAULT_EMBEDDER
-from engine.ingest.embedder_switch import REEMBED_BATCH_ENV
 from engine.paths import resolve_paths
-from engine.store.lance_store import LanceStore
+from engine.rag.ingest.embedder import DEFAULT_EMBEDDER
+from engine.rag.ingest.embedder_switch import REEMBED_BATCH_ENV
+from engine.rag.store.lance_store import LanceStore
+from engine.service.core import Engine
 from engine.wire_events import DoneEvent
 from tests.support.engine import process_alive, running_engine
 from tests.support.tiny_embedder import write_random_embedder

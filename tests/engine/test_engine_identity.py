@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from tests.support.engine import process_alive
 
 

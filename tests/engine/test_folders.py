@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.folders import FolderRegistry
+from engine.service.folders import FolderRegistry
 
 
 def test_added_folders_persist_and_confine_paths(tmp_path: Path) -> None:
@@ -51,8 +51,8 @@ def test_a_damaged_file_is_kept_aside(tmp_path: Path) -> None:
 
 
 def test_removing_a_folder_removes_its_documents_and_keeps_its_files(tmp_path: Path) -> None:
-    from engine.core import Engine
     from engine.paths import resolve_paths
+    from engine.service.core import Engine
 
     kept, dropped = tmp_path / "kept", tmp_path / "dropped"
     for folder in (kept, dropped):

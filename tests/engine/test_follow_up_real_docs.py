@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench.real_docs import find_real_docs
-from engine.core import Engine
 from engine.paths import resolve_paths
+from engine.service.core import Engine
 from engine.wire import CitationsEvent, DoneEvent, SearchedEvent, Turn
 
 

@@ -2,7 +2,7 @@
 the interrupted job resumes by itself, and every file is in the collection
 exactly once with exactly its chunks.
 
-Files are committed in groups (engine/ingest/pipeline.py); the engines here
+Files are committed in groups (engine/rag/ingest/pipeline.py); the engines here
 commit every 25 files, so that a kill lands while a group is being gathered,
 embedded or written, with groups already in before it."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.ingest.pipeline import COMMIT_FILES_ENV
-from engine.store.lance_store import LanceStore
+from engine.rag.ingest.pipeline import COMMIT_FILES_ENV
+from engine.rag.store.lance_store import LanceStore
 from tests.support.engine import process_alive, running_engine
 
 GROUP_FILES = 25

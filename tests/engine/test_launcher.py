@@ -1,4 +1,4 @@
-"""engine/launcher.py: a client attaches to an engine that is listening but slow to
+"""engine/service/launcher.py: a client attaches to an engine that is listening but slow to
 answer (a first start under load) instead of calling it gone, and never to a pid
 that is not the engine's any more."""
 
@@ -16,10 +16,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from engine.auth import identity_proof
 from engine.errors import EngineUnavailableError
-from engine.launcher import ensure_engine, this_process, write_endpoint
 from engine.paths import Paths, resolve_paths
+from engine.service.auth import identity_proof
+from engine.service.launcher import ensure_engine, this_process, write_endpoint
 
 
 class SlowEngine(BaseHTTPRequestHandler):

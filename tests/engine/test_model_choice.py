@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import EngineRequestError
-from engine.models.synthetic import write_random_model
+from engine.runtime.models.synthetic import write_random_model
 from tests.support.engine import RunningEngine
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.offline import downloads_refused, engine_environment
+from engine.service.offline import downloads_refused, engine_environment
 
 
 def test_the_engine_holds_libraries_offline_and_keeps_the_persons_choice() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from engine.errors import EngineRequestError
-from engine.models.synthetic import write_random_model
-from engine.ranker_choice import setting_of
-from tests.engine.answer.test_model_ranker import bee_notes
-from tests.engine.answer.test_reranker import write_random_cross_encoder
+from engine.runtime.models.synthetic import write_random_model
+from engine.service.ranker_choice import setting_of
+from tests.engine.rag.answer.test_model_ranker import bee_notes
+from tests.engine.rag.answer.test_reranker import write_random_cross_encoder
 from tests.support.engine import RunningEngine
 
 

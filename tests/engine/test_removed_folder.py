@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import EngineRequestError
-from engine.server import PASSAGE_REMOVED
+from engine.service.server import PASSAGE_REMOVED
 from tests.support.engine import running_engine
 
 NOTE = "The greenhouse is watered every morning at six, before the sun reaches the glass.\n"
@@ -33,9 +33,9 @@ def test_a_citation_of_a_removed_folder_says_the_document_was_removed(tmp_path: 
 
 
 def test_an_emptied_collection_does_not_start_the_machine_timing_again(tmp_path: Path) -> None:
-    from engine.core import Engine
     from engine.paths import resolve_paths
-    from engine.planner.profiling import load_saved_profile
+    from engine.runtime.planner.profiling import load_saved_profile
+    from engine.service.core import Engine
 
     docs = tmp_path / "docs"
     docs.mkdir()

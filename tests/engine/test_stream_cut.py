@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.client import EngineClient
-from engine.launcher import Endpoint
+from engine.service.client import EngineClient
+from engine.service.launcher import Endpoint
 
 
 class _Silent(http.server.BaseHTTPRequestHandler):

@@ -9,8 +9,8 @@ import os
 import time
 from pathlib import Path
 
-from engine.core import Engine
 from engine.paths import Paths, resolve_paths
+from engine.service.core import Engine
 from engine.wire import IngestProgress
 from tests.support.waiting import wait_until
 

@@ -27,7 +27,7 @@ def test_engine_window_and_commands_are_told_apart() -> None:
     assert classify(argv=(py, script, "ask", "why?")) == "command"
     # The engine's parse sandbox, alive once the engine has read a file: not a window
     # (the installer asked to close a window nobody had open, and opened one after).
-    sandbox = (py, "-m", "engine.ingest.sandbox_child", "--fd=24", "--parent=7", "--nice=10")
+    sandbox = (py, "-m", "engine.rag.ingest.sandbox_child", "--fd=24", "--parent=7", "--nice=10")
     assert classify(argv=sandbox) == "helper"
 
 

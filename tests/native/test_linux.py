@@ -138,7 +138,7 @@ def test_an_upgrade_removes_files_the_new_version_no_longer_writes(home: dict[st
 
 
 def test_the_menu_entry_offers_uninstall_and_every_format(home: dict[str, str]) -> None:
-    from engine.ingest.parsers import SUPPORTED_SUFFIXES
+    from engine.rag.ingest.parsers import SUPPORTED_SUFFIXES
     from installer.spec import load_spec
 
     dirs = xdg_dirs(env=home)

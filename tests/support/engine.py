@@ -12,9 +12,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.client import EngineClient
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from engine.wire import IngestProgress
 
 

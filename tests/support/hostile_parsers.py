@@ -11,7 +11,7 @@ import signal
 import time
 from pathlib import Path
 
-from engine.ingest.parsers import ParsedDocument, parse_file
+from engine.rag.ingest.parsers import ParsedDocument, parse_file
 
 
 def parse(*, path: Path) -> ParsedDocument:

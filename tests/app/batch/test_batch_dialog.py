@@ -14,8 +14,8 @@ from pytestqt.qtbot import QtBot
 
 from app.batch.export import Format
 from app.main_window import MainWindow
-from engine.client import EngineClient
 from engine.paths import resolve_paths
+from engine.service.client import EngineClient
 from engine.wire import AnswerEvent, Priority
 from tests.app.batch.conftest import QUESTIONS
 from tests.app.conftest import MakeWindow

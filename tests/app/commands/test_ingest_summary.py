@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.commands.ingest import _summary
-from engine.ingest.jobs import disk_full_text
+from engine.rag.ingest.jobs import disk_full_text
 from engine.wire import DiskFull, FileNote, IngestProgress
 
 

@@ -1,3 +1,0 @@
-"""The engine's HTTP API beyond the core routes of engine/server.py: the
-OpenAI-compatible endpoints, the library and system routes, and the guard that
-every request passes."""

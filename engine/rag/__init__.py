@@ -1,0 +1,3 @@
+"""The RAG core: the store, ingestion, answering and the pipeline. It imports
+the runtime, never the service.
+"""

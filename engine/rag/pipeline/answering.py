@@ -1,0 +1,344 @@
+"""The engine's batch functions: core's relevance gate on every retrieved question,
+then the model (or the extractive quotes) for those that pass.
+
+The gate is the one `Engine.ask_stream` always had: a model handed unrelated passages
+invents an answer, so a question is answered only when its best chunk is similar
+enough (NOT_FOUND_SIMILARITY) and the extractive answerer finds a sentence that
+answers it. The check runs in the retrieval worker, right after the batch's search
+(RelevanceGate: `search`, then `judge` per question); a question that fails it
+finishes there (`settled`) and is answered by no model.
+
+With a model, reading the sentences takes time the first token would wait for (most
+of a follow-up's retrieval: the prefix cache makes its prefill short). So a question
+the gate has to read (`may_pass`) goes to the generation queue as soon as it is
+searched, with the hits the verdict keeps (the prompt is the same), and the model may
+start on it; what it writes is held until the verdict, and a refusal stops it
+(engine/rag/pipeline/workers.py, `judge`; RequestHandle.hold / release).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from engine.rag.answer.extractive import (
+    DEFAULT_MIN_SCORE,
+    NOT_FOUND_TEXT,
+    ExtractiveAnswer,
+    ExtractiveAnswerer,
+)
+from engine.rag.answer.passages import Passage
+from engine.rag.answer.refusal import MIN_CHUNKS, refused, unknown_words
+from engine.rag.answer.sentence_memo import SentenceMemo
+from engine.rag.pipeline.adapters import (
+    Embed,
+    Stream,
+    TaggedEmbed,
+    generate_rows,
+    passages_of,
+    store_retrieve_batch,
+)
+from engine.rag.pipeline.page_order import distinct_pages_first
+from engine.rag.pipeline.requests import Piece, Question
+from engine.rag.pipeline.workers import DONE, GenerationJob
+from engine.rag.store.records import SearchHit
+from engine.rag.store.search import NOT_FOUND_SIMILARITY
+
+if TYPE_CHECKING:
+    from engine.rag.answer.generative import GenerativeAnswerer
+    from engine.rag.answer.reranker import CandidateRanker
+    from engine.rag.store.lance_store import LanceStore
+    from engine.wire import IngestProgress
+
+
+NOT_FOUND_ANSWER = (
+    "Not found in your documents: nothing in them answers this, so I will not guess. "
+    "Try other words, or add the documents that cover it."
+)
+_RELATED = 3  # closest sources named in a refusal
+
+
+def refusal_text(*, hits: Sequence[SearchHit], unknown: Sequence[str] = ()) -> str:
+    """The refusal, naming the closest sources as "may be related": offered to look
+    at, not quoted as an answer (they did not pass the gate); and the question's
+    words no document holds, which tell the user why."""
+    names: list[str] = []
+    for hit in hits:
+        name = PurePath(hit.chunk.path.replace("\\", "/")).name
+        if hit.chunk.page is not None:
+            name += f", page {hit.chunk.page}"
+        if name not in names:
+            names.append(name)
+        if len(names) == _RELATED:
+            break
+    text = NOT_FOUND_ANSWER
+    if unknown:
+        text += f"\n\nYour documents never mention: {', '.join(unknown)}."
+    if names:
+        text += f"\n\nMay be related (they do not answer it): {'; '.join(names)}."
+    return text
+
+
+def still_adding_note(*, unfinished: Sequence[IngestProgress]) -> str | None:
+    """What a refusal adds while ingestion jobs have files left to read: the answer
+    may be in a file not read yet (a question asked right after adding a folder).
+    A job not started, or still finding its files, has no count yet."""
+    left = [p for p in unfinished if p.files_total == 0 or p.files_done < p.files_total]
+    if not left:
+        return None
+    state = "paused" if all(p.paused for p in left) else "still being added"
+    if all(p.files_total for p in left):
+        read = (
+            f"{sum(p.files_done for p in left)} of {sum(p.files_total for p in left)} "
+            "files read so far"
+        )
+    else:
+        read = "some files are not read yet"
+    return f"Documents are {state}: {read}, so the answer may be in one not read yet. " + (
+        "Ask again when they are in."
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatedHits:
+    """One question's retrieval, with the relevance gate's verdict."""
+
+    hits: tuple[SearchHit, ...]
+    extract: ExtractiveAnswer | None  # None: no chunk was similar enough to check
+    unknown: tuple[str, ...] = ()  # the question's words no chunk holds
+    history_changed: bool = False  # SearchResult.history_changed
+
+    @property
+    def found(self) -> bool:
+        return self.extract is not None and self.extract.found
+
+    @property
+    def passages(self) -> list[Passage]:
+        return passages_of(self.hits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewriteOnly:
+    """A follow-up's rewrite request: nothing to search, straight to the model."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Searched:
+    """One question's search, before the relevance gate's verdict: its hits are the
+    ones the verdict keeps, so a prompt made from them is the answer's prompt."""
+
+    hits: tuple[SearchHit, ...]
+    large: bool  # the collection is large enough for absent words to count (refusal.py)
+    leaned: float = 0.0  # how much the conversation's earlier turn weighed (SearchResult)
+    history_changed: bool = False  # SearchResult.history_changed
+
+    @property
+    def passages(self) -> list[Passage]:
+        return passages_of(self.hits)
+
+
+def settled(hits: object) -> bool:
+    """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
+    return isinstance(hits, GatedHits) and not hits.found
+
+
+def may_pass(searched: object) -> bool:
+    """The pipeline's `speculate`: the gate has to read this question's sentences,
+    so its verdict takes time, and the model may start on the question meanwhile.
+    A question nothing relates to is refused at once (no sentence read)."""
+    return isinstance(searched, Searched) and _checked(searched.hits)
+
+
+def _checked(hits: Sequence[SearchHit]) -> bool:
+    # Sentence-level scores separate "answered here" from "unrelated" far better
+    # than whole-chunk similarity does; the similarity only spares the check for
+    # questions nothing relates to.
+    return bool(hits) and max(h.similarity for h in hits) >= NOT_FOUND_SIMILARITY
+
+
+class RelevanceGate:
+    """Retrieval in two steps, so that the model can start on a question while its
+    verdict is read (engine/rag/pipeline/workers.py, `judge`): `search` is the batch's one
+    embedding call and batched search (and the reranker), `judge` the gate on one
+    question's hits, which reads the sentences of its passages."""
+
+    def __init__(
+        self,
+        *,
+        store: LanceStore,
+        embed: Embed,
+        tagged: TaggedEmbed | None = None,
+        reranker: CandidateRanker | None = None,
+        min_score: float = DEFAULT_MIN_SCORE,
+        memo: SentenceMemo | None = None,
+        sentence_embed: Embed | None = None,
+    ) -> None:
+        """`sentence_embed` scores the passages' sentences (default: `embed`): the
+        engine gives the bundled embedder's when another one indexes the collection
+        (engine/rag/ingest/embedder.py, `scores_sentences`)."""
+        self._store = store
+        self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
+        self._reranker = reranker
+        self._min_score = min_score
+        self._extractive = ExtractiveAnswerer(
+            embed=sentence_embed or embed, min_score=min_score, memo=memo
+        )
+
+    def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
+        store, reranker = self._store, self._reranker
+        searched = [q for q in questions if not q.rewrite]
+        asked = searched
+        if reranker is not None:
+            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in searched]
+        results = iter(self._search(asked))
+        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
+        out: list[Searched | RewriteOnly] = []
+        for question in questions:
+            if question.rewrite:
+                out.append(RewriteOnly())
+                continue
+            result = next(results)
+            hits = tuple(result.hits)
+            if reranker is not None:
+                # The ranker's order, then distinct pages first within it; a follow-up
+                # is read with the earlier question it leans on, as the gate reads it.
+                asked_text = _gate_text(question, leaned=result.leaned)
+                ranked = reranker.rerank(question=asked_text, hits=hits, k=len(hits))
+                hits = tuple(distinct_pages_first(ranked)[: question.k])
+            out.append(
+                Searched(
+                    hits=hits,
+                    large=large,
+                    leaned=result.leaned,
+                    history_changed=result.history_changed,
+                )
+            )
+        return out
+
+    def unknown(self, *, question: str, searched: Searched) -> tuple[str, ...]:
+        """The question's words no chunk of the collection holds (engine/rag/answer/refusal.py),
+        read only when the collection is large enough for an absent word to count."""
+        if not searched.large:
+            return ()
+        return tuple(
+            unknown_words(
+                question=question,
+                texts=[h.chunk.text for h in searched.hits],
+                holds=self._store.holds_word,
+                holds_phrase=self._store.holds_phrase,
+            )
+        )
+
+    def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
+        if not isinstance(searched, Searched):
+            return RewriteOnly()
+        hits, min_score = searched.hits, self._min_score
+        extract = None
+        unknown: tuple[str, ...] = ()
+        if _checked(hits):
+            extract = self._extractive.answer(
+                question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
+            )
+            unknown = self.unknown(question=question.text, searched=searched)
+            if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):
+                extract = ExtractiveAnswer(
+                    text=NOT_FOUND_TEXT, used_indices=[], found=False, score=extract.score
+                )
+        return GatedHits(
+            hits=hits,
+            extract=extract,
+            unknown=unknown,
+            history_changed=searched.history_changed,
+        )
+
+
+def gated_retrieve_batch(
+    *,
+    store: LanceStore,
+    embed: Embed,
+    tagged: TaggedEmbed | None = None,
+    reranker: CandidateRanker | None = None,
+    min_score: float = DEFAULT_MIN_SCORE,
+    memo: SentenceMemo | None = None,
+    sentence_embed: Embed | None = None,
+) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
+    """One embedding call and one batched search for the batch (per-question k and
+    folder / type filters, see store_retrieve_batch), then the gate per question:
+    RelevanceGate's two steps in one call. With a `reranker`, each question's top
+    `reranker.candidates` are re-ordered by it (a cross-encoder, or the language
+    model) and cut to its k. A
+    follow-up's rewrite request (`Question.rewrite`) is not searched: it goes to the
+    model as it is, in the same generation batches as the answers. A question naming
+    words no chunk holds needs a better answer sentence to pass
+    (engine/rag/answer/refusal.py). `memo` keeps the sentence vectors the gate computed
+    (engine/rag/answer/sentence_memo.py)."""
+    gate = RelevanceGate(
+        store=store,
+        embed=embed,
+        tagged=tagged,
+        reranker=reranker,
+        min_score=min_score,
+        memo=memo,
+        sentence_embed=sentence_embed,
+    )
+
+    def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
+        searched = gate.search(questions)
+        return [gate.judge(q, s) for q, s in zip(questions, searched, strict=True)]
+
+    return retrieve
+
+
+# A question judged standalone is checked with the earlier question too once the
+# earlier turn weighs at least this much in its ranking (`lean`).
+GATE_LEAN = 0.5
+
+
+def _gate_text(question: Question, *, leaned: float = 0.0) -> str:
+    """What the gate (and an extractive answer) checks the passages against: a
+    follow-up's words alone ("and the second one?") match no sentence, so the earlier
+    question it leans on goes first; a question judged standalone too when the
+    earlier question helped its search (`leaned`), and alone otherwise."""
+    conversation = question.conversation
+    context = getattr(conversation, "context", "")
+    if not getattr(conversation, "dependent", True) and leaned < GATE_LEAN:
+        return question.text
+    return f"{context} {question.text}" if context else question.text
+
+
+def gated_generate_batch(
+    *, answerer: GenerativeAnswerer | None, model_lock: threading.Lock
+) -> Callable[[Sequence[GenerationJob]], Stream]:
+    """The model's answers for a batch of questions that passed the gate, as one
+    batched run; without a model, each question's extractive quote. `model_lock` is
+    the engine's: profiling samples and answers without retrieval take it too, so
+    nothing else runs the model while a batch does."""
+
+    Incoming = Callable[[], Sequence[GenerationJob]] | None
+
+    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+        # Quotes take no time to write: nothing joins, the next batch takes the rest.
+        for job in jobs:
+            if job.cancel.is_set():
+                continue
+            gated = job.hits
+            text = gated.extract.text if isinstance(gated, GatedHits) and gated.extract else ""
+            yield job.request_id, Piece(text=text)
+            yield job.request_id, DONE
+
+    def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+        assert answerer is not None
+        with model_lock:
+            yield from generate_rows(
+                answerer=answerer,
+                jobs=[j for j in jobs if not j.cancel.is_set()],
+                passages=lambda job: (
+                    job.hits.passages if isinstance(job.hits, GatedHits | Searched) else []
+                ),
+                incoming=incoming,
+            )
+
+    return extractive if answerer is None else generative

@@ -1,0 +1,488 @@
+"""The two decoupled pipelines (RAGDoll §4.1): a retrieval worker and a generation
+worker, each a thread with its own queue, its own lock and its own batch-size model.
+
+A question waits in the retrieval queue; the retrieval worker takes a batch (size by
+eq. 4–8 from its own fit, members by value — scheduler.py), runs `retrieve_batch`
+once for the whole batch, and hands each question to the generation queue as soon as
+that batch is done. The generation worker forms its own batches the same way from
+what is waiting there and streams each request's pieces to its handle.
+
+A placement change (`set_placement`) takes each worker's lock in turn, so it lands
+between two batches of that worker and never inside one; the queues are not touched,
+so no request is lost, and the other worker keeps serving meanwhile (§4.2's separate
+locks).
+
+The work itself is injected: `retrieve_batch(questions) -> list[hits]` and
+`generate_batch(jobs) -> iterator of (request_id, text piece | DONE)`; adapters.py
+builds the real ones, tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from engine.rag.pipeline.batch_worker import ApplyPlacement, BatchWorker
+from engine.rag.pipeline.batching import BatchModel
+from engine.rag.pipeline.requests import (
+    CancelFlag,
+    Event,
+    Finished,
+    Piece,
+    Question,
+    RequestHandle,
+    Retrieved,
+    new_question,
+)
+from engine.rag.pipeline.scheduler import SchedulerPolicy
+from engine.rag.pipeline.status import PipelineStatus, RequestRecord
+from engine.runtime.planner.placement import Placement
+from engine.runtime.planner.profiling import PowerLawFit
+from engine.wire import Priority
+
+
+class _Done:
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+DONE: Final = _Done()  # the generate_batch marker: this request's answer is complete
+
+# Without a placement, the batch caps: retrieval is cheap to batch (one embedding
+# call, one search), generation holds KV per row.
+DEFAULT_RETRIEVAL_CAP = 64
+DEFAULT_GENERATION_CAP = 8
+REQUEST_HISTORY = 256  # finished requests kept for the status (latency over time)
+# The longest a question waits in the retrieval queue for others to batch with
+# (bounded waiting, whatever the estimates say).
+MAX_RETRIEVAL_DEFER_S = 10.0
+TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
+# The longest the generation worker waits for the verdict on a question it finished
+# before the relevance gate had read it (a bound, not an expected time: the gate
+# reads a few sentences).
+VERDICT_WAIT_S = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationJob:
+    request_id: str
+    question: Question
+    hits: Any
+    cancel: CancelFlag  # set when the caller cancelled; stop this row
+
+
+RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
+# A piece is plain text, or a Piece when the function counts the tokens behind it.
+GenerateBatch = Callable[[Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done"]]]
+
+
+class Pipeline:
+    """Retrieval → generation, each its own BatchWorker. `submit` returns a handle."""
+
+    def __init__(
+        self,
+        *,
+        retrieve_batch: RetrieveBatch,
+        generate_batch: GenerateBatch,
+        placement: Placement | None = None,
+        retrieval_fit: PowerLawFit | None = None,
+        generation_fit: PowerLawFit | None = None,
+        apply_retrieval_placement: ApplyPlacement | None = None,
+        apply_generation_placement: ApplyPlacement | None = None,
+        policy: SchedulerPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        start: bool = True,
+        answered_at_retrieval: Callable[[Any], bool] | None = None,
+        join_running_batch: bool = False,
+        fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
+        model_name: str | None = None,  # the model answering here (handles say so)
+        retrieval_waits_for_company: bool = True,
+        judge: Callable[[Question, Any], Any] | None = None,
+        speculate: Callable[[Any], bool] | None = None,
+    ) -> None:
+        """`answered_at_retrieval(hits)`: True for a question whose retrieval already
+        settled it (nothing relevant found): it finishes there, without taking a place
+        in a generation batch. `join_running_batch`: `generate_batch` is called as
+        `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
+        step) returns the waiting jobs that join the batch in flight.
+
+        `judge(question, searched)`: retrieval's second step (the relevance gate),
+        run on each question of the batch after `retrieve_batch`; its result is the
+        question's hits. `speculate(searched)`: True for a question that goes to the
+        generation queue before `judge` gives its verdict (its generation starts from
+        `searched`; what it writes is held until the verdict, and a question the
+        verdict settles is stopped there)."""
+        policy = policy or SchedulerPolicy()
+        self._retrieve_batch = retrieve_batch
+        self._generate_batch = generate_batch
+        self._answered_at_retrieval = answered_at_retrieval
+        self._judge = judge
+        self._speculate = speculate if judge is not None else None
+        self._join = join_running_batch
+        self.model_name = model_name
+        self._clock = clock
+        # The batch the caps are sized for (the status says it); the placement itself
+        # is its owner's (engine/runtime/planner/owner.py), which reports the one in force.
+        self._placement_batch = placement.batch if placement is not None else None
+        self._placement_lock = threading.Lock()  # one placement change at a time
+        self._counts_lock = threading.Lock()
+        self._submitted = 0
+        self._finished = 0
+        self._live: set[str] = set()  # request ids not finished yet
+        self._placements = 0
+        self._records: deque[RequestRecord] = deque(maxlen=REQUEST_HISTORY)
+        self._token_times: deque[tuple[float, int]] = deque()  # (clock, tokens) per piece
+        self._started = clock()
+        self.retrieval = BatchWorker(
+            name="retrieval",
+            run_batch=self._retrieve,
+            model=BatchModel(profiled=retrieval_fit),
+            cap=_retrieval_cap(placement),
+            cap_of=_retrieval_cap,
+            apply_placement=apply_retrieval_placement,
+            policy=policy,
+            clock=clock,
+            defer=self.retrieval_slack if retrieval_waits_for_company else None,
+        )
+        self.generation = BatchWorker(
+            name="generation",
+            run_batch=self._generate,
+            model=BatchModel(profiled=generation_fit),
+            cap=_generation_cap(placement),
+            cap_of=_generation_cap,
+            apply_placement=apply_generation_placement,
+            policy=policy,
+            clock=clock,
+            fixed_batch=fixed_generation_batch,
+        )
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        self.retrieval.start()
+        self.generation.start()
+
+    def retrieval_slack(self, waited: float, waiting: int) -> float:
+        """How much longer the retrieval worker may wait for more questions to
+        batch with (RAGDoll §4.4 batches only what already waits; when T_retr(B)
+        is nearly flat, a larger batch is almost free). While the generation
+        queue holds whole batches that will take longer than retrieving what
+        waits now, a question retrieved now would only wait there. Never past
+        MAX_RETRIEVAL_DEFER_S of the oldest question's wait; never without both
+        workers' fits."""
+        ahead = self.generation.queued_s()
+        retrieve = self.retrieval.predict_s(batch=waiting + 1)
+        if ahead is None or retrieve is None:
+            return 0.0
+        return min(ahead - retrieve, MAX_RETRIEVAL_DEFER_S - waited)
+
+    def submit(
+        self,
+        *,
+        question: str,
+        priority: Priority = "interactive",
+        k: int = 5,
+        max_new_tokens: int = 256,
+        cost_s: float = 0.0,
+        payload: Any = None,
+        request_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        conversation: Any = None,
+        rewrite: bool = False,
+        cancel: threading.Event | None = None,
+    ) -> RequestHandle:
+        """Queue a question for retrieval; ValueError on an empty question or bad limits.
+        Once `cancel` is set the request leaves whichever queue holds it, or its
+        generation batch at the next decode step, and finishes "cancelled"."""
+        if request_id is not None:
+            with self._counts_lock:
+                if request_id in self._live:
+                    raise ValueError(f"request {request_id!r} is already in the pipeline")
+        q = new_question(
+            text=question,
+            priority=priority,
+            k=k,
+            max_new_tokens=max_new_tokens,
+            cost_s=cost_s,
+            payload=payload,
+            request_id=request_id,
+            conversation=conversation,
+            rewrite=rewrite,
+        )
+
+        def counted(event: Event) -> None:
+            self._count(handle, event)
+            if on_event is not None:
+                on_event(event)
+
+        handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted, cancel=cancel)
+        handle.served_by = self.model_name
+        with self._counts_lock:
+            if q.request_id in self._live:
+                raise ValueError(f"request {q.request_id!r} is already in the pipeline")
+            self._live.add(q.request_id)
+            self._submitted += 1
+        self.retrieval.enqueue(handle)
+        return handle
+
+    def _count(self, handle: RequestHandle, event: Event) -> None:
+        if isinstance(event, Finished):
+            self._record(handle, event)
+        elif isinstance(event, Piece) and event.tokens:
+            self._count_tokens(event.tokens)
+
+    def hold(self) -> None:
+        """Both workers start no new batch; `hand_over` then moves what waits."""
+        self.retrieval.hold()
+        self.generation.hold()
+
+    def hand_over(self, *, to: Pipeline, timeout: float | None = 10.0) -> int:
+        """Stop this pipeline and let `to` finish what it has not begun (a model
+        change): questions waiting for retrieval join `to`'s retrieval queue, those
+        already retrieved its generation queue (their sources stay valid); a batch
+        in flight ends here. Returns how many requests moved."""
+        # The retrieval batch in flight is waited for (no timeout: its questions
+        # must reach the generation queue below before that is handed over too).
+        moved = self.retrieval.stop(
+            timeout=None, hand_to=lambda h: to.adopt(handle=h, retrieved=False)
+        )
+        moved += self.generation.stop(
+            timeout=timeout, hand_to=lambda h: to.adopt(handle=h, retrieved=True)
+        )
+        return moved
+
+    def adopt(self, *, handle: RequestHandle, retrieved: bool) -> None:
+        """Take over a request another pipeline queued (`hand_over`)."""
+        handle.also_notify(lambda event: self._count(handle, event))
+        handle.served_by = self.model_name
+        with self._counts_lock:
+            self._live.add(handle.request_id)
+            self._submitted += 1
+        (self.generation if retrieved else self.retrieval).enqueue(handle)
+
+    def set_placement(self, placement: Placement) -> None:
+        """Each worker takes the placement between two of its batches, retrieval first
+        (each through its hook: the owner's `apply_to_store` / `apply_to_executor`);
+        nothing queued or in flight is dropped."""
+        with self._placement_lock:
+            self.retrieval.set_placement(placement)
+            self.generation.set_placement(placement)
+            with self._counts_lock:
+                self._placement_batch = placement.batch
+                self._placements += 1
+
+    def idle(self) -> bool:
+        """Nothing submitted is unfinished."""
+        with self._counts_lock:
+            return not self._live
+
+    def set_generation_fit(self, fit: PowerLawFit | None) -> None:
+        self.generation.set_profiled_fit(fit)
+
+    def status(self) -> PipelineStatus:
+        with self._counts_lock:
+            submitted, finished = self._submitted, self._finished
+            placements, records = self._placements, tuple(self._records)
+            rate = self._token_rate()
+            placement_batch = self._placement_batch
+        return PipelineStatus(
+            retrieval=self.retrieval.status(),
+            generation=self.generation.status(),
+            placement_batch=placement_batch,
+            submitted=submitted,
+            finished=finished,
+            placements_applied=placements,
+            tokens_per_s=rate,
+            requests=records,
+        )
+
+    def _record(self, handle: RequestHandle, outcome: Finished) -> None:
+        if handle.times().finished is None:
+            handle.mark(finished=self._clock())
+        record = RequestRecord(
+            request_id=handle.request_id,
+            priority=handle.question.priority,
+            status=outcome.status,
+            times=handle.times(),
+            tokens=handle.tokens,
+        )
+        with self._counts_lock:
+            self._finished += 1
+            self._live.discard(handle.request_id)
+            self._records.append(record)
+
+    def _count_tokens(self, tokens: int) -> None:
+        with self._counts_lock:
+            self._token_times.append((self._clock(), tokens))
+            self._prune_tokens()
+
+    def _prune_tokens(self) -> None:
+        """Under _counts_lock."""
+        horizon = self._clock() - TOKEN_RATE_WINDOW_S
+        while self._token_times and self._token_times[0][0] < horizon:
+            self._token_times.popleft()
+
+    def _token_rate(self) -> float:
+        """Under _counts_lock: tokens over the window, or over the time since the
+        pipeline started when that is shorter (a fresh engine is not 30 s old)."""
+        self._prune_tokens()
+        span = min(TOKEN_RATE_WINDOW_S, self._clock() - self._started)
+        if span <= 0 or not self._token_times:
+            return 0.0
+        return sum(n for _, n in self._token_times) / span
+
+    def close(self, *, timeout: float | None = 10.0) -> None:
+        self.retrieval.stop(timeout=timeout)
+        self.generation.stop(timeout=timeout)
+
+    # -- the two batch functions ------------------------------------------------------
+
+    def _retrieve(self, batch: list[RequestHandle]) -> None:
+        now = self._clock()
+        for h in batch:
+            h.mark(retrieval_started=now)
+        results = list(self._retrieve_batch([h.question for h in batch]))
+        if len(results) != len(batch):
+            raise RuntimeError(
+                f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
+            )
+        if self._judge is not None:
+            results = self._judged(batch, results)
+        done = self._clock()
+        for h, hits in zip(batch, results, strict=True):
+            h.mark(retrieved=done)
+            if h.held:
+                self._release(h, hits)
+                continue
+            h.emit(Retrieved(hits=hits))
+            if h.cancelled:
+                h.emit(Finished(status="cancelled"))
+            elif self._settled(hits):
+                h.emit(Finished(status="done"))
+            else:
+                self.generation.enqueue(h)
+
+    def _judged(self, batch: list[RequestHandle], searched: list[Any]) -> list[Any]:
+        """The verdict on each question; those `speculate` picks are in the generation
+        queue meanwhile, held. A verdict that fails releases them with the error (the
+        batch's other questions hear it from the worker)."""
+        judge = self._judge
+        assert judge is not None
+        if self._speculate is not None:
+            for h, s in zip(batch, searched, strict=True):
+                if not h.cancelled and self._speculate(s):
+                    h.hold(searched=s)
+                    self.generation.enqueue(h)
+        try:
+            return [judge(h.question, s) for h, s in zip(batch, searched, strict=True)]
+        except Exception as e:
+            for h in batch:
+                if h.held:
+                    h.release(
+                        retrieved=None,
+                        finish=Finished(status="error", error=f"{type(e).__name__}: {e}"),
+                    )
+            raise
+
+    def _settled(self, hits: Any) -> bool:
+        return self._answered_at_retrieval is not None and self._answered_at_retrieval(hits)
+
+    def _release(self, h: RequestHandle, hits: Any) -> None:
+        """A held question's verdict: what its generation wrote so far is delivered
+        (the first piece of text is its first token), or, when the verdict settles it
+        (or it was cancelled), its generation stops and it finishes as it would have."""
+        finish = None
+        if h.cancelled:
+            finish = Finished(status="cancelled")
+        elif self._settled(hits):
+            finish = Finished(status="done")
+        delivered = h.release(retrieved=Retrieved(hits=hits), finish=finish)
+        text = any(isinstance(e, Piece) and e.text for e in delivered)
+        if text and h.times().first_token is None:
+            h.mark(first_token=self._clock())
+
+    def _generate(self, batch: list[RequestHandle]) -> int:
+        members = list(batch)  # grows when requests join the batch in flight
+        by_id = {h.request_id: h for h in members}
+        joined = 0
+
+        def job_of(h: RequestHandle) -> GenerationJob:
+            h.mark(generation_started=self._clock())
+            # Before its verdict, a held question starts from its search's hits.
+            hits = h.hits if h.hits is not None else h.searched
+            return GenerationJob(
+                request_id=h.request_id, question=h.question, hits=hits, cancel=h.cancel_event
+            )
+
+        def incoming() -> list[GenerationJob]:
+            nonlocal joined
+            alive = sum(1 for h in members if not (h.done or h.cancelled))
+            new = self.generation.take(running=alive)
+            for h in new:
+                members.append(h)
+                by_id[h.request_id] = h
+            joined += len(new)
+            return [job_of(h) for h in new]
+
+        jobs = [job_of(h) for h in members]
+        stream = (
+            self._generate_batch(jobs, incoming=incoming)  # type: ignore[call-arg]
+            if self._join
+            else self._generate_batch(jobs)
+        )
+        try:
+            for request_id, piece in stream:
+                _finish_cancelled(members)
+                h = by_id.get(request_id)
+                if h is None or h.done:
+                    continue
+                if isinstance(piece, _Done):
+                    # A question begun before its verdict and finished already: its
+                    # answer's KV is stored when the stream goes on, unless the
+                    # verdict stopped it first (a refusal stores no answer).
+                    h.wait_released(timeout=VERDICT_WAIT_S)
+                    h.emit(Finished(status="done"))  # its record marks the finish
+                elif h.cancelled:
+                    h.emit(Finished(status="cancelled"))
+                else:
+                    event = piece if isinstance(piece, Piece) else Piece(text=piece)
+                    # A held question's first token is the one its verdict releases.
+                    if h.emit(event) and event.text and h.times().first_token is None:
+                        h.mark(first_token=self._clock())
+                if all(x.done or x.cancelled for x in members):
+                    break  # nobody is listening any more: free the batch now
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        for h in members:
+            if h.cancelled:
+                h.emit(Finished(status="cancelled"))
+            elif not h.done:
+                h.emit(Finished(status="error", error="generation ended without an answer"))
+        return joined
+
+
+def _finish_cancelled(members: Sequence[RequestHandle]) -> None:
+    """A request cancelled while others of its batch go on finishes now (its row
+    leaves the batch at this step), not when the batch ends. A held one hears its
+    verdict first (`_release`)."""
+    for h in members:
+        if h.cancelled and not h.done and not h.held:
+            h.emit(Finished(status="cancelled"))
+
+
+def _retrieval_cap(placement: Placement | None) -> int:
+    if placement is None:
+        return DEFAULT_RETRIEVAL_CAP
+    return max(1, int(placement.max_retrieval_batch))
+
+
+def _generation_cap(placement: Placement | None) -> int:
+    if placement is None:
+        return DEFAULT_GENERATION_CAP
+    return max(1, int(placement.max_batch))

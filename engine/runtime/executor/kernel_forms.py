@@ -1,0 +1,316 @@
+"""Which form a GGUF matrix is held in for computing, and the matmul that reads that form.
+
+On a CPU every quantized matrix of a GGUF file is held in the layout one of torch's
+kernels computes on, made once from the file's blocks and never widened to float32:
+
+- "int4": Q4_0, Q4_1 and Q4_K, exactly (engine/runtime/executor/int4.py, 0.625 bytes a weight);
+- "int8": every other block type, requantized per row (engine/runtime/executor/int8.py, 1 byte).
+
+A unit's tensors name a matrix `p` (e.g. "mlp.down_proj.weight") by its parts: `p:int4`
+and `p:scales`, or `p:int8` and `p:scale8`; a float matrix is `p` itself. q/k/v and
+gate/up of a layer may be fused into one matrix (`QKV`, `GATE_UP`) so that a layer is
+four matmuls, not seven (gpt-fast's fusion).
+
+`linear` picks the computation by the number of rows: the kernels for a decode step's
+few rows; for a prefill's many, the matrix decoded to bfloat16 into a reused buffer and
+one bfloat16 matmul (oneDNN, AVX-512 BF16 here). Measured on this project's CPU, one
+thread, an 17,920 × 1,536 int4 matrix (docs/executor.md): the kernel takes 1.2 ms at 1
+row, 12 ms at 16, 69 ms at 128; the bfloat16 matmul 30 ms at 128 rows plus 44 ms to
+decode the matrix. So the kernel serves up to `_KERNEL_ROWS` rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from gguf import GGMLQuantizationType
+
+from engine.runtime.executor import int4, int8
+from engine.runtime.executor.int4 import reference_linear
+from engine.runtime.executor.quant import decodable, dequantize
+from engine.runtime.models.gguf_file import GGUFTensor, permute_rows
+
+Form = Literal["int4", "int8"]
+QKV = "self_attn.qkv_proj"
+GATE_UP = "mlp.gate_up_proj"
+_FUSED = {
+    QKV: ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    GATE_UP: ("mlp.gate_proj", "mlp.up_proj"),
+}
+_PLAIN = frozenset({GGMLQuantizationType.F32, GGMLQuantizationType.F16, GGMLQuantizationType.BF16})
+_PARTS: dict[Form, tuple[str, str]] = {
+    "int4": (int4.INT4, int4.SCALES),
+    "int8": (int8.INT8, int8.SCALE8),
+}
+# Rows up to which the kernel beats decoding the matrix for a bfloat16 matmul (the
+# module docstring; int8's kernel falls behind sooner: 28 ms against 9 + 15 at 32 rows).
+_KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24}
+# A matrix decoded for a bfloat16 matmul is decoded this many of its rows at a time (a
+# multiple of the int4 tiles' 64): a 151,936-row LM head computed for every position
+# (a likelihood) would otherwise need 0.7 GB of buffer; 16,384 rows of 1,536 need 75 MB.
+DECODE_ROWS = 16_384
+
+
+# Bits a weight takes in its kernel form, by llama.cpp file type: 4-bit blocks 5 bits,
+# every other block type 8. Q4_K_M keeps about a sixth of its layer weights (some v and
+# down matrices) and its head in Q6_K (Qwen2.5-1.5B's file: 198 M of 1,310 M).
+_HELD_BITS = {"Q4_0": 5.0, "Q4_1": 5.0, "Q4_K_S": 5.0, "Q4_K_M": 5.5}
+
+
+def held_bits(file_type: str) -> float:
+    """Bits a weight of a GGUF file of this type takes held in the kernel forms (an
+    estimate for a file not on this machine: the catalogue's variants)."""
+    return _HELD_BITS.get(file_type.upper(), 8.0)
+
+
+def form_of(tensor: GGUFTensor | None) -> Form | None:
+    """The form this GGUF tensor is computed in on a CPU; None: decoded as before
+    (float matrices, vectors, or a torch without the kernels)."""
+    if tensor is None or len(tensor.shape) != 2 or tensor.qtype in _PLAIN:
+        return None
+    if int4.available() and int4.repackable(qtype=tensor.qtype, shape=tensor.shape):
+        return "int4"
+    if int8.available() and decodable(tensor.qtype):
+        return "int8"
+    return None
+
+
+def form_bytes(tensor: GGUFTensor) -> int:
+    """Bytes the matrix holds in its form (its stored bytes when it has none)."""
+    form = form_of(tensor)
+    numel = math.prod(tensor.shape)
+    if form == "int4":
+        return numel // 2 + numel // int4.GROUP * 4
+    if form == "int8":
+        return numel + tensor.shape[0] * 2
+    return tensor.end - tensor.start
+
+
+def _decoded_rows(raw: torch.Tensor, *, tensor: GGUFTensor, start: int, stop: int) -> torch.Tensor:
+    """Rows [start, stop) of a matrix as stored (GGUF order), decoded to float32."""
+    rows, cols = tensor.shape
+    per_row = raw.numel() // rows
+    part = raw[start * per_row : stop * per_row]
+    return dequantize(part, qtype=tensor.qtype, shape=(stop - start, cols)).float()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parts:
+    """A matrix in its form, in Hugging Face row order, before it is named in a unit."""
+
+    form: Form
+    values: torch.Tensor  # int4: nibbles (N, K/2) uint8; int8: (N, K) int8
+    scales: torch.Tensor  # int4: (K/32, N, 2) bfloat16; int8: (N,) bfloat16
+
+
+def to_parts(raw: torch.Tensor, *, tensor: GGUFTensor) -> Parts:
+    """`raw` (the matrix's GGUF bytes) in its form."""
+    form = form_of(tensor)
+    rows, cols = tensor.shape
+    if form == "int4":
+        nibbles, scales = int4.repack(
+            raw, qtype=tensor.qtype, shape=(rows, cols), permute_heads=tensor.permute_heads
+        )
+        return Parts(form="int4", values=nibbles, scales=scales)
+    if form != "int8":
+        raise ValueError(f"{tensor.name}: {tensor.qtype.name} has no kernel form")
+    values, scale = int8.requantize_rows(
+        rows=rows,
+        cols=cols,
+        decode=lambda start, stop: _decoded_rows(raw, tensor=tensor, start=start, stop=stop),
+    )
+    if tensor.permute_heads:
+        values = permute_rows(values, heads=tensor.permute_heads, inverse=True)
+        scale = permute_rows(scale, heads=tensor.permute_heads, inverse=True)
+    return Parts(form="int8", values=values, scales=scale)
+
+
+def named(param: str, parts: Parts) -> dict[str, torch.Tensor]:
+    """The unit's tensors holding `parts` as the matrix `param`."""
+    values, scales = _PARTS[parts.form]
+    return {param + values: parts.values, param + scales: parts.scales}
+
+
+def fused(members: list[Parts]) -> Parts | None:
+    """One matrix of `members` stacked by rows, when they share a form (None: not)."""
+    forms = {p.form for p in members}
+    if len(forms) != 1:
+        return None
+    form = forms.pop()
+    dim = 1 if form == "int4" else 0  # int4 scales are (K/32, N, 2)
+    return Parts(
+        form=form,
+        values=torch.cat([p.values for p in members]),
+        scales=torch.cat([p.scales for p in members], dim=dim),
+    )
+
+
+def fuse_layer(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A layer's tensors with q/k/v and gate/up each fused into one matrix (and q/k/v's
+    biases into one), where the members share a form."""
+    out = dict(tensors)
+    for name, members in _FUSED.items():
+        parts = [parts_of(out, f"{m}.weight") for m in members]
+        if any(p is None for p in parts):
+            continue
+        joined = fused([p for p in parts if p is not None])
+        if joined is None:
+            continue
+        for m in members:
+            for key in [k for k in out if k.startswith(f"{m}.weight:")]:
+                del out[key]
+        out.update(named(f"{name}.weight", joined))
+        biases = [out.get(f"{m}.bias") for m in members]
+        if all(b is not None for b in biases):
+            out[f"{name}.bias"] = torch.cat([b for b in biases if b is not None])
+            for m in members:
+                del out[f"{m}.bias"]
+    return out
+
+
+def parts_of(tensors: Mapping[str, torch.Tensor], param: str) -> Parts | None:
+    for form, (values, scales) in _PARTS.items():
+        if param + values in tensors:
+            v = tensors[param + values]
+            return Parts(form=form, values=v, scales=tensors[param + scales])
+    return None
+
+
+def is_part(name: str) -> bool:
+    return any(name.endswith(s) for pair in _PARTS.values() for s in pair)
+
+
+class Workspace:
+    """How the compute thread's matmuls run: the reused buffers a prefill decodes each
+    matrix into (fresh ones would fault in every page at every matrix), and `reference`:
+    every matmul by dequantize-then-matmul in float32 (`reference_linear`: the tests'
+    and the benchmark's check of the kernels). Not thread-safe."""
+
+    def __init__(self, *, reference: bool = False) -> None:
+        self.reference = reference
+        self._flat: dict[torch.dtype, torch.Tensor] = {}
+        # While a chunked prefill runs one layer over its chunks: each matrix decoded
+        # once for all of them (keyed by its bytes' address and rows).
+        self._kept: dict[tuple[int, int], torch.Tensor] | None = None
+
+    @contextlib.contextmanager
+    def keeping_decoded(self) -> Iterator[None]:
+        """Within the block, a matrix decoded for a bfloat16 matmul is kept and reused
+        (one layer's matrices over a prefill's chunks); dropped at its end."""
+        self._kept = {}
+        try:
+            yield
+        finally:
+            self._kept = None
+
+    def decoded(self, parts: Parts) -> torch.Tensor:
+        """`parts`' matrix in bfloat16: into the reused buffer, or kept (see above)."""
+        if self._kept is None:
+            return _int4_bf16(parts, self) if parts.form == "int4" else _int8_bf16(parts, self)
+        key = (parts.values.data_ptr(), parts.values.shape[0])
+        weight = self._kept.get(key)
+        if weight is None:
+            decode = _int4_bf16 if parts.form == "int4" else _int8_bf16
+            weight = decode(parts, self, fresh=True)
+            self._kept[key] = weight
+        return weight
+
+    def take(self, numel: int, dtype: torch.dtype) -> torch.Tensor:
+        flat = self._flat.get(dtype)
+        if flat is None or flat.numel() < numel:
+            self._flat.pop(dtype, None)
+            flat = torch.empty(numel, dtype=dtype)
+            self._flat[dtype] = flat
+        return flat[:numel]
+
+    def held_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._flat.values())
+
+    def clear(self) -> None:
+        self._flat.clear()
+
+
+def _int4_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
+    """int4.dequantize_bf16 into `buffer`: 3.6× faster than fresh tensors in float32 for
+    a 17,920 × 1,536 matrix here (44 against 159 ms), bfloat16 arithmetic on integers
+    that bfloat16 holds exactly."""
+    rows, half = parts.values.shape
+    cols = half * 2
+    q = buffer.take(rows * cols, torch.uint8).view(rows // 64, 2, cols, 32)
+    tiles = parts.values.view(rows // 64, cols, 32)
+    torch.bitwise_and(tiles, 0x0F, out=q[:, 0])
+    torch.bitwise_right_shift(tiles, 4, out=q[:, 1])
+    flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
+    w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows // 64, 2, 32, cols)
+    w.copy_(q.transpose(2, 3))
+    s = parts.scales.transpose(0, 1)  # (N, K/32, 2)
+    grouped = w.view(rows, cols // int4.GROUP, int4.GROUP)
+    grouped.sub_(8.0).mul_(s[..., :1]).add_(s[..., 1:])
+    return w.view(rows, cols)
+
+
+def _int8_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch.Tensor:
+    rows, cols = parts.values.shape
+    flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
+    w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows, cols)
+    w.copy_(parts.values)
+    return w.mul_(parts.scales.unsqueeze(1))
+
+
+def linear(
+    x: torch.Tensor,
+    *,
+    parts: Parts,
+    bias: torch.Tensor | None,
+    buffer: Workspace,
+) -> torch.Tensor:
+    """x @ W.T + bias for W in its form; x's dtype in and out."""
+    if buffer.reference:
+        return reference_linear(x, weight=reference_weight(parts), bias=bias)
+    rows = x.numel() // x.shape[-1]
+    if rows <= _KERNEL_ROWS[parts.form]:
+        if parts.form == "int4":
+            return int4.linear(x, nibbles=parts.values, scales=parts.scales, bias=bias)
+        return int8.linear(x, values=parts.values, scale=parts.scales, bias=bias)
+    xb = x.to(torch.bfloat16)
+    n = parts.values.shape[0]
+    pieces = []
+    for start in range(0, n, DECODE_ROWS):
+        piece = _rows(parts, start=start, stop=min(n, start + DECODE_ROWS))
+        pieces.append(F.linear(xb, buffer.decoded(piece)).to(x.dtype))
+    y = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)
+    return y if bias is None else y.add_(bias)
+
+
+def _rows(parts: Parts, *, start: int, stop: int) -> Parts:
+    """Rows [start, stop) of a matrix in its form (start a multiple of 64)."""
+    if start == 0 and stop == parts.values.shape[0]:
+        return parts
+    scales = parts.scales[:, start:stop] if parts.form == "int4" else parts.scales[start:stop]
+    return Parts(form=parts.form, values=parts.values[start:stop], scales=scales)
+
+
+def reference_weight(parts: Parts) -> torch.Tensor:
+    """The float32 matrix the kernels compute with (dequantize-then-matmul reference)."""
+    if parts.form == "int4":
+        return int4.weight_of(parts.values, parts.scales)
+    return int8.reference_weight(parts.values, parts.scales)
+
+
+def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor]) -> int:
+    """What a prefill decodes at most: a chunked one keeps one layer's matrices decoded
+    to bfloat16 (`Workspace.keeping_decoded`) beside the buffer for the largest one and
+    its integers (at most `DECODE_ROWS` rows of the head: a likelihood's head)."""
+
+    def matrices(tensors: list[GGUFTensor]) -> list[int]:
+        return [min(t.shape[0], DECODE_ROWS) * t.shape[1] for t in tensors if form_of(t)]
+
+    layer = max((sum(matrices(ts)) for ts in layers), default=0)
+    largest = max((n for ts in [*layers, head] for n in matrices(ts)), default=0)
+    return layer * 2 + largest * 3

@@ -1,0 +1,579 @@
+"""The engine as a plain object: ingest, ask, look up sources, choose a model.
+
+The HTTP server (engine/service/server.py) is a thin layer over this and its named sub-APIs
+(`ingestion`, `library`, `system`: engine/service/facade.py); tests can call it in-process.
+Heavy parts (the embedder, a language model) load lazily, in the background where
+possible, so the engine answers /v1/status at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.errors import ModelLoadError
+from engine.paths import Paths
+from engine.rag.answer.model_ranker import MODEL_RANKER
+from engine.rag.answer.reranker import CandidateRanker
+from engine.rag.ingest.discovery import IgnoreRules
+from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.embedder_switch import EmbedderSwitch
+from engine.rag.ingest.jobs import IngestJob, IngestQueue
+from engine.rag.ingest.journal import remove_orphans
+from engine.rag.ingest.priority import background_nice
+from engine.rag.ingest.sandbox import SandboxLimits
+from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
+from engine.rag.pipeline.answer_stream import answer_events
+from engine.rag.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
+from engine.rag.pipeline.follow_up import resolve_follow_up, specific_words
+from engine.rag.pipeline.serving import ServingPipeline, retire
+from engine.rag.pipeline.status_info import pipeline_info
+from engine.rag.store.lance_store import LanceStore
+from engine.rag.store.records import SearchFilters, SearchHit
+from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
+from engine.runtime.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
+from engine.service import library_view
+from engine.service.embedder_in_force import EmbedderInForce
+from engine.service.facade import IngestionAPI, LibraryAPI, SystemAPI
+from engine.service.folders import FolderRegistry
+from engine.service.profiling.auto_profile import AutoProfiler, ProfilingInputs, Sampler
+from engine.service.ranker_choice import RankerChoice, setting_of
+from engine.service.settings import load_settings, save_settings, with_changes
+from engine.wire import (
+    AnswerEvent,
+    DocumentInfo,
+    EngineSettings,
+    EngineStatus,
+    FileError,
+    IngestQueueState,
+    PipelineInfo,
+    Priority,
+    SearchedEvent,
+    SourceView,
+    Turn,
+    WatchedFolder,
+)
+
+if TYPE_CHECKING:
+    from engine.rag.answer.generative import GenerationRecord, GenerativeAnswerer
+    from engine.rag.answer.in_use import ModelInUse
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+WARM_UP_WAIT_S = 120.0  # a first start exports the embedder to ONNX: tens of seconds under load
+# The relevance gate runs on each question right after its batch's search: answering.py.
+
+
+class Engine:
+    def __init__(self, *, paths: Paths, warm_up: bool = True, watch: bool = True) -> None:
+        self.paths = paths.ensure()
+        self.settings = load_settings(file=paths.settings_file)
+        self.store = LanceStore(folder=paths.index_dir)
+        self.folders = FolderRegistry(file=paths.folders_file)
+        self.in_force = EmbedderInForce(
+            paths=self.paths,
+            store=self.store,
+            chosen=lambda: self.settings.embedder,
+            placement=self.placement,
+        )
+        self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
+        self._model: ModelInUse | None = None  # the language model chosen, if any
+        self._generator_error: str | None = None
+        self._model_lock = threading.Lock()
+        # Held while the model runs (a generation batch, an answer without retrieval,
+        # a profiling sample): one thing at a time on the scarcest resource here.
+        self._answer_lock = threading.Lock()
+        # The two pipelines every answer goes through; built at the first question.
+        self._serving: ServingPipeline | None = None
+        self._serving_lock = threading.Lock()
+        self._serving_profile: object = None  # profiler status the fit was read at
+        # A killed engine may have left a new document's rows without its journal row.
+        remove_orphans(store=self.store)
+        self.ingest = IngestQueue(
+            store=self.store,
+            embedder=self.embedder,
+            limits=SandboxLimits(
+                time_s=self.settings.parse_time_limit_s, memory_mb=self.settings.parse_memory_mb
+            ),
+            rules=IgnoreRules(max_file_bytes=self.settings.max_file_mb * 1024 * 1024),
+            pending_file=paths.data / "ingest-queue.json",
+            accept=lambda p: self.folders.containing(path=p) is not None,
+            nice=background_nice(),  # questions get the cores first (engine/rag/ingest/priority.py)
+        )
+        self.embedders = EmbedderSwitch(
+            store=self.store,
+            queue=self.ingest,
+            load=self.in_force.load,
+            on_swap=self.in_force.swap,
+        )
+        meta = self.store.meta
+        if meta is not None and meta.embedder_id != self.settings.embedder:
+            # A switch chosen before the last exit: it goes on (before the rescan,
+            # so that changed files are embedded once, by the new embedder).
+            self.embedders.start(target=self.settings.embedder)
+        self.in_force.attach(self.embedders)
+        self.watcher = FolderWatcher(on_changes=self._on_folder_changes)
+        self.rescan: IngestJob | None = None  # the start-up rescan, once submitted
+        self.watching = threading.Event()  # set when every folder is watched
+        if watch:
+            threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
+        self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
+        # What the server calls besides the methods below (engine/service/facade.py).
+        self.ingestion = IngestionAPI(queue=self.ingest)
+        self.library = LibraryAPI(folders=self.folders)
+        self.system = SystemAPI(
+            paths=self.paths,
+            store=self.store,
+            profiler=self.profiler,
+            chosen_model=lambda: self.settings.model,
+            placement=self.placement,
+        )
+        self._closing = threading.Event()
+        self._warming: threading.Thread | None = None
+        if warm_up:
+            self._warming = threading.Thread(
+                target=self._warm_up, name="engine-warm-up", daemon=True
+            )
+            self._warming.start()
+
+    # -- lazily loaded parts ----------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedder in force: the one the index was built with. While a
+        switch to another re-embeds the collection, this is still the old one."""
+        return self.in_force.get()
+
+    def embed_in_force(self, texts: list[str]) -> np.ndarray:
+        return self.in_force.embed(texts)
+
+    def embed_tagged(self, texts: list[str]) -> tuple[np.ndarray, str]:
+        return self.in_force.embed_tagged(texts)
+
+    def set_embedder(self, *, embedder: str) -> EngineSettings:
+        """Choose the embedder (the bundled one, a sentence-transformers folder, a model
+        id in the Hugging Face cache); it is loaded first (one that does not load is never
+        saved), then the collection is re-embedded while the current index answers."""
+        name = self.embedders.choose(name=embedder)
+        self.settings = with_changes(self.settings, embedder=name)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
+
+    def set_reranker(self, *, reranker: str | None) -> EngineSettings:
+        """None/"none", "model" (the language model in use ranks), or a cross-encoder,
+        loaded first (one that does not load is never saved). Questions asked from
+        now on are ranked so; any waiting go on with the pipelines they are in."""
+        setting = setting_of(reranker, paths=self.paths)
+        if setting and setting != MODEL_RANKER:
+            self.rankers.cross_encoder(setting)
+        self.settings = with_changes(self.settings, reranker=setting)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        self._drop_serving()
+        return self.settings
+
+    def _warm_up(self) -> None:
+        try:
+            self.embedder()
+            if self.settings.model and not self._closing.is_set():
+                self._load_generator(self.settings.model, weights=self.settings.model_weights)
+        except Exception as e:  # shown in status; the engine keeps serving
+            if self._closing.is_set():  # the store closed under it: not a failure
+                log.info("warm-up stopped: the engine is closing (%s)", e)
+                return
+            log.exception("warm-up failed")
+            self._generator_error = str(e)
+        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0" and not self._closing.is_set():
+            self.profiler.start()
+
+    def _profiling_inputs(self) -> ProfilingInputs:
+        _, chunks = self.store.counts()
+        saved = load_saved_profile(data_dir=self.paths.data) if chunks == 0 else None
+        if saved is not None:
+            # Emptied (its last folder removed): timing retrieval over nothing tells
+            # nothing, and the next documents bring a size of their own.
+            chunks = saved.collection_chunks
+        # Idle: no answer being written and no ingestion job queued or running
+        # (either would disturb every measurement, and ingestion changes the size).
+        serving = self._serving
+        idle = (
+            not self._answer_lock.locked()
+            and (serving is None or serving.pipeline.idle())
+            and not self.ingest.state().jobs
+        )
+        return ProfilingInputs(
+            model_id=self.settings.model,
+            collection_chunks=chunks,
+            idle=idle,
+            sample_generation=self._generation_sampler,
+            sample_retrieval=lambda: self._retrieval_sampler(chunks=chunks),
+        )
+
+    def _generation_sampler(self) -> Sampler | None:
+        from engine.service.profiling.samplers import generation_sampler
+
+        model = self._model
+        if model is None:
+            return None
+        answerer = model.answerer
+        with self._answer_lock:
+            sample = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
+
+        def between_answers(batch: int) -> float:
+            # One timed batch at a time under the answer lock: a question waits
+            # seconds for a sample, never minutes for the whole profile.
+            with self._answer_lock:
+                return sample(batch)
+
+        return between_answers
+
+    def _retrieval_sampler(self, *, chunks: int) -> Sampler | None:
+        from engine.service.profiling.samplers import retrieval_sampler
+
+        return retrieval_sampler(store=self.store) if chunks > 0 else None
+
+    def _load_generator(self, model: str, *, weights: str) -> ModelInUse:
+        from engine.rag.answer.in_use import open_model
+        from engine.runtime.models.compress import compute_dtype_of, weights_folder
+        from engine.runtime.models.resolve import resolve_model_path
+
+        with self._model_lock:
+            path = resolve_model_path(model=model)
+            path = weights_folder(folder=path, weights=weights, cache=self.paths.cache)
+            # One plan and one owner for the model's tiers and the index's budget (§4.2).
+            in_use = open_model(
+                model_path=path,
+                dtype=compute_dtype_of(weights),
+                store=self.planner_store,
+                index=self.store,
+                paths=self.paths,
+                decode_at_load=weights == "auto",  # a chosen int8 / int4 stays so
+            )
+            self._model, self._generator_error = in_use, None
+        self._drop_serving()  # the next question builds pipelines for this model
+        return in_use
+
+    # -- settings ------------------------------------------------------------------
+
+    def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
+        """Load the model first: a model that does not load is never saved.
+        `weights` (None: the setting's) says how its weights are held."""
+        from engine.runtime.models.compress import check_weights
+
+        weights = check_weights(weights or self.settings.model_weights)
+        if model:
+            model = os.path.expanduser(model)
+            self._load_generator(model, weights=weights)
+        else:
+            with self._model_lock:
+                self._model = None
+            self._drop_serving()
+        self.settings = with_changes(self.settings, model=model or None, model_weights=weights)
+        save_settings(file=self.paths.settings_file, settings=self.settings)
+        return self.settings
+
+    # -- reading -----------------------------------------------------------------------
+
+    def status(self) -> EngineStatus:
+        documents, chunks = self.store.counts()
+        meta = self.store.meta
+        switch = self.embedders.active()
+        return EngineStatus(
+            version=VERSION,
+            pid=os.getpid(),
+            documents=documents,
+            chunks=chunks,
+            embedder=self.settings.embedder,
+            model=self.settings.model,
+            answer_mode="generative" if self._model is not None else "extractive",
+            model_error=self._generator_error,
+            profiling=self.profiler.status(),
+            pipeline=self.pipeline_info(),
+            embedder_in_force=meta.embedder_id if meta is not None else None,
+            embedder_job=switch[1].id if switch is not None else None,
+            reranker=self.settings.reranker,
+        )
+
+    def pipeline_info(self) -> PipelineInfo | None:
+        """Queues, batches, the placement in force, recent requests; None before
+        the first question."""
+        serving = self._serving
+        if serving is None:
+            return None
+        return pipeline_info(status=serving.pipeline.status(), placement=serving.placement)
+
+    def model_in_use(self) -> ModelInUse | None:
+        """The language model answering now and the owner of its placement."""
+        return self._model
+
+    def placement(self) -> Placement | None:
+        """The placement in force of the model in use (None: no language model), as its
+        owner reports it: after an out-of-memory recovery, the demoted one."""
+        return m.owner.placement if (m := self._model) is not None else None
+
+    def documents(self) -> list[DocumentInfo]:
+        return library_view.documents(store=self.store)
+
+    def errors(self) -> list[FileError]:
+        return library_view.errors(store=self.store)
+
+    def source(self, *, chunk_id: str) -> SourceView | None:
+        return library_view.source(
+            store=self.store,
+            chunk_id=chunk_id,
+            watched=lambda p: self.folders.containing(path=p) is not None,
+        )
+
+    # -- ingestion ------------------------------------------------------------------------
+
+    def start_ingest(self, *, paths: list[str]) -> IngestJob:
+        return self.ingest.submit(paths=paths)
+
+    def _watch_all(self) -> None:
+        """Watch every registered folder, then rescan them against the journal:
+        what changed while the engine was off (or was pending when it was
+        killed) is brought up to date; unchanged files cost one stat each."""
+        folders = [Path(f.path) for f in self.folders.list()]
+        for folder in folders:
+            self.watcher.watch(folder=folder)
+        present = [str(f) for f in folders if f.is_dir()]
+        if present:
+            self.rescan = self.ingest.submit_changes(paths=present, origin="rescan")
+        self.watching.set()
+
+    def _on_folder_changes(self, changes: FolderChanges) -> None:
+        self.ingest.submit_changes(paths=changes.upserted, removed=changes.removed)
+
+    def pause_ingest(self) -> IngestQueueState:
+        return self.ingest.pause()
+
+    def resume_ingest(self) -> IngestQueueState:
+        return self.ingest.resume()
+
+    def watch_folder(self, *, path: str, collection: str = "default") -> WatchedFolder:
+        """Register a folder and follow its changes, without ingesting what is
+        in it now (the caller does, or the next start's rescan). Raises like
+        `add_folder`."""
+        folder = self.folders.add(path=path, collection=collection)
+        self.watcher.watch(folder=Path(folder.path))
+        return folder
+
+    def add_folder(
+        self, *, path: str, collection: str = "default"
+    ) -> tuple[WatchedFolder, IngestJob]:
+        """Register a folder and index it. Raises FileNotFoundError or
+        NotADirectoryError for a path that is not an existing folder."""
+        folder = self.watch_folder(path=path, collection=collection)
+        return folder, self.ingest.submit(paths=[folder.path])
+
+    def remove_folder(self, *, path: str) -> WatchedFolder | None:
+        """Forget a folder: its documents leave the index; the files are never touched."""
+        removed = self.folders.remove(path=path)
+        if removed is None:
+            return None
+        root = Path(removed.path)
+        self.watcher.unwatch(folder=root)
+        # Its jobs stop and what they wrote goes now, not at the next start.
+        self.ingest.forget_folder(
+            root=root, watched=lambda p: self.folders.containing(path=p) is not None
+        )
+        return removed
+
+    # -- answering ------------------------------------------------------------------------
+
+    def retrieve(
+        self,
+        *,
+        question: str,
+        k: int,
+        folders: tuple[str, ...] = (),
+        types: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """The top k chunks, only from `folders` (and below) and of file `types`
+        (extensions) when given."""
+        filters = SearchFilters(folders=tuple(folders), types=tuple(types))
+        return self.in_force.hybrid_search(text=question, k=k, filters=filters)
+
+    def ask_stream(
+        self,
+        *,
+        question: str,
+        k: int = 5,
+        cancel: threading.Event | None = None,
+        folders: tuple[str, ...] = (),
+        types: tuple[str, ...] = (),
+        priority: Priority = "interactive",
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
+    ) -> Iterator[AnswerEvent]:
+        """SearchedEvent (a follow-up, or `leaned_search`), CitationsEvent, TokenEvent...,
+        DoneEvent (engine/wire_events.py), batched with other questions; "interactive"
+        (the chat a person watches) goes ahead of "background" work (batch, API), never
+        starved. `history` resolves a follow-up before retrieval and goes into the prompt."""
+        question = question.strip()
+        if not question:
+            raise ValueError("the question is empty")
+        serving = self.serving()
+        follow_up = None
+        if history:
+            follow_up = resolve_follow_up(
+                pipeline=serving.pipeline,
+                question=question,
+                history=history,
+                with_model=serving.answerer is not None,
+                cancel=cancel,
+                specific=specific_words(self.store),
+            )
+        if follow_up is not None and follow_up.dependent:
+            yield SearchedEvent(
+                query=follow_up.query,
+                rewritten_by=follow_up.rewritten_by,
+                context=follow_up.context if follow_up.rewritten_by == "history" else "",
+            )
+        filters = SearchFilters(folders=tuple(folders), types=tuple(types))
+        handle = serving.pipeline.submit(
+            question=follow_up.query if follow_up is not None else question,
+            priority=priority,
+            k=max(1, min(k, 50)),
+            max_new_tokens=max(1, max_new_tokens),
+            payload=None if filters.empty else filters,
+            conversation=follow_up,
+            cancel=cancel,
+        )
+        yield from answer_events(
+            handle=handle,
+            cancel=cancel,
+            unfinished=self.ingestion.unfinished,
+            embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
+        )
+
+    def serving(self) -> ServingPipeline:
+        """The pipelines for the model in use now (built on first use)."""
+        self.embedder()  # loaded (and the index made to match) before the first batch
+        with self._serving_lock:
+            serving = self._serving
+            retiring = None
+            ranker = self.settings.reranker
+            if serving is not None and (
+                serving.model is not self._model or serving.ranker != ranker
+            ):
+                retiring, serving, self._serving = serving, None, None
+                retiring.pipeline.hold()  # now: the hand-over thread may start late
+            if serving is None:
+                model = self._model
+                self._serving_profile = self.profiler.status()
+                serving = ServingPipeline(
+                    store=self.store,
+                    embed=self.embed_in_force,
+                    tagged=self.embed_tagged,
+                    sentence_embed=self.in_force.embed_sentences,
+                    model=model,
+                    model_lock=self._answer_lock,
+                    generation_fit=self._generation_fit() if model is not None else None,
+                    reranker=self.reranker(),
+                    ranker=ranker,
+                )
+                self._serving = serving
+            elif serving.answerer is not None:
+                status = self.profiler.status()
+                if status != self._serving_profile:  # a profile may have been fitted since
+                    self._serving_profile = status
+                    serving.pipeline.set_generation_fit(self._generation_fit())
+        if retiring is not None:
+            retire(retiring, successor=serving)
+        return serving
+
+    def reranker(self) -> CandidateRanker | None:
+        """The settings' cross-encoder (loaded once), the model in use for "model", or None."""
+        model, setting = self._model, self.settings.reranker
+        return self.rankers.current(setting=setting, model=model, model_lock=self._answer_lock)
+
+    def _drop_serving(self) -> None:
+        """The model or the ranker changed: questions still waiting go on with the new
+        pipelines (built now for them); idle pipelines are just closed."""
+        with self._serving_lock:
+            serving = self._serving
+            if serving is None:
+                return
+            if serving.pipeline.idle():
+                self._serving = None
+                retire(serving, successor=None)
+                return
+        self.serving()  # sees the old pipelines' answerer is not the model's: hands over
+
+    def _generation_fit(self) -> PowerLawFit | None:
+        """T(B) from active profiling, when a profile of this model on this machine
+        and collection is stored."""
+        return stored_generation_fit(
+            paths=self.paths, model_id=self.settings.model, chunks=self.store.counts()[1]
+        )
+
+    def planner_store(self) -> StoreSpec:
+        """The index as the planner sees it (a `StoreSpec`): the collection's
+        chunks, each as resident in the store's layout."""
+        from engine.runtime.planner.report import store_spec
+
+        _, chunks = self.store.counts()
+        meta = self.store.meta
+        return store_spec(
+            chunks=chunks,
+            vector_dim=meta.dimension if meta else DEFAULT_VECTOR_DIM,
+            row_bytes=self.store.resident_row_bytes(),
+        )
+
+    def generate_stream(
+        self,
+        *,
+        question: str,
+        cancel: threading.Event | None = None,
+        history: Sequence[Turn] = (),
+        max_new_tokens: int = 256,
+    ) -> Iterator[str]:
+        """The chosen model's answer without retrieval (the API's `retrieval: false`).
+        Raises ModelLoadError when no language model is in use."""
+        model = self._model
+        if model is None:
+            raise ModelLoadError("no language model is in use: answers need retrieval")
+        with self._answer_lock:
+            yield from model.answerer.stream(
+                question=question.strip(),
+                passages=[],
+                cancel=cancel,
+                history=history,
+                max_new_tokens=max_new_tokens,
+            )
+
+    def language_model(self) -> GenerativeAnswerer | None:
+        """The answerer of the language model in use; None in extractive mode."""
+        model = self._model
+        return model.answerer if model is not None else None
+
+    def last_generation(self) -> GenerationRecord | None:
+        """What the model's last run fed and produced, if any."""
+        model = self._model
+        return model.answerer.last_generation if model is not None else None
+
+    def close(self, *, warm_up_wait_s: float = WARM_UP_WAIT_S) -> None:
+        # The warm-up loads models in native code (torch, the first ONNX export) on a
+        # daemon thread: left running, the interpreter's exit destroyed torch's threads
+        # under it ("terminate called without an active exception", SIGABRT), and the
+        # store closed under it ("warm-up failed").
+        self._closing.set()
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            log.info("waiting for the warm-up to end before closing")
+            warming.join(timeout=warm_up_wait_s)
+            if warming.is_alive():
+                log.warning("the warm-up did not end within %.0f s", warm_up_wait_s)
+        with self._serving_lock:
+            serving, self._serving = self._serving, None
+        if serving is not None:
+            serving.close()
+        self.profiler.stop()
+        self.watcher.close()
+        self.ingest.stop()
+        self.store.close()

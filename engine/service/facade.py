@@ -1,0 +1,127 @@
+"""The engine's named sub-APIs: what the HTTP server (engine/service/server.py, engine/service/api/)
+may call besides `Engine`'s own methods, so that it never reaches into the engine's
+parts (the store, the ingestion queue, the folder registry, the profiler).
+
+The split follows vLLM v1's engine core and its client: the core owns the parts and
+their threads; the layer in front of it calls a small set of named operations and gets
+wire values back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.rag.ingest.jobs import IngestJob, IngestQueue
+from engine.wire import (
+    FINAL_STATES,
+    HardwareInfo,
+    IndexUsage,
+    IngestProgress,
+    IngestQueueState,
+    ProfilingStatus,
+    WatchedFolder,
+)
+
+if TYPE_CHECKING:
+    from engine.paths import Paths
+    from engine.rag.store.lance_store import LanceStore
+    from engine.runtime.planner.placement import Placement
+    from engine.service.folders import FolderRegistry
+    from engine.service.profiling.auto_profile import AutoProfiler
+
+
+class IngestionAPI:
+    """Ingestion jobs: follow, cancel, pause and resume them."""
+
+    def __init__(self, *, queue: IngestQueue) -> None:
+        self._queue = queue
+
+    def state(self) -> IngestQueueState:
+        return self._queue.state()
+
+    def job(self, *, job_id: str) -> IngestJob | None:
+        return self._queue.job(job_id=job_id)
+
+    def jobs(self) -> list[IngestJob]:
+        return self._queue.jobs()
+
+    def unfinished(self) -> list[IngestProgress]:
+        """Jobs queued or running, as the wire shows them."""
+        return [p for p in (job.snapshot() for job in self.jobs()) if p.state not in FINAL_STATES]
+
+    def cancel(self, *, job_id: str, reason: str | None = None) -> IngestJob | None:
+        """`reason` becomes the job's message, so that whoever follows it says why."""
+        job = self._queue.job(job_id=job_id)
+        if job is not None and reason and job.snapshot().state not in FINAL_STATES:
+            job.update(message=reason)
+        return self._queue.cancel(job_id=job_id)
+
+    def cancel_all(self) -> None:
+        """Each job stops after the file in hand (the engine is shutting down)."""
+        for job in self.jobs():
+            self.cancel(
+                job_id=job.id, reason="the engine is stopping; the job resumes at its next start"
+            )
+
+
+class LibraryAPI:
+    """The folders a person added: the grant for everything the API may read."""
+
+    def __init__(self, *, folders: FolderRegistry) -> None:
+        self._folders = folders
+
+    def folders(self) -> list[WatchedFolder]:
+        return self._folders.list()
+
+    def folder_of(self, *, path: str | Path) -> WatchedFolder | None:
+        """The watched folder `path` lies in (`..` and symlinks resolved), if any: a
+        `str` as the store keeps paths, a `Path` as the file system names it."""
+        return self._folders.containing(path=path)
+
+
+class SystemAPI:
+    """The machine, the placement in force and active profiling."""
+
+    def __init__(
+        self,
+        *,
+        paths: Paths,
+        store: LanceStore,
+        profiler: AutoProfiler,
+        chosen_model: Callable[[], str | None],
+        placement: Callable[[], Placement | None],
+    ) -> None:
+        """`chosen_model()`: the model in the settings; `placement()`: the placement in
+        force of the model in use (its owner's)."""
+        self._paths = paths
+        self._store = store
+        self._profiler = profiler
+        self._chosen_model = chosen_model
+        self._placement = placement
+
+    def hardware(self) -> HardwareInfo:
+        """GET /v1/hardware: the profile, the placement in force of the model in use
+        (else the plan for the chosen one), the stored fit. The first call on a machine
+        measures disk bandwidth (seconds)."""
+        from engine.runtime.planner.report import folder_bytes, hardware_info
+
+        _, chunks = self._store.counts()
+        meta = self._store.meta
+        index = IndexUsage(
+            chunks=chunks,
+            disk_bytes=folder_bytes(self._store.folder),
+            resident_bytes=self._store.resident_bytes(),
+        )
+        return hardware_info(
+            paths=self._paths,
+            model=self._chosen_model(),
+            chunks=chunks,
+            vector_dim=meta.dimension if meta else None,
+            in_force=self._placement(),
+            index=index,
+        )
+
+    def skip_profiling(self) -> ProfilingStatus:
+        return self._profiler.skip()

@@ -1,0 +1,3 @@
+"""The catalogue of recommended models and rerankers, and their
+downloads.
+"""

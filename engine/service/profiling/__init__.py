@@ -1,0 +1,3 @@
+"""Active profiling: timing generation and retrieval on this
+machine while idle, and when to do it again.
+"""

@@ -1,0 +1,92 @@
+"""Which question words count as never mentioned, and the bar they raise."""
+
+from __future__ import annotations
+
+from engine.rag.answer.refusal import UNKNOWN_WORD_PENALTY, names, refused, unknown_words
+
+PASSAGES = [
+    "PostgreSQL and MySQL servers are packaged for Debian.",
+    "The database listens on a local socket by default.",
+]
+
+
+def test_only_words_in_no_passage_and_no_chunk_are_unknown() -> None:
+    asked: list[str] = []
+
+    def holds(word: str) -> bool:
+        asked.append(word)
+        return word in ("set", "replicas")  # chunks outside the passages have them
+
+    unknown = unknown_words(
+        question="How do I set up replication slots and replicas in PostgreSQL servers?",
+        texts=PASSAGES,
+        holds=holds,
+    )
+    assert unknown == ["replication", "slots"]
+    # Words the passages hold ("postgresql", "server" via its stem) are not looked up,
+    # nor function words a full-text index drops ("how", "and", "in").
+    assert asked == ["set", "replication", "slots", "replicas"]
+
+
+def test_an_unknown_word_raises_the_bar_by_the_penalty() -> None:
+    assert not refused(score=0.6, unknown=[], min_score=0.5)
+    assert refused(score=0.6, unknown=["wireguard"], min_score=0.5)
+    assert not refused(score=0.5 + UNKNOWN_WORD_PENALTY + 0.01, unknown=["vpn"], min_score=0.5)
+    assert refused(score=0.4, unknown=[], min_score=0.5)
+
+
+def test_a_name_no_chunk_holds_is_unknown_though_each_of_its_words_is_known() -> None:
+    asked: list[str] = []
+
+    def holds_phrase(phrase: str) -> bool:
+        asked.append(phrase)
+        return phrase == "Debian Policy"  # a chunk outside the passages has it
+
+    unknown = unknown_words(
+        question="How do I submit a package to the Arch User Repository per Debian Policy?",
+        texts=["Upload the package to the archive: the arch and user fields of its repository."],
+        holds=lambda word: True,
+        holds_phrase=holds_phrase,
+    )
+    assert unknown == ["Arch User Repository"]
+    assert asked == ["Arch User Repository", "Debian Policy"]
+
+
+def test_a_name_the_passages_hold_is_not_looked_up() -> None:
+    def holds_phrase(phrase: str) -> bool:
+        raise AssertionError(f"looked up {phrase}")
+
+    assert not unknown_words(
+        question="Where does Git Buildpackage keep its settings?",
+        texts=["The git-buildpackage\nsettings live in ~/.gbp.conf."],
+        holds=lambda word: True,
+        holds_phrase=holds_phrase,
+    )
+
+
+def test_names_are_runs_of_capitalised_words_not_the_first_word_nor_code() -> None:
+    assert names("Does Secure Boot work with the LaTeX Beamer class?") == [
+        "Secure Boot",
+        "LaTeX Beamer",
+    ]
+    assert names("Secure the Raspberry Pi") == ["Raspberry Pi"]
+    # All capitals are SQL or an acronym, one capitalised word is no name of several.
+    assert names("Does a BIGINT PRIMARY KEY column alias the rowid in SQLite?") == []
+    assert names("What is the IPv4 MTU of Debian?") == []
+
+
+def test_negated_auxiliaries_and_pronouns_are_never_unknown() -> None:
+    asked: list[str] = []
+
+    def holds(word: str) -> bool:
+        asked.append(word)
+        return False  # an index that keeps "isn't" whole holds no "isn"
+
+    for question in (
+        "What if the machine isn't on all day?",
+        "And for packages I haven’t installed, why won't mine upgrade?",
+    ):
+        unknown = unknown_words(question=question, texts=PASSAGES, holds=holds)
+        assert not {"isn", "haven", "won", "mine", "t"} & set(unknown), unknown
+    # The words around them are still looked up.
+    assert "machine" in asked and "upgrade" in asked

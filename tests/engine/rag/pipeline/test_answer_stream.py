@@ -1,0 +1,96 @@
+"""engine/rag/pipeline/answer_stream.py: a pipeline request as the wire's answer events;
+here, the "searched for" line of a question the earlier turn changed the results of."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.rag.answer.conversation import resolve
+from engine.rag.answer.extractive import ExtractiveAnswer
+from engine.rag.pipeline.answer_stream import answer_events
+from engine.rag.pipeline.answering import GatedHits
+from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Retrieved, new_question
+from engine.rag.store.records import ChunkRecord, SearchHit
+from engine.wire import Citation, CitationsEvent, SearchedEvent, Turn
+
+LOCALE = Turn(
+    question="How do I change the locale on a Debian system?",
+    answer="Run dpkg-reconfigure locales [1].",
+    citations=[
+        Citation(
+            index=1, chunk_id="c1", path="/d/debian-reference.pdf", page=158, text="passage",
+            score=0.6, char_start=0, char_end=1,
+        )
+    ],
+)  # fmt: skip
+
+
+def _hit() -> SearchHit:
+    chunk = ChunkRecord(
+        chunk_id="c2", doc_id="d", path="/d/debian-reference.pdf", ordinal=0, page=157,
+        char_start=0, char_end=10, text="UTF-8 is the modern preferred choice.",
+        text_hash="h", section="8.1.1 Rationale for UTF-8 locale",
+    )  # fmt: skip
+    return SearchHit(chunk=chunk, similarity=0.6, fused=0.03)
+
+
+def _events(question: str, *, changed: bool) -> list[object]:
+    follow_up = resolve(question=question, history=(LOCALE,))
+    assert follow_up is not None
+    handle = RequestHandle(
+        question=new_question(text=follow_up.query, k=3, conversation=follow_up), submitted=0.0
+    )
+    found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+    gated = GatedHits(hits=(_hit(),), extract=found, history_changed=changed)
+    handle.emit(Retrieved(hits=gated))
+    handle.emit(Piece(text="UTF-8 [1]."))
+    handle.emit(Finished(status="done"))
+    return list(answer_events(handle=handle, cancel=None))
+
+
+def test_a_question_whose_results_the_history_changed_says_what_was_searched() -> None:
+    # "Why UTF-8?" names its subject: the detector judges it standalone, so nothing is
+    # said before its search; the earlier question changed its results, so the line
+    # comes with them, before the citations, as a follow-up's does.
+    events = _events("Why UTF-8?", changed=True)
+    searched = [e for e in events if isinstance(e, SearchedEvent)]
+    assert len(searched) == 1
+    assert searched[0].hedged
+    assert (
+        searched[0].shown() == "Why UTF-8?  (with: How do I change the locale on a Debian system?)"
+    )
+    first_citations = next(i for i, e in enumerate(events) if isinstance(e, CitationsEvent))
+    assert events.index(searched[0]) < first_citations
+
+
+def test_a_question_the_history_did_not_change_says_nothing() -> None:
+    events = _events("Why UTF-8?", changed=False)
+    assert not [e for e in events if isinstance(e, SearchedEvent)]
+
+
+def test_a_follow_up_is_not_told_twice() -> None:
+    # A follow-up's line is sent by the engine before its search (engine/service/core.py).
+    events = _events("And how do I undo that?", changed=True)
+    assert not [e for e in events if isinstance(e, SearchedEvent)]
+
+
+def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
+    """The tokens stay as the model wrote them; done's text carries the [n]."""
+    from engine.wire import DoneEvent, TokenEvent
+
+    handle = RequestHandle(question=new_question(text="Why UTF-8?", k=3), submitted=0.0)
+    handle.served_by = "a model"
+    found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+    handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+    written = "UTF-8 is the modern and preferred choice today."
+    handle.emit(Piece(text=written))
+    handle.emit(Finished(status="done"))
+
+    def embed(texts: list[str]) -> np.ndarray:  # the answer's sentence is the passage's
+        return np.ones((len(texts), 4), dtype=np.float32) / 2.0
+
+    events = list(answer_events(handle=handle, cancel=None, embed=embed))
+    assert [e.text for e in events if isinstance(e, TokenEvent)] == [written]
+    (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
+    assert done.mode == "generative"
+    assert done.answer == "UTF-8 is the modern and preferred choice today [1]."

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.rag.store.lance_store import LanceStore
+from engine.rag.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
+
+DIM = 8
+
+
+def _unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _doc(doc_id: str, texts: list[str], *, page: int | None = 1) -> tuple:
+    doc = DocumentRecord(
+        doc_id=doc_id,
+        path=f"/docs/{doc_id}.pdf",
+        size=10,
+        mtime=1.0,
+        content_hash="h",
+        status="indexed",
+        error=None,
+        pages=1,
+        chunks=len(texts),
+    )
+    chunks = [
+        ChunkRecord(
+            chunk_id=f"{doc_id}:{i}",
+            doc_id=doc_id,
+            path=doc.path,
+            ordinal=i,
+            page=page,
+            char_start=0,
+            char_end=len(t),
+            text=t,
+            text_hash=f"{doc_id}{t}",
+        )
+        for i, t in enumerate(texts)
+    ]
+    vectors = np.stack([_unit(hash(t) % 1000) for t in texts])
+    pages = [PageRecord(doc_id=doc_id, page=page, text=" ".join(texts))]
+    return doc, pages, EmbeddedChunks(chunks=chunks, vectors=vectors)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LanceStore:
+    s = LanceStore(folder=tmp_path / "index")
+    assert s.ensure_embedder(embedder_id="test", dimension=DIM) is False
+    return s
+
+
+def test_replace_document_swaps_chunks_without_duplicates(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ["alpha one", "alpha two", "alpha three"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    other, opages, oemb = _doc("b", ["beta one"])
+    store.replace_document(doc=other, pages=opages, embedded=oemb)
+    doc2, pages2, emb2 = _doc("a", ["alpha new"])
+    store.replace_document(doc=doc2, pages=pages2, embedded=emb2)
+    texts = sorted(r["text"] for r in store.chunks.to_arrow().to_pylist())
+    assert texts == ["alpha new", "beta one"]
+    assert store.counts() == (2, 2)
+
+
+def test_hybrid_search_finds_by_words_and_vectors(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ["the pump needs a zirconium gasket", "unrelated filler text"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    hits = store.hybrid_search(vector=emb.vectors[1], text="zirconium gasket?", k=2)
+    assert {h.chunk.text for h in hits} == {
+        "the pump needs a zirconium gasket",
+        "unrelated filler text",
+    }
+    # Found by both searches, the gasket chunk would fuse highest; here the vector
+    # points at the filler, so each wins one list and both are returned.
+    assert hits[0].similarity <= 1.0 + 1e-5
+
+
+def test_holds_word_asks_the_full_text_index(store: LanceStore) -> None:
+    assert store.holds_word("gasket")  # no full-text index yet: not known to be absent
+    doc, pages, emb = _doc("a", ["the pump needs zirconium gaskets", "unrelated filler text"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.holds_word("zirconium")
+    assert store.holds_word("gasket")  # the index stems: "gaskets" holds it
+    assert not store.holds_word("wireguard")
+
+
+def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
+    assert store.holds_phrase("Secure Boot")  # no full-text index yet: not known to be absent
+    texts = ["boot the machine in secure mode", "the Secure\nBoot keys", "arch user repo"]
+    doc, pages, emb = _doc("a", texts)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.holds_phrase("Secure Boot")  # case and line breaks aside
+    assert store.holds_phrase("secure-boot keys")
+    assert not store.holds_phrase("Arch User Repository")  # each word, never in a row
+    assert not store.holds_phrase("Raspberry Pi")
+
+
+def test_chunks_holding_counts_up_to_the_cap(store: LanceStore) -> None:
+    assert store.chunks_holding("gasket", cap=5) is None  # nothing indexed: unknown
+    texts = ["a gasket for the pump", "gaskets wear out", "the pump hums", "a zirconium valve"]
+    doc, pages, emb = _doc("a", texts)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.chunks_holding("gasket", cap=5) == 2  # stemmed, as search sees it
+    assert store.chunks_holding("pump", cap=1) == 1  # counted no further than asked
+    assert store.chunks_holding("wireguard", cap=5) == 0
+
+
+def test_search_survives_query_syntax_characters(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ['a "quoted" AND: (thing)'])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    hits = store.hybrid_search(vector=emb.vectors[0], text='"quoted" AND: (thing)?', k=3)
+    assert hits and hits[0].chunk.chunk_id == "a:0"
+
+
+def test_pages_and_chunks_read_back(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ["first text"], page=None)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    chunk = store.chunk(chunk_id="a:0")
+    assert chunk is not None and chunk.page is None
+    page = store.page(doc_id="a", page=None)
+    assert page is not None and page.text == "first text"
+
+
+def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> None:
+    s = LanceStore(folder=tmp_path / "index")
+    s.ensure_embedder(embedder_id="old", dimension=DIM)
+    doc, pages, emb = _doc("a", ["one", "two"])
+    s.replace_document(doc=doc, pages=pages, embedded=emb)
+    s.close()  # its index maintainer must not outlive the folder
+    reopened = LanceStore(folder=tmp_path / "index")
+    assert reopened.ensure_embedder(embedder_id="new", dimension=4) is True
+    done = list(
+        reopened.reembed(
+            embedder_id="new",
+            dimension=4,
+            embed=lambda texts: np.ones((len(texts), 4), np.float32) / 2,
+        )
+    )
+    assert done[-1] == (2, 2)
+    assert reopened.meta is not None and reopened.meta.dimension == 4
+    reopened.close()
+    again = LanceStore(folder=tmp_path / "index")
+    assert again.ensure_embedder(embedder_id="new", dimension=4) is False
+    assert again.counts() == (1, 2)
+    again.close()
+
+
+def test_vectors_are_reused_by_text_hash(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ["same text"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    reused = store.vectors_by_text_hash(doc_id="a")
+    assert np.allclose(reused["asame text"], emb.vectors[0])
+
+
+def test_the_fulltext_index_and_the_maintainers_compaction_do_not_preempt_each_other(
+    tmp_path: Path,
+) -> None:
+    # An ingestion of 12 real manuals failed at its end: LanceDB refused the new
+    # full-text index ("Retryable commit conflict … preempted by concurrent
+    # transaction Rewrite"), the index maintainer having compacted meanwhile.
+    store = LanceStore(folder=tmp_path / "index", background=False)
+    store.ensure_embedder(embedder_id="test", dimension=DIM)
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def maintain() -> None:
+        while not stop.is_set():
+            try:
+                store.maintain_index(force_optimize=True)
+            except Exception as e:
+                failures.append(f"maintainer: {e}")
+
+    try:
+        for i in range(6):  # small files for the compaction to fold
+            doc, pages, embedded = _doc(f"d{i}", [f"gamma {i} delta {j}" for j in range(20)])
+            store.replace_document(doc=doc, pages=pages, embedded=embedded)
+        worker = threading.Thread(target=maintain)
+        worker.start()
+        try:
+            for _ in range(20):
+                try:
+                    store.refresh_fulltext_index(force=True)
+                except Exception as e:
+                    failures.append(f"full-text index: {e}")
+        finally:
+            stop.set()
+            worker.join()
+        assert not failures, failures[:2]
+        assert store.holds_word("gamma")
+    finally:
+        store.close()

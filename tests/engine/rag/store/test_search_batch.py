@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from engine.rag.store.ann_index import IndexPolicy
+from engine.rag.store.lance_store import LanceStore, chunks_schema
+from engine.rag.store.records import (
+    ChunkRecord,
+    DocumentRecord,
+    EmbeddedChunks,
+    IndexMeta,
+    PageRecord,
+    SearchFilters,
+)
+
+DIM = 16
+WORDS = ["pump", "gasket", "valve", "filter", "boiler", "rotor", "sensor", "relay"]
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _add(store: LanceStore, *, path: str, texts: list[str], vectors: np.ndarray) -> None:
+    doc_id = path.replace("/", "_")
+    doc = DocumentRecord(
+        doc_id=doc_id,
+        path=path,
+        size=1,
+        mtime=1.0,
+        content_hash="h",
+        status="indexed",
+        error=None,
+        pages=1,
+        chunks=len(texts),
+    )
+    chunks = [
+        ChunkRecord(
+            chunk_id=f"{doc_id}:{i}",
+            doc_id=doc_id,
+            path=path,
+            ordinal=i,
+            page=1,
+            char_start=0,
+            char_end=len(t),
+            text=t,
+            text_hash=t,
+        )
+        for i, t in enumerate(texts)
+    ]
+    store.replace_document(
+        doc=doc,
+        pages=[PageRecord(doc_id=doc_id, page=1, text=" ".join(texts))],
+        embedded=EmbeddedChunks(chunks=chunks, vectors=vectors),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LanceStore:
+    s = LanceStore(folder=tmp_path / "index", background=False)
+    s.ensure_embedder(embedder_id="test", dimension=DIM)
+    rng = np.random.default_rng(1)
+    files = ["/docs/a/one.pdf", "/docs/a/two.TXT", "/docs/ab/three.pdf", "/docs/b/four.md"]
+    for n, path in enumerate(files):
+        texts = [f"{WORDS[(n + i) % 8]} note {n}-{i} {WORDS[i % 8]}" for i in range(12)]
+        _add(store=s, path=path, texts=texts, vectors=_unit(rng, len(texts)))
+    s.refresh_fulltext_index()
+    return s
+
+
+def test_batch_equals_single_queries(store: LanceStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng, 5)
+    texts = ["pump gasket", "valve", "boiler rotor sensor", "", "relay note 2-3"]
+    batch = store.search_batch(vectors=vectors, texts=texts, k=6)
+    assert len(batch) == 5
+    for vector, text, result in zip(vectors, texts, batch, strict=True):
+        single = store.hybrid_search(vector=vector, text=text, k=6)
+        assert [h.chunk.chunk_id for h in result.hits] == [h.chunk.chunk_id for h in single]
+        assert [h.similarity for h in result.hits] == pytest.approx([h.similarity for h in single])
+        assert len(result.hits) == 6
+
+
+def test_similarity_is_the_cosine_of_the_stored_vector(store: LanceStore) -> None:
+    row = store.chunks.to_arrow().slice(5, 1).to_pylist()[0]
+    (result,) = store.search_batch(
+        vectors=np.asarray([row["vector"]], np.float32), texts=["zzz"], k=1
+    )
+    assert result.hits[0].chunk.chunk_id == row["chunk_id"]
+    assert result.hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert result.not_found is False
+
+
+def test_filters_by_folder_and_type(store: LanceStore) -> None:
+    vectors = _unit(np.random.default_rng(3), 2)
+    texts = ["pump", "valve"]
+    by_folder = store.search_batch(
+        vectors=vectors, texts=texts, k=50, filters=SearchFilters(folders=("/docs/a",))
+    )
+    for result in by_folder:
+        paths = {h.chunk.path for h in result.hits}
+        # "/docs/ab" shares the prefix but is another folder.
+        assert paths == {"/docs/a/one.pdf", "/docs/a/two.TXT"}
+    by_type = store.search_batch(
+        vectors=vectors, texts=texts, k=50, filters=SearchFilters(types=("txt", ".MD"))
+    )
+    for result in by_type:
+        assert {h.chunk.path for h in result.hits} == {"/docs/a/two.TXT", "/docs/b/four.md"}
+    both = store.search_batch(
+        vectors=vectors,
+        texts=texts,
+        k=50,
+        filters=SearchFilters(folders=("/docs/a/", "/docs/ab"), types=("pdf",)),
+    )
+    for result in both:
+        assert {h.chunk.path for h in result.hits} == {"/docs/a/one.pdf", "/docs/ab/three.pdf"}
+    nothing = store.search_batch(
+        vectors=vectors[:1], texts=texts[:1], k=5, filters=SearchFilters(types=("docx",))
+    )
+    assert nothing[0].hits == () and nothing[0].not_found
+
+
+def test_not_found_when_best_similarity_is_weak(store: LanceStore) -> None:
+    vectors = store.chunks.to_arrow().column("vector").to_numpy(zero_copy_only=False)
+    matrix = np.stack(vectors).astype(np.float32)
+    # A direction as far as possible from every chunk: the negated mean.
+    away = -matrix.mean(axis=0)
+    away /= np.linalg.norm(away)
+    near = matrix[0]
+    weak, strong = store.search_batch(
+        vectors=np.stack([away, near]), texts=["qqq", "qqq"], k=3, not_found_below=0.6
+    )
+    assert weak.best_similarity < 0.6 and weak.not_found
+    assert strong.best_similarity > 0.99 and not strong.not_found
+
+
+def test_empty_store_and_bad_batches(tmp_path: Path) -> None:
+    s = LanceStore(folder=tmp_path / "i", background=False)
+    s.ensure_embedder(embedder_id="test", dimension=DIM)
+    (r,) = s.search_batch(vectors=np.zeros((1, DIM), np.float32), texts=["x"], k=3)
+    assert r.hits == () and r.not_found
+    with pytest.raises(ValueError):
+        s.search_batch(vectors=np.zeros((2, DIM), np.float32), texts=["x"], k=3)
+
+
+def test_old_store_gains_the_type_column(tmp_path: Path) -> None:
+    folder = tmp_path / "old"
+    db = lancedb.connect(str(folder))
+    old_schema = pa.schema([f for f in chunks_schema(DIM) if f.name != "ext"])
+    row = {
+        "chunk_id": "d:0",
+        "doc_id": "d",
+        "path": "/x/y.z/Report.PDF",
+        "ordinal": 0,
+        "page": 1,
+        "char_start": 0,
+        "char_end": 4,
+        "text": "text",
+        "text_hash": "t",
+        "vector": [1.0] + [0.0] * (DIM - 1),
+    }
+    plain = {**row, "chunk_id": "d:1", "path": "/x/y.z/README"}
+    db.create_table("chunks_old_16", pa.Table.from_pylist([row, plain], schema=old_schema))
+    meta = IndexMeta(embedder_id="old", dimension=DIM, chunks_table="chunks_old_16")
+    (folder / "meta.json").write_text(
+        '{"embedder_id": "old", "dimension": 16, "chunks_table": "chunks_old_16"}'
+    )
+    s = LanceStore(folder=folder, background=False)
+    assert s.meta == meta
+    cols = s.chunks.to_arrow().select(["chunk_id", "ext"]).to_pydict()
+    exts = dict(zip(cols["chunk_id"], cols["ext"], strict=True))
+    assert exts == {"d:0": ".pdf", "d:1": ""}
+    (r,) = s.search_batch(
+        vectors=np.ones((1, DIM), np.float32),
+        texts=["text"],
+        k=5,
+        filters=SearchFilters(types=("pdf",)),
+    )
+    assert [h.chunk.chunk_id for h in r.hits] == ["d:0"]
+
+
+def test_lookups_use_scalar_indices(store: LanceStore) -> None:
+    assert store.maintain_index() == "none"  # below the ANN threshold
+    names = {tuple(i.columns) for i in store.chunks.list_indices()}
+    assert {("chunk_id",), ("doc_id",), ("ext",)} <= names
+    plan = store.chunks.search().where("chunk_id = 'x'").limit(1).explain_plan(True)
+    assert "ScalarIndexQuery" in plan
+    assert store.chunk(chunk_id="_docs_a_one.pdf:3") is not None
+    assert store.page(doc_id="_docs_a_one.pdf", page=1) is not None
+
+
+def test_index_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        IndexPolicy(min_rows=0)
