@@ -21,6 +21,11 @@ without a model. Reported:
 `--set blind` asks the blind multilingual set instead (`blind_set.json` over the corpus of
 `bench/blind_docs.py`: Debian documents in German, French, Spanish and English the
 project was never tuned on), each language reported on its own row.
+With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
+question the gate lets through, judged as bench/quality_model.py says, per split.
+`--limit N` asks each split's first N answerable questions and a quarter as many
+unanswerable ones (a model's answers take a while on a CPU); questions about files
+the corpus folder lacks are not asked.
 
 `--index DIR` keeps the ingested index there and reuses it on the next run (the
 corpus takes several minutes to ingest on 2 cores); `--quick` asks a small slice: of
@@ -32,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -44,7 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.rag.answer.generative import GenerativeAnswerer
     from engine.rag.answer.reranker import CandidateRanker
+
+from bench.answer_match import contains
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
 BLIND_SET_FILE = Path(__file__).with_name("blind_set.json")
@@ -144,7 +151,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '"model": the language model of --model re-orders the top 10 (query likelihood)',
     )
     parser.add_argument(
-        "--model", help="with --reranker model: the language model (folder or .gguf)"
+        "--model",
+        help="a language model (folder or .gguf) that writes each answer, judged; with "
+        "--reranker model it also re-orders the candidates",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="with --model: rank only, write no answers (the ranker sweep)",
+    )
+    parser.add_argument(
+        "--limit", type=int, help="each split's first N answerable questions (N/4 unanswerable)"
     )
     parser.add_argument(
         "--model-ranking",
@@ -183,6 +200,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = (
         everything if blind else select(everything, quick=bool(args.quick), split=args.split)
     )
+    if not blind:
+        on_disk = {p.name for p in Path(corpus).iterdir()}
+        questions = [q for q in questions if q.file is None or q.file in on_disk]
+    if args.limit:
+        questions = limit(questions, per_split=args.limit)
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
     folder = args.index or temp / "index"
     if args.quick and not blind:
@@ -198,6 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             model_ranking=args.model_ranking,
             min_score=args.min_score,
             embedder=args.embedder,
+            write=bool(args.model) and not args.no_write,
         )
         if args.rerank_latency:
             from bench.quality_rerank import rerank_latency
@@ -207,13 +230,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+    shown = figures.pop("outcomes") + figures.pop("written_outcomes", [])
     if args.show and not args.json:
-        for line in figures.pop("outcomes"):
+        for line in shown:
             print(line, file=sys.stderr)
-    else:
-        figures.pop("outcomes")
     if not args.json:
         print(report(figures))
+        if "written" in figures:
+            from bench.quality_model import report_written
+
+            print(report_written(figures["written"], splits=SPLITS))
     return figures
 
 
@@ -229,6 +255,15 @@ def select(questions: list[QualityQuestion], *, quick: bool, split: str) -> list
         part = [q for q in chosen if q.split == name]
         out += [q for q in part if q.file in QUICK_FILES]
         out += [q for q in part if not q.answerable][:QUICK_UNANSWERABLE]
+    return out
+
+
+def limit(questions: list[QualityQuestion], *, per_split: int) -> list[QualityQuestion]:
+    out: list[QualityQuestion] = []
+    for name in SPLITS:
+        part = [q for q in questions if q.split == name]
+        out += [q for q in part if q.answerable][:per_split]
+        out += [q for q in part if not q.answerable][: max(1, per_split // 4)]
     return out
 
 
@@ -253,6 +288,7 @@ def measure(
     model_ranking: str | None = None,
     min_score: float | None = None,
     embedder: str | None = None,
+    write: bool = False,
 ) -> dict[str, Any]:
     from engine.paths import resolve_paths
     from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
@@ -275,8 +311,10 @@ def measure(
         else Embedder(cache_dir=resolve_paths().cache / "embedders")
     )
     store = LanceStore(folder=index)
+    answerer = _answerer(model=language_model) if language_model else None
+    written: list[Any] = []
     try:
-        rerank = _ranker(reranker=reranker, model=language_model, sweep=model_ranking)
+        rerank = _ranker(reranker=reranker, answerer=answerer, sweep=model_ranking)
         retrieve = gated_retrieve_batch(
             store=store,
             embed=model.embed,
@@ -293,8 +331,19 @@ def measure(
             (gated,) = retrieve([Question(request_id=q.id, text=q.question, k=TOP_K)])
             seconds = time.perf_counter() - started
             outcomes.append(_outcome(question=q, gated=gated, seconds=seconds))
+            if write and answerer is not None:
+                from bench.quality_model import describe_written, written_outcome
+
+                written.append(
+                    written_outcome(
+                        question=q, gated=gated, answerer=answerer, embed=sentences.embed
+                    )
+                )
+                say(describe_written(written[-1]))
     finally:
         store.close()
+        if answerer is not None:
+            answerer.close()
     figures: dict[str, Any] = {
         "ingest": ingest,
         "top_k": TOP_K,
@@ -311,6 +360,16 @@ def measure(
         for language in languages:
             part = [o for o in outcomes if o.question.language == language]
             figures[f"lang:{language}"] = summarise(part)
+    if written:
+        from bench.quality_model import describe_written, record, summarise_written
+
+        figures["written"] = {"model": Path(language_model or "").name}
+        for split in (*SPLITS, "all"):
+            part = [o for o in written if split in ("all", o.question.split)]
+            if part:
+                figures["written"][split] = summarise_written(part)
+        figures["written_records"] = [record(o) for o in written]
+        figures["written_outcomes"] = [describe_written(o) for o in written]
     figures["load_average_1m"] = round(os.getloadavg()[0], 2)
     figures["cpus"] = os.cpu_count()
     figures["outcomes"] = [_describe(o) for o in outcomes]
@@ -396,8 +455,16 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
     )
 
 
+def _answerer(*, model: str) -> GenerativeAnswerer:
+    """The language model as the engine loads it (its weights left as stored)."""
+    from engine.rag.answer.in_use import open_model
+    from engine.runtime.models.resolve import resolve_model_path
+
+    return open_model(model_path=resolve_model_path(model=model), decode_at_load=True).answerer
+
+
 def _ranker(
-    *, reranker: str | None, model: str | None, sweep: str | None = None
+    *, reranker: str | None, answerer: GenerativeAnswerer | None, sweep: str | None = None
 ) -> CandidateRanker | None:
     """The cross-encoder named, or the language model as the engine loads it."""
     from engine.rag.answer.model_ranker import MODEL_RANKER, ModelRanker
@@ -407,14 +474,8 @@ def _ranker(
         return None
     if reranker != MODEL_RANKER:
         return Reranker(model=reranker)
-    if not model:
+    if answerer is None:
         raise SystemExit("--reranker model needs --model (a folder or a .gguf file)")
-    from engine.rag.answer.in_use import open_model
-    from engine.runtime.models.resolve import resolve_model_path
-
-    # As the engine loads a model whose weights are left as stored.
-    folder = resolve_model_path(model=model)
-    answerer = open_model(model_path=folder, decode_at_load=True).answerer
     if not sweep:
         return ModelRanker(answerer=answerer)
     candidates, weight = sweep.split(",")
@@ -427,23 +488,6 @@ def right_source(question: QualityQuestion, *, path: str, page: int | None) -> b
         name == file and (not pages or page in pages)
         for file, pages in ((question.file, question.pages), *question.also)
     )
-
-
-def contains(text: str, wanted: str) -> bool:
-    """Case and whitespace do not count: PDF text wraps where the set's string does not."""
-    return _squash(wanted) in _squash(text)
-
-
-def _squash(text: str) -> str:
-    text = text.replace("\u00ad", "").replace("‘", "'").replace("’", "'")
-    text = (
-        text.replace("“", '"')
-        .replace("”", '"')
-        .replace("–", "-")
-        .replace("—", "-")
-        .replace("−", "-")
-    )
-    return re.sub(r"\s+", "", text).lower()
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:

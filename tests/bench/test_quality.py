@@ -227,9 +227,10 @@ def test_the_model_ranker_is_loaded_as_the_engine_loads_a_model(
     from engine.runtime.models.synthetic import write_random_model
 
     with pytest.raises(SystemExit, match="needs --model"):
-        quality._ranker(reranker="model", model=None)
-    assert quality._ranker(reranker=None, model=None) is None
+        quality._ranker(reranker="model", answerer=None)
+    assert quality._ranker(reranker=None, answerer=None) is None
     folder = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
-    ranker = quality._ranker(reranker="model", model=str(folder), sweep="5,0.5")
+    answerer = quality._answerer(model=str(folder))
+    ranker = quality._ranker(reranker="model", answerer=answerer, sweep="5,0.5")
     assert isinstance(ranker, ModelRanker)
     assert (ranker.candidates, ranker.rank_weight) == (5, 0.5)

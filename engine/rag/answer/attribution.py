@@ -31,6 +31,7 @@ from engine.rag.answer.sentences import split_sentences
 MIN_SIMILARITY = 0.6
 MIN_WORDS = 4  # content words a sentence needs to be worth a marker
 _CITED = re.compile(r"\[(\d+)(?:\s*[,-]\s*\d+)*\]")
+_MARKER_NEXT = re.compile(r"[ \t]*\[\d")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A sentence ends at terminal punctuation followed by a space or the line's end
 # ("file.txt" and "v1.2" go on).
@@ -51,12 +52,18 @@ def attribute_sources(
     answer: str,
     passages: Sequence[str],
     embed: Callable[[list[str]], np.ndarray],
+    fill: bool = False,
 ) -> Attributed:
     """`answer` with [n] after each sentence that restates passage n (1-based, in the
-    order given); unchanged when it cites a passage already or nothing matches."""
-    if not passages or not answer.strip() or cites_any(answer, count=len(passages)):
+    order given); unchanged when it cites a passage already or nothing matches. With
+    `fill`, an answer that cites some passages gets markers on its sentences that
+    carry none (engine/rag/answer/written_answer.py checks the ones it has)."""
+    cites = cites_any(answer, count=len(passages))
+    if not passages or not answer.strip() or (cites and not fill):
         return Attributed(text=answer, markers_added=0)
     spans = _prose_sentences(answer)
+    if cites:
+        spans = [(a, b) for a, b in spans if not _carries_marker(answer, start=a, end=b)]
     if not spans:
         return Attributed(text=answer, markers_added=0)
     owners: list[int] = []
@@ -85,6 +92,11 @@ def attribute_sources(
 
 def cites_any(answer: str, *, count: int) -> bool:
     return any(1 <= int(n) <= count for n in _CITED.findall(answer))
+
+
+def _carries_marker(answer: str, *, start: int, end: int) -> bool:
+    """A marker inside the sentence, or right after its end ("… fails. [2]")."""
+    return bool(_CITED.search(answer[start:end]) or _MARKER_NEXT.match(answer, end))
 
 
 def _prose_sentences(answer: str) -> list[tuple[int, int]]:

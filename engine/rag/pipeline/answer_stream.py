@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from engine.rag.answer.attribution import attribute_sources
 from engine.rag.answer.extractive import NO_MODEL_NOTE
+from engine.rag.answer.written_answer import finish_written
 from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
 from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
 from engine.rag.store.records import SearchHit
@@ -39,9 +39,10 @@ def answer_events(
     """A pipeline request's events as ask_stream's: the citations once retrieved
     (none when nothing relevant was found), the text as it is written, then done.
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
-    "not found" then means "not found yet". With `embed` (sentence vectors), a written
-    answer that cites no passage gets [n] markers in done's text
-    (engine/rag/answer/attribution.py); the tokens stay as the model wrote them."""
+    "not found" then means "not found yet". With `embed` (sentence vectors), done's
+    text is the written answer made final (engine/rag/answer/written_answer.py: markers
+    added, checked against their passages, a bare-marker answer replaced); the tokens
+    stay as the model wrote them."""
     gated: GatedHits | None = None
     pieces: list[str] = []
     outcome: Finished | None = None
@@ -83,12 +84,19 @@ def answer_events(
     else:
         completion = handle.tokens
         text = "".join(pieces)
+        note = None
         if embed is not None:
-            passages = [h.chunk.text for h in gated.hits]
-            text = attribute_sources(answer=text, passages=passages, embed=embed).text
+            final = finish_written(
+                answer=text,
+                passages=[h.chunk.text for h in gated.hits],
+                embed=embed,
+                fallback=gated.extract.text if gated.extract is not None else None,
+            )
+            text, note = final.text, final.note
         done = AnswerDone(
             answer=text,
             mode="generative",
+            note=note,
             model=model,
             prompt_tokens=handle.prompt_tokens or None,
             completion_tokens=completion,

@@ -84,3 +84,15 @@ def test_punctuation_that_is_a_word_stays_before_the_marker(embed) -> None:  # t
     shouted = "The exit status of a pipeline is inverted when preceded by an exclamation?!"
     got = attribute_sources(answer=shouted, passages=passages, embed=embed)
     assert got.text.endswith("by an exclamation [1]?!")
+
+
+def test_fill_marks_only_the_sentences_without_a_marker(embed) -> None:  # type: ignore[no-untyped-def]
+    answer = (
+        "Swarms leave the hive in May [2]. "
+        "The honey is extracted in late August and stored in the cellar. "
+        "Swarms are caught in an empty box near the apiary. [2]"
+    )
+    assert attribute_sources(answer=answer, passages=PASSAGES, embed=embed).text == answer
+    got = attribute_sources(answer=answer, passages=PASSAGES, embed=embed, fill=True)
+    assert got.markers_added == 1
+    assert got.text == answer.replace("the cellar.", "the cellar [1].")

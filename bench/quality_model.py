@@ -1,0 +1,242 @@
+"""`ragdoll bench quality --model PATH`: the answers a language model writes, judged.
+
+Each question goes through the relevance gate as without a model; a question the gate
+lets through is answered by the model from the same top 5 passages, greedy, as the
+engine answers (engine/rag/answer/generative.py), and made final as the engine makes it
+(engine/rag/answer/written_answer.py: markers added, checked, a bare-marker answer
+replaced). Judged per question, against the set's answer string:
+- `stated`: the final answer contains the fact (markers aside);
+- `cited`: stated, and one of its markers points at a passage that contains the fact;
+- `claim_cited`: stated, and the very sentence stating it cites such a passage;
+- the model's own markers checked by the model-free attribution (kept, moved,
+  dropped), and bare-marker answers, before they were made final;
+- refusals: the gate's, or the model's "I don't know" (English phrasings: the bench's
+  sets are English), on answerable and unanswerable questions.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from engine.rag.answer.generative import GenerativeAnswerer
+
+
+class QualityQuestion(Protocol):
+    """bench/quality.py's question, as far as a written answer is judged."""
+
+    id: str
+    question: str
+    split: str
+    answer: str
+
+    @property
+    def answerable(self) -> bool: ...
+
+
+MAX_NEW_TOKENS = 160  # room for a few sentences: the set's facts are stated in one
+_DOES_NOT_KNOW = re.compile(
+    r"\b(?:don't|do not|does not|doesn't|cannot|can't) (?:know|contain|mention|provide|"
+    r"include|say|specify|answer|find)|\bno (?:information|mention)\b|\bnot (?:found|"
+    r"mentioned|available|provided|specified) in\b|\bunable to\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrittenOutcome:
+    question: QualityQuestion
+    gate_refused: bool
+    raw: str  # as the model wrote it
+    final: str  # as the person sees it
+    note: str | None
+    stated: bool
+    cited: bool
+    claim_cited: bool
+    model_refused: bool  # the gate let it through; the model said it does not know
+    bare: bool
+    kept: int
+    moved: int
+    dropped: int
+    seconds: float
+    tokens: int
+
+
+def written_outcome(
+    *,
+    question: QualityQuestion,
+    gated: Any,
+    answerer: GenerativeAnswerer,
+    embed: Callable[[list[str]], Any],
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> WrittenOutcome:
+    from engine.rag.answer.written_answer import finish_written
+    from engine.rag.pipeline.adapters import passages_of
+
+    if not gated.found:
+        return WrittenOutcome(
+            question=question,
+            gate_refused=True,
+            raw="",
+            final="",
+            note=None,
+            stated=False,
+            cited=False,
+            claim_cited=False,
+            model_refused=False,
+            bare=False,
+            kept=0,
+            moved=0,
+            dropped=0,
+            seconds=0.0,
+            tokens=0,
+        )
+    passages = passages_of(gated.hits)
+    started = time.perf_counter()
+    raw = "".join(
+        answerer.stream(
+            question=question.question, passages=passages, max_new_tokens=max_new_tokens
+        )
+    )
+    seconds = time.perf_counter() - started
+    tokens = answerer.last_generation.generated_tokens if answerer.last_generation else 0
+    texts = [p.text for p in passages]
+    final = finish_written(
+        answer=raw,
+        passages=texts,
+        embed=embed,
+        fallback=gated.extract.text if gated.extract is not None else None,
+    )
+    stated, cited, claim_cited = judge(text=final.text, passages=texts, answer=question.answer)
+    return WrittenOutcome(
+        question=question,
+        gate_refused=False,
+        raw=raw,
+        final=final.text,
+        note=final.note,
+        stated=stated,
+        cited=cited,
+        claim_cited=claim_cited,
+        model_refused=bool(_DOES_NOT_KNOW.search(final.text)) and final.note is None,
+        bare=final.markers.bare,
+        kept=final.markers.kept,
+        moved=final.markers.moved,
+        dropped=final.markers.dropped,
+        seconds=seconds,
+        tokens=tokens,
+    )
+
+
+def judge(*, text: str, passages: Sequence[str], answer: str) -> tuple[bool, bool, bool]:
+    """(stated, cited, claim_cited) of a final answer against the fact `answer`."""
+    from bench.answer_match import contains
+    from engine.rag.answer.marker_check import find_claims, strip_markers
+
+    if not answer:
+        return False, False, False
+    stated = contains(strip_markers(text), answer)
+    holding = {n for n, p in enumerate(passages, start=1) if contains(p, answer)}
+    claims = find_claims(text)
+    cited = stated and any(n in holding for c in claims for n in c.cited)
+    claim_cited = stated and any(
+        contains(c.text, answer) and any(n in holding for n in c.cited) for c in claims
+    )
+    return stated, cited, claim_cited
+
+
+def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
+    answerable = [o for o in outcomes if o.question.answerable]
+    unanswerable = [o for o in outcomes if not o.question.answerable]
+    n = len(answerable) or 1
+    markers = sum(o.kept + o.moved + o.dropped for o in outcomes)
+    written = [o for o in outcomes if not o.gate_refused]
+
+    def refused(o: WrittenOutcome) -> bool:
+        return o.gate_refused or o.model_refused
+
+    return {
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "stated": round(sum(o.stated for o in answerable) / n, 3),
+        "cited": round(sum(o.cited for o in answerable) / n, 3),
+        "claim_cited": round(sum(o.claim_cited for o in answerable) / n, 3),
+        "answerable_refused": round(sum(refused(o) for o in answerable) / n, 3),
+        "refusal_recall": round(
+            sum(refused(o) for o in unanswerable) / (len(unanswerable) or 1), 3
+        ),
+        "model_markers": markers,
+        "markers_kept": round(sum(o.kept for o in outcomes) / markers, 3) if markers else None,
+        "markers_moved": sum(o.moved for o in outcomes),
+        "markers_dropped": sum(o.dropped for o in outcomes),
+        "bare": sum(o.bare for o in outcomes),
+        "median_s": round(statistics.median(o.seconds for o in written), 1) if written else None,
+        "tokens_per_s": round(
+            sum(o.tokens for o in written) / (sum(o.seconds for o in written) or 1), 2
+        ),
+    }
+
+
+def describe_written(o: WrittenOutcome) -> str:
+    q = o.question
+    if o.gate_refused:
+        verdict = "gate refused"
+    elif not q.answerable:
+        verdict = "model refused" if o.model_refused else "ANSWERED"
+    else:
+        verdict = (
+            ("stated+cited" if o.cited else "stated, NOT CITED")
+            if o.stated
+            else ("model refused" if o.model_refused else "LACKS")
+        )
+    return (
+        f"{q.id} [{q.split}] {verdict} {q.answer!r} ({o.seconds:.0f}s, markers kept {o.kept} "
+        f"moved {o.moved} dropped {o.dropped}{', BARE' if o.bare else ''}): {q.question}\n"
+        f"    raw -> {o.raw[:400]!r}\n    final -> {o.final[:400]!r}"
+    )
+
+
+def record(o: WrittenOutcome) -> dict[str, Any]:
+    return {
+        "id": o.question.id,
+        "split": o.question.split,
+        "answerable": o.question.answerable,
+        "gate_refused": o.gate_refused,
+        "model_refused": o.model_refused,
+        "stated": o.stated,
+        "cited": o.cited,
+        "claim_cited": o.claim_cited,
+        "bare": o.bare,
+        "kept": o.kept,
+        "moved": o.moved,
+        "dropped": o.dropped,
+        "seconds": round(o.seconds, 1),
+        "raw": o.raw,
+        "final": o.final,
+    }
+
+
+def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
+    lines = [
+        f"answers written by {figures['model']} (fact stated; stated with a marker on a "
+        "passage holding it; the stating sentence's own marker)",
+        "split  n   stated  cited  claim  refused:ans  unans     markers kept  moved  "
+        "dropped  bare  s/answer",
+    ]
+    for split in (*splits, "all"):
+        f = figures.get(split)
+        if not f:
+            continue
+        kept = "-" if f["markers_kept"] is None else f"{f['markers_kept']:.2f}"
+        lines.append(
+            f"{split:5}  {f['answerable']:<3} {f['stated']:.2f}    {f['cited']:.2f}   "
+            f"{f['claim_cited']:.2f}   {f['answerable_refused']:.2f}         "
+            f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3} {f['model_markers']:<7} "
+            f"{kept:>4}  {f['markers_moved']:<5}  {f['markers_dropped']:<7}  {f['bare']:<4}  "
+            f"{f['median_s']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""A model's written answer made final: every marker checked against its passage
+(engine/rag/answer/marker_check.py), then markers added to the sentences left without one
+that restate a passage (engine/rag/answer/attribution.py), and an answer that says nothing
+but markers replaced by the sources' best sentences, with a note saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.rag.answer.attribution import attribute_sources
+from engine.rag.answer.marker_check import CheckedMarkers, check_markers
+
+BARE_NOTE = (
+    "The model answered only {reply}; shown instead are the sentences of your documents "
+    "closest to the question."
+)
+_REPLY_CHARS = 40
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalAnswer:
+    text: str
+    note: str | None  # said beside the answer when it is not the model's own
+    markers: CheckedMarkers  # what the check did to the model's markers
+
+
+def finish_written(
+    *,
+    answer: str,
+    passages: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    fallback: str | None,
+) -> FinalAnswer:
+    """The answer the person sees for the model's `answer` to `passages`; `fallback`
+    (the extractive answer) stands in for an answer that is only markers."""
+    checked = check_markers(answer=answer, passages=passages, embed=embed)
+    if checked.bare and fallback:
+        quoted = attribute_sources(answer=fallback, passages=passages, embed=embed).text
+        reply = " ".join(answer.split())
+        if len(reply) > _REPLY_CHARS:
+            reply = reply[:_REPLY_CHARS] + "…"
+        note = BARE_NOTE.format(reply=f"“{reply}”" if reply else "nothing")
+        return FinalAnswer(text=quoted, note=note, markers=checked)
+    # Then every sentence left without a marker gets the passage it restates, if any.
+    filled = attribute_sources(answer=checked.text, passages=passages, embed=embed, fill=True)
+    return FinalAnswer(text=filled.text, note=None, markers=checked)

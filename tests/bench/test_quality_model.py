@@ -1,0 +1,74 @@
+"""`ragdoll bench quality --model`: how a written answer is judged, and the quick form
+with a real model over real documents (skipped with a message when either is not
+fetched; `make test` fetches both)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from bench import quality
+from bench.quality_model import judge
+from bench.real_docs import find_real_docs
+from bench.real_models import fetch_hint, find_real_model
+from engine.rag.answer.marker_check import strip_markers, words
+
+PASSAGES = [
+    "git bisect start begins the search.",
+    "Use git bisect reset to return to the branch you started from.",
+]
+
+
+def test_a_fact_counts_as_cited_only_with_a_marker_on_a_passage_that_holds_it() -> None:
+    fact = "git bisect reset"
+    assert judge(text="Run git bisect reset when done [2].", passages=PASSAGES, answer=fact) == (
+        True,
+        True,
+        True,
+    )
+    # The marker points at a passage that does not hold the fact.
+    assert judge(text="Run git bisect reset when done [1].", passages=PASSAGES, answer=fact) == (
+        True,
+        False,
+        False,
+    )
+    # Stated in a sentence of its own, the marker elsewhere: cited, not by its sentence.
+    text = "Run git bisect reset when done. It takes you back to your branch [2]."
+    assert judge(text=text, passages=PASSAGES, answer=fact) == (True, True, False)
+    # A marker between the fact's words does not hide it.
+    assert judge(text="Run git bisect [2] reset.", passages=PASSAGES, answer=fact)[0]
+    assert judge(text="Nothing here [2].", passages=PASSAGES, answer=fact) == (False,) * 3
+
+
+MODELS = ("smollm2-135m-instruct-q4_1", "qwen2.5-coder-0.5b-instruct-q4_k_m")
+
+
+def test_the_quick_form_writes_answers_with_a_real_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    model = next((p for p in map(find_real_model, MODELS) if p is not None), None)
+    if model is None:
+        pytest.skip(fetch_hint(MODELS[0]))
+    if find_real_docs() is None:
+        pytest.skip("the real documents are not fetched: run `python -m bench.real_docs`")
+    monkeypatch.setenv("RAGDOLL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(quality, "QUICK_FILES", ("git-bisect.txt",))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    quality.add_arguments(parser)
+    args = parser.parse_args(["--quick", "--json", "--limit", "2", "--model", str(model)])
+    figures = quality.run(args)
+    written = figures["written"]["all"]
+    assert written["answerable"] >= 2 and written["unanswerable"] >= 1
+    records = figures["written_records"]
+    assert len(records) == len(figures["records"])
+    for r in records:
+        if r["gate_refused"]:
+            assert r["final"] == ""
+            continue
+        # Never a bare marker, never a marker past the five sources.
+        assert len(words(strip_markers(r["final"]))) >= 3, r
+        assert all(f"[{n}]" not in r["final"] for n in range(6, 12)), r
