@@ -116,7 +116,10 @@ def form_bytes(tensor: GGUFTensor) -> int:
     form = form_of(tensor)
     numel = math.prod(tensor.shape)
     if form == "ggml":
-        return tensor.end - tensor.start
+        # The blocks, and the meta `to_parts` keeps beside them (int64: type, columns and,
+        # for a Llama file's q/k, each row's GGUF row).
+        meta = 2 + (tensor.shape[0] if tensor.permute_heads else 0)
+        return tensor.end - tensor.start + 8 * meta
     if form == "int4":
         return numel // 2 + numel // int4.GROUP * 4
     if form == "int8":

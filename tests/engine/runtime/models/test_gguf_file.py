@@ -16,6 +16,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from engine.errors import EngineRequestError, ModelLoadError
 from engine.rag.answer.in_use import open_model
+from engine.runtime.executor import ggml_native
 from engine.runtime.executor.compat import GenerateCompat
 from engine.runtime.executor.forward import StreamingModel
 from engine.runtime.models.gguf_file import permute_rows, read_gguf, read_tensor
@@ -257,7 +258,9 @@ def test_q4_k_m_file_reads_bit_exact_to_gguf_reference(
         assert got[0, 6:].tolist() == expected[0, 6:].tolist()
     finally:
         exact.close()
-    # The product computes the kernel forms of the same blocks (Q6_K requantized to int8).
+    # Computed in torch's kernel forms of the same blocks (Q6_K requantized to int8); the
+    # native form on the blocks as stored has its own tests (test_ggml_native.py).
+    monkeypatch.setenv(ggml_native.FORCE_TORCH_ENV, "1")
     in_use = open_model(model_path=folder, device="cpu")
     executor = in_use.answerer.model.executor
     held = executor.store.resident("layer.0")
