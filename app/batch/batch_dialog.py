@@ -64,12 +64,17 @@ def choose_questions_dialog(parent: QWidget) -> str | None:
     return path or None
 
 
-def choose_export_dialog(parent: QWidget, fmt: Format) -> str | None:
+def save_table_dialog(parent: QWidget, fmt: Format, *, title: str, stem: str) -> str | None:
+    """Where to export a table as `fmt`, its suffix added when the name lacks it."""
     suffix, label = (".csv", "CSV (*.csv)") if fmt == "csv" else (".md", "Markdown (*.md)")
-    path, _ = QFileDialog.getSaveFileName(parent, "Export the answers", f"answers{suffix}", label)
+    path, _ = QFileDialog.getSaveFileName(parent, title, f"{stem}{suffix}", label)
     if not path:
         return None
     return path if Path(path).suffix.lower() == suffix else path + suffix
+
+
+def choose_export_dialog(parent: QWidget, fmt: Format) -> str | None:
+    return save_table_dialog(parent, fmt, title="Export the answers", stem="answers")
 
 
 class BatchDialog(QDialog):

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
-    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.batch.batch_dialog import save_table_dialog
 from app.batch.export import Format
 from app.chat.sources_model import CHUNK_ID_ROLE, SourceDelegate, SourcesModel
 from app.each.export import write_rows
@@ -59,11 +59,7 @@ class EachAsker(Protocol):
 
 
 def choose_export_dialog(parent: QWidget, fmt: Format) -> str | None:
-    suffix, label = (".csv", "CSV (*.csv)") if fmt == "csv" else (".md", "Markdown (*.md)")
-    path, _ = QFileDialog.getSaveFileName(parent, "Export the table", f"each{suffix}", label)
-    if not path:
-        return None
-    return path if Path(path).suffix.lower() == suffix else path + suffix
+    return save_table_dialog(parent, fmt, title="Export the table", stem="each")
 
 
 class EachDialog(QDialog):
