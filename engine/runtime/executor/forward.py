@@ -20,8 +20,9 @@ from torch.func import functional_call
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
-from engine.runtime.executor import decoder
+from engine.runtime.executor import decoder, ggml_native
 from engine.runtime.executor.checkpoint import EMBED, HEAD, layer_unit
+from engine.runtime.executor.kernel_forms import native_step, single_torch_thread
 from engine.runtime.executor.kv import (
     KvMode,
     choose_kv_mode,
@@ -29,6 +30,7 @@ from engine.runtime.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
+from engine.runtime.executor.native_layer import NativeLayers
 from engine.runtime.executor.packed import (
     KERNEL_MODES,
     PER_MATRIX,
@@ -161,6 +163,12 @@ class StreamingModel:
         )
         self._lean = lean and self.store.decode in KERNEL_MODES
         self._shape = decoder.Shape.of(config)
+        lib = ggml_native.library() if self._lean else None
+        self._native_layers = (
+            NativeLayers(lib=lib, shape=self._shape, threads=self.store.workspace.threads)
+            if lib is not None and not self.store.workspace.reference
+            else None
+        )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)
         self._fault_hook = fault_hook
@@ -206,6 +214,8 @@ class StreamingModel:
             self.prefetcher = None
         moved = self.store.set_homes(unit_homes(placement))
         self._bindings.clear()  # they hold the old tensors
+        if self._native_layers is not None:
+            self._native_layers.forget()  # so do the native layers' specs
         self.placement = placement
         self._start_prefetcher()  # the streamed units are another set now
         return moved
@@ -299,14 +309,18 @@ class StreamingModel:
             # A packed resident layer is decoded while the one before it computes.
             self.prefetcher.set_depth(max(depth, 1 if self._packed else 0))
         self.forward_calls += 1
+        # A step of a few rows is the kernels' work and many small operations: those on
+        # one torch thread, the kernels on every core (kernel_forms.single_torch_thread).
+        few_rows = self._lean and native_step(input_ids.numel())
         try:
-            return self._forward(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention_mask.to(self.device),
-                position_ids=position_ids.to(self.device),
-                cache=cache,
-                tail=tail if tail is not None else (1 if last_only else None),
-            )
+            with single_torch_thread() if few_rows else contextlib.nullcontext():
+                return self._forward(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=attention_mask.to(self.device),
+                    position_ids=position_ids.to(self.device),
+                    cache=cache,
+                    tail=tail if tail is not None else (1 if last_only else None),
+                )
         except BaseException:
             # A forward cut short leaves the copy thread mid-cycle: start it afresh so the
             # next forward (a retry from the checkpoint) asks in order again.
@@ -378,7 +392,22 @@ class StreamingModel:
             for start, stop in chunks
         ]
 
+        # One row's decode step: each layer in the native library's two calls.
+        one_row = input_ids.shape == (1, 1) and masks[0] == (None, False)
+        native = self._native_layers if one_row else None
+
         def run_layer(i: int, tensors: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
+            if native is not None:
+                out = native.step(
+                    i,
+                    h,
+                    tensors=tensors,
+                    rotary=(cos, sin),
+                    kv=cache.layers[i],
+                    keep=not self.store.is_streamed(layer_unit(i)),
+                )
+                if out is not None:
+                    return out
             outs = [
                 decoder.layer(
                     h[:, start:stop],
@@ -434,6 +463,8 @@ class StreamingModel:
             self.prefetcher.close()
             self.prefetcher = None
         self._bindings.clear()  # they reference the store's tensors
+        if self._native_layers is not None:
+            self._native_layers.forget()
         self.store.close()
 
     def _call(self, unit: str, module: nn.Module, *args: object, **kwargs: object) -> torch.Tensor:

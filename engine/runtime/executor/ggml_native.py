@@ -135,6 +135,10 @@ class Library:
         lib.rd_matmul_many.restype = c_int
         lib.rd_decode.argtypes = [c_int, ptr, i64, i64, i64, ptr, c_int, c_int]
         lib.rd_decode.restype = c_int
+        lib.rd_layer_qkv.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ptr, c_int]
+        lib.rd_layer_qkv.restype = c_int
+        lib.rd_layer_rest.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, c_int]
+        lib.rd_layer_rest.restype = c_int
         lib.rd_simd.restype = c_int
         self.simd = bool(lib.rd_simd())
         self._lib = lib
@@ -221,6 +225,60 @@ class Library:
         if rc != 0:
             raise ValueError(f"native decoder refused type {qtype} with {cols} columns")
         return out
+
+    def layer_qkv(
+        self,
+        spec: ctypes.Structure,
+        *,
+        h: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        threads: int,
+    ) -> int:
+        """A decode layer's first half for one row (engine/runtime/executor/native_layer.py):
+        q, k, v (float32, contiguous) from the hidden values h. 0, or the refusal's code."""
+        return int(
+            self._lib.rd_layer_qkv(
+                ctypes.byref(spec),
+                h.data_ptr(),
+                cos.data_ptr(),
+                sin.data_ptr(),
+                q.data_ptr(),
+                k.data_ptr(),
+                v.data_ptr(),
+                threads,
+            )
+        )
+
+    def layer_rest(
+        self,
+        spec: ctypes.Structure,
+        *,
+        h: torch.Tensor,
+        q: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        n: int,
+        kv_stride: int,
+        threads: int,
+    ) -> int:
+        """The layer's second half: h updated in place from q and the n positions of the
+        KV buffers (heads kv_stride floats apart). 0, or the refusal's code."""
+        return int(
+            self._lib.rd_layer_rest(
+                ctypes.byref(spec),
+                h.data_ptr(),
+                q.data_ptr(),
+                keys.data_ptr(),
+                values.data_ptr(),
+                n,
+                kv_stride,
+                threads,
+            )
+        )
 
 
 def _check(raw: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:

@@ -246,10 +246,14 @@ class Workspace:
     """How the compute thread's matmuls run: the reused buffers a prefill decodes each
     matrix into (fresh ones would fault in every page at every matrix), and `reference`:
     every matmul by dequantize-then-matmul in float32 (`reference_linear`: the tests'
-    and the benchmark's check of the kernels). Not thread-safe."""
+    and the benchmark's check of the kernels); `threads`: the native kernels' thread
+    count (torch's at construction: the physical cores), kept apart from torch's own so
+    that a decode step can run torch's small operations on one thread
+    (`single_torch_thread`) while the kernels use every core. Not thread-safe."""
 
-    def __init__(self, *, reference: bool = False) -> None:
+    def __init__(self, *, reference: bool = False, threads: int | None = None) -> None:
         self.reference = reference
+        self.threads = max(1, threads if threads is not None else ggml_native.threads())
         self._flat: dict[torch.dtype, torch.Tensor] = {}
         # While a chunked prefill runs one layer over its chunks: each matrix decoded
         # once for all of them (keyed by its bytes' address and rows).
@@ -319,12 +323,12 @@ def _ggml_bf16(parts: Parts, buffer: Workspace, *, fresh: bool = False) -> torch
     rows, cols = parts.values.shape[0], parts.cols
     flat = torch.empty(rows * cols, dtype=torch.bfloat16) if fresh else None
     w = (flat if fresh else buffer.take(rows * cols, torch.bfloat16)).view(rows, cols)
-    return lib.decode(
-        qtype=parts.qtype, raw=parts.values, cols=cols, out=w, threads=ggml_native.threads()
-    )
+    return lib.decode(qtype=parts.qtype, raw=parts.values, cols=cols, out=w, threads=buffer.threads)
 
 
-def _ggml_linear(x: torch.Tensor, *, parts: Parts, bias: torch.Tensor | None) -> torch.Tensor:
+def _ggml_linear(
+    x: torch.Tensor, *, parts: Parts, bias: torch.Tensor | None, threads: int
+) -> torch.Tensor:
     lib = ggml_native.library()
     if lib is None:
         raise RuntimeError("the native GGML library is gone: its form cannot be computed")
@@ -336,7 +340,7 @@ def _ggml_linear(x: torch.Tensor, *, parts: Parts, bias: torch.Tensor | None) ->
         cols=parts.cols,
         x=flat,
         out=out,
-        threads=ggml_native.threads(),
+        threads=threads,
     )
     order = parts.gguf_rows
     y = out if order is None else out.index_select(1, order)
@@ -365,7 +369,7 @@ def linear(
     rows = x.numel() // x.shape[-1]
     if rows <= _KERNEL_ROWS[parts.form]:
         if parts.form == "ggml":
-            return _ggml_linear(x, parts=parts, bias=bias)
+            return _ggml_linear(x, parts=parts, bias=bias, threads=buffer.threads)
         if parts.form == "int4":
             return int4.linear(x, nibbles=parts.values, scales=parts.scales, bias=bias)
         return int8.linear(x, values=parts.values, scale=parts.scales, bias=bias)
@@ -414,7 +418,7 @@ def linear_many(
         cols=parts[0].cols,
         x=flat,
         outs=pieces,
-        threads=ggml_native.threads(),
+        threads=buffer.threads,
     )
     ys = []
     for p, b, y in zip(parts, biases, pieces, strict=True):
@@ -423,6 +427,31 @@ def linear_many(
         y = y.to(x.dtype).reshape(*x.shape[:-1], y.shape[-1])
         ys.append(y if b is None else y + b)
     return ys
+
+
+def native_step(rows: int) -> bool:
+    """Whether a forward of `rows` rows computes its quantized matrices in the native
+    kernels (the "ggml" form): a decode step's few rows, where the library is loaded."""
+    return rows <= _KERNEL_ROWS["ggml"] and ggml_native.library() is not None
+
+
+@contextlib.contextmanager
+def single_torch_thread() -> Iterator[None]:
+    """Torch's operations on this thread run on one thread within the block.
+
+    A decode step is a few hundred small operations between the native kernels' calls;
+    run on two OpenMP threads, each waits at a barrier for a thread the OS may have given
+    to the kernels' own pool (or to another program), and the step took twice as long
+    on two cores as on one. The kernels keep `Workspace.threads`."""
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _rows(parts: Parts, *, start: int, stop: int) -> Parts:

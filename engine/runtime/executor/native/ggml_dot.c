@@ -466,6 +466,11 @@ int rd_row_bytes(int type, int64_t k) {
 /* One call's work: `parts` matrices sharing the activations, or rows to decode. */
 typedef struct {
     int decode, bf16, count;
+    /* attention (a decode layer's, one row): q heads × n positions of the KV buffers */
+    int attend;
+    int64_t heads, group, head_dim, n, kv_stride;
+    const float *q, *kc, *vc;
+    float *att_out, *scores;
     int types[MAX_PARTS];
     const uint8_t *ws[MAX_PARTS];
     int64_t ns[MAX_PARTS], row_bytes[MAX_PARTS], ldys[MAX_PARTS];
@@ -478,7 +483,13 @@ typedef struct {
     const act_32 *act_32;
 } job_t;
 
+static void attend_head(const job_t *job, int64_t h);
+
 static void run_chunk(const job_t *job, int64_t c) {
+    if (job->attend) {
+        attend_head(job, c);
+        return;
+    }
     int p = 0;
     while (c >= job->first_chunk[p + 1]) p++;
     int64_t at = c - job->first_chunk[p];
@@ -741,4 +752,175 @@ int rd_decode(int type, const uint8_t *w, int64_t n, int64_t k, int64_t row_byte
     run_job(total, threads);
     pthread_mutex_unlock(&pool.call);
     return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* One decoder layer of a Llama-family model for one new position (a decode step's row),
+ * the arithmetic of engine/runtime/executor/decoder.py `layer` (RMSNorm in float32, rotary
+ * embeddings by halves, grouped-query attention over the KV buffers, SiLU-gated MLP): the
+ * step is a few hundred small tensor operations in Python, each costing more than its
+ * arithmetic; here it is two calls. The KV buffers stay the caller's (it appends the new
+ * key and value between the two calls). */
+
+enum { W_Q, W_K, W_V, W_O, W_GATE, W_UP, W_DOWN, W_COUNT };
+
+typedef struct {
+    int64_t hidden, heads, kv_heads, head_dim, inter;
+    float eps;
+    const float *attn_norm, *ffn_norm;
+    const float *bias[3]; /* q, k, v: NULL where the model has none */
+    int types[W_COUNT];
+    const uint8_t *ws[W_COUNT];
+    int64_t rows[W_COUNT], row_bytes[W_COUNT];
+    const int64_t *order[W_COUNT]; /* the file's row of each output (q/k of a Llama file) */
+} layer_t;
+
+static inline float dotf(const float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    float s = 0.0f;
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256 acc = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    s = hsum(acc);
+#endif
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static inline void axpy(float *y, float a, const float *x, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256 va = _mm256_set1_ps(a);
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+#endif
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void attend_head(const job_t *job, int64_t h) {
+    int64_t d = job->head_dim, n = job->n, g = h / job->group;
+    const float *q = job->q + h * d;
+    const float *kc = job->kc + g * job->kv_stride, *vc = job->vc + g * job->kv_stride;
+    float *sc = job->scores + h * n, *out = job->att_out + h * d;
+    float scale = 1.0f / sqrtf((float)d), top = -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        sc[j] = dotf(q, kc + j * d, d) * scale;
+        top = sc[j] > top ? sc[j] : top;
+    }
+    float total = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        sc[j] = expf(sc[j] - top);
+        total += sc[j];
+    }
+    memset(out, 0, sizeof(float) * d);
+    for (int64_t j = 0; j < n; j++) axpy(out, sc[j] / total, vc + j * d, d);
+}
+
+static void rms_norm_row(const float *x, const float *w, int64_t n, float eps, float *out) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float r = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = w[i] * (x[i] * r);
+}
+
+/* out[i] = y[order[i]] where the file keeps rows in another order, else y itself. */
+static void reorder(float *y, const int64_t *order, int64_t n, float *tmp) {
+    if (!order) return;
+    for (int64_t i = 0; i < n; i++) tmp[i] = y[order[i]];
+    memcpy(y, tmp, sizeof(float) * n);
+}
+
+static void rope(float *x, int64_t heads, int64_t d, const float *cos_, const float *sin_) {
+    int64_t half = d / 2;
+    for (int64_t h = 0; h < heads; h++) {
+        float *v = x + h * d;
+        for (int64_t i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * cos_[i] - b * sin_[i];
+            v[i + half] = b * cos_[i + half] + a * sin_[i + half];
+        }
+    }
+}
+
+static int matmul_into(const layer_t *L, int first, int count, const float *x, int64_t k,
+                       float *const *ys, int threads) {
+    int64_t ldys[MAX_PARTS] = {0};
+    for (int p = 0; p < count; p++) ldys[p] = L->rows[first + p];
+    return rd_matmul_many(count, L->types + first, L->ws + first, L->rows + first,
+                          L->row_bytes + first, k, x, 1, ys, ldys, threads);
+}
+
+/* Norm, q/k/v (with their biases) and rotary embeddings of `h` (hidden values): q is
+ * heads × head_dim, k and v kv_heads × head_dim. Returns 0, or <0 when refused. */
+int rd_layer_qkv(const layer_t *L, const float *h, const float *cos_, const float *sin_,
+                 float *q, float *k, float *v, int threads) {
+    int64_t H = L->hidden;
+    float *x = malloc(sizeof(float) * (H + L->rows[W_Q]));
+    if (!x) return -2;
+    float *tmp = x + H;
+    rms_norm_row(h, L->attn_norm, H, L->eps, x);
+    float *ys[3] = {q, k, v};
+    int rc = matmul_into(L, W_Q, 3, x, H, ys, threads);
+    if (rc == 0) {
+        for (int p = 0; p < 3; p++) {
+            reorder(ys[p], L->order[W_Q + p], L->rows[W_Q + p], tmp);
+            if (L->bias[p])
+                for (int64_t i = 0; i < L->rows[W_Q + p]; i++) ys[p][i] += L->bias[p][i];
+        }
+        rope(q, L->heads, L->head_dim, cos_, sin_);
+        rope(k, L->kv_heads, L->head_dim, cos_, sin_);
+    }
+    free(x);
+    return rc;
+}
+
+/* The rest of the layer once the new key and value are in the KV buffers (n positions,
+ * heads kv_stride floats apart, positions head_dim apart): attention, output projection,
+ * residual, norm, SiLU-gated MLP, residual; `h` is updated in place. */
+int rd_layer_rest(const layer_t *L, float *h, const float *q, const float *kc, const float *vc,
+                  int64_t n, int64_t kv_stride, int threads) {
+    int64_t H = L->hidden, I = L->inter, A = L->heads * L->head_dim;
+    if (n < 1 || L->kv_heads < 1 || L->heads % L->kv_heads != 0) return -1;
+    float *buf = malloc(sizeof(float) * (L->heads * n + A + H + H + 2 * I));
+    if (!buf) return -2;
+    float *scores = buf, *att = scores + L->heads * n, *o = att + A, *x = o + H, *gate = x + H,
+          *up = gate + I;
+    pthread_mutex_lock(&pool.call);
+    job_t *job = &pool.job;
+    memset(job, 0, sizeof(*job));
+    job->attend = 1;
+    job->heads = L->heads;
+    job->group = L->heads / L->kv_heads;
+    job->head_dim = L->head_dim;
+    job->n = n;
+    job->kv_stride = kv_stride;
+    job->q = q;
+    job->kc = kc;
+    job->vc = vc;
+    job->att_out = att;
+    job->scores = scores;
+    job->first_chunk[0] = 0;
+    for (int p = 0; p < MAX_PARTS; p++) job->first_chunk[p + 1] = INT64_MAX;
+    run_job(L->heads, n * L->heads >= 4096 ? threads : 1);
+    pthread_mutex_unlock(&pool.call);
+    float *ys[2];
+    ys[0] = o;
+    int rc = matmul_into(L, W_O, 1, att, A, ys, threads);
+    if (rc == 0) {
+        for (int64_t i = 0; i < H; i++) h[i] += o[i];
+        rms_norm_row(h, L->ffn_norm, H, L->eps, x);
+        ys[0] = gate;
+        ys[1] = up;
+        rc = matmul_into(L, W_GATE, 2, x, H, ys, threads);
+    }
+    if (rc == 0) {
+        for (int64_t i = 0; i < I; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+        ys[0] = o;
+        rc = matmul_into(L, W_DOWN, 1, gate, I, ys, threads);
+    }
+    if (rc == 0)
+        for (int64_t i = 0; i < H; i++) h[i] += o[i];
+    free(buf);
+    return rc;
 }

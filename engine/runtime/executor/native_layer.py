@@ -1,0 +1,198 @@
+"""A decode step's layer computed by the native library in two calls.
+
+engine/runtime/executor/decoder.py `layer` is a few dozen tensor operations a layer; for a
+decode step's one new position each costs more in Python and dispatch than in arithmetic
+(a profile of the 1.5B's step on one thread: 55% in the kernels' dot products, most of the
+rest in the small operations between them). Here the same arithmetic runs in
+engine/runtime/executor/native/ggml_dot.c: `rd_layer_qkv` (norm, q/k/v and their biases,
+rotary embeddings), then the caller appends the new key and value to the cache exactly as
+`decoder.append_kv` does, then `rd_layer_rest` (attention over the KV buffers, output
+projection, residual, norm, SiLU-gated MLP, residual).
+
+It computes one row (one sequence, one position, no padding) in float32 where every
+matrix of the layer is in the "ggml" form; anything else returns None and the Python
+layer computes it. Tested against `decoder.layer` (tests/engine/runtime/executor/
+test_native_layer.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+
+import torch
+
+from engine.runtime.executor import decoder
+from engine.runtime.executor.ggml_native import Library
+from engine.runtime.executor.kernel_forms import Parts, parts_of
+
+MATRICES = (
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+)
+_BIASES = ("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias")
+_COUNT = len(MATRICES)
+_P = ctypes.c_void_p
+# A layer's spec: the tensors' mapping it was made from, the spec, the tensors it points to.
+_Made = tuple[Mapping[str, torch.Tensor], "LayerSpec", list[torch.Tensor]]
+_I64 = ctypes.c_int64
+
+
+class LayerSpec(ctypes.Structure):
+    """ggml_dot.c's `layer_t`: a layer's shape and where its tensors are."""
+
+    _fields_ = [
+        ("hidden", _I64),
+        ("heads", _I64),
+        ("kv_heads", _I64),
+        ("head_dim", _I64),
+        ("inter", _I64),
+        ("eps", ctypes.c_float),
+        ("attn_norm", _P),
+        ("ffn_norm", _P),
+        ("bias", _P * 3),
+        ("types", ctypes.c_int * _COUNT),
+        ("ws", _P * _COUNT),
+        ("rows", _I64 * _COUNT),
+        ("row_bytes", _I64 * _COUNT),
+        ("order", _P * _COUNT),
+    ]
+
+
+class NativeLayers:
+    """The native layer step of one model: each layer's LayerSpec made once while the
+    layer's tensors stay the same (resident layers: every step), the tensors it points
+    into kept alive beside it."""
+
+    def __init__(self, *, lib: Library, shape: decoder.Shape, threads: int) -> None:
+        self._lib = lib
+        self._shape = shape
+        self._threads = threads
+        # layer -> (the tensors' mapping the spec was made from, the spec, what it points to)
+        self._specs: dict[
+            int, tuple[Mapping[str, torch.Tensor], LayerSpec, list[torch.Tensor]]
+        ] = {}
+
+    def forget(self) -> None:
+        """Drop every spec (the model's tensors are being replaced or released)."""
+        self._specs.clear()
+
+    def step(
+        self,
+        index: int,
+        hidden: torch.Tensor,  # (1, 1, H) float32
+        *,
+        tensors: Mapping[str, torch.Tensor],
+        rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (1, 1, head_dim)
+        kv: object,
+        keep: bool,
+    ) -> torch.Tensor | None:
+        """The layer's output for one row, or None (not computable here: the Python layer
+        computes it, nothing has been written to the cache). `keep`: the tensors stay the
+        same at the next step (a resident layer), so the spec is kept for it."""
+        if hidden.dtype != torch.float32 or hidden.shape[:2] != (1, 1):
+            return None
+        made = self._specs.get(index)
+        if made is None or made[0] is not tensors:
+            spec_held = _spec(tensors, shape=self._shape)
+            if spec_held is None:
+                return None
+            made = (tensors, *spec_held)
+            if keep:
+                self._specs[index] = made
+            else:
+                self._specs.pop(index, None)
+        spec = made[1]
+        s = self._shape
+        cos, sin = (r.reshape(-1).float().contiguous() for r in rotary)
+        q = torch.empty(s.heads * s.head_dim)
+        k = torch.empty(1, s.kv_heads, 1, s.head_dim)
+        v = torch.empty(1, s.kv_heads, 1, s.head_dim)
+        h = hidden.reshape(-1).contiguous()
+        rc = self._lib.layer_qkv(spec, h=h, cos=cos, sin=sin, q=q, k=k, v=v, threads=self._threads)
+        if rc != 0:
+            raise ValueError(f"the native layer refused layer {index} (code {rc})")
+        keys, values = decoder.append_kv(kv, k, v)
+        n = keys.shape[-2]
+        if not (_kv_ok(keys, values, head_dim=s.head_dim) and keys.shape[0] == 1):
+            raise ValueError("the KV buffers are not laid out as the native layer reads them")
+        out = h.clone()
+        rc = self._lib.layer_rest(
+            spec,
+            h=out,
+            q=q,
+            keys=keys,
+            values=values,
+            n=n,
+            kv_stride=keys.stride(1),
+            threads=self._threads,
+        )
+        if rc != 0:
+            raise ValueError(f"the native layer refused layer {index} (code {rc})")
+        return out.view(1, 1, -1)
+
+
+def _kv_ok(keys: torch.Tensor, values: torch.Tensor, *, head_dim: int) -> bool:
+    return (
+        all(
+            t.dtype == torch.float32 and t.stride(-1) == 1 and t.stride(-2) == head_dim
+            for t in (keys, values)
+        )
+        and keys.stride() == values.stride()
+    )
+
+
+def _spec(
+    tensors: Mapping[str, torch.Tensor], *, shape: decoder.Shape
+) -> tuple[LayerSpec, list[torch.Tensor]] | None:
+    """The layer's LayerSpec and the tensors it points into, or None when a matrix is not
+    in the "ggml" form, a tensor is not float32, or the layer has a part this step does
+    not compute (an output or MLP bias)."""
+    if "self_attn.o_proj.bias" in tensors or "mlp.down_proj.bias" in tensors:
+        return None
+    parts: list[Parts] = []
+    for name in MATRICES:
+        p = parts_of(tensors, f"{name}.weight")
+        if p is None or p.form != "ggml":
+            return None
+        parts.append(p)
+    norms = [tensors.get("input_layernorm.weight"), tensors.get("post_attention_layernorm.weight")]
+    biases = [tensors.get(b) for b in _BIASES]
+    floats = [t for t in [*norms, *biases] if t is not None]
+    if any(n is None for n in norms) or any(
+        t.dtype != torch.float32 or not t.is_contiguous() for t in floats
+    ):
+        return None
+    hidden = parts[0].cols
+    inter = parts[4].values.shape[0]
+    heads_out = shape.heads * shape.head_dim
+    kv_out = shape.kv_heads * shape.head_dim
+    want_rows = [heads_out, kv_out, kv_out, hidden, inter, inter, hidden]
+    want_cols = [hidden, hidden, hidden, heads_out, hidden, hidden, inter]
+    for p, rows, cols in zip(parts, want_rows, want_cols, strict=True):
+        if p.values.shape[0] != rows or p.cols != cols:
+            return None
+    spec = LayerSpec()
+    spec.hidden, spec.heads, spec.kv_heads = hidden, shape.heads, shape.kv_heads
+    spec.head_dim, spec.inter, spec.eps = shape.head_dim, inter, shape.eps
+    spec.attn_norm, spec.ffn_norm = norms[0].data_ptr(), norms[1].data_ptr()  # type: ignore[union-attr]
+    held: list[torch.Tensor] = [t for t in floats]
+    for i, b in enumerate(biases):
+        spec.bias[i] = b.data_ptr() if b is not None else None
+    for i, p in enumerate(parts):
+        spec.types[i] = p.qtype
+        spec.ws[i] = p.values.data_ptr()
+        spec.rows[i] = p.values.shape[0]
+        spec.row_bytes[i] = p.values.stride(0)
+        order = p.gguf_rows
+        if order is not None:
+            order = order.to(torch.int64).contiguous()
+            held.append(order)
+        spec.order[i] = order.data_ptr() if order is not None else None
+        held.append(p.values)
+    return spec, held
