@@ -574,7 +574,7 @@ class Engine:
             priority=priority,
             k=max(1, min(k, 50)),
             max_new_tokens=max(1, max_new_tokens),
-            payload=None if filters.empty else filters,
+            filters=None if filters.empty else filters,
             conversation=follow_up,
             cancel=cancel,
         )

@@ -45,8 +45,8 @@ from engine.rag.pipeline.adapters import (
 )
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.workers import DONE, GenerationJob
-from engine.rag.store.records import SearchFilters, SearchHit
+from engine.rag.pipeline.stages import DONE, GenerationJob
+from engine.rag.store.records import SearchHit
 from engine.rag.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
@@ -251,8 +251,8 @@ class RelevanceGate:
         hits, min_score = searched.hits, self._min_score
         extract = None
         unknown: tuple[str, ...] = ()
-        filters = question.payload
-        one_document = isinstance(filters, SearchFilters) and len(filters.paths) == 1
+        filters = question.filters
+        one_document = filters is not None and len(filters.paths) == 1
         if _checked(hits, one_document=one_document):
             extract = self._extractive.answer(
                 question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)

@@ -14,7 +14,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from engine.rag.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
+from engine.rag.pipeline.batching import (
+    BatchChoice,
+    BatchModel,
+    FixedBatch,
+    choose_batch,
+    observe,
+)
 from engine.rag.pipeline.requests import Finished, RequestHandle
 from engine.rag.pipeline.scheduler import Pending, SchedulerPolicy, select
 from engine.rag.pipeline.status import BatchRecord, WorkerStatus
@@ -47,7 +53,7 @@ class BatchWorker:
         apply_placement: ApplyPlacement | None,
         policy: SchedulerPolicy,
         clock: Callable[[], float],
-        fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
+        fixed_batch: FixedBatch | None = None,  # None: eq. 4-8 from the batch model
         defer: Callable[[float, int], float] | None = None,
     ) -> None:
         """`defer(waited, waiting)`: how many seconds more the next batch may wait
@@ -116,7 +122,9 @@ class BatchWorker:
                 if not self._waiting or self._held:
                     return False
                 if self._fixed_batch is not None:
-                    choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
+                    choice = choose_batch(
+                        n=len(self._waiting), cap=self._fixed_batch.size, fit=None
+                    )
                 else:
                     choice = self._model.choose(n=len(self._waiting), cap=self._cap)
                 batch = self._select(size=choice.size)
@@ -279,7 +287,7 @@ class BatchWorker:
             if not waiting:
                 return 0.0
             if self._fixed_batch is not None:
-                size = min(self._fixed_batch, cap)
+                size = min(self._fixed_batch.size, cap)
             else:
                 size = self._model.choose(n=waiting + self._running, cap=cap).size
         return (waiting // max(1, size)) * fit.predict(batch=size)

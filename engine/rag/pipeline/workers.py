@@ -12,9 +12,9 @@ between two batches of that worker and never inside one; the queues are not touc
 so no request is lost, and the other worker keeps serving meanwhile (§4.2's separate
 locks).
 
-The work itself is injected: `retrieve_batch(questions) -> list[hits]` and
-`generate_batch(jobs) -> iterator of (request_id, text piece | DONE)`; adapters.py
-builds the real ones, tests pass fakes.
+The work itself is injected as the stages (stages.py: the search, the verdict, the
+generation), with the policies the workers consult (policies.py); serving.py builds
+the engine's, tests pass fakes.
 """
 
 from __future__ import annotations
@@ -22,44 +22,29 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Generic
 
-from engine.rag.pipeline.batch_worker import ApplyPlacement, BatchWorker
+from engine.rag.answer.conversation import FollowUp
+from engine.rag.pipeline.batch_worker import BatchWorker
 from engine.rag.pipeline.batching import BatchModel
+from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import (
-    CancelFlag,
     Event,
     Finished,
+    H,
     Piece,
-    Question,
     RequestHandle,
     Retrieved,
+    S,
     new_question,
 )
-from engine.rag.pipeline.scheduler import SchedulerPolicy
+from engine.rag.pipeline.stages import GenerationJob, RowFailed, Stages, _Done
 from engine.rag.pipeline.status import PipelineStatus, RequestRecord
+from engine.rag.store.records import SearchFilters
 from engine.runtime.planner.placement import Placement
 from engine.runtime.planner.profiling import PowerLawFit
 from engine.wire import Priority
-
-
-class _Done:
-    def __repr__(self) -> str:
-        return "DONE"
-
-
-DONE: Final = _Done()  # the generate_batch marker: this request's answer is complete
-
-
-@dataclass(frozen=True, kw_only=True)
-class RowFailed:
-    """The generate_batch marker of a request that failed alone (a model server's
-    error for one row): it ends with `message`, the others go on."""
-
-    message: str
-
 
 # Without a placement, the batch caps: retrieval is cheap to batch (one embedding
 # call, one search), generation holds KV per row.
@@ -76,66 +61,28 @@ TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 VERDICT_WAIT_S = 60.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class GenerationJob:
-    request_id: str
-    question: Question
-    hits: Any
-    cancel: CancelFlag  # set when the caller cancelled; stop this row
-
-
-RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
-# A piece is plain text, or a Piece when the function counts the tokens behind it.
-GenerateBatch = Callable[
-    [Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done | RowFailed"]]
-]
-
-
-class Pipeline:
+class Pipeline(Generic[S, H]):
     """Retrieval → generation, each its own BatchWorker. `submit` returns a handle."""
 
     def __init__(
         self,
         *,
-        retrieve_batch: RetrieveBatch,
-        generate_batch: GenerateBatch,
-        placement: Placement | None = None,
-        retrieval_fit: PowerLawFit | None = None,
-        generation_fit: PowerLawFit | None = None,
-        apply_retrieval_placement: ApplyPlacement | None = None,
-        apply_generation_placement: ApplyPlacement | None = None,
-        policy: SchedulerPolicy | None = None,
+        stages: Stages[S, H],
+        scheduling: Scheduling | None = None,
+        placing: Placing | None = None,
+        fits: Fits | None = None,
+        model_name: str | None = None,  # the model answering here (handles say so)
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
-        answered_at_retrieval: Callable[[Any], bool] | None = None,
-        join_running_batch: bool = False,
-        fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
-        model_name: str | None = None,  # the model answering here (handles say so)
-        retrieval_waits_for_company: bool = True,
-        judge: Callable[[Question, Any], Any] | None = None,
-        speculate: Callable[[Any], bool] | None = None,
-        generation_cap: int | None = None,
     ) -> None:
-        """`answered_at_retrieval(hits)`: True for a question whose retrieval already
-        settled it (nothing relevant found): it finishes there, without taking a place
-        in a generation batch. `join_running_batch`: `generate_batch` is called as
-        `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
-        step) returns the waiting jobs that join the batch in flight.
-
-        `judge(question, searched)`: retrieval's second step (the relevance gate),
-        run on each question of the batch after `retrieve_batch`; its result is the
-        question's hits. `speculate(searched)`: True for a question that goes to the
-        generation queue before `judge` gives its verdict (its generation starts from
-        `searched`; what it writes is held until the verdict, and a question the
-        verdict settles is stopped there). `generation_cap`: the largest generation
-        batch without a placement (a model server's requests in flight)."""
-        policy = policy or SchedulerPolicy()
-        self._retrieve_batch = retrieve_batch
-        self._generate_batch = generate_batch
-        self._answered_at_retrieval = answered_at_retrieval
-        self._judge = judge
-        self._speculate = speculate if judge is not None else None
-        self._join = join_running_batch
+        scheduling = scheduling or Scheduling()
+        placing = placing or Placing()
+        fits = fits or Fits()
+        placement = placing.placement
+        self._stages = stages
+        # Speculation is about the verdict: without one there is nothing to wait for.
+        self._speculate = stages.speculate if stages.judge is not None else None
+        self._scheduling = scheduling
         self.model_name = model_name
         self._clock = clock
         # The batch the caps are sized for (the status says it); the placement itself
@@ -153,24 +100,24 @@ class Pipeline:
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
-            model=BatchModel(profiled=retrieval_fit),
+            model=BatchModel(profiled=fits.retrieval),
             cap=_retrieval_cap(placement),
             cap_of=_retrieval_cap,
-            apply_placement=apply_retrieval_placement,
-            policy=policy,
+            apply_placement=placing.apply_to_store,
+            policy=scheduling.order,
             clock=clock,
-            defer=self.retrieval_slack if retrieval_waits_for_company else None,
+            defer=self.retrieval_slack if scheduling.retrieval_waits_for_company else None,
         )
         self.generation = BatchWorker(
             name="generation",
             run_batch=self._generate,
-            model=BatchModel(profiled=generation_fit),
-            cap=generation_cap or _generation_cap(placement),
+            model=BatchModel(profiled=fits.generation),
+            cap=scheduling.generation_cap or _generation_cap(placement),
             cap_of=_generation_cap,
-            apply_placement=apply_generation_placement,
-            policy=policy,
+            apply_placement=placing.apply_to_executor,
+            policy=scheduling.order,
             clock=clock,
-            fixed_batch=fixed_generation_batch,
+            fixed_batch=scheduling.generation_batch,
         )
         if start:
             self.start()
@@ -201,13 +148,13 @@ class Pipeline:
         k: int = 5,
         max_new_tokens: int = 256,
         cost_s: float = 0.0,
-        payload: Any = None,
+        filters: SearchFilters | None = None,
         request_id: str | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        conversation: Any = None,
+        on_event: Callable[[Event[H]], None] | None = None,
+        conversation: FollowUp | None = None,
         rewrite: bool = False,
         cancel: threading.Event | None = None,
-    ) -> RequestHandle:
+    ) -> RequestHandle[S, H]:
         """Queue a question for retrieval; ValueError on an empty question or bad limits.
         Once `cancel` is set the request leaves whichever queue holds it, or its
         generation batch at the next decode step, and finishes "cancelled"."""
@@ -221,18 +168,20 @@ class Pipeline:
             k=k,
             max_new_tokens=max_new_tokens,
             cost_s=cost_s,
-            payload=payload,
+            filters=filters,
             request_id=request_id,
             conversation=conversation,
             rewrite=rewrite,
         )
 
-        def counted(event: Event) -> None:
+        def counted(event: Event[H]) -> None:
             self._count(handle, event)
             if on_event is not None:
                 on_event(event)
 
-        handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted, cancel=cancel)
+        handle: RequestHandle[S, H] = RequestHandle(
+            question=q, submitted=self._clock(), on_event=counted, cancel=cancel
+        )
         handle.served_by = self.model_name
         with self._counts_lock:
             if q.request_id in self._live:
@@ -242,7 +191,7 @@ class Pipeline:
         self.retrieval.enqueue(handle)
         return handle
 
-    def _count(self, handle: RequestHandle, event: Event) -> None:
+    def _count(self, handle: RequestHandle[S, H], event: Event[H]) -> None:
         if isinstance(event, Finished):
             self._record(handle, event)
         elif isinstance(event, Piece) and event.tokens:
@@ -253,7 +202,7 @@ class Pipeline:
         self.retrieval.hold()
         self.generation.hold()
 
-    def hand_over(self, *, to: Pipeline, timeout: float | None = 10.0) -> int:
+    def hand_over(self, *, to: Pipeline[S, H], timeout: float | None = 10.0) -> int:
         """Stop this pipeline and let `to` finish what it has not begun (a model
         change): questions waiting for retrieval join `to`'s retrieval queue, those
         already retrieved its generation queue (their sources stay valid); a batch
@@ -268,7 +217,7 @@ class Pipeline:
         )
         return moved
 
-    def adopt(self, *, handle: RequestHandle, retrieved: bool) -> None:
+    def adopt(self, *, handle: RequestHandle[S, H], retrieved: bool) -> None:
         """Take over a request another pipeline queued (`hand_over`)."""
         handle.also_notify(lambda event: self._count(handle, event))
         handle.served_by = self.model_name
@@ -313,7 +262,7 @@ class Pipeline:
             requests=records,
         )
 
-    def _record(self, handle: RequestHandle, outcome: Finished) -> None:
+    def _record(self, handle: RequestHandle[S, H], outcome: Finished) -> None:
         if handle.times().finished is None:
             handle.mark(finished=self._clock())
         record = RequestRecord(
@@ -354,17 +303,16 @@ class Pipeline:
 
     # -- the two batch functions ------------------------------------------------------
 
-    def _retrieve(self, batch: list[RequestHandle]) -> None:
+    def _retrieve(self, batch: list[RequestHandle[S, H]]) -> None:
         now = self._clock()
         for h in batch:
             h.mark(retrieval_started=now)
-        results = list(self._retrieve_batch([h.question for h in batch]))
-        if len(results) != len(batch):
+        searched = list(self._stages.retrieve([h.question for h in batch]))
+        if len(searched) != len(batch):
             raise RuntimeError(
-                f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
+                f"retrieve returned {len(searched)} results for {len(batch)} questions"
             )
-        if self._judge is not None:
-            results = self._judged(batch, results)
+        results = self._judged(batch, searched)
         done = self._clock()
         for h, hits in zip(batch, results, strict=True):
             h.mark(retrieved=done)
@@ -379,12 +327,14 @@ class Pipeline:
             else:
                 self.generation.enqueue(h)
 
-    def _judged(self, batch: list[RequestHandle], searched: list[Any]) -> list[Any]:
-        """The verdict on each question; those `speculate` picks are in the generation
-        queue meanwhile, held. A verdict that fails releases them with the error (the
-        batch's other questions hear it from the worker)."""
-        judge = self._judge
-        assert judge is not None
+    def _judged(self, batch: list[RequestHandle[S, H]], searched: list[S]) -> list[H]:
+        """The verdict on each question (the search itself without `judge`); those
+        `speculate` picks are in the generation queue meanwhile, held. A verdict that
+        fails releases them with the error (the batch's other questions hear it from
+        the worker)."""
+        judge = self._stages.judge
+        if judge is None:
+            return searched  # type: ignore[return-value]  # no verdict: S is H
         if self._speculate is not None:
             for h, s in zip(batch, searched, strict=True):
                 if not h.cancelled and self._speculate(s):
@@ -401,10 +351,10 @@ class Pipeline:
                     )
             raise
 
-    def _settled(self, hits: Any) -> bool:
-        return self._answered_at_retrieval is not None and self._answered_at_retrieval(hits)
+    def _settled(self, hits: H) -> bool:
+        return self._stages.settled is not None and self._stages.settled(hits)
 
-    def _release(self, h: RequestHandle, hits: Any) -> None:
+    def _release(self, h: RequestHandle[S, H], hits: H) -> None:
         """A held question's verdict: what its generation wrote so far is delivered
         (the first piece of text is its first token), or, when the verdict settles it
         (or it was cancelled), its generation stops and it finishes as it would have."""
@@ -418,12 +368,12 @@ class Pipeline:
         if text and h.times().first_token is None:
             h.mark(first_token=self._clock())
 
-    def _generate(self, batch: list[RequestHandle]) -> int:
+    def _generate(self, batch: list[RequestHandle[S, H]]) -> int:
         members = list(batch)  # grows when requests join the batch in flight
         by_id = {h.request_id: h for h in members}
         joined = 0
 
-        def job_of(h: RequestHandle) -> GenerationJob:
+        def job_of(h: RequestHandle[S, H]) -> GenerationJob[S, H]:
             h.mark(generation_started=self._clock())
             # Before its verdict, a held question starts from its search's hits.
             hits = h.hits if h.hits is not None else h.searched
@@ -431,7 +381,7 @@ class Pipeline:
                 request_id=h.request_id, question=h.question, hits=hits, cancel=h.cancel_event
             )
 
-        def incoming() -> list[GenerationJob]:
+        def incoming() -> list[GenerationJob[S, H]]:
             nonlocal joined
             alive = sum(1 for h in members if not (h.done or h.cancelled))
             new = self.generation.take(running=alive)
@@ -442,10 +392,11 @@ class Pipeline:
             return [job_of(h) for h in new]
 
         jobs = [job_of(h) for h in members]
+        generate = self._stages.generate
         stream = (
-            self._generate_batch(jobs, incoming=incoming)  # type: ignore[call-arg]
-            if self._join
-            else self._generate_batch(jobs)
+            generate(jobs, incoming=incoming)  # type: ignore[call-arg]
+            if self._scheduling.join_running_batch
+            else generate(jobs)
         )
         try:
             for request_id, piece in stream:
@@ -482,7 +433,7 @@ class Pipeline:
         return joined
 
 
-def _finish_cancelled(members: Sequence[RequestHandle]) -> None:
+def _finish_cancelled(members: Sequence[RequestHandle[S, H]]) -> None:
     """A request cancelled while others of its batch go on finishes now (its row
     leaves the batch at this step), not when the batch ends. A held one hears its
     verdict first (`_release`)."""

@@ -20,7 +20,7 @@ from engine.rag.pipeline.adapters import generate_rows
 from engine.rag.pipeline.answering import RewriteOnly
 from engine.rag.pipeline.follow_up import resolve_follow_up
 from engine.rag.pipeline.requests import Finished, Piece, new_question
-from engine.rag.pipeline.workers import DONE, GenerationJob
+from engine.rag.pipeline.stages import DONE, GenerationJob
 from engine.runtime.models.synthetic import write_random_model
 from engine.wire import Citation, Turn
 
