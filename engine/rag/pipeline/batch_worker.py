@@ -26,10 +26,16 @@ from engine.rag.pipeline.scheduler import Pending, SchedulerPolicy, select
 from engine.rag.pipeline.status import BatchRecord, WorkerStatus
 from engine.runtime.planner.placement import Placement
 from engine.runtime.planner.profiling import PowerLawFit
+from engine.wire import Priority
 
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
 HISTORY = 64  # batches kept per worker for the status timeline
 ApplyPlacement = Callable[[Placement], None]
+
+
+class BatchFailed(Exception):
+    """Raised by a `run_batch` that failed and has already told each of its requests
+    (some may have gone on to another stage): the worker only counts the failure."""
 
 
 @dataclass(kw_only=True)
@@ -85,13 +91,14 @@ class BatchWorker:
 
     # -- queue -------------------------------------------------------------------
 
-    def enqueue(self, handle: RequestHandle) -> None:
+    def enqueue(self, handle: RequestHandle, *, priority: Priority | None = None) -> None:
+        """`priority`: the class it is scheduled as here (None: its question's)."""
         q = handle.question
         entry = _Entry(
             handle=handle,
             pending=Pending(
                 request_id=q.request_id,
-                priority=q.priority,
+                priority=priority or q.priority,
                 enqueued_at=self._clock(),
                 cost_s=q.cost_s,
             ),
@@ -136,6 +143,8 @@ class BatchWorker:
             joined = 0
             try:
                 joined = self._run_batch(batch) or 0
+            except BatchFailed:
+                failed = True
             except Exception as e:  # one bad batch must not stop the worker
                 failed = True
                 for handle in batch:

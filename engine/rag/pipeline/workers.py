@@ -2,10 +2,14 @@
 worker, each a thread with its own queue, its own lock and its own batch-size model.
 
 A question waits in the retrieval queue; the retrieval worker takes a batch (size by
-eq. 4–8 from its own fit, members by value — scheduler.py), runs `retrieve_batch`
-once for the whole batch, and hands each question to the generation queue as soon as
-that batch is done. The generation worker forms its own batches the same way from
-what is waiting there and streams each request's pieces to its handle.
+eq. 4–8 from its own fit, members by value — scheduler.py), runs the search once for
+the whole batch (and the verdict per question), and hands each question to the
+generation queue as soon as that batch is done. The generation worker forms its own
+batches the same way from what is waiting there and streams each request's pieces to
+its handle. A follow-up the model rewrites starts in the generation queue instead: its
+rewrite is a row of those batches, and at its end the question goes on to retrieval
+(`_rewritten`). Which queue holds a request is its stage; nothing outside the two
+workers waits on one.
 
 A placement change (`set_placement`) takes each worker's lock in turn, so it lands
 between two batches of that worker and never inside one; the queues are not touched,
@@ -26,8 +30,9 @@ from collections.abc import Callable, Sequence
 from typing import Generic
 
 from engine.rag.answer.conversation import FollowUp
-from engine.rag.pipeline.batch_worker import BatchWorker
+from engine.rag.pipeline.batch_worker import BatchFailed, BatchWorker
 from engine.rag.pipeline.batching import BatchModel
+from engine.rag.pipeline.follow_up import after_rewrite
 from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import (
     Event,
@@ -97,6 +102,7 @@ class Pipeline(Generic[S, H]):
         self._records: deque[RequestRecord] = deque(maxlen=REQUEST_HISTORY)
         self._token_times: deque[tuple[float, int]] = deque()  # (clock, tokens) per piece
         self._started = clock()
+        self._successor: Pipeline[S, H] | None = None  # who took over (`hand_over`)
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
@@ -155,8 +161,10 @@ class Pipeline(Generic[S, H]):
         rewrite: bool = False,
         cancel: threading.Event | None = None,
     ) -> RequestHandle[S, H]:
-        """Queue a question for retrieval; ValueError on an empty question or bad limits.
-        Once `cancel` is set the request leaves whichever queue holds it, or its
+        """Queue a question for retrieval, or, with `rewrite` (a follow-up, see
+        follow_up.py), for its rewrite first; ValueError on an empty question or bad
+        limits. A follow-up's reader hears how it is searched (`Resolved`) before its
+        retrieval. Once `cancel` is set the request leaves whichever queue holds it, or its
         generation batch at the next decode step, and finishes "cancelled"."""
         if request_id is not None:
             with self._counts_lock:
@@ -188,8 +196,17 @@ class Pipeline(Generic[S, H]):
                 raise ValueError(f"request {q.request_id!r} is already in the pipeline")
             self._live.add(q.request_id)
             self._submitted += 1
-        self.retrieval.enqueue(handle)
+        if q.conversation is not None and not q.rewrite:
+            handle.resolved(question=q)  # searched as resolved from the history
+        self._enqueue(handle, retrieved=False)
         return handle
+
+    def _enqueue(self, handle: RequestHandle[S, H], *, retrieved: bool) -> None:
+        """Into the queue of the request's next stage (a rewrite is a generation row)."""
+        if handle.question.rewrite:
+            self.generation.enqueue(handle, priority=self._scheduling.rewrite_priority)
+        else:
+            (self.generation if retrieved else self.retrieval).enqueue(handle)
 
     def _count(self, handle: RequestHandle[S, H], event: Event[H]) -> None:
         if isinstance(event, Finished):
@@ -207,6 +224,8 @@ class Pipeline(Generic[S, H]):
         change): questions waiting for retrieval join `to`'s retrieval queue, those
         already retrieved its generation queue (their sources stay valid); a batch
         in flight ends here. Returns how many requests moved."""
+        # A rewrite that ends in a batch still in flight sends its question on to `to`.
+        self._successor = to
         # The retrieval batch in flight is waited for (no timeout: its questions
         # must reach the generation queue below before that is handed over too).
         moved = self.retrieval.stop(
@@ -224,7 +243,7 @@ class Pipeline(Generic[S, H]):
         with self._counts_lock:
             self._live.add(handle.request_id)
             self._submitted += 1
-        (self.generation if retrieved else self.retrieval).enqueue(handle)
+        self._enqueue(handle, retrieved=retrieved)
 
     def set_placement(self, placement: Placement) -> None:
         """Each worker takes the placement between two of its batches, retrieval first
@@ -369,11 +388,21 @@ class Pipeline(Generic[S, H]):
             h.mark(first_token=self._clock())
 
     def _generate(self, batch: list[RequestHandle[S, H]]) -> int:
+        """One generation batch: answers, and follow-ups' rewrites (the rewrite stage:
+        what such a row writes is kept, not delivered, and at its end the question goes
+        on to retrieval). Returns how many rows joined the batch in flight."""
         members = list(batch)  # grows when requests join the batch in flight
         by_id = {h.request_id: h for h in members}
+        rewriting: dict[str, list[str]] = {}  # a rewrite row's text so far
+        moved: set[str] = set()  # rewrites over: their questions went on to retrieval
         joined = 0
 
         def job_of(h: RequestHandle[S, H]) -> GenerationJob[S, H]:
+            if h.question.rewrite:
+                rewriting[h.request_id] = []
+                return GenerationJob(
+                    request_id=h.request_id, question=h.question, hits=None, cancel=h.cancel_event
+                )
             h.mark(generation_started=self._clock())
             # Before its verdict, a held question starts from its search's hits.
             hits = h.hits if h.hits is not None else h.searched
@@ -381,9 +410,17 @@ class Pipeline(Generic[S, H]):
                 request_id=h.request_id, question=h.question, hits=hits, cancel=h.cancel_event
             )
 
+        def over(h: RequestHandle[S, H]) -> bool:
+            return h.done or h.cancelled or h.request_id in moved
+
+        def rewritten(h: RequestHandle[S, H], text: str | None) -> None:
+            rewriting.pop(h.request_id, None)
+            moved.add(h.request_id)
+            self._rewritten(h, text=text)
+
         def incoming() -> list[GenerationJob[S, H]]:
             nonlocal joined
-            alive = sum(1 for h in members if not (h.done or h.cancelled))
+            alive = sum(1 for h in members if not over(h))
             new = self.generation.take(running=alive)
             for h in new:
                 members.append(h)
@@ -400,11 +437,21 @@ class Pipeline(Generic[S, H]):
         )
         try:
             for request_id, piece in stream:
-                _finish_cancelled(members)
+                _finish_cancelled([h for h in members if h.request_id not in moved])
                 h = by_id.get(request_id)
-                if h is None or h.done:
+                if h is None or h.done or request_id in moved:
                     continue
-                if isinstance(piece, _Done):
+                if request_id in rewriting:
+                    if isinstance(piece, _Done):
+                        rewritten(h, "".join(rewriting[request_id]))
+                    elif isinstance(piece, RowFailed):
+                        rewritten(h, None)
+                    else:
+                        event = piece if isinstance(piece, Piece) else Piece(text=piece)
+                        rewriting[request_id].append(event.text)
+                        if event.tokens:  # the machine's tokens/s counts them too
+                            self._count_tokens(event.tokens)
+                elif isinstance(piece, _Done):
                     # A question begun before its verdict and finished already: its
                     # answer's KV is stored when the stream goes on, unless the
                     # verdict stopped it first (a refusal stores no answer).
@@ -419,18 +466,42 @@ class Pipeline(Generic[S, H]):
                     # A held question's first token is the one its verdict releases.
                     if h.emit(event) and event.text and h.times().first_token is None:
                         h.mark(first_token=self._clock())
-                if all(x.done or x.cancelled for x in members):
+                if all(over(x) for x in members):
                     break  # nobody is listening any more: free the batch now
+        except Exception as e:
+            # Every row hears it here, those that joined on the way too; a follow-up
+            # whose rewrite failed is searched history-aware, as after a failed row.
+            for h in members:
+                if h.request_id in rewriting and not h.cancelled:
+                    rewritten(h, None)
+                elif not h.done and h.request_id not in moved:
+                    h.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
+            raise BatchFailed(str(e)) from e
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
         for h in members:
+            if h.request_id in moved:
+                continue
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
+            elif h.request_id in rewriting:
+                rewritten(h, None)  # the stream ended without the rewrite's end
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
         return joined
+
+    def _rewritten(self, h: RequestHandle[S, H], *, text: str | None) -> None:
+        """A follow-up's rewrite is over (`text`: what the model wrote, None when it
+        failed): the question goes on to retrieval with its search query, here or, after
+        a hand-over (a model change), in the pipelines that took this one's work."""
+        h.resolved(question=after_rewrite(question=h.question, text=text))
+        successor = self._successor
+        if successor is not None:
+            successor.adopt(handle=h, retrieved=False)
+        else:
+            self.retrieval.enqueue(h)
 
 
 def _finish_cancelled(members: Sequence[RequestHandle[S, H]]) -> None:
