@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from engine.rag.answer.conversation import FollowUp, resolve
+from engine.rag.pipeline.policies import Scheduling
 from engine.rag.pipeline.requests import Finished, Piece, Question, Resolved, Retrieved
 from engine.rag.pipeline.stages import DONE, GenerationJob, RowFailed, Stages
 from engine.rag.pipeline.workers import Pipeline
@@ -179,3 +180,25 @@ def test_a_rewrite_waiting_at_a_model_change_is_done_by_the_new_pipelines() -> N
     assert new.retrieval.run_once() and new.generation.run_once()
     assert handle.text(timeout=WAIT_S) == f"answer(hits({REWRITE}))"
     assert old_fakes.batches == [] and new_fakes.searched == [[REWRITE]]
+
+
+def test_a_background_follow_ups_rewrite_goes_ahead_of_background_answers() -> None:
+    """The rewrite is scheduled as interactive work (Scheduling.rewrite_priority), as
+    when it was a request of its own: its answer cannot start its search before it."""
+    fakes = Fakes()
+    pipe = Pipeline(
+        stages=Stages(retrieve=fakes.retrieve, generate=fakes.generate),
+        scheduling=Scheduling(generation_cap=1),
+        start=False,
+    )
+    pipe.submit(question="waiting", request_id="waiting", priority="background")
+    assert pipe.retrieval.run_once()
+    pipe.submit(
+        question=follow_up().query,
+        request_id="follow",
+        priority="background",
+        conversation=follow_up(),
+        rewrite=True,
+    )
+    assert pipe.generation.run_once()
+    assert fakes.batches == [["rewrite:follow"]]
