@@ -45,7 +45,7 @@ from engine.rag.pipeline.adapters import (
 )
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.stages import DONE, GenerationJob
+from engine.rag.pipeline.stages import DONE, GenerationJob, Incoming
 from engine.rag.store.records import SearchHit
 from engine.rag.store.search import NOT_FOUND_SIMILARITY
 
@@ -322,9 +322,7 @@ def gated_generate_batch(
     the engine's: profiling samples and answers without retrieval take it too, so
     nothing else runs the model while a batch does."""
 
-    Incoming = Callable[[], Sequence[GenerationJob]] | None
-
-    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming | None = None) -> Stream:
         # Quotes take no time to write: nothing joins, the next batch takes the rest.
         for job in jobs:
             if job.cancel.is_set():
@@ -334,7 +332,7 @@ def gated_generate_batch(
             yield job.request_id, Piece(text=text)
             yield job.request_id, DONE
 
-    def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+    def generative(jobs: Sequence[GenerationJob], incoming: Incoming | None = None) -> Stream:
         assert answerer is not None
         # A model server runs its own batches: nothing here to keep from running twice.
         lock = contextlib.nullcontext() if getattr(answerer, "remote", False) else model_lock
