@@ -80,7 +80,7 @@ from bench.pipeline_workload import Fact, ingest, schedule, write_corpus
 from engine.rag.answer.generative import GenerativeAnswerer
 from engine.rag.pipeline.adapters import executor_generate_batch
 from engine.rag.pipeline.requests import new_question
-from engine.rag.pipeline.workers import DONE, GenerationJob
+from engine.rag.pipeline.stages import DONE, GenerationJob
 from engine.runtime.executor.checkpoint import checkpoint_files
 from engine.runtime.executor.page_cache import evict_page_cache
 from engine.runtime.planner.profiling import PowerLawFit, fit_power_law

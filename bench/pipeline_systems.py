@@ -30,9 +30,11 @@ import torch
 from bench.pipeline_workload import Arrival, Schedule
 from engine.rag.answer.generative import GenerativeAnswerer
 from engine.rag.pipeline.adapters import executor_generate_batch, hits_of, passages_of
-from engine.rag.pipeline.batching import BatchModel, observe
+from engine.rag.pipeline.batching import BatchModel, FixedBatch, observe
+from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import Question, new_question
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline, RetrieveBatch
+from engine.rag.pipeline.stages import DONE, GenerationJob, RetrieveBatch, Stages
+from engine.rag.pipeline.workers import Pipeline
 from engine.rag.store.records import SearchResult
 from engine.runtime.executor.generate import left_pad
 from engine.runtime.planner.placement import Placement
@@ -136,13 +138,16 @@ def drive(*, arrivals: Sequence[Arrival], t0: float, submit: Callable[[Arrival],
 
 def run_pipeline(*, setup: Setup, name: str, fixed_batch: int | None = None) -> SystemRun:
     pipe = Pipeline(
-        retrieve_batch=setup.retrieve,
-        generate_batch=executor_generate_batch(answerer=setup.answerer),
-        placement=setup.placement,
-        generation_fit=setup.generation_fit,
-        retrieval_fit=setup.retrieval_fit,
-        fixed_generation_batch=fixed_batch,
-        retrieval_waits_for_company=setup.retrieval_waits,
+        stages=Stages(
+            retrieve=setup.retrieve,
+            generate=executor_generate_batch(answerer=setup.answerer),
+        ),
+        scheduling=Scheduling(
+            generation_batch=FixedBatch(size=fixed_batch) if fixed_batch is not None else None,
+            retrieval_waits_for_company=setup.retrieval_waits,
+        ),
+        placing=Placing(placement=setup.placement),
+        fits=Fits(retrieval=setup.retrieval_fit, generation=setup.generation_fit),
     )
     t0 = time.monotonic()
     seen: dict[tuple[str, float], BatchPoint] = {}

@@ -21,6 +21,7 @@ import numpy as np
 
 from engine.errors import ModelLoadError
 from engine.paths import Paths
+from engine.rag.answer.conversation import resolve
 from engine.rag.answer.model_ranker import MODEL_RANKER
 from engine.rag.answer.reranker import CandidateRanker
 from engine.rag.each.memo import EachMemo
@@ -35,7 +36,7 @@ from engine.rag.ingest.sandbox import SandboxLimits
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
 from engine.rag.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
-from engine.rag.pipeline.follow_up import resolve_follow_up, specific_words
+from engine.rag.pipeline.follow_up import needs_rewrite, specific_words
 from engine.rag.pipeline.serving import ServingPipeline, retire
 from engine.rag.pipeline.status_info import pipeline_info
 from engine.rag.store.lance_store import LanceStore
@@ -59,7 +60,6 @@ from engine.wire import (
     ModelServerInfo,
     PipelineInfo,
     Priority,
-    SearchedEvent,
     SourceView,
     Turn,
     WatchedFolder,
@@ -554,19 +554,8 @@ class Engine:
         serving = self.serving()
         follow_up = None
         if history:
-            follow_up = resolve_follow_up(
-                pipeline=serving.pipeline,
-                question=question,
-                history=history,
-                with_model=serving.answerer is not None,
-                cancel=cancel,
-                specific=specific_words(self.store),
-            )
-        if follow_up is not None and follow_up.dependent:
-            yield SearchedEvent(
-                query=follow_up.query,
-                rewritten_by=follow_up.rewritten_by,
-                context=follow_up.context if follow_up.rewritten_by == "history" else "",
+            follow_up = resolve(
+                question=question, history=tuple(history), specific=specific_words(self.store)
             )
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         handle = serving.pipeline.submit(
@@ -574,8 +563,10 @@ class Engine:
             priority=priority,
             k=max(1, min(k, 50)),
             max_new_tokens=max(1, max_new_tokens),
-            payload=None if filters.empty else filters,
+            filters=None if filters.empty else filters,
             conversation=follow_up,
+            # With a model, the pipeline rewrites a follow-up before its retrieval.
+            rewrite=needs_rewrite(follow_up=follow_up, with_model=serving.answerer is not None),
             cancel=cancel,
         )
         yield from answer_events(

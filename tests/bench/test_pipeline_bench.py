@@ -13,7 +13,10 @@ from bench import runner as bench_command
 from bench.pipeline_report import summarize
 from bench.pipeline_systems import SYSTEMS, BatchPoint, RequestRecord, SystemRun
 from bench.pipeline_workload import Fact, schedule
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.rag.pipeline.batching import FixedBatch
+from engine.rag.pipeline.policies import Fits, Scheduling
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
+from engine.rag.pipeline.workers import Pipeline
 from engine.runtime.planner.profiling import PowerLawFit
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -31,11 +34,17 @@ def test_fixed_generation_batch_ignores_the_fit_and_the_cap() -> None:
 
     def build(fixed: int | None) -> Pipeline:
         return Pipeline(
-            retrieve_batch=lambda qs: ["hits"] * len(qs),
-            generate_batch=generate,
-            generation_fit=PowerLawFit(a=1.0, c=0.2, r2=1.0, samples=()),
+            stages=Stages(
+                retrieve=lambda qs: ["hits"] * len(qs),
+                generate=generate,
+            ),
+            scheduling=Scheduling(
+                generation_batch=FixedBatch(size=fixed) if fixed is not None else None,
+            ),
+            fits=Fits(
+                generation=PowerLawFit(a=1.0, c=0.2, r2=1.0, samples=()),
+            ),
             start=False,
-            fixed_generation_batch=fixed,
         )
 
     for fixed, expected in ((3, [3, 3, 1]), (None, [7])):

@@ -113,7 +113,7 @@ def each_events(
                 priority="background",
                 k=passages[n],
                 max_new_tokens=job.max_new_tokens,
-                payload=SearchFilters(paths=(doc.path,)),
+                filters=SearchFilters(paths=(doc.path,)),
                 cancel=stop,
             ),
         )

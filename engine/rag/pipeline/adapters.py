@@ -5,7 +5,7 @@ generation batch. engine/service/core.py is to build a Pipeline from these.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from engine.rag.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.rag.answer.passages import Passage
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.workers import DONE, GenerationJob, RowFailed, _Done
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stream
 from engine.rag.store.records import SearchFilters, SearchHit, SearchResult
 from engine.rag.store.search import RRF_K
 
@@ -30,7 +30,6 @@ Embed = Callable[[list[str]], np.ndarray]
 # between a question's embedding and its search: engine/rag/ingest/embedder_switch.py).
 TaggedEmbed = Callable[[list[str]], tuple[np.ndarray, str]]
 STALE_TRIES = 3  # a swap per try would take longer than any question waits
-Stream = Iterator[tuple[str, "str | Piece | _Done | RowFailed"]]
 
 
 def store_retrieve_batch(
@@ -38,7 +37,7 @@ def store_retrieve_batch(
 ) -> Callable[[Sequence[Question]], list[SearchResult]]:
     """Embed the batch's questions in one call and search them in one search_batch.
     Questions with different k or filters share the call at the largest k and are
-    cut to their own k; a question's `payload`, when a SearchFilters, filters it
+    cut to their own k; a question's `filters` filter it
     (questions with different filters are searched in separate calls). A follow-up
     of a conversation (`Question.conversation`) is searched history-aware: its
     vector blended with the earlier turn's, the pages cited before favoured.
@@ -67,8 +66,7 @@ def store_retrieve_batch(
             raise StaleVectorsError("the embedder was swapped while the batch was embedded")
         groups: dict[SearchFilters | None, list[int]] = {}
         for i, q in enumerate(questions):
-            key = q.payload if isinstance(q.payload, SearchFilters) else None
-            groups.setdefault(key, []).append(i)
+            groups.setdefault(q.filters, []).append(i)
         out: list[SearchResult | None] = [None] * len(questions)
         for filters, rows in groups.items():
             k = max(_search_k(questions[i]) for i in rows)

@@ -1,5 +1,6 @@
-"""One pipeline request as the answer stream the wire carries: the citations once
-retrieved, the text as it is written, then done (engine/wire_events.py's typed events).
+"""One pipeline request as the answer stream the wire carries: a follow-up's search
+once resolved, the citations once retrieved, the text as it is written, then done
+(engine/wire_events.py's typed events).
 The engine core's ask_stream yields these; nothing else turns requests into events.
 """
 
@@ -10,10 +11,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from engine.rag.answer.conversation import FollowUp
 from engine.rag.answer.extractive import NO_MODEL_NOTE
 from engine.rag.answer.written_answer import finish_written
 from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
-from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Retrieved
+from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Resolved, Retrieved
 from engine.rag.store.records import SearchHit
 from engine.wire import (
     AnswerDone,
@@ -36,8 +38,10 @@ def answer_events(
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
 ) -> Iterator[AnswerEvent]:
-    """A pipeline request's events as ask_stream's: the citations once retrieved
-    (none when nothing relevant was found), the text as it is written, then done.
+    """A pipeline request's events as ask_stream's: a follow-up's "searched for" once
+    the pipeline resolved it (rewritten by the model, when one is in use), the
+    citations once retrieved (none when nothing relevant was found), the text as it
+    is written, then done.
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
     "not found" then means "not found yet". With `embed` (sentence vectors), done's
     text is the written answer made final (engine/rag/answer/written_answer.py: markers
@@ -51,7 +55,11 @@ def answer_events(
             if cancel is not None and cancel.is_set():
                 handle.cancel()
             event = handle.next_event(timeout=CANCEL_POLL_S)
-            if isinstance(event, Retrieved):
+            if isinstance(event, Resolved):
+                searched = follow_up_search(event.conversation)
+                if searched is not None:
+                    yield searched
+            elif isinstance(event, Retrieved):
                 gated = event.hits if isinstance(event.hits, GatedHits) else None
                 found = gated is not None and gated.found
                 hits = gated.hits if gated is not None and found else ()
@@ -105,10 +113,24 @@ def answer_events(
     yield DoneEvent(done=done)
 
 
+def follow_up_search(follow_up: FollowUp) -> SearchedEvent | None:
+    """ "searched for: …" for a follow-up that leans on the history, before its
+    search: the model's rewrite, or the history-aware query with the earlier
+    question it was read with. None for a question judged standalone (`leaned_search`
+    speaks for it once its search is known)."""
+    if not follow_up.dependent:
+        return None
+    return SearchedEvent(
+        query=follow_up.query,
+        rewritten_by=follow_up.rewritten_by,
+        context=follow_up.context if follow_up.rewritten_by == "history" else "",
+    )
+
+
 def leaned_search(*, handle: RequestHandle, gated: GatedHits | None) -> SearchedEvent | None:
     """ "searched for: …" for a question judged standalone whose results the earlier
     turn changed (engine/rag/answer/conversation.py `hedged`): what the history-aware
-    search asked, as a follow-up's is shown (engine/service/core.py sends that one before the
+    search asked, as a follow-up's is shown (`follow_up_search`, told before the
     search; this one is known only after it)."""
     conversation = handle.question.conversation
     if gated is None or not gated.history_changed:

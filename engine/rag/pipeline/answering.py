@@ -45,8 +45,8 @@ from engine.rag.pipeline.adapters import (
 )
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.workers import DONE, GenerationJob
-from engine.rag.store.records import SearchFilters, SearchHit
+from engine.rag.pipeline.stages import DONE, GenerationJob, Incoming
+from engine.rag.store.records import SearchHit
 from engine.rag.store.search import NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
@@ -123,11 +123,6 @@ class GatedHits:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewriteOnly:
-    """A follow-up's rewrite request: nothing to search, straight to the model."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class Searched:
     """One question's search, before the relevance gate's verdict: its hits are the
     ones the verdict keeps, so a prompt made from them is the answer's prompt."""
@@ -142,16 +137,16 @@ class Searched:
         return passages_of(self.hits)
 
 
-def settled(hits: object) -> bool:
-    """The pipeline's `answered_at_retrieval`: nothing relevant, nothing to generate."""
-    return isinstance(hits, GatedHits) and not hits.found
+def settled(hits: GatedHits) -> bool:
+    """The pipeline's `Stages.settled`: nothing relevant, nothing to generate."""
+    return not hits.found
 
 
-def may_pass(searched: object) -> bool:
-    """The pipeline's `speculate`: the gate has to read this question's sentences,
+def may_pass(searched: Searched) -> bool:
+    """The pipeline's `Stages.speculate`: the gate has to read this question's sentences,
     so its verdict takes time, and the model may start on the question meanwhile.
     A question nothing relates to is refused at once (no sentence read)."""
-    return isinstance(searched, Searched) and _checked(searched.hits)
+    return _checked(searched.hits)
 
 
 def _checked(hits: Sequence[SearchHit], *, one_document: bool = False) -> bool:
@@ -199,20 +194,15 @@ class RelevanceGate:
             embed=sentence_embed or embed, min_score=min_score, memo=memo, scale=sentence_scale
         )
 
-    def search(self, questions: Sequence[Question]) -> list[Searched | RewriteOnly]:
+    def search(self, questions: Sequence[Question]) -> list[Searched]:
         store, reranker = self._store, self._reranker
-        searched = [q for q in questions if not q.rewrite]
-        asked = searched
+        asked = list(questions)
         if reranker is not None:
-            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in searched]
-        results = iter(self._search(asked))
-        large = bool(searched) and store.counts()[1] >= MIN_CHUNKS
-        out: list[Searched | RewriteOnly] = []
-        for question in questions:
-            if question.rewrite:
-                out.append(RewriteOnly())
-                continue
-            result = next(results)
+            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in questions]
+        results = self._search(asked)
+        large = bool(questions) and store.counts()[1] >= MIN_CHUNKS
+        out: list[Searched] = []
+        for question, result in zip(questions, results, strict=True):
             hits = tuple(result.hits)
             if reranker is not None:
                 # The ranker's order, then distinct pages first within it; a follow-up
@@ -245,14 +235,12 @@ class RelevanceGate:
             )
         )
 
-    def judge(self, question: Question, searched: object) -> GatedHits | RewriteOnly:
-        if not isinstance(searched, Searched):
-            return RewriteOnly()
+    def judge(self, question: Question, searched: Searched) -> GatedHits:
         hits, min_score = searched.hits, self._min_score
         extract = None
         unknown: tuple[str, ...] = ()
-        filters = question.payload
-        one_document = isinstance(filters, SearchFilters) and len(filters.paths) == 1
+        filters = question.filters
+        one_document = filters is not None and len(filters.paths) == 1
         if _checked(hits, one_document=one_document):
             extract = self._extractive.answer(
                 question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
@@ -281,14 +269,12 @@ def gated_retrieve_batch(
     sentence_embed: Embed | None = None,
     sentence_scale: Callable[[], SemanticScale] | None = None,
     ordinary_word: Callable[[str], bool] | None = None,
-) -> Callable[[Sequence[Question]], list[GatedHits | RewriteOnly]]:
+) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
     RelevanceGate's two steps in one call. With a `reranker`, each question's top
     `reranker.candidates` are re-ordered by it (a cross-encoder, or the language
-    model) and cut to its k. A
-    follow-up's rewrite request (`Question.rewrite`) is not searched: it goes to the
-    model as it is, in the same generation batches as the answers. A question naming
+    model) and cut to its k. A question naming
     words no chunk holds needs a better answer sentence to pass
     (engine/rag/answer/refusal.py). `memo` keeps the sentence vectors the gate computed
     (engine/rag/answer/sentence_memo.py)."""
@@ -304,7 +290,7 @@ def gated_retrieve_batch(
         ordinary_word=ordinary_word,
     )
 
-    def retrieve(questions: Sequence[Question]) -> list[GatedHits | RewriteOnly]:
+    def retrieve(questions: Sequence[Question]) -> list[GatedHits]:
         searched = gate.search(questions)
         return [gate.judge(q, s) for q, s in zip(questions, searched, strict=True)]
 
@@ -336,9 +322,7 @@ def gated_generate_batch(
     the engine's: profiling samples and answers without retrieval take it too, so
     nothing else runs the model while a batch does."""
 
-    Incoming = Callable[[], Sequence[GenerationJob]] | None
-
-    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+    def extractive(jobs: Sequence[GenerationJob], incoming: Incoming | None = None) -> Stream:
         # Quotes take no time to write: nothing joins, the next batch takes the rest.
         for job in jobs:
             if job.cancel.is_set():
@@ -348,7 +332,7 @@ def gated_generate_batch(
             yield job.request_id, Piece(text=text)
             yield job.request_id, DONE
 
-    def generative(jobs: Sequence[GenerationJob], incoming: Incoming = None) -> Stream:
+    def generative(jobs: Sequence[GenerationJob], incoming: Incoming | None = None) -> Stream:
         assert answerer is not None
         # A model server runs its own batches: nothing here to keep from running twice.
         lock = contextlib.nullcontext() if getattr(answerer, "remote", False) else model_lock

@@ -14,16 +14,28 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from engine.rag.pipeline.batching import BatchChoice, BatchModel, choose_batch, observe
+from engine.rag.pipeline.batching import (
+    BatchChoice,
+    BatchModel,
+    FixedBatch,
+    choose_batch,
+    observe,
+)
 from engine.rag.pipeline.requests import Finished, RequestHandle
 from engine.rag.pipeline.scheduler import Pending, SchedulerPolicy, select
 from engine.rag.pipeline.status import BatchRecord, WorkerStatus
 from engine.runtime.planner.placement import Placement
 from engine.runtime.planner.profiling import PowerLawFit
+from engine.wire import Priority
 
 _IDLE_POLL_S = 0.05  # how often an idle worker looks for cancelled requests
 HISTORY = 64  # batches kept per worker for the status timeline
 ApplyPlacement = Callable[[Placement], None]
+
+
+class BatchFailed(Exception):
+    """Raised by a `run_batch` that failed and has already told each of its requests
+    (some may have gone on to another stage): the worker only counts the failure."""
 
 
 @dataclass(kw_only=True)
@@ -47,7 +59,7 @@ class BatchWorker:
         apply_placement: ApplyPlacement | None,
         policy: SchedulerPolicy,
         clock: Callable[[], float],
-        fixed_batch: int | None = None,  # ablation: min(waiting, fixed_batch), no model
+        fixed_batch: FixedBatch | None = None,  # None: eq. 4-8 from the batch model
         defer: Callable[[float, int], float] | None = None,
     ) -> None:
         """`defer(waited, waiting)`: how many seconds more the next batch may wait
@@ -79,13 +91,14 @@ class BatchWorker:
 
     # -- queue -------------------------------------------------------------------
 
-    def enqueue(self, handle: RequestHandle) -> None:
+    def enqueue(self, handle: RequestHandle, *, priority: Priority | None = None) -> None:
+        """`priority`: the class it is scheduled as here (None: its question's)."""
         q = handle.question
         entry = _Entry(
             handle=handle,
             pending=Pending(
                 request_id=q.request_id,
-                priority=q.priority,
+                priority=priority or q.priority,
                 enqueued_at=self._clock(),
                 cost_s=q.cost_s,
             ),
@@ -116,7 +129,9 @@ class BatchWorker:
                 if not self._waiting or self._held:
                     return False
                 if self._fixed_batch is not None:
-                    choice = choose_batch(n=len(self._waiting), cap=self._fixed_batch, fit=None)
+                    choice = choose_batch(
+                        n=len(self._waiting), cap=self._fixed_batch.size, fit=None
+                    )
                 else:
                     choice = self._model.choose(n=len(self._waiting), cap=self._cap)
                 batch = self._select(size=choice.size)
@@ -128,6 +143,8 @@ class BatchWorker:
             joined = 0
             try:
                 joined = self._run_batch(batch) or 0
+            except BatchFailed:
+                failed = True
             except Exception as e:  # one bad batch must not stop the worker
                 failed = True
                 for handle in batch:
@@ -279,7 +296,7 @@ class BatchWorker:
             if not waiting:
                 return 0.0
             if self._fixed_batch is not None:
-                size = min(self._fixed_batch, cap)
+                size = min(self._fixed_batch.size, cap)
             else:
                 size = self._model.choose(n=waiting + self._running, cap=cap).size
         return (waiting // max(1, size)) * fit.predict(batch=size)

@@ -48,6 +48,18 @@ class BatchChoice:
     candidates: tuple[tuple[int, float], ...]  # (batch size, predicted mean latency)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FixedBatch:
+    """Batches of a fixed size instead of eq. 4-8: min(waiting, size), whatever the fit
+    and the cap say (the paper's "without dynamic batch size", a benchmark's ablation)."""
+
+    size: int
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError("a batch holds at least one request")
+
+
 def split_sizes(*, n: int, size: int) -> tuple[int, ...]:
     """The schedule of n requests in batches of at most `size`: full batches first."""
     if n < 1 or size < 1:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.server_client import ChatDelta, ModelServerError
 from engine.rag.pipeline.requests import Piece
-from engine.rag.pipeline.workers import DONE, GenerationJob, RowFailed, _Done
+from engine.rag.pipeline.stages import DONE, GenerationJob, RowFailed, _Done
 
 if TYPE_CHECKING:
     from engine.rag.answer.remote import RemoteAnswerer, ServerRequest

@@ -1,9 +1,14 @@
 """One question's life in the pipeline: what was asked, and the stream of its results.
 
 A `RequestHandle` is what `Pipeline.submit` returns: the caller reads events from it
-(the retrieved hits, then text pieces, then exactly one `Finished`), or gets them by
-callback, and can cancel it at any point. The workers write to it; its timestamps give
-the waiting / retrieval / generation breakdown of RAGDoll's Table 1.
+(a follow-up's `Resolved` search, the retrieved hits, then text pieces, then exactly
+one `Finished`), or gets them by callback, and can cancel it at any point. The
+workers write to it; its timestamps give the waiting / retrieval / generation
+breakdown of RAGDoll's Table 1.
+
+The pipeline never looks inside what its stage functions pass each other: `S` is what
+retrieval's search gives one question, `H` what its verdict gives (the hits generation
+reads); the engine's are answering.py's `Searched` and `GatedHits`, tests use strings.
 """
 
 from __future__ import annotations
@@ -14,10 +19,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 
+from engine.rag.answer.conversation import FollowUp
 from engine.rag.pipeline.scheduler import PRIORITIES
+from engine.rag.store.records import SearchFilters
 from engine.wire import Priority
+
+S = TypeVar("S")  # one question's search, before the relevance verdict
+H = TypeVar("H")  # one question's hits, after the verdict: what generation reads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,16 +38,26 @@ class Question:
     k: int = 5
     max_new_tokens: int = 256
     cost_s: float = 0.0  # what this request is expected to add to a batch, if known
-    payload: Any = None  # anything the injected retrieve / generate functions need (filters)
-    # A question of a conversation (engine/rag/answer/conversation.py's FollowUp): `text`
-    # is then its search query; the prompt shows the question as asked and the turns.
-    conversation: Any = None
-    rewrite: bool = False  # a follow-up's rewrite into a search query, not an answer
+    filters: SearchFilters | None = None  # folders, file types or paths to search in
+    # A question of a conversation: `text` is then its search query; the prompt shows
+    # the question as asked and the turns.
+    conversation: FollowUp | None = None
+    # The model rewrites this follow-up into a search query before its retrieval (the
+    # pipeline's rewrite stage, follow_up.py); False once rewritten.
+    rewrite: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
-class Retrieved:
-    hits: Any  # whatever retrieve_batch returned for this question
+class Resolved:
+    """How a follow-up is searched, before its retrieval: resolved from the history,
+    then rewritten by the model when the pipeline's rewrite stage ran on it."""
+
+    conversation: FollowUp
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retrieved(Generic[H]):
+    hits: H  # the retrieval stage's result for this question
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +73,7 @@ class Finished:
     error: str = ""
 
 
-Event = Retrieved | Piece | Finished
+Event = Resolved | Retrieved[H] | Piece | Finished
 
 
 class CancelFlag(Protocol):
@@ -97,7 +117,7 @@ class RequestTimes:
     finished: float | None = None
 
 
-class RequestHandle:
+class RequestHandle(Generic[S, H]):
     """The caller's side of one request. Thread-safe: workers emit, one reader reads."""
 
     def __init__(
@@ -105,12 +125,13 @@ class RequestHandle:
         *,
         question: Question,
         submitted: float,
-        on_event: Callable[[Event], None] | None = None,
+        on_event: Callable[[Event[H]], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> None:
         """`cancel`: the caller's stop (None: only `cancel()` stops it)."""
+        # Replaced once, by the rewrite stage (`resolved`): the question as searched.
         self.question = question
-        self._events: queue.Queue[Event] = queue.Queue()
+        self._events: queue.Queue[Event[H]] = queue.Queue()
         self._on_event = on_event
         self._cancel = threading.Event()
         self._finished = threading.Event()
@@ -119,13 +140,13 @@ class RequestHandle:
         # Serialises deliveries: a verdict's release (the retrieval thread) flushes
         # what generation held while pieces may still come (the generation thread).
         self._order = threading.RLock()
-        self._held: list[Event] | None = None  # `hold`: kept until the verdict
+        self._held: list[Event[H]] | None = None  # `hold`: kept until the verdict
         self._released = threading.Event()
         self._released.set()
         self._times = RequestTimes(submitted=submitted)
-        self.hits: Any = None
+        self.hits: H | None = None
         # What generation starts from before the verdict (`hold`): the search's hits.
-        self.searched: Any = None
+        self.searched: S | None = None
         self.outcome: Finished | None = None
         self.tokens = 0  # generated tokens delivered so far
         self.prompt_tokens = 0  # the prompt's tokens, once the model took it
@@ -160,20 +181,20 @@ class RequestHandle:
         with self._lock:
             self._times = dataclasses.replace(self._times, **stamps)
 
-    def also_notify(self, on_event: Callable[[Event], None]) -> None:
+    def also_notify(self, on_event: Callable[[Event[H]], None]) -> None:
         """Call `on_event` too for every event from now on (a pipeline that took
         the request over counts it)."""
         with self._lock:
             before = self._on_event
 
-            def both(event: Event) -> None:
+            def both(event: Event[H]) -> None:
                 if before is not None:
                     before(event)
                 on_event(event)
 
             self._on_event = both
 
-    def emit(self, event: Event) -> bool:
+    def emit(self, event: Event[H]) -> bool:
         """Deliver one event; after a Finished, nothing more is delivered. While the
         handle is held (`hold`), the event is kept for `release` instead. True when
         it was delivered now."""
@@ -203,7 +224,14 @@ class RequestHandle:
                 self._finished.set()
             return True
 
-    def hold(self, *, searched: Any) -> None:
+    def resolved(self, *, question: Question) -> None:
+        """The rewrite stage is over: `question` (same id, `rewrite` False) is what
+        retrieval searches, and the reader hears how (`Resolved`)."""
+        self.question = question
+        if question.conversation is not None:
+            self.emit(Resolved(conversation=question.conversation))
+
+    def hold(self, *, searched: S) -> None:
         """Generation may start before the relevance gate's verdict (from `searched`,
         the search's hits, which the verdict keeps): what it emits is kept, not
         delivered, until `release`. The reader sees nothing that the gate would not
@@ -222,7 +250,7 @@ class RequestHandle:
         """Wait for a held handle's verdict (True at once when not held)."""
         return self._released.wait(timeout)
 
-    def release(self, *, retrieved: Retrieved | None, finish: Finished | None) -> list[Event]:
+    def release(self, *, retrieved: Retrieved[H] | None, finish: Finished | None) -> list[Event[H]]:
         """The verdict on a held handle: `retrieved` first (None: none to give), then,
         without `finish`, what was held, in order; with it (a refusal, a cancel, an
         error), `finish` instead: what was held is dropped and the generation begun
@@ -242,7 +270,7 @@ class RequestHandle:
             finally:
                 self._released.set()
 
-    def events(self, *, timeout: float | None = None) -> Iterator[Event]:
+    def events(self, *, timeout: float | None = None) -> Iterator[Event[H]]:
         """Events in order, up to and including the Finished one. `timeout` bounds the
         wait for each event (queue.Empty when it passes)."""
         while True:
@@ -251,7 +279,7 @@ class RequestHandle:
             if isinstance(event, Finished):
                 return
 
-    def next_event(self, *, timeout: float | None = None) -> Event | None:
+    def next_event(self, *, timeout: float | None = None) -> Event[H] | None:
         """The next event, or None when none came within `timeout` (the caller can then
         look at its own cancel flag and ask again). Call after the Finished one blocks."""
         try:
@@ -280,9 +308,9 @@ def new_question(
     k: int = 5,
     max_new_tokens: int = 256,
     cost_s: float = 0.0,
-    payload: Any = None,
+    filters: SearchFilters | None = None,
     request_id: str | None = None,
-    conversation: Any = None,
+    conversation: FollowUp | None = None,
     rewrite: bool = False,
 ) -> Question:
     """A Question with a fresh id, after checking what a caller could get wrong."""
@@ -292,6 +320,8 @@ def new_question(
         raise ValueError(f"priority must be one of {PRIORITIES}, not {priority!r}")
     if k < 1 or max_new_tokens < 1:
         raise ValueError("k and max_new_tokens must be at least 1")
+    if rewrite and conversation is None:
+        raise ValueError("only a follow-up of a conversation is rewritten")
     return Question(
         request_id=request_id or uuid.uuid4().hex,
         text=text.strip(),
@@ -299,7 +329,7 @@ def new_question(
         k=k,
         max_new_tokens=max_new_tokens,
         cost_s=cost_s,
-        payload=payload,
+        filters=filters,
         conversation=conversation,
         rewrite=rewrite,
     )

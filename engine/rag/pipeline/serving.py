@@ -20,6 +20,8 @@ from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.pipeline.adapters import Embed, TaggedEmbed
 from engine.rag.pipeline.answering import RelevanceGate, gated_generate_batch, may_pass, settled
 from engine.rag.pipeline.governor import GovernorPolicy, PlacementGovernor
+from engine.rag.pipeline.policies import Fits, Placing, Scheduling
+from engine.rag.pipeline.stages import Stages
 from engine.rag.pipeline.workers import Pipeline
 from engine.runtime.planner.profiling import PowerLawFit
 
@@ -77,22 +79,28 @@ class ServingPipeline:
             ordinary_word=ordinary_word,
         )
         self.pipeline = Pipeline(
-            retrieve_batch=gate.search,
-            judge=gate.judge,
-            # With a model, the gate's reading of the sentences overlaps the prefill
-            # instead of coming before it; quotes need the verdict itself.
-            speculate=may_pass if self.answerer is not None else None,
-            generate_batch=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
-            placement=placement,
-            generation_fit=generation_fit,
-            apply_retrieval_placement=owner.apply_to_store if owner is not None else None,
-            apply_generation_placement=owner.apply_to_executor if owner is not None else None,
-            answered_at_retrieval=settled,
-            # A question asked while a batch decodes joins it at the next step, as
-            # far as eq. 4-8 would have batched it with the rows in flight.
-            join_running_batch=True,
+            stages=Stages(
+                retrieve=gate.search,
+                judge=gate.judge,
+                settled=settled,
+                # With a model, the gate's reading of the sentences overlaps the prefill
+                # instead of coming before it; quotes need the verdict itself.
+                speculate=may_pass if self.answerer is not None else None,
+                generate=gated_generate_batch(answerer=self.answerer, model_lock=model_lock),
+            ),
+            scheduling=Scheduling(
+                # A question asked while a batch decodes joins it at the next step, as
+                # far as eq. 4-8 would have batched it with the rows in flight.
+                join_running_batch=True,
+                generation_cap=getattr(self.answerer, "concurrency", None),
+            ),
+            placing=Placing(
+                placement=placement,
+                apply_to_store=owner.apply_to_store if owner is not None else None,
+                apply_to_executor=owner.apply_to_executor if owner is not None else None,
+            ),
+            fits=Fits(generation=generation_fit),
             model_name=self.answerer.name if self.answerer is not None else None,
-            generation_cap=getattr(self.answerer, "concurrency", None),
         )
         self.governor: PlacementGovernor | None = None
         if owner is not None and placement is not None:

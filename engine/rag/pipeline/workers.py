@@ -2,19 +2,23 @@
 worker, each a thread with its own queue, its own lock and its own batch-size model.
 
 A question waits in the retrieval queue; the retrieval worker takes a batch (size by
-eq. 4–8 from its own fit, members by value — scheduler.py), runs `retrieve_batch`
-once for the whole batch, and hands each question to the generation queue as soon as
-that batch is done. The generation worker forms its own batches the same way from
-what is waiting there and streams each request's pieces to its handle.
+eq. 4–8 from its own fit, members by value — scheduler.py), runs the search once for
+the whole batch (and the verdict per question), and hands each question to the
+generation queue as soon as that batch is done. The generation worker forms its own
+batches the same way from what is waiting there and streams each request's pieces to
+its handle. A follow-up the model rewrites starts in the generation queue instead: its
+rewrite is a row of those batches, and at its end the question goes on to retrieval
+(`_rewritten`). Which queue holds a request is its stage; nothing outside the two
+workers waits on one.
 
 A placement change (`set_placement`) takes each worker's lock in turn, so it lands
 between two batches of that worker and never inside one; the queues are not touched,
 so no request is lost, and the other worker keeps serving meanwhile (§4.2's separate
 locks).
 
-The work itself is injected: `retrieve_batch(questions) -> list[hits]` and
-`generate_batch(jobs) -> iterator of (request_id, text piece | DONE)`; adapters.py
-builds the real ones, tests pass fakes.
+The work itself is injected as the stages (stages.py: the search, the verdict, the
+generation), with the policies the workers consult (policies.py); serving.py builds
+the engine's, tests pass fakes.
 """
 
 from __future__ import annotations
@@ -22,44 +26,30 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Generic
 
-from engine.rag.pipeline.batch_worker import ApplyPlacement, BatchWorker
+from engine.rag.answer.conversation import FollowUp
+from engine.rag.pipeline.batch_worker import BatchFailed, BatchWorker
 from engine.rag.pipeline.batching import BatchModel
+from engine.rag.pipeline.follow_up import after_rewrite
+from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import (
-    CancelFlag,
     Event,
     Finished,
+    H,
     Piece,
-    Question,
     RequestHandle,
     Retrieved,
+    S,
     new_question,
 )
-from engine.rag.pipeline.scheduler import SchedulerPolicy
+from engine.rag.pipeline.stages import GenerationJob, RowFailed, Stages, _Done
 from engine.rag.pipeline.status import PipelineStatus, RequestRecord
+from engine.rag.store.records import SearchFilters
 from engine.runtime.planner.placement import Placement
 from engine.runtime.planner.profiling import PowerLawFit
 from engine.wire import Priority
-
-
-class _Done:
-    def __repr__(self) -> str:
-        return "DONE"
-
-
-DONE: Final = _Done()  # the generate_batch marker: this request's answer is complete
-
-
-@dataclass(frozen=True, kw_only=True)
-class RowFailed:
-    """The generate_batch marker of a request that failed alone (a model server's
-    error for one row): it ends with `message`, the others go on."""
-
-    message: str
-
 
 # Without a placement, the batch caps: retrieval is cheap to batch (one embedding
 # call, one search), generation holds KV per row.
@@ -76,66 +66,28 @@ TOKEN_RATE_WINDOW_S = 30.0  # tokens/s is measured over this much recent time
 VERDICT_WAIT_S = 60.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class GenerationJob:
-    request_id: str
-    question: Question
-    hits: Any
-    cancel: CancelFlag  # set when the caller cancelled; stop this row
-
-
-RetrieveBatch = Callable[[Sequence[Question]], Sequence[Any]]
-# A piece is plain text, or a Piece when the function counts the tokens behind it.
-GenerateBatch = Callable[
-    [Sequence[GenerationJob]], Iterator[tuple[str, "str | Piece | _Done | RowFailed"]]
-]
-
-
-class Pipeline:
+class Pipeline(Generic[S, H]):
     """Retrieval → generation, each its own BatchWorker. `submit` returns a handle."""
 
     def __init__(
         self,
         *,
-        retrieve_batch: RetrieveBatch,
-        generate_batch: GenerateBatch,
-        placement: Placement | None = None,
-        retrieval_fit: PowerLawFit | None = None,
-        generation_fit: PowerLawFit | None = None,
-        apply_retrieval_placement: ApplyPlacement | None = None,
-        apply_generation_placement: ApplyPlacement | None = None,
-        policy: SchedulerPolicy | None = None,
+        stages: Stages[S, H],
+        scheduling: Scheduling | None = None,
+        placing: Placing | None = None,
+        fits: Fits | None = None,
+        model_name: str | None = None,  # the model answering here (handles say so)
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
-        answered_at_retrieval: Callable[[Any], bool] | None = None,
-        join_running_batch: bool = False,
-        fixed_generation_batch: int | None = None,  # the fixed-batch ablation (bench)
-        model_name: str | None = None,  # the model answering here (handles say so)
-        retrieval_waits_for_company: bool = True,
-        judge: Callable[[Question, Any], Any] | None = None,
-        speculate: Callable[[Any], bool] | None = None,
-        generation_cap: int | None = None,
     ) -> None:
-        """`answered_at_retrieval(hits)`: True for a question whose retrieval already
-        settled it (nothing relevant found): it finishes there, without taking a place
-        in a generation batch. `join_running_batch`: `generate_batch` is called as
-        `generate_batch(jobs, incoming=...)`, and `incoming()` (asked at each decode
-        step) returns the waiting jobs that join the batch in flight.
-
-        `judge(question, searched)`: retrieval's second step (the relevance gate),
-        run on each question of the batch after `retrieve_batch`; its result is the
-        question's hits. `speculate(searched)`: True for a question that goes to the
-        generation queue before `judge` gives its verdict (its generation starts from
-        `searched`; what it writes is held until the verdict, and a question the
-        verdict settles is stopped there). `generation_cap`: the largest generation
-        batch without a placement (a model server's requests in flight)."""
-        policy = policy or SchedulerPolicy()
-        self._retrieve_batch = retrieve_batch
-        self._generate_batch = generate_batch
-        self._answered_at_retrieval = answered_at_retrieval
-        self._judge = judge
-        self._speculate = speculate if judge is not None else None
-        self._join = join_running_batch
+        scheduling = scheduling or Scheduling()
+        placing = placing or Placing()
+        fits = fits or Fits()
+        placement = placing.placement
+        self._stages = stages
+        # Speculation is about the verdict: without one there is nothing to wait for.
+        self._speculate = stages.speculate if stages.judge is not None else None
+        self._scheduling = scheduling
         self.model_name = model_name
         self._clock = clock
         # The batch the caps are sized for (the status says it); the placement itself
@@ -150,27 +102,28 @@ class Pipeline:
         self._records: deque[RequestRecord] = deque(maxlen=REQUEST_HISTORY)
         self._token_times: deque[tuple[float, int]] = deque()  # (clock, tokens) per piece
         self._started = clock()
+        self._successor: Pipeline[S, H] | None = None  # who took over (`hand_over`)
         self.retrieval = BatchWorker(
             name="retrieval",
             run_batch=self._retrieve,
-            model=BatchModel(profiled=retrieval_fit),
+            model=BatchModel(profiled=fits.retrieval),
             cap=_retrieval_cap(placement),
             cap_of=_retrieval_cap,
-            apply_placement=apply_retrieval_placement,
-            policy=policy,
+            apply_placement=placing.apply_to_store,
+            policy=scheduling.order,
             clock=clock,
-            defer=self.retrieval_slack if retrieval_waits_for_company else None,
+            defer=self.retrieval_slack if scheduling.retrieval_waits_for_company else None,
         )
         self.generation = BatchWorker(
             name="generation",
             run_batch=self._generate,
-            model=BatchModel(profiled=generation_fit),
-            cap=generation_cap or _generation_cap(placement),
+            model=BatchModel(profiled=fits.generation),
+            cap=scheduling.generation_cap or _generation_cap(placement),
             cap_of=_generation_cap,
-            apply_placement=apply_generation_placement,
-            policy=policy,
+            apply_placement=placing.apply_to_executor,
+            policy=scheduling.order,
             clock=clock,
-            fixed_batch=fixed_generation_batch,
+            fixed_batch=scheduling.generation_batch,
         )
         if start:
             self.start()
@@ -201,15 +154,17 @@ class Pipeline:
         k: int = 5,
         max_new_tokens: int = 256,
         cost_s: float = 0.0,
-        payload: Any = None,
+        filters: SearchFilters | None = None,
         request_id: str | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        conversation: Any = None,
+        on_event: Callable[[Event[H]], None] | None = None,
+        conversation: FollowUp | None = None,
         rewrite: bool = False,
         cancel: threading.Event | None = None,
-    ) -> RequestHandle:
-        """Queue a question for retrieval; ValueError on an empty question or bad limits.
-        Once `cancel` is set the request leaves whichever queue holds it, or its
+    ) -> RequestHandle[S, H]:
+        """Queue a question for retrieval, or, with `rewrite` (a follow-up, see
+        follow_up.py), for its rewrite first; ValueError on an empty question or bad
+        limits. A follow-up's reader hears how it is searched (`Resolved`) before its
+        retrieval. Once `cancel` is set the request leaves whichever queue holds it, or its
         generation batch at the next decode step, and finishes "cancelled"."""
         if request_id is not None:
             with self._counts_lock:
@@ -221,28 +176,39 @@ class Pipeline:
             k=k,
             max_new_tokens=max_new_tokens,
             cost_s=cost_s,
-            payload=payload,
+            filters=filters,
             request_id=request_id,
             conversation=conversation,
             rewrite=rewrite,
         )
 
-        def counted(event: Event) -> None:
+        def counted(event: Event[H]) -> None:
             self._count(handle, event)
             if on_event is not None:
                 on_event(event)
 
-        handle = RequestHandle(question=q, submitted=self._clock(), on_event=counted, cancel=cancel)
+        handle: RequestHandle[S, H] = RequestHandle(
+            question=q, submitted=self._clock(), on_event=counted, cancel=cancel
+        )
         handle.served_by = self.model_name
         with self._counts_lock:
             if q.request_id in self._live:
                 raise ValueError(f"request {q.request_id!r} is already in the pipeline")
             self._live.add(q.request_id)
             self._submitted += 1
-        self.retrieval.enqueue(handle)
+        if q.conversation is not None and not q.rewrite:
+            handle.resolved(question=q)  # searched as resolved from the history
+        self._enqueue(handle, retrieved=False)
         return handle
 
-    def _count(self, handle: RequestHandle, event: Event) -> None:
+    def _enqueue(self, handle: RequestHandle[S, H], *, retrieved: bool) -> None:
+        """Into the queue of the request's next stage (a rewrite is a generation row)."""
+        if handle.question.rewrite:
+            self.generation.enqueue(handle, priority=self._scheduling.rewrite_priority)
+        else:
+            (self.generation if retrieved else self.retrieval).enqueue(handle)
+
+    def _count(self, handle: RequestHandle[S, H], event: Event[H]) -> None:
         if isinstance(event, Finished):
             self._record(handle, event)
         elif isinstance(event, Piece) and event.tokens:
@@ -253,11 +219,13 @@ class Pipeline:
         self.retrieval.hold()
         self.generation.hold()
 
-    def hand_over(self, *, to: Pipeline, timeout: float | None = 10.0) -> int:
+    def hand_over(self, *, to: Pipeline[S, H], timeout: float | None = 10.0) -> int:
         """Stop this pipeline and let `to` finish what it has not begun (a model
         change): questions waiting for retrieval join `to`'s retrieval queue, those
         already retrieved its generation queue (their sources stay valid); a batch
         in flight ends here. Returns how many requests moved."""
+        # A rewrite that ends in a batch still in flight sends its question on to `to`.
+        self._successor = to
         # The retrieval batch in flight is waited for (no timeout: its questions
         # must reach the generation queue below before that is handed over too).
         moved = self.retrieval.stop(
@@ -268,14 +236,14 @@ class Pipeline:
         )
         return moved
 
-    def adopt(self, *, handle: RequestHandle, retrieved: bool) -> None:
+    def adopt(self, *, handle: RequestHandle[S, H], retrieved: bool) -> None:
         """Take over a request another pipeline queued (`hand_over`)."""
         handle.also_notify(lambda event: self._count(handle, event))
         handle.served_by = self.model_name
         with self._counts_lock:
             self._live.add(handle.request_id)
             self._submitted += 1
-        (self.generation if retrieved else self.retrieval).enqueue(handle)
+        self._enqueue(handle, retrieved=retrieved)
 
     def set_placement(self, placement: Placement) -> None:
         """Each worker takes the placement between two of its batches, retrieval first
@@ -313,7 +281,7 @@ class Pipeline:
             requests=records,
         )
 
-    def _record(self, handle: RequestHandle, outcome: Finished) -> None:
+    def _record(self, handle: RequestHandle[S, H], outcome: Finished) -> None:
         if handle.times().finished is None:
             handle.mark(finished=self._clock())
         record = RequestRecord(
@@ -354,17 +322,16 @@ class Pipeline:
 
     # -- the two batch functions ------------------------------------------------------
 
-    def _retrieve(self, batch: list[RequestHandle]) -> None:
+    def _retrieve(self, batch: list[RequestHandle[S, H]]) -> None:
         now = self._clock()
         for h in batch:
             h.mark(retrieval_started=now)
-        results = list(self._retrieve_batch([h.question for h in batch]))
-        if len(results) != len(batch):
+        searched = list(self._stages.retrieve([h.question for h in batch]))
+        if len(searched) != len(batch):
             raise RuntimeError(
-                f"retrieve_batch returned {len(results)} results for {len(batch)} questions"
+                f"retrieve returned {len(searched)} results for {len(batch)} questions"
             )
-        if self._judge is not None:
-            results = self._judged(batch, results)
+        results = self._judged(batch, searched)
         done = self._clock()
         for h, hits in zip(batch, results, strict=True):
             h.mark(retrieved=done)
@@ -379,12 +346,14 @@ class Pipeline:
             else:
                 self.generation.enqueue(h)
 
-    def _judged(self, batch: list[RequestHandle], searched: list[Any]) -> list[Any]:
-        """The verdict on each question; those `speculate` picks are in the generation
-        queue meanwhile, held. A verdict that fails releases them with the error (the
-        batch's other questions hear it from the worker)."""
-        judge = self._judge
-        assert judge is not None
+    def _judged(self, batch: list[RequestHandle[S, H]], searched: list[S]) -> list[H]:
+        """The verdict on each question (the search itself without `judge`); those
+        `speculate` picks are in the generation queue meanwhile, held. A verdict that
+        fails releases them with the error (the batch's other questions hear it from
+        the worker)."""
+        judge = self._stages.judge
+        if judge is None:
+            return searched  # type: ignore[return-value]  # no verdict: S is H
         if self._speculate is not None:
             for h, s in zip(batch, searched, strict=True):
                 if not h.cancelled and self._speculate(s):
@@ -401,10 +370,10 @@ class Pipeline:
                     )
             raise
 
-    def _settled(self, hits: Any) -> bool:
-        return self._answered_at_retrieval is not None and self._answered_at_retrieval(hits)
+    def _settled(self, hits: H) -> bool:
+        return self._stages.settled is not None and self._stages.settled(hits)
 
-    def _release(self, h: RequestHandle, hits: Any) -> None:
+    def _release(self, h: RequestHandle[S, H], hits: H) -> None:
         """A held question's verdict: what its generation wrote so far is delivered
         (the first piece of text is its first token), or, when the verdict settles it
         (or it was cancelled), its generation stops and it finishes as it would have."""
@@ -418,12 +387,22 @@ class Pipeline:
         if text and h.times().first_token is None:
             h.mark(first_token=self._clock())
 
-    def _generate(self, batch: list[RequestHandle]) -> int:
+    def _generate(self, batch: list[RequestHandle[S, H]]) -> int:
+        """One generation batch: answers, and follow-ups' rewrites (the rewrite stage:
+        what such a row writes is kept, not delivered, and at its end the question goes
+        on to retrieval). Returns how many rows joined the batch in flight."""
         members = list(batch)  # grows when requests join the batch in flight
         by_id = {h.request_id: h for h in members}
+        rewriting: dict[str, list[str]] = {}  # a rewrite row's text so far
+        moved: set[str] = set()  # rewrites over: their questions went on to retrieval
         joined = 0
 
-        def job_of(h: RequestHandle) -> GenerationJob:
+        def job_of(h: RequestHandle[S, H]) -> GenerationJob[S, H]:
+            if h.question.rewrite:
+                rewriting[h.request_id] = []
+                return GenerationJob(
+                    request_id=h.request_id, question=h.question, hits=None, cancel=h.cancel_event
+                )
             h.mark(generation_started=self._clock())
             # Before its verdict, a held question starts from its search's hits.
             hits = h.hits if h.hits is not None else h.searched
@@ -431,9 +410,17 @@ class Pipeline:
                 request_id=h.request_id, question=h.question, hits=hits, cancel=h.cancel_event
             )
 
-        def incoming() -> list[GenerationJob]:
+        def over(h: RequestHandle[S, H]) -> bool:
+            return h.done or h.cancelled or h.request_id in moved
+
+        def rewritten(h: RequestHandle[S, H], text: str | None) -> None:
+            rewriting.pop(h.request_id, None)
+            moved.add(h.request_id)
+            self._rewritten(h, text=text)
+
+        def incoming() -> list[GenerationJob[S, H]]:
             nonlocal joined
-            alive = sum(1 for h in members if not (h.done or h.cancelled))
+            alive = sum(1 for h in members if not over(h))
             new = self.generation.take(running=alive)
             for h in new:
                 members.append(h)
@@ -442,18 +429,29 @@ class Pipeline:
             return [job_of(h) for h in new]
 
         jobs = [job_of(h) for h in members]
+        generate = self._stages.generate
         stream = (
-            self._generate_batch(jobs, incoming=incoming)  # type: ignore[call-arg]
-            if self._join
-            else self._generate_batch(jobs)
+            generate(jobs, incoming=incoming)  # type: ignore[call-arg]
+            if self._scheduling.join_running_batch
+            else generate(jobs)
         )
         try:
             for request_id, piece in stream:
-                _finish_cancelled(members)
+                _finish_cancelled([h for h in members if h.request_id not in moved])
                 h = by_id.get(request_id)
-                if h is None or h.done:
+                if h is None or h.done or request_id in moved:
                     continue
-                if isinstance(piece, _Done):
+                if request_id in rewriting:
+                    if isinstance(piece, _Done):
+                        rewritten(h, "".join(rewriting[request_id]))
+                    elif isinstance(piece, RowFailed):
+                        rewritten(h, None)
+                    else:
+                        event = piece if isinstance(piece, Piece) else Piece(text=piece)
+                        rewriting[request_id].append(event.text)
+                        if event.tokens:  # the machine's tokens/s counts them too
+                            self._count_tokens(event.tokens)
+                elif isinstance(piece, _Done):
                     # A question begun before its verdict and finished already: its
                     # answer's KV is stored when the stream goes on, unless the
                     # verdict stopped it first (a refusal stores no answer).
@@ -468,21 +466,45 @@ class Pipeline:
                     # A held question's first token is the one its verdict releases.
                     if h.emit(event) and event.text and h.times().first_token is None:
                         h.mark(first_token=self._clock())
-                if all(x.done or x.cancelled for x in members):
+                if all(over(x) for x in members):
                     break  # nobody is listening any more: free the batch now
+        except Exception as e:
+            # Every row hears it here, those that joined on the way too; a follow-up
+            # whose rewrite failed is searched history-aware, as after a failed row.
+            for h in members:
+                if h.request_id in rewriting and not h.cancelled:
+                    rewritten(h, None)
+                elif not h.done and h.request_id not in moved:
+                    h.emit(Finished(status="error", error=f"{type(e).__name__}: {e}"))
+            raise BatchFailed(str(e)) from e
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
         for h in members:
+            if h.request_id in moved:
+                continue
             if h.cancelled:
                 h.emit(Finished(status="cancelled"))
+            elif h.request_id in rewriting:
+                rewritten(h, None)  # the stream ended without the rewrite's end
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
         return joined
 
+    def _rewritten(self, h: RequestHandle[S, H], *, text: str | None) -> None:
+        """A follow-up's rewrite is over (`text`: what the model wrote, None when it
+        failed): the question goes on to retrieval with its search query, here or, after
+        a hand-over (a model change), in the pipelines that took this one's work."""
+        h.resolved(question=after_rewrite(question=h.question, text=text))
+        successor = self._successor
+        if successor is not None:
+            successor.adopt(handle=h, retrieved=False)
+        else:
+            self.retrieval.enqueue(h)
 
-def _finish_cancelled(members: Sequence[RequestHandle]) -> None:
+
+def _finish_cancelled(members: Sequence[RequestHandle[S, H]]) -> None:
     """A request cancelled while others of its batch go on finishes now (its row
     leaves the batch at this step), not when the batch ends. A held one hears its
     verdict first (`_release`)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +16,9 @@ from engine.rag.answer.generative import GenerativeAnswerer
 from engine.rag.answer.in_use import open_model
 from engine.rag.answer.passages import Passage
 from engine.rag.pipeline.adapters import generate_rows
-from engine.rag.pipeline.answering import RewriteOnly
-from engine.rag.pipeline.follow_up import resolve_follow_up
-from engine.rag.pipeline.requests import Finished, Piece, new_question
-from engine.rag.pipeline.workers import DONE, GenerationJob
+from engine.rag.pipeline.follow_up import after_rewrite, needs_rewrite
+from engine.rag.pipeline.requests import Piece, new_question
+from engine.rag.pipeline.stages import DONE, GenerationJob
 from engine.runtime.models.synthetic import write_random_model
 from engine.wire import Citation, Turn
 
@@ -118,7 +116,7 @@ def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> Non
     job = GenerationJob(
         request_id="r",
         question=new_question(text=follow.query, conversation=follow, rewrite=True),
-        hits=RewriteOnly(),
+        hits=None,
         cancel=threading.Event(),
     )
     out = list(generate_rows(answerer=answerer, jobs=[job], passages=lambda _: []))
@@ -126,69 +124,30 @@ def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> Non
     assert any(isinstance(p, Piece) and p.tokens for _, p in out)
 
 
-class _StubHandle:
-    """A rewrite request that says what a model would."""
-
-    def __init__(self, text: str) -> None:
-        self._events: list[Any] = [Piece(text=text), Finished(status="done")]
-
-    def next_event(self, *, timeout: float) -> Any:
-        return self._events.pop(0) if self._events else None
-
-    def cancel(self) -> None:
-        pass
-
-
-class _StubPipeline:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.asked: dict[str, Any] = {}
-
-    def submit(self, **kwargs: Any) -> _StubHandle:
-        self.asked = kwargs
-        return _StubHandle(self.text)
-
-
 def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
-    history = [Turn(question="How do I configure exim for IMAP?", answer="Use maildir.")]
-    pipeline = _StubPipeline("configure exim for POP3 delivery\nmore words")
-    follow = resolve_follow_up(
-        pipeline=pipeline,  # type: ignore[arg-type]
-        question="what about POP3?",
-        history=history,
-        with_model=True,
-    )
-    assert follow is not None and follow.query == "configure exim for POP3 delivery"
-    assert follow.rewritten_by == "model"
-    assert pipeline.asked["rewrite"] is True and pipeline.asked["priority"] == "interactive"
-    # Without a model: the history-aware query, and nothing submitted.
-    quiet = _StubPipeline("unused")
-    alone = resolve_follow_up(
-        pipeline=quiet,  # type: ignore[arg-type]
-        question="what about POP3?",
-        history=history,
-        with_model=False,
-    )
-    assert alone is not None and alone.rewritten_by == "history" and not quiet.asked
-    assert "exim" in alone.context
+    history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
+    follow = resolve(question="what about POP3?", history=history)
+    assert follow is not None
+    assert needs_rewrite(follow_up=follow, with_model=True)
+    asked = new_question(text=follow.query, conversation=follow, rewrite=True)
+    searched = after_rewrite(question=asked, text="configure exim for POP3 delivery\nmore words")
+    assert searched.text == "configure exim for POP3 delivery" and not searched.rewrite
+    assert searched.conversation is not None and searched.conversation.rewritten_by == "model"
+    assert searched.request_id == asked.request_id
+    # Without a model: the history-aware query, and no rewrite.
+    assert not needs_rewrite(follow_up=follow, with_model=False)
+    assert "exim" in follow.context
 
 
-def test_a_failed_rewrite_leaves_the_history_aware_query(tmp_path: Path) -> None:
-    history = [Turn(question="How do I configure exim for IMAP?", answer="Use maildir.")]
-
-    class Failing(_StubPipeline):
-        def submit(self, **kwargs: Any) -> _StubHandle:
-            handle = _StubHandle("")
-            handle._events = [Finished(status="error", error="boom")]
-            return handle
-
-    follow = resolve_follow_up(
-        pipeline=Failing(""),  # type: ignore[arg-type]
-        question="what about POP3?",
-        history=history,
-        with_model=True,
-    )
-    assert follow is not None and follow.rewritten_by == "history" and "exim" in follow.context
+def test_a_failed_rewrite_leaves_the_history_aware_query() -> None:
+    history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
+    follow = resolve(question="what about POP3?", history=history)
+    assert follow is not None
+    asked = new_question(text=follow.query, conversation=follow, rewrite=True)
+    for text in (None, "", "  \n"):
+        searched = after_rewrite(question=asked, text=text)
+        assert searched.text == follow.query and searched.conversation == follow
+        assert not searched.rewrite
 
 
 def test_an_answer_read_as_the_pipeline_reads_it_is_cached(answerer: GenerativeAnswerer) -> None:

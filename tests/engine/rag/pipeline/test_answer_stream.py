@@ -40,6 +40,7 @@ def _events(question: str, *, changed: bool) -> list[object]:
     handle = RequestHandle(
         question=new_question(text=follow_up.query, k=3, conversation=follow_up), submitted=0.0
     )
+    handle.resolved(question=handle.question)  # as the pipeline tells it, before retrieval
     found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
     gated = GatedHits(hits=(_hit(),), extract=found, history_changed=changed)
     handle.emit(Retrieved(hits=gated))
@@ -68,10 +69,14 @@ def test_a_question_the_history_did_not_change_says_nothing() -> None:
     assert not [e for e in events if isinstance(e, SearchedEvent)]
 
 
-def test_a_follow_up_is_not_told_twice() -> None:
-    # A follow-up's line is sent by the engine before its search (engine/service/core.py).
+def test_a_follow_up_is_told_once_before_its_citations() -> None:
+    # Its line comes from the pipeline's `Resolved`, before the search; none after it.
     events = _events("And how do I undo that?", changed=True)
-    assert not [e for e in events if isinstance(e, SearchedEvent)]
+    (searched,) = [e for e in events if isinstance(e, SearchedEvent)]
+    assert searched.rewritten_by == "history" and not searched.hedged
+    assert searched.context == LOCALE.question
+    first_citations = next(i for i, e in enumerate(events) if isinstance(e, CitationsEvent))
+    assert events.index(searched) < first_citations
 
 
 def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:

@@ -200,6 +200,6 @@ def test_a_question_of_one_document_has_its_sentences_read_however_weak_its_chun
     assert not whole.found  # over the collection, weak chunks spare the sentence check
     one = SearchFilters(paths=("/docs/manual.pdf",))
     (each,) = gated_retrieve_batch(store=store, embed=embed)(
-        [Question(request_id="2", text=text, payload=one)]
+        [Question(request_id="2", text=text, filters=one)]
     )
     assert each.found and "cleaned every month" in each.extract.text

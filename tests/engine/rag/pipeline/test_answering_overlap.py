@@ -23,8 +23,10 @@ from engine.rag.pipeline.answering import (
     may_pass,
     settled,
 )
+from engine.rag.pipeline.policies import Scheduling
 from engine.rag.pipeline.requests import Question
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
+from engine.rag.pipeline.workers import Pipeline
 from engine.runtime.models.synthetic import write_random_model
 from engine.wire import CitationsEvent, DoneEvent, TokenEvent
 from tests.engine.rag.pipeline.test_answering import FakeStore, embed
@@ -78,12 +80,16 @@ def ask(answerer: GenerativeAnswerer, *, min_score: float, early: bool) -> tuple
         wait=early,
     )
     pipe = Pipeline(
-        retrieve_batch=gate.search,
-        generate_batch=run.generate,
-        judge=run.judge,
-        speculate=may_pass if early else None,
-        answered_at_retrieval=settled,
-        join_running_batch=True,
+        stages=Stages(
+            retrieve=gate.search,
+            generate=run.generate,
+            judge=run.judge,
+            speculate=may_pass if early else None,
+            settled=settled,
+        ),
+        scheduling=Scheduling(
+            join_running_batch=True,
+        ),
         model_name="tiny",
     )
     try:

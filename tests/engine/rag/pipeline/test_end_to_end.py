@@ -20,7 +20,9 @@ from engine.rag.pipeline.adapters import (
     passages_of,
     store_retrieve_batch,
 )
+from engine.rag.pipeline.policies import Placing
 from engine.rag.pipeline.requests import RequestHandle
+from engine.rag.pipeline.stages import Stages
 from engine.rag.pipeline.workers import Pipeline
 from engine.rag.store.lance_store import LanceStore
 
@@ -102,8 +104,10 @@ def ask_concurrently(pipe: Pipeline, questions: list[str], **kw: object) -> list
 
 def test_extractive_answers_through_both_workers(store: LanceStore, embedder: Embedder) -> None:
     pipe = Pipeline(
-        retrieve_batch=store_retrieve_batch(store=store, embed=embedder.embed),
-        generate_batch=extractive_generate_batch(embed=embedder.embed),
+        stages=Stages(
+            retrieve=store_retrieve_batch(store=store, embed=embedder.embed),
+            generate=extractive_generate_batch(embed=embedder.embed),
+        ),
     )
     try:
         questions = list(QUESTIONS)
@@ -142,11 +146,15 @@ def test_tiny_model_batches_match_single_answers_and_survive_a_placement_change(
         yield from generate(jobs)
 
     pipe = Pipeline(
-        retrieve_batch=retrieve,
-        generate_batch=gated,
-        placement=placement,
-        apply_retrieval_placement=owner.apply_to_store,
-        apply_generation_placement=owner.apply_to_executor,
+        stages=Stages(
+            retrieve=retrieve,
+            generate=gated,
+        ),
+        placing=Placing(
+            placement=placement,
+            apply_to_store=owner.apply_to_store,
+            apply_to_executor=owner.apply_to_executor,
+        ),
     )
     try:
         questions = list(QUESTIONS)[:4]

@@ -1,5 +1,5 @@
 """Requests that arrive while a generation batch decodes join it at a step boundary
-(`Pipeline(join_running_batch=True)`), as far as eq. 4-8 would batch them with the
+(`Scheduling(join_running_batch=True)`), as far as eq. 4-8 would batch them with the
 rows in flight; never while a placement change waits."""
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
+from engine.rag.pipeline.policies import Fits, Scheduling
 from engine.rag.pipeline.requests import Question
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
+from engine.rag.pipeline.workers import Pipeline
 from engine.runtime.planner.profiling import PowerLawFit
 
 Incoming = Callable[[], Sequence[GenerationJob]] | None
@@ -48,11 +50,17 @@ def pipeline_with(stepper: Stepper, *, fit: PowerLawFit | None = None) -> Pipeli
         return [q.text for q in questions]
 
     return Pipeline(
-        retrieve_batch=retrieve,
-        generate_batch=stepper,
-        generation_fit=fit,
+        stages=Stages(
+            retrieve=retrieve,
+            generate=stepper,
+        ),
+        scheduling=Scheduling(
+            join_running_batch=True,
+        ),
+        fits=Fits(
+            generation=fit,
+        ),
         start=False,
-        join_running_batch=True,
     )
 
 

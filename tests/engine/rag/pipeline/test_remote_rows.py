@@ -12,7 +12,7 @@ from engine.rag.answer.remote import RemoteAnswerer
 from engine.rag.answer.server_client import ServerEndpoint
 from engine.rag.pipeline.adapters import generate_rows
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.workers import DONE, GenerationJob, RowFailed
+from engine.rag.pipeline.stages import DONE, GenerationJob, RowFailed
 from tests.support.model_server_stub import ANSWER, model_server_stub
 
 PASSAGE = Passage(index=1, text="The honey is extracted in late August.", path="/b.md", page=None)

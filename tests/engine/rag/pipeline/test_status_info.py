@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from engine.rag.pipeline.requests import Piece, Question
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
 from engine.rag.pipeline.status_info import describe_placement, pipeline_info
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.rag.pipeline.workers import Pipeline
 
 
 class Clock:
@@ -37,11 +38,13 @@ def test_a_request_on_a_fake_clock_reads_back_as_its_own_breakdown() -> None:
             yield job.request_id, DONE
 
     pipeline = Pipeline(
-        retrieve_batch=retrieve,
-        generate_batch=generate,
+        stages=Stages(
+            retrieve=retrieve,
+            generate=generate,
+            settled=lambda hits: hits == "unanswerable",
+        ),
         clock=clock,
         start=False,
-        answered_at_retrieval=lambda hits: hits == "unanswerable",
     )
     handle = pipeline.submit(question="q", priority="background")
     clock.now += 1.5  # waits in the retrieval queue
@@ -87,8 +90,10 @@ def test_the_timeline_counts_placement_changes() -> None:
         resident_partitions = 3
 
     pipeline = Pipeline(
-        retrieve_batch=lambda qs: [None] * len(qs),
-        generate_batch=lambda jobs: iter([(j.request_id, DONE) for j in jobs]),
+        stages=Stages(
+            retrieve=lambda qs: [None] * len(qs),
+            generate=lambda jobs: iter([(j.request_id, DONE) for j in jobs]),
+        ),
         start=False,
     )
     pipeline.submit(question="a")

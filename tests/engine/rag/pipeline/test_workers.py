@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import pytest
 
 from engine.rag.pipeline.batching import choose_batch
+from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import Finished, Piece, Question, RequestHandle, Retrieved
-from engine.rag.pipeline.workers import DONE, MAX_RETRIEVAL_DEFER_S, GenerationJob, Pipeline
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
+from engine.rag.pipeline.workers import MAX_RETRIEVAL_DEFER_S, Pipeline
 from engine.runtime.planner.profiling import PowerLawFit
 
 
@@ -83,11 +85,17 @@ def manual(
     clock = FakeClock()
     fakes = Fakes(clock=clock, retrieval=retrieval, generation=generation)
     pipe = Pipeline(
-        retrieve_batch=fakes.retrieve,
-        generate_batch=fakes.generate,
-        placement=placement,
-        retrieval_fit=retrieval,
-        generation_fit=generation,
+        stages=Stages(
+            retrieve=fakes.retrieve,
+            generate=fakes.generate,
+        ),
+        placing=Placing(
+            placement=placement,
+        ),
+        fits=Fits(
+            retrieval=retrieval,
+            generation=generation,
+        ),
         clock=clock,
         start=False,
     )
@@ -151,10 +159,16 @@ def test_background_is_served_within_the_bound_under_a_stream_of_chats() -> None
     clock = FakeClock()
     fakes = Fakes(clock=clock, retrieval=law(1.0, 1.0), generation=law(1.0, 1.0))
     pipe = Pipeline(
-        retrieve_batch=fakes.retrieve,
-        generate_batch=fakes.generate,
-        placement=FakePlacement(batch=1, max_batch=1, max_retrieval_batch=1),
-        policy=SchedulerPolicy(max_wait_s=5.0, weights={"interactive": 1e6, "background": 1.0}),
+        stages=Stages(
+            retrieve=fakes.retrieve,
+            generate=fakes.generate,
+        ),
+        scheduling=Scheduling(
+            order=SchedulerPolicy(max_wait_s=5.0, weights={"interactive": 1e6, "background": 1.0}),
+        ),
+        placing=Placing(
+            placement=FakePlacement(batch=1, max_batch=1, max_retrieval_batch=1),
+        ),
         clock=clock,
         start=False,
     )
@@ -219,9 +233,13 @@ def test_a_failing_batch_fails_its_requests_and_the_worker_goes_on() -> None:
 
     fakes = Fakes(clock=clock, retrieval=law(1, 1), generation=law(1, 1))
     pipe = Pipeline(
-        retrieve_batch=flaky,
-        generate_batch=fakes.generate,
-        placement=FakePlacement(batch=1, max_batch=1, max_retrieval_batch=1),
+        stages=Stages(
+            retrieve=flaky,
+            generate=fakes.generate,
+        ),
+        placing=Placing(
+            placement=FakePlacement(batch=1, max_batch=1, max_retrieval_batch=1),
+        ),
         clock=clock,
         start=False,
     )
@@ -238,8 +256,10 @@ def test_a_failing_batch_fails_its_requests_and_the_worker_goes_on() -> None:
 
 def test_wrong_number_of_results_is_an_error_not_a_hang() -> None:
     pipe = Pipeline(
-        retrieve_batch=lambda qs: [],
-        generate_batch=lambda jobs: iter(()),
+        stages=Stages(
+            retrieve=lambda qs: [],
+            generate=lambda jobs: iter(()),
+        ),
         start=False,
     )
     h = pipe.submit(question="x")
@@ -335,11 +355,15 @@ def test_placement_changes_mid_run_lose_no_request_and_land_between_batches() ->
         return apply
 
     pipe = Pipeline(
-        retrieve_batch=retrieve,
-        generate_batch=generate,
-        placement=FakePlacement(batch=4, max_batch=4, max_retrieval_batch=8),
-        apply_retrieval_placement=hook("retrieval"),
-        apply_generation_placement=hook("generation"),
+        stages=Stages(
+            retrieve=retrieve,
+            generate=generate,
+        ),
+        placing=Placing(
+            placement=FakePlacement(batch=4, max_batch=4, max_retrieval_batch=8),
+            apply_to_store=hook("retrieval"),
+            apply_to_executor=hook("generation"),
+        ),
     )
     handles = []
     handles_lock = threading.Lock()
@@ -380,9 +404,13 @@ def test_observed_batch_times_refit_the_curve_and_change_the_choice() -> None:
     clock = FakeClock()
     fakes = Fakes(clock=clock, retrieval=law(0.5, 1.0), generation=law(1.0, 0.5))
     pipe = Pipeline(
-        retrieve_batch=fakes.retrieve,
-        generate_batch=fakes.generate,
-        retrieval_fit=law(0.5, 0.2),
+        stages=Stages(
+            retrieve=fakes.retrieve,
+            generate=fakes.generate,
+        ),
+        fits=Fits(
+            retrieval=law(0.5, 0.2),
+        ),
         clock=clock,
         start=False,
     )
@@ -439,8 +467,10 @@ def test_retrieval_waits_for_company_only_while_generation_is_backed_up() -> Non
     )
     # Without a fit there is no estimate, and no waiting.
     blind = Pipeline(
-        retrieve_batch=lambda qs: [None] * len(qs),
-        generate_batch=lambda jobs: iter(()),
+        stages=Stages(
+            retrieve=lambda qs: [None] * len(qs),
+            generate=lambda jobs: iter(()),
+        ),
         clock=clock,
         start=False,
     )
@@ -458,10 +488,16 @@ def test_a_deferring_worker_forms_one_batch_of_those_that_came_meanwhile() -> No
         return [None] * len(questions)
 
     pipe = Pipeline(
-        retrieve_batch=retrieve,
-        generate_batch=lambda jobs: iter([(j.request_id, DONE) for j in jobs]),
-        retrieval_fit=law(0.1, 0.1),
-        retrieval_waits_for_company=False,
+        stages=Stages(
+            retrieve=retrieve,
+            generate=lambda jobs: iter([(j.request_id, DONE) for j in jobs]),
+        ),
+        scheduling=Scheduling(
+            retrieval_waits_for_company=False,
+        ),
+        fits=Fits(
+            retrieval=law(0.1, 0.1),
+        ),
     )
     try:
         pipe.retrieval._defer = lambda waited, waiting: 5.0 if waiting < 3 else 0.0

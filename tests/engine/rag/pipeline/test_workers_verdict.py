@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from engine.rag.pipeline.requests import Event, Finished, Piece, Question, Retrieved
-from engine.rag.pipeline.workers import DONE, GenerationJob, Pipeline
+from engine.rag.pipeline.stages import DONE, GenerationJob, Stages
+from engine.rag.pipeline.workers import Pipeline
 
 WAIT_S = 10.0
 
@@ -68,11 +69,13 @@ class Fakes:
 
 def pipeline(fakes: Fakes, *, speculate: bool = True) -> Pipeline:
     return Pipeline(
-        retrieve_batch=fakes.search,
-        generate_batch=fakes.generate,
-        judge=fakes.judge,
-        speculate=(lambda searched: True) if speculate else None,
-        answered_at_retrieval=lambda hits: hits == "nothing",
+        stages=Stages(
+            retrieve=fakes.search,
+            generate=fakes.generate,
+            judge=fakes.judge,
+            speculate=(lambda searched: True) if speculate else None,
+            settled=lambda hits: hits == "nothing",
+        ),
     )
 
 
@@ -152,11 +155,13 @@ def test_a_row_finished_before_its_verdict_waits_for_it_before_the_stream_goes_o
             asked_after_done.set()
 
     pipe = Pipeline(
-        retrieve_batch=fakes.search,
-        generate_batch=generate,
-        judge=fakes.judge,
-        speculate=lambda searched: True,
-        answered_at_retrieval=lambda hits: hits == "nothing",
+        stages=Stages(
+            retrieve=fakes.search,
+            generate=generate,
+            judge=fakes.judge,
+            speculate=lambda searched: True,
+            settled=lambda hits: hits == "nothing",
+        ),
     )
     try:
         handle = pipe.submit(question="q")
@@ -178,10 +183,12 @@ def test_a_failing_verdict_fails_the_question_begun_early() -> None:
         raise OSError("the index went away")
 
     pipe = Pipeline(
-        retrieve_batch=fakes.search,
-        generate_batch=fakes.generate,
-        judge=judge,
-        speculate=lambda searched: True,
+        stages=Stages(
+            retrieve=fakes.search,
+            generate=fakes.generate,
+            judge=judge,
+            speculate=lambda searched: True,
+        ),
     )
     try:
         handle = pipe.submit(question="q")
@@ -214,10 +221,12 @@ def test_questions_not_picked_wait_for_their_verdict(speculate: bool) -> None:
     first and generation starts from it, as before."""
     fakes = Fakes()
     pipe = Pipeline(
-        retrieve_batch=fakes.search,
-        generate_batch=fakes.generate,
-        judge=fakes.judge,
-        speculate=(lambda searched: False) if speculate else None,
+        stages=Stages(
+            retrieve=fakes.search,
+            generate=fakes.generate,
+            judge=fakes.judge,
+            speculate=(lambda searched: False) if speculate else None,
+        ),
     )
     try:
         handle = pipe.submit(question="q")
