@@ -467,7 +467,7 @@ int rd_row_bytes(int type, int64_t k) {
 typedef struct {
     int decode, bf16, count;
     /* attention (a decode layer's, one row): q heads × n positions of the KV buffers */
-    int attend;
+    int attend, per_kv;
     int64_t heads, group, head_dim, n, kv_stride;
     const float *q, *kc, *vc;
     float *att_out, *scores;
@@ -798,23 +798,72 @@ static inline void axpy(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-static void attend_head(const job_t *job, int64_t h) {
-    int64_t d = job->head_dim, n = job->n, g = h / job->group;
-    const float *q = job->q + h * d;
-    const float *kc = job->kc + g * job->kv_stride, *vc = job->vc + g * job->kv_stride;
-    float *sc = job->scores + h * n, *out = job->att_out + h * d;
-    float scale = 1.0f / sqrtf((float)d), top = -INFINITY;
-    for (int64_t j = 0; j < n; j++) {
-        sc[j] = dotf(q, kc + j * d, d) * scale;
-        top = sc[j] > top ? sc[j] : top;
-    }
+#if defined(__AVX2__) && defined(__FMA__)
+/* e^x for 8 floats (x <= 0 here: scores less their maximum), Cephes' polynomial on
+ * x = n·ln2 + r: about 1e-7 relative, as expf. */
+static inline __m256 exp8(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+#endif
+
+/* sc[j] = e^(sc[j] - top); returns their sum. */
+static float exp_shifted(float *sc, int64_t n, float top) {
+    int64_t j = 0;
     float total = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256 sum = _mm256_setzero_ps(), t = _mm256_set1_ps(top);
+    for (; j + 8 <= n; j += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + j), t));
+        _mm256_storeu_ps(sc + j, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    total = hsum(sum);
+#endif
+    for (; j < n; j++) {
         sc[j] = expf(sc[j] - top);
         total += sc[j];
     }
-    memset(out, 0, sizeof(float) * d);
-    for (int64_t j = 0; j < n; j++) axpy(out, sc[j] / total, vc + j * d, d);
+    return total;
+}
+
+/* Chunk c: the query heads of KV head c (each key and value read once for the group)
+ * when chunks are KV heads, else query head c alone. */
+static void attend_head(const job_t *job, int64_t c) {
+    int64_t d = job->head_dim, n = job->n, group = job->group;
+    int64_t first = job->per_kv ? c * group : c, count = job->per_kv ? group : 1;
+    int64_t g = first / group;
+    const float *kc = job->kc + g * job->kv_stride, *vc = job->vc + g * job->kv_stride;
+    float scale = 1.0f / sqrtf((float)d);
+    for (int64_t j = 0; j < n; j++) {
+        const float *kj = kc + j * d;
+        for (int64_t h = first; h < first + count; h++)
+            job->scores[h * n + j] = dotf(job->q + h * d, kj, d) * scale;
+    }
+    for (int64_t h = first; h < first + count; h++) {
+        float *sc = job->scores + h * n, top = -INFINITY;
+        for (int64_t j = 0; j < n; j++) top = sc[j] > top ? sc[j] : top;
+        float inv = 1.0f / exp_shifted(sc, n, top);
+        for (int64_t j = 0; j < n; j++) sc[j] *= inv;
+        memset(job->att_out + h * d, 0, sizeof(float) * d);
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const float *vj = vc + j * d;
+        for (int64_t h = first; h < first + count; h++)
+            axpy(job->att_out + h * d, job->scores[h * n + j], vj, d);
+    }
 }
 
 static void rms_norm_row(const float *x, const float *w, int64_t n, float eps, float *out) {
@@ -902,7 +951,11 @@ int rd_layer_rest(const layer_t *L, float *h, const float *q, const float *kc, c
     job->scores = scores;
     job->first_chunk[0] = 0;
     for (int p = 0; p < MAX_PARTS; p++) job->first_chunk[p + 1] = INT64_MAX;
-    run_job(L->heads, n * L->heads >= 4096 ? threads : 1);
+    /* A chunk per KV head reads each key and value once for its group of query heads;
+     * with fewer KV heads than threads, a chunk per query head keeps every thread busy. */
+    int par = n * L->heads >= 4096 ? threads : 1;
+    job->per_kv = L->kv_heads >= par;
+    run_job(job->per_kv ? L->kv_heads : L->heads, par);
     pthread_mutex_unlock(&pool.call);
     float *ys[2];
     ys[0] = o;
