@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.rag.ingest.embedder import Embedder, PriorityGate
 
 WINDOW_CHARS = 1_000
@@ -98,7 +99,9 @@ def small_files(
     text_bytes = write_small_files(folder=folder, count=count, text=text)
     say(f"{count} files of real manual text ({text_bytes / 2**20:.1f} MiB) written")
     embedder = StandInEmbedder(real=real) if stand_in else real
-    store = LanceStore(folder=root / "index-excerpts")
+    store = LanceStore(
+        scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index-excerpts"
+    )
     store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
     queue = IngestQueue(store=store, embedder=lambda: embedder)
     try:

@@ -19,6 +19,7 @@ import numpy as np
 
 from bench.ingest import WORDS
 from bench.ingest_many import wait_for_job
+from engine.environ import EngineEnviron
 
 INTERVALS = 4
 RATE_STEPS = (1, 2, 3, 4)  # the paper's 4, 8, 12, 16 per minute, as multiples of the first
@@ -106,7 +107,9 @@ def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, A
     from engine.rag.ingest.jobs import IngestQueue
     from engine.rag.store.lance_store import LanceStore
 
-    store = LanceStore(folder=root / "index", background=False)
+    store = LanceStore(
+        scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index", background=False
+    )
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
     queue = IngestQueue(store=store, embedder=lambda: embedder)
     try:

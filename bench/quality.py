@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from engine.rag.answer.reranker import CandidateRanker
 
 from bench.answer_match import contains
+from engine.environ import EngineEnviron
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
 BLIND_SET_FILE = Path(__file__).with_name("blind_set.json")
@@ -300,7 +301,9 @@ def measure(
     # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
     # answers; an ONNX export goes where the engine keeps its own.
     model = Embedder(
-        model=embedder or DEFAULT_EMBEDDER, cache_dir=resolve_paths().cache / "embedders"
+        environ=EngineEnviron.from_environ(),
+        model=embedder or DEFAULT_EMBEDDER,
+        cache_dir=resolve_paths().cache / "embedders",
     )
     ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
     # As the engine does (EmbedderInForce.embed_sentences): another index embedder
@@ -308,9 +311,11 @@ def measure(
     sentences = (
         model
         if scores_sentences(model)
-        else Embedder(cache_dir=resolve_paths().cache / "embedders")
+        else Embedder(
+            environ=EngineEnviron.from_environ(), cache_dir=resolve_paths().cache / "embedders"
+        )
     )
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     answerer = _answerer(model=language_model) if language_model else None
     written: list[Any] = []
     try:
@@ -399,7 +404,7 @@ def build_index(
     from engine.rag.ingest.jobs import IngestQueue
     from engine.rag.store.lance_store import LanceStore
 
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
     names = {p.name for p in corpus.iterdir() if p.is_file()}
     try:

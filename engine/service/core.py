@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.errors import ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.model_ranker import MODEL_RANKER
@@ -30,7 +31,7 @@ from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
-from engine.rag.ingest.priority import background_nice
+from engine.rag.ingest.pipeline import CommitPolicy
 from engine.rag.ingest.sandbox import SandboxLimits
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
@@ -78,13 +79,24 @@ WARM_UP_WAIT_S = 120.0  # a first start exports the embedder to ONNX: tens of se
 
 
 class Engine:
-    def __init__(self, *, paths: Paths, warm_up: bool = True, watch: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        paths: Paths,
+        warm_up: bool = True,
+        watch: bool = True,
+        environ: EngineEnviron | None = None,
+    ) -> None:
+        """`environ`: the environment variables read at the process's start (None: read
+        now, as an in-process engine of a test or tool starts); each part gets its field."""
+        self.environ = environ or EngineEnviron.from_environ()
         self.paths = paths.ensure()
         self.settings = load_settings(file=paths.settings_file)
-        self.store = LanceStore(folder=paths.index_dir)
+        self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
         self.in_force = EmbedderInForce(
             paths=self.paths,
+            environ=self.environ,
             store=self.store,
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
@@ -111,13 +123,16 @@ class Engine:
             rules=IgnoreRules(max_file_bytes=self.settings.max_file_mb * 1024 * 1024),
             pending_file=paths.data / "ingest-queue.json",
             accept=lambda p: self.folders.containing(path=p) is not None,
-            nice=background_nice(),  # questions get the cores first (engine/rag/ingest/priority.py)
+            # Questions get the cores first (engine/rag/ingest/priority.py).
+            nice=self.environ.ingest_nice,
+            commits=CommitPolicy.with_files(self.environ.ingest_commit_files),
         )
         self.embedders = EmbedderSwitch(
             store=self.store,
             queue=self.ingest,
             load=self.in_force.load,
             on_swap=self.in_force.swap,
+            batch=self.environ.reembed_batch,
         )
         meta = self.store.meta
         if meta is not None and meta.embedder_id != self.settings.embedder:
@@ -198,7 +213,7 @@ class Engine:
                 return
             log.exception("warm-up failed")
             self._generator_error = str(e)
-        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0" and not self._closing.is_set():
+        if self.environ.auto_profile and not self._closing.is_set():
             self.profiler.start()
 
     def _profiling_inputs(self) -> ProfilingInputs:

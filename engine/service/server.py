@@ -23,6 +23,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.environ import EngineEnviron
 from engine.errors import EmbedderError, ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.server_client import ModelServerError, ServerAddressError
@@ -437,7 +438,8 @@ def serve(
         bound_port = sock.getsockname()[1]
         if not is_loopback_address(host):
             _warn_network(host=host, port=bound_port, token_file=paths.token_file)
-        engine = Engine(paths=paths)
+        # The environment's RAGDOLL_* variables, read once here (engine/environ.py).
+        engine = Engine(paths=paths, environ=EngineEnviron.from_environ())
         lifecycle = Lifecycle()
         holder: dict[str, _Server] = {}
 

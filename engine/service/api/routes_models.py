@@ -18,7 +18,6 @@ from engine.service.api.openai_routes import ERROR_RESPONSES
 from engine.service.core import Engine
 from engine.service.models.catalogue import download_folder, recommended
 from engine.service.models.download import Downloads
-from engine.service.offline import downloads_refused
 from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 
 # The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
@@ -64,7 +63,7 @@ def models_router(*, engine: Engine) -> APIRouter:
             raise HTTPException(
                 status_code=400, detail=f"not a Hugging Face repo id: {body.repo_id}"
             )
-        if downloads_refused():
+        if engine.environ.downloads_refused:
             raise HTTPException(
                 status_code=409,
                 detail="The engine runs offline (RAGDOLL_OFFLINE or HF_HUB_OFFLINE was set "
