@@ -21,7 +21,6 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from engine.environ import EngineEnviron
 from engine.errors import EmbedderError, ModelLoadError
@@ -29,7 +28,15 @@ from engine.paths import Paths
 from engine.rag.answer.server_client import ModelServerError, ServerAddressError
 from engine.rag.ingest.fspath import from_store, to_store
 from engine.rag.ingest.jobs import IngestJob
-from engine.service.api.body_checks import WholeNumber
+from engine.service.api.bodies import (
+    AskBody,
+    EmbedderBody,
+    IngestBody,
+    ModelBody,
+    ModelServerBody,
+    RerankerBody,
+    ServerModelsBody,
+)
 from engine.service.api.lifecycle import Lifecycle, until_disconnect
 from engine.service.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.service.api.routes_each import each_router
@@ -52,13 +59,10 @@ from engine.wire import (
     FileError,
     HardwareInfo,
     IngestProgress,
-    Priority,
     ProfilingStatus,
     ProgressEvent,
     SourceView,
-    Turn,
     encode_sse,
-    from_json_dict,
     to_json_dict,
 )
 
@@ -91,77 +95,6 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ApiError, "description": "A foreign Host or Origin, or a path not granted"},
     413: {"model": ApiError, "description": "A body over 1 MiB"},
 }
-
-
-class CitationBody(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-    index: int = 0
-    chunk_id: str = ""
-    path: str = Field(max_length=4096)
-    page: int | None = None
-    text: str = Field(default="", max_length=20000)
-    score: float = 0.0
-    char_start: int = 0
-    char_end: int = 0
-
-
-class TurnBody(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-    question: str = Field(max_length=8000)
-    answer: str = Field(default="", max_length=100_000)
-    citations: list[CitationBody] = Field(default_factory=list, max_length=50)
-
-
-class AskBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    question: str = Field(min_length=1, max_length=8000)
-    k: WholeNumber = Field(default=5, ge=1, le=50)
-    priority: Priority = "interactive"
-    history: list[TurnBody] = Field(default_factory=list, max_length=200)
-
-    def turns(self) -> list[Turn]:
-        return [from_json_dict(Turn, t.model_dump()) for t in self.history]
-
-
-class IngestBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    paths: list[str] = Field(min_length=1, max_length=10000)
-
-
-class ModelBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    model: str | None = Field(default=None, max_length=4096)
-    weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
-
-
-class ModelServerBody(BaseModel):
-    """`url` None: generation back to the local model (or extractive answers).
-    `api_key` None keeps the stored key for the same server; "" removes it."""
-
-    model_config = ConfigDict(strict=True)
-    url: str | None = Field(default=None, max_length=2048)
-    model: str | None = Field(default=None, max_length=512)
-    api_key: str | None = Field(default=None, max_length=8192)
-    ca_file: str | None = Field(default=None, max_length=4096)
-    concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
-    first_token_s: float | None = Field(default=None, ge=1, le=3600)
-
-
-class ServerModelsBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    url: str = Field(min_length=1, max_length=2048)
-    api_key: str | None = Field(default=None, max_length=8192)
-    ca_file: str | None = Field(default=None, max_length=4096)
-
-
-class EmbedderBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    embedder: str = Field(min_length=1, max_length=4096)
-
-
-class RerankerBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    reranker: str | None = Field(default=None, max_length=4096)  # None or "none": off
 
 
 def create_app(
