@@ -47,7 +47,8 @@ from engine.service.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.service.api.server_settings import ServerSettingsStore
 from engine.service.api.slow_clients import HeaderDeadlineH11
 from engine.service.auth import HostPolicy, is_loopback_address, new_token
-from engine.service.core import VERSION, Engine
+from engine.service.core import Engine
+from engine.service.status_view import VERSION
 from engine.wire import (
     FINAL_STATES,
     ApiError,
@@ -143,7 +144,7 @@ def create_app(
     @app.put("/v1/settings/model", response_model=EngineSettings)
     def set_model(body: ModelBody) -> dict:
         try:
-            return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
+            return to_json_dict(engine.models.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 
@@ -153,7 +154,7 @@ def create_app(
         be used, with why). Passages of the person's documents go to it from then on."""
         try:
             return to_json_dict(
-                engine.set_model_server(
+                engine.models.set_model_server(
                     url=body.url,
                     model=body.model,
                     api_key=body.api_key,
@@ -175,7 +176,9 @@ def create_app(
     def server_models(body: ServerModelsBody) -> dict:
         """The models a server lists (its /v1/models); nothing else is sent to it."""
         try:
-            models = engine.server_models(url=body.url, api_key=body.api_key, ca_file=body.ca_file)
+            models = engine.models.server_models(
+                url=body.url, api_key=body.api_key, ca_file=body.ca_file
+            )
         except ServerAddressError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         except ModelServerError as e:

@@ -47,7 +47,7 @@ def each_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         )
         stop = threading.Event()  # the client left, or the engine is shutting down
         try:
-            events = engine.ask_each_stream(request=request, cancel=stop)
+            events = engine.each.stream(request=request, cancel=stop)
         except ValueError as e:  # ScopeError included: nothing was asked
             raise HTTPException(status_code=400, detail=str(e)) from e
 
