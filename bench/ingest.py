@@ -251,11 +251,16 @@ def _write_pdf_corpus(*, folder: Path, files: int, pages: int) -> Path:
 
 def _queue(*, root: Path, name: str, embedder: Any) -> tuple[Any, Any]:
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / name)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
-    return store, IngestQueue(store=store, embedder=lambda: embedder)
+    return store, IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
 
 
 def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[str, Any]:

@@ -92,6 +92,7 @@ def small_files(
     *, root: Path, corpus: Path, count: int, real: Embedder, stand_in: bool, say: Any
 ) -> dict[str, Any]:
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
     folder = root / "excerpts"
@@ -103,7 +104,11 @@ def small_files(
         scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index-excerpts"
     )
     store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
-    queue = IngestQueue(store=store, embedder=lambda: embedder)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
         progress = wait_for_job(queue.submit(paths=[str(folder)]))

@@ -105,13 +105,18 @@ def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, A
     index maintainer does not run in the background: an index build in the middle of a
     run would be timed as retrieval (pipeline_store.py builds what the run searches)."""
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(
         scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index", background=False
     )
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
-    queue = IngestQueue(store=store, embedder=lambda: embedder)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
     try:
         progress = wait_for_job(queue.submit(paths=[str(corpus)]))
     finally:

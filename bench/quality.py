@@ -402,6 +402,7 @@ def build_index(
     """Ingest the corpus through the product's queue, unless `index` already holds it."""
     from bench.ingest_many import wait_for_job
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
     store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
@@ -414,7 +415,11 @@ def build_index(
             say(f"reusing the index in {index}: {docs} documents, {chunks} chunks")
             return {"reused": True, "documents": docs, "chunks": chunks}
         say(f"ingesting {len(names)} documents from {corpus} into {index} ...")
-        queue = IngestQueue(store=store, embedder=lambda: embedder)
+        queue = IngestQueue(
+            store=store,
+            embedder=lambda: embedder,
+            commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+        )
         try:
             started = time.perf_counter()
             progress = wait_for_job(queue.submit(paths=[str(corpus)]))
