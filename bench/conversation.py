@@ -195,9 +195,9 @@ def _measure(
         if mode.reranker is not None:
             engine.set_reranker(reranker=mode.reranker)
         if mode.model is not None:
-            engine.set_model(model=mode.model)
+            engine.models.set_model(model=mode.model)
         elif engine.status().answer_mode != "extractive":
-            engine.set_model(model=None)
+            engine.models.set_model(model=None)
         began = time.perf_counter()
         indexed = {Path(d.path).name for d in engine.documents() if d.status == "indexed"}
         if any(f.name not in indexed for f in files):

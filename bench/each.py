@@ -3,7 +3,7 @@
 The set (bench/sets/each.json) names the documents and, per question, the pages
 where each document states the answer and the documents that never state it. The
 benchmark indexes them in an engine of its own (in-process: LanceDB on disk, PDFium,
-the bundled embedder), asks each question of every document (`Engine.ask_each_stream`,
+the bundled embedder), asks each question of every document (`engine.each.stream`,
 not reusing earlier rows) and reports:
 
 - right page: of the documents that state it, the share whose answer cites a stated
@@ -148,7 +148,7 @@ def _ask(
     started = time.monotonic()
     rows: list[DocumentAnswer] = []
     request = EachRequest(question=question, scope=scope, k=k, reuse=reuse, max_new_tokens=tokens)
-    for event in engine.ask_each_stream(request=request):
+    for event in engine.each.stream(request=request):
         if isinstance(event, RowEvent):
             rows.append(event.row)
         elif isinstance(event, FinishedEvent):
@@ -235,7 +235,7 @@ def _chat(*, engine: Any, spec: dict[str, Any], k: int, tries: int, say: Any) ->
 
         def each(first_row: threading.Event = first_row, done: threading.Event = done) -> None:
             started = time.monotonic()
-            for event in engine.ask_each_stream(
+            for event in engine.each.stream(
                 request=EachRequest(
                     question=spec["questions"][0]["question"], scope=COLLECTION, k=k, reuse=False
                 )
@@ -291,7 +291,7 @@ def _model_run(
     _, job = engine.add_folder(path=str(folder), collection="each-model")
     _wait(job)
     loaded = time.monotonic()
-    engine.set_model(model=args.model)
+    engine.models.set_model(model=args.model)
     say(f"model loaded in {time.monotonic() - loaded:.0f} s")
     tokens = args.answer_tokens
     question = question_spec["question"]

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.environ import EngineEnviron
+
 
 def real_chunks(*, corpus: Path, count: int, tokenizer: object) -> list[str]:
     """`count` chunk texts taken evenly from every file of the corpus."""
@@ -81,7 +83,12 @@ def ingest_rates(
         for name in names:
             shutil.copy2(corpus / name, folder / name)
         for backend in backends or ["torch", "onnx", "bf16", "openvino"]:
-            embedder = Embedder(device="cpu", backend=backend, cache_dir=root / "cache")
+            embedder = Embedder(
+                environ=EngineEnviron.from_environ(),
+                device="cpu",
+                backend=backend,
+                cache_dir=root / "cache",
+            )
             store, queue = _queue(root=root, name=f"index-{backend}", embedder=embedder)
             try:
                 started = time.perf_counter()
@@ -113,13 +120,18 @@ def encode_rates(
     from engine.rag.ingest.embedder import Embedder
 
     with tempfile.TemporaryDirectory() as cache:
-        torch_ = Embedder(device="cpu", backend="torch")
+        torch_ = Embedder(environ=EngineEnviron.from_environ(), device="cpu", backend="torch")
         embedders = {"torch": torch_}
         load_s: dict[str, float] = {}
         for name in backends:
             if name != "torch":
                 started = time.perf_counter()
-                embedders[name] = Embedder(device="cpu", backend=name, cache_dir=Path(cache))
+                embedders[name] = Embedder(
+                    environ=EngineEnviron.from_environ(),
+                    device="cpu",
+                    backend=name,
+                    cache_dir=Path(cache),
+                )
                 load_s[name] = round(time.perf_counter() - started, 1)
         texts = real_chunks(corpus=corpus, count=args.chunks, tokenizer=torch_.tokenizer)
         rates: dict[str, list[float]] = {name: [] for name in embedders}

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench.ingest_many import wait_for_job
+from engine.environ import EngineEnviron
 
 _VOCABULARY = (
     "the valve pressure gauge inspection schedule winter harbour ferry timetable engine "
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         # The engine's own choice of back-end (bf16 weights or ONNX on a CPU: a
         # cache folder is what lets it choose), as the product ingests.
-        real = Embedder(cache_dir=root / "embedder-cache")
+        real = Embedder(environ=EngineEnviron.from_environ(), cache_dir=root / "embedder-cache")
         embedder = _CountingEmbedder(real)
         if "pdfs" in parts:
             say(f"generating {pdfs} PDFs x {pages} pages…")
@@ -195,7 +196,7 @@ def _ask_during_at(
     """One ask-during run; with `nice`, its engine's ingestion at that nice value
     (engine/rag/ingest/priority.py) and its figures prefixed `nice<N>_`."""
     from bench import ask_during
-    from engine.rag.ingest.priority import NICE_ENV
+    from engine.environ import INGEST_NICE_ENV as NICE_ENV
 
     saved = os.environ.get(NICE_ENV)
     if nice is not None:
@@ -250,11 +251,16 @@ def _write_pdf_corpus(*, folder: Path, files: int, pages: int) -> Path:
 
 def _queue(*, root: Path, name: str, embedder: Any) -> tuple[Any, Any]:
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
-    store = LanceStore(folder=root / name)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / name)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
-    return store, IngestQueue(store=store, embedder=lambda: embedder)
+    return store, IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
 
 
 def _ingest(*, root: Path, corpus: Path, embedder: _CountingEmbedder) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.rag.ingest.embedder import Embedder, PriorityGate
 
 WINDOW_CHARS = 1_000
@@ -91,6 +92,7 @@ def small_files(
     *, root: Path, corpus: Path, count: int, real: Embedder, stand_in: bool, say: Any
 ) -> dict[str, Any]:
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
     folder = root / "excerpts"
@@ -98,9 +100,15 @@ def small_files(
     text_bytes = write_small_files(folder=folder, count=count, text=text)
     say(f"{count} files of real manual text ({text_bytes / 2**20:.1f} MiB) written")
     embedder = StandInEmbedder(real=real) if stand_in else real
-    store = LanceStore(folder=root / "index-excerpts")
+    store = LanceStore(
+        scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index-excerpts"
+    )
     store.ensure_embedder(embedder_id=real.info.id, dimension=real.info.dimension)
-    queue = IngestQueue(store=store, embedder=lambda: embedder)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
         progress = wait_for_job(queue.submit(paths=[str(folder)]))

@@ -77,6 +77,7 @@ from bench.pipeline_systems import (
     run_serial_accelerate,
 )
 from bench.pipeline_workload import Fact, ingest, schedule, write_corpus
+from engine.environ import EngineEnviron
 from engine.rag.answer.generative import GenerativeAnswerer
 from engine.rag.pipeline.adapters import executor_generate_batch
 from engine.rag.pipeline.requests import new_question
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         from engine.rag.ingest.embedder import Embedder
 
-        embedder = Embedder()
+        embedder = Embedder(environ=EngineEnviron.from_environ())
         facts = write_corpus(folder=root / "corpus", docs=docs, facts_per_doc=6, seed=args.seed)
         started = time.perf_counter()
         store, corpus = ingest(root=root, corpus=root / "corpus", embedder=embedder)

@@ -19,6 +19,7 @@ import numpy as np
 
 from bench.ingest import WORDS
 from bench.ingest_many import wait_for_job
+from engine.environ import EngineEnviron
 
 INTERVALS = 4
 RATE_STEPS = (1, 2, 3, 4)  # the paper's 4, 8, 12, 16 per minute, as multiples of the first
@@ -104,11 +105,18 @@ def ingest(*, root: Path, corpus: Path, embedder: Any) -> tuple[Any, dict[str, A
     index maintainer does not run in the background: an index build in the middle of a
     run would be timed as retrieval (pipeline_store.py builds what the run searches)."""
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
-    store = LanceStore(folder=root / "index", background=False)
+    store = LanceStore(
+        scorer=EngineEnviron.from_environ().ivf_scorer, folder=root / "index", background=False
+    )
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
-    queue = IngestQueue(store=store, embedder=lambda: embedder)
+    queue = IngestQueue(
+        store=store,
+        embedder=lambda: embedder,
+        commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+    )
     try:
         progress = wait_for_job(queue.submit(paths=[str(corpus)]))
     finally:

@@ -73,7 +73,7 @@ def _measure(*, folder: Path, model_dir: Path, repeats: int, k: int) -> dict[str
         version, progress = 0, job.snapshot()
         while progress.state not in ("done", "failed", "cancelled"):
             version, progress = job.wait_next(after=version, timeout_s=30.0)
-        engine.set_model(model=str(model_dir))
+        engine.models.set_model(model=str(model_dir))
         answerer = engine.language_model()
         cache = answerer.prefix_cache
         assert cache is not None, "the answerer was made without a prefix cache"

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from engine.rag.answer.reranker import CandidateRanker
 
 from bench.answer_match import contains
+from engine.environ import EngineEnviron
 
 SET_FILE = Path(__file__).with_name("quality_set.json")
 BLIND_SET_FILE = Path(__file__).with_name("blind_set.json")
@@ -300,7 +301,9 @@ def measure(
     # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
     # answers; an ONNX export goes where the engine keeps its own.
     model = Embedder(
-        model=embedder or DEFAULT_EMBEDDER, cache_dir=resolve_paths().cache / "embedders"
+        environ=EngineEnviron.from_environ(),
+        model=embedder or DEFAULT_EMBEDDER,
+        cache_dir=resolve_paths().cache / "embedders",
     )
     ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
     # As the engine does (EmbedderInForce.embed_sentences): another index embedder
@@ -308,9 +311,11 @@ def measure(
     sentences = (
         model
         if scores_sentences(model)
-        else Embedder(cache_dir=resolve_paths().cache / "embedders")
+        else Embedder(
+            environ=EngineEnviron.from_environ(), cache_dir=resolve_paths().cache / "embedders"
+        )
     )
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     answerer = _answerer(model=language_model) if language_model else None
     written: list[Any] = []
     try:
@@ -397,9 +402,10 @@ def build_index(
     """Ingest the corpus through the product's queue, unless `index` already holds it."""
     from bench.ingest_many import wait_for_job
     from engine.rag.ingest.jobs import IngestQueue
+    from engine.rag.ingest.pipeline import CommitPolicy
     from engine.rag.store.lance_store import LanceStore
 
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     store.ensure_embedder(embedder_id=embedder.info.id, dimension=embedder.info.dimension)
     names = {p.name for p in corpus.iterdir() if p.is_file()}
     try:
@@ -409,7 +415,11 @@ def build_index(
             say(f"reusing the index in {index}: {docs} documents, {chunks} chunks")
             return {"reused": True, "documents": docs, "chunks": chunks}
         say(f"ingesting {len(names)} documents from {corpus} into {index} ...")
-        queue = IngestQueue(store=store, embedder=lambda: embedder)
+        queue = IngestQueue(
+            store=store,
+            embedder=lambda: embedder,
+            commits=CommitPolicy.with_files(EngineEnviron.from_environ().ingest_commit_files),
+        )
         try:
             started = time.perf_counter()
             progress = wait_for_job(queue.submit(paths=[str(corpus)]))

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.environ import EngineEnviron
+
 CANDIDATES = 20
 THREADS = 2
 QUESTIONS = (
@@ -79,10 +81,10 @@ def rerank_latency(
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-rerank-"))
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     try:
         folder = write_minilm_shaped_cross_encoder(temp / "ce")
-        embedder = Embedder()
+        embedder = Embedder(environ=EngineEnviron.from_environ())
         candidates = []
         tokens, focused = [], []
         for q in QUESTIONS:

@@ -37,6 +37,7 @@ import numpy as np
 
 from bench.synthetic_chunks import SyntheticChunks as _Synthetic
 from bench.synthetic_chunks import arrow_block as _arrow_block
+from engine.environ import EngineEnviron
 from engine.rag.store.ann_index import IndexPolicy
 from engine.rag.store.lance_store import LanceStore, chunks_schema, resident_budget
 
@@ -114,6 +115,7 @@ def _measure(
     started = time.perf_counter()
     default = IndexPolicy()
     store = LanceStore(
+        scorer=EngineEnviron.from_environ().ivf_scorer,
         folder=root / "index",
         background=False,
         index_policy=replace(default, min_rows=1, kind=kinds[0]),  # type: ignore[arg-type]

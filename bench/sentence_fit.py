@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.quality import TOP_K, contains, load_set
+from engine.environ import EngineEnviron
 from engine.rag.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswerer, content_words
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.refusal import refused
@@ -80,7 +81,9 @@ def collect(*, index: Path, say: Callable[[str], None]) -> list[Record]:
 
     questions = [q for q in load_set() if q.split in TUNING]
     assert not any(q.held_out for q in questions)
-    embedder = Embedder(cache_dir=resolve_paths().cache / "embedders")
+    embedder = Embedder(
+        environ=EngineEnviron.from_environ(), cache_dir=resolve_paths().cache / "embedders"
+    )
     seen: dict[str, np.ndarray] = {}
 
     def recording(texts: list[str]) -> np.ndarray:
@@ -88,7 +91,7 @@ def collect(*, index: Path, say: Callable[[str], None]) -> list[Record]:
         seen.update(zip(texts, rows, strict=True))
         return rows
 
-    store = LanceStore(folder=index)
+    store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     out = []
     try:
         say(f"{store.counts()[1]} chunks in {index}; {len(questions)} tuning questions")

@@ -1,8 +1,12 @@
 """The wire contract between the engine and its clients (GUI, CLI, others).
 
-Every value that crosses the HTTP boundary is one of these frozen dataclasses,
-turned into JSON with `to_json_dict` and back with `from_json_dict`. The server
-and the client both import this module; nothing else defines the shapes.
+Every value the engine sends across the HTTP boundary is one of these frozen
+dataclasses, turned into JSON with `to_json_dict` and back with `from_json_dict`.
+The server and the client both import this module; nothing else defines the shapes
+of what the engine answers. What a route accepts (its request body, with the
+lengths, ranges and patterns it is checked against) is defined in one other place,
+engine/service/api/bodies.py, the engine's side of the boundary; a body becomes a
+value of this module before the engine sees it (`AskBody.turns` → `Turn`).
 
 Streams are server-sent events, typed events encoded and decoded by the one codec
 in engine/wire_events.py (re-exported here). `/v1/ask` sends, in order:

@@ -1,7 +1,9 @@
 """The engine as a plain object: ingest, ask, look up sources, choose a model.
 
-The HTTP server (engine/service/server.py) is a thin layer over this and its named sub-APIs
-(`ingestion`, `library`, `system`: engine/service/facade.py); tests can call it in-process.
+The HTTP server (engine/service/server.py) is a thin layer over this and its named sub-APIs:
+`ingestion`, `library`, `system`, `each` (engine/service/facade.py) and `models`, the
+language model in use and choosing it (engine/service/model_choice.py); tests can call
+it in-process.
 Heavy parts (the embedder, a language model) load lazily, in the background where
 possible, so the engine answers /v1/status at once.
 """
@@ -9,9 +11,7 @@ possible, so the engine answers /v1/status at once.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.errors import ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.conversation import resolve
@@ -27,11 +28,10 @@ from engine.rag.answer.reranker import CandidateRanker
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
-from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
-from engine.rag.ingest.priority import background_nice
+from engine.rag.ingest.pipeline import CommitPolicy
 from engine.rag.ingest.sandbox import SandboxLimits
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
@@ -45,11 +45,13 @@ from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, Placement, Stor
 from engine.runtime.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
 from engine.service import library_view
 from engine.service.embedder_in_force import EmbedderInForce
-from engine.service.facade import IngestionAPI, LibraryAPI, SystemAPI
+from engine.service.facade import EachAPI, IngestionAPI, LibraryAPI, SystemAPI
 from engine.service.folders import FolderRegistry
+from engine.service.model_choice import ModelChoice
 from engine.service.profiling.auto_profile import AutoProfiler, ProfilingInputs, Sampler
 from engine.service.ranker_choice import RankerChoice, setting_of
-from engine.service.settings import load_settings, save_settings, with_changes
+from engine.service.settings import SettingsFile
+from engine.service.status_view import engine_status
 from engine.wire import (
     AnswerEvent,
     DocumentInfo,
@@ -57,42 +59,54 @@ from engine.wire import (
     EngineStatus,
     FileError,
     IngestQueueState,
-    ModelServerInfo,
     PipelineInfo,
     Priority,
     SourceView,
     Turn,
     WatchedFolder,
 )
-from engine.wire_each import EachEvent, EachRequest
 
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerationRecord, GenerativeAnswerer
     from engine.rag.answer.in_use import ModelInUse
-    from engine.rag.answer.server_client import ServerEndpoint
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
 WARM_UP_WAIT_S = 120.0  # a first start exports the embedder to ONNX: tens of seconds under load
 # The relevance gate runs on each question right after its batch's search: answering.py.
 
 
 class Engine:
-    def __init__(self, *, paths: Paths, warm_up: bool = True, watch: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        paths: Paths,
+        warm_up: bool = True,
+        watch: bool = True,
+        environ: EngineEnviron | None = None,
+    ) -> None:
+        """`environ`: the environment variables read at the process's start (None: read
+        now, as an in-process engine of a test or tool starts); each part gets its field."""
+        self.environ = environ or EngineEnviron.from_environ()
         self.paths = paths.ensure()
-        self.settings = load_settings(file=paths.settings_file)
-        self.store = LanceStore(folder=paths.index_dir)
+        self._settings = SettingsFile(file=paths.settings_file)
+        self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
         self.in_force = EmbedderInForce(
             paths=self.paths,
+            environ=self.environ,
             store=self.store,
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
-        self._model: ModelInUse | None = None  # the language model chosen, if any
-        self._generator_error: str | None = None
-        self._model_lock = threading.Lock()
+        # The language model in use, and choosing it (engine/service/model_choice.py).
+        self.models = ModelChoice(
+            paths=self.paths,
+            settings=self._settings,
+            store=self.store,
+            planner_store=self.planner_store,
+            on_change=self._drop_serving,
+        )
         # Held while the model runs (a generation batch, an answer without retrieval,
         # a profiling sample): one thing at a time on the scarcest resource here.
         self._answer_lock = threading.Lock()
@@ -111,13 +125,16 @@ class Engine:
             rules=IgnoreRules(max_file_bytes=self.settings.max_file_mb * 1024 * 1024),
             pending_file=paths.data / "ingest-queue.json",
             accept=lambda p: self.folders.containing(path=p) is not None,
-            nice=background_nice(),  # questions get the cores first (engine/rag/ingest/priority.py)
+            # Questions get the cores first (engine/rag/ingest/priority.py).
+            nice=self.environ.ingest_nice,
+            commits=CommitPolicy.with_files(self.environ.ingest_commit_files),
         )
         self.embedders = EmbedderSwitch(
             store=self.store,
             queue=self.ingest,
             load=self.in_force.load,
             on_swap=self.in_force.swap,
+            batch=self.environ.reembed_batch,
         )
         meta = self.store.meta
         if meta is not None and meta.embedder_id != self.settings.embedder:
@@ -140,9 +157,18 @@ class Engine:
             profiler=self.profiler,
             chosen_model=lambda: self.settings.model,
             placement=self.placement,
-            server=self.server_info,
+            server=self.models.server_info,
         )
-        self.each_memo = EachMemo(file=paths.data / "ask-each.json")  # re-runs reuse rows
+        self.each = EachAPI(
+            store=self.store,
+            folders=self.folders,
+            memo=EachMemo(file=paths.data / "ask-each.json"),
+            model=self.models.current,
+            settings=lambda: self.settings,
+            pipeline=lambda: self.serving().pipeline,
+            unfinished=self.ingestion.unfinished,
+            embed=self.in_force.embed_sentences,
+        )
         self._closing = threading.Event()
         self._warming: threading.Thread | None = None
         if warm_up:
@@ -150,6 +176,11 @@ class Engine:
                 target=self._warm_up, name="engine-warm-up", daemon=True
             )
             self._warming.start()
+
+    @property
+    def settings(self) -> EngineSettings:
+        """The settings in force (settings.json); the choices below change them."""
+        return self._settings.current
 
     # -- lazily loaded parts ----------------------------------------------------
 
@@ -169,9 +200,7 @@ class Engine:
         id in the Hugging Face cache); it is loaded first (one that does not load is never
         saved), then the collection is re-embedded while the current index answers."""
         name = self.embedders.choose(name=embedder)
-        self.settings = with_changes(self.settings, embedder=name)
-        save_settings(file=self.paths.settings_file, settings=self.settings)
-        return self.settings
+        return self._settings.change(embedder=name)
 
     def set_reranker(self, *, reranker: str | None) -> EngineSettings:
         """None/"none", "model" (the language model in use ranks), or a cross-encoder,
@@ -180,25 +209,22 @@ class Engine:
         setting = setting_of(reranker, paths=self.paths)
         if setting and setting != MODEL_RANKER:
             self.rankers.cross_encoder(setting)
-        self.settings = with_changes(self.settings, reranker=setting)
-        save_settings(file=self.paths.settings_file, settings=self.settings)
+        settings = self._settings.change(reranker=setting)
         self._drop_serving()
-        return self.settings
+        return settings
 
     def _warm_up(self) -> None:
         try:
             self.embedder()
-            if self.settings.server_url and not self._closing.is_set():
-                self._load_server()
-            elif self.settings.model and not self._closing.is_set():
-                self._load_generator(self.settings.model, weights=self.settings.model_weights)
+            if not self._closing.is_set():
+                self.models.load_chosen()
         except Exception as e:  # shown in status; the engine keeps serving
             if self._closing.is_set():  # the store closed under it: not a failure
                 log.info("warm-up stopped: the engine is closing (%s)", e)
                 return
             log.exception("warm-up failed")
-            self._generator_error = str(e)
-        if os.environ.get("RAGDOLL_AUTO_PROFILE", "1") != "0" and not self._closing.is_set():
+            self.models.failed(str(e))
+        if self.environ.auto_profile and not self._closing.is_set():
             self.profiler.start()
 
     def _profiling_inputs(self) -> ProfilingInputs:
@@ -227,7 +253,7 @@ class Engine:
     def _generation_sampler(self) -> Sampler | None:
         from engine.service.profiling.samplers import generation_sampler
 
-        model = self._model
+        model = self.models.current()
         if model is None or model.remote:  # a server's timings are not this machine's
             return None
         answerer = model.answerer
@@ -247,188 +273,19 @@ class Engine:
 
         return retrieval_sampler(store=self.store) if chunks > 0 else None
 
-    def _load_generator(self, model: str, *, weights: str) -> ModelInUse:
-        from engine.rag.answer.in_use import open_model
-        from engine.runtime.models.compress import compute_dtype_of, weights_folder
-        from engine.runtime.models.resolve import resolve_model_path
-
-        with self._model_lock:
-            path = resolve_model_path(model=model)
-            path = weights_folder(folder=path, weights=weights, cache=self.paths.cache)
-            # One plan and one owner for the model's tiers and the index's budget (§4.2).
-            in_use = open_model(
-                model_path=path,
-                dtype=compute_dtype_of(weights),
-                store=self.planner_store,
-                index=self.store,
-                paths=self.paths,
-                decode_at_load=weights == "auto",  # a chosen int8 / int4 stays so
-            )
-            self._model, self._generator_error = in_use, None
-        self._drop_serving()  # the next question builds pipelines for this model
-        return in_use
-
-    def _server_endpoint(self, settings: EngineSettings) -> ServerEndpoint:
-        from engine.rag.answer.server_client import ServerEndpoint, ServerTimeouts
-        from engine.rag.answer.server_key import read_key
-
-        return ServerEndpoint(
-            url=settings.server_url or "",
-            model=settings.server_model or "",
-            api_key=read_key(config=self.paths.config),
-            ca_file=settings.server_ca_file,
-            timeouts=ServerTimeouts(first_token_s=settings.server_first_token_s),
-        )
-
-    def _load_server(self) -> ModelInUse:
-        from engine.rag.answer.server_model import open_server
-
-        settings = self.settings
-        with self._model_lock:
-            in_use = open_server(
-                endpoint=self._server_endpoint(settings),
-                concurrency=settings.server_concurrency,
-            )
-            self._model, self._generator_error = in_use, None
-        self._drop_serving()
-        return in_use
-
     # -- settings ------------------------------------------------------------------
-
-    def set_model_server(
-        self,
-        *,
-        url: str | None,
-        model: str | None = None,
-        api_key: str | None = None,
-        ca_file: str | None = None,
-        concurrency: int | None = None,
-        first_token_s: float | None = None,
-    ) -> EngineSettings:
-        """Generate on an OpenAI-compatible server (`url` None: back to the local model
-        or extractive answers). The server is checked first (it answers, it serves
-        `model`): one that does not is never saved. `api_key`: None keeps the stored
-        key for the same server, "" removes it; it goes to a 0600 file, not the settings."""
-        from engine.rag.answer.server_client import ServerAddressError, check_url
-        from engine.rag.answer.server_key import read_key, write_key
-
-        if not url:
-            return self.set_model(model=self.settings.model)
-        url = check_url(url)
-        if ca_file and not Path(ca_file).expanduser().is_file():
-            raise ServerAddressError(f"no CA file at {ca_file}")
-        if concurrency is not None and not 1 <= concurrency <= 256:
-            raise ValueError("concurrency must be between 1 and 256")
-        if first_token_s is not None and not 1 <= first_token_s <= 3600:
-            raise ValueError("the first-token timeout must be between 1 and 3600 s")
-        key = api_key
-        if key is None:
-            key = read_key(config=self.paths.config) if url == self.settings.server_url else None
-        changed = with_changes(
-            self.settings,
-            server_url=url,
-            server_model=(model or "").strip() or None,
-            server_ca_file=str(Path(ca_file).expanduser()) if ca_file else None,
-            server_concurrency=concurrency or self.settings.server_concurrency,
-            server_first_token_s=first_token_s or self.settings.server_first_token_s,
-        )
-        from engine.rag.answer.server_model import open_server
-
-        endpoint = dataclasses.replace(self._server_endpoint(changed), api_key=key or None)
-        with self._model_lock:
-            in_use = open_server(endpoint=endpoint, concurrency=changed.server_concurrency)
-            write_key(config=self.paths.config, key=key)
-            self._model, self._generator_error = in_use, None
-        self._drop_serving()
-        self.settings = changed
-        save_settings(file=self.paths.settings_file, settings=self.settings)
-        return self.settings
-
-    def server_models(
-        self, *, url: str, api_key: str | None = None, ca_file: str | None = None
-    ) -> list[str]:
-        """The ids a server lists at /v1/models (`api_key` None: the stored key, for
-        the server in use). Raises ModelServerError."""
-        from engine.rag.answer.server_client import ServerEndpoint, check_url, list_models
-        from engine.rag.answer.server_key import read_key
-
-        url = check_url(url)
-        if api_key is None and url == self.settings.server_url:
-            api_key = read_key(config=self.paths.config)
-        same = url == self.settings.server_url
-        endpoint = ServerEndpoint(
-            url=url,
-            api_key=api_key or None,
-            ca_file=ca_file or (self.settings.server_ca_file if same else None),
-        )
-        return [m.id for m in list_models(endpoint=endpoint)]
-
-    def set_model(self, *, model: str | None, weights: str | None = None) -> EngineSettings:
-        """Load the model first: a model that does not load is never saved.
-        `weights` (None: the setting's) says how its weights are held."""
-        from engine.runtime.models.compress import check_weights
-
-        weights = check_weights(weights or self.settings.model_weights)
-        if model:
-            model = os.path.expanduser(model)
-            self._load_generator(model, weights=weights)
-        else:
-            with self._model_lock:
-                self._model = None
-            self._drop_serving()
-        # A local model (or none) chosen: generation leaves the model server, and its
-        # key is kept only while it is in use.
-        self.settings = with_changes(
-            self.settings, model=model or None, model_weights=weights, server_url=None
-        )
-        save_settings(file=self.paths.settings_file, settings=self.settings)
-        from engine.rag.answer.server_key import write_key
-
-        write_key(config=self.paths.config, key=None)
-        return self.settings
 
     # -- reading -----------------------------------------------------------------------
 
     def status(self) -> EngineStatus:
-        documents, chunks = self.store.counts()
-        meta = self.store.meta
-        switch = self.embedders.active()
-        languages = self.store.collection_languages()
-        return EngineStatus(
-            version=VERSION,
-            pid=os.getpid(),
-            documents=documents,
-            chunks=chunks,
-            embedder=self.settings.embedder,
-            model=self.settings.server_model if self.settings.server_url else self.settings.model,
-            answer_mode="generative" if self._model is not None else "extractive",
-            model_error=self._generator_error,
-            profiling=self.profiler.status(),
+        """GET /v1/status (engine/service/status_view.py)."""
+        return engine_status(
+            settings=self.settings,
+            store=self.store,
+            models=self.models,
+            embedders=self.embedders,
+            profiler=self.profiler,
             pipeline=self.pipeline_info(),
-            embedder_in_force=meta.embedder_id if meta is not None else None,
-            embedder_job=switch[1].id if switch is not None else None,
-            reranker=self.settings.reranker,
-            server=self.server_info(),
-            languages=list(languages),
-            embedder_offer=embedder_offer(
-                languages=languages,
-                embedder=meta.embedder_id if meta is not None else self.settings.embedder,
-            ),
-        )
-
-    def server_info(self) -> ModelServerInfo | None:
-        """The model server generating now (its key is never part of it)."""
-        settings = self.settings
-        if not settings.server_url:
-            return None
-        model = self._model
-        answerer = model.answerer if model is not None and model.remote else None
-        return ModelServerInfo(
-            url=settings.server_url,
-            model=settings.server_model or "",
-            concurrency=settings.server_concurrency,
-            first_token_ms=answerer.first_token_ms() if answerer is not None else None,  # type: ignore[union-attr]
-            cached_tokens=getattr(answerer, "last_cached_tokens", None),
         )
 
     def pipeline_info(self) -> PipelineInfo | None:
@@ -441,13 +298,11 @@ class Engine:
 
     def model_in_use(self) -> ModelInUse | None:
         """The language model answering now and the owner of its placement."""
-        return self._model
+        return self.models.current()
 
     def placement(self) -> Placement | None:
-        """The placement in force of the model in use (None: no language model), as its
-        owner reports it: after an out-of-memory recovery, the demoted one."""
-        m = self._model
-        return m.owner.placement if m is not None and m.owner is not None else None
+        """The placement in force of the model in use (None: no language model)."""
+        return self.models.placement()
 
     def documents(self) -> list[DocumentInfo]:
         return library_view.documents(store=self.store)
@@ -576,38 +431,6 @@ class Engine:
             embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
         )
 
-    def ask_each_stream(
-        self, *, request: EachRequest, cancel: threading.Event | None = None
-    ) -> Iterator[EachEvent]:
-        """One question of every document of `request.scope`, a row per document as it
-        finishes (engine/rag/each/run.py). Raises ScopeError before the stream begins."""
-        from engine.rag.each.session import ask_each
-        from engine.rag.each.whole import fit_for
-
-        model = self._model
-        whole = None
-        if model is not None and request.whole_document:
-            whole = fit_for(
-                chunks=self.store.chunks,
-                tokenizer=model.answerer.tokenizer,
-                context_tokens=model.answerer.context_length,
-                answer_tokens=request.max_new_tokens,
-            )
-        return ask_each(
-            request=request,
-            folders=self.folders.list(),
-            documents=self.store.list_documents(),
-            pipeline=lambda: self.serving().pipeline,
-            model=self.settings.model if model is not None else None,
-            embedder=self.settings.embedder,
-            reranker=self.settings.reranker,
-            memo=self.each_memo,
-            whole=whole,
-            cancel=cancel,
-            unfinished=self.ingestion.unfinished,
-            embed=self.in_force.embed_sentences,
-        )
-
     def serving(self) -> ServingPipeline:
         """The pipelines for the model in use now (built on first use)."""
         self.embedder()  # loaded (and the index made to match) before the first batch
@@ -616,12 +439,12 @@ class Engine:
             retiring = None
             ranker = self.settings.reranker
             if serving is not None and (
-                serving.model is not self._model or serving.ranker != ranker
+                serving.model is not self.models.current() or serving.ranker != ranker
             ):
                 retiring, serving, self._serving = serving, None, None
                 retiring.pipeline.hold()  # now: the hand-over thread may start late
             if serving is None:
-                model = self._model
+                model = self.models.current()
                 self._serving_profile = self.profiler.status()
                 serving = ServingPipeline(
                     store=self.store,
@@ -648,7 +471,7 @@ class Engine:
 
     def reranker(self) -> CandidateRanker | None:
         """The settings' cross-encoder (loaded once), the model in use for "model", or None."""
-        model, setting = self._model, self.settings.reranker
+        model, setting = self.models.current(), self.settings.reranker
         return self.rankers.current(setting=setting, model=model, model_lock=self._answer_lock)
 
     def _drop_serving(self) -> None:
@@ -694,7 +517,7 @@ class Engine:
     ) -> Iterator[str]:
         """The chosen model's answer without retrieval (the API's `retrieval: false`).
         Raises ModelLoadError when no language model is in use."""
-        model = self._model
+        model = self.models.current()
         if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         # A model server runs its own batches: nothing here to keep from running twice.
@@ -709,12 +532,12 @@ class Engine:
 
     def language_model(self) -> GenerativeAnswerer | None:
         """The answerer of the language model in use; None in extractive mode."""
-        model = self._model
+        model = self.models.current()
         return model.answerer if model is not None else None
 
     def last_generation(self) -> GenerationRecord | None:
         """What the model's last run fed and produced, if any."""
-        model = self._model
+        model = self.models.current()
         return model.answerer.last_generation if model is not None else None
 
     def close(self, *, warm_up_wait_s: float = WARM_UP_WAIT_S) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.errors import StaleVectorsError
 from engine.paths import Paths
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
@@ -31,11 +32,13 @@ class EmbedderInForce:
         self,
         *,
         paths: Paths,
+        environ: EngineEnviron,
         store: LanceStore,
         chosen: Callable[[], str],
         placement: Callable[[], Placement | None],
     ) -> None:
         self._paths = paths
+        self._environ = environ  # the embedder back-end, cache and int8 it asks for
         self._store = store
         self._chosen = chosen  # the settings' embedder
         self._placement = placement
@@ -68,7 +71,10 @@ class EmbedderInForce:
         # With a model in use, the embedder takes the GPU only if that model's
         # placement leaves it room (without one: the GPU's free memory).
         return Embedder(
-            model=model, placement=self._placement(), cache_dir=self._paths.cache / "embedders"
+            model=model,
+            placement=self._placement(),
+            cache_dir=self._paths.cache / "embedders",
+            environ=self._environ,
         )
 
     def swap(self, embedder: Embedder) -> None:

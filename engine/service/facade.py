@@ -10,13 +10,20 @@ wire values back.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from engine.rag.each.run import Submitter
+from engine.rag.each.session import ask_each
+from engine.rag.each.whole import fit_for
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.wire import (
     FINAL_STATES,
+    EngineSettings,
     HardwareInfo,
     IndexUsage,
     IngestProgress,
@@ -25,9 +32,12 @@ from engine.wire import (
     ProfilingStatus,
     WatchedFolder,
 )
+from engine.wire_each import EachEvent, EachRequest
 
 if TYPE_CHECKING:
     from engine.paths import Paths
+    from engine.rag.answer.in_use import ModelInUse
+    from engine.rag.each.memo import EachMemo
     from engine.rag.store.lance_store import LanceStore
     from engine.runtime.planner.placement import Placement
     from engine.service.folders import FolderRegistry
@@ -147,3 +157,63 @@ class SystemAPI:
 
     def skip_profiling(self) -> ProfilingStatus:
         return self._profiler.skip()
+
+
+class EachAPI:
+    """One question of every document of a collection, folder or file (engine/rag/each/),
+    asked through the engine's pipelines beside everyone else's questions."""
+
+    def __init__(
+        self,
+        *,
+        store: LanceStore,
+        folders: FolderRegistry,
+        memo: EachMemo,
+        model: Callable[[], ModelInUse | None],
+        settings: Callable[[], EngineSettings],
+        pipeline: Callable[[], Submitter],
+        unfinished: Callable[[], list[IngestProgress]],
+        embed: Callable[[list[str]], np.ndarray],
+    ) -> None:
+        """`model()`: the language model in use; `settings()`: the settings in force;
+        `pipeline()`: the pipelines to submit to (built on first use); `unfinished()`:
+        ingestion jobs still running (a row says its document may change); `embed`: an
+        answer's sentences, as the chat's answers embed them."""
+        self._store = store
+        self._folders = folders
+        self._memo = memo  # re-runs reuse rows
+        self._model = model
+        self._settings = settings
+        self._pipeline = pipeline
+        self._unfinished = unfinished
+        self._embed = embed
+
+    def stream(
+        self, *, request: EachRequest, cancel: threading.Event | None = None
+    ) -> Iterator[EachEvent]:
+        """A row per document as it finishes (engine/rag/each/run.py). Raises ScopeError
+        before the stream begins."""
+        model = self._model()
+        whole = None
+        if model is not None and request.whole_document:
+            whole = fit_for(
+                chunks=self._store.chunks,
+                tokenizer=model.answerer.tokenizer,
+                context_tokens=model.answerer.context_length,
+                answer_tokens=request.max_new_tokens,
+            )
+        settings = self._settings()
+        return ask_each(
+            request=request,
+            folders=self._folders.list(),
+            documents=self._store.list_documents(),
+            pipeline=self._pipeline,
+            model=settings.model if model is not None else None,
+            embedder=settings.embedder,
+            reranker=settings.reranker,
+            memo=self._memo,
+            whole=whole,
+            cancel=cancel,
+            unfinished=self._unfinished,
+            embed=self._embed,
+        )

@@ -11,29 +11,17 @@ download: the launcher and the embedder's loading set it for the libraries.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
-_TRUE = {"1", "true", "yes", "on"}
+from engine.environ import OFFLINE_ENV, downloads_refused
 
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in _TRUE
-
-
-def downloads_refused(env: Mapping[str, str] | None = None) -> bool:
-    """The person asked for no downloads: RAGDOLL_OFFLINE when it is set (the engine's
-    own start sets it), else HF_HUB_OFFLINE as they set it."""
-    env = os.environ if env is None else env
-    if "RAGDOLL_OFFLINE" in env:
-        return _truthy(env["RAGDOLL_OFFLINE"])
-    return _truthy(env.get("HF_HUB_OFFLINE"))
+__all__ = ["downloads_refused", "engine_environment"]
 
 
 def engine_environment(env: Mapping[str, str]) -> dict[str, str]:
     """`env` for the engine process: the person's choice kept in RAGDOLL_OFFLINE, the
     libraries held offline."""
     out = dict(env)
-    out["RAGDOLL_OFFLINE"] = "1" if downloads_refused(env) else "0"
+    out[OFFLINE_ENV] = "1" if downloads_refused(env) else "0"
     out["HF_HUB_OFFLINE"] = "1"
     return out

@@ -21,14 +21,22 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 
+from engine.environ import EngineEnviron
 from engine.errors import EmbedderError, ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.server_client import ModelServerError, ServerAddressError
 from engine.rag.ingest.fspath import from_store, to_store
 from engine.rag.ingest.jobs import IngestJob
-from engine.service.api.body_checks import WholeNumber
+from engine.service.api.bodies import (
+    AskBody,
+    EmbedderBody,
+    IngestBody,
+    ModelBody,
+    ModelServerBody,
+    RerankerBody,
+    ServerModelsBody,
+)
 from engine.service.api.lifecycle import Lifecycle, until_disconnect
 from engine.service.api.openai_routes import install_openai_error_handlers, openai_router
 from engine.service.api.routes_each import each_router
@@ -39,7 +47,8 @@ from engine.service.api.security import MAX_BODY_BYTES, ApiGuard
 from engine.service.api.server_settings import ServerSettingsStore
 from engine.service.api.slow_clients import HeaderDeadlineH11
 from engine.service.auth import HostPolicy, is_loopback_address, new_token
-from engine.service.core import VERSION, Engine
+from engine.service.core import Engine
+from engine.service.status_view import VERSION
 from engine.wire import (
     FINAL_STATES,
     ApiError,
@@ -51,13 +60,10 @@ from engine.wire import (
     FileError,
     HardwareInfo,
     IngestProgress,
-    Priority,
     ProfilingStatus,
     ProgressEvent,
     SourceView,
-    Turn,
     encode_sse,
-    from_json_dict,
     to_json_dict,
 )
 
@@ -90,77 +96,6 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ApiError, "description": "A foreign Host or Origin, or a path not granted"},
     413: {"model": ApiError, "description": "A body over 1 MiB"},
 }
-
-
-class CitationBody(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-    index: int = 0
-    chunk_id: str = ""
-    path: str = Field(max_length=4096)
-    page: int | None = None
-    text: str = Field(default="", max_length=20000)
-    score: float = 0.0
-    char_start: int = 0
-    char_end: int = 0
-
-
-class TurnBody(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-    question: str = Field(max_length=8000)
-    answer: str = Field(default="", max_length=100_000)
-    citations: list[CitationBody] = Field(default_factory=list, max_length=50)
-
-
-class AskBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    question: str = Field(min_length=1, max_length=8000)
-    k: WholeNumber = Field(default=5, ge=1, le=50)
-    priority: Priority = "interactive"
-    history: list[TurnBody] = Field(default_factory=list, max_length=200)
-
-    def turns(self) -> list[Turn]:
-        return [from_json_dict(Turn, t.model_dump()) for t in self.history]
-
-
-class IngestBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    paths: list[str] = Field(min_length=1, max_length=10000)
-
-
-class ModelBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    model: str | None = Field(default=None, max_length=4096)
-    weights: str | None = Field(default=None, max_length=16)  # None: keep the setting
-
-
-class ModelServerBody(BaseModel):
-    """`url` None: generation back to the local model (or extractive answers).
-    `api_key` None keeps the stored key for the same server; "" removes it."""
-
-    model_config = ConfigDict(strict=True)
-    url: str | None = Field(default=None, max_length=2048)
-    model: str | None = Field(default=None, max_length=512)
-    api_key: str | None = Field(default=None, max_length=8192)
-    ca_file: str | None = Field(default=None, max_length=4096)
-    concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
-    first_token_s: float | None = Field(default=None, ge=1, le=3600)
-
-
-class ServerModelsBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    url: str = Field(min_length=1, max_length=2048)
-    api_key: str | None = Field(default=None, max_length=8192)
-    ca_file: str | None = Field(default=None, max_length=4096)
-
-
-class EmbedderBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    embedder: str = Field(min_length=1, max_length=4096)
-
-
-class RerankerBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    reranker: str | None = Field(default=None, max_length=4096)  # None or "none": off
 
 
 def create_app(
@@ -209,7 +144,7 @@ def create_app(
     @app.put("/v1/settings/model", response_model=EngineSettings)
     def set_model(body: ModelBody) -> dict:
         try:
-            return to_json_dict(engine.set_model(model=body.model, weights=body.weights))
+            return to_json_dict(engine.models.set_model(model=body.model, weights=body.weights))
         except (ModelLoadError, OSError, ValueError) as e:  # OSError: a name too long
             raise HTTPException(status_code=400, detail=str(e)) from e
 
@@ -219,7 +154,7 @@ def create_app(
         be used, with why). Passages of the person's documents go to it from then on."""
         try:
             return to_json_dict(
-                engine.set_model_server(
+                engine.models.set_model_server(
                     url=body.url,
                     model=body.model,
                     api_key=body.api_key,
@@ -241,7 +176,9 @@ def create_app(
     def server_models(body: ServerModelsBody) -> dict:
         """The models a server lists (its /v1/models); nothing else is sent to it."""
         try:
-            models = engine.server_models(url=body.url, api_key=body.api_key, ca_file=body.ca_file)
+            models = engine.models.server_models(
+                url=body.url, api_key=body.api_key, ca_file=body.ca_file
+            )
         except ServerAddressError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         except ModelServerError as e:
@@ -437,7 +374,8 @@ def serve(
         bound_port = sock.getsockname()[1]
         if not is_loopback_address(host):
             _warn_network(host=host, port=bound_port, token_file=paths.token_file)
-        engine = Engine(paths=paths)
+        # The environment's RAGDOLL_* variables, read once here (engine/environ.py).
+        engine = Engine(paths=paths, environ=EngineEnviron.from_environ())
         lifecycle = Lifecycle()
         holder: dict[str, _Server] = {}
 

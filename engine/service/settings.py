@@ -27,3 +27,21 @@ def save_settings(*, file: Path, settings: EngineSettings) -> None:
 
 def with_changes(settings: EngineSettings, **changes: object) -> EngineSettings:
     return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
+
+
+class SettingsFile:
+    """The settings in force and the file that keeps them: each change is saved as it
+    is made. The engine's parts that change a setting (the model choice, the embedder
+    and ranker choices) share one."""
+
+    def __init__(self, *, file: Path) -> None:
+        self._file = file
+        self.current = load_settings(file=file)
+
+    def keep(self, settings: EngineSettings) -> EngineSettings:
+        self.current = settings
+        save_settings(file=self._file, settings=settings)
+        return settings
+
+    def change(self, **changes: object) -> EngineSettings:
+        return self.keep(with_changes(self.current, **changes))

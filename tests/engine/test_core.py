@@ -34,7 +34,7 @@ def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan
         version = 0
         while job.snapshot().state not in ("done", "failed", "cancelled"):
             version, _ = job.wait_next(after=version, timeout_s=1.0)
-        engine.set_model(model=str(model))
+        engine.models.set_model(model=str(model))
         placement = engine.placement()
         assert placement is not None and placement.resident_partition_bytes > 0
         assert engine.store.resident_budget == placement.resident_partition_bytes
@@ -96,7 +96,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
-    local_engine.set_model(model=str(tiny_model))
+    local_engine.models.set_model(model=str(tiny_model))
     # The tests below set the placement themselves: the engine's own re-planning (from
     # a backlog held for seconds) would change it under them on a slow machine.
     governor = local_engine.serving().governor
@@ -105,7 +105,7 @@ def with_model(local_engine: Engine, tiny_model: Path) -> Iterator[Engine]:
     try:
         yield local_engine
     finally:
-        local_engine.set_model(model=None)
+        local_engine.models.set_model(model=None)
 
 
 def _join(
@@ -393,7 +393,7 @@ def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
     with old.pipeline.generation.paused():
         threads, results, errors = _start(engine, [{"question": q} for q in questions])
         _until(lambda: old.pipeline.generation.status().queue_length == len(questions))
-        engine.set_model(model=None)  # extractive answers from now on
+        engine.models.set_model(model=None)  # extractive answers from now on
     _join(threads, results, errors)
     new = engine.serving()
     assert new is not old and new.answerer is None
@@ -403,7 +403,7 @@ def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
         assert events[0].citations[0].path.endswith(file) and phrase in done.answer, question
     assert old.pipeline.status().generation.batches == 0
     _until(lambda: new.pipeline.status().finished >= len(questions))
-    engine.set_model(model=str(tiny_model))  # as the fixture left it
+    engine.models.set_model(model=str(tiny_model))  # as the fixture left it
 
 
 def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
@@ -426,12 +426,12 @@ def test_the_old_model_starts_no_batch_while_its_hand_over_waits_for_a_thread(
     with old.pipeline.generation.paused():
         threads, results, errors = _start(engine, [{"question": q} for q in questions])
         _until(lambda: old.pipeline.generation.status().queue_length == len(questions))
-        engine.set_model(model=None)
+        engine.models.set_model(model=None)
     _join(threads, results, errors)
     assert [events[-1].done.mode for events in results] == ["extractive"] * len(questions)
     assert old.pipeline.status().generation.batches == 0
     monkeypatch.setattr(core, "retire", retire)
-    engine.set_model(model=str(tiny_model))  # as the fixture left it
+    engine.models.set_model(model=str(tiny_model))  # as the fixture left it
 
 
 def test_after_an_out_of_memory_the_status_and_the_governor_report_the_demoted_placement(

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.environ import REEMBED_BATCH_ENV
 from engine.errors import EmbedderError
 from engine.paths import resolve_paths
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER
-from engine.rag.ingest.embedder_switch import REEMBED_BATCH_ENV
 from engine.rag.store.lance_store import LanceStore
 from engine.service.core import Engine
 from engine.wire_events import DoneEvent

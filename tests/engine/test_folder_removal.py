@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.rag.ingest.pipeline import COMMIT_FILES_ENV
+from engine.environ import COMMIT_FILES_ENV
 from tests.support.engine import RunningEngine, running_engine
 
 FILES = 100

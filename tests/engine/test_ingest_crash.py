@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.rag.ingest.pipeline import COMMIT_FILES_ENV
+from engine.environ import COMMIT_FILES_ENV
 from engine.rag.store.lance_store import LanceStore
 from tests.support.engine import process_alive, running_engine
 

@@ -29,7 +29,8 @@ the weights in bf16 (engine/rag/ingest/bf16_embedder.py: about 1.9× float32); e
 is kept only if it gives the float32 vectors. Elsewhere a plain model runs
 through ONNX Runtime: exported once, checked against torch, torch otherwise
 (engine/rag/ingest/onnx_embedder.py).
-`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino|int8` picks one (torch when it does not apply).
+`RAGDOLL_EMBEDDER_BACKEND=torch|onnx|bf16|openvino|int8` picks one (torch when it does not apply),
+read into `EngineEnviron` (engine/environ.py) at the engine's start and handed in (`environ=`).
 
 With OpenVINO chosen by "auto" (or "int8"), ingestion's chunks are embedded by
 an int8 copy quantized on this machine (engine/rag/ingest/int8_embedder.py), where
@@ -53,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.environ import EngineEnviron
 from engine.errors import EmbedderError
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, measure_scale
 from engine.runtime.hardware.gpus import GpuInfo
@@ -63,10 +65,6 @@ DEFAULT_BATCH = 32
 # an answer encodes more than once (the question, then its passages' sentences),
 # with a search between.
 QUESTION_QUIET_S = 1.0
-BACKEND_ENV = "RAGDOLL_EMBEDDER_BACKEND"
-# Where ONNX exports go instead of the caller's cache folder (tests: one export
-# for a whole run rather than one per test home).
-CACHE_ENV = "RAGDOLL_EMBEDDER_CACHE"
 # Activations of one encode batch on the device: 32 texts of 256 tokens through
 # a 384-wide, 12-head encoder need well under this (attention maps dominate).
 _WORKSPACE_BYTES = 256 * 2**20
@@ -204,6 +202,7 @@ class Embedder:
         placement: Any = None,
         backend: str = "auto",
         cache_dir: Path | None = None,
+        environ: EngineEnviron | None = None,
     ) -> None:
         """`backend`: "torch", "bf16" (CPU only), "onnx" or "openvino" (CPU
         only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
@@ -211,7 +210,11 @@ class Embedder:
         weights; elsewhere ONNX); each falls back to torch in float32 when it
         does not apply or does not give its vectors. "int8": "openvino", and
         ingestion in int8 (as "auto" does with OpenVINO unless
-        `RAGDOLL_EMBEDDER_INT8=0`)."""
+        `RAGDOLL_EMBEDDER_INT8=0`). `environ`: what the engine's environment asks
+        for (default: nothing), which wins over `backend`; its embedder cache
+        replaces `cache_dir` when there is one (tests: one export for a whole run
+        rather than one per test home)."""
+        environ = environ or EngineEnviron()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -224,13 +227,11 @@ class Embedder:
             raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
         self._model.eval()
         self._onnx: Any = None
-        backend = os.environ.get(BACKEND_ENV) or backend
-        from engine.rag.ingest.int8_embedder import int8_wanted
-
-        int8 = backend == "int8" or (backend == "auto" and int8_wanted())
+        backend = environ.embedder_backend or backend
+        int8 = backend == "int8" or (backend == "auto" and environ.embedder_int8)
         backend = "openvino" if backend == "int8" else backend
-        if cache_dir is not None and os.environ.get(CACHE_ENV):
-            cache_dir = Path(os.environ[CACHE_ENV])
+        if cache_dir is not None and environ.embedder_cache is not None:
+            cache_dir = environ.embedder_cache
         # A model with a default prompt stays on torch (the ONNX path knows no prompts).
         prompt = getattr(self._model, "default_prompt_name", None)
         self.backend = "torch"

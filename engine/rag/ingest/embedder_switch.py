@@ -13,12 +13,12 @@ index and queues it again when they differ, and it goes on from the batches done
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.environ import REEMBED_BATCH
 from engine.errors import EmbedderError
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
@@ -28,10 +28,6 @@ from engine.wire import FINAL_STATES
 log = logging.getLogger(__name__)
 
 ORIGIN = "embedder"
-# Chunks per store batch: each is one commit to the new table and the most a
-# kill -9 can lose; the embedder splits it into its own batches (questions first).
-REEMBED_BATCH = 256
-REEMBED_BATCH_ENV = "RAGDOLL_REEMBED_BATCH"  # tests: small batches, a kill lands mid-way
 
 
 class EmbedderSwitch:
@@ -42,7 +38,13 @@ class EmbedderSwitch:
         queue: IngestQueue,
         load: Callable[[str], Embedder],
         on_swap: Callable[[Embedder], None],
+        batch: int = REEMBED_BATCH,
     ) -> None:
+        """`batch`: chunks per store batch, each one commit to the new table and the
+        most a kill -9 can lose (RAGDOLL_REEMBED_BATCH: tests ask for small ones, so a
+        kill lands mid-way); the embedder splits it into its own batches (questions
+        first)."""
+        self._batch = batch
         self._store = store
         self._queue = queue
         self._load = load
@@ -161,7 +163,7 @@ class EmbedderSwitch:
             embedder_id=new.info.id,
             dimension=new.info.dimension,
             embed=lambda texts: new.embed(texts, background=True),
-            batch=int(os.environ.get(REEMBED_BATCH_ENV) or REEMBED_BATCH),
+            batch=self._batch,
             on_swap=lambda: self._on_swap(new),
         )
         try:

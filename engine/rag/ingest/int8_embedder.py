@@ -36,7 +36,6 @@ be made (NNCF not installed, an error), leaves ingestion on the float path, and 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,6 @@ from engine.rag.ingest.openvino_embedder import (
 log = logging.getLogger(__name__)
 
 IN_USE_MESSAGE = "ingestion embeds in int8"  # logged; the ask-during bench looks for it
-INT8_ENV = "RAGDOLL_EMBEDDER_INT8"  # "0": ingestion stays on the float path
 # Vectors of one text, int8 against float32: an int8 model whose vectors are
 # further than this from the model's is broken, not merely quantized.
 MIN_MEDIAN_COSINE = 0.99
@@ -64,11 +62,6 @@ _CHUNK_PIECES = 200  # engine/rag/ingest/chunker.py's chunk
 _QUESTION_PIECES = 24
 _CALIBRATION_BATCH = 8
 _GUIDE = "ragdoll-user-guide.md"
-
-
-def int8_wanted() -> bool:
-    """Unless switched off (`RAGDOLL_EMBEDDER_INT8=0`)."""
-    return os.environ.get(INT8_ENV, "1").strip() not in ("0", "false", "no", "off")
 
 
 def nncf_installed() -> bool:

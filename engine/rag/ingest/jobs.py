@@ -154,11 +154,11 @@ class IngestQueue:
         nice: int = 0,
     ) -> None:
         """`nice`: how far below the engine's CPU priority the worker thread runs
-        (the engine passes `priority.background_nice()`; 0 in tools and benches
+        (the engine passes `EngineEnviron.ingest_nice`; 0 in tools and benches
         that ingest in-process, where nothing is answered meanwhile)."""
         self._nice = nice
         self._store = store
-        self._commits = commits or CommitPolicy.from_env()
+        self._commits = commits or CommitPolicy()
         self._embedder = embedder
         self._params = params or ChunkingParams()
         self._limits = limits or SandboxLimits()

@@ -61,7 +61,6 @@ EMBED_SORT_CHUNKS = 4 * EMBED_POOL_CHUNKS
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end
 PUBLISH_EVERY_S = 0.1  # progress reaches readers at most this often (errors and notes at once)
-COMMIT_FILES_ENV = "RAGDOLL_INGEST_COMMIT_FILES"  # tests and benchmarks: smaller groups
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,9 +75,10 @@ class CommitPolicy:
     compact_every: int = 25
 
     @classmethod
-    def from_env(cls) -> CommitPolicy:
-        value = os.environ.get(COMMIT_FILES_ENV, "")
-        return cls(files=max(1, int(value))) if value.isdigit() else cls()
+    def with_files(cls, files: int | None) -> CommitPolicy:
+        """Groups of `files` files (RAGDOLL_INGEST_COMMIT_FILES, `EngineEnviron`:
+        tests and benchmarks ask for smaller ones); None: the default."""
+        return cls() if files is None else cls(files=files)
 
 
 @dataclass(frozen=True, kw_only=True)

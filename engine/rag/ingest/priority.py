@@ -6,7 +6,8 @@ that thread's encode calls (OpenMP keeps one pool per calling thread) runs
 below the threads that embed a question. On a 2-core machine an ingestion
 batch and a question's embedding otherwise split the cores evenly, and the
 question takes twice as long or more. The parsing child lowers its whole
-process (engine/rag/ingest/sandbox_child.py).
+process (engine/rag/ingest/sandbox_child.py). How much lower: `EngineEnviron.ingest_nice`
+(engine/environ.py, RAGDOLL_INGEST_NICE), which the engine hands its queue.
 """
 
 from __future__ import annotations
@@ -17,17 +18,6 @@ import sys
 import threading
 
 log = logging.getLogger(__name__)
-
-BACKGROUND_NICE = 10  # what the parsing child uses too
-NICE_ENV = "RAGDOLL_INGEST_NICE"  # 0: ingestion at the engine's own priority
-
-
-def background_nice() -> int:
-    value = os.environ.get(NICE_ENV, "")
-    try:
-        return max(0, min(19, int(value))) if value else BACKGROUND_NICE
-    except ValueError:
-        return BACKGROUND_NICE
 
 
 def lower_this_thread(*, nice: int) -> bool:

@@ -73,8 +73,12 @@ class IvfView:
     folder exists (the first build makes it); below that tables are small and
     LanceDB scans them flat."""
 
-    def __init__(self, *, folder: Path, dimension: int, budget_bytes: int | None) -> None:
+    def __init__(
+        self, *, folder: Path, dimension: int, budget_bytes: int | None, scorer: str = "auto"
+    ) -> None:
+        """`scorer`: the layout asked for (`pick_scorer`), chosen at first use."""
         self.folder = folder
+        self._wanted_scorer = scorer
         self.dimension = dimension
         self._lock = threading.Lock()
         self._seq = 0
@@ -90,7 +94,7 @@ class IvfView:
     @property
     def scorer(self) -> Scorer:
         if self._scorer is None:
-            scorer = pick_scorer(self.dimension)
+            scorer = pick_scorer(self.dimension, wanted=self._wanted_scorer)
             with self._lock:
                 if self._scorer is None:
                     self._scorer = scorer

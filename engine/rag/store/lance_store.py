@@ -87,7 +87,11 @@ class LanceStore:
         resident_bytes: int | None = None,
         index_policy: IndexPolicy | None = None,
         background: bool = True,
+        scorer: str = "auto",
     ) -> None:
+        """`scorer`: how the IVF view scores a partition (engine/rag/store/scoring.py
+        `pick_scorer`; RAGDOLL_IVF_SCORER)."""
+        self._scorer = scorer
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self._meta_file = folder / "meta.json"
@@ -161,6 +165,7 @@ class LanceStore:
             table=self._chunks,
             dimension=self.meta.dimension,
             budget_bytes=self._view_budget(),
+            scorer=self._scorer,
         )
 
     def build_view(self, *, retrain: bool = True) -> dict[str, Any]:

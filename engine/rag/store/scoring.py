@@ -1,7 +1,8 @@
 """How a resident partition is scored against the questions that probe it.
 
 Two layouts of a resident partition; `RAGDOLL_IVF_SCORER` picks one: `auto`
-(the default: a short timing at first use), `float32` or `int8`.
+(the default: a short timing at first use), `float32` or `int8` (read into
+`EngineEnviron.ivf_scorer`, engine/environ.py, and handed down by the store).
 - float32: the float16 rows as read, held as float32 (4 bytes a value) and
   scored through numpy (BLAS). Exact (the float32 cosine of the float16
   copies), anywhere.
@@ -290,8 +291,9 @@ def _time(scorer: Scorer, resident: Any, queries: Any, *, repeats: int) -> dict[
     return out
 
 
-def pick_scorer(dimension: int) -> Scorer:
-    wanted = os.environ.get("RAGDOLL_IVF_SCORER", "auto").strip().lower()
+def pick_scorer(dimension: int, *, wanted: str = "auto") -> Scorer:
+    """The layout `wanted` asks for ("auto": the faster here, by a short timing);
+    float32 for anything else, or where int8 products are missing."""
     if wanted not in {"int8", "auto"}:
         return Float32Scorer()
     try:

@@ -26,12 +26,20 @@ _READ_BATCH = 65_536
 
 
 def open_view(
-    *, root: Path, table_name: str, table: Any, dimension: int, budget_bytes: int | None
+    *,
+    root: Path,
+    table_name: str,
+    table: Any,
+    dimension: int,
+    budget_bytes: int | None,
+    scorer: str = "auto",
 ) -> IvfView:
     """The view of `table`, repaired after a crash and checked against the
     table (stale: LanceDB answers until it is rebuilt). Views of tables that
     were replaced are removed."""
-    view = IvfView(folder=root / table_name, dimension=dimension, budget_bytes=budget_bytes)
+    view = IvfView(
+        folder=root / table_name, dimension=dimension, budget_bytes=budget_bytes, scorer=scorer
+    )
     if view.active:
         repaired = view.recover(rows_of=lambda doc_id: doc_rows(table, doc_id, dimension))
         if repaired:

@@ -28,9 +28,11 @@ from pathlib import Path
 import torch
 from gguf import GGMLQuantizationType
 
+from engine.environ import TORCH_KERNELS_ENV, torch_kernels_forced
+
 log = logging.getLogger(__name__)
 
-FORCE_TORCH_ENV = "RAGDOLL_TORCH_KERNELS"
+FORCE_TORCH_ENV = TORCH_KERNELS_ENV
 SOURCE = Path(__file__).with_name("native") / "ggml_dot.c"
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread", "-std=gnu11")
 TYPES = frozenset(
@@ -57,7 +59,7 @@ class Built:
 
 
 def forced_torch() -> bool:
-    return os.environ.get(FORCE_TORCH_ENV, "").strip().lower() in {"1", "true", "yes"}
+    return torch_kernels_forced()
 
 
 def find_compiler() -> str | None:

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, FastAPI, Request
@@ -39,10 +39,16 @@ from fastapi.exception_handlers import (
 )
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engine.service.api.body_checks import WholeNumber
+from engine.service.api.bodies import (
+    EXTRACTIVE_MODEL_ID,
+    AnswerBody,
+    ChatCompletionBody,
+    ChatMessageIn,
+    CompletionBody,
+    EmbeddingsBody,
+)
 from engine.service.api.lifecycle import Lifecycle, until_disconnect
 from engine.service.api.openai_answer import (
     AnswerAsked,
@@ -76,89 +82,13 @@ from engine.wire import (
 )
 
 log = logging.getLogger(__name__)
-EXTRACTIVE_MODEL_ID = "ragdoll-extractive"
 MAX_QUESTION_CHARS = 8000
-MAX_EMBEDDING_INPUTS = 2048
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": OpenAIError, "description": "The request is malformed or cannot be answered"},
     404: {"model": OpenAIError, "description": "No such model"},
     422: {"model": OpenAIError, "description": "Not used: invalid requests get 400"},
 }
-
-
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    type: str = Field(max_length=64)
-    text: str | None = None
-
-
-class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[ContentPart] | None = None
-
-
-class RagdollChatOptions(BaseModel):
-    """RAGDoll's extension of a chat request (`extra_body={"ragdoll": {...}}`)."""
-
-    model_config = ConfigDict(strict=True)
-
-    retrieval: bool = True
-    k: WholeNumber = Field(default=5, ge=1, le=50)
-    # The sources as a numbered list at the end of the text; None: the server setting.
-    sources_in_text: bool | None = None
-
-
-_A_USER_MESSAGE = {
-    "type": "object",
-    "properties": {"role": {"const": "user"}, "content": {"type": "string", "pattern": "\\S"}},
-    "required": ["role", "content"],
-}
-
-
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    include_usage: bool = False
-
-
-class AnswerBody(BaseModel):
-    """What /v1/chat/completions and /v1/completions share."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    model: str = Field(default=EXTRACTIVE_MODEL_ID, max_length=4096)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    n: WholeNumber = Field(default=1, ge=1, le=128)
-    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
-    stop: str | Annotated[list[str], Field(max_length=4)] | None = None
-    ragdoll: RagdollChatOptions = Field(default_factory=RagdollChatOptions)
-
-
-class ChatCompletionBody(AnswerBody):
-    # The schema says what the route needs: a user message with some text.
-    messages: list[ChatMessageIn] = Field(
-        min_length=1, max_length=1000, json_schema_extra={"contains": _A_USER_MESSAGE}
-    )
-    max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
-
-
-class CompletionBody(AnswerBody):
-    prompt: str | Annotated[list[str], Field(min_length=1, max_length=1)]
-    echo: bool = False
-
-
-class EmbeddingsBody(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    # A long text is fine (the embedder reads its first 256 tokens); the 1 MiB body
-    # limit bounds the total.
-    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
-    model: str = Field(default="", max_length=4096)
-    encoding_format: Literal["float", "base64"] = "float"
-    dimensions: WholeNumber | None = Field(default=None, ge=1)
 
 
 def openai_router(

@@ -14,25 +14,14 @@ from collections.abc import Iterator
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 
-from engine.service.api.body_checks import WholeNumber
+from engine.service.api.bodies import EachBody
 from engine.service.api.lifecycle import Lifecycle, until_disconnect
 from engine.service.core import Engine
 from engine.wire import FailedEvent, encode_sse
 from engine.wire_each import EachRequest, FinishedEvent
 
 log = logging.getLogger(__name__)
-
-
-class EachBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    question: str = Field(min_length=1, max_length=8000)
-    scope: str = Field(min_length=1, max_length=4096)  # a collection, a folder or a file
-    k: WholeNumber = Field(default=3, ge=1, le=50)
-    whole_document: bool = False
-    reuse: bool = True
-    max_new_tokens: WholeNumber = Field(default=256, ge=1, le=4096)
 
 
 def each_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
@@ -58,7 +47,7 @@ def each_router(*, engine: Engine, lifecycle: Lifecycle) -> APIRouter:
         )
         stop = threading.Event()  # the client left, or the engine is shutting down
         try:
-            events = engine.ask_each_stream(request=request, cancel=stop)
+            events = engine.each.stream(request=request, cancel=stop)
         except ValueError as e:  # ScopeError included: nothing was asked
             raise HTTPException(status_code=400, detail=str(e)) from e
 

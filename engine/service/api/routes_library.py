@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, ConfigDict, Field
 
 from engine.rag.ingest.fspath import from_store, to_store
 from engine.rag.pipeline.answer_stream import citation_for
 from engine.rag.store.records import SearchHit
-from engine.service.api.body_checks import WholeNumber
+from engine.service.api.bodies import FolderBody, SearchBody
 from engine.service.core import Engine
 from engine.wire import (
     CollectionInfo,
@@ -26,20 +25,6 @@ from engine.wire import (
 )
 
 UNFILED = "(not in a watched folder)"
-
-
-class FolderBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    path: str = Field(min_length=1, max_length=4096)
-    collection: str = Field(default="default", min_length=1, max_length=200)
-    ingest: bool = True  # false: only the grant (the caller ingests what it chooses)
-
-
-class SearchBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    query: str = Field(min_length=1, max_length=8000)
-    k: WholeNumber = Field(default=5, ge=1, le=50)
-    collection: str | None = Field(default=None, max_length=200)
 
 
 def library_router(*, engine: Engine) -> APIRouter:

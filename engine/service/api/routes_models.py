@@ -12,26 +12,15 @@ from __future__ import annotations
 import re
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
 
+from engine.service.api.bodies import REPO_ID, DownloadBody
 from engine.service.api.openai_routes import ERROR_RESPONSES
 from engine.service.core import Engine
 from engine.service.models.catalogue import download_folder, recommended
 from engine.service.models.download import Downloads
-from engine.service.offline import downloads_refused
 from engine.wire import ModelDownload, OpenAIError, RecommendedModels
 
-# The hub's repo id: "org/name" of letters, digits, -, _ and . (not starting with .).
-REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$"
 _REPO_ID = re.compile(REPO_ID)
-GGUF_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,190}\.gguf$"
-
-
-class DownloadBody(BaseModel):
-    model_config = ConfigDict(strict=True)
-    repo_id: str = Field(pattern=REPO_ID, max_length=200)
-    # One GGUF file of the repo (a Recommended model's variant) instead of the model.
-    file: str | None = Field(default=None, pattern=GGUF_NAME, max_length=200)
 
 
 def models_router(*, engine: Engine) -> APIRouter:
@@ -64,7 +53,7 @@ def models_router(*, engine: Engine) -> APIRouter:
             raise HTTPException(
                 status_code=400, detail=f"not a Hugging Face repo id: {body.repo_id}"
             )
-        if downloads_refused():
+        if engine.environ.downloads_refused:
             raise HTTPException(
                 status_code=409,
                 detail="The engine runs offline (RAGDOLL_OFFLINE or HF_HUB_OFFLINE was set "

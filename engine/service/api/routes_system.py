@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
 
+from engine.service.api.bodies import ServerSettingsBody
 from engine.service.api.lifecycle import Lifecycle
 from engine.service.api.server_settings import ServerSettingsStore
 from engine.service.core import Engine
 from engine.wire import QueueStatus, ServerSettings
-
-
-class ServerSettingsBody(BaseModel):
-    """Fields left out keep their value."""
-
-    model_config = ConfigDict(strict=True)
-
-    allowed_origins: list[str] | None = Field(default=None, max_length=32)
-    keep_engine_running: bool | None = None
-    api_sources_in_text: bool | None = None
 
 
 def system_router(

@@ -167,6 +167,7 @@ def profile_in_process(
 
     Runs beside the engine rather than through it: it opens the index read-only
     and loads its own copy of the model, so the engine keeps answering meanwhile."""
+    from engine.environ import EngineEnviron
     from engine.rag.store.lance_store import LanceStore
     from engine.runtime.hardware.profile import load_profile
     from engine.service.settings import load_settings
@@ -174,7 +175,12 @@ def profile_in_process(
     settings = load_settings(file=paths.settings_file)
     hardware = load_profile(paths=paths, measure=False)
     # background=False: the engine's own store keeps the index fresh.
-    store = LanceStore(folder=paths.index_dir, background=False)
+    # A run of its own beside the engine: it reads the environment as the engine's start does.
+    store = LanceStore(
+        folder=paths.index_dir,
+        background=False,
+        scorer=EngineEnviron.from_environ().ivf_scorer,
+    )
     _, chunks = store.counts()
 
     sample_retrieval = None

@@ -41,7 +41,7 @@ def test_every_line_too_long_is_named() -> None:
 
 
 def test_the_limit_is_the_servers() -> None:
-    from engine.service.server import AskBody
+    from engine.service.api.bodies import AskBody
 
     (limit,) = [
         m.max_length for m in AskBody.model_fields["question"].metadata if hasattr(m, "max_length")

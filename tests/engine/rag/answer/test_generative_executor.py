@@ -47,7 +47,7 @@ def test_engine_ask_runs_through_the_executor(ragdoll_home: Path, tmp_path: Path
     engine = Engine(paths=resolve_paths(), warm_up=False)
     try:
         _wait_for_ingest(engine, [str(notes)])
-        engine.set_model(model=str(model))
+        engine.models.set_model(model=str(model))
         serving = engine.serving()
         answerer = serving.answerer
         assert isinstance(answerer, GenerativeAnswerer)

@@ -144,7 +144,7 @@ def test_the_engine_ranks_with_the_model_in_use_when_the_settings_say_model(
         assert events[-1].done.mode == "extractive" and calls == []
 
         model = write_random_model(folder=tmp_path / "llama", hidden_size=32, num_layers=2)
-        engine.set_model(model=str(model))
+        engine.models.set_model(model=str(model))
         assert isinstance(engine.reranker(), ModelRanker)
         events = list(engine.ask_stream(question="When is the honey extracted?"))
         assert events[-1].done.mode == "generative"

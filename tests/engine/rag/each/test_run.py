@@ -46,7 +46,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, 
 
 
 def _rows(engine: Engine, **kw: object) -> tuple[list[DocumentAnswer], list[object]]:
-    events = list(engine.ask_each_stream(request=EachRequest(**kw)))  # type: ignore[arg-type]
+    events = list(engine.each.stream(request=EachRequest(**kw)))  # type: ignore[arg-type]
     rows = sorted((e.row for e in events if isinstance(e, RowEvent)), key=lambda r: r.number)
     return rows, events
 
@@ -87,9 +87,9 @@ def test_a_scope_that_names_nothing_is_refused_before_anything_is_asked(
 ) -> None:
     engine, _ = reports
     with pytest.raises(ScopeError, match="neither a collection"):
-        engine.ask_each_stream(request=EachRequest(question=QUESTION, scope=str(tmp_path)))
+        engine.each.stream(request=EachRequest(question=QUESTION, scope=str(tmp_path)))
     with pytest.raises(ValueError, match="empty"):
-        engine.ask_each_stream(request=EachRequest(question="  ", scope="reports"))
+        engine.each.stream(request=EachRequest(question="  ", scope="reports"))
 
 
 def test_a_rerun_asks_again_only_the_document_that_changed(
@@ -124,7 +124,7 @@ def test_a_rerun_asks_again_only_the_document_that_changed(
 def test_cancel_keeps_the_rows_done_and_drops_the_rest(reports: tuple[Engine, Path]) -> None:
     engine, _ = reports
     cancel = threading.Event()
-    events = engine.ask_each_stream(
+    events = engine.each.stream(
         request=EachRequest(question="How is the work organised?", scope="reports", reuse=False),
         cancel=cancel,
     )
@@ -164,10 +164,10 @@ def test_whole_documents_go_to_the_model_where_they_fit_and_are_refused_where_no
             max_new_tokens=16,
         )
         with pytest.raises(ValueError, match="need a language model"):
-            engine.ask_each_stream(request=whole)  # extractive: nothing to give it to
+            engine.each.stream(request=whole)  # extractive: nothing to give it to
         model = write_random_model(folder=tmp_path / "tiny", max_position_embeddings=2048)
-        engine.set_model(model=str(model))
-        events = list(engine.ask_each_stream(request=whole))
+        engine.models.set_model(model=str(model))
+        events = list(engine.each.stream(request=whole))
         rows = {Path(e.row.path).name: e.row for e in events if isinstance(e, RowEvent)}
         assert rows["long.txt"].status == "failed"
         assert "does not fit the model's context" in rows["long.txt"].error

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from engine.rag.ingest import bf16_embedder, openvino_embedder
-from engine.rag.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from engine.rag.ingest.embedder import Embedder
 from tests.support.tiny_embedder import write_random_embedder
 
 TEXTS = ["owls hunt at night", "ferns grow in shade and " * 30, "x", "canals have locks"]
@@ -44,8 +44,6 @@ def test_bf16_gives_float32s_vectors_on_every_path(tiny_model: Path) -> None:
 def test_auto_takes_bf16_only_where_it_is_fast_and_with_the_engines_cache(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(BACKEND_ENV, raising=False)
-    monkeypatch.delenv(CACHE_ENV, raising=False)
     # OpenVINO goes first where bf16 is fast (tests/engine/rag/ingest/test_openvino_embedder.py).
     monkeypatch.setattr(openvino_embedder, "openvino_installed", lambda: False)
     monkeypatch.setattr(bf16_embedder, "bf16_applies", lambda: True)
@@ -58,8 +56,6 @@ def test_auto_takes_bf16_only_where_it_is_fast_and_with_the_engines_cache(
 def test_a_bf16_copy_that_changes_the_vectors_is_not_kept(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(BACKEND_ENV, raising=False)
-    monkeypatch.delenv(CACHE_ENV, raising=False)
     monkeypatch.setattr(openvino_embedder, "openvino_installed", lambda: False)
     monkeypatch.setattr(bf16_embedder, "bf16_applies", lambda: True)
     monkeypatch.setattr(bf16_embedder, "MIN_COSINE", 1.5)  # no copy can pass

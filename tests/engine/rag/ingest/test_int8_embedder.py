@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engine.environ import EMBEDDER_INT8_ENV, EngineEnviron
 from engine.rag.ingest import bf16_embedder, int8_embedder, int8_quantizer, openvino_embedder
-from engine.rag.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from engine.rag.ingest.embedder import Embedder
 from tests.support.empty_home import run_with_empty_home
 from tests.support.tiny_embedder import write_random_embedder
 
@@ -38,9 +39,6 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(BACKEND_ENV, raising=False)
-    monkeypatch.delenv(CACHE_ENV, raising=False)
-    monkeypatch.delenv(int8_embedder.INT8_ENV, raising=False)
     monkeypatch.setattr(bf16_embedder, "bf16_applies", lambda: True)
     # A random-weight model is not MiniLM: its int8 vectors are checked with
     # looser bounds here; the tests that need a failing check set their own.
@@ -94,8 +92,11 @@ def test_int8_is_not_used_when_switched_off_or_openvino_is_asked_for(
     env: str | None,
 ) -> None:
     if env is not None:
-        monkeypatch.setenv(int8_embedder.INT8_ENV, env)
-    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend=backend)
+        monkeypatch.setenv(EMBEDDER_INT8_ENV, env)
+    asked = EngineEnviron.from_environ()
+    fast = Embedder(
+        model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend=backend, environ=asked
+    )
     got = fast.embed(TEXTS, background=True)
     assert fast.ingest_backend == "openvino" and not list(tmp_path.glob("*.int8.*"))
     assert np.min(np.sum(got * _torch(tiny_model), axis=1)) >= 0.999

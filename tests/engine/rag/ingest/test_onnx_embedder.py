@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.environ import EMBEDDER_BACKEND_ENV, EngineEnviron
 from engine.rag.ingest import onnx_embedder
-from engine.rag.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.onnx_embedder import onnx_plan
 from tests.support.tiny_embedder import write_random_embedder
 
@@ -31,7 +32,6 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_onnx_gives_torchs_vectors_and_exports_once(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(CACHE_ENV, raising=False)
     cache = tmp_path / "cache"
     fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache, backend="onnx")
     assert fast.backend == "onnx"
@@ -79,8 +79,10 @@ def test_torch_is_kept_when_asked_or_without_a_cache(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert Embedder(model=str(tiny_model), device="cpu").backend == "torch"
-    monkeypatch.setenv(BACKEND_ENV, "torch")
-    assert Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path).backend == "torch"
+    monkeypatch.setenv(EMBEDDER_BACKEND_ENV, "torch")  # the environment wins over "auto"
+    asked = EngineEnviron.from_environ()
+    got = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, environ=asked)
+    assert got.backend == "torch"
 
 
 def test_only_plain_transformer_and_pooling_models_are_exported() -> None:
@@ -103,7 +105,6 @@ def test_only_plain_transformer_and_pooling_models_are_exported() -> None:
 def test_a_failed_export_stays_on_torch_and_is_not_tried_at_every_start(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(CACHE_ENV, raising=False)
     tries: list[Path] = []
 
     def broken(*, model: object, file: Path) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine.rag.ingest import bf16_embedder, onnx_embedder, openvino_embedder
-from engine.rag.ingest.embedder import BACKEND_ENV, CACHE_ENV, Embedder
+from engine.rag.ingest.embedder import Embedder
 from tests.support.empty_home import run_with_empty_home
 from tests.support.tiny_embedder import write_random_embedder
 
@@ -30,12 +30,6 @@ needs_openvino = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_random_embedder(tmp_path_factory.mktemp("models") / "tiny", hidden=32)
-
-
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(BACKEND_ENV, raising=False)
-    monkeypatch.delenv(CACHE_ENV, raising=False)
 
 
 @needs_openvino

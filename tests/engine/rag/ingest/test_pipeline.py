@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.ingest_many import StandInEmbedder as FakeEmbedder
+from engine.environ import BACKGROUND_NICE
 from engine.rag.ingest import pipeline, priority
 from engine.rag.ingest.jobs import FINAL_STATES, IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
@@ -123,20 +124,19 @@ def test_ingestion_embeds_below_the_priority_of_questions(  # type: ignore[no-un
     store: LanceStore, real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As the engine makes its queue (engine/service/core.py)."""
-    monkeypatch.delenv(priority.NICE_ENV, raising=False)  # the engine's default
     recorder = _NiceRecorder(real=real)
     recorder.nice_seen = []
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "greenhouse manual.md").write_text(long_text(20))
-    queue = IngestQueue(store=store, embedder=lambda: recorder, nice=priority.background_nice())
+    queue = IngestQueue(store=store, embedder=lambda: recorder, nice=BACKGROUND_NICE)
     try:
         assert wait(queue.submit(paths=[str(folder)])).state == "done"
     finally:
         queue.stop()
     mine = priority.thread_nice()
     assert mine is not None and recorder.nice_seen
-    assert set(recorder.nice_seen) == {min(19, mine + priority.BACKGROUND_NICE)}
+    assert set(recorder.nice_seen) == {min(19, mine + BACKGROUND_NICE)}
     recorder.nice_seen.clear()
     recorder.embed(["a question"])  # asked from this thread: its own priority
     assert recorder.nice_seen == [mine]

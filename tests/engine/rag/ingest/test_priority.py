@@ -33,13 +33,3 @@ def test_a_lowered_thread_and_the_threads_it_starts_run_nicer_than_the_rest() ->
     assert before is not None
     assert changed and own == min(19, before + 5) and child == own
     assert priority.thread_nice() == before, "the caller's thread keeps its priority"
-
-
-def test_the_nice_value_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(priority.NICE_ENV, raising=False)
-    assert priority.background_nice() == priority.BACKGROUND_NICE
-    monkeypatch.setenv(priority.NICE_ENV, "0")
-    assert priority.background_nice() == 0
-    assert not priority.lower_this_thread(nice=0)
-    monkeypatch.setenv(priority.NICE_ENV, "not a number")
-    assert priority.background_nice() == priority.BACKGROUND_NICE

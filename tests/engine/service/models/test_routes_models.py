@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from engine.environ import EngineEnviron
 from engine.paths import Paths, resolve_paths
 from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, StoreSpec
 from engine.runtime.planner.report import store_spec
@@ -43,6 +44,11 @@ class _Engine:
 
     def planner_store(self) -> StoreSpec:
         return store_spec(chunks=self.store.counts()[1], vector_dim=DEFAULT_VECTOR_DIM)
+
+    @property
+    def environ(self) -> EngineEnviron:
+        # Read at each request: each test sets the environment after the fixture.
+        return EngineEnviron.from_environ()
 
 
 @pytest.fixture
