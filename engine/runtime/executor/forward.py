@@ -392,9 +392,9 @@ class StreamingModel:
             for start, stop in chunks
         ]
 
-        # One row's decode step: each layer in the native library's two calls.
-        one_row = input_ids.shape == (1, 1) and masks[0] == (None, False)
-        native = self._native_layers if one_row else None
+        # A decode step (one new position a row): each layer in the native library's
+        # two calls.
+        native = self._native_layers if queries == 1 and not masks[0][1] else None
 
         def run_layer(i: int, tensors: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
             if native is not None:
@@ -404,6 +404,7 @@ class StreamingModel:
                     tensors=tensors,
                     rotary=(cos, sin),
                     kv=cache.layers[i],
+                    allowed=masks[0][0],
                     keep=not self.store.is_streamed(layer_unit(i)),
                 )
                 if out is not None:

@@ -137,9 +137,9 @@ class Library:
         lib.rd_matmul_many.restype = c_int
         lib.rd_decode.argtypes = [c_int, ptr, i64, i64, i64, ptr, c_int, c_int]
         lib.rd_decode.restype = c_int
-        lib.rd_layer_qkv.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ptr, c_int]
+        lib.rd_layer_qkv.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr, c_int]
         lib.rd_layer_qkv.restype = c_int
-        lib.rd_layer_rest.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, c_int]
+        lib.rd_layer_rest.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, c_int]
         lib.rd_layer_rest.restype = c_int
         lib.rd_simd.restype = c_int
         self.simd = bool(lib.rd_simd())
@@ -232,6 +232,7 @@ class Library:
         self,
         spec: ctypes.Structure,
         *,
+        rows: int,
         h: torch.Tensor,
         cos: torch.Tensor,
         sin: torch.Tensor,
@@ -240,11 +241,13 @@ class Library:
         v: torch.Tensor,
         threads: int,
     ) -> int:
-        """A decode layer's first half for one row (engine/runtime/executor/native_layer.py):
-        q, k, v (float32, contiguous) from the hidden values h. 0, or the refusal's code."""
+        """A decode layer's first half for `rows` rows (engine/runtime/executor/
+        native_layer.py): q, k, v (float32, contiguous) from the hidden values h, each
+        row at its own position (cos/sin rows × head_dim). 0, or the refusal's code."""
         return int(
             self._lib.rd_layer_qkv(
                 ctypes.byref(spec),
+                rows,
                 h.data_ptr(),
                 cos.data_ptr(),
                 sin.data_ptr(),
@@ -259,25 +262,30 @@ class Library:
         self,
         spec: ctypes.Structure,
         *,
+        rows: int,
         h: torch.Tensor,
         q: torch.Tensor,
         keys: torch.Tensor,
         values: torch.Tensor,
-        n: int,
-        kv_stride: int,
+        visible: torch.Tensor | None,
         threads: int,
     ) -> int:
-        """The layer's second half: h updated in place from q and the n positions of the
-        KV buffers (heads kv_stride floats apart). 0, or the refusal's code."""
+        """The layer's second half: h (rows × hidden) updated in place from q and the
+        KV buffers `keys`/`values` (rows, KV heads, positions, head_dim; float32, each
+        position's values contiguous), `visible` (rows × positions uint8, 0 where a row
+        may not look) or None. 0, or the refusal's code."""
         return int(
             self._lib.rd_layer_rest(
                 ctypes.byref(spec),
+                rows,
                 h.data_ptr(),
                 q.data_ptr(),
                 keys.data_ptr(),
                 values.data_ptr(),
-                n,
-                kv_stride,
+                visible.data_ptr() if visible is not None else None,
+                keys.shape[-2],
+                keys.stride(0),
+                keys.stride(1),
                 threads,
             )
         )

@@ -9,10 +9,10 @@ rotary embeddings), then the caller appends the new key and value to the cache e
 `decoder.append_kv` does, then `rd_layer_rest` (attention over the KV buffers, output
 projection, residual, norm, SiLU-gated MLP, residual).
 
-It computes one row (one sequence, one position, no padding) in float32 where every
-matrix of the layer is in the "ggml" form; anything else returns None and the Python
-layer computes it. Tested against `decoder.layer` (tests/engine/runtime/executor/
-test_native_layer.py).
+It computes a decode step's rows (up to MAX_ROWS sequences, one new position each, left
+padding masked) in float32 where every matrix of the layer is in the "ggml" form;
+anything else returns None and the Python layer computes it. Tested against
+`decoder.layer` (tests/engine/runtime/executor/test_native_layer.py).
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ MATRICES = (
 _BIASES = ("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias")
 _COUNT = len(MATRICES)
 _P = ctypes.c_void_p
+# Rows a step computes here: a decode batch's, as many as the kernels serve
+# (kernel_forms.native_step); more go through decoder.layer.
+MAX_ROWS = 8
 # A layer's spec: the tensors' mapping it was made from, the spec, the tensors it points to.
 _Made = tuple[Mapping[str, torch.Tensor], "LayerSpec", list[torch.Tensor]]
 _I64 = ctypes.c_int64
@@ -85,17 +88,20 @@ class NativeLayers:
     def step(
         self,
         index: int,
-        hidden: torch.Tensor,  # (1, 1, H) float32
+        hidden: torch.Tensor,  # (B, 1, H) float32
         *,
         tensors: Mapping[str, torch.Tensor],
-        rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (1, 1, head_dim)
+        rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (B, 1, head_dim)
         kv: object,
+        allowed: torch.Tensor | None,  # (B, 1, 1, past + 1) bool, or None: all visible
         keep: bool,
     ) -> torch.Tensor | None:
-        """The layer's output for one row, or None (not computable here: the Python layer
-        computes it, nothing has been written to the cache). `keep`: the tensors stay the
-        same at the next step (a resident layer), so the spec is kept for it."""
-        if hidden.dtype != torch.float32 or hidden.shape[:2] != (1, 1):
+        """The layer's output for B rows of one new position each, or None (not
+        computable here: the Python layer computes it, nothing has been written to the
+        cache). `keep`: the tensors stay the same at the next step (a resident layer),
+        so the spec is kept for it."""
+        b = hidden.shape[0]
+        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > MAX_ROWS:
             return None
         made = self._specs.get(index)
         if made is None or made[0] is not tensors:
@@ -109,37 +115,44 @@ class NativeLayers:
                 self._specs.pop(index, None)
         spec = made[1]
         s = self._shape
-        cos, sin = (r.reshape(-1).float().contiguous() for r in rotary)
-        q = torch.empty(s.heads * s.head_dim)
-        k = torch.empty(1, s.kv_heads, 1, s.head_dim)
-        v = torch.empty(1, s.kv_heads, 1, s.head_dim)
-        h = hidden.reshape(-1).contiguous()
-        rc = self._lib.layer_qkv(spec, h=h, cos=cos, sin=sin, q=q, k=k, v=v, threads=self._threads)
+        cos, sin = (r.reshape(b, -1).float().contiguous() for r in rotary)
+        q = torch.empty(b, s.heads * s.head_dim)
+        k = torch.empty(b, 1, s.kv_heads, s.head_dim)
+        v = torch.empty(b, 1, s.kv_heads, s.head_dim)
+        h = hidden.reshape(b, -1).contiguous()
+        rc = self._lib.layer_qkv(
+            spec, rows=b, h=h, cos=cos, sin=sin, q=q, k=k, v=v, threads=self._threads
+        )
         if rc != 0:
             raise ValueError(f"the native layer refused layer {index} (code {rc})")
-        keys, values = decoder.append_kv(kv, k, v)
-        n = keys.shape[-2]
-        if not (_kv_ok(keys, values, head_dim=s.head_dim) and keys.shape[0] == 1):
+        keys, values = decoder.append_kv(kv, k.transpose(1, 2), v.transpose(1, 2))
+        if not _kv_ok(keys, values, head_dim=s.head_dim, rows=b):
             raise ValueError("the KV buffers are not laid out as the native layer reads them")
+        visible = None
+        if allowed is not None:
+            visible = allowed.reshape(b, -1).to(torch.uint8).contiguous()
+            if visible.shape[1] != keys.shape[-2]:
+                raise ValueError("the attention mask and the KV buffers disagree in length")
         out = h.clone()
         rc = self._lib.layer_rest(
             spec,
+            rows=b,
             h=out,
             q=q,
             keys=keys,
             values=values,
-            n=n,
-            kv_stride=keys.stride(1),
+            visible=visible,
             threads=self._threads,
         )
         if rc != 0:
             raise ValueError(f"the native layer refused layer {index} (code {rc})")
-        return out.view(1, 1, -1)
+        return out.view(b, 1, -1)
 
 
-def _kv_ok(keys: torch.Tensor, values: torch.Tensor, *, head_dim: int) -> bool:
+def _kv_ok(keys: torch.Tensor, values: torch.Tensor, *, head_dim: int, rows: int) -> bool:
     return (
-        all(
+        keys.shape[0] == rows
+        and all(
             t.dtype == torch.float32 and t.stride(-1) == 1 and t.stride(-2) == head_dim
             for t in (keys, values)
         )

@@ -468,7 +468,8 @@ typedef struct {
     int decode, bf16, count;
     /* attention (a decode layer's, one row): q heads × n positions of the KV buffers */
     int attend, per_kv;
-    int64_t heads, group, head_dim, n, kv_stride;
+    int64_t heads, kv_heads, group, head_dim, n, kv_row, kv_stride;
+    const uint8_t *visible;
     const float *q, *kc, *vc;
     float *att_out, *scores;
     int types[MAX_PARTS];
@@ -839,30 +840,36 @@ static float exp_shifted(float *sc, int64_t n, float top) {
     return total;
 }
 
-/* Chunk c: the query heads of KV head c (each key and value read once for the group)
- * when chunks are KV heads, else query head c alone. */
+/* Chunk c: the query heads of one row's KV head (each key and value read once for the
+ * group) when chunks are KV heads, else one row's query head alone. */
 static void attend_head(const job_t *job, int64_t c) {
     int64_t d = job->head_dim, n = job->n, group = job->group;
-    int64_t first = job->per_kv ? c * group : c, count = job->per_kv ? group : 1;
+    int64_t per_row = job->per_kv ? job->kv_heads : job->heads;
+    int64_t row = c / per_row, at = c % per_row;
+    int64_t first = job->per_kv ? at * group : at, count = job->per_kv ? group : 1;
     int64_t g = first / group;
-    const float *kc = job->kc + g * job->kv_stride, *vc = job->vc + g * job->kv_stride;
+    const float *kc = job->kc + row * job->kv_row + g * job->kv_stride;
+    const float *vc = job->vc + row * job->kv_row + g * job->kv_stride;
+    const uint8_t *seen = job->visible ? job->visible + row * n : NULL;
+    const float *q = job->q + row * job->heads * d;
+    float *scores = job->scores + row * job->heads * n, *att = job->att_out + row * job->heads * d;
     float scale = 1.0f / sqrtf((float)d);
     for (int64_t j = 0; j < n; j++) {
         const float *kj = kc + j * d;
         for (int64_t h = first; h < first + count; h++)
-            job->scores[h * n + j] = dotf(job->q + h * d, kj, d) * scale;
+            scores[h * n + j] = (seen && !seen[j]) ? -INFINITY : dotf(q + h * d, kj, d) * scale;
     }
     for (int64_t h = first; h < first + count; h++) {
-        float *sc = job->scores + h * n, top = -INFINITY;
+        float *sc = scores + h * n, top = -INFINITY;
         for (int64_t j = 0; j < n; j++) top = sc[j] > top ? sc[j] : top;
         float inv = 1.0f / exp_shifted(sc, n, top);
         for (int64_t j = 0; j < n; j++) sc[j] *= inv;
-        memset(job->att_out + h * d, 0, sizeof(float) * d);
+        memset(att + h * d, 0, sizeof(float) * d);
     }
     for (int64_t j = 0; j < n; j++) {
+        if (seen && !seen[j]) continue;
         const float *vj = vc + j * d;
-        for (int64_t h = first; h < first + count; h++)
-            axpy(job->att_out + h * d, job->scores[h * n + j], vj, d);
+        for (int64_t h = first; h < first + count; h++) axpy(att + h * d, scores[h * n + j], vj, d);
     }
 }
 
@@ -893,57 +900,69 @@ static void rope(float *x, int64_t heads, int64_t d, const float *cos_, const fl
 }
 
 static int matmul_into(const layer_t *L, int first, int count, const float *x, int64_t k,
-                       float *const *ys, int threads) {
+                       int64_t m, float *const *ys, int threads) {
     int64_t ldys[MAX_PARTS] = {0};
     for (int p = 0; p < count; p++) ldys[p] = L->rows[first + p];
     return rd_matmul_many(count, L->types + first, L->ws + first, L->rows + first,
-                          L->row_bytes + first, k, x, 1, ys, ldys, threads);
+                          L->row_bytes + first, k, x, m, ys, ldys, threads);
 }
 
-/* Norm, q/k/v (with their biases) and rotary embeddings of `h` (hidden values): q is
- * heads × head_dim, k and v kv_heads × head_dim. Returns 0, or <0 when refused. */
-int rd_layer_qkv(const layer_t *L, const float *h, const float *cos_, const float *sin_,
-                 float *q, float *k, float *v, int threads) {
-    int64_t H = L->hidden;
-    float *x = malloc(sizeof(float) * (H + L->rows[W_Q]));
+/* For m rows (one new position each): norm, q/k/v (with their biases) and rotary
+ * embeddings of h (m × hidden); cos/sin are m × head_dim (each row's own position); q is
+ * m × heads × head_dim, k and v m × kv_heads × head_dim. Returns 0, or <0 when refused. */
+int rd_layer_qkv(const layer_t *L, int64_t m, const float *h, const float *cos_,
+                 const float *sin_, float *q, float *k, float *v, int threads) {
+    int64_t H = L->hidden, d = L->head_dim;
+    if (m < 1) return -1;
+    float *x = malloc(sizeof(float) * (m * H + L->rows[W_Q]));
     if (!x) return -2;
-    float *tmp = x + H;
-    rms_norm_row(h, L->attn_norm, H, L->eps, x);
+    float *tmp = x + m * H;
+    for (int64_t r = 0; r < m; r++) rms_norm_row(h + r * H, L->attn_norm, H, L->eps, x + r * H);
     float *ys[3] = {q, k, v};
-    int rc = matmul_into(L, W_Q, 3, x, H, ys, threads);
+    int rc = matmul_into(L, W_Q, 3, x, H, m, ys, threads);
     if (rc == 0) {
-        for (int p = 0; p < 3; p++) {
-            reorder(ys[p], L->order[W_Q + p], L->rows[W_Q + p], tmp);
-            if (L->bias[p])
-                for (int64_t i = 0; i < L->rows[W_Q + p]; i++) ys[p][i] += L->bias[p][i];
+        for (int64_t r = 0; r < m; r++) {
+            for (int p = 0; p < 3; p++) {
+                int64_t n = L->rows[W_Q + p];
+                float *y = ys[p] + r * n;
+                reorder(y, L->order[W_Q + p], n, tmp);
+                if (L->bias[p])
+                    for (int64_t i = 0; i < n; i++) y[i] += L->bias[p][i];
+            }
+            rope(q + r * L->rows[W_Q], L->heads, d, cos_ + r * d, sin_ + r * d);
+            rope(k + r * L->rows[W_K], L->kv_heads, d, cos_ + r * d, sin_ + r * d);
         }
-        rope(q, L->heads, L->head_dim, cos_, sin_);
-        rope(k, L->kv_heads, L->head_dim, cos_, sin_);
     }
     free(x);
     return rc;
 }
 
-/* The rest of the layer once the new key and value are in the KV buffers (n positions,
- * heads kv_stride floats apart, positions head_dim apart): attention, output projection,
- * residual, norm, SiLU-gated MLP, residual; `h` is updated in place. */
-int rd_layer_rest(const layer_t *L, float *h, const float *q, const float *kc, const float *vc,
-                  int64_t n, int64_t kv_stride, int threads) {
+/* The rest of the layer for m rows once their new keys and values are in the KV buffers
+ * (n positions; rows kv_row floats apart, heads kv_stride apart, positions head_dim
+ * apart; `visible` m × n bytes, 0 where a row may not look (its left padding), or NULL:
+ * every position): attention, output projection, residual, norm, SiLU-gated MLP,
+ * residual; h (m × hidden) is updated in place. */
+int rd_layer_rest(const layer_t *L, int64_t m, float *h, const float *q, const float *kc,
+                  const float *vc, const uint8_t *visible, int64_t n, int64_t kv_row,
+                  int64_t kv_stride, int threads) {
     int64_t H = L->hidden, I = L->inter, A = L->heads * L->head_dim;
-    if (n < 1 || L->kv_heads < 1 || L->heads % L->kv_heads != 0) return -1;
-    float *buf = malloc(sizeof(float) * (L->heads * n + A + H + H + 2 * I));
+    if (m < 1 || n < 1 || L->kv_heads < 1 || L->heads % L->kv_heads != 0) return -1;
+    float *buf = malloc(sizeof(float) * (m * (L->heads * n + A + H + H + 2 * I)));
     if (!buf) return -2;
-    float *scores = buf, *att = scores + L->heads * n, *o = att + A, *x = o + H, *gate = x + H,
-          *up = gate + I;
+    float *scores = buf, *att = scores + m * L->heads * n, *o = att + m * A, *x = o + m * H,
+          *gate = x + m * H, *up = gate + m * I;
     pthread_mutex_lock(&pool.call);
     job_t *job = &pool.job;
     memset(job, 0, sizeof(*job));
     job->attend = 1;
     job->heads = L->heads;
+    job->kv_heads = L->kv_heads;
     job->group = L->heads / L->kv_heads;
     job->head_dim = L->head_dim;
     job->n = n;
+    job->kv_row = kv_row;
     job->kv_stride = kv_stride;
+    job->visible = visible;
     job->q = q;
     job->kc = kc;
     job->vc = vc;
@@ -951,29 +970,30 @@ int rd_layer_rest(const layer_t *L, float *h, const float *q, const float *kc, c
     job->scores = scores;
     job->first_chunk[0] = 0;
     for (int p = 0; p < MAX_PARTS; p++) job->first_chunk[p + 1] = INT64_MAX;
-    /* A chunk per KV head reads each key and value once for its group of query heads;
-     * with fewer KV heads than threads, a chunk per query head keeps every thread busy. */
-    int par = n * L->heads >= 4096 ? threads : 1;
-    job->per_kv = L->kv_heads >= par;
-    run_job(job->per_kv ? L->kv_heads : L->heads, par);
+    /* A chunk per (row, KV head) reads each key and value once for its group of query
+     * heads; with fewer of those than threads, a chunk per (row, query head) keeps every
+     * thread busy. */
+    int par = m * n * L->heads >= 4096 ? threads : 1;
+    job->per_kv = m * L->kv_heads >= par;
+    run_job(m * (job->per_kv ? L->kv_heads : L->heads), par);
     pthread_mutex_unlock(&pool.call);
     float *ys[2];
     ys[0] = o;
-    int rc = matmul_into(L, W_O, 1, att, A, ys, threads);
+    int rc = matmul_into(L, W_O, 1, att, A, m, ys, threads);
     if (rc == 0) {
-        for (int64_t i = 0; i < H; i++) h[i] += o[i];
-        rms_norm_row(h, L->ffn_norm, H, L->eps, x);
+        for (int64_t i = 0; i < m * H; i++) h[i] += o[i];
+        for (int64_t r = 0; r < m; r++) rms_norm_row(h + r * H, L->ffn_norm, H, L->eps, x + r * H);
         ys[0] = gate;
         ys[1] = up;
-        rc = matmul_into(L, W_GATE, 2, x, H, ys, threads);
+        rc = matmul_into(L, W_GATE, 2, x, H, m, ys, threads);
     }
     if (rc == 0) {
-        for (int64_t i = 0; i < I; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+        for (int64_t i = 0; i < m * I; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
         ys[0] = o;
-        rc = matmul_into(L, W_DOWN, 1, gate, I, ys, threads);
+        rc = matmul_into(L, W_DOWN, 1, gate, I, m, ys, threads);
     }
     if (rc == 0)
-        for (int64_t i = 0; i < H; i++) h[i] += o[i];
+        for (int64_t i = 0; i < m * H; i++) h[i] += o[i];
     free(buf);
     return rc;
 }

@@ -83,7 +83,15 @@ def test_layer_matches_the_python_layer(gguf_dir: Path) -> None:
             buffer=model.store.workspace,
         )
         got_kv = _cache_layer(keys, values)
-        got = native.step(index, hidden, tensors=tensors, rotary=(cos, sin), kv=got_kv, keep=True)
+        got = native.step(
+            index,
+            hidden,
+            tensors=tensors,
+            rotary=(cos, sin),
+            kv=got_kv,
+            allowed=None,
+            keep=True,
+        )
         assert got is not None
         change = (want - hidden).norm()
         assert (got - want).norm() / change < 1e-4
@@ -145,31 +153,75 @@ def test_decode_steps_take_the_native_layer(gguf_dir: Path) -> None:
     model.close()
 
 
-def test_padded_or_batched_steps_stay_in_python(gguf_dir: Path) -> None:
+def _padded_step(model: StreamingModel) -> torch.Tensor:
+    """One decode step of two rows, the first left-padded, after their prefill."""
+    cache = model.new_cache()
+    prompts = torch.tensor([[0, 0, 5, 6], [4, 5, 6, 7]])
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    model.forward(
+        input_ids=prompts,
+        attention_mask=mask,
+        position_ids=torch.tensor([[0, 0, 0, 1], [0, 1, 2, 3]]),
+        cache=cache,
+        phase="prefill",
+    )
+    return model.forward(
+        input_ids=torch.tensor([[8], [9]]),
+        attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], dim=1),
+        position_ids=torch.tensor([[2], [4]]),
+        cache=cache,
+        phase="decode",
+    )[:, -1]
+
+
+def test_a_padded_batch_step_matches_the_python_layers(gguf_dir: Path) -> None:
+    """Two rows, one with left padding the native attention must not look at."""
     model = _model(gguf_dir)
     native = model._native_layers
     assert native is not None
     calls: list[int] = []
     step = native.step
     native.step = lambda index, *a, **k: calls.append(index) or step(index, *a, **k)  # type: ignore[method-assign]
-    cache = model.new_cache()
-    prompts = torch.tensor([[0, 5, 6], [4, 5, 6]])
-    mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
-    model.forward(
-        input_ids=prompts,
-        attention_mask=mask,
-        position_ids=torch.tensor([[0, 0, 1], [0, 1, 2]]),
-        cache=cache,
-        phase="prefill",
-    )
-    model.forward(
-        input_ids=torch.tensor([[8], [9]]),
-        attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], dim=1),
-        position_ids=torch.tensor([[2], [3]]),
-        cache=cache,
-        phase="decode",
-    )
-    assert calls == []
+    got = _padded_step(model)
+    assert calls == list(range(len(model._layers)))
+    model._native_layers = None
+    want = _padded_step(model)
+    for row in range(2):
+        assert (got[row] - want[row]).norm() / want[row].norm() < 0.05
+    model.close()
+
+
+def test_the_native_layer_sees_no_padded_position(gguf_dir: Path) -> None:
+    """Values planted at a row's padded positions change nothing in that row."""
+    model = _model(gguf_dir)
+    native = model._native_layers
+    assert native is not None
+    shape = model._shape
+    tensors = model.store.resident(layer_unit(1))
+    torch.manual_seed(3)
+    keys = torch.randn(2, shape.kv_heads, 5, shape.head_dim)
+    values = torch.randn(2, shape.kv_heads, 5, shape.head_dim)
+    allowed = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    allowed[0, ..., :2] = False
+    hidden = torch.randn(2, 1, model.config.hidden_size)
+    cos, sin = model._rotary(hidden, torch.tensor([[3], [5]]))
+    outs = []
+    for planted in (0.0, 50.0):
+        k, v = keys.clone(), values.clone()
+        k[0, :, :2] += planted
+        v[0, :, :2] += planted
+        out = native.step(
+            1,
+            hidden,
+            tensors=tensors,
+            rotary=(cos, sin),
+            kv=_cache_layer(k, v),
+            allowed=allowed,
+            keep=True,
+        )
+        assert out is not None
+        outs.append(out)
+    torch.testing.assert_close(outs[0][0], outs[1][0])
     model.close()
 
 
@@ -183,7 +235,10 @@ def test_a_layer_not_in_the_native_form_is_left_to_python(gguf_dir: Path) -> Non
     hidden = torch.randn(1, 1, model.config.hidden_size)
     cos, sin = model._rotary(hidden, torch.tensor([[0]]))
     kv = DynamicLayer()
-    assert native.step(0, hidden, tensors=tensors, rotary=(cos, sin), kv=kv, keep=True) is None
+    assert (
+        native.step(0, hidden, tensors=tensors, rotary=(cos, sin), kv=kv, allowed=None, keep=True)
+        is None
+    )
     assert not getattr(kv, "is_initialized", False), "nothing was written to the cache"
     embed = model.store.resident(EMBED)
     assert embed  # the model itself is untouched
