@@ -399,16 +399,15 @@ def test_a_resumed_jobs_eta_comes_from_the_files_it_reads(  # type: ignore[no-un
     try:
         job = queue.submit(paths=[str(folder)])
         first = wait_for(job, lambda p: p.eta_s is not None and p.eta_s > 0, timeout_s=240)
-        seen = time.monotonic()
-        done = wait(job)
-        took = time.monotonic() - seen
+        with Stopwatch() as rest:
+            done = wait(job)
     finally:
         queue.stop()
     assert (done.files_skipped, done.files_indexed) == (40, 8)
     assert first.eta_s is not None
-    # Skipped bytes in the rate made it 5x+ too short; under load the real
-    # rest only grows, so the lower bound is the one that tells.
-    assert first.eta_s > 0.5 * took, f"ETA {first.eta_s:.1f} s, took {took:.1f} s"
+    # Skipped bytes in the rate made it 5x+ too short. The rest is taken less what a
+    # busy machine added to it after the estimate (tests/support/stalls.py).
+    assert first.eta_s > 0.5 * rest.took.own_s, f"ETA {first.eta_s:.1f} s, the rest {rest.took}"
     assert first.files_per_s < 2, f"{first.files_per_s} files/s counts the skipped files"
 
 
