@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.answer_reader import Post, batch_run, read_answer
 from app.batch.runner import BatchResult, BatchRun
@@ -23,7 +24,7 @@ from engine.wire_each import DocumentAnswer, EachPlan, EachRequest
 class Via:
     """What asking needs of the bridge."""
 
-    run: Callable[[EngineOp[object]], bool]  # the op in a worker; False when not connected
+    run: Callable[[EngineOp[Any]], bool]  # the op in a worker; False when not connected
     client: Callable[[], EngineClient | None]  # the engine connected now, if any
     closed: Callable[[], bool]  # the window has shut the bridge's door
     post: Post  # run something on the GUI thread
