@@ -9,7 +9,8 @@ quitting, and QThreadPool waits for its runnables on exit. What the whole window
 follows (the connection, the status, the library, ingestion jobs) the bridge
 announces with `sig_*` signals; an answer is fed into its AnswerStream (`ask`).
 
-Its workers read answers with app/answer_reader.py, follow jobs with app/job_follower.py.
+Asking (one question, a batch, each document) is app/asking.py; jobs are followed
+with app/job_follower.py.
 
 Failures are never swallowed: a worker logs the traceback and the op's failure
 runs, or `sig_error` with a message a person can read.
@@ -30,7 +31,7 @@ from typing import TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.answer_reader import batch_run, read_answer
+from app import asking
 from app.batch.runner import BatchResult, BatchRun
 from app.bridge_plumbing import (
     ClientFactory,
@@ -511,27 +512,21 @@ class EngineBridge(QObject):
     def _queue_state(self, state: IngestQueueState) -> None:
         emit(self.sig_ingest_paused, state.paused)
 
-    # -- asking -------------------------------------------------------------------
+    # -- asking (app/asking.py) ---------------------------------------------------------
+
+    def _via(self) -> asking.Via:
+        return asking.Via(
+            run=self.run,
+            client=lambda: self._client,
+            closed=self._closed,
+            post=self._post,
+            error=lambda what, message: emit(self.sig_error, what, message),
+            probe=self._probe,
+        )
 
     def ask(self, *, stream: AnswerStream) -> bool:
-        """Feed the engine's answer to `stream.question` into `stream`, until it ends
-        or is stopped (`stream.cancel`). False, the stream failed, when not sent."""
-
-        def read(client: EngineClient) -> None:
-            read_answer(client=client, stream=stream, closed=self._closed, post=self._post)
-
-        def failed(error: BaseException) -> None:
-            stream.fail(message=describe_error(error=error))  # nothing, once stopped
-            if isinstance(error, EngineUnavailableError):
-                self._probe()  # the engine may have died: find out now
-
-        if self._client is None:
-            emit(self.sig_error, "Asking", "The engine is not connected yet.")
-            stream.fail(message="the engine is not connected")
-            return False
-        return self._submit(what="Asking", call=read, on_result=lambda _none: None, on_error=failed)
-
-    # -- batch questions --------------------------------------------------------------
+        """Feed the engine's answer to `stream.question` into `stream` (asking.ask)."""
+        return asking.ask(via=self._via(), stream=stream)
 
     def ask_batch(
         self,
@@ -541,36 +536,10 @@ class EngineBridge(QObject):
         on_result: Callable[[BatchResult, int], None],
         on_finished: Callable[[list[BatchResult]], None],
     ) -> BatchRun | None:
-        """Answer a list of questions together, as background work the engine may
-        batch (app/batch/runner.py). `on_result(result, finished)` as each answer
-        lands and `on_finished(results)` once, both on the GUI thread. Returns the
-        run, to cancel it; None when the engine is not connected."""
-        client = self._client
-        if client is None:
-            return None
-        run = batch_run(
-            client=client,
-            questions=questions,
-            k=k,
-            closed=self._closed,
-            post=self._post,
-            on_result=on_result,
+        """A list of questions answered together (asking.ask_batch)."""
+        return asking.ask_batch(
+            via=self._via(), questions=questions, k=k, on_result=on_result, on_finished=on_finished
         )
-
-        def answer_all(_client: EngineClient) -> list[BatchResult]:
-            run.start().wait()
-            return run.results()
-
-        def failed(error: BaseException) -> None:
-            emit(self.sig_error, "Answering the questions", describe_error(error=error))
-            on_finished(run.results())  # the dialog must not wait for ever
-
-        self._submit(
-            what="Answering the questions", call=answer_all, on_result=on_finished, on_error=failed
-        )
-        return run
-
-    # -- ask each document -----------------------------------------------------------
 
     def ask_each(
         self,
@@ -580,31 +549,14 @@ class EngineBridge(QObject):
         on_row: Callable[[DocumentAnswer], None],
         on_finished: Callable[[EachRun], None],
     ) -> EachRun | None:
-        """One question of every document of a scope (app/each/runner.py), read on a
-        worker: `on_plan`, `on_row` as each document finishes and `on_finished` once,
-        all on the GUI thread. Returns the run, to cancel it; None when not connected."""
-        if self._client is None:
-            return None
-
-        def posted(call: Callable[[], None]) -> None:
-            if not self._post(call):  # the window closed: the engine drops the rest
-                run.cancel()
-
-        run = EachRun(
-            on_plan=lambda plan: posted(lambda: on_plan(plan)),
-            on_row=lambda row: posted(lambda: on_row(row)),
+        """One question of every document of a scope (asking.ask_each)."""
+        return asking.ask_each(
+            via=self._via(),
+            request=request,
+            on_plan=on_plan,
+            on_row=on_row,
+            on_finished=on_finished,
         )
-
-        def read(client: EngineClient) -> EachRun:
-            run.read(client.ask_each_stream(request=request, cancel=run.cancel_event))
-            return run
-
-        def failed(error: BaseException) -> None:
-            run.error = describe_error(error=error)
-            on_finished(run)  # the dialog must not wait for ever
-
-        self._submit(what="Asking each document", call=read, on_result=on_finished, on_error=failed)
-        return run
 
     # -- quitting -------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
@@ -33,6 +33,7 @@ from app.error_banner import ErrorBanner
 from app.hardware.hardware_panel import HardwarePanel
 from app.hardware.profiling_banner import ProfilingBanner
 from app.library.folders_box import Confirm, confirm_dialog
+from app.library.library_actions import LibraryActions
 from app.library.library_pane import (
     FolderChooser,
     LibraryPane,
@@ -40,6 +41,7 @@ from app.library.library_pane import (
     ask_collection_dialog,
     choose_folder_dialog,
 )
+from app.models_pane.model_actions import ModelActions
 from app.models_pane.model_chooser import (
     ModelChooser,
     attach_multilingual_offer,
@@ -62,8 +64,9 @@ from app.ui_state import (
 )
 from app.viewer.source_viewer import SourceViewer
 from app.welcome.welcome_dialog import WelcomeDialog
+from app.window_menus import WindowActions, build_menus
 from engine.paths import resolve_paths
-from engine.wire import EngineSettings, EngineStatus, IngestProgress, SourceView, WatchedFolder
+from engine.wire import EngineStatus, SourceView
 
 if TYPE_CHECKING:
     from app.hardware.activity_panel import ActivityPanel
@@ -105,12 +108,6 @@ class MainWindow(QMainWindow):
         self.each_dialog: EachDialog | None = None
         self.setWindowTitle("RAGDoll")
         self.resize(1200, 800)
-        self._files_done: dict[str, int] = {}  # per job: refresh the library as files land
-        # While a job runs, show its documents as they land, but ask the engine
-        # at most every 1.5 s however many files finish in between.
-        self._library_refresh = QTimer(self)
-        self._library_refresh.setSingleShot(True)
-        self._library_refresh.setInterval(1500)
 
         self.bridge = EngineBridge(client_factory=client_factory, parent=self)
         self.library = LibraryPane(
@@ -139,6 +136,22 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self._build_status_bar()
         self._build_menus()
+        self.library_actions = LibraryActions(
+            library=self.library,
+            bridge=self.bridge,
+            banner=self.banner,
+            say=self.engine_label.setText,
+            parent=self,
+        )
+        self.model_actions = ModelActions(
+            chooser=self.model_chooser,
+            bridge=self.bridge,
+            chat=self.chat,
+            banner=self.banner,
+            busy=self.busy,
+            say=self.engine_label.setText,
+            parent=self,
+        )
         self._wire()
         self.models_dialog = attach_models_dialog(
             chooser=self.model_chooser,
@@ -228,63 +241,25 @@ class MainWindow(QMainWindow):
         bar.addPermanentWidget(self.model_chooser)
 
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.add_folder_action = QAction("Add &folder…", self)
-        self.add_folder_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.add_folder_action.triggered.connect(self.library.choose_and_add_folder)
-        self.add_samples_action = QAction("Add the &sample collection", self)
-        self.add_samples_action.triggered.connect(self.library.add_sample_collection)
-        self.new_collection_action = QAction("New &collection…", self)
-        self.new_collection_action.setToolTip("Name a collection, then choose its first folder")
-        self.new_collection_action.triggered.connect(self.library.new_collection)
-        self.keep_running_action = QAction("&Keep the engine running after quitting", self)
-        self.keep_running_action.setCheckable(True)
-        self.keep_running_action.setToolTip(
-            "Leave the engine running when this window closes, so that it keeps "
-            "watching your folders and serving other programs"
+        actions = build_menus(
+            window=self,
+            library=self.library,
+            model_chooser=self.model_chooser,
+            set_keep_running=lambda checked: self.bridge.set_keep_running(keep=checked),
+            show_batch=self.show_batch,
+            show_each=self.show_each,
+            show_hardware=self.show_hardware,
+            show_activity=self.show_activity,
         )
-        self.keep_running_action.triggered.connect(
-            lambda checked: self.bridge.set_keep_running(keep=checked)
-        )
-        self.batch_action = QAction("&Batch questions…", self)
-        self.batch_action.setShortcut(QKeySequence("Ctrl+Shift+B"))
-        self.batch_action.setToolTip("Answer a list of questions together, as a table with sources")
-        self.batch_action.triggered.connect(self.show_batch)
-        self.each_action = QAction("Ask &each document…", self)
-        self.each_action.setShortcut(QKeySequence("Ctrl+Shift+E"))
-        self.each_action.setToolTip(
-            "One question of every document of a collection or folder, as a table"
-        )
-        self.each_action.triggered.connect(lambda: self.show_each())
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(self.add_folder_action)
-        file_menu.addAction(self.add_samples_action)
-        file_menu.addAction(self.batch_action)
-        file_menu.addAction(self.each_action)
-        file_menu.addAction(self.new_collection_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.keep_running_action)
-        file_menu.addSeparator()
-        file_menu.addAction(quit_action)
-
-        model_menu = self.menuBar().addMenu("&Model")
-        model_menu.addAction(self.model_chooser.models_action)
-        model_menu.addAction(self.model_chooser.choose_action)
-        model_menu.addAction(self.model_chooser.choose_gguf_action)
-        model_menu.addAction(self.model_chooser.server_action)
-        model_menu.addAction(self.model_chooser.extractive_action)
-        for action in self.model_chooser.ranking_actions():
-            model_menu.addAction(action)
-
-        hardware_menu = self.menuBar().addMenu("&Hardware")
-        self.hardware_action = QAction("Show &hardware and placement…", self)
-        self.hardware_action.triggered.connect(self.show_hardware)
-        hardware_menu.addAction(self.hardware_action)
-        self.activity_action = QAction("Show &activity: queues, batches, latency…", self)
-        self.activity_action.triggered.connect(self.show_activity)
-        hardware_menu.addAction(self.activity_action)
+        self.menu_actions: WindowActions = actions
+        self.add_folder_action = actions.add_folder
+        self.add_samples_action = actions.add_samples
+        self.new_collection_action = actions.new_collection
+        self.keep_running_action = actions.keep_running
+        self.batch_action = actions.batch
+        self.each_action = actions.each
+        self.hardware_action = actions.hardware
+        self.activity_action = actions.activity
 
     def _wire(self) -> None:
         b = self.bridge
@@ -295,58 +270,25 @@ class MainWindow(QMainWindow):
         self._profiling_poll.timeout.connect(b.refresh_status)
         self.profiling_banner.sig_skip.connect(b.skip_profiling)
         self.library.folders_box.sig_ask_each.connect(lambda scope: self.show_each(scope or None))
-        b.sig_documents.connect(self.library.set_documents)
-        b.sig_file_errors.connect(self.library.set_file_errors)
-        b.sig_ingest_progress.connect(self._on_ingest_progress)
-        b.sig_ingest_finished.connect(self._on_ingest_finished)
-        b.sig_ingest_paused.connect(self.library.set_paused)
-        b.sig_ingest_not_started.connect(self.library.job_not_started)
-        b.sig_folders.connect(self.library.set_folders)
-        b.sig_model_busy.connect(self._on_model_busy)
-        b.sig_model_changed.connect(self._on_model_changed)
-        b.sig_model_failed.connect(self._on_model_failed)
         b.sig_error.connect(self._on_error)
         b.sig_engine_lost.connect(self._on_engine_lost)
         b.sig_engine_restarted.connect(self._on_engine_restarted)
         b.sig_keep_running.connect(self.keep_running_action.setChecked)
         self.hardware_panel.sig_refresh.connect(self.show_hardware)
 
-        self.library.sig_add_paths.connect(self._add_paths)
-        self.library.sig_add_folder.connect(self._add_folder)
-        self.library.sig_reindex.connect(lambda path: self._add_paths([path]))
-        self.library.sig_remove_folder.connect(self._remove_folder)
-        self.library.sig_pause.connect(self.bridge.pause_ingest)
-        self.library.sig_resume.connect(self.bridge.resume_ingest)
-        self.library.sig_cancel.connect(self._cancel_ingest)
         self.chat.sig_ask.connect(self._ask)
         self.chat.sig_open_source.connect(self._open_source)
         self.chat.sig_error.connect(self.banner.show_error)
-        self.model_chooser.sig_model_requested.connect(self._set_model)
-        self.model_chooser.sig_embedder_requested.connect(self._set_embedder)
         self.banner.sig_retry.connect(self.bridge.connect_engine)
         # "… failed" stays in the status bar while its banner does, then the state returns.
         self.banner.sig_dismissed.connect(self.bridge.refresh_status)
-        self._library_refresh.timeout.connect(self.bridge.refresh_library)
 
     def _set_ready(self, ready: bool) -> None:
         self.library.set_ready(ready)
         self.chat.set_ready(ready)
         self.model_chooser.setEnabled(ready)
-        for action in (
-            self.add_folder_action,
-            self.add_samples_action,
-            self.new_collection_action,
-            self.keep_running_action,
-        ):
+        for action in self.menu_actions.needing_the_engine():
             action.setEnabled(ready)
-
-    def _add_paths(self, paths: list[str]) -> None:
-        self.library.start_job()
-        self.bridge.ingest(paths=paths)
-
-    def _add_folder(self, path: str, collection: str) -> None:
-        self.library.start_job()
-        self.bridge.add_folder(path=path, collection=collection)
 
     def _ask(self, stream: AnswerStream) -> None:
         """The chat pane made the stream (and stops it); the bridge feeds it."""
@@ -354,48 +296,6 @@ class MainWindow(QMainWindow):
             lambda message: self.statusBar().showMessage(f"The answer failed: {message}", 10_000)
         )
         self.bridge.ask(stream=stream)
-
-    def _remove_folder(self, path: str) -> None:
-        """Stop watching a folder: its chunks leave the index; its files are untouched."""
-
-        def removed(folder: WatchedFolder) -> None:
-            self.engine_label.setText(f"Stopped watching {folder.path}; its files were not touched")
-            self.library.forget_folder(folder.path)
-            self.bridge.refresh_library()
-            self.bridge.refresh_status()
-
-        def failed(error: BaseException) -> None:
-            self.library.folder_removal_failed(path)
-            self.banner.show_error(
-                f"Could not remove the folder {path}: {describe_error(error=error)}"
-            )
-
-        self.bridge.run(
-            EngineOp(
-                what="Removing the folder",
-                call=lambda c: c.remove_folder(path=path),
-                success=removed,
-                failure=failed,
-            )
-        )
-
-    def _cancel_ingest(self, job_id: str) -> None:
-        """Ask the engine to stop a job; the job's own stream reports the end."""
-
-        def failed(error: BaseException) -> None:
-            self.library.cancel_failed()
-            self.banner.show_error(
-                f"Could not cancel adding documents: {describe_error(error=error)}"
-            )
-
-        self.bridge.run(
-            EngineOp(
-                what="Cancelling",
-                call=lambda c: c.cancel_ingest(job_id=job_id),
-                success=self._on_ingest_progress,
-                failure=failed,
-            )
-        )
 
     def show_hardware(self) -> None:
         self.hardware_panel.show_loading()
@@ -474,12 +374,6 @@ class MainWindow(QMainWindow):
             )
         )
 
-    def _set_model(self, model: str | None) -> None:
-        self.bridge.set_model(model=model)
-
-    def _set_embedder(self, embedder: str) -> None:
-        self.bridge.set_embedder(embedder=embedder)
-
     def _on_connecting(self) -> None:
         self.engine_label.setText("Starting engine…")
         self.busy.show()
@@ -527,51 +421,6 @@ class MainWindow(QMainWindow):
                 f"Engine ready · {status.documents} {docs}, {status.chunks} chunks"
             )
 
-    def _on_ingest_progress(self, progress: IngestProgress) -> None:
-        self.library.show_progress(progress)
-        if progress.files_done > self._files_done.get(progress.job_id, 0) and (
-            progress.state == "running"
-        ):
-            self._files_done[progress.job_id] = progress.files_done
-            if not self._library_refresh.isActive():
-                self._library_refresh.start()
-
-    def _on_ingest_finished(self, progress: IngestProgress) -> None:
-        self._library_refresh.stop()  # the bridge refreshes once the job has ended
-        self.library.finish_job(progress)
-        if progress.state == "failed":
-            self.banner.show_error(
-                f"Adding documents failed: {progress.message or 'the engine gave no reason'}"
-            )
-
-    def _on_model_busy(self, busy: bool) -> None:
-        self.model_chooser.set_busy(busy)
-        self.busy.setVisible(busy)
-        if busy:
-            self.engine_label.setText("Loading the model…")
-            self.chat.set_ready(False)
-        else:
-            self.chat.set_ready(self.bridge.connected)
-
-    def _on_model_changed(self, settings: EngineSettings) -> None:
-        self.banner.hide()
-        # "auto" holds the weights as stored; a chosen format (int8, int4, bf16, f32) is
-        # worth seeing, since it changes memory use and answers.
-        weights = "" if settings.model_weights == "auto" else f" ({settings.model_weights})"
-        if settings.server_url:
-            self.engine_label.setText(
-                f"Answers from {settings.server_model} on {settings.server_url} "
-                "(passages are sent there)"
-            )
-            return
-        self.engine_label.setText(
-            f"Model loaded: {settings.model}{weights}" if settings.model else "Extractive answers"
-        )
-
-    def _on_model_failed(self, message: str) -> None:
-        self.engine_label.setText("The model could not be loaded")
-        self.banner.show_error(f"Could not load the model: {message}")
-
     def _on_engine_lost(self, message: str) -> None:
         self._set_ready(False)
         self.busy.show()
@@ -612,7 +461,7 @@ class MainWindow(QMainWindow):
         if choice.add_samples:
             self.library.add_sample_collection()
         if choice.model:
-            self._set_model(choice.model)
+            self.model_actions.set_model(choice.model)
         elif choice.open_models:
             self.model_chooser.models_action.trigger()
 

@@ -78,7 +78,8 @@ def test_kill_9_during_a_chat_restarts_the_engine_with_the_index_intact(
             assert client.errors() == []
         assert window.chat.question.isEnabled()  # ready to ask again
         window.close()
-        deadline = time.monotonic() + 30
+        # A deadline, not a bound: at load 10 one engine was still stopping after 30 s.
+        deadline = time.monotonic() + 120
         while process_alive(pids[1]) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not process_alive(pids[1]), "the restarted engine outlived the window"

@@ -1,6 +1,7 @@
 """Test-only parsers run inside the parsing child (SandboxLimits.parser) to
 act out what pathological files do to real parsers: hang, eat memory, crash,
-or be rewritten while they are read, or leave a note about what they read.
+or be rewritten while they are read, or leave a note about what they read; or
+hold a file until the test releases it.
 Any other file goes to the real parser."""
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ def parse(*, path: Path) -> ParsedDocument:
                 f.write(" More text arrived while the file was read.")
             time.sleep(0.05)
             return doc
+    if "held" in name:
+        # Read only once the test lets it (it writes NAME.release): a job cannot get
+        # past this file before the test has done what it must while the file is at hand.
+        release = path.with_name(path.name + ".release")
+        deadline = time.monotonic() + 60
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return parse_file(path=path)
     if "noted" in name:  # read, with a note, as a huge sheet's first rows are
         return dataclasses.replace(
             parse_file(path=path), notes=("only the first 100,000 rows were read",)

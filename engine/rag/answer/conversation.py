@@ -13,13 +13,13 @@ resolved into a `FollowUp`:
   the pages it cited, next to the pages it quoted (less: next to those it only
   cited), and under a section whose title holds a word the follow-up names ("the
   cron one": "5.4 package.cron.*") move up by bonuses a better match outranks (the
-  weights: `ragdoll bench conversation`, docs/benchmarks.md);
+  weights: `ragdoll bench conversation`);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/rag/pipeline/answering.py); the
   rewritten query is searched, its ranking fused with the history-aware searches above
   (the same bonuses for the pages cited): a small model often answers the question
   instead of rewriting it (SmolLM2-135M: "No, it does not work on every system"), and
-  its text alone then found fewer follow-ups than no model (docs/benchmarks.md).
+  its text alone then found fewer follow-ups than no model (`ragdoll bench conversation`).
 
 A question that does not look like a follow-up (`looks_dependent`) is still searched
 both ways (`hedged`): as asked, and history-aware as above. The detector misses
@@ -56,13 +56,13 @@ _MARKER = re.compile(r"\[(\d+)\]")
 # blended in (at PREVIOUS_QUESTION_WEIGHT) before a question judged standalone leans
 # on it (0 below LEAN_FROM, fully at LEAN_FULL). On the tuning sets the earlier
 # question lowered a standalone question's best similarity (median -0.02 to -0.05)
-# and raised a follow-up's (median +0.06 to +0.08; docs/benchmarks.md, eighth round).
+# and raised a follow-up's (median +0.06 to +0.08; `ragdoll bench conversation`).
 LEAN_FROM = 0.0
 LEAN_FULL = 0.08
 # `weakness`: how little a question finds searched alone (its own words, no history),
 # from its best match's cosine similarity: 0 at STRONG_ALONE or more, 1 at WEAK_ALONE
 # or less. Read off the tuning sets' questions searched alone before anything was
-# fused (docs/benchmarks.md, ninth round): first questions 10th percentile 0.59,
+# fused (`ragdoll bench conversation`): first questions 10th percentile 0.59,
 # quality-set questions 0.52, follow-ups median 0.44 (90th percentile 0.58).
 STRONG_ALONE = 0.60
 WEAK_ALONE = 0.35

@@ -30,11 +30,11 @@ from collections.abc import Callable
 
 # A question with at most this many content words and none specific leans on the last turn
 # (4 would catch "What exit code means the commit should be skipped?" but take "What are
-# shared library packages in Debian?" for a follow-up too: tuned sets, docs/benchmarks.md).
+# shared library packages in Debian?" for a follow-up too: `ragdoll bench conversation`).
 FEW_CONTENT_WORDS = 3
 # A word in at least this share of the collection's chunks is common: it names no
 # subject of its own. Set before measuring; on the tuned sets of `ragdoll bench
-# conversation` every share from 0.8 % to 50 % judges alike (docs/benchmarks.md).
+# conversation` every share from 0.8 % to 50 % judges alike.
 COMMON_SHARE = 0.01
 # ... and in at least this many chunks: in a small collection every word it holds is
 # in 1 % of it, which says nothing about the word.

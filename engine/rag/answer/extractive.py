@@ -52,11 +52,11 @@ NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 # The relevance (semantic + lexical) the best sentence needs for an answer, with
 # all-MiniLM-L6-v2. The quality benchmark's tune split (bench/quality.py) points
 # at 0.60; that refuses a plain question over a one-file collection in the engine's own
-# tests, so 0.50 (docs/benchmarks.md has the sweep).
+# tests, so 0.50.
 DEFAULT_MIN_SCORE = 0.5
 # A second passage is quoted when its best sentence is at most this much weaker
 # (tune split: 0.08 -> 0.16 put the fact in 0.66 -> 0.72 of answers, median answer
-# 108 -> 140 words; docs/benchmarks.md).
+# 108 -> 140 words; `ragdoll bench quality`).
 _SECOND_MARGIN = 0.16
 _MIN_SENTENCE_WORDS = 4  # shorter lines are quoted around an answer, never scored
 _AFTER = 2  # whole sentences quoted after the answer sentence (tune split: 1 -> 2 helped)

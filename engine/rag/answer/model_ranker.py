@@ -38,8 +38,8 @@ MODEL_RANKER = "model"  # the EngineSettings.reranker value that asks for it
 # + prompt) tokens; 10 · ~110 tokens added 2.1 s a question with SmolLM2-135M on 2
 # cores. Top 10 and the rank weight were the best of a sweep on the quality benchmark's
 # tuning parts (top 5/20, weight 0.15/0.5); on its held part this model ranked worse
-# than retrieval alone, so the setting is off by default (docs/benchmarks.md,
-# "Thirteenth round").
+# than retrieval alone, so the setting is off by default (`ragdoll bench quality
+# --model M --reranker model` measures it).
 MODEL_CANDIDATES = 10
 MODEL_FOCUS_WORDS = 60
 MODEL_RANK_WEIGHT = 0.3  # retrieval's rank against the model's order

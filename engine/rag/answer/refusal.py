@@ -9,7 +9,7 @@ it away is a word the question hinges on that no chunk holds at all ("slots",
 more score to pass. Paraphrased answerable questions have such words too
 ("vouch", "payload"), which is why an unknown word raises the bar instead of
 refusing outright. Set on the quality benchmark's tune split
-(bench/quality.py; docs/benchmarks.md has the grid).
+(`ragdoll bench quality`).
 
 A word counts as unknown only when no retrieved passage holds it and the
 full-text index finds no chunk with it (`holds`, the store's `holds_word`); words

@@ -6,11 +6,10 @@ the retrieved passages, the features of `FEATURES`; the sentence with the highes
 separate, fixed sum (`RELEVANCE`), so choosing differently never makes an unanswerable
 question's sentences score higher.
 
-The weights were set by hand over six rounds of the quality benchmark.
+The weights were set by hand against the quality benchmark's tuning parts.
 `bench/sentence_fit.py` and `sentence_fit_model.py` fit them instead (a listwise
 ranker on one tuning part, measured on the other); no fit beat these weights on the part
-it was not fitted on, in both directions (docs/benchmarks.md, "Seventh round"), so the
-hand-set weights are the ones in force.
+it was not fitted on, in both directions, so the hand-set weights are the ones in force.
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ class ChoiceWeights:
 assert tuple(f.name for f in fields(ChoiceWeights)) == FEATURES
 
 # The gate's relevance: semantic + lexical, the code-token bonus, the heading and
-# fragment penalties (the sixth round's constants; DEFAULT_MIN_SCORE and the
-# refusal's penalty are set against this scale).
+# fragment penalties (hand-set; DEFAULT_MIN_SCORE and the refusal's penalty are set
+# against this scale).
 RELEVANCE = ChoiceWeights(
     semantic=1.0,
     lexical=0.3,
@@ -65,12 +64,12 @@ RELEVANCE = ChoiceWeights(
     neighbour=0.0,
     rank=0.0,
 )
-# The choice as the sixth round left it: the relevance, plus a share of the neighbours'
-# relevance and the passage's rank. The English rules for the kind of token asked for
+# The choice: the relevance, plus a share of the neighbours' relevance and the
+# passage's rank. The English rules for the kind of token asked for
 # ("where" -> a path) and for numbers ("how many") changed no answer of the blind
 # multilingual set in any language, with either embedder, and were removed
 # (docs/benchmarks.md, "Every language").
 HAND_WEIGHTS = replace(RELEVANCE, neighbour=0.15, rank=0.04)
 # What the product chooses with: a fit replaces this only when it beats HAND_WEIGHTS
-# out of fold (python -m bench.sentence_fit_model; docs/benchmarks.md).
+# out of fold (python -m bench.sentence_fit_model).
 CHOICE_WEIGHTS = HAND_WEIGHTS

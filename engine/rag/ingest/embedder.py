@@ -360,7 +360,7 @@ class Embedder:
         # Texts of like length in word pieces batched together: a batch is
         # padded to its longest text. Characters are a poor measure of that
         # (paths and options cut into many pieces): counted, small files' chunks
-        # padded 17% less in pools of 128 (docs/benchmarks.md).
+        # padded 17% less in pools of 128 (`ragdoll bench ingest`).
         pieces = self.piece_counts(texts)
         order = sorted(range(len(texts)), key=pieces.__getitem__)
         out = np.empty((len(texts), self.info.dimension), dtype=np.float32)
@@ -501,8 +501,7 @@ def scores_sentences(embedder: Embedder) -> bool:
     cosines put on MiniLM's scale (engine/rag/answer/semantic_scale.py): the English MiniLM
     cannot read a German sentence. Another English-only one leaves them to the bundled
     one: on the quality benchmark that kept answers and refusals where nomic-embed-text
-    scoring them itself lost them, at a sixth of the time (docs/benchmarks.md, eleventh
-    round)."""
+    scoring them itself lost them, at a sixth of the time (`ragdoll bench quality`)."""
     return embedder.info.id == DEFAULT_EMBEDDER or is_multilingual(embedder.info.id)
 
 

@@ -56,7 +56,7 @@ EMBED_POOL_CHUNKS = 4 * DEFAULT_BATCH
 # New chunks are first sorted by length over this many, then embedded a pool at
 # a time: a batch is padded to its longest text, and of small files' chunks
 # sorted over 128, batches were padded 1.12x their real word pieces, over 512
-# 1.03x (docs/benchmarks.md); progress and a cancel still come once a pool.
+# 1.03x (`ragdoll bench ingest`); progress and a cancel still come once a pool.
 EMBED_SORT_CHUNKS = 4 * EMBED_POOL_CHUNKS
 HUGE_FILE_CHUNKS = 5_000  # a file with more new chunks than this is announced
 MAX_ATTEMPTS = 3  # a file that changes while read is tried again at the end

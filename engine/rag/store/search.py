@@ -28,7 +28,7 @@ from engine.rag.store.records import ChunkRecord, SearchFilters, SearchHit, Sear
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al.)
 # How much each ranked list counts in the fusion (set on the quality benchmark's tune
-# split, bench/quality.py; docs/benchmarks.md has the sweep).
+# split: `ragdoll bench quality`).
 VECTOR_WEIGHT = 1.0
 TEXT_WEIGHT = 1.0
 # all-MiniLM-L6-v2: answerable questions' best chunk scored 0.24-0.75 on the

@@ -16,6 +16,7 @@ from engine.runtime.hardware.profile import (
     profile_from_dict,
     snapshot,
 )
+from tests.support.stalls import Stopwatch
 
 PROBE = 64 * 2**20
 
@@ -34,9 +35,9 @@ def test_profile_runs_and_is_cached(ragdoll_home: Path) -> None:
     assert cache.is_file()
     assert json.loads(cache.read_text())["profile"]["fingerprint"] == first.fingerprint
 
-    start = time.perf_counter()
-    again = load_profile(paths=paths, disk_probe_bytes=PROBE)
-    assert time.perf_counter() - start < 1.0
+    with Stopwatch() as reuse:
+        again = load_profile(paths=paths, disk_probe_bytes=PROBE)
+    assert reuse.took.own_s < 1.0, reuse.took  # the disk is not timed again (2 s budget)
     assert again.measured_at == first.measured_at  # reused, not re-measured
     assert again.disk.read_bytes_per_s == first.disk.read_bytes_per_s
 
