@@ -65,8 +65,8 @@ _RELATED = 3  # closest sources named in a refusal
 # else: the passage that states its answer (a footnote, a title block) seldom ranks
 # among the document's first k as a whole chunk. The gate reads this many of the
 # document's passages, and the answer is given the k led by the one whose sentence
-# answers (2026-12-02, `ragdoll bench each`: 5 to 12 alike on the set's tuning half;
-# docs/benchmarks.md, "Ask each document").
+# answers. Reading more costs sentence embeddings; on the set's tuning half 5 to 12
+# found the same statements (docs/benchmarks.md, "Ask each document").
 ONE_DOCUMENT_READ = 8
 
 
