@@ -1,7 +1,9 @@
 """`ragdoll bench each`: one question asked of every document, on 50 real documents.
 
 The set (bench/sets/each.json) names the documents and, per question, the pages
-where each document states the answer and the documents that never state it. The
+where each document states the answer and the documents that never state it; a
+question marked `held_out` was written after the per-document gate was set on the
+others, and judges it. The
 benchmark indexes them in an engine of its own (in-process: LanceDB on disk, PDFium,
 the bundled embedder), asks each question of every document (`engine.each.stream`,
 not reusing earlier rows) and reports:
@@ -161,9 +163,16 @@ def _question(*, engine: Any, spec: dict[str, Any], k: int, say: Any) -> dict[st
     rows, seconds = _ask(engine, question=question, scope=COLLECTION, k=k, reuse=False)
     _, rerun_s = _ask(engine, question=question, scope=COLLECTION, k=k, reuse=True)
     scored = score(rows=rows, spec=spec)
-    scored.update(seconds=round(seconds, 2), rerun_seconds=round(rerun_s, 3), question=question)
+    held_out = bool(spec.get("held_out"))
+    scored.update(
+        seconds=round(seconds, 2),
+        rerun_seconds=round(rerun_s, 3),
+        question=question,
+        held_out=held_out,
+    )
     say(
-        f"{question!r}: right page first {scored['right_page_first']:.2f}, anywhere "
+        f"{question!r}{' (held out)' if held_out else ''}: right page first "
+        f"{scored['right_page_first']:.2f}, anywhere "
         f"{scored['right_page_any']:.2f} of {scored['stated']}; not stated "
         f"{scored['not_stated_right']:.2f} of {scored['not_stated']}; {seconds:.1f} s, "
         f"re-run {rerun_s:.2f} s"

@@ -95,6 +95,7 @@ class ExtractiveAnswer:
     found: bool  # False when no sentence is relevant enough
     key: str = ""  # the answer sentence as it stands in the quotation (to highlight)
     score: float = 0.0  # the answer sentence's relevance (semantic + lexical)
+    passage: int = 0  # the index of the answer sentence's passage (0: none)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,6 +209,7 @@ class ExtractiveAnswerer:
             found=True,
             key=key.text,
             score=round(gate, 4),
+            passage=key.passage.index,
         )
 
 

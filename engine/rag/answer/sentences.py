@@ -25,6 +25,12 @@ _BEFORE_NUMBER = _words(
     "fig figs no nos nr p pp vol vols eq eqs sec secs ch chap art para tab ref refs "
     "pt jan feb mar apr jun jul aug sep sept oct nov dec approx ca"
 )
+# A footnote as typeset text reads it: its own line, opening with the mark the text
+# refers to it by ("∗This file has version number v2.1e", "†Walter wrote fix-cm").
+# Typographic, not linguistic: the same in any language. Without it the footnote runs
+# on into whatever line stood above it on the page (a code line, a table of contents)
+# and is scored as part of that.
+_FOOTNOTE = re.compile(r"^[∗†‡⁎]\s?[^\W\d_]")
 _BULLET = re.compile(r"^\s*(?:[•▪◦‣∙·*–—-]|\(?\d{1,2}[.)]|\(?[a-zA-Z][)]|\([ivx]{1,4}\))\s+")
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
 _STARTS_SENTENCE = re.compile(r"[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
@@ -80,7 +86,7 @@ def _segments(text: str) -> list[str]:
 
 
 def _starts_new_segment(*, previous: str, line: str, following: str, longest: int) -> bool:
-    if _BULLET.match(line):
+    if _BULLET.match(line) or _FOOTNOTE.match(line):
         return True
     if _is_term(previous=previous, line=line, following=following):
         return True

@@ -61,6 +61,13 @@ NOT_FOUND_ANSWER = (
     "Try other words, or add the documents that cover it."
 )
 _RELATED = 3  # closest sources named in a refusal
+# A question of one document (ask each) is asked of a text mostly about something
+# else: the passage that states its answer (a footnote, a title block) seldom ranks
+# among the document's first k as a whole chunk. The gate reads this many of the
+# document's passages, and the answer is given the k led by the one whose sentence
+# answers. Reading more costs sentence embeddings; on the set's tuning half 5 to 12
+# found the same statements (docs/benchmarks.md, "Ask each document").
+ONE_DOCUMENT_READ = 8
 
 
 def refusal_text(*, hits: Sequence[SearchHit], unknown: Sequence[str] = ()) -> str:
@@ -131,6 +138,9 @@ class Searched:
     large: bool  # the collection is large enough for absent words to count (refusal.py)
     leaned: float = 0.0  # how much the conversation's earlier turn weighed (SearchResult)
     history_changed: bool = False  # SearchResult.history_changed
+    # A question of one document: `hits` are the passages the gate reads, more than the
+    # answer is given (ONE_DOCUMENT_READ); the verdict picks which.
+    one_document: bool = False
 
     @property
     def passages(self) -> list[Passage]:
@@ -145,8 +155,9 @@ def settled(hits: GatedHits) -> bool:
 def may_pass(searched: Searched) -> bool:
     """The pipeline's `Stages.speculate`: the gate has to read this question's sentences,
     so its verdict takes time, and the model may start on the question meanwhile.
-    A question nothing relates to is refused at once (no sentence read)."""
-    return _checked(searched.hits)
+    A question nothing relates to is refused at once (no sentence read). Not a
+    question of one document: its verdict chooses the passages the model is given."""
+    return not searched.one_document and _checked(searched.hits)
 
 
 def _checked(hits: Sequence[SearchHit], *, one_document: bool = False) -> bool:
@@ -196,9 +207,9 @@ class RelevanceGate:
 
     def search(self, questions: Sequence[Question]) -> list[Searched]:
         store, reranker = self._store, self._reranker
-        asked = list(questions)
+        asked = [replace(q, k=_read(q)) if _read(q) > q.k else q for q in questions]
         if reranker is not None:
-            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in questions]
+            asked = [replace(q, k=max(q.k, reranker.candidates)) for q in asked]
         results = self._search(asked)
         large = bool(questions) and store.counts()[1] >= MIN_CHUNKS
         out: list[Searched] = []
@@ -209,13 +220,14 @@ class RelevanceGate:
                 # is read with the earlier question it leans on, as the gate reads it.
                 asked_text = _gate_text(question, leaned=result.leaned)
                 ranked = reranker.rerank(question=asked_text, hits=hits, k=len(hits))
-                hits = tuple(distinct_pages_first(ranked)[: question.k])
+                hits = tuple(distinct_pages_first(ranked)[: _read(question)])
             out.append(
                 Searched(
                     hits=hits,
                     large=large,
                     leaned=result.leaned,
                     history_changed=result.history_changed,
+                    one_document=_one_document(question),
                 )
             )
         return out
@@ -239,12 +251,15 @@ class RelevanceGate:
         hits, min_score = searched.hits, self._min_score
         extract = None
         unknown: tuple[str, ...] = ()
-        filters = question.filters
-        one_document = filters is not None and len(filters.paths) == 1
+        one_document = _one_document(question)
         if _checked(hits, one_document=one_document):
-            extract = self._extractive.answer(
-                question=_gate_text(question, leaned=searched.leaned), passages=passages_of(hits)
-            )
+            asked = _gate_text(question, leaned=searched.leaned)
+            extract = self._extractive.answer(question=asked, passages=passages_of(hits))
+            if one_document and len(hits) > question.k:
+                hits = _led_by(hits, extract=extract, k=question.k)
+                if extract.found:
+                    # Read again as the answer is given them: the [n] markers number these.
+                    extract = self._extractive.answer(question=asked, passages=passages_of(hits))
             unknown = self.unknown(question=question.text, searched=searched)
             if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):
                 extract = ExtractiveAnswer(
@@ -256,6 +271,28 @@ class RelevanceGate:
             unknown=unknown,
             history_changed=searched.history_changed,
         )
+
+
+def _one_document(question: Question) -> bool:
+    filters = question.filters
+    return filters is not None and len(filters.paths) == 1
+
+
+def _read(question: Question) -> int:
+    """How many passages the gate reads for `question` (its k, or more of one document)."""
+    return max(question.k, ONE_DOCUMENT_READ) if _one_document(question) else question.k
+
+
+def _led_by(
+    hits: Sequence[SearchHit], *, extract: ExtractiveAnswer, k: int
+) -> tuple[SearchHit, ...]:
+    """The k passages an answer of one document is given: the one whose sentence answers
+    (`extract`, read over every hit) first, then the best of the rest in their order.
+    Without an answer sentence, the first k (what a refusal names as related)."""
+    if not extract.found or not 1 <= extract.passage <= len(hits):
+        return tuple(hits[:k])
+    lead = hits[extract.passage - 1]
+    return (lead, *[h for h in hits if h is not lead][: k - 1])
 
 
 def gated_retrieve_batch(

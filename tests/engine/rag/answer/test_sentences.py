@@ -122,6 +122,31 @@ def test_code_lines_in_a_row_stay_with_the_sentence_they_follow() -> None:
     ]
 
 
+def test_a_footnote_is_read_alone_not_run_into_the_line_above_it() -> None:
+    # As PDFium reads a typeset page: the footnote's mark opens its line, whatever
+    # stood above it (a code listing's line, a contents entry) ends without punctuation.
+    text = (
+        "12 \\def\\syntaxonly{%\n"
+        "∗This file has version number v2.1e, dated 2017/06/30.\n"
+        "4.6 Delaying code 20\n"
+        "†Walter wrote fix-cm, the rest is the team's.\n"
+        "See the table below\n"
+        "‡ another footnote, marked apart."
+    )
+    assert split_sentences(text, min_words=1) == [
+        "12 \\def\\syntaxonly{%",
+        "∗This file has version number v2.1e, dated 2017/06/30.",
+        "4.6 Delaying code 20",
+        "†Walter wrote fix-cm, the rest is the team's.",
+        "See the table below",
+        "‡ another footnote, marked apart.",
+    ]
+    # A section sign or an asterisk starting a wrapped line is no footnote.
+    assert split_sentences("The terms are set out in\n§ 4 of the agreement.") == [
+        "The terms are set out in § 4 of the agreement."
+    ]
+
+
 def test_lines_that_start_with_the_same_word_are_rows_read_alone() -> None:
     text = (
         "The colour is given in one of these forms:\n"

@@ -10,7 +10,10 @@ from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import RERANK_CANDIDATES
 from engine.rag.pipeline.answering import (
     NOT_FOUND_ANSWER,
+    ONE_DOCUMENT_READ,
+    RelevanceGate,
     gated_retrieve_batch,
+    may_pass,
     refusal_text,
     still_adding_note,
 )
@@ -203,3 +206,50 @@ def test_a_question_of_one_document_has_its_sentences_read_however_weak_its_chun
         [Question(request_id="2", text=text, filters=one)]
     )
     assert each.found and "cleaned every month" in each.extract.text
+
+
+class AnswerSeventh(FakeStore):
+    """The chunk that states the answer ranks seventh as a whole: its document is about
+    something else (a licence in a footnote, a version in a title block)."""
+
+    def search_batch(
+        self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
+    ) -> list[SearchResult]:
+        self.asked_k.append(k)
+        order = [0, 1, 2, 3, 4, 5, 17, 6, 7, 8, 9]
+        hits = tuple(hit(i, page=i) for i in order[:k])
+        return [SearchResult(hits=hits, best_similarity=0.5, not_found=False) for _ in texts]
+
+
+def test_one_document_is_read_wider_and_the_answer_given_k_led_by_the_statement() -> None:
+    text = "How is the air filter cleaned?"
+    one = SearchFilters(paths=("/docs/manual.pdf",))
+    store = AnswerSeventh()
+    gate = RelevanceGate(store=store, embed=embed)
+    question = Question(request_id="1", text=text, k=3, filters=one)
+    (searched,) = gate.search([question])
+    assert store.asked_k == [ONE_DOCUMENT_READ] and len(searched.hits) == ONE_DOCUMENT_READ
+    # The verdict chooses the passages the model is given: no generation before it.
+    assert searched.one_document and not may_pass(searched)
+    gated = gate.judge(question, searched)
+    assert [h.chunk.ordinal for h in gated.hits] == [17, 0, 1]
+    assert gated.found and gated.extract.text.startswith(
+        "The air filter is cleaned every month with warm water [1]."
+    )
+
+    # A question of the whole collection reads its k, as it always did.
+    store = AnswerSeventh()
+    whole = gated_retrieve_batch(store=store, embed=embed)
+    (gated,) = whole([Question(request_id="2", text=text, k=3)])
+    assert store.asked_k == [3] and [h.chunk.ordinal for h in gated.hits] == [0, 1, 2]
+    assert not gated.found
+
+
+def test_a_document_that_does_not_state_it_is_refused_with_its_first_k() -> None:
+    one = SearchFilters(paths=("/docs/manual.pdf",))
+    store = FakeStore(knows_everything=True)
+    gate = RelevanceGate(store=store, embed=embed)
+    question = Question(request_id="1", text="How is the air filter cleaned?", k=3, filters=one)
+    (searched,) = gate.search([question])  # chunks 0-7: filler only
+    gated = gate.judge(question, searched)
+    assert not gated.found and [h.chunk.ordinal for h in gated.hits] == [0, 1, 2]
