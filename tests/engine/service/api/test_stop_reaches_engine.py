@@ -127,12 +127,14 @@ def test_cancelling_a_batch_empties_the_engines_queues(slow_engine: RunningEngin
     run.start()
     _until(lambda: _pipeline(slow_engine).submitted == before + len(questions), timeout_s=30)
     _until(lambda: _pipeline(slow_engine).tokens_per_s > 0, timeout_s=30)  # decoding
-    run.cancel()
-    waited = _until(lambda: _idle(slow_engine), timeout_s=30)
+    with Stopwatch(also=[slow_engine.pid]) as watch:
+        run.cancel()
+        _until(lambda: _idle(slow_engine), timeout_s=30)
     info = _pipeline(slow_engine)
     mine = info.requests[-len(questions) :]
     assert [r.status for r in mine] == ["cancelled"] * len(questions)
-    assert waited < 3.0
+    # Less the time the engine and this process waited for a CPU (a busy machine).
+    assert watch.took.own_s < 3.0, str(watch.took)
     assert all(r.tokens <= SLACK_TOKENS for r in mine), [r.tokens for r in mine]
 
 
