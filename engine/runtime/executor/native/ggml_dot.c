@@ -456,8 +456,13 @@ int rd_row_bytes(int type, int64_t k) {
 
 #define MAX_PARTS 4
 #define MAX_THREADS 64
-/* Rows of W a chunk holds (a decode's job: one row of x, so each chunk is short). */
+/* Rows of W a chunk holds at least (16 floats of output: one cache line a row of x),
+ * and about how many chunks each thread gets of a job: a chunk is taken and counted with
+ * atomics on lines the threads share, which cost more than 16 rows' dot products when
+ * two cores take turns with them; a dozen chunks a thread still lets a thread the OS
+ * deschedules hold up only its own. */
 #define CHUNK 16
+#define CHUNKS_PER_THREAD 12
 #define DECODE_CHUNK 64
 /* Pauses a worker spins for the next job before it sleeps: about 0.1 ms, longer than
  * the Python between two matmuls of a decode step. */
@@ -466,6 +471,7 @@ int rd_row_bytes(int type, int64_t k) {
 /* One call's work: `parts` matrices sharing the activations, or rows to decode. */
 typedef struct {
     int decode, bf16, count;
+    int64_t chunk_rows;
     /* attention (a decode layer's, one row): q heads × n positions of the KV buffers */
     int attend, per_kv;
     int64_t heads, kv_heads, group, head_dim, n, kv_row, kv_stride;
@@ -495,7 +501,7 @@ static void run_chunk(const job_t *job, int64_t c) {
     while (c >= job->first_chunk[p + 1]) p++;
     int64_t at = c - job->first_chunk[p];
     int type = job->types[p];
-    int64_t per = job->decode ? DECODE_CHUNK : CHUNK;
+    int64_t per = job->decode ? DECODE_CHUNK : job->chunk_rows;
     int64_t start = at * per, stop = start + per < job->ns[p] ? start + per : job->ns[p];
     int64_t k = job->k;
     if (job->decode) {
@@ -565,15 +571,21 @@ static struct {
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .call = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static void take_chunks(uint64_t gen) {
+    /* Chunks done are counted once, when this thread finds none left: one write to the
+     * shared counter a job, not one a chunk. */
+    int64_t ran = 0;
     for (;;) {
         uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
         uint64_t next = t & FIELD, total = (t >> NEXT_BITS) & FIELD;
-        if ((t >> (NEXT_BITS + TOTAL_BITS)) != gen || next >= total) return;
+        if ((t >> (NEXT_BITS + TOTAL_BITS)) != gen || next >= total) {
+            if (ran) atomic_fetch_add_explicit(&pool.done, ran, memory_order_release);
+            return;
+        }
         if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1,
                                                    memory_order_acq_rel, memory_order_relaxed))
             continue;
         run_chunk(&pool.job, (int64_t)next);
-        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        ran++;
     }
 }
 
@@ -666,19 +678,25 @@ int rd_matmul_many(int count, const int *types, const uint8_t *const *ws, const 
                    float *const *ys, const int64_t *ldys, int threads) {
     if (count < 1 || count > MAX_PARTS) return -1;
     int need_k = 0, need_32 = 0;
-    int64_t total = 0;
+    int64_t total = 0, rows = 0;
     for (int p = 0; p < count; p++) {
         int per;
         if (block_of(types[p], &per) == 0 || k % per != 0) return -1;
         if (is_k(types[p])) need_k = 1;
         else need_32 = 1;
-        total += (ns[p] + CHUNK - 1) / CHUNK;
+        rows += ns[p];
     }
+    int64_t want = (int64_t)(threads > 1 ? threads : 1) * CHUNKS_PER_THREAD;
+    int64_t chunk = (rows + want - 1) / want;
+    chunk = (chunk + CHUNK - 1) / CHUNK * CHUNK;
+    if (chunk < CHUNK) chunk = CHUNK;
+    for (int p = 0; p < count; p++) total += (ns[p] + chunk - 1) / chunk;
     if (total >= (int64_t)FIELD) return -1;
     pthread_mutex_lock(&pool.call);
     job_t *job = &pool.job;
     memset(job, 0, sizeof(*job));
     job->count = count;
+    job->chunk_rows = chunk;
     job->k = k;
     job->m = m;
     job->x = x;
@@ -690,7 +708,7 @@ int rd_matmul_many(int count, const int *types, const uint8_t *const *ws, const 
         job->row_bytes[p] = row_bytes[p];
         job->ys[p] = ys[p];
         job->ldys[p] = ldys[p];
-        job->first_chunk[p + 1] = job->first_chunk[p] + (ns[p] + CHUNK - 1) / CHUNK;
+        job->first_chunk[p + 1] = job->first_chunk[p] + (ns[p] + chunk - 1) / chunk;
     }
     for (int p = count; p < MAX_PARTS; p++) job->first_chunk[p + 1] = INT64_MAX;
     act_k *ak = NULL;
