@@ -152,8 +152,9 @@ _HEDGED_KEEPS_OWN = 1
 # A follow-up that finds little searched alone (`weakness` 1) asks about the place the
 # last answer came from: a page that answer cited gains this much more, by weakness.
 # One whose own words find their passage well (it names something new) gets the
-# bonuses above only. Tuning sets (docs/benchmarks.md, ninth round), found / 132:
-# 94 at 0, 97 at 0.2 and 0.3, 99 at 0.4, 100 at 0.5, 98 at 0.6 and 0.75, 97 at 1.0.
+# bonuses above only. Chosen on the conversation tuning sets (`ragdoll bench
+# conversation`), follow-ups found out of 132: 94 at 0, 97 at 0.2 and 0.3, 99 at 0.4,
+# 100 at 0.5, 98 at 0.6 and 0.75, 97 at 1.0.
 _WEAK_CITED_BONUS = 0.5 / (RRF_K + 1)
 
 
