@@ -30,7 +30,7 @@ from engine.runtime.executor.kv import (
     tier_cache,
     use_tiered_attention,
 )
-from engine.runtime.executor.native_layer import NativeLayers
+from engine.runtime.executor.native_layer import NativeLayers, step_inputs
 from engine.runtime.executor.packed import (
     KERNEL_MODES,
     PER_MATRIX,
@@ -395,16 +395,16 @@ class StreamingModel:
         # A decode step (one new position a row): each layer in the native library's
         # two calls.
         native = self._native_layers if queries == 1 and not masks[0][1] else None
+        shared = step_inputs(rotary=(cos, sin), allowed=masks[0][0]) if native else None
 
         def run_layer(i: int, tensors: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
-            if native is not None:
+            if native is not None and shared is not None:
                 out = native.step(
                     i,
                     h,
                     tensors=tensors,
-                    rotary=(cos, sin),
+                    inputs=shared,
                     kv=cache.layers[i],
-                    allowed=masks[0][0],
                     keep=not self.store.is_streamed(layer_unit(i)),
                 )
                 if out is not None:

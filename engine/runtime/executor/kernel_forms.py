@@ -58,7 +58,10 @@ _PARTS: dict[Form, tuple[str, str]] = {
 }
 # Rows up to which the kernel beats decoding the matrix for a bfloat16 matmul (the
 # module docstring; int8's kernel falls behind sooner: 28 ms against 9 + 15 at 32 rows).
-_KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24, "ggml": 8}
+# The native kernels' limit is also the most rows a native decode layer takes
+# (engine/runtime/executor/native_layer.py).
+NATIVE_ROWS = 8
+_KERNEL_ROWS: dict[Form, int] = {"int4": 96, "int8": 24, "ggml": NATIVE_ROWS}
 # A matrix decoded for a bfloat16 matmul is decoded this many of its rows at a time (a
 # multiple of the int4 tiles' 64): a 151,936-row LM head computed for every position
 # (a likelihood) would otherwise need 0.7 GB of buffer; 16,384 rows of 1,536 need 75 MB.
@@ -432,7 +435,7 @@ def linear_many(
 def native_step(rows: int) -> bool:
     """Whether a forward of `rows` rows computes its quantized matrices in the native
     kernels (the "ggml" form): a decode step's few rows, where the library is loaded."""
-    return rows <= _KERNEL_ROWS["ggml"] and ggml_native.library() is not None
+    return rows <= NATIVE_ROWS and ggml_native.library() is not None
 
 
 @contextlib.contextmanager

@@ -9,22 +9,23 @@ rotary embeddings), then the caller appends the new key and value to the cache e
 `decoder.append_kv` does, then `rd_layer_rest` (attention over the KV buffers, output
 projection, residual, norm, SiLU-gated MLP, residual).
 
-It computes a decode step's rows (up to MAX_ROWS sequences, one new position each, left
-padding masked) in float32 where every matrix of the layer is in the "ggml" form;
-anything else returns None and the Python layer computes it. Tested against
-`decoder.layer` (tests/engine/runtime/executor/test_native_layer.py).
+It computes a decode step's rows (up to kernel_forms.NATIVE_ROWS sequences, one new
+position each, left padding masked) in float32 where every matrix of the layer is in
+the "ggml" form; anything else returns None and the Python layer computes it. Tested
+against `decoder.layer` (tests/engine/runtime/executor/test_native_layer.py).
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 
 from engine.runtime.executor import decoder
 from engine.runtime.executor.ggml_native import Library
-from engine.runtime.executor.kernel_forms import Parts, parts_of
+from engine.runtime.executor.kernel_forms import NATIVE_ROWS, Parts, parts_of
 
 MATRICES = (
     "self_attn.q_proj",
@@ -38,9 +39,6 @@ MATRICES = (
 _BIASES = ("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias")
 _COUNT = len(MATRICES)
 _P = ctypes.c_void_p
-# Rows a step computes here: a decode batch's, as many as the kernels serve
-# (kernel_forms.native_step); more go through decoder.layer.
-MAX_ROWS = 8
 # A layer's spec: the tensors' mapping it was made from, the spec, the tensors it points to.
 _Made = tuple[Mapping[str, torch.Tensor], "LayerSpec", list[torch.Tensor]]
 _I64 = ctypes.c_int64
@@ -67,6 +65,27 @@ class LayerSpec(ctypes.Structure):
     ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class StepInputs:
+    """What every layer of one decode step shares, in the layout the library reads: made
+    once a step (`step_inputs`), not once a layer."""
+
+    cos: torch.Tensor  # (B, head_dim) float32
+    sin: torch.Tensor
+    visible: torch.Tensor | None  # (B, past + 1) uint8, 0 where a row may not look
+
+
+def step_inputs(
+    *,
+    rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (B, 1, head_dim)
+    allowed: torch.Tensor | None,  # (B, 1, 1, past + 1) bool, or None: all visible
+) -> StepInputs:
+    rows = rotary[0].shape[0]
+    cos, sin = (r.reshape(rows, -1).float().contiguous() for r in rotary)
+    visible = None if allowed is None else allowed.reshape(rows, -1).to(torch.uint8).contiguous()
+    return StepInputs(cos=cos, sin=sin, visible=visible)
+
+
 class NativeLayers:
     """The native layer step of one model: each layer's LayerSpec made once while the
     layer's tensors stay the same (resident layers: every step), the tensors it points
@@ -91,9 +110,8 @@ class NativeLayers:
         hidden: torch.Tensor,  # (B, 1, H) float32
         *,
         tensors: Mapping[str, torch.Tensor],
-        rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (B, 1, head_dim)
+        inputs: StepInputs,
         kv: object,
-        allowed: torch.Tensor | None,  # (B, 1, 1, past + 1) bool, or None: all visible
         keep: bool,
     ) -> torch.Tensor | None:
         """The layer's output for B rows of one new position each, or None (not
@@ -101,7 +119,7 @@ class NativeLayers:
         cache). `keep`: the tensors stay the same at the next step (a resident layer),
         so the spec is kept for it."""
         b = hidden.shape[0]
-        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > MAX_ROWS:
+        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > NATIVE_ROWS:
             return None
         made = self._specs.get(index)
         if made is None or made[0] is not tensors:
@@ -115,24 +133,21 @@ class NativeLayers:
                 self._specs.pop(index, None)
         spec = made[1]
         s = self._shape
-        cos, sin = (r.reshape(b, -1).float().contiguous() for r in rotary)
         q = torch.empty(b, s.heads * s.head_dim)
         k = torch.empty(b, 1, s.kv_heads, s.head_dim)
         v = torch.empty(b, 1, s.kv_heads, s.head_dim)
         h = hidden.reshape(b, -1).contiguous()
         rc = self._lib.layer_qkv(
-            spec, rows=b, h=h, cos=cos, sin=sin, q=q, k=k, v=v, threads=self._threads
+            spec, rows=b, h=h, cos=inputs.cos, sin=inputs.sin, q=q, k=k, v=v, threads=self._threads
         )
         if rc != 0:
             raise ValueError(f"the native layer refused layer {index} (code {rc})")
         keys, values = decoder.append_kv(kv, k.transpose(1, 2), v.transpose(1, 2))
         if not _kv_ok(keys, values, head_dim=s.head_dim, rows=b):
             raise ValueError("the KV buffers are not laid out as the native layer reads them")
-        visible = None
-        if allowed is not None:
-            visible = allowed.reshape(b, -1).to(torch.uint8).contiguous()
-            if visible.shape[1] != keys.shape[-2]:
-                raise ValueError("the attention mask and the KV buffers disagree in length")
+        visible = inputs.visible
+        if visible is not None and visible.shape[1] != keys.shape[-2]:
+            raise ValueError("the attention mask and the KV buffers disagree in length")
         out = h.clone()
         rc = self._lib.layer_rest(
             spec,

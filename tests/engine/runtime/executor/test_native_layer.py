@@ -14,7 +14,7 @@ from transformers.cache_utils import DynamicLayer
 from engine.runtime.executor import decoder, ggml_native
 from engine.runtime.executor.checkpoint import EMBED, layer_unit
 from engine.runtime.executor.forward import StreamingModel
-from engine.runtime.executor.native_layer import NativeLayers
+from engine.runtime.executor.native_layer import NativeLayers, step_inputs
 from engine.runtime.models.gguf_file import companion_folder
 from engine.runtime.models.gguf_writer import write_gguf
 from engine.runtime.models.synthetic import write_random_model
@@ -87,9 +87,8 @@ def test_layer_matches_the_python_layer(gguf_dir: Path) -> None:
             index,
             hidden,
             tensors=tensors,
-            rotary=(cos, sin),
+            inputs=step_inputs(rotary=(cos, sin), allowed=None),
             kv=got_kv,
-            allowed=None,
             keep=True,
         )
         assert got is not None
@@ -214,9 +213,8 @@ def test_the_native_layer_sees_no_padded_position(gguf_dir: Path) -> None:
             1,
             hidden,
             tensors=tensors,
-            rotary=(cos, sin),
+            inputs=step_inputs(rotary=(cos, sin), allowed=allowed),
             kv=_cache_layer(k, v),
-            allowed=allowed,
             keep=True,
         )
         assert out is not None
@@ -236,7 +234,14 @@ def test_a_layer_not_in_the_native_form_is_left_to_python(gguf_dir: Path) -> Non
     cos, sin = model._rotary(hidden, torch.tensor([[0]]))
     kv = DynamicLayer()
     assert (
-        native.step(0, hidden, tensors=tensors, rotary=(cos, sin), kv=kv, allowed=None, keep=True)
+        native.step(
+            0,
+            hidden,
+            tensors=tensors,
+            inputs=step_inputs(rotary=(cos, sin), allowed=None),
+            kv=kv,
+            keep=True,
+        )
         is None
     )
     assert not getattr(kv, "is_initialized", False), "nothing was written to the cache"
