@@ -34,6 +34,7 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
     from engine.rag.answer.in_use import open_model
     from engine.runtime.executor.generate import GenerationRequest, generate_ids
     from engine.runtime.models.resolve import resolve_model_path
+    from engine.runtime.planner.placement import StoreSpec
 
     start = time.perf_counter()
     folder = resolve_model_path(model=spec["model"])
@@ -43,6 +44,8 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
         device="cpu",
         paths=resolve_paths(),
         stop_at_eos=False,
+        # The model alone, as llama.cpp runs it: no index shares the memory.
+        store=lambda: StoreSpec.from_index(index_bytes=0, partition_count=0),
         # The context llama.cpp is given (its n_ctx): what this run needs.
         context_tokens=longest + max(int(spec["tokens"]), int(spec["agreement_tokens"])) + 8,
     )

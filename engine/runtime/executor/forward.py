@@ -423,8 +423,13 @@ class StreamingModel:
             ]
             return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
+        # A layer kept decoded over the chunks needs RAM the planner gives to layers
+        # instead when any streams from the disk (model_spec.kept_layer_bytes).
+        keep = len(chunks) > 1 and not any(
+            self.store.home(layer_unit(i)) == "disk" for i in range(len(self._layers))
+        )
         for i in range(len(self._layers)):
-            with workspace.keeping_decoded() if len(chunks) > 1 else contextlib.nullcontext():
+            with workspace.keeping_decoded() if keep else contextlib.nullcontext():
                 hidden = self._with_unit(layer_unit(i), lambda t, i=i, h=hidden: run_layer(i, t, h))
         if tail is not None:
             hidden = hidden[:, -tail:, :]

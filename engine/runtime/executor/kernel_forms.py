@@ -483,13 +483,28 @@ def reference_weight(parts: Parts) -> torch.Tensor:
 
 
 def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor]) -> int:
-    """What a prefill decodes at most: a chunked one keeps one layer's matrices decoded
-    to bfloat16 (`Workspace.keeping_decoded`) beside the buffer for the largest one and
-    its integers (at most `DECODE_ROWS` rows of the head: a likelihood's head)."""
+    """The buffer a prefill decodes each matrix into (`Workspace.take`): the largest
+    matrix in bfloat16, and for the int4 form its integers too (at most `DECODE_ROWS`
+    rows of the head: a likelihood's head)."""
+    per_element = {"int4": 3, "int8": 2, "ggml": 2}
+    return max(
+        (
+            min(t.shape[0], DECODE_ROWS) * t.shape[1] * per_element[form]
+            for ts in [*layers, head]
+            for t in ts
+            if (form := form_of(t))
+        ),
+        default=0,
+    )
 
-    def matrices(tensors: list[GGUFTensor]) -> list[int]:
-        return [min(t.shape[0], DECODE_ROWS) * t.shape[1] for t in tensors if form_of(t)]
 
-    layer = max((sum(matrices(ts)) for ts in layers), default=0)
-    largest = max((n for ts in [*layers, head] for n in matrices(ts)), default=0)
-    return layer * 2 + largest * 3
+def kept_layer_bytes(layers: list[list[GGUFTensor]]) -> int:
+    """What a prefill of several chunks keeps besides (`Workspace.keeping_decoded`): the
+    largest layer's matrices in bfloat16, decoded once for all the chunks."""
+    return max(
+        (
+            sum(min(t.shape[0], DECODE_ROWS) * t.shape[1] * 2 for t in ts if form_of(t))
+            for ts in layers
+        ),
+        default=0,
+    )

@@ -165,14 +165,20 @@ def in_file_order(sources: list[TensorSource]) -> Iterator[tuple[Any, TensorSour
                 yield f, s
 
 
-def read_stored(sources: list[TensorSource], *, pin: bool) -> dict[str, torch.Tensor]:
+def read_stored(
+    sources: list[TensorSource], *, pin: bool, into: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Each tensor's stored bytes (uint8, pinned on CUDA), read by byte range into one
     allocation per unit: a streamed layer's tensors (a few to tens of MiB each) allocated
     one by one come from malloc's heap, which keeps the freed bytes, and a limited run
     held ~80 MiB more than its layers (Q8_0, 1.5B shape); one block above malloc's mmap
     threshold goes back to the OS when the layer is released."""
     out: dict[str, torch.Tensor] = {}
-    block = torch.empty(sum(stored_bytes(s) for s in sources), dtype=torch.uint8, pin_memory=pin)
+    total = sum(stored_bytes(s) for s in sources)
+    # `into`: a reused uint8 block of at least `total` bytes (the weight store's pool).
+    block = (
+        into[:total] if into is not None else torch.empty(total, dtype=torch.uint8, pin_memory=pin)
+    )
     at = 0
     for f, s in in_file_order(sources):
         raw = block[at : at + stored_bytes(s)]

@@ -219,6 +219,10 @@ class ModelSpec:
     # prefill decodes one matrix at a time into a buffer of this many bytes (its
     # bfloat16 copy and its integers), whatever the placement.
     kernel_buffer_bytes: int = 0
+    # A kernel-form prefill of several chunks keeps one layer's matrices decoded for
+    # all of them (`Workspace.keeping_decoded`), unless its layers stream from the disk:
+    # then the RAM goes to layers, which spare a disk read every step.
+    kept_layer_bytes: int = 0
 
     @property
     def computed_compressed(self) -> bool:
@@ -244,7 +248,8 @@ class ModelSpec:
         self, *, batch: int, query_tokens: int, context_tokens: int, per_matrix: bool = False
     ) -> int:
         """H for one step; see the module docstring for the formula. `per_matrix`: the
-        executor decodes compressed layers one matrix at a time."""
+        executor decodes compressed layers one matrix at a time (and keeps no layer
+        decoded across a prefill's chunks)."""
         a = self.dtype_bytes
         n = batch * query_tokens
         q_dim = self.num_attention_heads * self.head_dim
@@ -258,7 +263,8 @@ class ModelSpec:
             if per_matrix and self.decoded_matrix_bytes
             else 2 * self.decoded_layer_bytes
         )
-        return activations + mask + mlp + logits + decoded + self.kernel_buffer_bytes
+        kept = 0 if per_matrix else self.kept_layer_bytes
+        return activations + mask + mlp + logits + decoded + self.kernel_buffer_bytes + kept
 
     def prefill_workspace_bytes(
         self, *, batch: int, prompt_tokens: int, per_matrix: bool = False

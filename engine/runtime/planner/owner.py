@@ -107,7 +107,7 @@ class PlacementOwner:
         )
         if not placement.fits:
             raise ModelLoadError(
-                f"The language model {model.name} does not fit: {placement.message}"
+                f"The language model {placement.message}"  # "NAME does not fit: …"
             )
         return cls(model=model, placement=placement, hardware=hardware, store=store)
 

@@ -109,7 +109,7 @@ def plan(
     *, hardware: HardwareProfile, model: ModelSpec, store: StoreSpec, workload: Workload
 ) -> Placement:
     machine = _machine_of(hardware)
-    items = _items_of(model)
+    items = _items_of(model, machine)
     tiers = _place_weights(
         machine=machine,
         model=model,
@@ -188,8 +188,8 @@ def plan(
         memory_model=machine.memory_model,  # type: ignore[arg-type]
         compute_tier=machine.compute,
         layer_tiers=layer_tiers,
-        embed_tier=tiers[0],
-        head_tier=tiers[1],
+        embed_tier=_tier_of("embed", items, tiers),
+        head_tier=_tier_of("head", items, tiers),
         weights=weights,
         kv=fit.kv,
         batch=workload.batch,
@@ -272,13 +272,26 @@ def _less_margin(capacity: int, margin: tuple[float, int]) -> int:
     return max(0, capacity - max(math.ceil(capacity * fraction), at_least))
 
 
-def _items_of(model: ModelSpec) -> list[_Item]:
-    head = model.head_bytes + model.final_norm_bytes
-    return [
-        _Item(kind="embed", size=model.embed_bytes),
-        _Item(kind="head", size=head),
-        *(_Item(kind="layer", size=size) for size in model.layer_bytes),
-    ]
+def _items_of(model: ModelSpec, machine: _Machine) -> list[_Item]:
+    """The weights in the order they claim the compute tier: what streams is a suffix."""
+    embed = _Item(kind="embed", size=model.embed_bytes)
+    head = _Item(kind="head", size=model.head_bytes + model.final_norm_bytes)
+    layers = [_Item(kind="layer", size=size) for size in model.layer_bytes]
+    if _embedding_mapped(machine, model):
+        return [head, *layers, embed]
+    return [embed, head, *layers]
+
+
+def _embedding_mapped(machine: _Machine, model: ModelSpec) -> bool:
+    """A CPU computing a model's kernel forms looks its embedding's rows up in the
+    file's mapping wherever its home is (engine/runtime/executor/weights.py
+    `_looked_up_in_map`): on the disk it costs a few pages a step, so it is the first
+    weight to leave RAM, before any layer has to stream."""
+    return machine.compute == "cpu" and model.computed_compressed
+
+
+def _tier_of(kind: str, items: list[_Item], tiers: list[Tier]) -> Tier:
+    return next(t for item, t in zip(items, tiers, strict=True) if item.kind == kind)
 
 
 def _min_partitions(store: StoreSpec) -> int:
@@ -316,9 +329,11 @@ def _workspaces(
 def _decodes_per_matrix(machine: _Machine, model: ModelSpec, *, streams: bool) -> bool:
     """Whether the executor will decode compressed layers one matrix at a time: on a
     CPU when any layer streams from the disk (engine/runtime/executor/packed.py `choose_decode`;
-    a CPU compute tier has no host tier, so a layer not in RAM is on the disk). On a GPU
-    it decodes whole layers one ahead."""
-    return streams and machine.compute == "cpu" and model.decoded_matrix_bytes > 0
+    a CPU compute tier has no host tier, so a layer not in RAM is on the disk), and a
+    kernel-form prefill then keeps no layer decoded across its chunks
+    (engine/runtime/executor/forward.py). On a GPU it decodes whole layers one ahead."""
+    decodes = model.decoded_matrix_bytes > 0 or model.kept_layer_bytes > 0
+    return streams and machine.compute == "cpu" and decodes
 
 
 def _place_weights(
@@ -357,13 +372,15 @@ def _place_weights(
             if i.kind == "layer"
         )
         room = compute_room - work - _MIN_STREAM_SLOTS * (largest + kv_layer)
-        if _prefix(items, room) < 2:
+        leading = next(n for n, i in enumerate(items) if i.kind == "layer")
+        if _prefix(items, room) < leading:
             largest = max(_streamed_size(i, items, model, per_matrix=per_matrix) for i in items)
             room = compute_room - work - _MIN_STREAM_SLOTS * (largest + kv_layer)
         if per_matrix:
             # With every layer in RAM the executor decodes whole layers, for which the
             # first branch found no room: at least the last layer streams.
-            room = min(room, total - 1)
+            last = max(n for n, i in enumerate(items) if i.kind == "layer")
+            room = min(room, sum(i.size for i in items[: last + 1]) - 1)
     tiers: list[Tier] = []
     placed = _prefix(items, room)
     tiers.extend([machine.compute] * placed)
@@ -514,7 +531,8 @@ def _streamed_size(
     if item.kind == "embed":
         return 0  # the lookup runs where the embedding lives; only hidden states move
     if item.kind == "head" and model.tie_word_embeddings:
-        return item.size + items[0].size  # a tied head is the embedding matrix
+        embed = next(i for i in items if i.kind == "embed")
+        return item.size + embed.size  # a tied head is the embedding matrix
     if item.kind == "layer":
         # A compressed layer arrives as stored and is decoded next to it, unless it is
         # decoded one matrix at a time into the workspace's one buffer.

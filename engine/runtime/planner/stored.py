@@ -56,7 +56,8 @@ def compressed_spec(
             head_bytes=int(vocab * bits / 8) + spec.dtype_bytes * h,
             decoded_layer_bytes=0,
             decoded_matrix_bytes=0,
-            kernel_buffer_bytes=max(params) * 2 + min(max(largest, vocab), DECODE_ROWS * h) * 3,
+            kernel_buffer_bytes=min(max(largest, vocab), DECODE_ROWS * h) * 3,
+            kept_layer_bytes=max(params) * 2,
             weight_format=name,
             parameters=spec.parameter_count,
         )
@@ -119,7 +120,7 @@ def _kernel_sizes(
     import dataclasses as dc
 
     from engine.runtime.executor.checkpoint import EMBED, HEAD
-    from engine.runtime.executor.kernel_forms import decode_buffer_bytes
+    from engine.runtime.executor.kernel_forms import decode_buffer_bytes, kept_layer_bytes
     from engine.runtime.executor.packed import kernel_bytes, stored_bytes
 
     embed = units.get(EMBED, [])
@@ -140,6 +141,7 @@ def _kernel_sizes(
         decoded_layer_bytes=0,
         decoded_matrix_bytes=0,
         kernel_buffer_bytes=max(1, decode_buffer_bytes(per_layer, head=head_gguf)),
+        kept_layer_bytes=kept_layer_bytes(per_layer),
         weight_format=fmt,
         parameters=spec.parameter_count,
     )

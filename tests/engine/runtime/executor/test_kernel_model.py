@@ -144,3 +144,55 @@ def test_the_executor_chooses_the_kernel_forms_on_a_cpu(km_dir: Path) -> None:
     assert choose_decode(device=cpu, packed=[], streamed_from_disk=False) == "layer"
     cuda = torch.device("cuda")
     assert choose_decode(device=cuda, packed=sources, streamed_from_disk=True) == "layer"
+
+
+def test_an_embedding_on_the_disk_is_looked_up_in_the_files_mapping(km_dir: Path) -> None:
+    """The planner sends a kernel-form model's embedding to the disk first: a lookup
+    reads its rows from the file's mapping, so no copy thread fetches it per step."""
+    resident = _model(km_dir, ["cpu"] * 4)
+    on_disk = StreamingModel(
+        model_dir=km_dir,
+        placement=make_placement(model_dir=km_dir, layer_tiers=["cpu"] * 4, embed_tier="disk"),
+        dtype=torch.float32,
+    )
+    try:
+        assert _greedy(on_disk) == _greedy(resident)
+        assert not on_disk.store.is_streamed(EMBED)
+        assert on_disk.prefetcher is None and on_disk.store.stats().fetches == 0
+        # Moved back by a new placement, it is the same mapping.
+        on_disk.apply_placement(make_placement(model_dir=km_dir, layer_tiers=["cpu"] * 4))
+        assert _greedy(on_disk) == _greedy(resident)
+    finally:
+        resident.close()
+        on_disk.close()
+
+
+def test_layers_streamed_from_the_disk_reuse_one_block_and_drop_their_pages(
+    km_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read of a streamed layer goes into a pooled block of the largest streamed
+    layer's size, and its pages leave the page cache after (under a memory limit they
+    would push out the resident units' mapped pages); resident units keep theirs."""
+    from engine.runtime.executor import weights
+    from engine.runtime.executor.packed import stored_bytes
+
+    dropped: list[int] = []
+    drop = weights.evict_ranges
+
+    def recorded(sources: list) -> None:
+        dropped.extend(s.start for s in sources)
+        drop(sources)
+
+    monkeypatch.setattr(weights, "evict_ranges", recorded)
+    tiers = ["cpu", "disk", "cpu", "disk"]
+    model = _model(km_dir, tiers)
+    try:
+        _greedy(model)
+        units = index_checkpoint(km_dir)
+        streamed = {s.start for i in (1, 3) for s in units[layer_unit(i)]}
+        assert set(dropped) == streamed
+        largest = max(sum(stored_bytes(s) for s in units[layer_unit(i)]) for i in (1, 3))
+        pooled = model.store.stats().pooled_bytes
+        assert pooled % largest == 0 and 0 < pooled <= 3 * largest
+    finally:
+        model.close()

@@ -403,3 +403,58 @@ def test_resident_or_gpu_compressed_layers_still_reserve_two_decoded_layers() ->
     p = plan(hardware=small_gpu, model=model, store=store, workload=workload)
     assert p.fits and p.compute_tier == "gpu" and "cpu" in p.layer_tiers
     assert p.workspace_decode_bytes == two_layers
+
+
+def _q4_k_m_1_5b() -> ModelSpec:
+    """Qwen2.5-1.5B's Q4_K_M file as a CPU computes it in its kernel forms (the sizes
+    `load_held_spec` gives the real file): 27 MiB a layer, the embedding 125 MiB as
+    stored, the Q6_K head 183 MiB, a prefill buffer of 48 MiB and 89 MiB kept for a
+    chunked prefill's layer."""
+    import dataclasses
+
+    mib = 2**20
+    return dataclasses.replace(
+        _q8_1_5b(),
+        vocab_size=151936,
+        layer_bytes=(27 * mib,) * 28,
+        embed_bytes=125 * mib,
+        head_bytes=183 * mib,
+        decoded_layer_bytes=0,
+        decoded_matrix_bytes=0,
+        weight_format="Q4_K",
+        kernel_buffer_bytes=48 * mib,
+        kept_layer_bytes=89 * mib,
+    )
+
+
+def test_a_cpu_computing_kernel_forms_moves_the_embedding_to_the_disk_first() -> None:
+    """The executor looks the embedding's rows up in the file's mapping wherever its
+    home is, so under a memory limit it leaves RAM before any layer; a streaming plan
+    keeps no layer decoded across a prefill's chunks, and that RAM holds layers."""
+    import dataclasses
+
+    mib = 2**20
+    model = _q4_k_m_1_5b()
+    workload = Workload(batch=1, context_tokens=285, retrieval_batch=1)
+    store = StoreSpec(index_bytes=0, partition_count=0, partition_bytes=0)
+    machine = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    # The offload benchmark's child under half the file: 909 MiB, 455 MiB held already.
+    limited = dataclasses.replace(
+        machine, ram_total_bytes=909 * mib, ram_available_bytes=454 * mib, ram_limit_bytes=909 * mib
+    )
+    p = plan(hardware=limited, model=model, store=store, workload=workload)
+    kept = p.layer_tiers.count("cpu")
+    assert p.fits and p.embed_tier == "disk" and p.head_tier == "cpu"
+    assert p.layer_tiers == ("cpu",) * kept + ("disk",) * (28 - kept)
+    assert p.workspace_prefill_bytes == model.prefill_workspace_bytes(
+        batch=1, prompt_tokens=285, per_matrix=True
+    )
+    assert p.used.cpu <= p.budgets.cpu
+    # Counted in RAM first, as before, the embedding left no room for the head.
+    roomy = plan(hardware=machine, model=model, store=store, workload=workload)
+    assert roomy.fits and roomy.embed_tier == "cpu" and "disk" not in roomy.layer_tiers
+    # Layers are not in their kernel forms on a GPU: the embedding keeps its place.
+    gpu = synthetic_profile(gpu_bytes=1 * GIB, ram_bytes=16 * GIB, disk_bytes=500 * GB)
+    plain = dataclasses.replace(model, kernel_buffer_bytes=0, kept_layer_bytes=0)
+    p = plan(hardware=gpu, model=plain, store=store, workload=workload)
+    assert p.embed_tier == "gpu" and p.layer_tiers[-1] != "gpu"

@@ -13,6 +13,7 @@ from gguf import GGMLQuantizationType
 
 from engine.runtime.executor import int4
 from engine.runtime.executor.checkpoint import EMBED, index_checkpoint, layer_unit
+from engine.runtime.executor.kernel_forms import form_of
 from engine.runtime.executor.packed import kernel_bytes, stored_bytes
 from engine.runtime.hardware.profile import synthetic_profile
 from engine.runtime.models.gguf_file import companion_folder
@@ -117,17 +118,23 @@ def test_on_a_cpu_gguf_models_count_their_kernel_forms(
     assert on_cpu.embed_bytes == sum(stored_bytes(s) for s in units[EMBED])
     assert on_cpu.embed_bytes < plain.embed_bytes // 3
 
-    # A chunked prefill keeps one layer's matrices decoded to bfloat16 beside the
-    # buffer for the largest matrix (the head here) and its integers.
+    # A prefill decodes the largest matrix (the head here) into a buffer in bfloat16
+    # (and its integers too in the int4 form); a chunked one keeps one layer's matrices
+    # decoded to bfloat16 besides, unless layers stream from the disk.
     def matrices(sources: list) -> list[int]:
         return [math.prod(s.shape) for s in sources if len(s.shape) == 2]
 
     layer = sum(matrices(units[layer_unit(0)]))
     largest = max(n for sources in units.values() for n in matrices(sources))
-    assert on_cpu.kernel_buffer_bytes == layer * 2 + largest * 3
+    forms = {form_of(s.gguf) for s in units[layer_unit(0)]} - {None}
+    per_element = 3 if forms == {"int4"} else 2
+    assert on_cpu.kernel_buffer_bytes == largest * per_element
+    assert on_cpu.kept_layer_bytes == layer * 2
+    plain_ws = plain.decode_workspace_bytes(batch=1, context_tokens=16)
     ws = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16)
-    extra = layer * 2 + largest * 3
-    assert ws == plain.decode_workspace_bytes(batch=1, context_tokens=16) + extra
+    assert ws == plain_ws + layer * 2 + largest * per_element
+    streaming = on_cpu.decode_workspace_bytes(batch=1, context_tokens=16, per_matrix=True)
+    assert streaming == plain_ws + largest * per_element
     assert on_cpu.weight_bytes < plain.weight_bytes // 3
 
 
