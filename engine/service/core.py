@@ -44,6 +44,7 @@ from engine.rag.store.records import SearchFilters, SearchHit
 from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
 from engine.runtime.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
 from engine.service import library_view
+from engine.service.embed_server_choice import EmbedServerChoice
 from engine.service.embedder_in_force import EmbedderInForce
 from engine.service.facade import EachAPI, IngestionAPI, LibraryAPI, SystemAPI
 from engine.service.folders import FolderRegistry
@@ -91,12 +92,15 @@ class Engine:
         self._settings = SettingsFile(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
+        # An embeddings server as the embedder: its key and settings (embed_server_choice.py).
+        self.embed_servers = EmbedServerChoice(paths=self.paths, settings=self._settings)
         self.in_force = EmbedderInForce(
             paths=self.paths,
             environ=self.environ,
             store=self.store,
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
+            open_server=self.embed_servers.open,
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
         # The language model in use, and choosing it (engine/service/model_choice.py).
@@ -133,7 +137,7 @@ class Engine:
             store=self.store,
             queue=self.ingest,
             load=self.in_force.load,
-            on_swap=self.in_force.swap,
+            on_swap=self._swap_embedder,
             batch=self.environ.reembed_batch,
         )
         meta = self.store.meta
@@ -200,7 +204,40 @@ class Engine:
         id in the Hugging Face cache); it is loaded first (one that does not load is never
         saved), then the collection is re-embedded while the current index answers."""
         name = self.embedders.choose(name=embedder)
-        return self._settings.change(embedder=name)
+        settings = self._settings.change(embedder=name)
+        meta = self.store.meta
+        self.embed_servers.forget_key_unless(needed=(name, meta.embedder_id if meta else None))
+        return settings
+
+    def set_embedder_server(
+        self,
+        *,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        batch: int | None = None,
+        timeout_s: float | None = None,
+    ) -> EngineSettings:
+        """Embed on an OpenAI-compatible embeddings server: asked once first (one that
+        does not answer is never saved), then the collection is re-embedded by it while
+        the current index answers. The text of the documents is sent to it from then
+        on. Raises ServerAddressError, EmbeddingServerError or ValueError."""
+        chosen = self.embed_servers.check(
+            url=url, model=model, api_key=api_key, ca_file=ca_file, batch=batch, timeout_s=timeout_s
+        )
+        name = self.embedders.choose(name=chosen.embedder.info.id, embedder=chosen.embedder)
+        meta = self.store.meta
+        if meta is not None and meta.embedder_id == name:
+            # The same server in force: its new key, batch or timeout apply at once.
+            self.in_force.swap(chosen.embedder)
+        return self.embed_servers.keep(chosen)
+
+    def _swap_embedder(self, embedder: Embedder) -> None:
+        """The switch's new index is in: questions use its embedder from here on, and
+        an embeddings server's key goes once no server is asked."""
+        self.in_force.swap(embedder)
+        self.embed_servers.forget_key_unless(needed=(self.settings.embedder, embedder.info.id))
 
     def set_reranker(self, *, reranker: str | None) -> EngineSettings:
         """None/"none", "model" (the language model in use ranks), or a cross-encoder,
@@ -286,6 +323,7 @@ class Engine:
             embedders=self.embedders,
             profiler=self.profiler,
             pipeline=self.pipeline_info(),
+            embed_servers=self.embed_servers,
         )
 
     def pipeline_info(self) -> PipelineInfo | None:

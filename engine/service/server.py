@@ -31,6 +31,7 @@ from engine.rag.ingest.jobs import IngestJob
 from engine.service.api.bodies import (
     AskBody,
     EmbedderBody,
+    EmbedderServerBody,
     IngestBody,
     ModelBody,
     ModelServerBody,
@@ -191,6 +192,31 @@ def create_app(
         (origin "embedder" in /v1/ingest/queue) while the current index answers."""
         try:
             return to_json_dict(engine.set_embedder(embedder=body.embedder))
+        except (EmbedderError, OSError, ValueError) as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put(
+        "/v1/settings/embedder-server", response_model=EngineSettings, responses=SERVER_REFUSED
+    )
+    def set_embedder_server(body: EmbedderServerBody) -> dict:
+        """Embed on an OpenAI-compatible embeddings server; asked once first (502 when
+        it cannot be used, with why), then the collection is re-embedded by it in the
+        background. The text of the person's documents goes to it from then on."""
+        try:
+            return to_json_dict(
+                engine.set_embedder_server(
+                    url=body.url,
+                    model=body.model,
+                    api_key=body.api_key,
+                    ca_file=body.ca_file,
+                    batch=body.batch,
+                    timeout_s=body.timeout_s,
+                )
+            )
+        except ServerAddressError as e:
+            raise HTTPException(status_code=400, detail=str(e)) from e
+        except ModelServerError as e:
+            raise HTTPException(status_code=502, detail=str(e)) from e
         except (EmbedderError, OSError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
 
