@@ -13,6 +13,7 @@ headers and body are kept (`requests`), so tests can assert the prompt's layout.
               multilingual-e5-small too (a name with task prefixes)
   broken 500, busy 429, stall (silence), drop (the connection cut before a reply)
   shifty      EMBED_DIM dimensions, then one more from its second request on
+  per-token   one vector per word, as llama-cpp-python's server sends for a decoder
 Each embeddings request's body is kept (`embed_requests`).
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 
 ANSWER = "The honey is extracted in late August [1]."
 MODELS = ("stub-model", "broken", "busy", "stall", "drop")
-EMBED_MODELS = ("stub-embed", "shifty", "multilingual-e5-small")
+EMBED_MODELS = ("stub-embed", "shifty", "multilingual-e5-small", "per-token")
 EMBED_DIM = 64
 
 
@@ -153,6 +154,9 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                     {"object": "embedding", "index": i, "embedding": word_vector(t, dim=dim)}
                     for i, t in enumerate(texts)
                 ]
+                if model == "per-token":
+                    for row, text in zip(data, texts, strict=True):
+                        row["embedding"] = [word_vector(w) for w in text.split()]
                 self._json(200, {"object": "list", "data": data[::-1], "model": model})
 
         def _event(self, data: str) -> None:

@@ -197,7 +197,7 @@ class ServerEmbedder:
         try:
             data = response.json()["data"]
             rows = sorted(data, key=lambda row: int(row.get("index", 0)))
-            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+            vectors = np.stack([_pooled(row["embedding"]) for row in rows]) if rows else np.zeros(0)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise EmbeddingServerError(
                 f"{at} did not answer as an OpenAI-compatible embeddings endpoint "
@@ -227,3 +227,10 @@ class ServerEmbedder:
         else:
             what = f"{at} sent no vectors within {t.idle_s:g} s (a batch too large for it?)"
         return EmbeddingServerError(f"{what}. {HINT}")
+
+
+def _pooled(embedding: Any) -> np.ndarray:
+    """One text's vector. llama-cpp-python's server sends one vector per token for a
+    model it does not pool (a decoder's GGUF): their mean, as a mean-pooling model does."""
+    vector = np.asarray(embedding, dtype=np.float32)
+    return vector.mean(axis=0) if vector.ndim == 2 else vector

@@ -135,6 +135,15 @@ def test_the_error_is_an_embedder_error_and_the_key_is_never_logged(
     assert KEY not in caplog.text
 
 
+def test_one_vector_per_token_is_mean_pooled() -> None:
+    with model_server_stub() as stub:
+        embedder = ServerEmbedder(endpoint=ServerEndpoint(url=stub.url, model="per-token"), batch=4)
+        vectors = embedder.embed(["owls hunt", "owls"], background=True)
+    expected = np.asarray(word_vector("owls hunt"), dtype=np.float32)  # the words' sum
+    assert vectors.shape == (2, EMBED_DIM)
+    assert np.allclose(vectors[0], expected / np.linalg.norm(expected))
+
+
 def test_ids_name_the_server_and_model() -> None:
     ref = EmbedServerRef(url="http://gpu-box:8000/v1", model="BAAI/bge-m3")
     assert ref.id == "server:BAAI/bge-m3@http://gpu-box:8000/v1"
