@@ -22,7 +22,8 @@ from engine.rag.answer.server_client import (
     check_url,
 )
 from engine.rag.answer.server_key import EMBED_KEY_FILE, read_key, write_key
-from engine.rag.ingest.server_embedder import EmbedServerRef, ServerEmbedder, server_ref
+from engine.rag.ingest.server_embedder import ServerEmbedder
+from engine.rag.ingest.server_embedder_id import EmbedServerRef, server_ref
 from engine.service.settings import SettingsFile
 from engine.wire import EmbedServerInfo, EngineSettings
 

@@ -19,7 +19,7 @@ from engine.paths import Paths
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
-from engine.rag.ingest.server_embedder import EmbedServerRef, server_ref
+from engine.rag.ingest.server_embedder_id import EmbedServerRef, server_ref
 from engine.rag.pipeline.adapters import STALE_TRIES
 from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import SearchFilters, SearchHit

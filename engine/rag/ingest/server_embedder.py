@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -43,8 +42,8 @@ from engine.rag.ingest.embedder import (
     locate_embedder,
     task_prefixes,
 )
+from engine.rag.ingest.server_embedder_id import EmbedServerRef
 
-SERVER_PREFIX = "server:"
 ROLE = "embeddings server"
 HINT = (
     "Nothing in the index is lost and the index in force keeps its vectors: try "
@@ -60,29 +59,6 @@ MAX_TOKENS = 512
 
 class EmbeddingServerError(ModelServerError, EmbedderError):
     """The embeddings server could not be used; the message says why and what to do."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class EmbedServerRef:
-    """Which server embeds and with which of its models: what the embedder's id names."""
-
-    url: str
-    model: str
-
-    @property
-    def id(self) -> str:
-        return f"{SERVER_PREFIX}{self.model}@{self.url}"
-
-
-def server_ref(name: str) -> EmbedServerRef | None:
-    """The server and model an embedder id names, or None for a local embedder."""
-    if not name.startswith(SERVER_PREFIX):
-        return None
-    rest = name[len(SERVER_PREFIX) :]
-    at = rest.rfind("@http")  # a model name may hold "@", an address starts with http
-    if at <= 0:
-        return None
-    return EmbedServerRef(url=rest[at + 1 :], model=rest[:at])
 
 
 class ServerEmbedder:

@@ -19,9 +19,7 @@ from engine.rag.ingest.server_embedder import (
     HINT,
     PROBE_TEXT,
     EmbeddingServerError,
-    EmbedServerRef,
     ServerEmbedder,
-    server_ref,
 )
 from tests.support.model_server_stub import EMBED_DIM, model_server_stub, word_vector
 
@@ -142,17 +140,6 @@ def test_one_vector_per_token_is_mean_pooled() -> None:
     expected = np.asarray(word_vector("owls hunt"), dtype=np.float32)  # the words' sum
     assert vectors.shape == (2, EMBED_DIM)
     assert np.allclose(vectors[0], expected / np.linalg.norm(expected))
-
-
-def test_ids_name_the_server_and_model() -> None:
-    ref = EmbedServerRef(url="http://gpu-box:8000/v1", model="BAAI/bge-m3")
-    assert ref.id == "server:BAAI/bge-m3@http://gpu-box:8000/v1"
-    assert server_ref(ref.id) == ref
-    assert server_ref("server:user@host@https://h:1") == EmbedServerRef(
-        url="https://h:1", model="user@host"
-    )
-    for local in ("all-MiniLM-L6-v2", "/models/e5", "server:no-address"):
-        assert server_ref(local) is None
 
 
 def test_chunks_are_cut_by_the_bundled_tokenizer() -> None:
