@@ -118,7 +118,7 @@ class ServerDialog(QDialog):
         self.use_button.setText("Send passages to this server")
         self.buttons.accepted.connect(self._use)
         self.buttons.rejected.connect(self.reject)
-        form = QFormLayout()
+        self.form = form = QFormLayout()
         form.addRow("Server", self.url)
         form.addRow("API key", self.key)
         form.addRow("CA file", ca_row)
