@@ -10,7 +10,8 @@ headers and body are kept (`requests`), so tests can assert the prompt's layout.
 /v1/embeddings answers the same way, by model:
 
   stub-embed  words hashed into EMBED_DIM buckets (texts sharing words are near);
-              multilingual-e5-small too (a name with task prefixes)
+              multilingual-e5-small, nomic-embed-text:latest too (names with task
+              prefixes)
   broken 500, busy 429, stall (silence), drop (the connection cut before a reply)
   shifty      EMBED_DIM dimensions, then one more from its second request on
   per-token   one vector per word, as llama-cpp-python's server sends for a decoder
@@ -34,7 +35,13 @@ from typing import Any
 
 ANSWER = "The honey is extracted in late August [1]."
 MODELS = ("stub-model", "broken", "busy", "stall", "drop")
-EMBED_MODELS = ("stub-embed", "shifty", "multilingual-e5-small", "per-token")
+EMBED_MODELS = (
+    "stub-embed",
+    "shifty",
+    "multilingual-e5-small",
+    "nomic-embed-text:latest",
+    "per-token",
+)
 EMBED_DIM = 64
 
 

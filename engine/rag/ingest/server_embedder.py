@@ -42,6 +42,7 @@ from engine.rag.ingest.embedder import (
     locate_embedder,
     task_prefixes,
 )
+from engine.rag.ingest.gguf_embedder import NOMIC_PROMPTS
 from engine.rag.ingest.server_embedder_id import EmbedServerRef
 
 ROLE = "embeddings server"
@@ -80,7 +81,12 @@ class ServerEmbedder:
             raise ValueError("the batch must hold at least one text")
         self.endpoint = endpoint
         self.batch = batch
-        self.query_prefix, self.document_prefix = task_prefixes(model=endpoint.model, prompts={})
+        # Servers embed the text as sent: a model trained with task prefixes gets them
+        # here, known by its name (E5's in task_prefixes, nomic-embed-text's).
+        prompts = NOMIC_PROMPTS if "nomic-embed" in endpoint.model.lower() else {}
+        self.query_prefix, self.document_prefix = task_prefixes(
+            model=endpoint.model, prompts=prompts
+        )
         self._http = http_client(endpoint=endpoint)
         self._dimension: int | None = None
         self._tokenizer: Any = None

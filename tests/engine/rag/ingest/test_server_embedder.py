@@ -70,6 +70,15 @@ def test_questions_and_passages_get_the_models_task_prefixes() -> None:
         ["query: which owls"],
         ["passage: Owls hunt."],
     ]
+    with model_server_stub() as stub:
+        endpoint = ServerEndpoint(url=stub.url, model="nomic-embed-text:latest")
+        nomic = ServerEmbedder(endpoint=endpoint, batch=8)
+        nomic.embed(["which owls"])
+        nomic.embed(["Owls hunt."], background=True)
+    assert [r["input"] for r in stub.state.embed_requests[-2:]] == [
+        ["search_query: which owls"],
+        ["search_document: Owls hunt."],
+    ]
 
 
 @pytest.mark.parametrize(
