@@ -1,9 +1,10 @@
 """The engine as a plain object: ingest, ask, look up sources, choose a model.
 
 The HTTP server (engine/service/server.py) is a thin layer over this and its named sub-APIs:
-`ingestion`, `library`, `system`, `each` (engine/service/facade.py) and `models`, the
-language model in use and choosing it (engine/service/model_choice.py); tests can call
-it in-process.
+`ingestion`, `library`, `system`, `each` (engine/service/facade.py), `models`, the
+language model in use and choosing it (engine/service/model_choice.py), and
+`embed_servers`, an embeddings server as the embedder (engine/service/embed_server_choice.py);
+tests can call it in-process.
 Heavy parts (the embedder, a language model) load lazily, in the background where
 possible, so the engine answers /v1/status at once.
 """
@@ -33,6 +34,7 @@ from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
 from engine.rag.ingest.pipeline import CommitPolicy
 from engine.rag.ingest.sandbox import SandboxLimits
+from engine.rag.ingest.server_embedder import EmbeddingServerError
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
 from engine.rag.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
@@ -92,15 +94,13 @@ class Engine:
         self._settings = SettingsFile(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
-        # An embeddings server as the embedder: its key and settings (embed_server_choice.py).
-        self.embed_servers = EmbedServerChoice(paths=self.paths, settings=self._settings)
         self.in_force = EmbedderInForce(
             paths=self.paths,
             environ=self.environ,
             store=self.store,
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
-            open_server=self.embed_servers.open,
+            open_server=lambda ref: self.embed_servers.open(ref),
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
         # The language model in use, and choosing it (engine/service/model_choice.py).
@@ -139,6 +139,14 @@ class Engine:
             load=self.in_force.load,
             on_swap=self._swap_embedder,
             batch=self.environ.reembed_batch,
+        )
+        # An embeddings server as the embedder: its key and settings (embed_server_choice.py).
+        self.embed_servers = EmbedServerChoice(
+            paths=self.paths,
+            settings=self._settings,
+            store=self.store,
+            switch=self.embedders,
+            in_force=self.in_force,
         )
         meta = self.store.meta
         if meta is not None and meta.embedder_id != self.settings.embedder:
@@ -209,30 +217,6 @@ class Engine:
         self.embed_servers.forget_key_unless(needed=(name, meta.embedder_id if meta else None))
         return settings
 
-    def set_embedder_server(
-        self,
-        *,
-        url: str,
-        model: str,
-        api_key: str | None = None,
-        ca_file: str | None = None,
-        batch: int | None = None,
-        timeout_s: float | None = None,
-    ) -> EngineSettings:
-        """Embed on an OpenAI-compatible embeddings server: asked once first (one that
-        does not answer is never saved), then the collection is re-embedded by it while
-        the current index answers. The text of the documents is sent to it from then
-        on. Raises ServerAddressError, EmbeddingServerError or ValueError."""
-        chosen = self.embed_servers.check(
-            url=url, model=model, api_key=api_key, ca_file=ca_file, batch=batch, timeout_s=timeout_s
-        )
-        name = self.embedders.choose(name=chosen.embedder.info.id, embedder=chosen.embedder)
-        meta = self.store.meta
-        if meta is not None and meta.embedder_id == name:
-            # The same server in force: its new key, batch or timeout apply at once.
-            self.in_force.swap(chosen.embedder)
-        return self.embed_servers.keep(chosen)
-
     def _swap_embedder(self, embedder: Embedder) -> None:
         """The switch's new index is in: questions use its embedder from here on, and
         an embeddings server's key goes once no server is asked."""
@@ -252,7 +236,10 @@ class Engine:
 
     def _warm_up(self) -> None:
         try:
-            self.embedder()
+            try:
+                self.embedder()
+            except EmbeddingServerError as e:  # a question asks it again; the model loads
+                log.warning("the embeddings server is not answering: %s", e)
             if not self._closing.is_set():
                 self.models.load_chosen()
         except Exception as e:  # shown in status; the engine keeps serving

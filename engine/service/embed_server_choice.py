@@ -22,8 +22,11 @@ from engine.rag.answer.server_client import (
     check_url,
 )
 from engine.rag.answer.server_key import EMBED_KEY_FILE, read_key, write_key
+from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.server_embedder import ServerEmbedder
 from engine.rag.ingest.server_embedder_id import EmbedServerRef, server_ref
+from engine.rag.store.lance_store import LanceStore
+from engine.service.embedder_in_force import EmbedderInForce
 from engine.service.settings import SettingsFile
 from engine.wire import EmbedServerInfo, EngineSettings
 
@@ -42,9 +45,44 @@ class EmbedServerChosen:
 
 
 class EmbedServerChoice:
-    def __init__(self, *, paths: Paths, settings: SettingsFile) -> None:
+    def __init__(
+        self,
+        *,
+        paths: Paths,
+        settings: SettingsFile,
+        store: LanceStore,
+        switch: EmbedderSwitch,
+        in_force: EmbedderInForce,
+    ) -> None:
         self._paths = paths
         self._settings = settings
+        self._store = store
+        self._switch = switch
+        self._in_force = in_force
+
+    def choose(
+        self,
+        *,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        batch: int | None = None,
+        timeout_s: float | None = None,
+    ) -> EngineSettings:
+        """Embed on the server: asked once first (one that does not answer is never
+        saved), then the collection is re-embedded by it while the current index
+        answers; the text of the documents goes to it from then on. Raises
+        ServerAddressError, EmbeddingServerError or ValueError."""
+        chosen = self.check(
+            url=url, model=model, api_key=api_key, ca_file=ca_file, batch=batch, timeout_s=timeout_s
+        )
+        name = self._switch.choose(name=chosen.embedder.info.id, embedder=chosen.embedder)
+        meta = self._store.meta
+        if meta is not None and meta.embedder_id == name:
+            # The same server in force: its new key, batch or timeout apply at once.
+            self._in_force.swap(chosen.embedder)
+        return self.keep(chosen)
 
     def open(self, ref: EmbedServerRef) -> ServerEmbedder:
         """The server `ref` names, with the stored key and the settings' CA file,

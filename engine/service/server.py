@@ -204,7 +204,7 @@ def create_app(
         background. The text of the person's documents goes to it from then on."""
         try:
             return to_json_dict(
-                engine.set_embedder_server(
+                engine.embed_servers.choose(
                     url=body.url,
                     model=body.model,
                     api_key=body.api_key,

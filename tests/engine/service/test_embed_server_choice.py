@@ -80,7 +80,7 @@ def test_the_server_re_embeds_the_collection_and_embeds_questions(
     assert chunks >= 3
     with model_server_stub(key=KEY) as stub:
         engine.ingest.pause()  # the switch waits: the old index answers meanwhile
-        settings = engine.set_embedder_server(
+        settings = engine.embed_servers.choose(
             url=stub.url, model="stub-embed", api_key=KEY, batch=2, timeout_s=30
         )
         server_id = f"server:stub-embed@{stub.url}"
@@ -137,7 +137,7 @@ def test_a_server_failing_mid_switch_leaves_the_old_index_with_every_chunk(
     chunks = engine.store.counts()
     with model_server_stub() as stub:
         # "shifty" answers the dimension, then sends vectors of another.
-        engine.set_embedder_server(url=stub.url, model="shifty", batch=1)
+        engine.embed_servers.choose(url=stub.url, model="shifty", batch=1)
         switch = _switch_done(engine)
         assert switch.state == "failed"
         message = switch.message or ""
@@ -153,7 +153,7 @@ def test_a_server_failing_mid_switch_leaves_the_old_index_with_every_chunk(
 
 def _refused(engine: Engine, stub: Stub, **asked: object) -> str:
     with pytest.raises((EmbeddingServerError, ServerAddressError, ValueError)) as failed:
-        engine.set_embedder_server(url=asked.pop("url", stub.url), **asked)  # type: ignore[arg-type]
+        engine.embed_servers.choose(url=asked.pop("url", stub.url), **asked)  # type: ignore[arg-type]
     return str(failed.value)
 
 
@@ -173,9 +173,19 @@ def test_a_server_that_refuses_when_chosen_is_never_saved(engine: Engine) -> Non
 
 def test_the_server_down_with_its_index_in_force_is_a_clear_error(engine: Engine) -> None:
     with model_server_stub() as stub:
-        engine.set_embedder_server(url=stub.url, model="stub-embed", timeout_s=2)
+        engine.embed_servers.choose(url=stub.url, model="stub-embed", timeout_s=2)
         assert _switch_done(engine).state == "done"
     # The stub is gone: a question says so, quickly, and the index is kept.
     with pytest.raises(EmbeddingServerError, match="cannot reach the embeddings server"):
         engine.retrieve(question="which birds hunt at night", k=1)
     assert engine.store.meta is not None and engine.store.meta.dimension == EMBED_DIM
+    # An engine starting meanwhile warms up without it: the model's load is not
+    # skipped, nor is its failure reported as the model's.
+    again = Engine(paths=engine.paths, warm_up=True, watch=False)
+    try:
+        assert again._warming is not None
+        again._warming.join(timeout=60)
+        assert again.models.error() is None
+        assert again.status().embed_server is not None
+    finally:
+        again.close()

@@ -76,7 +76,7 @@ def test_a_real_engine_switches_to_the_real_server(server: LlamaServer, tmp_path
         _, job = engine.add_folder(path=str(docs))
         wait_until(lambda: job.snapshot().state == "done", timeout_s=180)
         chunks = engine.store.counts()[1]
-        engine.set_embedder_server(url=server.url, model=server.alias, batch=4)
+        engine.embed_servers.choose(url=server.url, model=server.alias, batch=4)
         switch = engine.ingest.job(job_id=engine.status().embedder_job or "")
         assert switch is not None
         wait_until(lambda: switch.snapshot().state in ("done", "failed"), timeout_s=300)
