@@ -19,7 +19,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.bridge_plumbing import EngineOp, describe_error
-from app.models_pane.server_dialog import ServerDialog
+from app.models_pane.server_dialog import ServerDialog, list_models_through
 from app.qt_compat import emit
 from engine.rag.ingest.server_embedder_id import server_ref
 from engine.wire import EngineSettings
@@ -121,19 +121,9 @@ def attach_embed_server_dialog(
         settings = state["settings"]
         if isinstance(settings, EngineSettings):
             dialog.show_settings(settings)
-        dialog.sig_list_requested.connect(lambda url, key, ca: list_models(dialog, url, key, ca))
+        list_models_through(bridge=bridge, dialog=dialog)
         dialog.sig_use_requested.connect(lambda pick: use(dialog, pick))
         dialog.open()
-
-    def list_models(dialog: EmbedServerDialog, url: str, key: str | None, ca: str | None) -> None:
-        bridge.run(
-            EngineOp(
-                what="Listing the server's models",
-                call=lambda c: c.server_models(url=url, api_key=key, ca_file=ca),
-                success=dialog.show_models,
-                failure=lambda e: dialog.show_error(describe_error(error=e)),
-            )
-        )
 
     def use(dialog: EmbedServerDialog, pick: EmbedServerPick) -> None:
         def done(settings: EngineSettings) -> None:
