@@ -93,7 +93,11 @@ class ServerEmbedder:
         self._tokenizer_lock = threading.Lock()
         self._scale_lock = threading.Lock()
         self._scale: SemanticScale | None = None
-        first = self._request([PROBE_TEXT])
+        try:
+            first = self._request([PROBE_TEXT])
+        except EmbeddingServerError:
+            self._http.close()  # its connections go with the refusal
+            raise
         ref = EmbedServerRef(url=endpoint.url, model=endpoint.model)
         self.info = EmbedderInfo(id=ref.id, dimension=first.shape[1], max_tokens=MAX_TOKENS)
 
