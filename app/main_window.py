@@ -41,6 +41,7 @@ from app.library.library_pane import (
     ask_collection_dialog,
     choose_folder_dialog,
 )
+from app.models_pane.embed_server_dialog import attach_embed_server_dialog
 from app.models_pane.model_actions import ModelActions
 from app.models_pane.model_chooser import (
     ModelChooser,
@@ -165,6 +166,11 @@ class MainWindow(QMainWindow):
             open_signal=self.model_chooser.sig_server_requested,
             answer_failed=self.chat.sig_answer_failed,
             bar=self.server_fallback,
+            parent=self,
+        )
+        self.embed_server_dialog = attach_embed_server_dialog(
+            bridge=self.bridge,
+            open_signal=self.model_chooser.sig_embed_server_requested,
             parent=self,
         )
         attach_multilingual_offer(chooser=self.model_chooser, bridge=self.bridge)

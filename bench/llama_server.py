@@ -61,8 +61,10 @@ def llama_server(
     context: int = 4096,
     threads: int | None = None,
     wait_s: float = 300.0,
+    embedding: bool = False,
 ) -> Iterator[LlamaServer]:
-    """The server for `model` (a GGUF file) on a free loopback port, until the block ends."""
+    """The server for `model` (a GGUF file) on a free loopback port, until the block ends;
+    `embedding`: it serves /v1/embeddings (and no completions)."""
     port = _free_port()
     command = [
         sys.executable,
@@ -84,6 +86,7 @@ def llama_server(
         # another prompt ran in between (the KV of the last prompt is reused anyway).
         "--cache",
         "true",
+        *(("--embedding", "true") if embedding else ()),
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:

@@ -262,6 +262,11 @@ class EngineSettings:
     # How long a request may wait for its first token (a busy or CPU-only server, a
     # long prompt's prefill, its own queue): then the answer fails, saying so.
     server_first_token_s: float = 120.0
+    # The embeddings server when `embedder` names one (`server:MODEL@URL`,
+    # engine/rag/ingest/server_embedder.py); its key lives in its own 0600 file.
+    embed_server_ca_file: str | None = None  # a private CA's certificates (PEM)
+    embed_server_batch: int = 32  # texts a request
+    embed_server_timeout_s: float = 60.0  # the most a request may wait for its vectors
     max_file_mb: int = 512  # larger files are listed as errors, never read
     parse_time_limit_s: float = 120.0  # per file, in the parsing child
     parse_memory_mb: int = 2048  # address space of the parsing child
@@ -287,6 +292,17 @@ class ModelServerInfo:
     concurrency: int
     first_token_ms: float | None = None  # median of recent answers, measured here
     cached_tokens: int | None = None  # the last prompt's tokens its prefix cache served
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedServerInfo:
+    """The embeddings server the collection's text is sent to (never its key):
+    the chosen embedder's, or the one of the index in force while a switch runs."""
+
+    url: str
+    model: str
+    batch: int
+    in_force: bool  # its index answers questions now (else: being re-embedded into)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,6 +336,7 @@ class EngineStatus:
     # "model" (the language model in use) or a cross-encoder.
     reranker: str | None = None
     server: ModelServerInfo | None = None  # generation on a model server, when it is
+    embed_server: EmbedServerInfo | None = None  # embeddings from a server, when they are
     # The collection's languages (ISO 639-1, most text first), and the embedder
     # offered for them when the one in force reads English only.
     languages: list[str] = field(default_factory=list)

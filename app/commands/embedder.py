@@ -1,4 +1,5 @@
-"""`ragdoll embedder [NAME|PATH] [--wait]`: show or choose the embedder.
+"""`ragdoll embedder [NAME|PATH | --server URL --name MODEL] [--wait]`: show or choose
+the embedder, local or on an OpenAI-compatible embeddings server.
 
 Choosing one re-embeds the collection as a background job; questions use the
 current index until the new one is complete. An engine started for the call is
@@ -9,9 +10,20 @@ from __future__ import annotations
 
 import argparse
 
+from app.commands.server_args import add_key_and_ca, print_server_models
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
+from engine.rag.answer.server_key import read_key_file
 from engine.service.client import EngineClient
+from engine.wire import EmbedServerInfo
+
+
+def embed_sent_notice(url: str) -> str:
+    """What a person must know before a server embeds the collection."""
+    return (
+        f"The text of your documents (every chunk) and your questions are sent to {url} "
+        "to be embedded. Your files and index stay on this machine."
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,21 +36,76 @@ def register(sub: argparse._SubParsersAction) -> None:
         "embedder file (nomic-embed-text, or a BERT one such as bge), or "
         "all-MiniLM-L6-v2 (the bundled default)",
     )
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        help="embed on an OpenAI-compatible embeddings server (vLLM --task embed, Ollama, "
+        "Hugging Face TEI, llama.cpp's server --embedding); alone, lists its models. "
+        "The text of your documents is sent to it",
+    )
+    p.add_argument("--name", metavar="MODEL", help="the server's embedding model")
+    add_key_and_ca(p)
+    p.add_argument("--batch", type=int, metavar="N", help="texts a request (default 32)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long a request may wait for its vectors (default 60)",
+    )
     p.add_argument("--wait", action="store_true", help="follow the re-embedding to its end")
     p.set_defaults(func=run)
 
 
+def _server(args: argparse.Namespace, client: EngineClient) -> bool:
+    """List the server's models (no --name: False), or embed on it (True)."""
+    key = read_key_file(args.api_key_file) if args.api_key_file else None
+    if not args.name:
+        print_server_models(
+            client=client,
+            url=args.server,
+            api_key=key,
+            ca_file=args.ca_file,
+            choose="ragdoll embedder --server URL --name MODEL",
+        )
+        return False
+    print(embed_sent_notice(args.server))
+    client.set_embedder_server(
+        url=args.server,
+        model=args.name,
+        api_key=key,
+        ca_file=args.ca_file,
+        batch=args.batch,
+        timeout_s=args.timeout,
+    )
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
+    if not args.server and (args.name or args.api_key_file or args.batch or args.timeout):
+        return fail("--name, --api-key-file, --batch and --timeout go with --server URL")
     try:
         with engine_session(keep=True) as client:
-            if args.embedder:
+            if args.server:
+                if not _server(args, client):
+                    return 0
+            elif args.embedder:
                 client.set_embedder(embedder=args.embedder)
             code = _show(client)
             if args.wait:
                 code = _follow(client) or code
     except (EngineUnavailableError, EngineRequestError) as e:
         return fail(str(e))
+    except (OSError, ValueError) as e:  # the key file
+        return fail(f"the API key file could not be read: {e}")
     return code
+
+
+def server_line(server: EmbedServerInfo) -> str:
+    """The embeddings server as `ragdoll status` and `ragdoll embedder` name it."""
+    return (
+        f"embeddings server: {server.model} on {server.url} "
+        "(the text of your documents is sent there)"
+    )
 
 
 def _show(client: EngineClient) -> int:
@@ -52,6 +119,8 @@ def _show(client: EngineClient) -> int:
         print("questions use the current embedder's index until the new one is complete")
     elif status.embedder != in_force:
         print(f"chosen: {status.embedder} (re-embedding resumes when the engine starts)")
+    if status.embed_server is not None:
+        print(server_line(status.embed_server))
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from app.commands.server_args import add_key_and_ca, print_server_models
 from app.commands.session import engine_session, fail
 from engine.errors import EngineRequestError, EngineUnavailableError
 from engine.rag.answer.server_key import read_key_file
@@ -43,14 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Passages of your documents are sent to it",
     )
     p.add_argument("--name", metavar="MODEL", help="the server's model to answer with")
-    p.add_argument(
-        "--api-key-file",
-        metavar="FILE",
-        help="a file holding the server's API key (stored by the engine readable only by you)",
-    )
-    p.add_argument(
-        "--ca-file", metavar="FILE", help="the CA certificates (PEM) of a server with a private CA"
-    )
+    add_key_and_ca(p)
     p.add_argument(
         "--concurrency",
         type=int,
@@ -71,11 +65,13 @@ def _server(args: argparse.Namespace, client: EngineClient) -> EngineSettings | 
     """List the server's models (no --name), or generate on it. None: listed."""
     key = read_key_file(args.api_key_file) if args.api_key_file else None
     if not args.name:
-        models = client.server_models(url=args.server, api_key=key, ca_file=args.ca_file)
-        print(f"{args.server} serves:" if models else f"{args.server} lists no models")
-        for name in models:
-            print(f"  {name}")
-        print("Choose one: ragdoll model --server URL --name MODEL")
+        print_server_models(
+            client=client,
+            url=args.server,
+            api_key=key,
+            ca_file=args.ca_file,
+            choose="ragdoll model --server URL --name MODEL",
+        )
         return None
     print(sent_notice(args.server))
     return client.set_model_server(

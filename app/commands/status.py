@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from app.commands.embedder import server_line
 from app.commands.session import fail
 from engine.errors import EngineRequestError, EngineUnavailableError
 
@@ -43,5 +44,7 @@ def run(args: argparse.Namespace) -> int:
             f"model server: {status.server.url} (passages of your documents are sent there)"
             + (f", first token {latency:.0f} ms" if latency is not None else "")
         )
+    if status.embed_server is not None:  # the documents' text goes there: say so
+        print(server_line(status.embed_server))
     print(f"data: {paths.data}")
     return 0

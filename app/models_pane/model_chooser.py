@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_render import file_name
 from app.qt_compat import emit
+from engine.rag.ingest.server_embedder_id import server_ref
 from engine.wire import AnswerMode, EmbedderOffer, EngineSettings, EngineStatus, ModelDownload
 
 if TYPE_CHECKING:
@@ -63,12 +64,22 @@ def choose_embedder_gguf_dialog(parent: QWidget) -> str | None:
     )
 
 
+def embedder_name(name: str) -> str:
+    """An embedder as the menu names it: a file's or folder's name, or an embeddings
+    server's model and address."""
+    ref = server_ref(name)
+    return f"{ref.model} on {ref.url}" if ref is not None else file_name(path=name)
+
+
 def embedder_text(status: EngineStatus) -> str:
-    """The embedder in force, and the one being switched to."""
+    """The embedder in force, and the one being switched to; an embeddings server is
+    named with what is sent to it."""
     in_force = status.embedder_in_force or status.embedder
-    text = f"Embedder: {file_name(path=in_force)}"
+    text = f"Embedder: {embedder_name(in_force)}"
     if status.embedder != in_force:
-        text += f" (re-embedding with {file_name(path=status.embedder)})"
+        text += f" (re-embedding with {embedder_name(status.embedder)})"
+    if status.embed_server is not None:
+        text += " — your documents' text is sent to that server"
     return text
 
 
@@ -207,6 +218,7 @@ class ModelChooser(QToolButton):
     sig_embedder_requested = Signal(str)  # a folder, or DEFAULT_EMBEDDER
     sig_ranking_requested = Signal(object)  # "model", a cross-encoder, or None
     sig_server_requested = Signal()  # open the model server dialog
+    sig_embed_server_requested = Signal()  # open the embeddings server dialog
     sig_offer_accepted = Signal(str)  # the offered embedder's hub repo id
 
     def __init__(
@@ -278,6 +290,11 @@ class ModelChooser(QToolButton):
         self.choose_embedder_action.triggered.connect(self.choose_embedder)
         self.choose_embedder_gguf_action = QAction("Choose a GGUF embedder file…", self)
         self.choose_embedder_gguf_action.triggered.connect(self.choose_embedder_gguf)
+        # An OpenAI-compatible /v1/embeddings server (app/models_pane/embed_server_dialog.py).
+        self.embed_server_action = QAction("Use an embeddings server…", self)
+        self.embed_server_action.setCheckable(True)
+        self.embed_server_action.triggered.connect(self._embed_server_requested)
+        self._on_embed_server = False
         self.default_embedder_action = QAction(f"Bundled embedder ({DEFAULT_EMBEDDER})", self)
         self.default_embedder_action.setCheckable(True)
         self.default_embedder_action.triggered.connect(self.use_default_embedder)
@@ -291,6 +308,7 @@ class ModelChooser(QToolButton):
         menu.addAction(self.offer_action)
         menu.addAction(self.choose_embedder_action)
         menu.addAction(self.choose_embedder_gguf_action)
+        menu.addAction(self.embed_server_action)
         menu.addAction(self.default_embedder_action)
         self.setMenu(menu)
 
@@ -310,6 +328,10 @@ class ModelChooser(QToolButton):
     def _server_requested(self) -> None:
         self.server_action.setChecked(self._on_server)  # checked by the status alone
         emit(self.sig_server_requested)
+
+    def _embed_server_requested(self) -> None:
+        self.embed_server_action.setChecked(self._on_embed_server)  # checked by the status
+        emit(self.sig_embed_server_requested)
 
     def use_extractive(self) -> None:
         emit(self.sig_model_requested, None)
@@ -351,6 +373,8 @@ class ModelChooser(QToolButton):
         if cross:
             self.ranker_label.setText(f"Sources ranked by: {ranker_name(status.reranker)}")
         self.embedder_label.setText(embedder_text(status))
+        self._on_embed_server = server_ref(status.embedder) is not None
+        self.embed_server_action.setChecked(self._on_embed_server)
         offer = status.embedder_offer if status.embedder == status.embedder_in_force else None
         if offer != self._offer:
             self._offer = offer

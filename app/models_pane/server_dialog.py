@@ -118,7 +118,7 @@ class ServerDialog(QDialog):
         self.use_button.setText("Send passages to this server")
         self.buttons.accepted.connect(self._use)
         self.buttons.rejected.connect(self.reject)
-        form = QFormLayout()
+        self.form = form = QFormLayout()
         form.addRow("Server", self.url)
         form.addRow("API key", self.key)
         form.addRow("CA file", ca_row)
@@ -243,6 +243,23 @@ class ServerFallbackBar(QFrame):
         emit(signal)
 
 
+def list_models_through(*, bridge: EngineBridge, dialog: ServerDialog) -> None:
+    """The dialog's "List the server's models" asks the engine (never the window: the
+    engine holds the stored key), the list or the refusal shown in the dialog."""
+
+    def list_models(url: str, key: str | None, ca: str | None) -> None:
+        bridge.run(
+            EngineOp(
+                what="Listing the server's models",
+                call=lambda c: c.server_models(url=url, api_key=key, ca_file=ca),
+                success=dialog.show_models,
+                failure=lambda e: dialog.show_error(describe_error(error=e)),
+            )
+        )
+
+    dialog.sig_list_requested.connect(list_models)
+
+
 def attach_server_dialog(
     *,
     bridge: EngineBridge,
@@ -267,19 +284,9 @@ def attach_server_dialog(
         settings = state["settings"]
         if isinstance(settings, EngineSettings):
             dialog.show_settings(settings)
-        dialog.sig_list_requested.connect(lambda url, key, ca: list_models(dialog, url, key, ca))
+        list_models_through(bridge=bridge, dialog=dialog)
         dialog.sig_use_requested.connect(lambda choice: use(dialog, choice))
         dialog.open()
-
-    def list_models(dialog: ServerDialog, url: str, key: str | None, ca: str | None) -> None:
-        bridge.run(
-            EngineOp(
-                what="Listing the server's models",
-                call=lambda c: c.server_models(url=url, api_key=key, ca_file=ca),
-                success=dialog.show_models,
-                failure=lambda e: dialog.show_error(describe_error(error=e)),
-            )
-        )
 
     def use(dialog: ServerDialog, choice: ServerChoice) -> None:
         def done(settings: EngineSettings) -> None:

@@ -149,6 +149,26 @@ class EngineClient:
         body = self._request("PUT", "/v1/settings/embedder", json={"embedder": embedder})
         return from_json_dict(EngineSettings, body)
 
+    def set_embedder_server(
+        self,
+        *,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        batch: int | None = None,
+        timeout_s: float | None = None,
+    ) -> EngineSettings:
+        """Embed on an OpenAI-compatible embeddings server. The engine asks it once
+        before saving, then re-embeds the collection in the background; `api_key` None
+        keeps the stored one for the same server."""
+        payload: dict[str, object] = {"url": url, "model": model, "ca_file": ca_file}
+        for name, value in (("api_key", api_key), ("batch", batch), ("timeout_s", timeout_s)):
+            if value is not None:
+                payload[name] = value
+        body = self._request("PUT", "/v1/settings/embedder-server", json=payload)
+        return from_json_dict(EngineSettings, body)
+
     def set_reranker(self, *, reranker: str | None) -> EngineSettings:
         """Choose what re-orders each question's candidates: "model" (the language
         model in use), a cross-encoder (folder or Hugging Face cache id), or None."""

@@ -1,9 +1,10 @@
 """The engine as a plain object: ingest, ask, look up sources, choose a model.
 
 The HTTP server (engine/service/server.py) is a thin layer over this and its named sub-APIs:
-`ingestion`, `library`, `system`, `each` (engine/service/facade.py) and `models`, the
-language model in use and choosing it (engine/service/model_choice.py); tests can call
-it in-process.
+`ingestion`, `library`, `system`, `each` (engine/service/facade.py), `models`, the
+language model in use and choosing it (engine/service/model_choice.py), and
+`embed_servers`, an embeddings server as the embedder (engine/service/embed_server_choice.py);
+tests can call it in-process.
 Heavy parts (the embedder, a language model) load lazily, in the background where
 possible, so the engine answers /v1/status at once.
 """
@@ -33,6 +34,7 @@ from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
 from engine.rag.ingest.pipeline import CommitPolicy
 from engine.rag.ingest.sandbox import SandboxLimits
+from engine.rag.ingest.server_embedder import EmbeddingServerError
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
 from engine.rag.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
@@ -44,6 +46,7 @@ from engine.rag.store.records import SearchFilters, SearchHit
 from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
 from engine.runtime.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
 from engine.service import library_view
+from engine.service.embed_server_choice import EmbedServerChoice
 from engine.service.embedder_in_force import EmbedderInForce
 from engine.service.facade import EachAPI, IngestionAPI, LibraryAPI, SystemAPI
 from engine.service.folders import FolderRegistry
@@ -97,6 +100,7 @@ class Engine:
             store=self.store,
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
+            open_server=lambda ref: self.embed_servers.open(ref),
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
         # The language model in use, and choosing it (engine/service/model_choice.py).
@@ -133,8 +137,16 @@ class Engine:
             store=self.store,
             queue=self.ingest,
             load=self.in_force.load,
-            on_swap=self.in_force.swap,
+            on_swap=self._swap_embedder,
             batch=self.environ.reembed_batch,
+        )
+        # An embeddings server as the embedder: its key and settings (embed_server_choice.py).
+        self.embed_servers = EmbedServerChoice(
+            paths=self.paths,
+            settings=self._settings,
+            store=self.store,
+            switch=self.embedders,
+            in_force=self.in_force,
         )
         meta = self.store.meta
         if meta is not None and meta.embedder_id != self.settings.embedder:
@@ -200,7 +212,16 @@ class Engine:
         id in the Hugging Face cache); it is loaded first (one that does not load is never
         saved), then the collection is re-embedded while the current index answers."""
         name = self.embedders.choose(name=embedder)
-        return self._settings.change(embedder=name)
+        settings = self._settings.change(embedder=name)
+        meta = self.store.meta
+        self.embed_servers.forget_key_unless(needed=(name, meta.embedder_id if meta else None))
+        return settings
+
+    def _swap_embedder(self, embedder: Embedder) -> None:
+        """The switch's new index is in: questions use its embedder from here on, and
+        an embeddings server's key goes once no server is asked."""
+        self.in_force.swap(embedder)
+        self.embed_servers.forget_key_unless(needed=(self.settings.embedder, embedder.info.id))
 
     def set_reranker(self, *, reranker: str | None) -> EngineSettings:
         """None/"none", "model" (the language model in use ranks), or a cross-encoder,
@@ -215,7 +236,10 @@ class Engine:
 
     def _warm_up(self) -> None:
         try:
-            self.embedder()
+            try:
+                self.embedder()
+            except EmbeddingServerError as e:  # a question asks it again; the model loads
+                log.warning("the embeddings server is not answering: %s", e)
             if not self._closing.is_set():
                 self.models.load_chosen()
         except Exception as e:  # shown in status; the engine keeps serving
@@ -286,6 +310,7 @@ class Engine:
             embedders=self.embedders,
             profiler=self.profiler,
             pipeline=self.pipeline_info(),
+            embed_servers=self.embed_servers,
         )
 
     def pipeline_info(self) -> PipelineInfo | None:

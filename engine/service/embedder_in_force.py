@@ -14,11 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.environ import EngineEnviron
-from engine.errors import StaleVectorsError
+from engine.errors import EmbedderError, StaleVectorsError
 from engine.paths import Paths
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
+from engine.rag.ingest.server_embedder_id import EmbedServerRef, server_ref
 from engine.rag.pipeline.adapters import STALE_TRIES
 from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import SearchFilters, SearchHit
@@ -36,7 +37,11 @@ class EmbedderInForce:
         store: LanceStore,
         chosen: Callable[[], str],
         placement: Callable[[], Placement | None],
+        open_server: Callable[[EmbedServerRef], Embedder] | None = None,
     ) -> None:
+        """`open_server`: an embeddings server named by an embedder id (`server:MODEL@URL`),
+        opened with its key and settings (engine/service/embed_server_choice.py)."""
+        self._open_server = open_server
         self._paths = paths
         self._environ = environ  # the embedder back-end, cache and int8 it asks for
         self._store = store
@@ -68,6 +73,11 @@ class EmbedderInForce:
             return self._embedder
 
     def load(self, model: str) -> Embedder:
+        ref = server_ref(model)
+        if ref is not None:
+            if self._open_server is None:
+                raise EmbedderError(f"{model} names an embeddings server; none can be asked here")
+            return self._open_server(ref)
         # With a model in use, the embedder takes the GPU only if that model's
         # placement leaves it room (without one: the GPU's free memory).
         return Embedder(

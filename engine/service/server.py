@@ -8,6 +8,7 @@ engine/service/api/security.py's guard (Host, Origin, token, body size)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ from engine.rag.ingest.jobs import IngestJob
 from engine.service.api.bodies import (
     AskBody,
     EmbedderBody,
+    EmbedderServerBody,
     IngestBody,
     ModelBody,
     ModelServerBody,
@@ -98,6 +100,20 @@ COMMON_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+@contextlib.contextmanager
+def server_refusals() -> Iterator[None]:
+    """A model or embeddings server's refusal as the route's answer: 400 for what was
+    given (an address, a CA file, a value), 502 for a server that cannot be used."""
+    try:
+        yield
+    except ServerAddressError as e:
+        raise HTTPException(status_code=400, detail=str(e)) from e
+    except ModelServerError as e:
+        raise HTTPException(status_code=502, detail=str(e)) from e
+    except (ModelLoadError, EmbedderError, OSError, ValueError) as e:
+        raise HTTPException(status_code=400, detail=str(e)) from e
+
+
 def create_app(
     *,
     engine: Engine,
@@ -152,7 +168,7 @@ def create_app(
     def set_model_server(body: ModelServerBody) -> dict:
         """Generate on an OpenAI-compatible server; checked first (502 when it cannot
         be used, with why). Passages of the person's documents go to it from then on."""
-        try:
+        with server_refusals():
             return to_json_dict(
                 engine.models.set_model_server(
                     url=body.url,
@@ -163,26 +179,16 @@ def create_app(
                     first_token_s=body.first_token_s,
                 )
             )
-        except ServerAddressError as e:
-            raise HTTPException(status_code=400, detail=str(e)) from e
-        except ModelServerError as e:
-            raise HTTPException(status_code=502, detail=str(e)) from e
-        except (ModelLoadError, OSError, ValueError) as e:
-            raise HTTPException(status_code=400, detail=str(e)) from e
 
     @app.post(
         "/v1/model-server/models", response_model=dict[str, list[str]], responses=SERVER_REFUSED
     )
     def server_models(body: ServerModelsBody) -> dict:
         """The models a server lists (its /v1/models); nothing else is sent to it."""
-        try:
+        with server_refusals():
             models = engine.models.server_models(
                 url=body.url, api_key=body.api_key, ca_file=body.ca_file
             )
-        except ServerAddressError as e:
-            raise HTTPException(status_code=400, detail=str(e)) from e
-        except ModelServerError as e:
-            raise HTTPException(status_code=502, detail=str(e)) from e
         return {"models": models}
 
     @app.put("/v1/settings/embedder", response_model=EngineSettings)
@@ -193,6 +199,25 @@ def create_app(
             return to_json_dict(engine.set_embedder(embedder=body.embedder))
         except (EmbedderError, OSError, ValueError) as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
+
+    @app.put(
+        "/v1/settings/embedder-server", response_model=EngineSettings, responses=SERVER_REFUSED
+    )
+    def set_embedder_server(body: EmbedderServerBody) -> dict:
+        """Embed on an OpenAI-compatible embeddings server; asked once first (502 when
+        it cannot be used, with why), then the collection is re-embedded by it in the
+        background. The text of the person's documents goes to it from then on."""
+        with server_refusals():
+            return to_json_dict(
+                engine.embed_servers.choose(
+                    url=body.url,
+                    model=body.model,
+                    api_key=body.api_key,
+                    ca_file=body.ca_file,
+                    batch=body.batch,
+                    timeout_s=body.timeout_s,
+                )
+            )
 
     @app.put("/v1/settings/reranker", response_model=EngineSettings)
     def set_reranker(body: RerankerBody) -> dict:

@@ -12,6 +12,7 @@ import os
 from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.store.lance_store import LanceStore
+from engine.service.embed_server_choice import EmbedServerChoice
 from engine.service.model_choice import ModelChoice
 from engine.service.profiling.auto_profile import AutoProfiler
 from engine.wire import EngineSettings, EngineStatus, PipelineInfo
@@ -27,6 +28,7 @@ def engine_status(
     embedders: EmbedderSwitch,
     profiler: AutoProfiler,
     pipeline: PipelineInfo | None,
+    embed_servers: EmbedServerChoice | None = None,
 ) -> EngineStatus:
     """`settings`: those in force; `pipeline`: the serving pipelines' state (None before
     the first question)."""
@@ -49,6 +51,11 @@ def engine_status(
         embedder_job=switch[1].id if switch is not None else None,
         reranker=settings.reranker,
         server=models.server_info(),
+        embed_server=(
+            embed_servers.info(in_force=meta.embedder_id if meta is not None else None)
+            if embed_servers is not None
+            else None
+        ),
         languages=list(languages),
         embedder_offer=embedder_offer(
             languages=languages,

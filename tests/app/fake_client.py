@@ -27,6 +27,7 @@ from engine.wire import (
     DocumentInfo,
     DoneEvent,
     EmbedderOffer,
+    EmbedServerInfo,
     EngineSettings,
     EngineStatus,
     FileError,
@@ -241,6 +242,7 @@ class FakeClient(EngineClient):
     server: ModelServerInfo | None = None  # what set_model_server saved
     server_list: list[str] = field(default_factory=lambda: ["llama-3.1-70b", "qwen2.5-7b"])
     embedder_offer: EmbedderOffer | None = None  # what status offers (none once switched)
+    embed_server: EmbedServerInfo | None = None  # the embeddings server, once one is chosen
     note: str | None = "No language model is installed: answers quote your documents."
     tokens: list[str] = field(default_factory=lambda: list(ANSWER_TOKENS))
     token_delay_s: float = 0.0
@@ -293,6 +295,7 @@ class FakeClient(EngineClient):
             reranker=self.reranker,
             server=self.server,
             embedder_offer=self.embedder_offer,
+            embed_server=self.embed_server,
         )
 
     def skip_profiling(self) -> ProfilingStatus:
@@ -355,7 +358,34 @@ class FakeClient(EngineClient):
         self._call("set_embedder", embedder=embedder)
         self.embedder, self.embedder_job = embedder, "embed-1"
         self.embedder_offer = None
+        self.embed_server = None
         return EngineSettings(model=self.model, embedder=embedder)
+
+    def set_embedder_server(
+        self,
+        *,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        ca_file: str | None = None,
+        batch: int | None = None,
+        timeout_s: float | None = None,
+    ) -> EngineSettings:
+        self._call(
+            "set_embedder_server",
+            url=url,
+            model=model,
+            api_key=api_key,
+            ca_file=ca_file,
+            batch=batch,
+            timeout_s=timeout_s,
+        )
+        # As the engine: the server's id is the embedder, re-embedding starts.
+        self.embedder, self.embedder_job = f"server:{model}@{url}", "embed-1"
+        self.embed_server = EmbedServerInfo(url=url, model=model, batch=batch or 32, in_force=False)
+        return EngineSettings(
+            model=self.model, embedder=self.embedder, embed_server_batch=batch or 32
+        )
 
     def documents(self) -> list[DocumentInfo]:
         self._call("documents")

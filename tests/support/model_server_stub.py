@@ -6,14 +6,27 @@ model-server error paths: the model asked for picks the behaviour.
   drop        one piece, then the connection is cut mid-stream
 Any request without the right key (when `key` is set) gets 401. Every chat request's
 headers and body are kept (`requests`), so tests can assert the prompt's layout.
+
+/v1/embeddings answers the same way, by model:
+
+  stub-embed  words hashed into EMBED_DIM buckets (texts sharing words are near);
+              multilingual-e5-small, nomic-embed-text:latest too (names with task
+              prefixes)
+  broken 500, busy 429, stall (silence), drop (the connection cut before a reply)
+  shifty      EMBED_DIM dimensions, then one more from its second request on
+  per-token   one vector per word, as llama-cpp-python's server sends for a decoder
+Each embeddings request's body is kept (`embed_requests`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,12 +35,22 @@ from typing import Any
 
 ANSWER = "The honey is extracted in late August [1]."
 MODELS = ("stub-model", "broken", "busy", "stall", "drop")
+EMBED_MODELS = (
+    "stub-embed",
+    "shifty",
+    "multilingual-e5-small",
+    "nomic-embed-text:latest",
+    "per-token",
+)
+EMBED_DIM = 64
 
 
 @dataclass
 class StubState:
     key: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    embed_requests: list[dict[str, Any]] = field(default_factory=list)
+    connections: list[socket.socket] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
@@ -48,6 +71,11 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            with state.lock:
+                state.connections.append(self.connection)
 
         def _authorized(self) -> bool:
             if state.key is None or self.headers.get("Authorization") == f"Bearer {state.key}":
@@ -75,6 +103,9 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self._authorized():
+                return
+            if self.path.rstrip("/") == "/v1/embeddings":
+                self._embeddings(body)
                 return
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._json(404, {"error": {"message": "not found"}})
@@ -106,6 +137,34 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             finally:
                 with state.lock:
                     state.in_flight -= 1
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            with state.lock:
+                state.embed_requests.append(body)
+                calls = len(state.embed_requests)
+            model = body.get("model")
+            if model == "broken":
+                self._json(500, {"error": {"message": "CUDA out of memory"}})
+            elif model == "busy":
+                self._json(429, {"error": {"message": "Too many requests"}})
+            elif model == "stall":
+                state.release.wait(timeout=30)
+            elif model == "drop":
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+            elif model not in EMBED_MODELS:
+                self._json(404, {"error": {"message": f"The model `{model}` does not exist."}})
+            else:
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                dim = EMBED_DIM + (1 if model == "shifty" and calls > 1 else 0)
+                data = [
+                    {"object": "embedding", "index": i, "embedding": word_vector(t, dim=dim)}
+                    for i, t in enumerate(texts)
+                ]
+                if model == "per-token":
+                    for row, text in zip(data, texts, strict=True):
+                        row["embedding"] = [word_vector(w) for w in text.split()]
+                self._json(200, {"object": "list", "data": data[::-1], "model": model})
 
         def _event(self, data: str) -> None:
             payload = f"data: {data}\n\n".encode()
@@ -144,6 +203,15 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def word_vector(text: str, *, dim: int = EMBED_DIM) -> list[float]:
+    """Counts of `text`'s words hashed into `dim` buckets, not normalised (as some
+    servers send them): texts sharing words are near."""
+    vector = [0.0] * dim
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[zlib.crc32(word.encode()) % dim] += 1.0
+    return vector
+
+
 def _pieces(text: str) -> Iterator[str]:
     words = text.split(" ")
     for i, w in enumerate(words):
@@ -163,3 +231,7 @@ def model_server_stub(*, key: str | None = None) -> Iterator[Stub]:
         state.release.set()
         server.shutdown()
         server.server_close()
+        # Kept-alive connections would go on being served: a stopped server drops them.
+        for connection in state.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)

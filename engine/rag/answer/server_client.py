@@ -112,11 +112,11 @@ def list_models(*, endpoint: ServerEndpoint) -> list[ServerModel]:
     """The server's /v1/models, or ModelServerError."""
     with http_client(endpoint=endpoint) as client:
         try:
-            response = client.get(f"{endpoint.base}/models", headers=_headers(endpoint))
+            response = client.get(f"{endpoint.base}/models", headers=auth_headers(endpoint))
         except httpx.HTTPError as e:
-            raise _failure(endpoint=endpoint, error=e) from None
+            raise connection_error(endpoint=endpoint, error=e) from None
         if response.status_code != 200:
-            raise _status_error(endpoint=endpoint, response=response)
+            raise status_error(endpoint=endpoint, response=response)
         try:
             data = response.json().get("data", [])
             return [
@@ -170,7 +170,7 @@ def chat_stream(
                 "POST",
                 f"{endpoint.base}/chat/completions",
                 json=body,
-                headers=_headers(endpoint),
+                headers=auth_headers(endpoint),
                 # Before the first token the server may prefill a long prompt in silence.
                 timeout=httpx.Timeout(
                     connect=t.connect_s, read=max(t.first_token_s, t.idle_s), write=30, pool=5
@@ -178,7 +178,7 @@ def chat_stream(
             ) as response:
                 if response.status_code != 200:
                     response.read()
-                    raise _status_error(endpoint=endpoint, response=response)
+                    raise status_error(endpoint=endpoint, response=response)
                 last = time.monotonic()
                 # A stopped answer closes the connection even while the server is
                 # silent (a long prefill): the server sees it leave and stops too.
@@ -206,7 +206,7 @@ def chat_stream(
         except httpx.HTTPError as e:
             if cancel is not None and cancel.is_set():
                 return
-            raise _failure(endpoint=endpoint, error=e, got_token=got_token) from None
+            raise connection_error(endpoint=endpoint, error=e, got_token=got_token) from None
 
 
 def http_client(*, endpoint: ServerEndpoint) -> httpx.Client:
@@ -232,7 +232,7 @@ def http_client(*, endpoint: ServerEndpoint) -> httpx.Client:
     )
 
 
-def _headers(endpoint: ServerEndpoint) -> dict[str, str]:
+def auth_headers(endpoint: ServerEndpoint) -> dict[str, str]:
     return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
 
 
@@ -275,10 +275,19 @@ def _delta(*, data: str, endpoint: ServerEndpoint) -> ChatDelta | None:
     return ChatDelta(text=text, finish_reason=finish, prompt_tokens=prompt, cached_tokens=cached)
 
 
-def _status_error(*, endpoint: ServerEndpoint, response: httpx.Response) -> ModelServerError:
+def status_error(
+    *,
+    endpoint: ServerEndpoint,
+    response: httpx.Response,
+    role: str = "model server",
+    hint: str = FALLBACK_HINT,
+    error: type[ModelServerError] = ModelServerError,
+) -> ModelServerError:
+    """`response`'s refusal as one message; `role` names the server ("model server",
+    "embeddings server"), `hint` says what to do, `error` is the class raised."""
     code = response.status_code
     detail = _scrub(_error_detail(response), endpoint)
-    at = f"the model server at {endpoint.url}"
+    at = f"the {role} at {endpoint.url}"
     if code in (401, 403):
         what = f"{at} refused the API key ({code}): check the key file"
     elif code == 404:
@@ -293,7 +302,7 @@ def _status_error(*, endpoint: ServerEndpoint, response: httpx.Response) -> Mode
         what = f"{at} failed with an error of its own ({code})"
     else:
         what = f"{at} refused the request ({code})"
-    return ModelServerError(f"{what}{': ' + detail if detail else ''}. {FALLBACK_HINT}")
+    return error(f"{what}{': ' + detail if detail else ''}. {hint}")
 
 
 def _error_detail(response: httpx.Response) -> str:
@@ -323,10 +332,18 @@ def _timeout(*, endpoint: ServerEndpoint, error: Exception, got_token: bool) -> 
     return ModelServerError(f"{what}. {FALLBACK_HINT}")
 
 
-def _failure(
-    *, endpoint: ServerEndpoint, error: Exception, got_token: bool = False
+def connection_error(
+    *,
+    endpoint: ServerEndpoint,
+    error: Exception,
+    got_token: bool = False,
+    role: str = "model server",
+    hint: str = FALLBACK_HINT,
+    raised: type[ModelServerError] = ModelServerError,
 ) -> ModelServerError:
-    at = f"the model server at {endpoint.url}"
+    """A connection's failure as one message (`role`, `hint`, `raised`: as
+    `status_error`'s); a timeout is told apart by whether the answer had begun."""
+    at = f"the {role} at {endpoint.url}"
     if isinstance(error, httpx.TimeoutException):
         return _timeout(endpoint=endpoint, error=error, got_token=got_token)
     text = str(error)
@@ -342,7 +359,7 @@ def _failure(
         what = f"the connection to {at} dropped mid-answer"
     else:
         what = f"{at} could not be used: {type(error).__name__}: {_scrub(text, endpoint)}"
-    return ModelServerError(f"{what}. {FALLBACK_HINT}")
+    return raised(f"{what}. {hint}")
 
 
 def _scrub(text: str, endpoint: ServerEndpoint) -> str:

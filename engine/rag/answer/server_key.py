@@ -7,24 +7,25 @@ import os
 from pathlib import Path
 
 KEY_FILE = "model-server.key"
+EMBED_KEY_FILE = "embeddings-server.key"  # the embeddings server's, kept apart
 
 
-def key_file(*, config: Path) -> Path:
-    return config / KEY_FILE
+def key_file(*, config: Path, name: str = KEY_FILE) -> Path:
+    return config / name
 
 
-def read_key(*, config: Path) -> str | None:
+def read_key(*, config: Path, name: str = KEY_FILE) -> str | None:
     try:
-        key = key_file(config=config).read_text(encoding="utf-8").strip()
+        key = key_file(config=config, name=name).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
     return key or None
 
 
-def write_key(*, config: Path, key: str | None) -> None:
+def write_key(*, config: Path, key: str | None, name: str = KEY_FILE) -> None:
     """Store `key` (0600 from its creation: never readable by others, even briefly);
     None or "" removes it."""
-    path = key_file(config=config)
+    path = key_file(config=config, name=name)
     if not key:
         path.unlink(missing_ok=True)
         return

@@ -83,10 +83,11 @@ class EmbedderSwitch:
         self.start(target=chosen)  # queued at the engine's start; again if it ended
         return old
 
-    def choose(self, *, name: str) -> str:
+    def choose(self, *, name: str, embedder: Embedder | None = None) -> str:
         """The embedder the person chose, as it will be saved: back to the one in
         force cancels a switch; another is loaded now (an error if it does not
-        load) and its re-embedding queued."""
+        load; `embedder`: already loaded, as an embeddings server is when it is
+        checked) and its re-embedding queued."""
         name = name.strip()
         if not name:
             raise ValueError(
@@ -99,7 +100,7 @@ class EmbedderSwitch:
         if meta is not None and name == meta.embedder_id:
             self.cancel()  # nothing to build
         elif active is None or active[0] != name:
-            self.start(target=name, embedder=self._load(name))
+            self.start(target=name, embedder=embedder or self._load(name))
         return name
 
     def start(self, *, target: str, embedder: Embedder | None = None) -> IngestJob:
@@ -136,6 +137,23 @@ class EmbedderSwitch:
         return run
 
     def _run(
+        self,
+        *,
+        job: IngestJob,
+        stop: Callable[[], bool],
+        target: str,
+        preloaded: Embedder | None,
+    ) -> str:
+        try:
+            return self._switch(job=job, stop=stop, target=target, preloaded=preloaded)
+        except EmbedderError as e:
+            # Not a bug (an embeddings server down, a model gone): the job says why,
+            # and the index in force, untouched, keeps answering.
+            log.warning("re-embedding with %s stopped: %s", target, e)
+            job.update(message=f"Re-embedding with {target} stopped: {e}")
+            return "failed"
+
+    def _switch(
         self,
         *,
         job: IngestJob,

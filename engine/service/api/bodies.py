@@ -94,6 +94,18 @@ class EmbedderBody(BaseModel):
     embedder: str = Field(min_length=1, max_length=4096)
 
 
+class EmbedderServerBody(BaseModel):
+    """`api_key` None keeps the stored key for the same server; "" means none."""
+
+    model_config = ConfigDict(strict=True)
+    url: str = Field(min_length=1, max_length=2048)
+    model: str = Field(min_length=1, max_length=512)
+    api_key: str | None = Field(default=None, max_length=8192)
+    ca_file: str | None = Field(default=None, max_length=4096)
+    batch: WholeNumber | None = Field(default=None, ge=1, le=2048)
+    timeout_s: float | None = Field(default=None, ge=1, le=3600)
+
+
 class RerankerBody(BaseModel):
     model_config = ConfigDict(strict=True)
     reranker: str | None = Field(default=None, max_length=4096)  # None or "none": off

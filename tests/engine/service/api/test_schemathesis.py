@@ -15,10 +15,12 @@ from tests.support.engine import RunningEngine
 
 # Operations left out: shutdown would end the run; adding or removing watched
 # folders with generated paths could grant a real folder of this machine; choosing a
-# model server (or listing its models) would send requests to generated addresses.
+# model or embeddings server (or listing its models) would send requests to generated
+# addresses.
 EXCLUDED = (
     *("--exclude-path", "/v1/shutdown", "--exclude-path", "/v1/folders"),
     *("--exclude-path", "/v1/settings/model-server", "--exclude-path", "/v1/model-server/models"),
+    *("--exclude-path", "/v1/settings/embedder-server"),
 )
 # Left out as checks: `positive_data_acceptance` (a schema-valid request the engine
 # refuses on its meaning, e.g. a search for blanks, is a correct 400).
