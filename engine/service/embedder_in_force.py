@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.environ import EngineEnviron
-from engine.errors import StaleVectorsError
+from engine.errors import LoadStopped, StaleVectorsError
 from engine.paths import Paths
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
@@ -36,8 +36,10 @@ class EmbedderInForce:
         store: LanceStore,
         chosen: Callable[[], str],
         placement: Callable[[], Placement | None],
+        closing: threading.Event,
     ) -> None:
         self._paths = paths
+        self._closing = closing  # set: loads stop between their steps
         self._environ = environ  # the embedder back-end, cache and int8 it asks for
         self._store = store
         self._chosen = chosen  # the settings' embedder
@@ -75,6 +77,7 @@ class EmbedderInForce:
             placement=self._placement(),
             cache_dir=self._paths.cache / "embedders",
             environ=self._environ,
+            stop=self._closing.is_set,
         )
 
     def swap(self, embedder: Embedder) -> None:
@@ -140,6 +143,8 @@ class EmbedderInForce:
         if embedder is not None:
             return embedder
         embedder = self.load(self._chosen())
+        if self._closing.is_set():  # the store is closing: the next start records it
+            raise LoadStopped("the engine closed while the embedder loaded")
         stale = self._store.ensure_embedder(
             embedder_id=embedder.info.id, dimension=embedder.info.dimension
         )
