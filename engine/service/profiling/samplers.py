@@ -194,7 +194,8 @@ def profile_in_process(
 
         _report(progress, f"loading {settings.model}", 0.0)
         answerer = open_model(
-            model_path=resolve_model_path(model=settings.model), paths=paths
+            model_path=resolve_model_path(model=settings.model, app_cache=paths.cache),
+            paths=paths,
         ).answerer
         sample_generation = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
 
