@@ -58,7 +58,6 @@ from engine.wire import (
     EngineStatus,
     FailedEvent,
     FileError,
-    HardwareInfo,
     IngestProgress,
     ProfilingStatus,
     ProgressEvent,
@@ -66,6 +65,7 @@ from engine.wire import (
     encode_sse,
     to_json_dict,
 )
+from engine.wire_hardware import HardwareInfo
 
 # A citation whose passage is gone: its document left the library, or was read again.
 PASSAGE_REMOVED = (
