@@ -93,7 +93,7 @@ def retrieval_sampler(
     a flat scan) a partition that is not resident is modelled by what paging it
     costs: reading its share of the chunk table's files from disk. The searches
     use random unit vectors: what a question embeds to does not change the cost."""
-    from engine.rag.store.lance_store import resident_budget
+    from engine.rag.store.resident_memory import resident_budget
     from engine.runtime.executor.page_cache import evict_page_cache
 
     meta = store.meta
