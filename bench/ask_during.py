@@ -142,7 +142,8 @@ def _wait(client: Any, job_id: str, *, until: Any, timeout_s: float = 3600) -> A
 def ask_during(
     *, root: Path, corpus: Path, pages: int, pdf_from: Path | None, rounds: int, say: Any
 ) -> dict[str, Any]:
-    from engine.paths import HOME_ENV, resolve_paths
+    from engine.environ import HOME_ENV
+    from engine.paths import resolve_paths
     from engine.service.client import EngineClient
 
     home = root / "home"

@@ -35,7 +35,7 @@ class StandInEmbedder(Embedder):
 
     def __init__(self, *, real: Embedder, batch_s: float = 0.0) -> None:
         self._gate = PriorityGate()
-        self._model = real._model  # the tokenizer: chunks are cut as in the product
+        self._tokenizer = real.tokenizer  # chunks are cut as in the product
         self.info = real.info
         self._beside_lock = threading.Lock()
         self._beside_ok = True

@@ -28,8 +28,9 @@ from typing import Any
 from bench.synthetic_chunks import SyntheticChunks, bulk_fill
 from engine.rag.pipeline.adapters import store_retrieve_batch
 from engine.rag.pipeline.requests import Question, new_question
-from engine.rag.store.lance_store import LanceStore, resident_budget
+from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import SearchResult
+from engine.rag.store.resident_memory import resident_budget
 from engine.runtime.executor.page_cache import evict_page_cache
 from engine.runtime.planner.placement import Placement
 

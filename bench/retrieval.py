@@ -39,7 +39,8 @@ from bench.synthetic_chunks import SyntheticChunks as _Synthetic
 from bench.synthetic_chunks import arrow_block as _arrow_block
 from engine.environ import EngineEnviron
 from engine.rag.store.ann_index import IndexPolicy
-from engine.rag.store.lance_store import LanceStore, chunks_schema, resident_budget
+from engine.rag.store.lance_store import LanceStore, chunks_schema
+from engine.rag.store.resident_memory import resident_budget
 
 FULL_ROWS = 1_000_000
 QUICK_ROWS = 50_000

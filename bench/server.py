@@ -133,7 +133,8 @@ class _engine:
         self.home = home
 
     def __enter__(self) -> Any:
-        from engine.paths import HOME_ENV, resolve_paths
+        from engine.environ import HOME_ENV
+        from engine.paths import resolve_paths
         from engine.service.client import EngineClient
 
         saved = os.environ.get(HOME_ENV)

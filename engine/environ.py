@@ -7,8 +7,9 @@ field it needs, so no module below asks `os.environ` for these itself. Each fiel
 default is the variable's when it is unset; docs/settings.md lists every setting of
 RAGDoll (these, `EngineSettings`, `server.json`, `folders.json`, the window's).
 
-RAGDOLL_HOME is the exception: `engine.paths.resolve_paths` reads it, as the window
-and the command line find the same folders through it before any engine exists.
+RAGDOLL_HOME (`home`) too: `engine.paths.resolve_paths` reads it here, where the window,
+the command line and the engine's `main` find the app's folders, and hands down the
+`Paths` it names; nothing below them reads it again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+HOME_ENV = "RAGDOLL_HOME"
 AUTO_PROFILE_ENV = "RAGDOLL_AUTO_PROFILE"
 OFFLINE_ENV = "RAGDOLL_OFFLINE"
 HUB_OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -50,6 +52,9 @@ class EngineEnviron:
     """What the engine's environment variables ask for, each field its variable's
     meaning with the default it has when unset."""
 
+    # RAGDOLL_HOME: every folder of the app under this one (None: the platform's).
+    home: Path | None = None
+
     # RAGDOLL_AUTO_PROFILE ("0": an idle engine does not profile itself).
     auto_profile: bool = True
     # RAGDOLL_OFFLINE when set, else HF_HUB_OFFLINE: the person asked for no downloads
@@ -77,7 +82,9 @@ class EngineEnviron:
         """The values `env` (default: this process's environment) asks for."""
         env = os.environ if env is None else env
         cache = env.get(EMBEDDER_CACHE_ENV)
+        home = env.get(HOME_ENV)
         return cls(
+            home=Path(home) if home else None,
             auto_profile=env.get(AUTO_PROFILE_ENV, "1") != "0",
             downloads_refused=downloads_refused(env),
             ingest_nice=_nice(env.get(INGEST_NICE_ENV, "")),

@@ -26,6 +26,10 @@ class EmbedderError(RagdollError, RuntimeError):
     """The embedder could not be loaded."""
 
 
+class LoadStopped(EmbedderError):
+    """A load given up between its steps because the engine is closing."""
+
+
 class StaleVectorsError(RagdollError, RuntimeError):
     """Question vectors made by an embedder the index no longer uses (it was
     swapped between the embedding and the search): embed them again."""

@@ -2,20 +2,24 @@
 
 Every path RAGDoll writes lives under the folders of one `Paths` value. The
 environment variable RAGDOLL_HOME moves all of them under one folder (tests,
-portable installs); otherwise they follow the platform's conventions.
+portable installs); otherwise they follow the platform's conventions. It is read
+with the other RAGDOLL_* variables (engine/environ.py) where a process starts
+(`resolve_paths`), and the `Paths` handed down from there.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
+from engine.environ import EngineEnviron
+
 APP_NAME = "RAGDoll"
-HOME_ENV = "RAGDOLL_HOME"
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
 
@@ -107,12 +111,16 @@ def _chmod(path: Path, mode: int) -> None:
         pass
 
 
-def resolve_paths(*, env: dict[str, str] | None = None) -> Paths:
-    """The app's folders, honouring RAGDOLL_HOME when it is set."""
-    environ = os.environ if env is None else env
-    home = environ.get(HOME_ENV)
-    if home:
-        root = Path(home).expanduser().resolve()
+def resolve_paths(*, env: Mapping[str, str] | None = None) -> Paths:
+    """The app's folders for the environment `env` (default: this process's), honouring
+    RAGDOLL_HOME when it is set: read where a process starts, then handed down."""
+    return paths_under(home=EngineEnviron.from_environ(env).home)
+
+
+def paths_under(*, home: Path | None) -> Paths:
+    """The app's folders under `home` (RAGDOLL_HOME), else the platform's."""
+    if home is not None:
+        root = home.expanduser().resolve()
         return Paths(
             data=root / "data",
             config=root / "config",

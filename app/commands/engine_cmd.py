@@ -19,12 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.paths import resolve_paths
-    from engine.service.server import serve
+    from engine.service.server import serve_here
 
-    return serve(
-        paths=resolve_paths(),
-        host=args.listen,
-        port=args.port,
-        allow_hosts=tuple(n.lower() for n in args.allow_host),
-    )
+    return serve_here(args)

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.theme import is_dark
-from engine.wire import FitSummary, IndexUsage, PlacementSummary
+from engine.wire_hardware import FitSummary, IndexUsage, PlacementSummary
 
 GIB = 2**30
 

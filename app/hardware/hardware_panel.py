@@ -26,13 +26,8 @@ from PySide6.QtWidgets import (
 from app.hardware.charts import FitPlot, Legend, TierBar, gib, tier_segments
 from app.qt_compat import emit
 from app.screen_fit import resize_within_screen
-from engine.wire import (
-    HardwareInfo,
-    HardwareSummary,
-    IndexUsage,
-    PlacementSummary,
-    ProfilingStatus,
-)
+from engine.wire import ProfilingStatus
+from engine.wire_hardware import HardwareInfo, HardwareSummary, IndexUsage, PlacementSummary
 
 NOISY_R2 = 0.8
 

@@ -35,7 +35,6 @@ from engine.wire import (
     FailedEvent,
     FileError,
     FolderAdded,
-    HardwareInfo,
     IngestProgress,
     IngestQueueState,
     ModelDownload,
@@ -55,6 +54,7 @@ from engine.wire import (
     to_json_dict,
 )
 from engine.wire_each import EACH_EVENTS, EachEvent, EachRequest
+from engine.wire_hardware import HardwareInfo
 
 __all__ = ["Endpoint", "EngineClient", "folders_to_grant", "grant_folders"]
 

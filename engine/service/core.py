@@ -94,6 +94,8 @@ class Engine:
         self._settings = SettingsFile(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
+        # Set by `close`: the warm-up and the loads it runs stop at their next step.
+        self._closing = threading.Event()
         self.in_force = EmbedderInForce(
             paths=self.paths,
             environ=self.environ,
@@ -101,6 +103,7 @@ class Engine:
             chosen=lambda: self.settings.embedder,
             placement=self.placement,
             open_server=lambda ref: self.embed_servers.open(ref),
+            closing=self._closing,
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
         # The language model in use, and choosing it (engine/service/model_choice.py).
@@ -181,7 +184,6 @@ class Engine:
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,
         )
-        self._closing = threading.Event()
         self._warming: threading.Thread | None = None
         if warm_up:
             self._warming = threading.Thread(
@@ -569,7 +571,8 @@ class Engine:
         # The warm-up loads models in native code (torch, the first ONNX export) on a
         # daemon thread: left running, the interpreter's exit destroyed torch's threads
         # under it ("terminate called without an active exception", SIGABRT), and the
-        # store closed under it ("warm-up failed").
+        # store closed under it ("warm-up failed"). Told by `_closing`, its loads stop
+        # at their next step (`LoadStopped`): the wait is for the step in hand.
         self._closing.set()
         warming = self._warming
         if warming is not None and warming.is_alive():

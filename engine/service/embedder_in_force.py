@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.environ import EngineEnviron
-from engine.errors import EmbedderError, StaleVectorsError
+from engine.errors import EmbedderError, LoadStopped, StaleVectorsError
 from engine.paths import Paths
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
@@ -37,12 +37,14 @@ class EmbedderInForce:
         store: LanceStore,
         chosen: Callable[[], str],
         placement: Callable[[], Placement | None],
+        closing: threading.Event,
         open_server: Callable[[EmbedServerRef], Embedder] | None = None,
     ) -> None:
         """`open_server`: an embeddings server named by an embedder id (`server:MODEL@URL`),
         opened with its key and settings (engine/service/embed_server_choice.py)."""
         self._open_server = open_server
         self._paths = paths
+        self._closing = closing  # set: loads stop between their steps
         self._environ = environ  # the embedder back-end, cache and int8 it asks for
         self._store = store
         self._chosen = chosen  # the settings' embedder
@@ -85,6 +87,8 @@ class EmbedderInForce:
             placement=self._placement(),
             cache_dir=self._paths.cache / "embedders",
             environ=self._environ,
+            stop=self._closing.is_set,
+            app_cache=self._paths.cache,
         )
 
     def swap(self, embedder: Embedder) -> None:
@@ -150,6 +154,8 @@ class EmbedderInForce:
         if embedder is not None:
             return embedder
         embedder = self.load(self._chosen())
+        if self._closing.is_set():  # the store is closing: the next start records it
+            raise LoadStopped("the engine closed while the embedder loaded")
         stale = self._store.ensure_embedder(
             embedder_id=embedder.info.id, dimension=embedder.info.dimension
         )

@@ -24,8 +24,6 @@ from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.wire import (
     FINAL_STATES,
     EngineSettings,
-    HardwareInfo,
-    IndexUsage,
     IngestProgress,
     IngestQueueState,
     ModelServerInfo,
@@ -33,6 +31,7 @@ from engine.wire import (
     WatchedFolder,
 )
 from engine.wire_each import EachEvent, EachRequest
+from engine.wire_hardware import HardwareInfo, IndexUsage
 
 if TYPE_CHECKING:
     from engine.paths import Paths

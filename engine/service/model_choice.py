@@ -102,7 +102,7 @@ class ModelChoice:
         from engine.runtime.models.resolve import resolve_model_path
 
         with self._lock:
-            path = resolve_model_path(model=model)
+            path = resolve_model_path(model=model, app_cache=self._paths.cache)
             path = weights_folder(folder=path, weights=weights, cache=self._paths.cache)
             # One plan and one owner for the model's tiers and the index's budget (§4.2).
             in_use = open_model(

@@ -57,7 +57,8 @@ def device_for(*, name: str, paths: Paths | None) -> str:
     from engine.service.models.reranker_catalogue import reranker_device, size_of_config
 
     try:
-        size = size_of_config(resolve_model_path(model=name) / "config.json")
+        app_cache = paths.cache if paths is not None else None
+        size = size_of_config(resolve_model_path(model=name, app_cache=app_cache) / "config.json")
         hardware = load_profile(paths=paths, measure=False)
     except (ModelLoadError, OSError, ValueError, KeyError, TypeError):
         return "cpu"

@@ -60,7 +60,6 @@ from engine.wire import (
     EngineStatus,
     FailedEvent,
     FileError,
-    HardwareInfo,
     IngestProgress,
     ProfilingStatus,
     ProgressEvent,
@@ -68,6 +67,7 @@ from engine.wire import (
     encode_sse,
     to_json_dict,
 )
+from engine.wire_hardware import HardwareInfo
 
 # A citation whose passage is gone: its document left the library, or was read again.
 PASSAGE_REMOVED = (
@@ -364,7 +364,12 @@ def create_app(
 
 
 def serve(
-    *, paths: Paths, host: str = "127.0.0.1", port: int = 0, allow_hosts: tuple[str, ...] = ()
+    *,
+    paths: Paths,
+    environ: EngineEnviron,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    allow_hosts: tuple[str, ...] = (),
 ) -> int:
     """Run the engine until shutdown. Returns the process exit code.
 
@@ -399,8 +404,7 @@ def serve(
         bound_port = sock.getsockname()[1]
         if not is_loopback_address(host):
             _warn_network(host=host, port=bound_port, token_file=paths.token_file)
-        # The environment's RAGDOLL_* variables, read once here (engine/environ.py).
-        engine = Engine(paths=paths, environ=EngineEnviron.from_environ())
+        engine = Engine(paths=paths, environ=environ)
         lifecycle = Lifecycle()
         holder: dict[str, _Server] = {}
 
@@ -520,7 +524,6 @@ def _setup_logging(file: Path, *, secret: str | None = None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from engine.paths import resolve_paths
     from engine.rag.store.lance_logs import quiet_lancedb_logs
     from engine.service.api.listen_args import add_listen_arguments
     from engine.service.offline import engine_environment
@@ -533,8 +536,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine")
     add_listen_arguments(parser)
     args = parser.parse_args(argv)
+    return serve_here(args)
+
+
+def serve_here(args: argparse.Namespace) -> int:
+    """`serve` where the listen arguments `args` say, with this process's environment:
+    its RAGDOLL_* variables read once here (engine/environ.py) and handed down."""
+    from engine.paths import paths_under
+
+    environ = EngineEnviron.from_environ()
     return serve(
-        paths=resolve_paths(),
+        paths=paths_under(home=environ.home),
+        environ=environ,
         host=args.listen,
         port=args.port,
         allow_hosts=tuple(n.lower() for n in args.allow_host),

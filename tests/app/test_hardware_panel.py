@@ -11,7 +11,8 @@ from app.hardware.charts import plot_geometry, tier_segments
 from app.hardware.hardware_panel import HardwarePanel
 from app.main_window import MainWindow
 from engine.errors import EngineRequestError
-from engine.wire import IndexUsage, ProfilingStatus
+from engine.wire import ProfilingStatus
+from engine.wire_hardware import IndexUsage
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import HARDWARE, FakeClient
 

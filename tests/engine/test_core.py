@@ -474,3 +474,19 @@ def test_after_an_out_of_memory_the_status_and_the_governor_report_the_demoted_p
     # A re-plan for a larger batch keeps the layers the recovery moved down.
     bigger = serving.owner.plan_for(batch=2) if serving.owner is not None else None
     assert bigger is not None and "disk" in bigger.layer_tiers
+
+
+def test_closing_during_the_warm_up_stops_its_load_and_leaves_no_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`close` tells the warm-up to stop: the embedder's load ends at its next step
+    (`LoadStopped`), the warm-up thread has ended when `close` returns, and the
+    stop is not reported as a failure."""
+    from engine.paths import resolve_paths
+
+    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), watch=False)
+    warming = engine._warming
+    engine.close()
+    assert warming is not None and not warming.is_alive()
+    assert "warm-up failed" not in caplog.text
+    assert engine.models.error() is None

@@ -51,9 +51,11 @@ def test_each_variable_is_read_with_its_meaning(tmp_path: Path) -> None:
             "RAGDOLL_EMBEDDER_INT8": "off",
             "RAGDOLL_IVF_SCORER": " Float32 ",
             "RAGDOLL_TORCH_KERNELS": "yes",
+            "RAGDOLL_HOME": str(tmp_path / "home"),
         }
     )
     assert got == EngineEnviron(
+        home=tmp_path / "home",
         auto_profile=False,
         ingest_nice=19,  # clamped to what a nice value can be
         ingest_commit_files=3,
@@ -68,6 +70,7 @@ def test_each_variable_is_read_with_its_meaning(tmp_path: Path) -> None:
     odd = {"RAGDOLL_INGEST_NICE": "high", "RAGDOLL_INGEST_COMMIT_FILES": "many"}
     assert EngineEnviron.from_environ(odd) == EngineEnviron()
     assert EngineEnviron.from_environ({"RAGDOLL_EMBEDDER_BACKEND": ""}).embedder_backend is None
+    assert EngineEnviron.from_environ({"RAGDOLL_HOME": ""}).home is None
 
 
 def test_offline_is_the_persons_choice_of_ragdoll_offline_else_the_hubs() -> None:

@@ -109,6 +109,7 @@ SHARED = (
     "wire_events",
     "wire_openai",
     "wire_each",
+    "wire_hardware",
     "stream_cut",
 )
 

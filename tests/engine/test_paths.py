@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import resolve_paths
+from engine.environ import EngineEnviron
+from engine.paths import paths_under, resolve_paths
 
 
 def _mode(path: Path) -> int:
@@ -32,3 +33,14 @@ def test_folders_are_private_and_an_old_install_is_fixed(tmp_path: Path) -> None
     assert _mode(paths.data / "index" / "t.lance") == 0o700
     assert _mode(paths.data / "index" / "t.lance" / "0.arrow") == 0o600
     assert _mode(outside) == 0o644
+
+
+def test_the_folders_follow_the_home_read_with_the_other_variables(tmp_path: Path) -> None:
+    """RAGDOLL_HOME is read once with the other RAGDOLL_* variables (EngineEnviron) and
+    the folders made from it: `resolve_paths` of an environment is `paths_under` its home."""
+    env = {"RAGDOLL_HOME": str(tmp_path / "home")}
+    paths = paths_under(home=EngineEnviron.from_environ(env).home)
+    assert paths == resolve_paths(env=env)
+    assert paths.home == (tmp_path / "home").resolve()
+    assert paths.index_dir == paths.home / "data" / "index"
+    assert paths_under(home=None) == resolve_paths(env={})

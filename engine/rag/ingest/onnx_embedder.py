@@ -7,7 +7,9 @@ Only plain models are exported: a Transformer module, then mean or CLS pooling,
 then an optional Normalize; anything else stays on torch. After the export the
 ONNX path is checked against torch on probe texts (cosine ≥ `MIN_COSINE`), and a
 model that fails the check stays on torch too; a `.failed` file beside the export
-says so, so that later starts do not try again (delete it to retry).
+says so, so that later starts do not try again (delete it to retry). Torch's vectors
+of the probes are kept beside the export (`torch_probes`): later starts check
+against them without loading torch's model (engine/rag/ingest/plain_model.py).
 
 Measured on MiniLM and the real manuals' chunks (docs/benchmarks.md, "Embedder
 back-ends"): the same vectors (cosine ≥ 0.9999), more chunks per second on 2 cores.
@@ -21,10 +23,13 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from engine.rag.ingest.plain_model import PlainModel
 
 log = logging.getLogger(__name__)
 
@@ -35,25 +40,6 @@ PROBES = [
     "x",
     "A longer passage: " + "words of a manual page about git rebase and its options " * 12,
 ]
-
-
-def onnx_plan(model: Any) -> str | None:
-    """The pooling mode when `model` (a SentenceTransformer) is plain enough to
-    export, else None."""
-    modules = list(model)
-    if len(modules) not in (2, 3):
-        return None
-    names = [type(m).__name__ for m in modules]
-    if names[0] != "Transformer" or names[1] != "Pooling":
-        return None
-    if len(modules) == 3 and names[2] != "Normalize":
-        return None
-    mode = getattr(modules[1], "pooling_mode", None)
-    if mode is None:  # older sentence-transformers: flags
-        flags = modules[1].get_config_dict()
-        mode = "mean" if flags.get("pooling_mode_mean_tokens") else None
-        mode = "cls" if flags.get("pooling_mode_cls_token") else mode
-    return mode if mode in ("mean", "cls") else None
 
 
 def _digest(location: str) -> str:
@@ -184,16 +170,15 @@ def export_onnx(*, model: Any, file: Path) -> None:
         transformer.train(was_training)
 
 
-def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEncoder | None:
-    """The ONNX path for `model` (exported on first use), or None when it does
-    not apply or does not give torch's vectors; the reason is logged."""
-    pooling = onnx_plan(model)
-    if pooling is None:
-        log.info("embedder %s stays on torch: not a plain transformer + pooling model", location)
+def load_onnx_encoder(
+    *, plain: PlainModel, tokenizer: Any, torch_model: Callable[[], Any], cache_dir: Path
+) -> OnnxEncoder | None:
+    """The ONNX path for the model `plain` describes (exported on first use), or None
+    when it does not give torch's vectors; the reason is logged. `torch_model` loads
+    the library's model: called only to export, or to make the probes' vectors."""
+    if not Path(plain.location).is_dir():
         return None
-    if not Path(location).is_dir():
-        return None
-    file = onnx_file(location=location, cache_dir=cache_dir)
+    file = onnx_file(location=plain.location, cache_dir=cache_dir)
     failed = file.with_name(file.name + ".failed")  # tried before: not every start again
     if failed.exists():
         return None
@@ -202,26 +187,57 @@ def load_onnx_encoder(*, model: Any, location: str, cache_dir: Path) -> OnnxEnco
 
         if not file.exists():
             log.info("exporting the embedder to ONNX: %s", file)
-            export_onnx(model=model, file=file)
+            export_onnx(model=torch_model(), file=file)
         encoder = OnnxEncoder(
             session=_session(file),
-            tokenizer=copy.deepcopy(model.tokenizer),
-            pooling=pooling,
-            max_tokens=int(model.max_seq_length),
+            tokenizer=copy.deepcopy(tokenizer),
+            pooling=plain.pooling,
+            max_tokens=plain.max_tokens,
             file=file,
         )
         got = encoder.encode(PROBES, batch_size=len(PROBES))
     except Exception as e:  # any failure means: torch, as before
-        log.warning("embedder %s stays on torch: the ONNX path failed (%s)", location, e)
+        log.warning("embedder %s stays on torch: the ONNX path failed (%s)", plain.location, e)
         _mark(failed, reason=str(e))
         return None
-    want = model.encode(PROBES, normalize_embeddings=True, convert_to_numpy=True)
-    cosine = float(np.min(np.sum(got * np.asarray(want, dtype=np.float32), axis=1)))
+    cosine = probe_cosine(got, torch_probes(file=file, torch_model=torch_model))
     if cosine < MIN_COSINE:
-        log.warning("embedder %s stays on torch: ONNX cosine %.5f to torch", location, cosine)
+        log.warning("embedder %s stays on torch: ONNX cosine %.5f to torch", plain.location, cosine)
         _mark(failed, reason=f"cosine {cosine:.5f} to torch")
         return None
     return encoder
+
+
+def torch_probes(*, file: Path, torch_model: Callable[[], Any]) -> np.ndarray:
+    """Torch's vectors of `PROBES` for the model exported in `file`, made once and kept
+    beside it (its name carries the weights' digest). Every start checks its back-end
+    against them: against torch itself, it had to load the library and the model."""
+    kept = file.with_name(f"{file.name}.probes.npz")
+    try:
+        with np.load(kept) as data:
+            if [str(t) for t in data["texts"]] == PROBES:
+                return np.asarray(data["vectors"], dtype=np.float32)
+    except (OSError, ValueError, KeyError):
+        pass  # none yet, or an unreadable one: made again
+    vectors = np.asarray(
+        torch_model().encode(PROBES, normalize_embeddings=True, convert_to_numpy=True),
+        dtype=np.float32,
+    )
+    tmp = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as out:
+            np.savez(out, texts=np.asarray(PROBES), vectors=vectors)
+        os.replace(tmp, kept)
+    except OSError:  # a full or read-only cache: made again next time
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return vectors
+
+
+def probe_cosine(got: np.ndarray, want: np.ndarray) -> float:
+    """The lowest cosine between a back-end's probe vectors and torch's."""
+    return float(np.min(np.sum(got * want, axis=1)))
 
 
 def _session(file: Path) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,10 @@ from engine.rag.ingest.onnx_embedder import (
     _mark,
     export_onnx,
     onnx_file,
-    onnx_plan,
+    probe_cosine,
+    torch_probes,
 )
+from engine.rag.ingest.plain_model import PlainModel
 
 log = logging.getLogger(__name__)
 
@@ -153,43 +155,49 @@ class OpenVinoEncoder(OnnxEncoder):
 
 
 def load_openvino_encoder(
-    *, model: Any, location: str, cache_dir: Path, precision: str | None = None
+    *,
+    plain: PlainModel,
+    tokenizer: Any,
+    torch_model: Callable[[], Any],
+    cache_dir: Path,
+    precision: str | None = None,
 ) -> OpenVinoEncoder | None:
-    """The OpenVINO path for `model` (a SentenceTransformer in float32 on the
-    CPU), or None when OpenVINO is not installed, the model is not plain, or
-    the path does not give torch's vectors; the reason is logged."""
-    pooling = onnx_plan(model)
-    if pooling is None or not Path(location).is_dir():
+    """The OpenVINO path for the model `plain` describes (on the CPU), or None when
+    OpenVINO is not installed or the path does not give torch's vectors; the reason is
+    logged. `torch_model` loads the library's model (float32, on the CPU): called only
+    to export, or to make the probes' vectors (`torch_probes`)."""
+    if not Path(plain.location).is_dir():
         return None
     if not openvino_installed():
-        log.info("embedder %s: OpenVINO is not installed", location)
+        log.info("embedder %s: OpenVINO is not installed", plain.location)
         return None
     precision = precision or openvino_precision()
-    file = onnx_file(location=location, cache_dir=cache_dir)
+    file = onnx_file(location=plain.location, cache_dir=cache_dir)
     failed = file.with_name(f"{file.name}.openvino-{precision}.failed")
     if failed.exists():
         return None
     try:
         if not file.exists():
             log.info("exporting the embedder to ONNX: %s", file)
-            export_onnx(model=model, file=file)
+            export_onnx(model=torch_model(), file=file)
         encoder = OpenVinoEncoder(
             session=OpenVinoSession(compiled=compile_openvino(file=file, precision=precision)),
-            tokenizer=copy.deepcopy(model.tokenizer),
-            pooling=pooling,
-            max_tokens=int(model.max_seq_length),
+            tokenizer=copy.deepcopy(tokenizer),
+            pooling=plain.pooling,
+            max_tokens=plain.max_tokens,
             file=file,
             precision=precision,
         )
         got = encoder.encode(PROBES, batch_size=len(PROBES))
     except Exception as e:  # any failure means: the next back-end
-        log.warning("embedder %s: the OpenVINO path failed (%s)", location, e)
+        log.warning("embedder %s: the OpenVINO path failed (%s)", plain.location, e)
         _mark(failed, reason=str(e))
         return None
-    want = model.encode(PROBES, normalize_embeddings=True, convert_to_numpy=True)
-    cosine = float(np.min(np.sum(got * np.asarray(want, dtype=np.float32), axis=1)))
+    cosine = probe_cosine(got, torch_probes(file=file, torch_model=torch_model))
     if cosine < MIN_COSINE:
-        log.warning("embedder %s: OpenVINO %s cosine %.5f to torch", location, precision, cosine)
+        log.warning(
+            "embedder %s: OpenVINO %s cosine %.5f to torch", plain.location, precision, cosine
+        )
         _mark(failed, reason=f"cosine {cosine:.5f} to torch")
         return None
     return encoder

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.json_file import write_json
 from engine.rag.store.records import DocumentRecord
@@ -111,3 +112,42 @@ def stored_config(file: Path) -> FulltextConfig | None:
 
 def remember_config(file: Path, config: FulltextConfig) -> None:
     write_json(file=file, data=asdict(config))
+
+
+def refresh_index(
+    *, table: Any, file: Path, documents: Iterable[DocumentRecord], force: bool
+) -> None:
+    """(Re)build `table`'s BM25 index over chunk text with the stemmer of the
+    `documents`' language, when it is missing, was built for another language, has
+    unindexed rows, or `force`; the config it was built with is kept in `file`."""
+    config = fulltext_config(language_shares(documents))
+    stale = force or not any(i.index_type == "FTS" for i in table.list_indices())
+    stale = stale or stored_config(file) not in (None, config)
+    if not stale:
+        stats = table.index_stats("text_idx")
+        stale = bool(stats and stats.num_unindexed_rows > 0)
+    if stale and table.count_rows() > 0:
+        table.create_index("text", config=config.fts(), replace=True)
+        remember_config(file, config)
+
+
+def languages_of(documents: Any) -> tuple[str, ...]:
+    """The collection's languages from its documents table (`collection_languages`),
+    reading only the three columns they are weighed by."""
+    rows = documents.search().select(["languages", "chunks", "status"]).limit(None).to_list()
+    shares = language_shares(
+        DocumentRecord(
+            doc_id="",
+            path="",
+            size=0,
+            mtime=0.0,
+            content_hash="",
+            status=r["status"],
+            error=None,
+            pages=None,
+            chunks=r["chunks"] or 0,
+            languages=r["languages"] or "",
+        )
+        for r in rows
+    )
+    return collection_languages(shares)

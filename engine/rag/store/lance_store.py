@@ -41,6 +41,7 @@ from engine.rag.store.records import (
     SearchHit,
     SearchResult,
 )
+from engine.rag.store.resident_memory import lance_session, view_budget
 from engine.rag.store.schema import (
     DOCUMENTS_SCHEMA,
     PAGES_SCHEMA,
@@ -54,7 +55,7 @@ from engine.rag.store.search import NOT_FOUND_SIMILARITY
 from engine.rag.store.search import quote as _quote
 from engine.runtime.planner.placement import Placement
 
-__all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema", "resident_budget"]
+__all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema"]
 log = logging.getLogger(__name__)
 # Columns with a scalar index once the table has rows: point lookups (chunk(),
 # a document's rows) and the file-type filter then read an index, not the table.
@@ -62,11 +63,6 @@ _CHUNK_SCALAR_INDICES = {"chunk_id": "BTREE", "doc_id": "BTREE", "ext": "BITMAP"
 # SQL for the `ext` column of a store written before it existed: the lower-case
 # extension with its dot, as `search.file_type` computes it for new rows.
 _EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
-# Of a resident budget, LanceDB's metadata cache and its index cache (full-text
-# and scalar indices; the vector index only while the IVF view is rebuilt) get
-# an eighth each, at most 64 MiB; the IVF view's partitions the rest.
-_LANCE_CACHE_SHARE = 8
-_LANCE_CACHE_MAX = 64 * 2**20
 
 
 class LanceStore:
@@ -119,12 +115,7 @@ class LanceStore:
 
     def _connect(self, resident_bytes: int | None) -> None:
         self.resident_budget = resident_bytes
-        self._session = lancedb.Session()
-        if resident_bytes is not None:
-            lance = min(_LANCE_CACHE_MAX, max(0, resident_bytes) // _LANCE_CACHE_SHARE)
-            self._session = lancedb.Session(
-                index_cache_size_bytes=lance, metadata_cache_size_bytes=lance
-            )
+        self._session = lance_session(resident_bytes)
         # Strong consistency: a search right after an ingest sees its rows.
         self._db = lancedb.connect(
             str(self.folder),
@@ -150,12 +141,6 @@ class LanceStore:
 
     # -- the IVF view (ivf_view.py) ------------------------------------------
 
-    def _view_budget(self) -> int | None:
-        if self.resident_budget is None:
-            return None
-        budget = max(0, self.resident_budget)
-        return budget - 2 * min(_LANCE_CACHE_MAX, budget // _LANCE_CACHE_SHARE)
-
     def _open_view(self) -> IvfView | None:
         if self.meta is None or self._chunks is None:
             return None
@@ -164,7 +149,7 @@ class LanceStore:
             table_name=self.meta.chunks_table,
             table=self._chunks,
             dimension=self.meta.dimension,
-            budget_bytes=self._view_budget(),
+            budget_bytes=view_budget(self.resident_budget),
             scorer=self._scorer,
         )
 
@@ -402,23 +387,7 @@ class LanceStore:
         cached = self._languages
         if cached is not None and cached[0] == version:
             return cached[1]
-        rows = self.documents.search().select(["languages", "chunks", "status"]).limit(None)
-        docs = [
-            DocumentRecord(
-                doc_id="",
-                path="",
-                size=0,
-                mtime=0.0,
-                content_hash="",
-                status=r["status"],
-                error=None,
-                pages=None,
-                chunks=r["chunks"] or 0,
-                languages=r["languages"] or "",
-            )
-            for r in rows.to_list()
-        ]
-        languages = fulltext.collection_languages(fulltext.language_shares(docs))
+        languages = fulltext.languages_of(self.documents)
         self._languages = (version, languages)
         return languages
 
@@ -437,16 +406,12 @@ class LanceStore:
         if self._chunks is None or self.meta is None:
             return
         with self.maintainer.lock:
-            file = fulltext.config_file(self.folder, self.meta.chunks_table)
-            config = fulltext.fulltext_config(fulltext.language_shares(self.list_documents()))
-            stale = force or not any(i.index_type == "FTS" for i in self.chunks.list_indices())
-            stale = stale or fulltext.stored_config(file) not in (None, config)
-            if not stale:
-                stats = self.chunks.index_stats("text_idx")
-                stale = bool(stats and stats.num_unindexed_rows > 0)
-            if stale and self.chunks.count_rows() > 0:
-                self.chunks.create_index("text", config=config.fts(), replace=True)
-                fulltext.remember_config(file, config)
+            fulltext.refresh_index(
+                table=self.chunks,
+                file=fulltext.config_file(self.folder, self.meta.chunks_table),
+                documents=self.list_documents(),
+                force=force,
+            )
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its
@@ -619,7 +584,7 @@ class LanceStore:
             self._chunks = self._open_chunks()
             if self.view is not None:  # released at once, as LanceDB's caches are
                 self.view.cache.clear()
-                self.view.cache.set_budget(self._view_budget())
+                self.view.cache.set_budget(view_budget(self.resident_budget))
 
     def apply_placement(self, *, placement: Placement) -> None:
         """Honour the budget for resident index partitions (engine/runtime/planner/owner.py)."""
@@ -628,10 +593,3 @@ class LanceStore:
     def close(self) -> None:
         self.maintainer.stop()
         self._search_pool.shutdown(wait=False, cancel_futures=True)
-
-
-def resident_budget(*, view_bytes: int, share: float) -> int:
-    """The store's budget for `share` of the IVF view's partitions: that share
-    plus what LanceDB's caches may take of a budget (a quarter at most: an
-    eighth each, `_LANCE_CACHE_SHARE`), so that at 100% every partition stays resident."""
-    return max(1, int(view_bytes * share * 4 / 3))

@@ -20,13 +20,17 @@ from engine.errors import ModelLoadError
 _REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]+$")
 
 
-def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
+def resolve_model_path(
+    *, model: str, cache_dir: Path | None = None, app_cache: Path | None = None
+) -> Path:
     """The folder of a model named by a local path or a Hugging Face repo id.
 
     Only what is already on disk is considered: a folder with config.json, a .gguf file,
     or a snapshot in the local Hugging Face cache (`cache_dir`, else HF_HUB_CACHE /
     HF_HOME as set now). A GGUF file (or a snapshot of GGUF files, its Q4_K_M first)
-    resolves to its companion folder in the app's cache (engine/runtime/models/gguf_file.py).
+    resolves to its companion folder in the app's cache (engine/runtime/models/gguf_file.py):
+    `app_cache`, the engine's `Paths.cache`; None (tools, tests) the one `resolve_paths`
+    names.
     """
     # One answer for every local path that holds no model (missing, a file, no
     # config.json, a name too long, unreadable): the API must not tell a caller
@@ -41,7 +45,7 @@ def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
     except OSError:  # e.g. [Errno 36] File name too long
         is_gguf = is_folder = False
     if is_gguf:
-        return _gguf_folder(gguf_path=local)
+        return _gguf_folder(gguf_path=local, app_cache=app_cache)
     if is_folder:
         check_model_folder(local)
         return local.resolve()
@@ -54,7 +58,7 @@ def resolve_model_path(*, model: str, cache_dir: Path | None = None) -> Path:
     except OSError:  # a name too long for a folder is in no cache
         snapshot = None
     if snapshot is not None and not (snapshot / "config.json").is_file():
-        return _gguf_folder(gguf_path=_pick_gguf(snapshot))
+        return _gguf_folder(gguf_path=_pick_gguf(snapshot), app_cache=app_cache)
     if snapshot is None:
         raise ModelLoadError(
             f"Model {model!r} was not found: it is neither a folder on this computer nor "
@@ -98,12 +102,12 @@ def _cached_snapshot(*, repo_id: str, cache: Path) -> Path | None:
     return max(candidates, key=lambda s: s.stat().st_mtime)
 
 
-def _gguf_folder(*, gguf_path: Path) -> Path:
-    # The app's cache folder (RAGDOLL_HOME honoured), read at call time.
+def _gguf_folder(*, gguf_path: Path, app_cache: Path | None) -> Path:
     from engine.paths import resolve_paths
     from engine.runtime.models.gguf_file import companion_folder
 
-    return companion_folder(gguf_path=gguf_path, cache=resolve_paths().cache)
+    cache = app_cache if app_cache is not None else resolve_paths().cache
+    return companion_folder(gguf_path=gguf_path, cache=cache)
 
 
 # Which file of a repo holding several quantizations: the common 4-bit default first.

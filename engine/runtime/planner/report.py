@@ -21,7 +21,7 @@ from engine.runtime.planner.placement import (
     Workload,
 )
 from engine.runtime.planner.profiling import ProfileResult, load_current_profile
-from engine.wire import (
+from engine.wire_hardware import (
     FitSummary,
     GpuSummary,
     HardwareInfo,

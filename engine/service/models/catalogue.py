@@ -270,7 +270,7 @@ def installed_folder(*, repo_id: str, paths: Paths) -> Path | None:
     if own is not None:
         return own
     try:
-        return resolve_model_path(model=repo_id)
+        return resolve_model_path(model=repo_id, app_cache=paths.cache)
     except (ModelLoadError, OSError, ValueError):
         return None
 

@@ -93,7 +93,7 @@ def retrieval_sampler(
     a flat scan) a partition that is not resident is modelled by what paging it
     costs: reading its share of the chunk table's files from disk. The searches
     use random unit vectors: what a question embeds to does not change the cost."""
-    from engine.rag.store.lance_store import resident_budget
+    from engine.rag.store.resident_memory import resident_budget
     from engine.runtime.executor.page_cache import evict_page_cache
 
     meta = store.meta
@@ -194,7 +194,8 @@ def profile_in_process(
 
         _report(progress, f"loading {settings.model}", 0.0)
         answerer = open_model(
-            model_path=resolve_model_path(model=settings.model), paths=paths
+            model_path=resolve_model_path(model=settings.model, app_cache=paths.cache),
+            paths=paths,
         ).answerer
         sample_generation = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
 

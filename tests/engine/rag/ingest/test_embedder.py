@@ -95,9 +95,7 @@ class _SlowEmbedder(Embedder):
         self._beside_ok = True
         self.info = EmbedderInfo(id="slow", dimension=4, max_tokens=256)
         # A character is a word piece: what the batches are sorted by.
-        self._model = SimpleNamespace(
-            tokenizer=lambda texts, **kw: {"input_ids": [list(t) for t in texts]}
-        )
+        self._tokenizer = lambda texts, **kw: {"input_ids": [list(t) for t in texts]}
         self.batch_s = batch_s
         self.calls: list[int] = []
         self.beside: list[int] = []

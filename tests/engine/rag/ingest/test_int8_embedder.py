@@ -67,7 +67,7 @@ def test_ingestion_embeds_in_int8_and_questions_keep_the_float_vectors(
     assert capfd.readouterr().out == ""
     [made] = list(tmp_path.glob("*.int8.xml"))
     assert made.with_suffix(".bin").is_file() and not list(tmp_path.glob("*.tmp.*"))
-    assert not list(tmp_path.glob("*.npz"))  # the calibration inputs handed to the child
+    assert not list(tmp_path.glob("*.feeds.npz"))  # the calibration inputs handed to the child
     assert "nncf" not in sys.modules  # NNCF ran in its own process, not in this one
     assert ingested.shape == want.shape and ingested.dtype == np.float32
     assert np.allclose(np.linalg.norm(ingested, axis=1), 1.0, atol=1e-5)

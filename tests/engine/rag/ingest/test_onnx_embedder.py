@@ -13,7 +13,7 @@ import pytest
 from engine.environ import EMBEDDER_BACKEND_ENV, EngineEnviron
 from engine.rag.ingest import onnx_embedder
 from engine.rag.ingest.embedder import Embedder
-from engine.rag.ingest.onnx_embedder import onnx_plan
+from engine.rag.ingest.plain_model import onnx_plan
 from tests.support.tiny_embedder import write_random_embedder
 
 TEXTS = [
