@@ -38,6 +38,7 @@ from bench.product_ttft_report import (
     QuestionTiming,
     as_json,
     report_lines,
+    shared_start,
     summarise,
 )
 from bench.server import DEFAULT_DOCS, QUESTIONS
@@ -201,17 +202,23 @@ def _measure(
                 )
                 figures["llama_load_s"] = round(llama.load_s or 0.0, 2)
                 say(f"llama.cpp loaded in {figures['llama_load_s']} s ({threads} threads)")
-            out = []
+            out: list[QuestionTiming] = []
+            last: tuple[int, ...] = ()
             for i, question in enumerate([WARM_UP_QUESTION, *QUESTIONS[: args.timed]]):
                 asked = _ask(client, question=question, args=args)
-                out.append(_side_by_side(asked=asked, rebuilder=rebuilder, llama=llama, args=args))
+                timing, ids = _side_by_side(
+                    asked=asked, rebuilder=rebuilder, llama=llama, args=args, last=last
+                )
+                out.append(timing)
+                last = ids or last
                 say(_progress(out[-1], label="warm-up" if i == 0 else f"question {i}"))
     return out
 
 
 def _side_by_side(
-    *, asked: Asked, rebuilder: Any, llama: Any, args: argparse.Namespace
-) -> QuestionTiming:
+    *, asked: Asked, rebuilder: Any, llama: Any, args: argparse.Namespace, last: tuple[int, ...]
+) -> tuple[QuestionTiming, tuple[int, ...]]:
+    """One question's two sides, and the prompt ids (empty: no model answer)."""
     prompt = None
     if asked.citations and asked.ttft_s is not None:
         prompt = rebuilder.rebuild(
@@ -226,15 +233,18 @@ def _side_by_side(
     elif not prompt.checked:
         note = f"rebuilt prompt {len(prompt.ids)} tokens, the engine's {asked.prompt_tokens}"
     prefill = llama.prefill(list(prompt.ids)) if llama is not None and prompt else None
-    return QuestionTiming(
+    ids = prompt.ids if prompt is not None else ()
+    timing = QuestionTiming(
         question=asked.question,
         ttft_s=asked.ttft_s,
         prompt_tokens=asked.prompt_tokens or 0,
         prompt_checked=prompt is not None and prompt.checked,
         llama_prefill_s=prefill,
         split=asked.split,
+        shared_start_tokens=shared_start(ids, last),
         note=note,
     )
+    return timing, ids
 
 
 def _progress(timing: QuestionTiming, *, label: str) -> str:

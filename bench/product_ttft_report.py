@@ -44,6 +44,10 @@ class QuestionTiming:
     prompt_checked: bool
     llama_prefill_s: float | None = None
     split: EngineSplit | None = None
+    # Tokens this prompt starts with in common with the one before (the system prompt and
+    # the sources' heading): the most the engine's prefix cache can have served, where
+    # llama.cpp, in a fresh context, prefills them all.
+    shared_start_tokens: int = 0
     note: str = ""
 
     @property
@@ -66,6 +70,16 @@ class Summary:
     median_difference_s: float | None
     target_s: float
     met: bool | None  # None: nothing to compare
+
+
+def shared_start(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens `a` and `b` start with in common."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -98,6 +112,7 @@ def row_line(timing: QuestionTiming, *, label: str) -> str:
     cells = [
         label,
         str(timing.prompt_tokens) + ("" if timing.prompt_checked else " (unchecked)"),
+        str(timing.shared_start_tokens),
         _s(timing.ttft_s),
         _s(timing.llama_prefill_s),
         _s(timing.difference_s),
@@ -110,9 +125,10 @@ def row_line(timing: QuestionTiming, *, label: str) -> str:
 
 
 TABLE_HEAD = (
-    "| question | prompt tokens | RAGDoll TTFT s | llama.cpp prefill s | difference s "
-    "| engine: waiting s | retrieval + gate s | to first token after retrieval s |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| question | prompt tokens | start shared with the last prompt | RAGDoll TTFT s "
+    "| llama.cpp prefill s | difference s | engine: waiting s | retrieval + gate s "
+    "| to first token after retrieval s |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 )
 
 

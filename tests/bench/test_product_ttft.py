@@ -14,6 +14,7 @@ from bench.product_ttft_report import (
     QuestionTiming,
     as_json,
     report_lines,
+    shared_start,
     summarise,
 )
 from bench.runner import KINDS, kind_parser
@@ -64,13 +65,19 @@ def test_report_names_the_miss_and_keeps_the_warm_up_apart() -> None:
     timed = [_timing(13.0, 10.0), _timing(12.0, 10.0)]
     summary = summarise(timings=timed)
     lines = report_lines(warm_up=_timing(40.0, 11.0), timings=timed, summary=summary)
-    assert lines[2].startswith("| warm-up (apart) | 1000 | 40.00 | 11.00 | 29.00 |")
+    assert lines[2].startswith("| warm-up (apart) | 1000 | 0 | 40.00 | 11.00 | 29.00 |")
     assert "MISSED" in lines[-2] and "over 2 of 2" in lines[-2]
     assert lines[-1] == "missed by 1.50 s"
     figures = as_json(warm_up=None, timings=timed, summary=summary)
     assert figures["questions"][0]["difference_s"] == pytest.approx(3.0)
     assert figures["questions"][0]["split"]["after_retrieval_s"] == pytest.approx(11.5)
     assert figures["summary"]["median_difference_s"] == pytest.approx(2.5)
+
+
+def test_shared_start_counts_the_common_leading_tokens() -> None:
+    assert shared_start([1, 2, 3, 4], [1, 2, 9]) == 2
+    assert shared_start([1, 2], [1, 2, 3]) == 2
+    assert shared_start([], [1]) == 0
 
 
 def test_registered_as_a_bench_kind_with_its_defaults() -> None:
