@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench.product_ttft_report import (
     EngineSplit,
     QuestionTiming,
@@ -92,6 +94,7 @@ class Asked:
     citations: list[dict[str, Any]]
     prompt_tokens: int | None
     split: EngineSplit | None
+    engine_cpu_s: float | None  # the engine process's CPU seconds up to the first token
 
 
 def _model_path(name: str) -> Path:
@@ -232,7 +235,9 @@ def _side_by_side(
         note = "no model answer (refused or no text): not compared"
     elif not prompt.checked:
         note = f"rebuilt prompt {len(prompt.ids)} tokens, the engine's {asked.prompt_tokens}"
-    prefill = llama.prefill(list(prompt.ids)) if llama is not None and prompt else None
+    prefill, llama_cpu = (
+        llama.prefill(list(prompt.ids)) if llama is not None and prompt else (None, None)
+    )
     ids = prompt.ids if prompt is not None else ()
     timing = QuestionTiming(
         question=asked.question,
@@ -242,9 +247,15 @@ def _side_by_side(
         llama_prefill_s=prefill,
         split=asked.split,
         shared_start_tokens=shared_start(ids, last),
+        engine_cores=_per_second(asked.engine_cpu_s, asked.ttft_s),
+        llama_cores=_per_second(llama_cpu, prefill),
         note=note,
     )
     return timing, ids
+
+
+def _per_second(cpu_s: float | None, wall_s: float | None) -> float | None:
+    return None if cpu_s is None or not wall_s else cpu_s / wall_s
 
 
 def _progress(timing: QuestionTiming, *, label: str) -> str:
@@ -294,6 +305,9 @@ def _ask(client: Any, *, question: str, args: argparse.Namespace) -> Asked:
         "stream_options": {"include_usage": True},
         "max_tokens": args.max_tokens,
     }
+    engine = psutil.Process(client.status().pid)
+    cpu_before = _cpu(engine)
+    cpu_first: float | None = None
     asked = time.perf_counter()
     first: float | None = None
     text = ""
@@ -315,6 +329,7 @@ def _ask(client: Any, *, question: str, args: argparse.Namespace) -> Asked:
                 piece = (choice.get("delta") or {}).get("content") or ""
                 if piece and first is None:
                     first = time.perf_counter()
+                    cpu_first = _cpu(engine)
                 text += piece
     return Asked(
         question=question,
@@ -323,7 +338,13 @@ def _ask(client: Any, *, question: str, args: argparse.Namespace) -> Asked:
         citations=citations,
         prompt_tokens=prompt_tokens,
         split=_split(client, before=before),
+        engine_cpu_s=None if cpu_first is None else cpu_first - cpu_before,
     )
+
+
+def _cpu(process: Any) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def _requests(client: Any) -> list[Any]:

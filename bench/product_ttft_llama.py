@@ -58,11 +58,13 @@ class LlamaPrefiller:
             child.kill()
             child.wait()
 
-    def prefill(self, ids: list[int]) -> float:
+    def prefill(self, ids: list[int]) -> tuple[float, float]:
+        """(prefill seconds, CPU seconds the child spent meanwhile)."""
         assert self._child is not None and self._child.stdin is not None
         self._child.stdin.write(json.dumps(ids) + "\n")
         self._child.stdin.flush()
-        return float(self._reply("PREFILL")["prefill_s"])
+        reply = self._reply("PREFILL")
+        return float(reply["prefill_s"]), float(reply["cpu_s"])
 
     def _reply(self, tag: str) -> dict[str, Any]:
         assert self._child is not None and self._child.stdout is not None
@@ -91,8 +93,11 @@ def serve(*, gguf: Path, threads: int, n_ctx: int, lines: IO[str], out: IO[str])
         if len(ids) + 1 > n_ctx:
             raise SystemExit(f"a prompt of {len(ids)} tokens is longer than n_ctx {n_ctx}")
         # A new context per run (LlamaRunner.run makes one): the prompt is prefilled whole.
+        cpu = time.process_time()
         run, _ = runner.run(prompts=torch.tensor([ids]), tokens=0, read_bytes=lambda: 0)
-        print("PREFILL " + json.dumps({"prefill_s": run.prefill_s}), file=out, flush=True)
+        # Context making and the last logits are in it too: a few ms beside seconds.
+        reply = {"prefill_s": run.prefill_s, "cpu_s": time.process_time() - cpu}
+        print("PREFILL " + json.dumps(reply), file=out, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,6 +48,11 @@ class QuestionTiming:
     # the sources' heading): the most the engine's prefix cache can have served, where
     # llama.cpp, in a fresh context, prefills them all.
     shared_start_tokens: int = 0
+    # CPU seconds per wall second up to the first token (the engine process) and over
+    # the prefill (llama.cpp's process): on a shared machine, how many of its cores each
+    # side got. llama.cpp's threads spin at their barriers, so its figure counts waiting.
+    engine_cores: float | None = None
+    llama_cores: float | None = None
     note: str = ""
 
     @property
@@ -116,6 +121,8 @@ def row_line(timing: QuestionTiming, *, label: str) -> str:
         _s(timing.ttft_s),
         _s(timing.llama_prefill_s),
         _s(timing.difference_s),
+        _s(timing.engine_cores),
+        _s(timing.llama_cores),
         _s(split.waiting_s if split else None),
         _s(split.retrieval_s if split else None),
         _s(split.after_retrieval_s if split else None),
@@ -126,9 +133,10 @@ def row_line(timing: QuestionTiming, *, label: str) -> str:
 
 TABLE_HEAD = (
     "| question | prompt tokens | start shared with the last prompt | RAGDoll TTFT s "
-    "| llama.cpp prefill s | difference s | engine: waiting s | retrieval + gate s "
+    "| llama.cpp prefill s | difference s | engine cores used | llama.cpp cores used "
+    "| engine: waiting s | retrieval + gate s "
     "| to first token after retrieval s |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 )
 
 

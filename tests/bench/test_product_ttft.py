@@ -65,7 +65,7 @@ def test_report_names_the_miss_and_keeps_the_warm_up_apart() -> None:
     timed = [_timing(13.0, 10.0), _timing(12.0, 10.0)]
     summary = summarise(timings=timed)
     lines = report_lines(warm_up=_timing(40.0, 11.0), timings=timed, summary=summary)
-    assert lines[2].startswith("| warm-up (apart) | 1000 | 0 | 40.00 | 11.00 | 29.00 |")
+    assert lines[2].startswith("| warm-up (apart) | 1000 | 0 | 40.00 | 11.00 | 29.00 | - | - |")
     assert "MISSED" in lines[-2] and "over 2 of 2" in lines[-2]
     assert lines[-1] == "missed by 1.50 s"
     figures = as_json(warm_up=None, timings=timed, summary=summary)
@@ -100,7 +100,8 @@ def test_llama_child_loads_once_then_times_each_prompt() -> None:
     if unavailable_reason():
         pytest.skip(str(unavailable_reason()))
     with LlamaPrefiller(gguf=gguf, threads=1, n_ctx=256) as llama:
-        first = llama.prefill(list(range(100, 164)))
-        again = llama.prefill(list(range(100, 164)))
+        first, first_cpu = llama.prefill(list(range(100, 164)))
+        again, again_cpu = llama.prefill(list(range(100, 164)))
         assert llama.load_s is not None and llama.load_s > 0
     assert first > 0 and again > 0
+    assert first_cpu > 0 and again_cpu > 0
