@@ -20,6 +20,7 @@ KINDS = {
     "conversation": "follow-up questions over real documents: the right page in the top 3",
     "server": "an OpenAI-compatible model server as the generator: added first-token time",
     "each": "one question of each of 50 real documents: right pages, not stated, chat latency",
+    "product_ttft": "a local GGUF through the OpenAI API: first token against llama.cpp's prefill",
 }
 
 
