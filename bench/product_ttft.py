@@ -35,6 +35,7 @@ from typing import Any
 
 import psutil
 
+from bench.offload_systems import load_average
 from bench.product_ttft_report import (
     EngineSplit,
     QuestionTiming,
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_before": os.getloadavg(),
         "llama_skipped": llama_missing,
     }
-    say(f"model {gguf.name}; llama.cpp threads {threads}; load {_load()}")
+    say(f"model {gguf.name}; llama.cpp threads {threads}; load {load_average()}")
     try:
         timings = _measure(
             args=args,
@@ -189,11 +190,13 @@ def _measure(
         for _ in client.ingest_events(job_id=job.job_id):
             pass
         figures["ingest_s"] = round(time.perf_counter() - started, 1)
-        say(f"indexed {len(DEFAULT_DOCS)} manuals in {figures['ingest_s']} s; load {_load()}")
+        say(
+            f"indexed {len(DEFAULT_DOCS)} manuals in {figures['ingest_s']} s; load {load_average()}"
+        )
         started = time.perf_counter()
         client.set_model(model=str(gguf))
         figures["model_load_s"] = round(time.perf_counter() - started, 1)
-        say(f"model chosen and loaded in {figures['model_load_s']} s; load {_load()}")
+        say(f"model chosen and loaded in {figures['model_load_s']} s; load {load_average()}")
         figures["profiling"] = _profiling(client, args=args, say=say)
         with _home(home):  # the GGUF's companion folder (tokenizer, config), the engine's
             rebuilder = PromptRebuilder(model_folder=resolve_model_path(model=str(gguf)))
@@ -261,7 +264,8 @@ def _per_second(cpu_s: float | None, wall_s: float | None) -> float | None:
 def _progress(timing: QuestionTiming, *, label: str) -> str:
     return (
         f"{label}: RAGDoll first token after {_fmt(timing.ttft_s)} s, llama.cpp prefill "
-        f"{_fmt(timing.llama_prefill_s)} s, prompt {timing.prompt_tokens} tokens; load {_load()}"
+        f"{_fmt(timing.llama_prefill_s)} s, prompt {timing.prompt_tokens} tokens; "
+        f"load {load_average()}"
     )
 
 
@@ -286,7 +290,10 @@ def _profiling(client: Any, *, args: argparse.Namespace, say: Callable[[str], No
             break  # it ran, or none was due within a check of the profiler
         time.sleep(1.0)
     waited = round(time.perf_counter() - started, 1)
-    say(f"machine timing: {state} (ran: {seen_running}) after a wait of {waited} s; load {_load()}")
+    say(
+        f"machine timing: {state} (ran: {seen_running}) after a wait of {waited} s; "
+        f"load {load_average()}"
+    )
     return {
         "state": state,
         "ran": seen_running,
@@ -369,10 +376,6 @@ def _split(client: Any, *, before: list[Any]) -> EngineSplit | None:
 
 def _fmt(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f}"
-
-
-def _load() -> str:
-    return "/".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def main() -> None:

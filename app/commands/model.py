@@ -77,7 +77,7 @@ def _server(args: argparse.Namespace, client: EngineClient) -> EngineSettings | 
     return client.set_model_server(
         url=args.server,
         model=args.name,
-        api_key=key if key is not None else None,
+        api_key=key,
         ca_file=args.ca_file,
         concurrency=args.concurrency,
         first_token_s=args.first_token_timeout,

@@ -611,7 +611,7 @@ def choose_device(*, gpu: GpuInfo | None, need_bytes: int, placement: Any = None
             return "cpu"
         spare = int(placement.budgets.gpu) - int(placement.used.gpu)
     else:
-        from engine.runtime.planner.planner import GPU_MARGIN, RAM_MARGIN
+        from engine.runtime.planner.machine import GPU_MARGIN, RAM_MARGIN
 
         fraction, at_least = RAM_MARGIN if gpu.unified_memory else GPU_MARGIN
         spare = gpu.free_bytes - max(math.ceil(gpu.free_bytes * fraction), at_least)

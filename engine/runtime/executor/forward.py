@@ -425,9 +425,7 @@ class StreamingModel:
 
         # A layer kept decoded over the chunks needs RAM the planner gives to layers
         # instead when any streams from the disk (model_spec.kept_layer_bytes).
-        keep = len(chunks) > 1 and not any(
-            self.store.home(layer_unit(i)) == "disk" for i in range(len(self._layers))
-        )
+        keep = len(chunks) > 1 and not self.store.streams_from_disk()
         for i in range(len(self._layers)):
             with workspace.keeping_decoded() if keep else contextlib.nullcontext():
                 hidden = self._with_unit(layer_unit(i), lambda t, i=i, h=hidden: run_layer(i, t, h))

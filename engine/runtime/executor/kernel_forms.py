@@ -482,6 +482,11 @@ def reference_weight(parts: Parts) -> torch.Tensor:
     return int8.reference_weight(parts.values, parts.scales)
 
 
+def _decoded_elements(tensor: GGUFTensor) -> int:
+    """The elements a prefill decodes of this matrix at once (`DECODE_ROWS` rows at most)."""
+    return min(tensor.shape[0], DECODE_ROWS) * tensor.shape[1]
+
+
 def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor]) -> int:
     """The buffer a prefill decodes each matrix into (`Workspace.take`): the largest
     matrix in bfloat16, and for the int4 form its integers too (at most `DECODE_ROWS`
@@ -489,7 +494,7 @@ def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor
     per_element = {"int4": 3, "int8": 2, "ggml": 2}
     return max(
         (
-            min(t.shape[0], DECODE_ROWS) * t.shape[1] * per_element[form]
+            _decoded_elements(t) * per_element[form]
             for ts in [*layers, head]
             for t in ts
             if (form := form_of(t))
@@ -501,10 +506,5 @@ def decode_buffer_bytes(layers: list[list[GGUFTensor]], *, head: list[GGUFTensor
 def kept_layer_bytes(layers: list[list[GGUFTensor]]) -> int:
     """What a prefill of several chunks keeps besides (`Workspace.keeping_decoded`): the
     largest layer's matrices in bfloat16, decoded once for all the chunks."""
-    return max(
-        (
-            sum(min(t.shape[0], DECODE_ROWS) * t.shape[1] * 2 for t in ts if form_of(t))
-            for ts in layers
-        ),
-        default=0,
-    )
+    per_layer = (sum(_decoded_elements(t) * 2 for t in ts if form_of(t)) for ts in layers)
+    return max(per_layer, default=0)

@@ -36,7 +36,6 @@ from engine.runtime.executor.packed import (
     MatrixBuffer,
     choose_decode,
     decode_unit,
-    in_file_order,
     kernel_computes,
     packable,
     read_stored,
@@ -44,7 +43,7 @@ from engine.runtime.executor.packed import (
     stored_bytes,
 )
 from engine.runtime.executor.page_cache import evict_ranges
-from engine.runtime.models.gguf_file import read_exactly, read_tensor
+from engine.runtime.executor.tensor_reads import DIRECT_DTYPES, read_direct, read_gguf
 from engine.runtime.planner.placement import Placement, Tier
 
 
@@ -155,7 +154,8 @@ class WeightStore:
         # only released units' buffers come back.
         self._pool = BufferPool()
         self._lent: dict[str, dict[str, torch.Tensor]] = {}
-        # A streamed unit's stored bytes read into one pooled block (`_stream_block`).
+        # A streamed unit's stored bytes read into one pooled block (`_stream_block`) of
+        # the largest packed disk unit's size, set with the homes.
         self._blocks: dict[str, torch.Tensor] = {}
         self._moves = 0
         self._lazy_loads = 0
@@ -165,6 +165,7 @@ class WeightStore:
         missing = [u for u in homes if u not in self._sources and u != HEAD]
         if missing:
             raise ValueError(f"checkpoint in {model_dir} has no tensors for {missing[:3]}")
+        self._block_bytes = self._largest_disk_unit()
         self.repacked: repacked.RepackedFile | None = None
         # Files mapped into memory whole, once: a unit held in the "ggml" form (the
         # file's own blocks) is a view of its file's mapping, never copied or repacked.
@@ -264,6 +265,7 @@ class WeightStore:
         with self._lock:
             self._moves += moved
         self._pool.clear()  # sized for the old set of streamed units
+        self._block_bytes = self._largest_disk_unit()
         return moved
 
     def fetch(self, unit: str) -> dict[str, torch.Tensor]:
@@ -427,15 +429,24 @@ class WeightStore:
         read allocates its own."""
         if pin or self._device.type != "cpu" or self._homes.get(unit) != "disk":
             return None
-        size = max(
-            sum(stored_bytes(s) for s in self._sources_of(u))
-            for u, tier in self._homes.items()
-            if tier == "disk" and u in self._packed
-        )
-        block = self._pool.take((size,), torch.uint8)
+        block = self._pool.take((self._block_bytes,), torch.uint8)
         with self._lock:
             self._blocks[unit] = block
         return block
+
+    def _largest_disk_unit(self) -> int:
+        return max(
+            (
+                sum(stored_bytes(s) for s in self._sources_of(u))
+                for u, tier in self._homes.items()
+                if tier == "disk" and u in self._packed
+            ),
+            default=0,
+        )
+
+    def streams_from_disk(self) -> bool:
+        """Whether any layer's home is the disk."""
+        return any(t == "disk" for u, t in self._homes.items() if u.startswith("layer."))
 
     def _drops_pages(self, unit: str) -> bool:
         """Whether a read of `unit` drops its pages from the page cache after: a unit
@@ -453,12 +464,12 @@ class WeightStore:
                 evict_ranges(sources)
             return out
         if any(s.gguf is not None for s in sources):
-            out = _read_gguf(sources, dtype=self._dtype, pin=pin)
+            out = read_gguf(sources, dtype=self._dtype, pin=pin)
             if self._drops_pages(unit):
                 evict_ranges(sources)
             return out
-        if all(s.dtype in _DTYPES for s in sources):
-            out = _read_direct(sources, dtype=self._dtype, pin=pin, pool=self._pool)
+        if all(s.dtype in DIRECT_DTYPES for s in sources):
+            out = read_direct(sources, dtype=self._dtype, pin=pin, pool=self._pool)
             if self._drops_pages(unit):
                 evict_ranges(sources)
             return out
@@ -536,68 +547,6 @@ class WeightStore:
                 self._held[unit] = self._load_home(unit)
             elif tier == "cpu":
                 self._host[unit] = self._read(unit, pin=self._pin)
-
-
-# safetensors dtype codes the direct reader understands (the others go through safe_open).
-_DTYPES: dict[str, torch.dtype] = {
-    "F64": torch.float64,
-    "F32": torch.float32,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "I64": torch.int64,
-    "I32": torch.int32,
-    "I16": torch.int16,
-    "I8": torch.int8,
-    "U8": torch.uint8,
-    "BOOL": torch.bool,
-}
-
-
-def _read_direct(
-    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool, pool: BufferPool
-) -> dict[str, torch.Tensor]:
-    """Read each tensor's bytes with one `readinto` straight into its own (pinned, on
-    CUDA) buffer: large sequential reads the kernel can read ahead, no page faults in
-    4 KiB steps as with a memory map, one copy fewer. Little-endian files on a
-    little-endian host, as safetensors specifies."""
-    out: dict[str, torch.Tensor] = {}
-    for f, s in in_file_order(sources):
-        stored = _DTYPES[s.dtype]
-        same = stored == dtype
-        # Pinned buffers come from torch's caching host allocator instead.
-        t = (
-            torch.empty(s.shape, dtype=stored, pin_memory=same)
-            if pin
-            else pool.take(s.shape, stored)
-        )
-        if t.numel():
-            read_exactly(
-                f, memoryview(t.view(-1).view(torch.uint8).numpy()), start=s.start, what=s.name
-            )
-        if not same:
-            staged = t
-            t = staged.to(dtype)
-            if pin:
-                t = t.pin_memory()
-            else:
-                pool.give([staged])
-        out[s.param] = t
-    return out
-
-
-def _read_gguf(
-    sources: list[TensorSource], *, dtype: torch.dtype, pin: bool
-) -> dict[str, torch.Tensor]:
-    """Read each tensor's GGML blocks by byte range and decode them (in the copy thread
-    for streamed units, so the file and the page cache hold only compressed bytes)."""
-    out: dict[str, torch.Tensor] = {}
-    # A GGUF model is one file (split files are refused in read_gguf).
-    with sources[0].file.open("rb", buffering=0) as f:
-        for s in sorted(sources, key=lambda s: s.start):
-            assert s.gguf is not None
-            t = read_tensor(f, s.gguf, dtype=dtype)
-            out[s.param] = t.pin_memory() if pin else t
-    return out
 
 
 def _to_host(t: torch.Tensor, *, pin: bool) -> torch.Tensor:

@@ -40,44 +40,20 @@ short; `Placement.raise_if_unfit()` turns it into a PlacementError.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.runtime.hardware.profile import HardwareProfile
+from engine.runtime.planner.machine import Machine, machine_of
 from engine.runtime.planner.model_spec import ModelSpec
 from engine.runtime.planner.placement import Placement, StoreSpec, Tier, TierBytes, Workload
 from engine.runtime.planner.sizes import format_gib
-
-MIB = 2**20
-GIB = 2**30
-
-# Safety margins: (fraction of capacity, at least). The GPU loses memory to the CUDA
-# context and allocator fragmentation; RAM to the OS, the app and the page cache
-# that keeps disk reads fast; the disk to everything else that writes there.
-GPU_MARGIN = (0.05, 512 * MIB)
-RAM_MARGIN = (0.10, 1 * GIB)
-# Under a memory cgroup's limit the OS and other programs live outside it (no 1 GiB
-# floor), and the interpreter is already counted as used; a tenth of the limit is kept
-# for the page cache of streamed reads and the allocator's slack, which the limit counts.
-CGROUP_RAM_MARGIN_FRACTION = 0.10
-DISK_MARGIN = (0.05, 2 * GIB)
 
 PREFETCH_MAX_PREFILL = 2
 PREFETCH_MAX_DECODE = 8
 MAX_BATCH_CAP = 1024
 MAX_RETRIEVAL_BATCH_CAP = 256
 _MIN_STREAM_SLOTS = 2  # the layer computing and the one loading
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Machine:
-    memory_model: str
-    compute: Tier
-    host: Tier | None  # the tier between compute and disk; None when compute is RAM/pool
-    partition_tier: Tier
-    capacities: TierBytes
-    budgets: TierBytes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +84,7 @@ class _Fit:
 def plan(
     *, hardware: HardwareProfile, model: ModelSpec, store: StoreSpec, workload: Workload
 ) -> Placement:
-    machine = _machine_of(hardware)
+    machine = machine_of(hardware)
     items = _items_of(model, machine)
     tiers = _place_weights(
         machine=machine,
@@ -210,69 +186,7 @@ def plan(
     )
 
 
-def _ram_budget(hardware: HardwareProfile, ram: int) -> int:
-    limit = hardware.ram_limit_bytes
-    if limit is None:
-        return _less_margin(ram, RAM_MARGIN)
-    return max(0, ram - math.ceil(limit * CGROUP_RAM_MARGIN_FRACTION))
-
-
-def _machine_of(hardware: HardwareProfile) -> _Machine:
-    ram = hardware.ram_available_bytes
-    disk = hardware.disk.free_bytes
-    gpu = hardware.gpu
-    if gpu is None:
-        caps = TierBytes(gpu=0, cpu=ram, disk=disk)
-        budgets = TierBytes(
-            gpu=0, cpu=_ram_budget(hardware, ram), disk=_less_margin(disk, DISK_MARGIN)
-        )
-        return _Machine(
-            memory_model="cpu_only",
-            compute="cpu",
-            host=None,
-            partition_tier="cpu",
-            capacities=caps,
-            budgets=budgets,
-        )
-    if gpu.unified_memory:
-        # One pool: the GPU's cap, but never more than the RAM free for it; the OS
-        # lives in the same pool, so the RAM margin applies.
-        pool = min(gpu.free_bytes, ram)
-        caps = TierBytes(gpu=pool, cpu=0, disk=disk)
-        budgets = TierBytes(
-            gpu=_less_margin(pool, RAM_MARGIN), cpu=0, disk=_less_margin(disk, DISK_MARGIN)
-        )
-        return _Machine(
-            memory_model="unified",
-            compute="gpu",
-            host=None,
-            partition_tier="gpu",
-            capacities=caps,
-            budgets=budgets,
-        )
-    caps = TierBytes(gpu=gpu.free_bytes, cpu=ram, disk=disk)
-    budgets = TierBytes(
-        gpu=_less_margin(gpu.free_bytes, GPU_MARGIN),
-        cpu=_ram_budget(hardware, ram),
-        disk=_less_margin(disk, DISK_MARGIN),
-    )
-    return _Machine(
-        memory_model="discrete",
-        compute="gpu",
-        host="cpu",
-        partition_tier="cpu",
-        capacities=caps,
-        budgets=budgets,
-    )
-
-
-def _less_margin(capacity: int, margin: tuple[float, int]) -> int:
-    fraction, at_least = margin
-    # Round the margin up so that a budget never exceeds capacity·(1 − fraction).
-    return max(0, capacity - max(math.ceil(capacity * fraction), at_least))
-
-
-def _items_of(model: ModelSpec, machine: _Machine) -> list[_Item]:
+def _items_of(model: ModelSpec, machine: Machine) -> list[_Item]:
     """The weights in the order they claim the compute tier: what streams is a suffix."""
     embed = _Item(kind="embed", size=model.embed_bytes)
     head = _Item(kind="head", size=model.head_bytes + model.final_norm_bytes)
@@ -282,7 +196,7 @@ def _items_of(model: ModelSpec, machine: _Machine) -> list[_Item]:
     return [embed, head, *layers]
 
 
-def _embedding_mapped(machine: _Machine, model: ModelSpec) -> bool:
+def _embedding_mapped(machine: Machine, model: ModelSpec) -> bool:
     """A CPU computing a model's kernel forms looks its embedding's rows up in the
     file's mapping wherever its home is (engine/runtime/executor/weights.py
     `_looked_up_in_map`): on the disk it costs a few pages a step, so it is the first
@@ -326,7 +240,7 @@ def _workspaces(
     )
 
 
-def _decodes_per_matrix(machine: _Machine, model: ModelSpec, *, streams: bool) -> bool:
+def _decodes_per_matrix(machine: Machine, model: ModelSpec, *, streams: bool) -> bool:
     """Whether the executor will decode compressed layers one matrix at a time: on a
     CPU when any layer streams from the disk (engine/runtime/executor/packed.py `choose_decode`;
     a CPU compute tier has no host tier, so a layer not in RAM is on the disk), and a
@@ -338,7 +252,7 @@ def _decodes_per_matrix(machine: _Machine, model: ModelSpec, *, streams: bool) -
 
 def _place_weights(
     *,
-    machine: _Machine,
+    machine: Machine,
     model: ModelSpec,
     store: StoreSpec,
     workload: Workload,
@@ -424,7 +338,7 @@ def _add(t: TierBytes, tier: Tier, n: int) -> TierBytes:
 
 def _fit(
     *,
-    machine: _Machine,
+    machine: Machine,
     model: ModelSpec,
     store: StoreSpec,
     workload: Workload,
@@ -546,7 +460,7 @@ def _depth(spare: int, slot: int, cap: int, n_stream: int) -> int:
 
 
 def _plan_fits(
-    machine: _Machine,
+    machine: Machine,
     model: ModelSpec,
     store: StoreSpec,
     workload: Workload,
@@ -586,7 +500,7 @@ def _largest(fits: Callable[[int], bool]) -> int:
 
 def _shortfall_message(
     *,
-    machine: _Machine,
+    machine: Machine,
     model: ModelSpec,
     workload: Workload,
     weights: TierBytes,

@@ -8,9 +8,9 @@ import pytest
 from engine.errors import PlacementError
 from engine.runtime.hardware.profile import HardwareProfile, synthetic_profile
 from engine.runtime.planner import StoreSpec, Workload, load_model_spec, plan
+from engine.runtime.planner.machine import DISK_MARGIN, GPU_MARGIN, RAM_MARGIN
 from engine.runtime.planner.model_spec import ModelSpec, model_spec_from_config
 from engine.runtime.planner.placement import Placement
-from engine.runtime.planner.planner import DISK_MARGIN, GPU_MARGIN, RAM_MARGIN
 from engine.runtime.planner.sizes import format_gib
 
 QWEN25_32B = {
@@ -294,7 +294,7 @@ def test_the_index_is_sized_in_the_store_layout() -> None:
 def test_under_a_cgroup_limit_ram_keeps_a_tenth_of_the_limit_not_a_gib() -> None:
     import dataclasses
 
-    from engine.runtime.planner.planner import CGROUP_RAM_MARGIN_FRACTION
+    from engine.runtime.planner.machine import CGROUP_RAM_MARGIN_FRACTION
 
     mib = 2**20
     machine = synthetic_profile(gpu_bytes=0, ram_bytes=16 * GIB, disk_bytes=500 * GB)
