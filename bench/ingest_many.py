@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from engine.environ import EngineEnviron
-from engine.rag.ingest.embedder import Embedder, PriorityGate
+from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.priority_gate import PriorityGate
 
 WINDOW_CHARS = 1_000
 

@@ -46,9 +46,7 @@ import logging
 import math
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,16 +62,13 @@ from engine.rag.ingest.plain_model import (
     plain_model_of,
     read_plain_model,
 )
+from engine.rag.ingest.priority_gate import PriorityGate
 from engine.runtime.hardware.gpus import GpuInfo
 
 log = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 32
-# After a question's encode, ingestion waits this long before its next batch:
-# an answer encodes more than once (the question, then its passages' sentences),
-# with a search between.
-QUESTION_QUIET_S = 1.0
 # Activations of one encode batch on the device: 32 texts of 256 tokens through
 # a 384-wide, 12-head encoder need well under this (attention maps dominate).
 _WORKSPACE_BYTES = 256 * 2**20
@@ -85,68 +80,6 @@ class EmbedderInfo:
     id: str
     dimension: int
     max_tokens: int
-
-
-class PriorityGate:
-    """One holder at a time; a waiting question goes before any background turn,
-    and no background turn starts while a question is encoded, nor `quiet_s`
-    after: the rest of its answer (the search, the answer's sentences, which
-    are encoded too) then gets the cores, not the next ingestion batch."""
-
-    def __init__(self, *, quiet_s: float = QUESTION_QUIET_S) -> None:
-        self._cond = threading.Condition()
-        self._busy = False
-        self._busy_background = False
-        self._urgent_waiting = 0
-        self._asking = 0
-        self._quiet_until = 0.0
-        self.quiet_s = quiet_s
-
-    @property
-    def background_running(self) -> bool:
-        """A background turn is running now."""
-        return self._busy and self._busy_background
-
-    @contextmanager
-    def asking(self) -> Iterator[None]:
-        """A question's encode, through the gate or beside a background turn."""
-        with self._cond:
-            self._asking += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._asking -= 1
-                self._quiet_until = time.monotonic() + self.quiet_s
-                self._cond.notify_all()
-
-    def _background_may_start(self) -> bool:
-        if self._busy or self._urgent_waiting or self._asking:
-            return False
-        return time.monotonic() >= self._quiet_until
-
-    @contextmanager
-    def turn(self, *, background: bool) -> Iterator[None]:
-        with self._cond:
-            if background:
-                while not self._background_may_start():
-                    left = self._quiet_until - time.monotonic()
-                    self._cond.wait(timeout=left if left > 0 else None)
-            else:
-                self._urgent_waiting += 1
-                try:
-                    self._cond.wait_for(lambda: not self._busy)
-                finally:
-                    self._urgent_waiting -= 1
-            self._busy = True
-            self._busy_background = background
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._busy = False
-                self._busy_background = False
-                self._cond.notify_all()
 
 
 def locate_embedder(model: str, *, app_cache: Path | None = None) -> str:

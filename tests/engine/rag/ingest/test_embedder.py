@@ -14,12 +14,12 @@ from engine.rag.ingest.embedder import (
     DEFAULT_EMBEDDER,
     Embedder,
     EmbedderInfo,
-    PriorityGate,
     choose_device,
     embedder_need_bytes,
     like_lengths,
     locate_embedder,
 )
+from engine.rag.ingest.priority_gate import PriorityGate
 from engine.runtime.hardware.gpus import GpuInfo
 from tests.support.stalls import Stopwatch
 
