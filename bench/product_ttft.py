@@ -78,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "waiting for it before the questions",
     )
     parser.add_argument(
+        "--ask-while-timing",
+        action="store_true",
+        help="ask the first question as soon as the first-start machine timing is measuring "
+        "(it should give way within a decode step) instead of waiting for it to end",
+    )
+    parser.add_argument(
         "--n-ctx", type=int, default=8192, help="llama.cpp's context (longer than any prompt)"
     )
     parser.add_argument(
@@ -218,6 +224,12 @@ def _measure(
                 out.append(timing)
                 last = ids or last
                 say(_progress(out[-1], label="warm-up" if i == 0 else f"question {i}"))
+                if i == 0 and args.ask_while_timing:
+                    after = client.status().profiling
+                    figures["profiling"]["after_first_question"] = (
+                        after.state if after is not None else None
+                    )
+                    say(f"machine timing after the first answer: {after}")
     return out
 
 
@@ -276,6 +288,8 @@ def _profiling(client: Any, *, args: argparse.Namespace, say: Callable[[str], No
     warm-up, and its length reported apart."""
     from engine.service.profiling.auto_profile import CHECK_INTERVAL_S
 
+    if args.ask_while_timing:
+        return _timing_started(client, args=args, say=say)
     if args.skip_profiling:
         client.skip_profiling()  # stores the defaults for this model: nothing runs
     started = time.perf_counter()
@@ -300,6 +314,25 @@ def _profiling(client: Any, *, args: argparse.Namespace, say: Callable[[str], No
         "waited_s": waited,
         "skipped_by_bench": args.skip_profiling,
     }
+
+
+def _timing_started(client: Any, *, args: argparse.Namespace, say: Callable[[str], None]) -> Any:
+    """Waits until the machine timing is timing (its samplers built), so that the
+    warm-up question is asked during it: the person's first question on a first start."""
+    started = time.perf_counter()
+    message = state = None
+    while time.perf_counter() - started < args.profiling_wait_s:
+        profiling = client.status().profiling
+        state = profiling.state if profiling is not None else None
+        message = profiling.message if profiling is not None else None
+        if state == "running" and (message or "").startswith("timing"):
+            break
+        if state in ("done", "skipped", "failed"):
+            break
+        time.sleep(0.2)
+    waited = round(time.perf_counter() - started, 1)
+    say(f"machine timing: {state} ({message}) after {waited} s: asking now; load {load_average()}")
+    return {"state": state, "message": message, "waited_s": waited, "asked_while_timing": True}
 
 
 def _ask(client: Any, *, question: str, args: argparse.Namespace) -> Asked:

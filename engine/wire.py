@@ -277,7 +277,8 @@ class EngineSettings:
 class ProfilingStatus:
     """Active profiling (first start, or after the setup changed markedly)."""
 
-    state: Literal["idle", "running", "done", "skipped", "failed"]
+    # "waiting": a run gave way to the person's work and starts again once idle.
+    state: Literal["idle", "running", "waiting", "done", "skipped", "failed"]
     message: str = ""
     fraction: float = 0.0
     reason: str | None = None  # why it runs: "first start", "the model changed (…)", …

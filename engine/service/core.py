@@ -55,6 +55,7 @@ from engine.service.profiling.auto_profile import AutoProfiler, ProfilingInputs,
 from engine.service.ranker_choice import RankerChoice, setting_of
 from engine.service.settings import SettingsFile
 from engine.service.status_view import engine_status
+from engine.service.work_in_hand import WorkInHand
 from engine.wire import (
     AnswerEvent,
     DocumentInfo,
@@ -117,6 +118,8 @@ class Engine:
         # Held while the model runs (a generation batch, an answer without retrieval,
         # a profiling sample): one thing at a time on the scarcest resource here.
         self._answer_lock = threading.Lock()
+        # Answers without retrieval in hand (the pipeline counts its own requests).
+        self._direct_answers = WorkInHand()
         # The two pipelines every answer goes through; built at the first question.
         self._serving: ServingPipeline | None = None
         self._serving_lock = threading.Lock()
@@ -262,18 +265,23 @@ class Engine:
             chunks = saved.collection_chunks
         # Idle: no answer being written and no ingestion job queued or running
         # (either would disturb every measurement, and ingestion changes the size).
-        serving = self._serving
-        idle = (
-            not self._answer_lock.locked()
-            and (serving is None or serving.pipeline.idle())
-            and not self.ingest.state().jobs
-        )
         return ProfilingInputs(
             model_id=self.settings.model,
             collection_chunks=chunks,
-            idle=idle,
+            idle=not self._answer_lock.locked() and not self._work_waiting(),
             sample_generation=self._generation_sampler,
             sample_retrieval=lambda: self._retrieval_sampler(chunks=chunks),
+            wanted=self._work_waiting,
+        )
+
+    def _work_waiting(self) -> bool:
+        """A person's work is in hand: a question, an ask-each run, an answer without
+        retrieval, ingestion. Machine timing gives way to it (auto_profile.py)."""
+        serving = self._serving
+        return (
+            (serving is not None and not serving.pipeline.idle())
+            or self._direct_answers.any()
+            or bool(self.ingest.state().jobs)
         )
 
     def _generation_sampler(self) -> Sampler | None:
@@ -284,7 +292,9 @@ class Engine:
             return None
         answerer = model.answerer
         with self._answer_lock:
-            sample = generation_sampler(model=answerer.model, tokenizer=answerer.tokenizer)
+            sample = generation_sampler(
+                model=answerer.model, tokenizer=answerer.tokenizer, wanted=self._work_waiting
+            )
 
         def between_answers(batch: int) -> float:
             # One timed batch at a time under the answer lock: a question waits
@@ -548,7 +558,10 @@ class Engine:
         if model is None:
             raise ModelLoadError("no language model is in use: answers need retrieval")
         # A model server runs its own batches: nothing here to keep from running twice.
-        with contextlib.nullcontext() if model.remote else self._answer_lock:
+        with (
+            self._direct_answers.one(),
+            contextlib.nullcontext() if model.remote else self._answer_lock,
+        ):
             yield from model.answerer.stream(
                 question=question.strip(),
                 passages=[],

@@ -7,6 +7,7 @@ StreamingModel, and then times the executor the product really uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -42,10 +43,12 @@ class GenerateCompat:
         top_p: float = 1.0,
         repetition_penalty: float = 1.0,
         pad_token_id: int | None = None,
+        stop: Callable[[], bool] | None = None,
         **ignored: Any,
     ) -> torch.Tensor:
         """(B, T + n): the inputs followed by each row's new tokens, padded with
-        `pad_token_id` after a row stops."""
+        `pad_token_id` after a row stops; every row stops at the step where `stop()`
+        first answers True."""
         ids = input_ids.cpu()
         mask = attention_mask.cpu() if attention_mask is not None else torch.ones_like(ids)
         requests = [
@@ -64,7 +67,11 @@ class GenerateCompat:
         )
         new: list[list[int]] = [[] for _ in requests]
         for event in generate(
-            model=self.executor, requests=requests, sampling=sampling, pad_token_id=pad_token_id
+            model=self.executor,
+            requests=requests,
+            sampling=sampling,
+            pad_token_id=pad_token_id,
+            cancelled=(lambda _row: stop()) if stop is not None else None,
         ):
             new[event.request].append(event.token_id)
         pad = pad_token_id if pad_token_id is not None else 0

@@ -7,6 +7,10 @@ engine is idle, whether the stored fit still describes this setup
 machine) and runs the active profile in the engine process, reporting progress.
 A person can skip it: the planner's defaults are then stored in its place, so the
 question is not asked again until the setup changes.
+
+It never competes with the person's work: when a question (or any other work) arrives
+during a run, the sample in hand stops at its next decode step (`Deferred`), the run is
+dropped, and a new one starts only after the engine has been idle for `SETTLE_S`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.paths import Paths
 from engine.runtime.hardware.profile import load_profile
@@ -35,8 +39,20 @@ log = logging.getLogger(__name__)
 SKIPPED_NOTE = "skipped: the planner's defaults are used until the setup changes"
 DEFAULT_BUDGET_S = 120.0
 CHECK_INTERVAL_S = 20.0
+# After the engine was busy (or a run gave way to a question), this long idle before a
+# run starts: a person reading an answer often asks the next question within a minute.
+SETTLE_S = 30.0
+WAITING_NOTE = "waiting for the engine to be idle: questions go first"
 
 Sampler = Callable[[int], float]
+
+
+class Deferred(Exception):
+    """A run gives way: the person's work arrived (raised by a sampler or between samples)."""
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +64,8 @@ class ProfilingInputs:
     idle: bool  # no ingestion or answer running: measurements would be disturbed
     sample_generation: Callable[[], Sampler | None]  # built only when a run starts
     sample_retrieval: Callable[[], Sampler | None]
+    # Asked between samples and by the samplers at each step: work is waiting.
+    wanted: Callable[[], bool] = field(default=_never)
 
 
 class _Skipped(Exception):
@@ -62,11 +80,16 @@ class AutoProfiler:
         inputs: Callable[[], ProfilingInputs],
         budget_s: float = DEFAULT_BUDGET_S,
         interval_s: float = CHECK_INTERVAL_S,
+        settle_s: float = SETTLE_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._paths = paths
         self._inputs = inputs
         self._budget_s = budget_s
         self._interval_s = interval_s
+        self._settle_s = settle_s
+        self._clock = clock
+        self._busy_at: float | None = None  # when the engine was last seen busy
         self._lock = threading.Lock()
         self._status = ProfilingStatus(state="idle")
         self._skip = threading.Event()
@@ -107,9 +130,16 @@ class AutoProfiler:
         """One check, in the caller's thread: profile when the stored fit is stale."""
         inputs = self._inputs()
         reason = self.stale(inputs=inputs)
-        if reason is not None and inputs.idle:
+        if reason is None:
+            return self.status()
+        if not inputs.idle or inputs.wanted():
+            self._busy_at = self._clock()
+        elif self._settled():
             self._run(inputs=inputs, reason=reason)
         return self.status()
+
+    def _settled(self) -> bool:
+        return self._busy_at is None or self._clock() - self._busy_at >= self._settle_s
 
     def stale(self, *, inputs: ProfilingInputs) -> str | None:
         """Why a profile is due, or None while the stored one (or a skip) still holds."""
@@ -142,6 +172,8 @@ class AutoProfiler:
         def progress(message: str, fraction: float) -> None:
             if self._skip.is_set():
                 raise _Skipped
+            if inputs.wanted():
+                raise Deferred
             self._set(
                 ProfilingStatus(
                     state="running", reason=reason, message=message, fraction=round(fraction, 3)
@@ -162,6 +194,13 @@ class AutoProfiler:
             )
         except _Skipped:
             self._store_skipped(inputs)
+            return
+        except Deferred:
+            # Nothing measured so far is kept: a fit from part of the batches would
+            # misplace the curve, and the whole run takes a minute or two.
+            self._busy_at = self._clock()
+            log.info("active profiling gave way to a question; it runs again once idle")
+            self._set(ProfilingStatus(state="waiting", reason=reason, message=WAITING_NOTE))
             return
         save_profile(data_dir=self._paths.data, result=result)
         self._set(

@@ -21,6 +21,7 @@ from engine.runtime.planner.profiling import (
     run_active_profile,
     save_profile,
 )
+from engine.service.profiling.auto_profile import Deferred
 
 if TYPE_CHECKING:
     from engine.paths import Paths
@@ -34,17 +35,27 @@ _READ_CHUNK = 1 << 20
 
 
 def generation_sampler(
-    *, model: Any, tokenizer: Any, max_new_tokens: int = DECODE_TOKENS, repeats: int = 2
+    *,
+    model: Any,
+    tokenizer: Any,
+    max_new_tokens: int = DECODE_TOKENS,
+    repeats: int = 2,
+    wanted: Callable[[], bool] | None = None,
 ) -> Callable[[int], float]:
     """Seconds to greedily decode `max_new_tokens` for a batch of B identical prompts.
 
     Identical prompts need no padding, so no pad token is needed either (many
     checkpoints have none). The first call is a warm-up: it pays for kernel
-    selection and allocator growth, which the fit must not see."""
+    selection and allocator growth, which the fit must not see. With `wanted` (the
+    product's executor only: its `generate` takes `stop`), a sample stops at the decode
+    step where `wanted()` answers True and raises `Deferred`: a question waits one
+    step, not a whole batch."""
     import torch
 
     ids = tokenizer(PROBE_PROMPT, return_tensors="pt").input_ids.to(model.device)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    stop = {"stop": wanted} if wanted is not None else {}
 
     def once(batch: int) -> float:
         inputs = ids.repeat(batch, 1)
@@ -58,8 +69,11 @@ def generation_sampler(
                 min_new_tokens=max_new_tokens,  # an early EOS would make a batch look fast
                 do_sample=False,
                 pad_token_id=pad,
+                **stop,
             )
         _sync(torch)
+        if wanted is not None and wanted():
+            raise Deferred
         return time.perf_counter() - start
 
     def decode(batch: int) -> float:

@@ -91,3 +91,63 @@ def test_a_failing_sampler_is_reported_not_raised(paths) -> None:  # type: ignor
         profiler.stop()
     assert profiler.status().state == "failed"
     assert "out of memory" in (profiler.status().error or "")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_run_gives_way_to_a_question_and_runs_again_once_idle(paths) -> None:  # type: ignore[no-untyped-def]
+    question = threading.Event()
+    samples: list[int] = []
+
+    def generation(batch: int) -> float:
+        samples.append(batch)
+        if len(samples) == 1:
+            question.set()  # a question arrives while the first batch is timed
+        return 0.5 * batch**0.6
+
+    clock = _Clock()
+    profiler = AutoProfiler(
+        paths=paths,
+        inputs=lambda: ProfilingInputs(
+            model_id="m",
+            collection_chunks=1000,
+            idle=not question.is_set(),
+            sample_generation=lambda: generation,
+            sample_retrieval=lambda: None,
+            wanted=question.is_set,
+        ),
+        settle_s=30.0,
+        clock=clock,
+    )
+    status = profiler.check_now()
+    assert status.state == "waiting" and status.reason == "first start"
+    assert len(samples) == 1  # no sample after the question came
+    assert load_saved_profile(data_dir=paths.data) is None  # no fit from part of a run
+    question.clear()  # answered
+    clock.now += 10.0
+    assert profiler.check_now().state == "waiting"  # not yet: it waits SETTLE_S idle
+    assert len(samples) == 1
+    clock.now += 25.0
+    status = profiler.check_now()
+    assert status.state == "done"
+    assert load_saved_profile(data_dir=paths.data) is not None
+
+
+def test_a_busy_engine_delays_the_first_run_until_it_settles(paths) -> None:  # type: ignore[no-untyped-def]
+    busy = {"now": True}
+    clock = _Clock()
+    profiler = AutoProfiler(
+        paths=paths, inputs=lambda: _inputs(idle=not busy["now"]), settle_s=30.0, clock=clock
+    )
+    assert profiler.check_now().state == "idle"
+    busy["now"] = False
+    clock.now += 5.0
+    assert profiler.check_now().state == "idle"  # idle for 5 s only
+    clock.now += 30.0
+    assert profiler.check_now().state == "done"

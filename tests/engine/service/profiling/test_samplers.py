@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 from engine.paths import resolve_paths
 from engine.rag.answer.in_use import open_model
 from engine.runtime.models.synthetic import write_random_model
 from engine.runtime.planner.profiling import EXTRACTIVE_NOTE, fit_power_law, load_saved_profile
+from engine.service.profiling.auto_profile import Deferred
 from engine.service.profiling.samplers import generation_sampler
 
 
@@ -91,3 +95,24 @@ def test_retrieval_sampler_times_an_indexed_store_under_partial_budgets(tmp_path
         assert store.resident_budget == 123_456  # the store's own budget is put back
     finally:
         store.close()
+
+
+def test_a_generation_sample_stops_at_the_step_a_question_arrives(tmp_path: Path) -> None:
+    folder = write_random_model(folder=tmp_path / "llama", architecture="llama", hidden_size=32)
+    answerer = open_model(model_path=folder).answerer
+    asked: list[int] = []
+    armed = threading.Event()
+
+    def wanted() -> bool:
+        if armed.is_set():
+            asked.append(1)
+        return len(asked) > 3  # a question arrives during the timed batch's third step
+
+    sample = generation_sampler(
+        model=answerer.model, tokenizer=answerer.tokenizer, max_new_tokens=64, wanted=wanted
+    )
+    armed.set()
+    with pytest.raises(Deferred):
+        sample(2)
+    # Asked at each step: the batch left at the step the question came, not after 64.
+    assert len(asked) < 10
