@@ -33,7 +33,10 @@ from engine.environ import TORCH_KERNELS_ENV, torch_kernels_forced
 log = logging.getLogger(__name__)
 
 FORCE_TORCH_ENV = TORCH_KERNELS_ENV
-SOURCE = Path(__file__).with_name("native") / "ggml_dot.c"
+NATIVE = Path(__file__).with_name("native")
+# Compiled together into one library; the header is hashed with them.
+SOURCES = (NATIVE / "ggml_dot.c", NATIVE / "vnni_gemm.c")
+HEADERS = (NATIVE / "ggml_blocks.h",)
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread", "-std=gnu11")
 TYPES = frozenset(
     {
@@ -86,11 +89,11 @@ def _compiler_id(compiler: str) -> str:
 
 
 def build(*, cache: Path, compiler: str | None) -> Built:
-    """The library compiled from SOURCE into `cache` (reused when already there)."""
+    """The library compiled from SOURCES into `cache` (reused when already there)."""
     if compiler is None:
         return Built(path=None, reason="no C compiler found (cc, gcc, clang or $CC)")
     try:
-        source = SOURCE.read_bytes()
+        source = b"".join(path.read_bytes() for path in (*SOURCES, *HEADERS))
     except OSError as e:
         return Built(path=None, reason=f"kernel source missing: {e}")
     key = hashlib.sha256(
@@ -107,7 +110,7 @@ def build(*, cache: Path, compiler: str | None) -> Built:
         return Built(path=None, reason=f"cannot write the build to {cache}: {e}")
     try:
         done = subprocess.run(
-            [compiler, *FLAGS, "-o", tmp, str(SOURCE)],
+            [compiler, *FLAGS, "-o", tmp, *(str(path) for path in SOURCES)],
             capture_output=True,
             text=True,
             timeout=_BUILD_SECONDS,
@@ -122,6 +125,20 @@ def build(*, cache: Path, compiler: str | None) -> Built:
         return Built(path=None, reason=f"{compiler} failed: {' / '.join(tail)}")
     os.replace(tmp, target)  # a partial build is never loaded under the final name
     return Built(path=target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VnniPacked:
+    """A matrix unpacked for the integer GEMM (native/vnni_gemm.c): `values` (rows·cols
+    uint8, panels of 16 rows), and per panel, group and row `scales` and `mins`
+    (float32; `group` values share them)."""
+
+    values: torch.Tensor
+    scales: torch.Tensor
+    mins: torch.Tensor
+    rows: int
+    cols: int
+    group: int
 
 
 class Library:
@@ -143,6 +160,16 @@ class Library:
         lib.rd_layer_rest.restype = c_int
         lib.rd_simd.restype = c_int
         self.simd = bool(lib.rd_simd())
+        lib.rd_vnni.restype = c_int
+        lib.rd_vnni_group.argtypes = [c_int]
+        lib.rd_vnni_group.restype = c_int
+        lib.rd_vnni_pack.argtypes = [c_int, ptr, i64, i64, i64, ptr, ptr, ptr, c_int]
+        lib.rd_vnni_pack.restype = c_int
+        lib.rd_vnni_gemm.argtypes = [c_int, ptr, ptr, ptr, i64, i64, ptr, i64, ptr, i64, c_int]
+        lib.rd_vnni_gemm.restype = c_int
+        # The prefill's integer GEMM (native/vnni_gemm.c): built where the CPU has
+        # AVX-512 VNNI.
+        self.vnni = bool(lib.rd_vnni())
         self._lib = lib
 
     def matmul(
@@ -226,6 +253,71 @@ class Library:
         )
         if rc != 0:
             raise ValueError(f"native decoder refused type {qtype} with {cols} columns")
+        return out
+
+    def vnni_group(self, qtype: int) -> int:
+        """The values sharing a scale of a type the integer GEMM takes, or 0."""
+        return int(self._lib.rd_vnni_group(qtype)) if self.vnni else 0
+
+    def vnni_pack(
+        self, *, qtype: int, raw: torch.Tensor, cols: int, out: VnniPacked, threads: int
+    ) -> VnniPacked:
+        """`raw`'s rows unpacked into `out` for `vnni_gemm`."""
+        rows = raw.shape[0]
+        if raw.dim() != 2 or raw.stride(1) != 1:
+            raise ValueError("pack needs rows of contiguous bytes")
+        if out.values.numel() != rows * cols or out.scales.numel() != out.mins.numel():
+            raise ValueError("pack output does not fit the matrix")
+        rc = self._lib.rd_vnni_pack(
+            qtype,
+            raw.data_ptr(),
+            rows,
+            cols,
+            raw.stride(0),
+            out.values.data_ptr(),
+            out.scales.data_ptr(),
+            out.mins.data_ptr(),
+            threads,
+        )
+        if rc != out.group:
+            raise ValueError(f"the integer GEMM refused type {qtype} with {cols} columns")
+        return out
+
+    def vnni_gemm(
+        self, *, packed: VnniPacked, x: torch.Tensor, out: torch.Tensor, threads: int
+    ) -> torch.Tensor:
+        """out (M, N) float32 = x (M, K) float32 · Wᵀ for W as `vnni_pack` left it."""
+        if x.dtype != torch.float32 or x.dim() != 2 or not x.is_contiguous():
+            raise ValueError("x must be a contiguous (M, K) float32 tensor")
+        if (
+            out.dtype != torch.float32
+            or out.stride(1) != 1
+            or out.shape
+            != (
+                x.shape[0],
+                packed.rows,
+            )
+        ):
+            raise ValueError(f"out must be ({x.shape[0]}, {packed.rows}) float32")
+        if x.shape[1] != packed.cols:
+            raise ValueError(f"x has {x.shape[1]} columns, the matrix {packed.cols}")
+        rc = self._lib.rd_vnni_gemm(
+            packed.group,
+            packed.values.data_ptr(),
+            packed.scales.data_ptr(),
+            packed.mins.data_ptr(),
+            packed.rows,
+            packed.cols,
+            x.data_ptr(),
+            x.shape[0],
+            out.data_ptr(),
+            out.stride(0),
+            threads,
+        )
+        if rc == -2:
+            raise MemoryError("no memory for the integer GEMM's quantized activations")
+        if rc != 0:
+            raise ValueError(f"the integer GEMM refused a {packed.rows} × {packed.cols} matrix")
         return out
 
     def layer_qkv(

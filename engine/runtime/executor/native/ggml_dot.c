@@ -32,39 +32,12 @@
 #include <immintrin.h>
 #endif
 
-enum {
-    T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
-    T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14,
-};
-
-#define QK 32
-#define QKK 256
+#include "ggml_blocks.h"
 
 /* Activations quantized per 256 values (K-quants): the bsums are the sums of each 16. */
 typedef struct { float d; int16_t bsums[16]; int8_t qs[QKK]; } act_k;
 /* Activations quantized per 32 values (legacy types): `sum` is the sum of qs. */
 typedef struct { float d; int32_t sum; int8_t qs[QK]; } act_32;
-
-static float half_to_float(const uint8_t *p) {
-    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
-#if defined(__F16C__)
-    return _cvtsh_ss(h);
-#else
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, f;
-    if (exp == 0) {
-        float v = ldexpf((float)man, -24);
-        memcpy(&f, &v, 4);
-        f |= sign;
-    } else if (exp == 31) {
-        f = sign | 0x7F800000u | (man << 13);
-    } else {
-        f = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float out;
-    memcpy(&out, &f, 4);
-    return out;
-#endif
-}
 
 /* Values per block and bytes per block of a type; 0 when not handled here. */
 static int block_of(int type, int *values) {
@@ -78,17 +51,6 @@ static int block_of(int type, int *values) {
     case T_Q5_K: *values = QKK; return 176;
     case T_Q6_K: *values = QKK; return 210;
     default: *values = 0; return 0;
-    }
-}
-
-/* The six-bit scale and minimum of sub-block j of a Q4_K/Q5_K block's 12 bytes. */
-static void scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *mn = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *mn = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
 }
 
@@ -470,6 +432,9 @@ int rd_row_bytes(int type, int64_t k) {
 
 /* One call's work: `parts` matrices sharing the activations, or rows to decode. */
 typedef struct {
+    /* a task of another source file's (rd_parallel): chunk c of `ctx` */
+    void (*task)(const void *ctx, int64_t c);
+    const void *ctx;
     int decode, bf16, count;
     int64_t chunk_rows;
     /* attention (a decode layer's, one row): q heads × n positions of the KV buffers */
@@ -493,6 +458,10 @@ typedef struct {
 static void attend_head(const job_t *job, int64_t h);
 
 static void run_chunk(const job_t *job, int64_t c) {
+    if (job->task) {
+        job->task(job->ctx, c);
+        return;
+    }
     if (job->attend) {
         attend_head(job, c);
         return;
@@ -737,6 +706,20 @@ int rd_matmul_many(int count, const int *types, const uint8_t *const *ws, const 
     run_job(total, threads);
     free(ak);
     free(a32);
+    pthread_mutex_unlock(&pool.call);
+    return 0;
+}
+
+/* task(ctx, c) for every c in [0, total) on the pool's `threads` threads, one call at a
+ * time (other source files' kernels share the pool). Returns 0, or -1 for too many. */
+int rd_parallel(void (*task)(const void *, int64_t), const void *ctx, int64_t total, int threads) {
+    if (total >= (int64_t)FIELD) return -1;
+    pthread_mutex_lock(&pool.call);
+    job_t *job = &pool.job;
+    memset(job, 0, sizeof(*job));
+    job->task = task;
+    job->ctx = ctx;
+    run_job(total, threads);
     pthread_mutex_unlock(&pool.call);
     return 0;
 }

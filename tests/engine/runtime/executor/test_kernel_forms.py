@@ -228,7 +228,9 @@ def test_stored_q_rows_come_out_in_hugging_face_order(native: ggml_native.Librar
 
 
 def test_many_rows_decode_the_blocks_for_a_bf16_matmul(native: ggml_native.Library) -> None:
-    info, raw = tensor("w", T.Q6_K, (128, 512))
+    # Q8_0: a type the integer GEMM does not take (Q4_K and Q6_K go to it where the CPU
+    # has AVX-512 VNNI: tests/engine/runtime/executor/test_vnni_gemm.py).
+    info, raw = tensor("w", T.Q8_0, (128, 512))
     parts = kf.to_parts(raw, tensor=info)
     x = torch.randn(64, 512, generator=torch.Generator().manual_seed(0))
     bias = torch.randn(128)
@@ -250,3 +252,15 @@ def test_matrices_over_the_same_rows_in_one_call_equal_one_call_each(
     together = kf.linear_many(x, parts=parts, biases=biases, buffer=buffer)
     for p, b, got in zip(parts, biases, together, strict=True):
         assert torch.equal(got, kf.linear(x, parts=p, bias=b, buffer=buffer))
+
+
+def test_the_prefill_buffers_count_the_integer_gemms_beside_the_bfloat16_one(
+    native: ggml_native.Library,
+) -> None:
+    k4, _ = tensor("a", T.Q4_K, (64, 512))
+    q8, _ = tensor("b", T.Q8_0, (32, 512))
+    # Q4_K unpacked for the integer GEMM (1.5 bytes a value at most) while Q8_0 is
+    # decoded to bfloat16 in a buffer of its own.
+    assert kf.decode_buffer_bytes([[k4, q8]], head=[]) == 64 * 512 * 3 // 2 + 32 * 512 * 2
+    # One type alone: the larger of the two ways it may be computed.
+    assert kf.decode_buffer_bytes([[k4]], head=[]) == 64 * 512 * 2
