@@ -50,17 +50,31 @@ def _http(engine: RunningEngine) -> httpx.Client:
 
 
 def _raw(engine: RunningEngine, request: bytes, *, wait_s: float = 10.0) -> bytes:
-    """Send bytes as they are (httpx would fix the headers) and read the reply."""
+    """Send bytes as they are (httpx would fix the headers) and read the reply: up to
+    its Content-Length where it has one (the engine may keep the connection open after
+    it, which cost a test the whole `wait_s`), else until the connection closes."""
     url = httpx.URL(engine.client.endpoint.base_url)
     with socket.create_connection((url.host, url.port), timeout=wait_s) as sock:
         sock.sendall(request)
         reply = b""
         try:
-            while chunk := sock.recv(65536):
+            while not _complete(reply) and (chunk := sock.recv(65536)):
                 reply += chunk
         except (TimeoutError, ConnectionResetError):
             pass
         return reply
+
+
+def _complete(reply: bytes) -> bool:
+    """Whether `reply` holds a whole response with a Content-Length."""
+    head, sep, body = reply.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value)
+    return False
 
 
 @pytest.mark.parametrize(("method", "path", "body"), TEXT_ROUTES)

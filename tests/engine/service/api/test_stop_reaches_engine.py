@@ -47,7 +47,14 @@ def slow_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningEng
     with running_engine(home=root / "home") as running:
         assert running.ingest(docs).state == "done"
         running.client.set_model(model=str(model))
-        running.client.ask(question=QUESTION)  # the pipelines built, the model warm
+        # The pipelines built and the model warm once a first token came: the rest of a
+        # whole answer (256 steps, 38 s at load 4) warms nothing more. Each test waits
+        # for the engine to be idle before it starts.
+        warming = running.client.ask_stream(question=QUESTION)
+        for event in warming:
+            if isinstance(event, TokenEvent):
+                break
+        warming.close()
         yield running
 
 
