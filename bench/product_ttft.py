@@ -283,9 +283,10 @@ def _progress(timing: QuestionTiming, *, label: str) -> str:
 
 def _profiling(client: Any, *, args: argparse.Namespace, say: Callable[[str], None]) -> Any:
     """The engine times the machine with a newly chosen model (its profiler looks every
-    CHECK_INTERVAL_S while idle) under the answer lock: a question asked meanwhile waits
-    for it. So it is waited for (or skipped, as the window's Skip does) before the
-    warm-up, and its length reported apart."""
+    CHECK_INTERVAL_S while idle). A question asked meanwhile stops it within a decode
+    step (`--ask-while-timing` measures that); otherwise it is waited for (or skipped, as
+    the window's Skip does) before the warm-up, so that no question is timed beside it,
+    and its length reported apart."""
     from engine.service.profiling.auto_profile import CHECK_INTERVAL_S
 
     if args.ask_while_timing:
