@@ -291,7 +291,7 @@ class Workspace:
         into the reused buffers, or kept (see `keeping_decoded`)."""
         if self._kept is None:
             return _vnni_pack(parts, self, group=group)
-        key = (-parts.values.data_ptr(), parts.values.shape[0])  # apart from `decoded`'s
+        key = (parts.values.data_ptr(), parts.values.shape[0])
         held = self._kept_packed.get(key)
         if held is None:
             held = _vnni_pack(parts, self, group=group, fresh=True)

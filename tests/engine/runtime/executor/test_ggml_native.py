@@ -5,6 +5,7 @@ and the torch forms taking over when it cannot be built."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -154,23 +155,28 @@ _REAL = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_REAL))
-def test_real_tensors_equal_dequantize_then_matmul(lib: ggml_native.Library, name: str) -> None:
+def real_rows(
+    name: str, tensors: tuple[str, ...], *, rows: int
+) -> Iterator[tuple[Q, torch.Tensor, int]]:
+    """(type, the first `rows` rows of stored bytes, columns) of each named tensor of
+    the real model `name`; skips the test when the model is not fetched."""
     path = find_real_model(name)
     if path is None:
         pytest.skip(fetch_hint(name))
     reader = GGUFReader(str(path))
-    for tensor in (t for t in reader.tensors if t.name in _REAL[name]):
-        cols = int(tensor.shape[0])
+    for tensor in (t for t in reader.tensors if t.name in tensors):
         raw = torch.from_numpy(np.asarray(tensor.data).view(np.uint8).copy())
-        raw = raw.view(int(tensor.shape[1]), -1)[:300]
+        yield tensor.tensor_type, raw.view(int(tensor.shape[1]), -1)[:rows], int(tensor.shape[0])
+
+
+@pytest.mark.parametrize("name", sorted(_REAL))
+def test_real_tensors_equal_dequantize_then_matmul(lib: ggml_native.Library, name: str) -> None:
+    for qtype, raw, cols in real_rows(name, _REAL[name], rows=300):
         x = torch.randn(3, cols, generator=torch.Generator().manual_seed(5))
         for threads in (1, 2):
             out = torch.empty(3, raw.shape[0])
-            lib.matmul(
-                qtype=int(tensor.tensor_type), raw=raw, cols=cols, x=x, out=out, threads=threads
-            )
-            _assert_close(out, x=x, weight=_weight(raw, tensor.tensor_type, cols))
+            lib.matmul(qtype=int(qtype), raw=raw, cols=cols, x=x, out=out, threads=threads)
+            _assert_close(out, x=x, weight=_weight(raw, qtype, cols))
 
 
 def test_the_build_is_cached_by_source_flags_and_compiler(tmp_path: Path) -> None:

@@ -3,14 +3,17 @@ dequantize-then-matmul, and `kernel_forms.linear` choosing it for a prefill's ro
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType
 
-from bench.real_models import fetch_hint, find_real_model
 from engine.runtime.executor import ggml_native, kernel_forms
-from tests.engine.runtime.executor.test_ggml_native import _assert_close, _random_matrix, _weight
+from tests.engine.runtime.executor.test_ggml_native import (
+    _assert_close,
+    _random_matrix,
+    _weight,
+    real_rows,
+)
 
 Q = GGMLQuantizationType
 
@@ -109,16 +112,8 @@ _REAL = {
 
 @pytest.mark.parametrize("name", sorted(_REAL))
 def test_real_tensors_equal_dequantize_then_matmul(lib: ggml_native.Library, name: str) -> None:
-    path = find_real_model(name)
-    if path is None:
-        pytest.skip(fetch_hint(name))
-    reader = GGUFReader(str(path))
-    for tensor in (t for t in reader.tensors if t.name in _REAL[name]):
-        cols = int(tensor.shape[0])
-        raw = torch.from_numpy(np.asarray(tensor.data).view(np.uint8).copy())
-        raw = raw.view(int(tensor.shape[1]), -1)[:320]
+    for qtype, raw, cols in real_rows(name, _REAL[name], rows=320):
         x = torch.randn(9, cols, generator=torch.Generator().manual_seed(5))
         out = torch.empty(9, raw.shape[0])
-        packed = _packed(lib, raw, tensor.tensor_type, cols, 2)
-        lib.vnni_gemm(packed=packed, x=x, out=out, threads=2)
-        _assert_close(out, x=x, weight=_weight(raw, tensor.tensor_type, cols))
+        lib.vnni_gemm(packed=_packed(lib, raw, qtype, cols, 2), x=x, out=out, threads=2)
+        _assert_close(out, x=x, weight=_weight(raw, qtype, cols))
