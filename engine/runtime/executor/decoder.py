@@ -91,6 +91,19 @@ def append_kv(
     buffer with room for later positions; a layer whose tensors were replaced (a batch
     joined, rows selected, a cached prefix put in) gets a new buffer."""
     b, h, n, d = keys.shape
+    buf_k, buf_v, past = reserve_kv(layer, like=keys, rows=b, heads=h, head_dim=d, count=n)
+    buf_k[:, :, past : past + n] = keys
+    buf_v[:, :, past : past + n] = values
+    return commit_kv(layer, keys=buf_k, values=buf_v, length=past + n)
+
+
+def reserve_kv(
+    layer: object, *, like: torch.Tensor, rows: int, heads: int, head_dim: int, count: int
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The layer's key and value buffers (rows, heads, capacity, head_dim) with room for
+    `count` positions after its `past` ones, and `past`: its own buffers where they fit,
+    else new ones (`like`'s dtype and device) holding its keys and values so far. What
+    the layer shows is unchanged until `commit_kv`."""
     old_k = getattr(layer, "keys", None) if getattr(layer, "is_initialized", False) else None
     past = 0 if old_k is None or old_k.numel() == 0 else old_k.shape[-2]
     buf_k = getattr(layer, "_ragdoll_k", None)
@@ -100,23 +113,30 @@ def append_kv(
         and old_k is not None
         and past > 0
         and old_k.data_ptr() == buf_k.data_ptr()
-        and old_k.shape[0] == buf_k.shape[0] == b
-        and buf_k.shape[-2] >= past + n
-        and buf_k.dtype == keys.dtype
+        and old_k.shape[0] == buf_k.shape[0] == rows
+        and buf_k.shape[-2] >= past + count
+        and buf_k.dtype == like.dtype
     )
     if not fits:
-        capacity = past + n + max(_KV_STEP, (past + n) // 4)
-        buf_k = keys.new_empty((b, h, capacity, d))
-        buf_v = values.new_empty((b, h, capacity, d))
+        capacity = past + count + max(_KV_STEP, (past + count) // 4)
+        buf_k = like.new_empty((rows, heads, capacity, head_dim))
+        buf_v = like.new_empty((rows, heads, capacity, head_dim))
         if past:
             buf_k[:, :, :past] = layer.keys  # type: ignore[attr-defined]
             buf_v[:, :, :past] = layer.values  # type: ignore[attr-defined]
         layer._ragdoll_k, layer._ragdoll_v = buf_k, buf_v  # type: ignore[attr-defined]
+        if past:  # the layer's views move to the new buffers: the old ones can go
+            layer.keys, layer.values = buf_k[:, :, :past], buf_v[:, :, :past]  # type: ignore[attr-defined]
     assert buf_k is not None and buf_v is not None
-    buf_k[:, :, past : past + n] = keys
-    buf_v[:, :, past : past + n] = values
-    layer.keys = buf_k[:, :, : past + n]  # type: ignore[attr-defined]
-    layer.values = buf_v[:, :, : past + n]  # type: ignore[attr-defined]
+    return buf_k, buf_v, past
+
+
+def commit_kv(
+    layer: object, *, keys: torch.Tensor, values: torch.Tensor, length: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The layer shows the first `length` positions of its buffers `keys`/`values`."""
+    layer.keys = keys[:, :, :length]  # type: ignore[attr-defined]
+    layer.values = values[:, :, :length]  # type: ignore[attr-defined]
     if not getattr(layer, "is_initialized", False):
         layer.dtype, layer.device = keys.dtype, keys.device  # type: ignore[attr-defined]
         layer.is_initialized = True  # type: ignore[attr-defined]

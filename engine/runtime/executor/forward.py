@@ -423,10 +423,26 @@ class StreamingModel:
             ]
             return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
+        # A decode step whose layers all stay resident: every layer in one native call.
+        stepped = (
+            native.step_layers(
+                hidden,
+                layers=[self.store.resident(layer_unit(i)) for i in range(len(self._layers))],
+                inputs=shared,
+                kvs=[cache.layers[i] for i in range(len(self._layers))],
+            )
+            if native is not None
+            and shared is not None
+            and self._fault_hook is None
+            and not any(self.store.is_streamed(layer_unit(i)) for i in range(len(self._layers)))
+            else None
+        )
+        if stepped is not None:
+            hidden = stepped
         # A layer kept decoded over the chunks needs RAM the planner gives to layers
         # instead when any streams from the disk (model_spec.kept_layer_bytes).
         keep = len(chunks) > 1 and not self.store.streams_from_disk()
-        for i in range(len(self._layers)):
+        for i in range(len(self._layers) if stepped is None else 0):
             with workspace.keeping_decoded() if keep else contextlib.nullcontext():
                 hidden = self._with_unit(layer_unit(i), lambda t, i=i, h=hidden: run_layer(i, t, h))
         if tail is not None:

@@ -88,8 +88,10 @@ def _compiler_id(compiler: str) -> str:
     return f"{compiler}|{out.stdout.strip()}"
 
 
-def build(*, cache: Path, compiler: str | None) -> Built:
-    """The library compiled from SOURCES into `cache` (reused when already there)."""
+def build(*, cache: Path, compiler: str | None, flags: tuple[str, ...] = FLAGS) -> Built:
+    """The library compiled from SOURCES into `cache` (reused when already there);
+    `flags` other than FLAGS build a narrower one (tests: the AVX2 kernels on a CPU with
+    AVX-512)."""
     if compiler is None:
         return Built(path=None, reason="no C compiler found (cc, gcc, clang or $CC)")
     try:
@@ -97,7 +99,7 @@ def build(*, cache: Path, compiler: str | None) -> Built:
     except OSError as e:
         return Built(path=None, reason=f"kernel source missing: {e}")
     key = hashlib.sha256(
-        source + "|".join(FLAGS).encode() + _compiler_id(compiler).encode()
+        source + "|".join(flags).encode() + _compiler_id(compiler).encode()
     ).hexdigest()[:20]
     target = cache / f"ggml_dot-{key}.so"
     if target.exists():
@@ -110,7 +112,7 @@ def build(*, cache: Path, compiler: str | None) -> Built:
         return Built(path=None, reason=f"cannot write the build to {cache}: {e}")
     try:
         done = subprocess.run(
-            [compiler, *FLAGS, "-o", tmp, *(str(path) for path in SOURCES)],
+            [compiler, *flags, "-o", tmp, *(str(path) for path in SOURCES)],
             capture_output=True,
             text=True,
             timeout=_BUILD_SECONDS,
@@ -158,6 +160,10 @@ class Library:
         lib.rd_layer_qkv.restype = c_int
         lib.rd_layer_rest.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, c_int]
         lib.rd_layer_rest.restype = c_int
+        lib.rd_layers_step.argtypes = [
+            *(ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, c_int)
+        ]
+        lib.rd_layers_step.restype = c_int
         lib.rd_simd.restype = c_int
         self.simd = bool(lib.rd_simd())
         lib.rd_vnni.restype = c_int
@@ -350,6 +356,51 @@ class Library:
             )
         )
 
+    def layers_step(
+        self,
+        specs: ctypes.Array,  # of pointers to the layers' specs
+        *,
+        rows: int,
+        h: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        past: int,
+        visible: torch.Tensor | None,
+        threads: int,
+    ) -> int:
+        """Every layer of a decode step (engine/runtime/executor/native_layer.py
+        `step_layers`): h (rows × hidden) through them in place, each layer's new key
+        and value written at position `past` of its buffers keys[l]/values[l] (rows, KV
+        heads, capacity > past, head_dim; float32), attention over past + 1 positions.
+        0, or the refusal's code."""
+        count = len(keys)
+        pointers = ctypes.c_void_p * count
+        strides = ctypes.c_int64 * count
+        # held in locals until the call returns: the library reads them by address
+        kbufs = pointers(*(k.data_ptr() for k in keys))
+        vbufs = pointers(*(v.data_ptr() for v in values))
+        rows_apart = strides(*(k.stride(0) for k in keys))
+        heads_apart = strides(*(k.stride(1) for k in keys))
+        return int(
+            self._lib.rd_layers_step(
+                ctypes.addressof(specs),
+                count,
+                rows,
+                h.data_ptr(),
+                cos.data_ptr(),
+                sin.data_ptr(),
+                ctypes.addressof(kbufs),
+                ctypes.addressof(vbufs),
+                ctypes.addressof(rows_apart),
+                ctypes.addressof(heads_apart),
+                past,
+                visible.data_ptr() if visible is not None else None,
+                threads,
+            )
+        )
+
     def layer_rest(
         self,
         spec: ctypes.Structure,
@@ -396,8 +447,8 @@ def _check(raw: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:
 
 
 @functools.cache
-def _loaded(cache: Path, compiler: str | None) -> Library | None:
-    built = build(cache=cache, compiler=compiler)
+def _loaded(cache: Path, compiler: str | None, flags: tuple[str, ...] = FLAGS) -> Library | None:
+    built = build(cache=cache, compiler=compiler, flags=flags)
     if built.path is None:
         log.warning("native GGML kernels unavailable, torch kernel forms used: %s", built.reason)
         return None

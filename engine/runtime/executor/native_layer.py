@@ -18,7 +18,7 @@ against `decoder.layer` (tests/engine/runtime/executor/test_native_layer.py).
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -99,10 +99,76 @@ class NativeLayers:
         self._specs: dict[
             int, tuple[Mapping[str, torch.Tensor], LayerSpec, list[torch.Tensor]]
         ] = {}
+        # the specs' pointer array `step_layers` hands over, keyed by the specs it holds
+        self._pointers: tuple[tuple[int, ...], ctypes.Array] | None = None
 
     def forget(self) -> None:
         """Drop every spec (the model's tensors are being replaced or released)."""
         self._specs.clear()
+        self._pointers = None
+
+    def step_layers(
+        self,
+        hidden: torch.Tensor,  # (B, 1, H) float32
+        *,
+        layers: Sequence[Mapping[str, torch.Tensor]],
+        inputs: StepInputs,
+        kvs: Sequence[object],
+    ) -> torch.Tensor | None:
+        """Every layer of a decode step in one native call (`rd_layers_step`), for
+        layers that stay resident: the output for B rows, or None (a layer not
+        computable here, or caches of different lengths: `step` a layer at a time;
+        nothing has been written to the caches)."""
+        b = hidden.shape[0]
+        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > NATIVE_ROWS:
+            return None
+        specs: list[LayerSpec] = []
+        for index, tensors in enumerate(layers):
+            made = self._specs.get(index)
+            if made is None or made[0] is not tensors:
+                spec_held = _spec(tensors, shape=self._shape)
+                if spec_held is None:
+                    return None
+                made = (tensors, *spec_held)
+                self._specs[index] = made
+            specs.append(made[1])
+        s = self._shape
+        reserved = [
+            decoder.reserve_kv(
+                kv, like=hidden, rows=b, heads=s.kv_heads, head_dim=s.head_dim, count=1
+            )
+            for kv in kvs
+        ]
+        past = reserved[0][2]
+        if any(r[2] != past for r in reserved):
+            return None
+        visible = inputs.visible
+        if visible is not None and visible.shape[1] != past + 1:
+            raise ValueError("the attention mask and the KV buffers disagree in length")
+        key = tuple(id(spec) for spec in specs)
+        if self._pointers is None or self._pointers[0] != key:
+            self._pointers = (
+                key,
+                (ctypes.POINTER(LayerSpec) * len(specs))(*(ctypes.pointer(spec) for spec in specs)),
+            )
+        out = hidden.reshape(b, -1).clone()
+        rc = self._lib.layers_step(
+            self._pointers[1],
+            rows=b,
+            h=out,
+            cos=inputs.cos,
+            sin=inputs.sin,
+            keys=[r[0] for r in reserved],
+            values=[r[1] for r in reserved],
+            past=past,
+            visible=visible,
+            threads=self._threads,
+        )
+        if rc != 0:
+            raise ValueError(f"the native layers refused the step (code {rc})")
+        for kv, (keys, values, _) in zip(kvs, reserved, strict=True):
+            decoder.commit_kv(kv, keys=keys, values=values, length=past + 1)
+        return out.view(b, 1, -1)
 
     def step(
         self,

@@ -153,6 +153,24 @@ static void decode_row(int type, const uint8_t *w, int64_t k, float *out) {
 static void quantize_k(const float *x, int64_t k, act_k *out) {
     for (int64_t i = 0; i < k / QKK; i++) {
         const float *v = x + i * QKK;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        /* The arithmetic of the loop below 16 values at a time: a decode step quantizes
+         * each layer's activations on the calling thread while the pool waits. */
+        __m512 top = _mm512_setzero_ps();
+        for (int j = 0; j < QKK; j += 16) top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_loadu_ps(v + j)));
+        float amax = _mm512_reduce_max_ps(top);
+        float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        out[i].d = d;
+        const __m512 scale = _mm512_set1_ps(id);
+        const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+        for (int g = 0; g < 16; g++) {
+            /* rounds to nearest even, as lrintf in the default rounding mode */
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + 16 * g), scale));
+            q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+            _mm_storeu_si128((__m128i *)(out[i].qs + 16 * g), _mm512_cvtepi32_epi8(q));
+            out[i].bsums[g] = (int16_t)_mm512_reduce_add_epi32(q);
+        }
+#else
         float amax = 0.0f;
         for (int j = 0; j < QKK; j++) amax = fmaxf(amax, fabsf(v[j]));
         float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -166,6 +184,7 @@ static void quantize_k(const float *x, int64_t k, act_k *out) {
             for (int j = 0; j < 16; j++) s += out[i].qs[16 * g + j];
             out[i].bsums[g] = (int16_t)s;
         }
+#endif
     }
 }
 
@@ -352,6 +371,104 @@ static float dot_q6_k(const uint8_t *w, const act_k *y, int64_t nb) {
     return hsum(acc) - offsets;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+/* The K-quants' dot products on 512-bit vectors, where a decode step's time goes: with
+ * 256-bit vectors a Q4_K row ran at 22-26 GB/s on 2 cores (compute-bound: each 32
+ * values built its scale from scalars), where Q6_K's lm_head read 39 GB/s. Here each
+ * 64 values are one unsigned-by-signed byte product (vpmaddubsw) and one int16
+ * multiply-add by their sub-blocks' scales (vpdpwssd), the scales spread once a block
+ * from one register. */
+#define RD_K512 1
+
+static float dot_q4_k_512(const uint8_t *w, const act_k *y, int64_t nb) {
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    /* for sub-blocks (2j, 2j+1): the permutation that spreads their two scales */
+    const __m512i idx[4] = {
+        _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(1), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(2), _mm256_set1_epi16(3), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(5), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(6), _mm256_set1_epi16(7), 1),
+    };
+    __m512 acc = _mm512_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * 144;
+        float d = half_to_float(b) * y[i].d, dmin = half_to_float(b + 2) * y[i].d;
+        uint8_t sc[8], mn[8];
+        unpack_scales(b + 4, sc, mn);
+        mins += dmin * (float)mins_dot(mn, y[i].bsums);
+        __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        const uint8_t *q = b + 16;
+        const int8_t *yq = y[i].qs;
+        __m512i sum = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            /* 32 bytes: low nibbles are values 64j..64j+31, high ones the next 32 */
+            __m256i packed = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
+            __m512i both = _mm512_and_si512(
+                _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1),
+                m4);
+            __m512i prod = _mm512_maddubs_epi16(both, _mm512_loadu_si512((const void *)(yq + 64 * j)));
+            sum = _mm512_dpwssd_epi32(sum, prod, _mm512_permutexvar_epi16(idx[j], s16));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc);
+    }
+    return _mm512_reduce_add_ps(acc) - mins;
+}
+
+static float dot_q6_k_512(const uint8_t *w, const act_k *y, int64_t nb) {
+    const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
+    /* values 64h..64h+63 of a half n: sub-blocks 8n + 4h .. + 3, a 128-bit lane each */
+    const __m512i idx[4] = {
+        _mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL, 0x0002000200020002LL,
+                         0x0002000200020002LL, 0x0001000100010001LL, 0x0001000100010001LL, 0, 0),
+        _mm512_set_epi64(0x0007000700070007LL, 0x0007000700070007LL, 0x0006000600060006LL,
+                         0x0006000600060006LL, 0x0005000500050005LL, 0x0005000500050005LL,
+                         0x0004000400040004LL, 0x0004000400040004LL),
+        _mm512_set_epi64(0x000B000B000B000BLL, 0x000B000B000B000BLL, 0x000A000A000A000ALL,
+                         0x000A000A000A000ALL, 0x0009000900090009LL, 0x0009000900090009LL,
+                         0x0008000800080008LL, 0x0008000800080008LL),
+        _mm512_set_epi64(0x000F000F000F000FLL, 0x000F000F000F000FLL, 0x000E000E000E000ELL,
+                         0x000E000E000E000ELL, 0x000D000D000D000DLL, 0x000D000D000D000DLL,
+                         0x000C000C000C000CLL, 0x000C000C000C000CLL),
+    };
+    __m512 acc = _mm512_setzero_ps();
+    float offsets = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *ql = w + i * 210, *qh = ql + 128;
+        const int8_t *sc = (const int8_t *)(ql + 192);
+        float d = half_to_float(ql + 208) * y[i].d;
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m256i prod16 = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m128i half = _mm_add_epi32(_mm256_castsi256_si128(prod16), _mm256_extracti128_si256(prod16, 1));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0x4E));
+        half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0xB1));
+        offsets += d * 32.0f * (float)_mm_cvtsi128_si32(half);
+        __m512i s16 = _mm512_castsi256_si512(sc16);
+        const int8_t *yq = y[i].qs;
+        __m512i sum = _mm512_setzero_si512();
+        for (int n = 0; n < 2; n++) {
+            /* low nibbles of the 64 bytes are values 0..63 of this half, high ones 64..127;
+             * the two top bits of value v are bits 2(v/32 % 4) of qh[v % 32] */
+            __m512i l = _mm512_loadu_si512((const void *)(ql + 64 * n));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+            __m512i hlo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(h, 4)),
+                                             _mm256_slli_epi16(h, 2), 1);
+            __m512i hhi = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+            __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(hlo, m30));
+            __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                         _mm512_and_si512(hhi, m30));
+            const int8_t *yy = yq + 128 * n;
+            __m512i p0 = _mm512_maddubs_epi16(lo, _mm512_loadu_si512((const void *)yy));
+            __m512i p1 = _mm512_maddubs_epi16(hi, _mm512_loadu_si512((const void *)(yy + 64)));
+            sum = _mm512_dpwssd_epi32(sum, p0, _mm512_permutexvar_epi16(idx[2 * n], s16));
+            sum = _mm512_dpwssd_epi32(sum, p1, _mm512_permutexvar_epi16(idx[2 * n + 1], s16));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc);
+    }
+    return _mm512_reduce_add_ps(acc) - offsets;
+}
+#endif
+
 /* Legacy types: w·y = dw·dy·Σ q·yq + (offset per block)·dy·Σ yq, q unsigned. */
 static float dot_legacy(int type, const uint8_t *w, const act_32 *y, int64_t nb) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m16 = _mm256_set1_epi8(16);
@@ -502,9 +619,14 @@ static void run_chunk(const job_t *job, int64_t c) {
 #if defined(__AVX2__)
         for (int64_t r = 0; r < job->m; r++) {
             float v;
+#if defined(RD_K512)
+            if (type == T_Q4_K) v = dot_q4_k_512(wr, job->act_k + r * nb, nb);
+            else if (type == T_Q6_K) v = dot_q6_k_512(wr, job->act_k + r * nb, nb);
+#else
             if (type == T_Q4_K) v = dot_q4_k(wr, job->act_k + r * nb, nb);
-            else if (type == T_Q5_K) v = dot_q5_k(wr, job->act_k + r * nb, nb);
             else if (type == T_Q6_K) v = dot_q6_k(wr, job->act_k + r * nb, nb);
+#endif
+            else if (type == T_Q5_K) v = dot_q5_k(wr, job->act_k + r * nb, nb);
             else v = dot_legacy(type, wr, job->act_32 + r * nb, nb);
             y[r * ldy + j] = v;
         }
@@ -841,6 +963,77 @@ static float exp_shifted(float *sc, int64_t n, float top) {
     return total;
 }
 
+#if defined(RD_K512)
+/* Lane i of the result: the sum of v[i]'s 16 lanes. */
+static inline __m512 sums16(const __m512 *v) {
+    __m512 a[8], b[4];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
+        b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], 0x88), _mm512_shuffle_f32x4(b[0], b[1], 0xDD));
+    __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], 0x88), _mm512_shuffle_f32x4(b[2], b[3], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, 0x88), _mm512_shuffle_f32x4(d0, d1, 0xDD));
+}
+
+/* attend_head's arithmetic for heads of D = 64 or 128 values (Qwen, Llama, SmolLM2),
+ * where a decode step spends its time once the matrices run at the memory's rate: a
+ * head's query and its output stay in registers, 16 keys' scores are summed together,
+ * and each value row is added with one multiply-add per 16 values (not a load and a
+ * store of the output each). */
+static inline __attribute__((always_inline)) void attend_512(const job_t *job, int64_t first,
+                                                             int64_t count, const float *q,
+                                                             const float *kc, const float *vc,
+                                                             const uint8_t *seen, float *scores,
+                                                             float *att, const int D) {
+    const int V = D / 16;
+    int64_t n = job->n;
+    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)D));
+    for (int64_t h = first; h < first + count; h++) {
+        __m512 qv[8];
+        for (int t = 0; t < V; t++) qv[t] = _mm512_mul_ps(_mm512_loadu_ps(q + h * D + 16 * t), scale);
+        float *sc = scores + h * n;
+        int64_t j = 0;
+        for (; j + 16 <= n; j += 16) {
+            __m512 part[16];
+            for (int u = 0; u < 16; u++) {
+                const float *kj = kc + (j + u) * D;
+                __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
+                for (int t = 1; t < V; t++) acc = _mm512_fmadd_ps(qv[t], _mm512_loadu_ps(kj + 16 * t), acc);
+                part[u] = acc;
+            }
+            _mm512_storeu_ps(sc + j, sums16(part));
+        }
+        for (; j < n; j++) {
+            const float *kj = kc + j * D;
+            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
+            for (int t = 1; t < V; t++) acc = _mm512_fmadd_ps(qv[t], _mm512_loadu_ps(kj + 16 * t), acc);
+            sc[j] = _mm512_reduce_add_ps(acc);
+        }
+        if (seen)
+            for (j = 0; j < n; j++)
+                if (!seen[j]) sc[j] = -INFINITY;
+        float top = -INFINITY;
+        for (j = 0; j < n; j++) top = sc[j] > top ? sc[j] : top;
+        float inv = 1.0f / exp_shifted(sc, n, top);
+        __m512 out[8];
+        for (int t = 0; t < V; t++) out[t] = _mm512_setzero_ps();
+        for (j = 0; j < n; j++) {
+            if (seen && !seen[j]) continue;
+            const float *vj = vc + j * D;
+            __m512 p = _mm512_set1_ps(sc[j]);
+            for (int t = 0; t < V; t++) out[t] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * t), out[t]);
+        }
+        const __m512 norm = _mm512_set1_ps(inv);
+        for (int t = 0; t < V; t++) _mm512_storeu_ps(att + h * D + 16 * t, _mm512_mul_ps(out[t], norm));
+    }
+}
+#endif
+
 /* Chunk c: the query heads of one row's KV head (each key and value read once for the
  * group) when chunks are KV heads, else one row's query head alone. */
 static void attend_head(const job_t *job, int64_t c) {
@@ -854,6 +1047,16 @@ static void attend_head(const job_t *job, int64_t c) {
     const uint8_t *seen = job->visible ? job->visible + row * n : NULL;
     const float *q = job->q + row * job->heads * d;
     float *scores = job->scores + row * job->heads * n, *att = job->att_out + row * job->heads * d;
+#if defined(RD_K512)
+    if (d == 128) {
+        attend_512(job, first, count, q, kc, vc, seen, scores, att, 128);
+        return;
+    }
+    if (d == 64) {
+        attend_512(job, first, count, q, kc, vc, seen, scores, att, 64);
+        return;
+    }
+#endif
     float scale = 1.0f / sqrtf((float)d);
     for (int64_t j = 0; j < n; j++) {
         const float *kj = kc + j * d;
@@ -872,6 +1075,22 @@ static void attend_head(const job_t *job, int64_t c) {
         const float *vj = vc + j * d;
         for (int64_t h = first; h < first + count; h++) axpy(att + h * d, scores[h * n + j], vj, d);
     }
+}
+
+/* gate[i] = SiLU(gate[i]) · up[i]: 8960 values a layer of the 1.5B, on the calling
+ * thread while the pool waits, where expf alone took longer than a matrix. */
+static void silu_mul(float *gate, const float *up, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    const __m256 one = _mm256_set1_ps(1.0f), top = _mm256_set1_ps(88.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 e = exp8(_mm256_min_ps(_mm256_sub_ps(_mm256_setzero_ps(), g), top));
+        __m256 y = _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i));
+        _mm256_storeu_ps(gate + i, y);
+    }
+#endif
+    for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 static void rms_norm_row(const float *x, const float *w, int64_t n, float eps, float *out) {
@@ -989,12 +1208,52 @@ int rd_layer_rest(const layer_t *L, int64_t m, float *h, const float *q, const f
         rc = matmul_into(L, W_GATE, 2, x, H, m, ys, threads);
     }
     if (rc == 0) {
-        for (int64_t i = 0; i < m * I; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+        silu_mul(gate, up, m * I);
         ys[0] = o;
         rc = matmul_into(L, W_DOWN, 1, gate, I, m, ys, threads);
     }
     if (rc == 0)
         for (int64_t i = 0; i < m * H; i++) h[i] += o[i];
     free(buf);
+    return rc;
+}
+
+/* A decode step's `count` layers in one call, for m rows of one new position each: each
+ * layer's q/k/v (rd_layer_qkv), its new key and value written at position `past` of
+ * its KV buffers (rows kv_rows[l] floats apart, heads kv_strides[l] apart, positions
+ * head_dim apart: room made by the caller), then the rest of the layer over past + 1
+ * positions (rd_layer_rest); h (m × hidden) goes through them in place. Where every
+ * layer is resident this is the step's whole per-layer path: one call instead of a few
+ * dozen small Python operations a layer. Returns 0, or the first refusal's code. */
+int rd_layers_step(const layer_t *const *layers, int64_t count, int64_t m, float *h,
+                   const float *cos_, const float *sin_, float *const *kbufs,
+                   float *const *vbufs, const int64_t *kv_rows, const int64_t *kv_strides,
+                   int64_t past, const uint8_t *visible, int threads) {
+    if (count < 1 || m < 1 || past < 0) return -1;
+    int64_t most = 0;
+    for (int64_t l = 0; l < count; l++) {
+        const layer_t *L = layers[l];
+        int64_t need = m * (L->heads + 2 * L->kv_heads) * L->head_dim;
+        most = need > most ? need : most;
+    }
+    float *scratch = malloc(sizeof(float) * most);
+    if (!scratch) return -2;
+    int rc = 0;
+    for (int64_t l = 0; l < count && rc == 0; l++) {
+        const layer_t *L = layers[l];
+        int64_t d = L->head_dim, kvh = L->kv_heads;
+        float *q = scratch, *k = q + m * L->heads * d, *v = k + m * kvh * d;
+        rc = rd_layer_qkv(L, m, h, cos_, sin_, q, k, v, threads);
+        if (rc != 0) break;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t g = 0; g < kvh; g++) {
+                int64_t at = r * kv_rows[l] + g * kv_strides[l] + past * d;
+                memcpy(kbufs[l] + at, k + (r * kvh + g) * d, sizeof(float) * d);
+                memcpy(vbufs[l] + at, v + (r * kvh + g) * d, sizeof(float) * d);
+            }
+        rc = rd_layer_rest(L, m, h, q, kbufs[l], vbufs[l], visible, past + 1, kv_rows[l],
+                           kv_strides[l], threads);
+    }
+    free(scratch);
     return rc;
 }

@@ -77,6 +77,31 @@ def test_kernel_equals_dequantize_then_matmul(
     _assert_close(out, x=x, weight=_weight(raw, qtype, cols))
 
 
+@pytest.fixture(scope="module")
+def avx2_lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
+    """The library built without AVX-512: the 256-bit kernels a CPU without it runs."""
+    loaded = ggml_native._loaded(
+        tmp_path_factory.mktemp("native-avx2"),
+        ggml_native.find_compiler(),
+        (*ggml_native.FLAGS, "-mno-avx512f"),
+    )
+    if loaded is None:
+        pytest.skip("no C compiler here: the native kernel cannot be built")
+    return loaded
+
+
+@pytest.mark.parametrize("qtype", sorted(_HALF_FIELDS, key=int), ids=lambda q: q.name)
+def test_the_avx2_kernels_equal_dequantize_then_matmul(
+    avx2_lib: ggml_native.Library, qtype: Q
+) -> None:
+    cols = 512
+    raw = _random_matrix(qtype, rows=70, cols=cols, seed=int(qtype) * 5)
+    x = torch.randn(3, cols, generator=torch.Generator().manual_seed(4))
+    out = torch.full((3, 70), float("nan"))
+    avx2_lib.matmul(qtype=int(qtype), raw=raw, cols=cols, x=x, out=out, threads=2)
+    _assert_close(out, x=x, weight=_weight(raw, qtype, cols))
+
+
 def test_a_zero_row_of_activations_gives_zeros(lib: ggml_native.Library) -> None:
     raw = _random_matrix(Q.Q4_K, rows=16, cols=256, seed=1)
     out = torch.full((1, 16), float("nan"))

@@ -67,7 +67,7 @@ def test_layer_matches_the_python_layer(gguf_dir: Path) -> None:
     torch.manual_seed(0)
     for index in range(len(model._layers)):
         tensors = model.store.resident(layer_unit(index))
-        past = 9
+        past = 40  # blocks of 16 keys and a tail (the attention's two loops)
         keys = torch.randn(1, shape.kv_heads, past, shape.head_dim)
         values = torch.randn(1, shape.kv_heads, past, shape.head_dim)
         hidden = torch.randn(1, 1, model.config.hidden_size)
@@ -101,21 +101,29 @@ def test_layer_matches_the_python_layer(gguf_dir: Path) -> None:
     model.close()
 
 
-def test_decode_steps_take_the_native_layer(gguf_dir: Path) -> None:
-    """Greedy steps through the model: the native layer runs every layer of a one-row
-    step, and the logits stay those of the Python layers (a relative difference from
-    the activations' int8 rounding, not an error that grows)."""
+def test_decode_steps_take_the_native_layers(gguf_dir: Path) -> None:
+    """Greedy steps through the model: one native call computes every layer of a
+    one-row step (the native step a layer at a time where that call declines, with the
+    same logits), and the logits stay those of the Python layers (a relative difference
+    from the activations' int8 rounding, not an error that grows)."""
     model = _model(gguf_dir)
     native = model._native_layers
     assert native is not None
-    calls: list[int] = []
-    step = native.step
+    whole: list[int] = []
+    single: list[int] = []
+    declined: list[bool] = []
+    step, step_layers = native.step, native.step_layers
 
-    def counting(index: int, *args: object, **kwargs: object) -> torch.Tensor | None:
-        calls.append(index)
+    def one(index: int, *args: object, **kwargs: object) -> torch.Tensor | None:
+        single.append(index)
         return step(index, *args, **kwargs)  # type: ignore[arg-type]
 
-    native.step = counting  # type: ignore[method-assign]
+    def every(*args: object, **kwargs: object) -> torch.Tensor | None:
+        whole.append(1)
+        return None if declined else step_layers(*args, **kwargs)  # type: ignore[arg-type]
+
+    native.step = one  # type: ignore[method-assign]
+    native.step_layers = every  # type: ignore[method-assign]
     prompt = torch.tensor([[5, 17, 42, 99, 7, 3]])
 
     def greedy(use_native: bool) -> list[torch.Tensor]:
@@ -144,9 +152,14 @@ def test_decode_steps_take_the_native_layer(gguf_dir: Path) -> None:
         return out
 
     python = greedy(False)
-    assert calls == []
+    assert whole == single == []
     got = greedy(True)
-    assert calls == list(range(len(model._layers))) * 4
+    assert len(whole) == 4 and single == []
+    declined.append(True)
+    one_at_a_time = greedy(True)
+    assert single == list(range(len(model._layers))) * 4
+    for a, b in zip(got, one_at_a_time, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     first = (got[0] - python[0]).norm() / python[0].norm()
     assert first < 0.05
     model.close()
@@ -179,10 +192,10 @@ def test_a_padded_batch_step_matches_the_python_layers(gguf_dir: Path) -> None:
     native = model._native_layers
     assert native is not None
     calls: list[int] = []
-    step = native.step
-    native.step = lambda index, *a, **k: calls.append(index) or step(index, *a, **k)  # type: ignore[method-assign]
+    step_layers = native.step_layers
+    native.step_layers = lambda *a, **k: calls.append(1) or step_layers(*a, **k)  # type: ignore[method-assign]
     got = _padded_step(model)
-    assert calls == list(range(len(model._layers)))
+    assert calls == [1]
     model._native_layers = None
     want = _padded_step(model)
     for row in range(2):
@@ -198,9 +211,9 @@ def test_the_native_layer_sees_no_padded_position(gguf_dir: Path) -> None:
     shape = model._shape
     tensors = model.store.resident(layer_unit(1))
     torch.manual_seed(3)
-    keys = torch.randn(2, shape.kv_heads, 5, shape.head_dim)
-    values = torch.randn(2, shape.kv_heads, 5, shape.head_dim)
-    allowed = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    keys = torch.randn(2, shape.kv_heads, 20, shape.head_dim)
+    values = torch.randn(2, shape.kv_heads, 20, shape.head_dim)
+    allowed = torch.ones(2, 1, 1, 21, dtype=torch.bool)
     allowed[0, ..., :2] = False
     hidden = torch.randn(2, 1, model.config.hidden_size)
     cos, sin = model._rotary(hidden, torch.tensor([[3], [5]]))
