@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PretrainedConfig
 
+from engine.runtime.executor import prefill_attention
 from engine.runtime.executor.kernel_forms import (
     GATE_UP,
     QKV,
@@ -143,24 +144,38 @@ def commit_kv(
     return layer.keys, layer.values  # type: ignore[attr-defined]
 
 
-def attention_mask(
-    *, mask: torch.Tensor, queries: int, past: int
-) -> tuple[torch.Tensor | None, bool]:
+@dataclass(frozen=True, kw_only=True)
+class AttentionMask:
+    """Which positions a chunk's queries see: SDPA's boolean mask (B, 1, T, S) or None,
+    its is_causal, and the rows' padding (B, S) uint8 (0 at padding) or None where no
+    row has any, for the native prefill attention."""
+
+    allowed: torch.Tensor | None
+    causal: bool
+    padding: torch.Tensor | None = None
+
+
+def attention_mask(*, mask: torch.Tensor, queries: int, past: int) -> AttentionMask:
     """(boolean mask (B, 1, T, S) or None, is_causal) for SDPA: query t sits at column
     past + t; it sees the unpadded columns up to its own. A padding query sees at least
     itself, so that no row is fully masked (SDPA would give NaN, and NaN values of a pad
     position's KV poison every row's sum even with weight 0)."""
-    if bool(mask.all()):
+    padded = not bool(mask.all())
+    if not padded:
         if queries == 1:
-            return None, False
+            return AttentionMask(allowed=None, causal=False)
         if past == 0:
-            return None, True
+            return AttentionMask(allowed=None, causal=True)
     columns = mask.shape[1]
     col = torch.arange(columns, device=mask.device)
     row = torch.arange(queries, device=mask.device).unsqueeze(1) + past
     causal = col.unsqueeze(0) <= row  # (T, S)
     allowed = mask.bool()[:, None, None, :] & causal[None, None]
-    return allowed | (col.unsqueeze(0) == row)[None, None], False
+    return AttentionMask(
+        allowed=allowed | (col.unsqueeze(0) == row)[None, None],
+        causal=False,
+        padding=mask.to(torch.uint8).contiguous() if padded else None,
+    )
 
 
 def _matmul(
@@ -220,7 +235,7 @@ def layer(
     shape: Shape,
     rotary: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (B, T, head_dim)
     kv: object,  # the cache's layer (a transformers DynamicLayer)
-    mask: tuple[torch.Tensor | None, bool],
+    mask: AttentionMask,
     buffer: Workspace,
 ) -> torch.Tensor:
     b, t, _ = hidden.shape
@@ -231,7 +246,7 @@ def layer(
     k = _rotate(k.view(b, t, shape.kv_heads, shape.head_dim).transpose(1, 2), cos, sin)
     v = v.reshape(b, t, shape.kv_heads, shape.head_dim).transpose(1, 2)
     keys, values = append_kv(kv, k, v)
-    allowed, causal = mask
+    allowed, causal = mask.allowed, mask.causal
     group = shape.heads // shape.kv_heads
     if t == 1 and group > 1:
         # One new position: a KV head's group of query heads are its queries, so SDPA
@@ -243,16 +258,31 @@ def layer(
         )  # (B, kv_heads, group, head_dim)
         out = out.reshape(b, 1, shape.heads * shape.head_dim)
     else:
-        out = F.scaled_dot_product_attention(
-            q,
-            keys,
-            values,
-            attn_mask=allowed,
-            is_causal=causal,
-            scale=shape.head_dim**-0.5,
-            enable_gqa=group > 1,
-        )  # (B, heads, T, head_dim)
-        out = out.transpose(1, 2).reshape(b, t, shape.heads * shape.head_dim)
+        native = (
+            prefill_attention.attend(
+                q,
+                keys,
+                values,
+                padding=mask.padding,
+                scale=shape.head_dim**-0.5,
+                threads=buffer.threads,
+            )
+            if t > 1
+            else None
+        )
+        if native is not None:
+            out = native
+        else:
+            out = F.scaled_dot_product_attention(
+                q,
+                keys,
+                values,
+                attn_mask=allowed,
+                is_causal=causal,
+                scale=shape.head_dim**-0.5,
+                enable_gqa=group > 1,
+            )  # (B, heads, T, head_dim)
+            out = out.transpose(1, 2).reshape(b, t, shape.heads * shape.head_dim)
     hidden = hidden + _matmul(out, tensors, "self_attn.o_proj", buffer)
     x = rms_norm(hidden, tensors["post_attention_layernorm.weight"], eps=shape.eps)
     return hidden + _mlp(x, tensors, buffer)

@@ -394,8 +394,8 @@ class StreamingModel:
 
         # A decode step (one new position a row): each layer in the native library's
         # two calls.
-        native = self._native_layers if queries == 1 and not masks[0][1] else None
-        shared = step_inputs(rotary=(cos, sin), allowed=masks[0][0]) if native else None
+        native = self._native_layers if queries == 1 and not masks[0].causal else None
+        shared = step_inputs(rotary=(cos, sin), allowed=masks[0].allowed) if native else None
 
         def run_layer(i: int, tensors: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
             if native is not None and shared is not None:

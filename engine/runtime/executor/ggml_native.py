@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 FORCE_TORCH_ENV = TORCH_KERNELS_ENV
 NATIVE = Path(__file__).with_name("native")
 # Compiled together into one library; the header is hashed with them.
-SOURCES = (NATIVE / "ggml_dot.c", NATIVE / "vnni_gemm.c")
+SOURCES = (NATIVE / "ggml_dot.c", NATIVE / "vnni_gemm.c", NATIVE / "prefill_attention.c")
 HEADERS = (NATIVE / "ggml_blocks.h",)
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread", "-std=gnu11")
 TYPES = frozenset(
@@ -164,6 +164,13 @@ class Library:
             *(ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, c_int)
         ]
         lib.rd_layers_step.restype = c_int
+        lib.rd_prefill_attention.argtypes = [
+            *(ptr, ptr, ptr, i64, i64, ptr, i64, i64, i64, i64, i64, i64),
+            *(ctypes.c_float, ptr, c_int),
+        ]
+        lib.rd_prefill_attention.restype = c_int
+        lib.rd_prefill_attention_built.restype = c_int
+        self.prefill_attention_built = bool(lib.rd_prefill_attention_built())
         lib.rd_simd.restype = c_int
         self.simd = bool(lib.rd_simd())
         lib.rd_vnni.restype = c_int
@@ -397,6 +404,42 @@ class Library:
                 ctypes.addressof(heads_apart),
                 past,
                 visible.data_ptr() if visible is not None else None,
+                threads,
+            )
+        )
+
+    def prefill_attention(
+        self,
+        *,
+        q: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        scale: float,
+        out: torch.Tensor,
+        threads: int,
+    ) -> int:
+        """native/prefill_attention.c: out (B, T, heads, d) from q (B, heads, T, d,
+        contiguous) over the KV buffers keys/values (B, KV heads, past + T, d; each
+        position's values contiguous), causal, `key_mask` (B, past + T) uint8 0 at
+        padding, or None. 0, or the refusal's code."""
+        b, heads, t, d = q.shape
+        return int(
+            self._lib.rd_prefill_attention(
+                q.data_ptr(),
+                keys.data_ptr(),
+                values.data_ptr(),
+                keys.stride(0),
+                keys.stride(1),
+                key_mask.data_ptr() if key_mask is not None else None,
+                b,
+                heads,
+                keys.shape[1],
+                t,
+                keys.shape[2] - t,
+                d,
+                scale,
+                out.data_ptr(),
                 threads,
             )
         )

@@ -134,16 +134,23 @@ def test_kv_is_written_in_place_and_re_adopted_after_replacement() -> None:
 
 def test_masks_let_no_query_see_nothing_and_none_see_the_future() -> None:
     mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
-    allowed, causal = decoder.attention_mask(mask=mask, queries=4, past=0)
-    assert allowed is not None and not causal
+    made = decoder.attention_mask(mask=mask, queries=4, past=0)
+    allowed = made.allowed
+    assert allowed is not None and not made.causal
+    assert made.padding is not None and made.padding.tolist() == mask.tolist()
     assert allowed.shape == (2, 1, 4, 4)
     assert allowed.any(dim=-1).all()  # a pad query sees itself at least
     assert not allowed[1, 0].triu(1).any()  # nothing after its own column
     assert not allowed[0, 0, 2:, :2].any()  # real tokens never see the padding
-    assert decoder.attention_mask(mask=torch.ones(1, 5), queries=1, past=4) == (None, False)
-    assert decoder.attention_mask(mask=torch.ones(1, 5), queries=5, past=0) == (None, True)
-    offset, _ = decoder.attention_mask(mask=torch.ones(1, 6), queries=2, past=4)
-    assert offset is not None and offset[0, 0].sum(dim=-1).tolist() == [5, 6]
+    one = decoder.attention_mask(mask=torch.ones(1, 5), queries=1, past=4)
+    assert one == decoder.AttentionMask(allowed=None, causal=False)
+    first = decoder.attention_mask(mask=torch.ones(1, 5), queries=5, past=0)
+    assert first == decoder.AttentionMask(allowed=None, causal=True)
+    later = decoder.attention_mask(mask=torch.ones(1, 6), queries=2, past=4)
+    offset = later.allowed
+    assert (
+        later.padding is None and offset is not None and offset[0, 0].sum(dim=-1).tolist() == [5, 6]
+    )
 
 
 def test_a_prompt_in_chunks_gives_the_logits_of_one_pass(

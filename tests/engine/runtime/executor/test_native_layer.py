@@ -79,7 +79,7 @@ def test_layer_matches_the_python_layer(gguf_dir: Path) -> None:
             shape=shape,
             rotary=(cos, sin),
             kv=want_kv,
-            mask=(None, False),
+            mask=decoder.AttentionMask(allowed=None, causal=False),
             buffer=model.store.workspace,
         )
         got_kv = _cache_layer(keys, values)
