@@ -981,10 +981,12 @@ static inline __m512 sums16(const __m512 *v) {
 }
 
 /* attend_head's arithmetic for heads of D = 64 or 128 values (Qwen, Llama, SmolLM2),
- * where a decode step spends its time once the matrices run at the memory's rate: a
- * head's query and its output stay in registers, 16 keys' scores are summed together,
- * and each value row is added with one multiply-add per 16 values (not a load and a
- * store of the output each). */
+ * where a decode step spends its time once the matrices run at the memory's rate. Keys
+ * and values are read in blocks that stay in L1 while every query head of the chunk uses
+ * them (head by head over the whole context read them from memory once a head: 15% of
+ * the 1.5B's step at 1,600 positions); 16 keys' scores are summed together; each value
+ * row is added into a head's output, held in registers over the block, with one
+ * multiply-add per 16 values. */
 static inline __attribute__((always_inline)) void attend_512(const job_t *job, int64_t first,
                                                              int64_t count, const float *q,
                                                              const float *kc, const float *vc,
@@ -992,44 +994,61 @@ static inline __attribute__((always_inline)) void attend_512(const job_t *job, i
                                                              float *att, const int D) {
     const int V = D / 16;
     int64_t n = job->n;
-    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)D));
-    for (int64_t h = first; h < first + count; h++) {
-        __m512 qv[8];
-        for (int t = 0; t < V; t++) qv[t] = _mm512_mul_ps(_mm512_loadu_ps(q + h * D + 16 * t), scale);
-        float *sc = scores + h * n;
-        int64_t j = 0;
-        for (; j + 16 <= n; j += 16) {
+    const float scale = 1.0f / sqrtf((float)D);
+    const __m512 vscale = _mm512_set1_ps(scale);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int64_t h = first; h < first + count; h++) {
+            const float *qh = q + h * D;
             __m512 part[16];
             for (int u = 0; u < 16; u++) {
                 const float *kj = kc + (j + u) * D;
-                __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
-                for (int t = 1; t < V; t++) acc = _mm512_fmadd_ps(qv[t], _mm512_loadu_ps(kj + 16 * t), acc);
+                __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), _mm512_loadu_ps(kj));
+                for (int t = 1; t < V; t++)
+                    acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * t), _mm512_loadu_ps(kj + 16 * t), acc);
                 part[u] = acc;
             }
-            _mm512_storeu_ps(sc + j, sums16(part));
+            _mm512_storeu_ps(scores + h * n + j, _mm512_mul_ps(sums16(part), vscale));
         }
-        for (; j < n; j++) {
-            const float *kj = kc + j * D;
-            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
-            for (int t = 1; t < V; t++) acc = _mm512_fmadd_ps(qv[t], _mm512_loadu_ps(kj + 16 * t), acc);
-            sc[j] = _mm512_reduce_add_ps(acc);
+    for (; j < n; j++)
+        for (int64_t h = first; h < first + count; h++) {
+            const float *qh = q + h * D, *kj = kc + j * D;
+            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), _mm512_loadu_ps(kj));
+            for (int t = 1; t < V; t++)
+                acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * t), _mm512_loadu_ps(kj + 16 * t), acc);
+            scores[h * n + j] = _mm512_reduce_add_ps(acc) * scale;
         }
+    float inv[count > 0 ? count : 1];
+    for (int64_t h = first; h < first + count; h++) {
+        float *sc = scores + h * n;
         if (seen)
             for (j = 0; j < n; j++)
                 if (!seen[j]) sc[j] = -INFINITY;
         float top = -INFINITY;
         for (j = 0; j < n; j++) top = sc[j] > top ? sc[j] : top;
-        float inv = 1.0f / exp_shifted(sc, n, top);
-        __m512 out[8];
-        for (int t = 0; t < V; t++) out[t] = _mm512_setzero_ps();
-        for (j = 0; j < n; j++) {
-            if (seen && !seen[j]) continue;
-            const float *vj = vc + j * D;
-            __m512 p = _mm512_set1_ps(sc[j]);
-            for (int t = 0; t < V; t++) out[t] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * t), out[t]);
+        inv[h - first] = 1.0f / exp_shifted(sc, n, top);
+        memset(att + h * D, 0, sizeof(float) * D);
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += 64) {
+        int64_t j1 = j0 + 64 < n ? j0 + 64 : n;
+        for (int64_t h = first; h < first + count; h++) {
+            const float *sc = scores + h * n;
+            float *oh = att + h * D;
+            __m512 out[8];
+            for (int t = 0; t < V; t++) out[t] = _mm512_loadu_ps(oh + 16 * t);
+            for (j = j0; j < j1; j++) {
+                if (seen && !seen[j]) continue;
+                const float *vj = vc + j * D;
+                __m512 p = _mm512_set1_ps(sc[j]);
+                for (int t = 0; t < V; t++) out[t] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16 * t), out[t]);
+            }
+            for (int t = 0; t < V; t++) _mm512_storeu_ps(oh + 16 * t, out[t]);
         }
-        const __m512 norm = _mm512_set1_ps(inv);
-        for (int t = 0; t < V; t++) _mm512_storeu_ps(att + h * D + 16 * t, _mm512_mul_ps(out[t], norm));
+    }
+    for (int64_t h = first; h < first + count; h++) {
+        const __m512 norm = _mm512_set1_ps(inv[h - first]);
+        for (int t = 0; t < V; t++)
+            _mm512_storeu_ps(att + h * D + 16 * t, _mm512_mul_ps(_mm512_loadu_ps(att + h * D + 16 * t), norm));
     }
 }
 #endif
