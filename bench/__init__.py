@@ -19,3 +19,15 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH")]))
     return env
+
+
+def peer_env() -> dict[str, str]:
+    """`child_env()` for a peer's process (llama.cpp, Accelerate): OpenMP's wait policy
+    as the person had it, not the engine's passive one (engine/__init__.py)."""
+    from engine import USER_OPENMP_WAIT
+
+    env = child_env()
+    env.pop("OMP_WAIT_POLICY", None)
+    if USER_OPENMP_WAIT is not None:
+        env["OMP_WAIT_POLICY"] = USER_OPENMP_WAIT
+    return env

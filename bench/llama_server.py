@@ -24,6 +24,8 @@ from pathlib import Path
 
 import httpx
 
+from bench import peer_env
+
 _PREFIX_HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 SERVER_MODULES = ("llama_cpp", "sse_starlette", "starlette_context", "pydantic_settings")
 
@@ -90,7 +92,7 @@ def llama_server(
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=peer_env())
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + wait_s

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import child_env
+from bench import child_env, peer_env
 from engine.errors import RagdollError
 from engine.runtime.hardware.cgroup import cgroup_paths
 
@@ -123,9 +123,12 @@ def memory_cgroup(*, name: str, limit_bytes: int | None) -> Iterator[Cgroup]:
         _remove(path)
 
 
-def run_in_cgroup(*, cgroup: Cgroup, argv: list[str], timeout_s: float) -> ChildResult:
+def run_in_cgroup(
+    *, cgroup: Cgroup, argv: list[str], timeout_s: float, peer: bool = False
+) -> ChildResult:
     """Run `argv` as a child that joins `cgroup` before it execs, so that everything it
-    allocates and every file page it reads is charged to the cgroup from the start."""
+    allocates and every file page it reads is charged to the cgroup from the start.
+    `peer`: another runtime, run in the environment its users have (`peer_env`)."""
     procs = cgroup.path / "cgroup.procs"
 
     def join() -> None:
@@ -137,7 +140,7 @@ def run_in_cgroup(*, cgroup: Cgroup, argv: list[str], timeout_s: float) -> Child
             argv,
             # Joining before exec: the child's first allocation is charged to the cgroup.
             preexec_fn=join,
-            env=child_env(),
+            env=peer_env() if peer else child_env(),
             capture_output=True,
             text=True,
             timeout=timeout_s,

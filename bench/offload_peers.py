@@ -409,7 +409,9 @@ def _run_child(
     argv = [sys.executable, "-m", "bench.offload_child", json.dumps(spec)]
     slug = name.replace(" ", "-").replace(".", "")
     with offload_cgroup.memory_cgroup(name=f"ragdoll-bench-{slug}", limit_bytes=limit) as cg:
-        done = offload_cgroup.run_in_cgroup(cgroup=cg, argv=argv, timeout_s=timeout_s)
+        done = offload_cgroup.run_in_cgroup(
+            cgroup=cg, argv=argv, timeout_s=timeout_s, peer=spec["system"] != "executor"
+        )
     evict_page_cache(files=files)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:

@@ -105,7 +105,9 @@ def _child(
     argv = [sys.executable, "-m", "bench.offload_real_child", json.dumps(spec)]
     slug = name.replace(" ", "-").replace(".", "")
     with offload_cgroup.memory_cgroup(name=f"ragdoll-real-{slug}", limit_bytes=limit) as cg:
-        done = offload_cgroup.run_in_cgroup(cgroup=cg, argv=argv, timeout_s=timeout_s)
+        done = offload_cgroup.run_in_cgroup(
+            cgroup=cg, argv=argv, timeout_s=timeout_s, peer=spec["system"] == "llama.cpp"
+        )
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         why = "killed by the memory limit (OOM)" if done.oom_killed else f"exit {done.returncode}"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench import child_env
+from bench import peer_env
 
 
 class LlamaPrefiller:
@@ -41,7 +41,7 @@ class LlamaPrefiller:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env=child_env(),
+            env=peer_env(),
         )
         self.load_s = float(self._reply("READY")["load_s"])
         return self
