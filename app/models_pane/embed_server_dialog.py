@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.bridge_plumbing import EngineOp, describe_error
-from app.models_pane.server_dialog import ServerDialog, list_models_through
+from app.models_pane.server_dialog import ServerDialog, ServerDialogFlow
 from app.qt_compat import emit
 from engine.rag.ingest.server_embedder_id import server_ref
 from engine.wire import EngineSettings
@@ -112,51 +111,18 @@ def attach_embed_server_dialog(
 ) -> Callable[[], EmbedServerDialog | None]:
     """Wire the dialog (opened by `open_signal`) to the engine. Returns the dialog
     open now, if any (for tests)."""
-    make = dialog_factory or (lambda p: EmbedServerDialog(parent=p))
-    state: dict[str, object] = {"dialog": None, "settings": None}
-
-    def open_dialog() -> None:
-        dialog = make(parent)
-        state["dialog"] = dialog
-        settings = state["settings"]
-        if isinstance(settings, EngineSettings):
-            dialog.show_settings(settings)
-        list_models_through(bridge=bridge, dialog=dialog)
-        dialog.sig_use_requested.connect(lambda pick: use(dialog, pick))
-        dialog.open()
-
-    def use(dialog: EmbedServerDialog, pick: EmbedServerPick) -> None:
-        def done(settings: EngineSettings) -> None:
-            state["settings"] = settings
-            dialog.accept()
-            emit(bridge.sig_model_changed, settings)
-            bridge.refresh_status()  # the embedder's label names the re-embedding
-
-        bridge.run(
-            EngineOp(
-                what="Using the embeddings server",
-                call=lambda c: c.set_embedder_server(
-                    url=pick.url,
-                    model=pick.model,
-                    api_key=pick.api_key,
-                    ca_file=pick.ca_file,
-                    batch=pick.batch,
-                ),
-                success=done,
-                failure=lambda e: dialog.show_error(describe_error(error=e)),
-            )
-        )
-
-    def settings_changed(settings: EngineSettings) -> None:
-        state["settings"] = settings
-
-    bridge.sig_connected.connect(
-        lambda _status: bridge.run(
-            EngineOp(
-                what="Reading the settings", call=lambda c: c.settings(), success=settings_changed
-            )
-        )
+    flow: ServerDialogFlow[EmbedServerDialog, EmbedServerPick] = ServerDialogFlow(
+        bridge=bridge,
+        open_signal=open_signal,
+        parent=parent,
+        make=dialog_factory or (lambda p: EmbedServerDialog(parent=p)),
+        what="Using the embeddings server",
+        send=lambda c, pick: c.set_embedder_server(
+            url=pick.url,
+            model=pick.model,
+            api_key=pick.api_key,
+            ca_file=pick.ca_file,
+            batch=pick.batch,
+        ),
     )
-    bridge.sig_model_changed.connect(settings_changed)
-    open_signal.connect(open_dialog)
-    return lambda: state["dialog"] if isinstance(state["dialog"], EmbedServerDialog) else None
+    return lambda: flow.dialog

@@ -2,16 +2,17 @@
 server) writes the answers; retrieval, the index and the citations stay here.
 
 The dialog says plainly what leaves the machine before anything does; its model list
-and the choice go through the engine (which checks the server before saving). When an
-answer fails while a server writes them, `ServerFallbackBar` offers the local model
-or extractive answers; the question stays in the conversation to ask again.
+and the choice go through the engine (which checks the server before saving), by the
+flow the embeddings server's dialog shares (`ServerDialogFlow`). When an answer fails
+while a server writes them, `ServerFallbackBar` offers the local model or extractive
+answers; the question stays in the conversation to ask again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -36,6 +37,7 @@ from engine.wire import EngineSettings, EngineStatus
 
 if TYPE_CHECKING:
     from app.engine_bridge import EngineBridge
+    from engine.service.client import EngineClient
 
 SENT_NOTICE = (
     "Passages of your documents, your questions and the conversation's earlier turns "
@@ -243,12 +245,63 @@ class ServerFallbackBar(QFrame):
         emit(signal)
 
 
-def list_models_through(*, bridge: EngineBridge, dialog: ServerDialog) -> None:
-    """The dialog's "List the server's models" asks the engine (never the window: the
-    engine holds the stored key), the list or the refusal shown in the dialog."""
+D = TypeVar("D", bound=ServerDialog)
+P = TypeVar("P")  # what the dialog's `sig_use_requested` carries
 
-    def list_models(url: str, key: str | None, ca: str | None) -> None:
-        bridge.run(
+
+class ServerDialogFlow(Generic[D, P]):
+    """A server dialog through the engine, the same for the model server's and the
+    embeddings server's: opened by `open_signal` with the server in use filled in (never
+    its key: the engine does not give it), its "List the server's models" and its choice
+    (`send(client, pick)`, headlined `what`) asked of the engine, never of the window,
+    since the engine holds the stored key and checks the server before saving. On the
+    engine's yes the dialog closes and the settings go out as `sig_model_changed`; a
+    refusal is shown in the dialog. `on_settings` hears every settings the engine gives."""
+
+    def __init__(
+        self,
+        *,
+        bridge: EngineBridge,
+        open_signal: Signal,
+        parent: QWidget,
+        make: Callable[[QWidget], D],
+        what: str,
+        send: Callable[[EngineClient, P], EngineSettings],
+        on_settings: Callable[[EngineSettings], object] | None = None,
+    ) -> None:
+        self._bridge = bridge
+        self._parent = parent
+        self._make = make
+        self._what = what
+        self._send = send
+        self._on_settings = on_settings
+        self.settings: EngineSettings | None = None  # the engine's, once read
+        self.dialog: D | None = None  # the one opened last (for tests)
+        bridge.sig_connected.connect(
+            lambda _status: bridge.run(
+                EngineOp(
+                    what="Reading the settings",
+                    call=lambda c: c.settings(),
+                    success=self._settings_changed,
+                )
+            )
+        )
+        bridge.sig_model_changed.connect(self._settings_changed)
+        open_signal.connect(self._open)
+
+    def _open(self) -> None:
+        dialog = self._make(self._parent)
+        self.dialog = dialog
+        if self.settings is not None:
+            dialog.show_settings(self.settings)
+        dialog.sig_list_requested.connect(
+            lambda url, key, ca: self._list_models(dialog, url=url, key=key, ca=ca)
+        )
+        dialog.sig_use_requested.connect(lambda pick: self._use(dialog, pick))
+        dialog.open()
+
+    def _list_models(self, dialog: D, *, url: str, key: str | None, ca: str | None) -> None:
+        self._bridge.run(
             EngineOp(
                 what="Listing the server's models",
                 call=lambda c: c.server_models(url=url, api_key=key, ca_file=ca),
@@ -257,7 +310,27 @@ def list_models_through(*, bridge: EngineBridge, dialog: ServerDialog) -> None:
             )
         )
 
-    dialog.sig_list_requested.connect(list_models)
+    def _use(self, dialog: D, pick: P) -> None:
+        def done(settings: EngineSettings) -> None:
+            self.settings = settings
+            dialog.accept()
+            emit(self._bridge.sig_model_changed, settings)
+            # The model chooser's labels name the server (and a re-embedding under way).
+            self._bridge.refresh_status()
+
+        self._bridge.run(
+            EngineOp(
+                what=self._what,
+                call=lambda c: self._send(c, pick),
+                success=done,
+                failure=lambda e: dialog.show_error(describe_error(error=e)),
+            )
+        )
+
+    def _settings_changed(self, settings: EngineSettings) -> None:
+        self.settings = settings
+        if self._on_settings is not None:
+            self._on_settings(settings)
 
 
 def attach_server_dialog(
@@ -272,74 +345,42 @@ def attach_server_dialog(
     """Wire the dialog (opened by `open_signal`) and the fallback bar (shown on
     `answer_failed(message)` while a server writes the answers) to the engine.
     Returns the dialog open now, if any (for tests)."""
-    make = dialog_factory or (lambda p: ServerDialog(parent=p))
-    state: dict[str, object] = {"dialog": None, "status": None, "settings": None}
+
+    def settings_changed(settings: EngineSettings) -> None:
+        if not settings.server_url:
+            bar.hide()
+
+    flow: ServerDialogFlow[ServerDialog, ServerChoice] = ServerDialogFlow(
+        bridge=bridge,
+        open_signal=open_signal,
+        parent=parent,
+        make=dialog_factory or (lambda p: ServerDialog(parent=p)),
+        what="Using the model server",
+        send=lambda c, choice: c.set_model_server(
+            url=choice.url,
+            model=choice.model,
+            api_key=choice.api_key,
+            ca_file=choice.ca_file,
+            concurrency=choice.concurrency,
+        ),
+        on_settings=settings_changed,
+    )
+    state: dict[str, EngineStatus | None] = {"status": None}
 
     def remember(status: EngineStatus) -> None:
         state["status"] = status
 
-    def open_dialog() -> None:
-        dialog = make(parent)
-        state["dialog"] = dialog
-        settings = state["settings"]
-        if isinstance(settings, EngineSettings):
-            dialog.show_settings(settings)
-        list_models_through(bridge=bridge, dialog=dialog)
-        dialog.sig_use_requested.connect(lambda choice: use(dialog, choice))
-        dialog.open()
-
-    def use(dialog: ServerDialog, choice: ServerChoice) -> None:
-        def done(settings: EngineSettings) -> None:
-            state["settings"] = settings
-            dialog.accept()
-            emit(bridge.sig_model_changed, settings)
-            bridge.refresh_status()
-
-        bridge.run(
-            EngineOp(
-                what="Using the model server",
-                call=lambda c: c.set_model_server(
-                    url=choice.url,
-                    model=choice.model,
-                    api_key=choice.api_key,
-                    ca_file=choice.ca_file,
-                    concurrency=choice.concurrency,
-                ),
-                success=done,
-                failure=lambda e: dialog.show_error(describe_error(error=e)),
-            )
-        )
+    def local_model() -> str | None:
+        return flow.settings.model if flow.settings is not None else None
 
     def failed(message: str) -> None:
         status = state["status"]
-        if isinstance(status, EngineStatus) and status.server is not None:
-            settings = state["settings"]
-            local = settings.model if isinstance(settings, EngineSettings) else None
-            bar.offer(message=message, local_model=local)
+        if status is not None and status.server is not None:
+            bar.offer(message=message, local_model=local_model())
 
-    def settings_changed(settings: EngineSettings) -> None:
-        state["settings"] = settings
-        if not settings.server_url:
-            bar.hide()
-
-    def go_local() -> None:
-        settings = state["settings"]
-        model = settings.model if isinstance(settings, EngineSettings) else None
-        bridge.set_model(model=model)
-
-    def connected(status: EngineStatus) -> None:
-        remember(status)
-        bridge.run(
-            EngineOp(
-                what="Reading the settings", call=lambda c: c.settings(), success=settings_changed
-            )
-        )
-
-    open_signal.connect(open_dialog)
     answer_failed.connect(failed)
     bridge.sig_status.connect(remember)
-    bridge.sig_connected.connect(connected)
-    bridge.sig_model_changed.connect(settings_changed)
-    bar.sig_local.connect(go_local)
+    bridge.sig_connected.connect(remember)
+    bar.sig_local.connect(lambda: bridge.set_model(model=local_model()))
     bar.sig_extractive.connect(lambda: bridge.set_model(model=None))
-    return lambda: state["dialog"] if isinstance(state["dialog"], ServerDialog) else None
+    return lambda: flow.dialog

@@ -44,14 +44,15 @@ from engine.rag.pipeline.status_info import pipeline_info
 from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import SearchFilters, SearchHit
 from engine.runtime.planner.placement import DEFAULT_VECTOR_DIM, Placement, StoreSpec
-from engine.runtime.planner.profiling import PowerLawFit, load_saved_profile, stored_generation_fit
+from engine.runtime.planner.profiling import PowerLawFit, stored_generation_fit
 from engine.service import library_view
 from engine.service.embed_server_choice import EmbedServerChoice
 from engine.service.embedder_in_force import EmbedderInForce
 from engine.service.facade import EachAPI, IngestionAPI, LibraryAPI, SystemAPI
 from engine.service.folders import FolderRegistry
 from engine.service.model_choice import ModelChoice
-from engine.service.profiling.auto_profile import AutoProfiler, ProfilingInputs, Sampler
+from engine.service.profiling.auto_profile import AutoProfiler
+from engine.service.profiling.engine_inputs import EngineProfilingInputs
 from engine.service.ranker_choice import RankerChoice, setting_of
 from engine.service.settings import SettingsFile
 from engine.service.status_view import engine_status
@@ -165,7 +166,17 @@ class Engine:
         self.watching = threading.Event()  # set when every folder is watched
         if watch:
             threading.Thread(target=self._watch_all, name="engine-watch", daemon=True).start()
-        self.profiler = AutoProfiler(paths=self.paths, inputs=self._profiling_inputs)
+        profiling = EngineProfilingInputs(
+            paths=self.paths,
+            store=self.store,
+            model_id=lambda: self.settings.model,
+            model=self.models.current,
+            model_lock=self._answer_lock,
+            serving=lambda: self._serving,
+            direct_answers=self._direct_answers,
+            ingest=self.ingest,
+        )
+        self.profiler = AutoProfiler(paths=self.paths, inputs=profiling.current)
         # What the server calls besides the methods below (engine/service/facade.py).
         self.ingestion = IngestionAPI(queue=self.ingest)
         self.library = LibraryAPI(folders=self.folders)
@@ -255,59 +266,6 @@ class Engine:
             self.models.failed(str(e))
         if self.environ.auto_profile and not self._closing.is_set():
             self.profiler.start()
-
-    def _profiling_inputs(self) -> ProfilingInputs:
-        _, chunks = self.store.counts()
-        saved = load_saved_profile(data_dir=self.paths.data) if chunks == 0 else None
-        if saved is not None:
-            # Emptied (its last folder removed): timing retrieval over nothing tells
-            # nothing, and the next documents bring a size of their own.
-            chunks = saved.collection_chunks
-        # Idle: no answer being written and no ingestion job queued or running
-        # (either would disturb every measurement, and ingestion changes the size).
-        return ProfilingInputs(
-            model_id=self.settings.model,
-            collection_chunks=chunks,
-            idle=not self._answer_lock.locked() and not self._work_waiting(),
-            sample_generation=self._generation_sampler,
-            sample_retrieval=lambda: self._retrieval_sampler(chunks=chunks),
-            wanted=self._work_waiting,
-        )
-
-    def _work_waiting(self) -> bool:
-        """A person's work is in hand: a question, an ask-each run, an answer without
-        retrieval, ingestion. Machine timing gives way to it (auto_profile.py)."""
-        serving = self._serving
-        return (
-            (serving is not None and not serving.pipeline.idle())
-            or self._direct_answers.any()
-            or bool(self.ingest.state().jobs)
-        )
-
-    def _generation_sampler(self) -> Sampler | None:
-        from engine.service.profiling.samplers import generation_sampler
-
-        model = self.models.current()
-        if model is None or model.remote:  # a server's timings are not this machine's
-            return None
-        answerer = model.answerer
-        with self._answer_lock:
-            sample = generation_sampler(
-                model=answerer.model, tokenizer=answerer.tokenizer, wanted=self._work_waiting
-            )
-
-        def between_answers(batch: int) -> float:
-            # One timed batch at a time under the answer lock: a question waits
-            # seconds for a sample, never minutes for the whole profile.
-            with self._answer_lock:
-                return sample(batch)
-
-        return between_answers
-
-    def _retrieval_sampler(self, *, chunks: int) -> Sampler | None:
-        from engine.service.profiling.samplers import retrieval_sampler
-
-        return retrieval_sampler(store=self.store) if chunks > 0 else None
 
     # -- settings ------------------------------------------------------------------
 
