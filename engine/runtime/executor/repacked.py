@@ -4,7 +4,7 @@ from there.
 A layer streamed from the disk with `decode="kernel"` used to be repacked
 (engine/runtime/executor/kernel_forms.py) in the copy thread at every decode step: about 0.2 s a
 Q4_0 layer of Qwen2-1.5B's shape on one thread, where reading its 25 MiB takes 0.02 s, so
-the stream was bound by repacking (docs/benchmarks.md, run 8). Here every packed unit is
+the stream was bound by repacking. Here every packed unit is
 repacked once, when the model is opened, into one file per model in the cache folder, and
 the copy thread reads each unit's kernel-ready bytes from it into reused buffers.
 
