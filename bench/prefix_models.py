@@ -31,7 +31,8 @@ class ModelShape:
     kv_heads: int
 
 
-# "default" is the product path's model of the earlier rounds (docs/benchmarks.md), kept
+# "default" is the product path's model of the earlier rounds (docs/benchmarks-history.md,
+# "A conversation's turns through the engine"), kept
 # the default so that runs stay comparable with them; "tinyllama" is TinyLlama-1.1B's
 # layer (hidden 2048, MLP 5632, 32 / 4 heads), 2 of its 22. Its vocabulary of 32000 is
 # not copied: random weights pick ids past the synthetic tokenizer's ~800 as often as

@@ -147,9 +147,9 @@ def _decoded_whole(
     compressed and even decoded every layer fits in the compute tier; else None (held
     compressed, decoded per use). Decoding a layer at every step costs more than its
     matmuls: SmolLM2-135M in Q4_1 wrote 3-4 tokens a second decoded per use, 15
-    decoded once (docs/benchmarks.md). A model computed in its kernel forms (a GGUF
-    model on a CPU) is never decoded: its kernels read 0.6–1 byte a weight where float32
-    reads 4 (docs/executor.md)."""
+    decoded once (docs/benchmarks-history.md, "A real trained model"). A model computed
+    in its kernel forms (a GGUF model on a CPU) is never decoded: its kernels read 0.6–1
+    byte a weight where float32 reads 4 (docs/executor.md)."""
     if held.layer_bytes == decoded.layer_bytes:
         return None  # nothing held compressed
     if cpu and held.computed_compressed:

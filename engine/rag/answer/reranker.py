@@ -15,8 +15,9 @@ what both retrievers agreed on.
 
 On a CPU its linear layers run as int8 (PyTorch dynamic quantisation): 20 candidates
 of 180 word pieces took half the time of fp32 on the 2-core machine, and ONNX
-Runtime in fp32 was no faster than PyTorch (docs/benchmarks.md). Only the order of
-the scores is used, which int8's small error barely moves.
+Runtime in fp32 was no faster than PyTorch (docs/benchmarks-history.md, "Quality on
+real documents", second round). Only the order of the scores is used, which int8's
+small error barely moves.
 
 It reads each candidate's focus, not the whole chunk: the whole sentences around
 the one that shares most of the question's words, up to `FOCUS_WORDS` words. A

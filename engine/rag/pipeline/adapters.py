@@ -132,7 +132,8 @@ _SAME_FILE_BONUS = 0.2 / (RRF_K + 1)
 # for pages within _NEAR_PAGES of a page the last answer quoted (its answer is often
 # the next page). These and the weights of a follow-up's own search and of its other
 # searches in their fusion were swept on the tuned set of `ragdoll bench conversation`
-# (docs/benchmarks.md): every combination of 0.5-1.0, 0-0.5 and 0-0.3 found 17-18 of 23.
+# (docs/benchmarks-history.md, "Follow-ups over real documents", first rounds): every
+# combination of 0.5-1.0, 0-0.5 and 0-0.3 found 17-18 of 23.
 _FILE_PRIOR = 0.5 / (RRF_K + 1)
 _NEAR_PAGES = 2
 _NEAR_QUOTED_BONUS = 0.3 / (RRF_K + 1)

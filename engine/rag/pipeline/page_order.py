@@ -6,7 +6,7 @@ that would have answered sits fourth. Sources are read as places to look, so eac
 page's best chunk comes first, in rank order, and the second chunks of pages already
 listed follow them. Nothing is dropped or merged: what is cut to a question's k is
 the same candidates in another order. Merging a page's chunks into one passage was
-measured too and quoted worse answers (docs/benchmarks.md, "Distinct pages first").
+measured too and quoted worse answers (docs/benchmarks-history.md, "Distinct pages first").
 """
 
 from __future__ import annotations

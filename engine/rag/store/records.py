@@ -26,7 +26,7 @@ class ChunkRecord:
 def embedded_text(*, section: str, text: str) -> str:
     """What a chunk is embedded as: its section's title over its text. The title
     puts a chunk whose own words never name its subject near the questions that
-    do (docs/benchmarks.md, "Section titles in the embedded text"); the stored,
+    do (docs/benchmarks-history.md, "Section titles in the embedded text"); the stored,
     shown and quoted text stays the chunk's own. Ingestion and the embedder
     switch's re-embedding both embed this, so one index holds one kind of vector."""
     title = section.strip()
