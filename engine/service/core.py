@@ -210,7 +210,7 @@ class Engine:
         """The settings in force (settings.json); the choices below change them."""
         return self._settings.current
 
-    # -- lazily loaded parts ----------------------------------------------------
+    # -- lazily loaded parts and the settings that choose them -------------------
 
     def embedder(self) -> Embedder:
         """The embedder in force: the one the index was built with. While a
@@ -266,8 +266,6 @@ class Engine:
             self.models.failed(str(e))
         if self.environ.auto_profile and not self._closing.is_set():
             self.profiler.start()
-
-    # -- settings ------------------------------------------------------------------
 
     # -- reading -----------------------------------------------------------------------
 
