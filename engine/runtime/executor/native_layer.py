@@ -96,9 +96,7 @@ class NativeLayers:
         self._shape = shape
         self._threads = threads
         # layer -> (the tensors' mapping the spec was made from, the spec, what it points to)
-        self._specs: dict[
-            int, tuple[Mapping[str, torch.Tensor], LayerSpec, list[torch.Tensor]]
-        ] = {}
+        self._specs: dict[int, _Made] = {}
         # the specs' pointer array `step_layers` hands over, keyed by the specs it holds
         self._pointers: tuple[tuple[int, ...], ctypes.Array] | None = None
 
@@ -106,6 +104,22 @@ class NativeLayers:
         """Drop every spec (the model's tensors are being replaced or released)."""
         self._specs.clear()
         self._pointers = None
+
+    def _made(self, index: int, tensors: Mapping[str, torch.Tensor], *, keep: bool) -> _Made | None:
+        """Layer `index`'s spec for these tensors, made again only when the tensors are
+        new, and kept for the next step when `keep`; None where the layer is not in the
+        native form. The caller holds the returned tuple (its tensors) for the call."""
+        made = self._specs.get(index)
+        if made is None or made[0] is not tensors:
+            spec_held = _spec(tensors, shape=self._shape)
+            if spec_held is None:
+                return None
+            made = (tensors, *spec_held)
+            if keep:
+                self._specs[index] = made
+            else:
+                self._specs.pop(index, None)
+        return made
 
     def step_layers(
         self,
@@ -119,18 +133,14 @@ class NativeLayers:
         layers that stay resident: the output for B rows, or None (a layer not
         computable here, or caches of different lengths: `step` a layer at a time;
         nothing has been written to the caches)."""
-        b = hidden.shape[0]
-        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > NATIVE_ROWS:
+        if not _takes(hidden):
             return None
+        b = hidden.shape[0]
         specs: list[LayerSpec] = []
         for index, tensors in enumerate(layers):
-            made = self._specs.get(index)
-            if made is None or made[0] is not tensors:
-                spec_held = _spec(tensors, shape=self._shape)
-                if spec_held is None:
-                    return None
-                made = (tensors, *spec_held)
-                self._specs[index] = made
+            made = self._made(index, tensors, keep=True)
+            if made is None:
+                return None
             specs.append(made[1])
         s = self._shape
         reserved = [
@@ -184,19 +194,12 @@ class NativeLayers:
         computable here: the Python layer computes it, nothing has been written to the
         cache). `keep`: the tensors stay the same at the next step (a resident layer),
         so the spec is kept for it."""
-        b = hidden.shape[0]
-        if hidden.dtype != torch.float32 or hidden.shape[1] != 1 or b > NATIVE_ROWS:
+        if not _takes(hidden):
             return None
-        made = self._specs.get(index)
-        if made is None or made[0] is not tensors:
-            spec_held = _spec(tensors, shape=self._shape)
-            if spec_held is None:
-                return None
-            made = (tensors, *spec_held)
-            if keep:
-                self._specs[index] = made
-            else:
-                self._specs.pop(index, None)
+        b = hidden.shape[0]
+        made = self._made(index, tensors, keep=keep)
+        if made is None:
+            return None
         spec = made[1]
         s = self._shape
         q = torch.empty(b, s.heads * s.head_dim)
@@ -228,6 +231,12 @@ class NativeLayers:
         if rc != 0:
             raise ValueError(f"the native layer refused layer {index} (code {rc})")
         return out.view(b, 1, -1)
+
+
+def _takes(hidden: torch.Tensor) -> bool:
+    """A decode step's hidden values the native layer computes: float32, one new
+    position a row, at most NATIVE_ROWS rows."""
+    return hidden.dtype == torch.float32 and hidden.shape[1] == 1 and hidden.shape[0] <= NATIVE_ROWS
 
 
 def _kv_ok(keys: torch.Tensor, values: torch.Tensor, *, head_dim: int, rows: int) -> bool:
