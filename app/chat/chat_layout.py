@@ -4,33 +4,56 @@ widgets and owns what they do)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QSplitter, QVBoxLayout, QWidget
 
-if TYPE_CHECKING:
-    from app.chat.chat_pane import ChatPane
+
+class ChatWidgets(Protocol):
+    """The widgets the chat pane makes, as this arrangement places them."""
+
+    @property
+    def conversation_list(self) -> QWidget: ...
+    @property
+    def transcript(self) -> QWidget: ...
+    @property
+    def sources_label(self) -> QWidget: ...
+    @property
+    def regenerate_button(self) -> QWidget: ...
+    @property
+    def copy_button(self) -> QWidget: ...
+    @property
+    def searched_label(self) -> QWidget: ...
+    @property
+    def sources(self) -> QWidget: ...
+    @property
+    def question(self) -> QWidget: ...
+    @property
+    def ask_button(self) -> QWidget: ...
+    @property
+    def stop_button(self) -> QWidget: ...
 
 
-def lay_out(pane: ChatPane) -> tuple[QSplitter, QSplitter]:
-    """Arrange the pane's widgets; returns (transcript/sources split, conversations split)."""
+def lay_out(*, pane: QWidget, widgets: ChatWidgets) -> tuple[QSplitter, QSplitter]:
+    """Arrange `widgets` in `pane`; returns (transcript/sources split, conversations
+    split)."""
     sources_box = QWidget()
     sources_layout = QVBoxLayout(sources_box)
     sources_layout.setContentsMargins(0, 6, 0, 0)
     sources_layout.setSpacing(4)
     sources_head = QHBoxLayout()
-    sources_head.addWidget(pane.sources_label, 1)
-    sources_head.addWidget(pane.regenerate_button)
-    sources_head.addWidget(pane.copy_button)
+    sources_head.addWidget(widgets.sources_label, 1)
+    sources_head.addWidget(widgets.regenerate_button)
+    sources_head.addWidget(widgets.copy_button)
     sources_layout.addLayout(sources_head)
-    sources_layout.addWidget(pane.searched_label)
-    sources_layout.addWidget(pane.sources)
+    sources_layout.addWidget(widgets.searched_label)
+    sources_layout.addWidget(widgets.sources)
 
     split = QSplitter(Qt.Orientation.Vertical)
     split.setObjectName("chatSplitter")
     split.setChildrenCollapsible(False)
-    split.addWidget(pane.transcript)
+    split.addWidget(widgets.transcript)
     split.addWidget(sources_box)
     split.setStretchFactor(0, 3)
     split.setStretchFactor(1, 1)
@@ -38,9 +61,9 @@ def lay_out(pane: ChatPane) -> tuple[QSplitter, QSplitter]:
 
     ask_row = QHBoxLayout()
     ask_row.setSpacing(6)
-    ask_row.addWidget(pane.question, 1)
-    ask_row.addWidget(pane.ask_button)
-    ask_row.addWidget(pane.stop_button)
+    ask_row.addWidget(widgets.question, 1)
+    ask_row.addWidget(widgets.ask_button)
+    ask_row.addWidget(widgets.stop_button)
 
     chat = QWidget()
     chat_layout = QVBoxLayout(chat)
@@ -52,7 +75,7 @@ def lay_out(pane: ChatPane) -> tuple[QSplitter, QSplitter]:
     outer_split = QSplitter(Qt.Orientation.Horizontal)
     outer_split.setObjectName("conversationSplitter")
     outer_split.setChildrenCollapsible(False)
-    outer_split.addWidget(pane.conversation_list)
+    outer_split.addWidget(widgets.conversation_list)
     outer_split.addWidget(chat)
     outer_split.setStretchFactor(0, 0)
     outer_split.setStretchFactor(1, 1)

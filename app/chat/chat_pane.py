@@ -153,7 +153,7 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self._on_stop)
         self.stop_button.setToolTip("Stop the answer (Esc)")
 
-        self.split, self.outer_split = lay_out(self)
+        self.split, self.outer_split = lay_out(pane=self, widgets=self)
         self._build_shortcuts()
         self._update_buttons()
         self._loader = ConversationLoader(parent=self)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
 from app.bridge_plumbing import EngineOp, describe_error
 from app.chat.answer_render import file_name
+from app.models_pane.download_follow import follow_download
 from app.qt_compat import emit
 from engine.rag.ingest.server_embedder_id import server_ref
 from engine.wire import AnswerMode, EmbedderOffer, EngineSettings, EngineStatus, ModelDownload
@@ -151,8 +152,6 @@ DOWNLOAD_POLL_S = 0.5
 def attach_multilingual_offer(*, chooser: ModelChooser, bridge: EngineBridge) -> None:
     """Accepting the offer downloads the embedder (the person asked for it), then
     switches to it as choosing its folder does: the collection is re-embedded."""
-    from app.models_pane.models_dialog import follow_download
-
     what = "Downloading the multilingual embedder"
 
     def done(state: ModelDownload) -> None:

@@ -8,8 +8,6 @@ presses Download, and the button says where the files come from.
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,13 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_plumbing import EngineOp, Report, describe_error
+from app.bridge_plumbing import EngineOp, describe_error
 from app.engine_bridge import EngineBridge
+from app.models_pane.download_follow import follow_download
 from app.models_pane.model_chooser import FolderChooser, ModelChooser, choose_model_dialog
 from app.qt_compat import emit
 from app.screen_fit import resize_within_screen
 from engine.runtime.planner.sizes import format_gib
-from engine.service.client import EngineClient
 from engine.wire import (
     FINAL_STATES,
     EngineStatus,
@@ -405,20 +403,6 @@ class ModelsDialog(QDialog):
             if gguf is not None
             else "Download GGUF"
         )
-
-
-def follow_download(
-    *, client: EngineClient, repo_id: str, report: Report, poll_s: float, file: str | None = None
-) -> ModelDownload:
-    """In a worker: start a hub download (the person asked for it; `file`: one GGUF
-    file of the repo) and follow it to its end by polling: a download runs for minutes,
-    and polling survives an engine restart with a clear failure instead of a stream
-    stuck in a read."""
-    state = client.download_model(repo_id=repo_id, file=file)
-    while state.state not in FINAL_STATES and report(state):
-        time.sleep(poll_s)
-        state = client.download_progress(download_id=state.download_id)
-    return state
 
 
 def attach_models_dialog(
