@@ -3,12 +3,15 @@ environment(): values set inside the block, the earlier ones (or their absence) 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from engine.environ import EngineEnviron, environment, torch_kernels_forced
+from engine.wire import EngineSettings, ServerSettings
 
 
 def test_values_hold_inside_and_the_earlier_state_returns_after(
@@ -87,3 +90,21 @@ def test_the_process_environment_is_read_when_none_is_given(
     monkeypatch.setenv("RAGDOLL_TORCH_KERNELS", "1")
     got = EngineEnviron.from_environ()
     assert got.ivf_scorer == "int8" and got.torch_kernels and torch_kernels_forced()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_docs_settings_lists_every_setting_and_every_variable_the_product_reads() -> None:
+    """docs/settings.md is the one list of settings: a field or a RAGDOLL_* variable
+    added without a row there fails here."""
+    doc = (ROOT / "docs" / "settings.md").read_text()
+    fields = [f.name for c in (EngineSettings, ServerSettings) for f in dataclasses.fields(c)]
+    fields += [f.name for f in dataclasses.fields(EngineEnviron)]
+    variables: set[str] = {"OMP_WAIT_POLICY"}
+    for folder in ("engine", "app", "native", "installer"):
+        for source in (ROOT / folder).rglob("*.py"):
+            variables.update(re.findall(r"\"(RAGDOLL_[A-Z0-9_]+)\"", source.read_text()))
+    assert len(variables) > 10  # the scan found the variables, not nothing
+    missing = [name for name in [*fields, *sorted(variables)] if f"`{name}`" not in doc]
+    assert not missing, f"docs/settings.md has no row for {missing}"
