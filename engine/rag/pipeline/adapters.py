@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from engine.rag.store.search import RRF_K
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerativeAnswerer
     from engine.rag.store.lance_store import LanceStore
+    from engine.runtime.executor.generate import GenerationRequest
 
 Embed = Callable[[list[str]], np.ndarray]
 # Vectors with the id of the embedder that made them (an index may swap embedders
@@ -321,7 +322,9 @@ def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
     ]
 
 
-def hits_of(result: Any) -> list[SearchHit]:
+def hits_of(result: SearchResult | Sequence[SearchHit] | None) -> list[SearchHit]:
+    """A job's hits as these batch functions get them: a search's result, or its hits
+    (a plain retrieval stage's), or none (a rewrite's)."""
     if isinstance(result, SearchResult):
         return [] if result.not_found else list(result.hits)
     return list(result or [])
@@ -407,7 +410,7 @@ def generate_rows(
     pending: list[int] = []  # tokens decoded but not yet released as text, per row
     prompt_len: list[int] = []  # told with a row's first piece, then 0
 
-    def admit(new: Sequence[GenerationJob]) -> list[Any]:
+    def admit(new: Sequence[GenerationJob]) -> list[GenerationRequest]:
         rows.extend(new)
         detok.extend(IncrementalDetokenizer(tokenizer=answerer.tokenizer) for _ in new)
         pending.extend(0 for _ in new)
@@ -449,7 +452,7 @@ def _request(
     answerer: GenerativeAnswerer,
     job: GenerationJob,
     passages: Callable[[GenerationJob], list[Passage]],
-) -> Any:
+) -> GenerationRequest:
     """A job as the executor's request: a follow-up's rewrite, or an answer (to the
     question as asked, with the conversation's earlier turns, for a follow-up)."""
     q = job.question

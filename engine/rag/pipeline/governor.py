@@ -22,12 +22,27 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from engine.runtime.planner.placement import Placement
 
 log = logging.getLogger(__name__)
+
+
+class _Backlog(Protocol):
+    @property
+    def backlog(self) -> int: ...
+
+
+class Governed(Protocol):
+    """What the governor needs of a pipeline (workers.py's Pipeline): the generation
+    queue's backlog, and a way to put a new placement in force between batches."""
+
+    @property
+    def generation(self) -> _Backlog: ...
+
+    def set_placement(self, placement: Placement) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +104,7 @@ class PlacementGovernor:
     def __init__(
         self,
         *,
-        pipeline: Any,
+        pipeline: Governed,
         plan_for: Callable[[int], Placement | None],
         policy: GovernorPolicy,
         planned: int,
