@@ -17,7 +17,6 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import LoadStopped
@@ -25,7 +24,7 @@ from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.fspath import from_store, to_store
 from engine.rag.ingest.indexer import ChunkingParams
-from engine.rag.ingest.pipeline import CommitPolicy, JobContext, JobRun
+from engine.rag.ingest.pipeline import CommitPolicy, JobContext, JobRun, JobSpec
 from engine.rag.ingest.priority import lower_this_thread
 from engine.rag.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.rag.store.doc_writes import disk_full_error, is_disk_full
@@ -35,13 +34,6 @@ from engine.wire import FINAL_STATES, DiskFull, FileError, IngestProgress, Inges
 log = logging.getLogger(__name__)
 
 KEEP_FINISHED_JOBS = 200  # the watcher makes many small jobs; old ones are forgotten
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobSpec:
-    paths: list[str]  # files and folders to bring up to date
-    removed: list[str] = field(default_factory=list)  # gone: their documents leave
-    origin: str = "request"  # "request" | "watcher" | "rescan"
 
 
 # Work other than files that the ingestion worker runs in its turn (re-embedding

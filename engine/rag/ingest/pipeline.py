@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from engine.errors import DiskFullError, ParseError
 from engine.rag.ingest.discovery import OUTSIDE_INDEXED, IgnoreRules, discover
@@ -104,9 +105,31 @@ class JobContext:
     gate: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """What an ingestion job is asked to do."""
+
+    paths: list[str]  # files and folders to bring up to date
+    removed: list[str] = field(default_factory=list)  # gone: their documents leave
+    origin: str = "request"  # "request" | "watcher" | "rescan"
+
+
+class RunningJob(Protocol):
+    """The job a run works for (jobs.py's IngestJob): what it was asked, the flag its
+    cancel sets, and where the run's progress goes."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def cancel_requested(self) -> threading.Event: ...
+
+    def update(self, **changes: object) -> None: ...
+
+
 class JobRun:
-    def __init__(self, *, job: object, ctx: JobContext) -> None:
-        self.job = job  # an IngestJob: update(**fields), spec, cancel_requested
+    def __init__(self, *, job: RunningJob, ctx: JobContext) -> None:
+        self.job = job
         self.ctx = ctx
         self.errors: list[FileError] = []
         self.notes: list[FileNote] = []
@@ -135,7 +158,7 @@ class JobRun:
 
     def run(self) -> str:
         """Returns the final state: "done" or "cancelled"."""
-        spec = self.job.spec  # type: ignore[attr-defined]
+        spec = self.job.spec
         paths = spec.paths
         if spec.origin != "request":  # gone again since the event: the removal covers it
             paths = [p for p in paths if os.path.lexists(p)]
@@ -152,7 +175,7 @@ class JobRun:
         self._sizes_total = sum(self._sizes.values())
         self._pace = Pace(total_bytes=self._sizes_total)
         self.errors = list(found.errors)
-        self.job.update(  # type: ignore[attr-defined]
+        self.job.update(
             files_total=len(files),
             bytes_total=self._sizes_total,
             errors=list(self.errors),
@@ -187,7 +210,7 @@ class JobRun:
         inflight = self._next_parse(todo=todo, journal=journal)
         while inflight is not None:
             plan = inflight
-            self.job.update(current=str(plan.path))  # type: ignore[attr-defined]
+            self.job.update(current=str(plan.path))
             try:
                 parsed = self.ctx.sandbox.collect(on_progress=self._ocr_progress(path=plan.path))
             except ParseError as e:
@@ -219,7 +242,7 @@ class JobRun:
             due = self._group_due() or (inflight is None and bool(self._group))
             if due and not self._commit(journal=journal):
                 break
-        if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
+        if self.job.cancel_requested.is_set():
             if inflight is not None:
                 self.ctx.sandbox.abort()  # the file in the child's hands is not wanted
             self._commit_embedded(journal=journal)
@@ -234,7 +257,7 @@ class JobRun:
 
         def show(done: int, total: int) -> None:
             message = None if done >= total else f"{path.name}: OCR, page {done + 1} of {total}"
-            self.job.update(message=message)  # type: ignore[attr-defined]
+            self.job.update(message=message)
 
         return show
 
@@ -260,7 +283,7 @@ class JobRun:
 
     def _must_stop(self, *, journal: Journal) -> bool:
         """Commit what is ready before waiting out a pause or stopping."""
-        if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
+        if self.job.cancel_requested.is_set():
             return True
         if not self.ctx.paused():
             return False
@@ -372,7 +395,7 @@ class JobRun:
             window = [self._unembedded.popleft() for _ in range(take)]
             window = by_length(rows=window, embedder=self.ctx.embedder)
             for start in range(0, len(window), EMBED_POOL_CHUNKS):
-                if self.job.cancel_requested.is_set():  # type: ignore[attr-defined]
+                if self.job.cancel_requested.is_set():
                     # Back in the queue: their files are not whole (_commit_embedded).
                     self._unembedded.extendleft(reversed(window[start:]))
                     return False
@@ -466,7 +489,7 @@ class JobRun:
         # resumed job look many times faster than it reads.
         rate = (self.done - self.skipped) / self.active_s if self.active_s > 0 else 0.0
         eta = self._pace.eta_s
-        self.job.update(  # type: ignore[attr-defined]
+        self.job.update(
             files_done=self.done,
             files_indexed=self.indexed,
             files_skipped=self.skipped,
@@ -517,7 +540,7 @@ class JobRun:
             log.warning("removed from the index: %s lies outside every watched folder", doc.path)
         if evicted:
             self.errors += evicted
-            self.job.update(errors=list(self.errors))  # type: ignore[attr-defined]
+            self.job.update(errors=list(self.errors))
 
     def _forget(self, *, journal: Journal, under: list[Path], present: set[Path]) -> None:
         """Documents under `under` whose file is gone lose their chunks (a
