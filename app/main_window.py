@@ -53,8 +53,8 @@ from app.models_pane.model_chooser import (
     choose_model_dialog,
     mode_text,
 )
+from app.models_pane.model_server import ServerFallbackBar, attach_server_dialog
 from app.models_pane.models_dialog import attach_models_dialog
-from app.models_pane.server_dialog import ServerFallbackBar, attach_server_dialog
 from app.ui_state import (
     last_conversation,
     mark_welcome_seen,

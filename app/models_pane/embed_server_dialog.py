@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.models_pane.server_dialog import ServerDialog, ServerDialogFlow
+from app.models_pane.server_dialog import ServerDialog
+from app.models_pane.server_flow import ServerDialogFlow
 from app.qt_compat import emit
 from engine.rag.ingest.server_embedder_id import server_ref
 from engine.wire import EngineSettings
