@@ -379,6 +379,7 @@ static float dot_q6_k(const uint8_t *w, const act_k *y, int64_t nb) {
  * multiply-add by their sub-blocks' scales (vpdpwssd), the scales spread once a block
  * from one register. */
 #define RD_K512 1
+#define ROWS_512 4 /* activation rows a call of the many-row kernels takes */
 
 static float dot_q4_k_512(const uint8_t *w, const act_k *y, int64_t nb) {
     const __m512i m4 = _mm512_set1_epi8(0xF);
@@ -466,6 +467,138 @@ static float dot_q6_k_512(const uint8_t *w, const act_k *y, int64_t nb) {
         acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc);
     }
     return _mm512_reduce_add_ps(acc) - offsets;
+}
+
+/* The same dot products for R rows of activations (a batch's decode step) at once: a
+ * block's values and scales are unpacked once and each row takes its two byte
+ * products from them, where R calls of the one-row kernels unpacked them R times
+ * (at 4 rows the unpacking was most of a row's instructions). R is a constant of each
+ * call (rows_512), so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void q4_k_rows_512(const uint8_t *w, const act_k *y,
+                                                                int64_t nb, const int R, float *v) {
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m512i idx[4] = {
+        _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(1), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(2), _mm256_set1_epi16(3), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(5), 1),
+        _mm512_inserti64x4(_mm512_set1_epi16(6), _mm256_set1_epi16(7), 1),
+    };
+    __m512 acc[ROWS_512];
+    float mins[ROWS_512];
+    for (int r = 0; r < R; r++) {
+        acc[r] = _mm512_setzero_ps();
+        mins[r] = 0.0f;
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b = w + i * 144;
+        float d = half_to_float(b), dmin = half_to_float(b + 2);
+        uint8_t sc[8], mn[8];
+        unpack_scales(b + 4, sc, mn);
+        __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m512i both[4], scales[4];
+        for (int j = 0; j < 4; j++) {
+            __m256i packed = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            both[j] = _mm512_and_si512(
+                _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1),
+                m4);
+            scales[j] = _mm512_permutexvar_epi16(idx[j], s16);
+        }
+        for (int r = 0; r < R; r++) {
+            const act_k *yr = y + r * nb + i;
+            __m512i sum = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++)
+                sum = _mm512_dpwssd_epi32(
+                    sum, _mm512_maddubs_epi16(both[j], _mm512_loadu_si512((const void *)(yr->qs + 64 * j))),
+                    scales[j]);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d * yr->d), _mm512_cvtepi32_ps(sum), acc[r]);
+            mins[r] += dmin * yr->d * (float)mins_dot(mn, yr->bsums);
+        }
+    }
+    for (int r = 0; r < R; r++) v[r] = _mm512_reduce_add_ps(acc[r]) - mins[r];
+}
+
+static inline __attribute__((always_inline)) void q6_k_rows_512(const uint8_t *w, const act_k *y,
+                                                                int64_t nb, const int R, float *v) {
+    const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
+    const __m512i idx[4] = {
+        _mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL, 0x0002000200020002LL,
+                         0x0002000200020002LL, 0x0001000100010001LL, 0x0001000100010001LL, 0, 0),
+        _mm512_set_epi64(0x0007000700070007LL, 0x0007000700070007LL, 0x0006000600060006LL,
+                         0x0006000600060006LL, 0x0005000500050005LL, 0x0005000500050005LL,
+                         0x0004000400040004LL, 0x0004000400040004LL),
+        _mm512_set_epi64(0x000B000B000B000BLL, 0x000B000B000B000BLL, 0x000A000A000A000ALL,
+                         0x000A000A000A000ALL, 0x0009000900090009LL, 0x0009000900090009LL,
+                         0x0008000800080008LL, 0x0008000800080008LL),
+        _mm512_set_epi64(0x000F000F000F000FLL, 0x000F000F000F000FLL, 0x000E000E000E000ELL,
+                         0x000E000E000E000ELL, 0x000D000D000D000DLL, 0x000D000D000D000DLL,
+                         0x000C000C000C000CLL, 0x000C000C000C000CLL),
+    };
+    __m512 acc[ROWS_512];
+    float offsets[ROWS_512];
+    for (int r = 0; r < R; r++) {
+        acc[r] = _mm512_setzero_ps();
+        offsets[r] = 0.0f;
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *ql = w + i * 210, *qh = ql + 128;
+        const int8_t *sc = (const int8_t *)(ql + 192);
+        float d = half_to_float(ql + 208);
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m512i s16 = _mm512_castsi256_si512(sc16);
+        __m512i vals[4], scales[4];
+        for (int n = 0; n < 2; n++) {
+            __m512i l = _mm512_loadu_si512((const void *)(ql + 64 * n));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * n));
+            __m512i hlo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(h, 4)),
+                                             _mm256_slli_epi16(h, 2), 1);
+            __m512i hhi = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+            vals[2 * n] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(hlo, m30));
+            vals[2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                              _mm512_and_si512(hhi, m30));
+            scales[2 * n] = _mm512_permutexvar_epi16(idx[2 * n], s16);
+            scales[2 * n + 1] = _mm512_permutexvar_epi16(idx[2 * n + 1], s16);
+        }
+        for (int r = 0; r < R; r++) {
+            const act_k *yr = y + r * nb + i;
+            __m256i prod16 = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)yr->bsums));
+            __m128i half = _mm_add_epi32(_mm256_castsi256_si128(prod16), _mm256_extracti128_si256(prod16, 1));
+            half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0x4E));
+            half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0xB1));
+            float dy = d * yr->d;
+            offsets[r] += dy * 32.0f * (float)_mm_cvtsi128_si32(half);
+            __m512i sum = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++)
+                sum = _mm512_dpwssd_epi32(
+                    sum, _mm512_maddubs_epi16(vals[q], _mm512_loadu_si512((const void *)(yr->qs + 64 * q))),
+                    scales[q]);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(dy), _mm512_cvtepi32_ps(sum), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) v[r] = _mm512_reduce_add_ps(acc[r]) - offsets[r];
+}
+
+/* One weight row's dot products with m rows of activations (m > 1), ROWS_512 at a time;
+ * row r's into out[r * stride]. */
+static void rows_512(int type, const uint8_t *w, const act_k *y, int64_t nb, int64_t m, float *out,
+                     int64_t stride) {
+    for (int64_t r = 0; r < m; r += ROWS_512) {
+        int64_t left = m - r;
+        const act_k *yr = y + r * nb;
+        float vr[ROWS_512];
+#define RD_ROWS_CASE(n)                                                                    \
+    case n:                                                                                \
+        if (type == T_Q4_K) q4_k_rows_512(w, yr, nb, n, vr);                               \
+        else q6_k_rows_512(w, yr, nb, n, vr);                                              \
+        break;
+        switch (left < ROWS_512 ? left : ROWS_512) {
+            RD_ROWS_CASE(1)
+            RD_ROWS_CASE(2)
+            RD_ROWS_CASE(3)
+            RD_ROWS_CASE(4)
+        }
+#undef RD_ROWS_CASE
+        for (int64_t i = 0; i < ROWS_512 && r + i < m; i++) out[(r + i) * stride] = vr[i];
+    }
 }
 #endif
 
@@ -617,6 +750,12 @@ static void run_chunk(const job_t *job, int64_t c) {
     for (int64_t j = start; j < stop; j++) {
         const uint8_t *wr = job->ws[p] + j * job->row_bytes[p];
 #if defined(__AVX2__)
+#if defined(RD_K512)
+        if (job->m > 1 && (type == T_Q4_K || type == T_Q6_K)) {
+            rows_512(type, wr, job->act_k, nb, job->m, y + j, ldy);
+            continue;
+        }
+#endif
         for (int64_t r = 0; r < job->m; r++) {
             float v;
 #if defined(RD_K512)

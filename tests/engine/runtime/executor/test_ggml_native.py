@@ -64,7 +64,7 @@ def _assert_close(got: torch.Tensor, *, x: torch.Tensor, weight: torch.Tensor) -
 
 
 @pytest.mark.parametrize("qtype", sorted(_HALF_FIELDS, key=int), ids=lambda q: q.name)
-@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_kernel_equals_dequantize_then_matmul(
     lib: ggml_native.Library, qtype: Q, rows: int, threads: int
@@ -75,6 +75,21 @@ def test_kernel_equals_dequantize_then_matmul(
     out = torch.full((rows, 70), float("nan"))
     lib.matmul(qtype=int(qtype), raw=raw, cols=cols, x=x, out=out, threads=threads)
     _assert_close(out, x=x, weight=_weight(raw, qtype, cols))
+
+
+@pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q6_K], ids=lambda q: q.name)
+def test_a_batchs_rows_equal_each_row_alone(lib: ggml_native.Library, qtype: Q) -> None:
+    """A decode step of several rows takes the many-row kernels (a block unpacked once
+    for all rows): each row's products are the one-row kernel's, to the bit."""
+    cols = 768
+    raw = _random_matrix(qtype, rows=40, cols=cols, seed=11)
+    x = torch.randn(7, cols, generator=torch.Generator().manual_seed(3))
+    together = torch.full((7, 40), float("nan"))
+    lib.matmul(qtype=int(qtype), raw=raw, cols=cols, x=x, out=together, threads=2)
+    for r in range(7):
+        alone = torch.full((1, 40), float("nan"))
+        lib.matmul(qtype=int(qtype), raw=raw, cols=cols, x=x[r : r + 1], out=alone, threads=1)
+        assert torch.equal(together[r], alone[0])
 
 
 @pytest.fixture(scope="module")
