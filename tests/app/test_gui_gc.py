@@ -81,3 +81,26 @@ def test_a_library_that_turns_collection_back_on_is_overruled(qapp) -> None:  # 
         assert not gc.isenabled()
     finally:
         gc.disable()
+
+
+def test_a_cycle_that_reached_the_oldest_generation_is_collected_in_the_end(qapp) -> None:  # type: ignore[no-untyped-def]
+    """The full collections, which Python runs only once enough objects have grown old,
+    still come: garbage that lived long enough to reach the oldest generation goes."""
+    collector = collect_on_gui_thread(qapp)
+    node = _Node()
+    node.me = node  # type: ignore[attr-defined]
+    dead = weakref.ref(node)
+    kept: list[list[object]] = []
+
+    def tick() -> None:  # as many allocations as the timer would see in a busy second
+        kept.extend([] for _ in range(1000))
+        collector.collect_due()
+
+    for _ in range(30):  # through the young generations, alive: it grows old
+        tick()
+    del node
+    for _ in range(5000):  # what the process keeps grows until a full collection is due
+        tick()
+        if dead() is None:
+            break
+    assert dead() is None
