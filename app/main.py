@@ -11,6 +11,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from app.gui_gc import collect_on_gui_thread
 from app.main_window import MainWindow
 from app.qt_compat import keep_none_alive
 from app.theme import follow_system_theme
@@ -40,6 +41,8 @@ def app_style_sheet() -> str:
 
 def configure_app(app: QApplication) -> None:
     keep_none_alive()
+    # Before any worker thread starts: a collection on a worker can deadlock with Qt.
+    collect_on_gui_thread(app)
     app.setApplicationName("RAGDoll")
     app.setApplicationDisplayName("RAGDoll")
     app.setOrganizationName("RAGDoll")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,73 @@ def embedder_exported() -> None:
     from engine.rag.ingest.embedder import Embedder
 
     Embedder(device="cpu", cache_dir=cache, backend="onnx")
+
+
+@pytest.fixture(scope="session")
+def qapp(qapp):  # type: ignore[no-untyped-def]  # pytest-qt's, extended
+    """pytest-qt's QApplication, collecting garbage on its thread only, as the window's
+    does (app/gui_gc.py): automatic collection on a test's worker thread can deadlock
+    with Qt, as it did in this suite (issue #41)."""
+    from app.gui_gc import collect_on_gui_thread
+
+    collect_on_gui_thread(qapp)
+    return qapp
+
+
+def _collect_due_garbage() -> None:
+    """Between tests, the collections the GUI collector's timer would have run had the
+    event loop turned: tests that never spin it (most engine tests) would otherwise
+    pile up cyclic garbage with automatic collection off. Nothing when Qt is not loaded."""
+    if "PySide6.QtCore" not in sys.modules:
+        return
+    from PySide6.QtCore import QCoreApplication
+
+    app = QCoreApplication.instance()
+    if app is None:
+        return
+    from app.gui_gc import collect_on_gui_thread
+
+    # A test may have made the application itself (product code that calls
+    # `QApplication.instance() or QApplication(...)`): it gets the collector too.
+    collect_on_gui_thread(app).collect_due()
+
+
+def _timeout_s(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    if marker is not None:
+        value = marker.args[0] if marker.args else marker.kwargs.get("timeout", 0)
+    else:
+        value = item.config.getoption("timeout", None) or item.config.getini("timeout") or 0
+    return float(value or 0)
+
+
+# pytest-timeout's own margin over a test's timeout before the watchdog ends the process.
+_WATCHDOG_GRACE_S = 120.0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """A watchdog that outlives a deadlock. pytest-timeout interrupts a test from a
+    signal handler, which is Python code: a thread that holds the GIL while it waits on
+    a native lock (Qt's, above) never lets it run, and one such worker hung this suite
+    for good. faulthandler's timer is a native thread that needs no GIL: past the
+    test's timeout and a grace, it prints every thread's stack and ends this process,
+    which xdist reports as a crashed worker (that test fails) and replaces."""
+    limit = _timeout_s(item)
+    if limit > 0:
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+        # Where pytest's faulthandler writes: the real stderr, not a test's capture.
+        out = item.config.stash.get(fault_handler_stderr_fd_key, None)
+        faulthandler.dump_traceback_later(
+            limit + _WATCHDOG_GRACE_S, exit=True, file=out if out is not None else sys.__stderr__
+        )
+    try:
+        return (yield)
+    finally:
+        if limit > 0:
+            faulthandler.cancel_dump_traceback_later()
+        _collect_due_garbage()
 
 
 @pytest.hookimpl(trylast=True)

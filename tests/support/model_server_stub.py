@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -130,13 +130,21 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             with state.lock:
                 state.in_flight += 1
                 state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            counted = True
+
+            def leave() -> None:  # once, from this thread: at the answer's end or on error
+                nonlocal counted
+                if counted:
+                    counted = False
+                    with state.lock:
+                        state.in_flight -= 1
+
             try:
-                self._stream(model=str(model))
+                self._stream(model=str(model), leave=leave)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             finally:
-                with state.lock:
-                    state.in_flight -= 1
+                leave()
 
         def _embeddings(self, body: dict[str, Any]) -> None:
             with state.lock:
@@ -174,7 +182,10 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
         def _chunk(self, text: str) -> None:
             self._event(json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]}))
 
-        def _stream(self, *, model: str) -> None:
+        def _stream(self, *, model: str, leave: Callable[[], None]) -> None:
+            """`leave()` before the answer's end is sent: once the client has it, it may
+            start its next request, and this thread (late on a busy machine) must not
+            still count the request then, or the count exceeds the client's bound."""
             pieces = list(_pieces(ANSWER))
             if model in ("stall", "drop"):
                 self._chunk(pieces[0])
@@ -188,6 +199,7 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 if state.piece_delay_s:
                     time.sleep(state.piece_delay_s)
                 self._chunk(piece)
+            leave()
             self._event(
                 json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             )
