@@ -19,7 +19,9 @@ not reusing earlier rows) and reports:
 With `--model` (a .gguf or a folder), the first question is also asked with the model
 of `--model-docs` documents, together (ask each, background, batched) and one at a
 time (each document's request waited for before the next is sent, as a person asking
-them in turn would), with answers of at most `--answer-tokens` tokens.
+them in turn would), with answers of at most `--answer-tokens` tokens: the wall clock
+and the CPU time of this process (all its threads; a shared machine disturbs it less)
+of each side, the generation batches' sizes, and how many answers came out the same.
 """
 
 from __future__ import annotations
@@ -312,14 +314,17 @@ def _model_run(
     if cache is not None:
         cache.clear()
     since = time.time()
+    cpu = time.process_time()
     rows, together_s = ask(scope="each-model")
+    together_cpu_s = time.process_time() - cpu
     together_batches = _batch_sizes(engine, since=since)
     if cache is not None:
         cache.clear()
     since = time.time()
     started = time.monotonic()
-    for name in names:
-        ask(scope=str(folder / name))
+    cpu = time.process_time()
+    alone_rows = [ask(scope=str(folder / name))[0][0] for name in names]
+    alone_cpu_s = time.process_time() - cpu
     alone_s = time.monotonic() - started
     alone_batches = _batch_sizes(engine, since=since)
     sub = {
@@ -328,10 +333,15 @@ def _model_run(
     }
     scored = score(rows=rows, spec=sub)
     ratio = round(together_s / alone_s, 3)
+    cpu_ratio = round(together_cpu_s / alone_cpu_s, 3) if alone_cpu_s > 0 else None
+    alone_answers = {Path(r.path).name: r.answer for r in alone_rows}
+    same = sum(alone_answers.get(Path(r.path).name) == r.answer for r in rows)
     say(
         f"model: {len(names)} documents together {together_s:.1f} s, one at a time "
-        f"{alone_s:.1f} s ({ratio}x); right page {scored['right_page_first']:.2f}, not stated "
-        f"{scored['not_stated_right']:.2f}"
+        f"{alone_s:.1f} s ({ratio}x; CPU {together_cpu_s:.1f} against {alone_cpu_s:.1f} s, "
+        f"{cpu_ratio}x); the same answer both ways {same} of {len(rows)}; right page "
+        f"{scored['right_page_first']:.2f}, not stated {scored['not_stated_right']:.2f}; "
+        f"generation batches {together_batches['generation']}"
     )
     return {
         "model": args.model,
@@ -340,6 +350,11 @@ def _model_run(
         "together_s": round(together_s, 2),
         "one_at_a_time_s": round(alone_s, 2),
         "ratio": ratio,
+        "together_cpu_s": round(together_cpu_s, 2),
+        "one_at_a_time_cpu_s": round(alone_cpu_s, 2),
+        "cpu_ratio": cpu_ratio,
+        "same_answers": same,
+        "one_at_a_time_answers": alone_answers,
         "batch_sizes": {"together": together_batches, "one_at_a_time": alone_batches},
         **scored,
         "answers": {Path(r.path).name: r.answer for r in rows},

@@ -153,9 +153,13 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
     asks.append({"question": "What tyre pressure is needed at the front?", "types": ("md",)})
     before = pipeline.status()
     # Hold the retrieval worker until every question waits: one batch for all of them.
-    with pipeline.retrieval.paused():
-        threads, results, errors = _start(local_engine, asks)
-        _until(lambda: pipeline.retrieval.status().queue_length == len(asks))
+    # Each question goes on to generation at its own verdict, so the generation worker
+    # is held too until every answered one waits there: one batch for those.
+    with pipeline.generation.paused():
+        with pipeline.retrieval.paused():
+            threads, results, errors = _start(local_engine, asks)
+            _until(lambda: pipeline.retrieval.status().queue_length == len(asks))
+        _until(lambda: pipeline.generation.status().queue_length == len(asks) - 1)
     _join(threads, results, errors)
 
     for (question, (file, words)), events in zip(QUESTIONS.items(), results, strict=False):

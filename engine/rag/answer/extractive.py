@@ -86,6 +86,13 @@ _CODE_TOKEN = re.compile(
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
+# A short line that is a label and its value ("Version v1.2d, 1999/11/29", "Stand:
+# 03.12.2026", "ISBN 978-0-201"): a word of letters, then only tokens that hold a digit.
+# Title pages and forms state facts this way (a version, a date, a number) and in no
+# sentence; a heading ("1 Introduction"), a bare label ("Version") or a code line
+# ("19 \\def\\x{") is not one. Typographic, the same in any language.
+_LABEL = re.compile(r"^[^\W\d_]{2,}:?$")
+_VALUE = re.compile(r"\d")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +114,8 @@ class _Candidate:
     fragment: bool  # cut by the passage's edge: never quoted alone
     # Under _MIN_SENTENCE_WORDS: an option name, a command line or a heading. Not
     # scored (it states nothing alone) but quoted when next to the answer sentence,
-    # where the fact often is ("--first-parent" above its description).
+    # where the fact often is ("--first-parent" above its description). A field
+    # (`is_field`: a label and its value) is short too, but scored.
     short: bool = False
 
 
@@ -281,7 +289,16 @@ def _heading_like(sentence: str) -> bool:
     words = sentence.split()
     if _SECTION_NUMBER.match(sentence):
         return True
-    return len(words) < 8 and not _TERMINAL.search(sentence)
+    return len(words) < 8 and not _TERMINAL.search(sentence) and not is_field(sentence)
+
+
+def is_field(line: str) -> bool:
+    """A line shorter than a sentence that states a value under its label (`_LABEL`):
+    scored as a statement, where other short lines are only quoted."""
+    words = line.split()
+    if not 2 <= len(words) < _MIN_SENTENCE_WORDS or not _LABEL.match(words[0]):
+        return False
+    return all(_VALUE.search(w) for w in words[1:])
 
 
 def _neighbour_best(candidates: list[_Candidate], relevance: np.ndarray) -> np.ndarray:
@@ -403,7 +420,7 @@ def _candidates(passages: list[Passage]) -> list[_Candidate]:
                     position=position,
                     text=sentence,
                     fragment=fragment,
-                    short=len(sentence.split()) < _MIN_SENTENCE_WORDS,
+                    short=len(sentence.split()) < _MIN_SENTENCE_WORDS and not is_field(sentence),
                 )
             )
     return out

@@ -3,8 +3,8 @@ worker, each a thread with its own queue, its own lock and its own batch-size mo
 
 A question waits in the retrieval queue; the retrieval worker takes a batch (size by
 eq. 4–8 from its own fit, members by value — scheduler.py), runs the search once for
-the whole batch (and the verdict per question), and hands each question to the
-generation queue as soon as that batch is done. The generation worker forms its own
+the whole batch, then the verdict per question, and hands each question to the
+generation queue as soon as its own verdict is in. The generation worker forms its own
 batches the same way from what is waiting there and streams each request's pieces to
 its handle. A follow-up the model rewrites starts in the generation queue instead: its
 rewrite is a row of those batches, and at its end the question goes on to retrieval
@@ -331,44 +331,47 @@ class Pipeline(Generic[S, H]):
             raise RuntimeError(
                 f"retrieve returned {len(searched)} results for {len(batch)} questions"
             )
-        results = self._judged(batch, searched)
-        done = self._clock()
-        for h, hits in zip(batch, results, strict=True):
-            h.mark(retrieved=done)
-            if h.held:
-                self._release(h, hits)
-                continue
-            h.emit(Retrieved(hits=hits))
-            if h.cancelled:
-                h.emit(Finished(status="cancelled"))
-            elif self._settled(hits):
-                h.emit(Finished(status="done"))
-            else:
-                self.generation.enqueue(h)
-
-    def _judged(self, batch: list[RequestHandle[S, H]], searched: list[S]) -> list[H]:
-        """The verdict on each question (the search itself without `judge`); those
-        `speculate` picks are in the generation queue meanwhile, held. A verdict that
-        fails releases them with the error (the batch's other questions hear it from
-        the worker)."""
         judge = self._stages.judge
         if judge is None:
-            return searched  # type: ignore[return-value]  # no verdict: S is H
+            for h, s in zip(batch, searched, strict=True):
+                self._hand_on(h, s)  # type: ignore[arg-type]  # no verdict: S is H
+            return
         if self._speculate is not None:
             for h, s in zip(batch, searched, strict=True):
                 if not h.cancelled and self._speculate(s):
                     h.hold(searched=s)
                     self.generation.enqueue(h)
-        try:
-            return [judge(h.question, s) for h, s in zip(batch, searched, strict=True)]
-        except Exception as e:
-            for h in batch:
-                if h.held:
-                    h.release(
-                        retrieved=None,
-                        finish=Finished(status="error", error=f"{type(e).__name__}: {e}"),
-                    )
-            raise
+        # Each question goes on as soon as its own verdict is in: generation starts on
+        # the first while the gate reads the rest (a run over many documents would
+        # otherwise leave the model idle for the whole batch's verdicts).
+        for n, (h, s) in enumerate(zip(batch, searched, strict=True)):
+            try:
+                hits = judge(h.question, s)
+            except Exception as e:
+                # Those handed on already go on; this one and the rest fail here.
+                failed = Finished(status="error", error=f"{type(e).__name__}: {e}")
+                for rest in batch[n:]:
+                    if rest.held:
+                        rest.release(retrieved=None, finish=failed)
+                    else:
+                        rest.emit(failed)
+                raise BatchFailed(str(e)) from e
+            self._hand_on(h, hits)
+
+    def _hand_on(self, h: RequestHandle[S, H], hits: H) -> None:
+        """A question with its verdict: to generation, finished (settled or cancelled),
+        or, begun already (held), released."""
+        h.mark(retrieved=self._clock())
+        if h.held:
+            self._release(h, hits)
+            return
+        h.emit(Retrieved(hits=hits))
+        if h.cancelled:
+            h.emit(Finished(status="cancelled"))
+        elif self._settled(hits):
+            h.emit(Finished(status="done"))
+        else:
+            self.generation.enqueue(h)
 
     def _settled(self, hits: H) -> bool:
         return self._stages.settled is not None and self._stages.settled(hits)

@@ -16,12 +16,23 @@ the greedy tokens are those of an undisturbed run. The placement the model degra
 goes to `on_degrade` (the PlacementOwner, engine/runtime/planner/owner.py), so that what the
 engine reports is what runs.
 
+Rows that start together are prefilled in one forward where a forward's cost is
+reading the weights (a GPU, layers streamed from disk). Where every weight is resident
+in host memory and the CPU computes, a prompt of a few hundred tokens already keeps
+the cores busy on its own: a batched prefill saves no reading, computes the left
+padding too and ran slower per token (1.4x the CPU time of its four rows prefilled
+one by one, the 1.5B on 2 cores, docs/benchmarks.md, "Ask each document"), and its
+quantized sums differ in the last bits from a row's alone. There each row is
+prefilled alone and joins the batch's KV (`_Batch.start`, as a row joining a batch in
+flight does), its prompt's KV stored before the next row's, which then reuses their
+shared start (a system prompt).
+
 Prefix reuse (RAGCache): with a `PrefixCache`, each row entering the batch looks up the
 longest cached start of its prompt (at least its last token is left to prefill, so the
 row has logits) and prefills only the rest on top of the cached KV. Rows with and
-without a hit still share one forward (a streamed model reads its weights once per
-forward): the cached KV fills a left-padded "past" block of columns and the tokens to
-prefill follow it, left-padded too; the attention mask and positions say which columns
+without a hit still share one forward when they are prefilled together: the cached KV
+fills a left-padded "past" block of columns and the tokens to prefill follow it,
+left-padded too; the attention mask and positions say which columns
 are whose. After prefill (at the next step boundary, so that the copy does not delay
 the first token), and again when a row finishes (its prompt plus its answer: the next
 turn of a conversation starts with both; also when the caller closes the iterator right
@@ -145,7 +156,13 @@ def generate(
         return cancelled is not None and cancelled(row.index)
 
     rows = admit(requests)
-    state = _Batch(model=model, pad=pad, prefix_cache=prefix_cache, on_degrade=on_degrade)
+    state = _Batch(
+        model=model,
+        pad=pad,
+        prefix_cache=prefix_cache,
+        on_degrade=on_degrade,
+        rows_apart=prefills_rows_apart(model),
+    )
     logits = state.start(rows) if rows else torch.zeros(0, 0)  # (B, V)
     while True:
         finished_now: list[int] = []
@@ -203,6 +220,7 @@ class _Batch:
         pad: int,
         prefix_cache: PrefixCache | None = None,
         on_degrade: Callable[[Placement], None] | None = None,
+        rows_apart: bool = False,
     ) -> None:
         self._model = model
         self._on_degrade = on_degrade
@@ -213,6 +231,9 @@ class _Batch:
         self._positions = torch.zeros(0, 0, dtype=torch.long)
         # Only plain layers hold every position's KV (a sliding window drops the start).
         self._prefix = prefix_cache if prefix_cache is not None and _plain(self._cache) else None
+        # Each row's prefill its own forward (`prefills_rows_apart`); plain layers only,
+        # whose KV `_append` merges.
+        self._rows_apart = rows_apart and _plain(self._cache)
         self._s_per_token = 0.0  # the last prefill's time per token (the cost it saves)
         # Rows whose prompt KV is still to be stored: done at the next step boundary, so
         # the copy does not delay the first token.
@@ -221,6 +242,8 @@ class _Batch:
     def start(self, rows: list[_Row]) -> torch.Tensor:
         """Prefill the rows' checkpoints (prompt + tokens so far); logits (B, V)."""
         self._unstored = []
+        if self._rows_apart and len(rows) > 1:
+            return self._start_apart(rows)
         while True:
             try:
                 logits = self._prefill(rows)
@@ -230,6 +253,28 @@ class _Batch:
             if self._prefix is not None:
                 self._unstored = [(b, row.checkpoint) for b, row in enumerate(rows)]
             return logits
+
+    def _start_apart(self, rows: list[_Row]) -> torch.Tensor:
+        """Each row prefilled in a forward of its own, then appended to the batch (as a
+        row joining it would be); each prompt's KV is stored before the next row looks
+        up its start, so rows that share one (a system prompt) prefill it once."""
+        logits = [self.start(rows[:1])]
+        for row in rows[1:]:
+            self.store_pending()
+            other = self._fresh()
+            logits.append(other.start([row]))
+            self._append(other)
+        return torch.cat(logits, dim=0)
+
+    def _fresh(self) -> _Batch:
+        """An empty batch on the same model and cache, whose rows this one takes."""
+        return _Batch(
+            model=self._model,
+            pad=self._pad,
+            prefix_cache=self._prefix,
+            on_degrade=self._on_degrade,
+            rows_apart=self._rows_apart,
+        )
 
     def _prefill(self, rows: list[_Row]) -> torch.Tensor:
         """One forward for all rows, hits and misses: each row's cached KV sits, left
@@ -345,12 +390,7 @@ class _Batch:
         self.store_pending()
         if not _mergeable(self._cache):
             return self.start(rows_before + rows)[len(rows_before) :]
-        other = _Batch(
-            model=self._model,
-            pad=self._pad,
-            prefix_cache=self._prefix,
-            on_degrade=self._on_degrade,
-        )
+        other = self._fresh()
         logits = other.start(rows)
         self._append(other)
         return logits
@@ -407,6 +447,17 @@ def _past_block(
         if t is not None:
             out[b, :, past - t.shape[1] :] = t
     return out
+
+
+def prefills_rows_apart(model: StreamingModel) -> bool:
+    """Whether rows starting together are prefilled one forward each: the CPU computes
+    and every weight is resident in host memory, so one forward per row reads nothing
+    again (see the module's docstring)."""
+    placement = getattr(model, "placement", None)
+    if placement is None:
+        return False
+    tiers = {*placement.layer_tiers, placement.embed_tier, placement.head_tier}
+    return placement.compute_tier == "cpu" and tiers == {"cpu"}
 
 
 def _plain(cache: object) -> bool:

@@ -14,6 +14,7 @@ from engine.rag.answer.extractive import (
     NOT_FOUND_TEXT,
     ExtractiveAnswer,
     ExtractiveAnswerer,
+    is_field,
 )
 from engine.rag.answer.passages import Passage
 
@@ -316,6 +317,49 @@ def test_an_option_name_line_is_quoted_with_its_description() -> None:
     assert answer.found
     assert answer.key.startswith("Follow only the first parent")
     assert "--first-parent" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("Version v1.2d, 1999/11/29", True),
+        ("Versión 2.04, 2007/03/14", True),
+        ("Stand: 03.12.2026", True),
+        ("Version", False),  # a bare label states nothing
+        ("1 Introduction", False),  # a numbered heading
+        ("19 \\let\\@schapterb\\@schapter", False),  # a numbered code line
+        ("--onto <newbase>", False),
+        ("Chapter 5 Installing", False),  # words after the number: a heading
+        ("This file has version 2.1", False),  # a sentence: scored as one already
+    ],
+)
+def test_a_field_is_a_label_and_values_that_hold_a_digit(line: str, field: bool) -> None:
+    assert is_field(line) is field
+
+
+def test_a_title_block_field_answers_where_no_sentence_does() -> None:
+    """A title page states the version in a line of three words, under the title:
+    the field is scored (and is no heading), where a bare heading never is."""
+    title = passage(
+        1,
+        "The amsbsy package\nFrank Mittelbach Rainer Schöpf Michael Downes\n"
+        "Version v1.2d, 1999/11/29\n"
+        "This file is maintained by the LaTeX Project team.\n"
+        "1 Introduction\n"
+        "The package implements a few commands for producing bold characters.",
+    )
+    answer = ExtractiveAnswerer(embed=bag_of_words).answer(
+        question="Which version is this?", passages=[title]
+    )
+    assert answer.found
+    assert answer.key == "Version v1.2d, 1999/11/29"
+    assert answer.text.startswith("Version v1.2d, 1999/11/29 [1].")
+    heading = passage(1, "The amsbsy package\nVersion\nThe package makes bold characters.")
+    assert (
+        not ExtractiveAnswerer(embed=bag_of_words)
+        .answer(question="Which version is this?", passages=[heading])
+        .found
+    )
 
 
 def test_a_sentence_ending_in_a_colon_brings_what_it_introduces() -> None:

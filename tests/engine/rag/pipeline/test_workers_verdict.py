@@ -236,3 +236,61 @@ def test_questions_not_picked_wait_for_their_verdict(speculate: bool) -> None:
         assert fakes.generated_from == ["verdict(searched(q))"]
     finally:
         pipe.close()
+
+
+def test_each_question_goes_on_at_its_own_verdict_not_its_batch_s() -> None:
+    """A batch of questions of one document each (ask each) is judged one question
+    after the other: the first is in the generation queue while the next is read."""
+    fakes = Fakes()
+    fakes.verdict_may_go.set()
+    queued_at_verdict: list[tuple[str, int]] = []
+
+    def judge(question: Question, searched: object) -> str:
+        queued_at_verdict.append((question.text, pipe.generation.backlog))
+        return fakes.judge(question, searched)
+
+    pipe = Pipeline(
+        stages=Stages(retrieve=fakes.search, generate=fakes.generate, judge=judge),
+        start=False,
+    )
+    first, second, third = (pipe.submit(question=q) for q in ("a", "b", "c"))
+    assert pipe.retrieval.run_once()  # one batch of three
+    assert queued_at_verdict == [("a", 0), ("b", 1), ("c", 2)]
+    assert pipe.generation.run_once()
+    assert [h.text(timeout=WAIT_S) for h in (first, second, third)] == [
+        "a:0 a:1 a:2 ",
+        "b:0 b:1 b:2 ",
+        "c:0 c:1 c:2 ",
+    ]
+
+
+def test_a_verdict_that_fails_fails_its_question_and_the_rest_not_those_handed_on() -> None:
+    fakes = Fakes()
+    fakes.verdict_may_go.set()
+
+    def judge(question: Question, searched: object) -> str:
+        if question.text == "b":
+            raise OSError("the index went away")
+        return fakes.judge(question, searched)
+
+    pipe = Pipeline(
+        stages=Stages(
+            retrieve=fakes.search,
+            generate=fakes.generate,
+            judge=judge,
+            speculate=lambda searched: searched == "searched(c)",
+        ),
+        start=False,
+    )
+    first, second, third = (pipe.submit(question=q) for q in ("a", "b", "c"))
+    assert pipe.retrieval.run_once()
+    for failed in (second, third):  # the one begun early (c) is released with the error
+        assert failed.outcome is not None and failed.outcome.status == "error"
+        assert "the index went away" in failed.outcome.error
+    assert pipe.generation.run_once()
+    assert first.text(timeout=WAIT_S) == "a:0 a:1 a:2 "
+    assert not any(isinstance(e, Piece) for e in read_all(third.events(timeout=WAIT_S)))
+    # The worker goes on with the next batch.
+    later = pipe.submit(question="d")
+    assert pipe.retrieval.run_once() and pipe.generation.run_once()
+    assert later.text(timeout=WAIT_S) == "d:0 d:1 d:2 "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from engine.runtime.executor.generate import (
     Sampling,
     generate,
     generate_ids,
+    prefills_rows_apart,
     sample,
 )
 from tests.engine.runtime.executor.conftest import make_placement
@@ -36,6 +38,33 @@ def test_batched_equals_each_alone(model: StreamingModel) -> None:
     alone = [generate_ids(model=model, requests=[r])[0] for r in requests]
     assert together == alone
     assert all(len(t) >= 1 for t in together)
+
+
+@pytest.mark.parametrize("tiers", [["cpu"] * 4, ["disk", "cpu", "disk", "cpu"]])
+def test_rows_are_prefilled_apart_only_with_every_weight_resident_on_the_cpu(
+    llama_dir: Path, tiers: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    placement = make_placement(model_dir=llama_dir, layer_tiers=tiers)  # type: ignore[arg-type]
+    m = StreamingModel(model_dir=llama_dir, placement=placement)
+    try:
+        apart = prefills_rows_apart(m)
+        assert apart is (tiers == ["cpu"] * 4)
+        phases: list[str] = []
+        forward = m.forward
+
+        def counting(**kwargs: object) -> torch.Tensor:
+            phases.append(str(kwargs["phase"]))
+            return forward(**kwargs)  # type: ignore[arg-type]
+
+        requests = [GenerationRequest(prompt_ids=p, max_new_tokens=4) for p in PROMPTS]
+        alone = [generate_ids(model=m, requests=[r])[0] for r in requests]
+        monkeypatch.setattr(m, "forward", counting)
+        assert generate_ids(model=m, requests=requests) == alone
+        assert phases.count("prefill") == (len(PROMPTS) if apart else 1)
+    finally:
+        m.close()
+    gpu = dataclasses.replace(placement, compute_tier="gpu", layer_tiers=("gpu",) * 4)
+    assert not prefills_rows_apart(type("Model", (), {"placement": gpu})())  # type: ignore[arg-type]
 
 
 def test_each_request_stops_at_its_own_budget(model: StreamingModel) -> None:

@@ -361,9 +361,13 @@ def test_a_row_stopped_as_it_finishes_leaves_no_answer_cached(
     assert hit is not None and hit.tokens == len(turn1) // 4 * 4
 
 
+@pytest.mark.parametrize("apart", [False, True])
 def test_a_batch_mixing_hits_and_misses(
-    model: StreamingModel, monkeypatch: pytest.MonkeyPatch
+    model: StreamingModel, monkeypatch: pytest.MonkeyPatch, apart: bool
 ) -> None:
+    """Prefilled in one forward (a streamed model reads its weights once) or a forward
+    a row (resident on the CPU: generate.prefills_rows_apart), the same tokens."""
+    monkeypatch.setattr(generate_module, "prefills_rows_apart", lambda model: apart)
     warm = SYSTEM + ids(6, 30)
     batch = [
         ids(7, 23),  # miss
@@ -386,8 +390,22 @@ def test_a_batch_mixing_hits_and_misses(
     same(run(model, batch, monkeypatch, cache), plain)
     stats = cache.stats()
     assert stats.hits == 3 and stats.misses == 3  # the warm-up's miss and the batch's two
-    # Hits and misses prefill in one forward (a streamed model reads its weights once).
-    assert phases.count("prefill") == 1
+    assert phases.count("prefill") == (len(batch) if apart else 1)
+
+
+def test_rows_prefilled_apart_share_the_start_the_first_one_stored(
+    model: StreamingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows that start together, prefilled a forward each: each stores its prompt before
+    the next looks up its own, so the rows after the first reuse their system prompt."""
+    monkeypatch.setattr(generate_module, "prefills_rows_apart", lambda model: True)
+    batch = [SYSTEM + ids(22, 9), SYSTEM + ids(23, 30), SYSTEM + ids(24, 4)]
+    plain = run(model, batch, monkeypatch, None)
+    cache = new_cache()
+    same(run(model, batch, monkeypatch, cache), plain)
+    stats = cache.stats()
+    assert (stats.hits, stats.misses) == (2, 1)
+    assert stats.tokens_reused >= 2 * (len(SYSTEM) // 16 * 16)  # whole blocks at least
 
 
 def test_rows_joining_mid_generation_use_the_cache(
