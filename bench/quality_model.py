@@ -10,8 +10,11 @@ replaced). Judged per question, against the set's answer string:
 - `claim_cited`: stated, and the very sentence stating it cites such a passage;
 - the model's own markers checked by the model-free attribution (kept, moved,
   dropped), and bare-marker answers, before they were made final;
-- refusals: the gate's, or the model's "I don't know" (English phrasings: the bench's
-  sets are English), on answerable and unanswerable questions.
+- refusals: the gate's, or the model's "I don't know" (in English, German, French or
+  Spanish: the blind set asks in all four), on answerable and unanswerable questions.
+`python -m bench.quality_model F.json …` judges the answers a run recorded (`--out`) again,
+with the post-processing as the code has it now: a change there is measured on the same
+answers without running the model again.
 """
 
 from __future__ import annotations
@@ -91,7 +94,6 @@ def written_outcome(
     answerer: GenerativeAnswerer,
     embed: Callable[[list[str]], Any],
     max_new_tokens: int = MAX_NEW_TOKENS,
-    made_final: Callable[..., Any] | None = None,
 ) -> WrittenOutcome:
     from engine.rag.answer.written_answer import finish_written
     from engine.rag.pipeline.adapters import passages_of
@@ -124,7 +126,7 @@ def written_outcome(
     seconds = time.perf_counter() - started
     tokens = answerer.last_generation.generated_tokens if answerer.last_generation else 0
     texts = [p.text for p in passages]
-    final = (made_final or finish_written)(
+    final = finish_written(
         answer=raw,
         passages=texts,
         embed=embed,
