@@ -165,6 +165,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit", type=int, help="each split's first N answerable questions (N/4 unanswerable)"
     )
     parser.add_argument(
+        "--language",
+        help="ask only the questions in these languages (comma-separated; the blind set's "
+        "de, en, es, fr): a model's answers take a while, so a part at a time",
+    )
+    parser.add_argument(
         "--model-ranking",
         help="with --reranker model: CANDIDATES,RANK_WEIGHT to sweep (default: the product's)",
     )
@@ -204,6 +209,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not blind:
         on_disk = {p.name for p in Path(corpus).iterdir()}
         questions = [q for q in questions if q.file is None or q.file in on_disk]
+    if getattr(args, "language", None):
+        wanted = set(args.language.split(","))
+        questions = [q for q in questions if q.language in wanted]
     if args.limit:
         questions = limit(questions, per_split=args.limit)
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))
@@ -240,7 +248,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "written" in figures:
             from bench.quality_model import report_written
 
-            print(report_written(figures["written"], splits=SPLITS))
+            languages = sorted(k for k in figures["written"] if k.startswith("lang:"))
+            print(report_written(figures["written"], splits=(*SPLITS, *languages)))
     return figures
 
 
@@ -341,7 +350,10 @@ def measure(
 
                 written.append(
                     written_outcome(
-                        question=q, gated=gated, answerer=answerer, embed=sentences.embed
+                        question=q,
+                        gated=gated,
+                        answerer=answerer,
+                        embed=sentences.embed,
                     )
                 )
                 say(describe_written(written[-1]))
@@ -373,6 +385,10 @@ def measure(
             part = [o for o in written if split in ("all", o.question.split)]
             if part:
                 figures["written"][split] = summarise_written(part)
+        for language in languages if len(languages) > 1 else ():
+            part = [o for o in written if o.question.language == language]
+            if part:
+                figures["written"][f"lang:{language}"] = summarise_written(part)
         figures["written_records"] = [record(o) for o in written]
         figures["written_outcomes"] = [describe_written(o) for o in written]
     figures["load_average_1m"] = round(os.getloadavg()[0], 2)

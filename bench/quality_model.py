@@ -10,8 +10,11 @@ replaced). Judged per question, against the set's answer string:
 - `claim_cited`: stated, and the very sentence stating it cites such a passage;
 - the model's own markers checked by the model-free attribution (kept, moved,
   dropped), and bare-marker answers, before they were made final;
-- refusals: the gate's, or the model's "I don't know" (English phrasings: the bench's
-  sets are English), on answerable and unanswerable questions.
+- refusals: the gate's, or the model's "I don't know" (in English, German, French or
+  Spanish: the blind set asks in all four), on answerable and unanswerable questions.
+`python -m bench.quality_model F.json …` judges the answers a run recorded (`--out`) again,
+with the post-processing as the code has it now: a change there is measured on the same
+answers without running the model again.
 """
 
 from __future__ import annotations
@@ -40,10 +43,24 @@ class QualityQuestion(Protocol):
 
 
 MAX_NEW_TOKENS = 160  # room for a few sentences: the set's facts are stated in one
+# "I don't know from these documents", as the model says it in the question's language:
+# the blind set asks in German, French and Spanish too (a judge, not the engine's rule).
 _DOES_NOT_KNOW = re.compile(
     r"\b(?:don't|do not|does not|doesn't|cannot|can't) (?:know|contain|mention|provide|"
     r"include|say|specify|answer|find)|\bno (?:information|mention)\b|\bnot (?:found|"
-    r"mentioned|available|provided|specified) in\b|\bunable to\b",
+    r"mentioned|available|provided|specified) in\b|\bunable to\b"
+    # German
+    r"|\bwei(?:ß|ss) (?:ich )?(?:es )?nicht\b|\bkeine (?:Informationen|Angaben|Antwort)\b"
+    r"|\bnicht (?:erwähnt|angegeben|enthalten|beschrieben)\b"
+    r"|\b(?:enthalten|erwähnen|nennen) (?:die (?:Quellen|Dokumente) )?(?:keine|nicht)\b"
+    # French
+    r"|\bje ne sais pas\b|\bne (?:contiennent|mentionnent|précisent|fournissent|indiquent|"
+    r"disent|donnent) pas\b|\baucune (?:information|mention|indication)\b"
+    r"|\bpas (?:mentionnée?s?|indiquée?s?|précisée?s?) dans\b"
+    # Spanish
+    r"|\bno (?:lo )?sé\b|\bno (?:contienen|mencionan|especifican|proporcionan|indican|"
+    r"incluyen|dicen)\b|\bno (?:se )?(?:menciona|especifica|indica)\b"
+    r"|\b(?:ninguna|no hay) información\b",
     re.IGNORECASE,
 )
 
@@ -65,6 +82,9 @@ class WrittenOutcome:
     dropped: int
     seconds: float
     tokens: int
+    quoted: str = "no"  # "instead": the extractive answer shown instead of the model's
+    passages: tuple[str, ...] = ()  # what the model was given, for judging again offline
+    fallback: str | None = None  # the extractive answer the engine would fall back to
 
 
 def written_outcome(
@@ -122,14 +142,22 @@ def written_outcome(
         stated=stated,
         cited=cited,
         claim_cited=claim_cited,
-        model_refused=bool(_DOES_NOT_KNOW.search(final.text)) and final.note is None,
+        model_refused=refuses(raw) and final.note is None,
+        quoted="instead" if final.note is not None else "no",
         bare=final.markers.bare,
         kept=final.markers.kept,
         moved=final.markers.moved,
         dropped=final.markers.dropped,
         seconds=seconds,
         tokens=tokens,
+        passages=tuple(texts),
+        fallback=gated.extract.text if gated.extract is not None else None,
     )
+
+
+def refuses(raw: str) -> bool:
+    """Whether the model's own words say it does not know (in a language the sets ask in)."""
+    return bool(_DOES_NOT_KNOW.search(raw))
 
 
 def judge(*, text: str, passages: Sequence[str], answer: str) -> tuple[bool, bool, bool]:
@@ -174,11 +202,21 @@ def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
         "markers_moved": sum(o.moved for o in outcomes),
         "markers_dropped": sum(o.dropped for o in outcomes),
         "bare": sum(o.bare for o in outcomes),
+        # the model's own words state the fact (before anything was quoted beside them)
+        "model_stated": round(sum(_model_stated(o) for o in answerable) / n, 3),
+        "quoted_instead": sum(o.quoted == "instead" for o in outcomes),
         "median_s": round(statistics.median(o.seconds for o in written), 1) if written else None,
         "tokens_per_s": round(
             sum(o.tokens for o in written) / (sum(o.seconds for o in written) or 1), 2
         ),
     }
+
+
+def _model_stated(o: WrittenOutcome) -> bool:
+    from bench.answer_match import contains
+    from engine.rag.answer.marker_check import strip_markers
+
+    return bool(o.question.answer) and contains(strip_markers(o.raw), o.question.answer)
 
 
 def describe_written(o: WrittenOutcome) -> str:
@@ -204,6 +242,9 @@ def record(o: WrittenOutcome) -> dict[str, Any]:
     return {
         "id": o.question.id,
         "split": o.question.split,
+        "language": getattr(o.question, "language", "en"),
+        "question": o.question.question,
+        "answer": o.question.answer,
         "answerable": o.question.answerable,
         "gate_refused": o.gate_refused,
         "model_refused": o.model_refused,
@@ -215,8 +256,11 @@ def record(o: WrittenOutcome) -> dict[str, Any]:
         "moved": o.moved,
         "dropped": o.dropped,
         "seconds": round(o.seconds, 1),
+        "tokens": o.tokens,
         "raw": o.raw,
         "final": o.final,
+        "passages": list(o.passages),
+        "fallback": o.fallback,
     }
 
 
@@ -225,18 +269,156 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
         f"answers written by {figures['model']} (fact stated; stated with a marker on a "
         "passage holding it; the stating sentence's own marker)",
         "split  n   stated  cited  claim  refused:ans  unans     markers kept  moved  "
-        "dropped  bare  s/answer",
+        "dropped  bare  s/answer  model-stated  quoted-instead",
     ]
     for split in (*splits, "all"):
         f = figures.get(split)
         if not f:
             continue
+        split = split.removeprefix("lang:")
         kept = "-" if f["markers_kept"] is None else f"{f['markers_kept']:.2f}"
         lines.append(
             f"{split:5}  {f['answerable']:<3} {f['stated']:.2f}    {f['cited']:.2f}   "
             f"{f['claim_cited']:.2f}   {f['answerable_refused']:.2f}         "
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3} {f['model_markers']:<7} "
             f"{kept:>4}  {f['markers_moved']:<5}  {f['markers_dropped']:<7}  {f['bare']:<4}  "
-            f"{f['median_s']}"
+            f"{f['median_s']}  {f.get('model_stated', 0):.2f}  "
+            f"{f.get('quoted_instead', 0)}"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RecordedQuestion:
+    id: str
+    question: str
+    split: str
+    answer: str
+    language: str
+    answerable: bool
+
+
+def rejudge(
+    records: Sequence[dict[str, Any]],
+    *,
+    embed: Callable[[list[str]], Any],
+    made_final: Callable[..., Any] | None = None,
+) -> list[WrittenOutcome]:
+    """The recorded raw answers (`record`'s rows, with their passages) made final by the
+    code as it is now and judged again: post-processing compared on the same answers,
+    with no model run. `made_final` stands in for `finish_written` (to compare forms)."""
+    from engine.rag.answer.written_answer import finish_written
+
+    finish = made_final or finish_written
+    out = []
+    for r in records:
+        q = _RecordedQuestion(
+            id=r["id"],
+            question=r.get("question", ""),
+            split=r["split"],
+            answer=r.get("answer", ""),
+            language=r.get("language", "en"),
+            answerable=r["answerable"],
+        )
+        if r["gate_refused"]:
+            final_text, note, markers, quoted = "", None, None, "no"
+        else:
+            final = finish(
+                answer=r["raw"],
+                passages=r["passages"],
+                embed=embed,
+                fallback=r.get("fallback"),
+            )
+            final_text, note, markers = final.text, final.note, final.markers
+            quoted = "instead" if note is not None else "no"
+        stated, cited, claim_cited = judge(
+            text=final_text, passages=r.get("passages") or [], answer=q.answer
+        )
+        out.append(
+            WrittenOutcome(
+                question=q,
+                gate_refused=r["gate_refused"],
+                raw=r["raw"],
+                final=final_text,
+                note=note,
+                stated=stated,
+                cited=cited,
+                claim_cited=claim_cited,
+                model_refused=refuses(r["raw"]) and quoted != "instead",
+                quoted=quoted,
+                bare=bool(markers and markers.bare),
+                kept=markers.kept if markers else 0,
+                moved=markers.moved if markers else 0,
+                dropped=markers.dropped if markers else 0,
+                seconds=r.get("seconds", 0.0),
+                tokens=r.get("tokens", 0),
+                passages=tuple(r.get("passages") or ()),
+                fallback=r.get("fallback"),
+            )
+        )
+    return out
+
+
+def summarise_by_part(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
+    """`summarise_written` of each split, each language and all together."""
+    figures: dict[str, Any] = {}
+    keys = sorted({o.question.split for o in outcomes}) + sorted(
+        f"lang:{getattr(o.question, 'language', 'en')}" for o in outcomes
+    )
+    for key in dict.fromkeys(keys):
+        if key.startswith("lang:"):
+            part = [o for o in outcomes if getattr(o.question, "language", "en") == key[5:]]
+        else:
+            part = [o for o in outcomes if o.question.split == key]
+        figures[key] = summarise_written(part)
+    figures["all"] = summarise_written(outcomes)
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m bench.quality_model FILE.json … [--embedder E]`: the written answers
+    recorded by `ragdoll bench quality --model … --out FILE.json` judged again by the
+    code as it is now (no model run)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from engine.environ import EngineEnviron
+    from engine.paths import resolve_paths
+    from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--embedder", help="the index's embedder (default the product's)")
+    parser.add_argument("--show", action="store_true", help="each answer, before and after")
+    parser.add_argument(
+        "--raw-cosines",
+        action="store_true",
+        help="check markers on the embedder's raw cosines (as before the scale was applied)",
+    )
+    args = parser.parse_args(argv)
+    records = [r for f in args.files for r in json.loads(f.read_text())["written_records"]]
+    environ = EngineEnviron.from_environ()
+    cache = resolve_paths().cache / "embedders"
+    model = Embedder(environ=environ, model=args.embedder or DEFAULT_EMBEDDER, cache_dir=cache)
+    sentences = model if scores_sentences(model) else Embedder(environ=environ, cache_dir=cache)
+    made_final = None
+    if args.raw_cosines:
+        from functools import partial
+
+        from engine.rag.answer.semantic_scale import IDENTITY
+        from engine.rag.answer.written_answer import finish_written
+
+        made_final = partial(finish_written, scale=IDENTITY)
+    outcomes = rejudge(records, embed=sentences.embed, made_final=made_final)
+    if args.show:
+        for o in outcomes:
+            print(describe_written(o))
+    figures = summarise_by_part(outcomes)
+    figures["model"] = "recorded answers"
+    print(report_written(figures, splits=[k for k in figures if k not in ("all", "model")]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

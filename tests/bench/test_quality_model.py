@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import quality
-from bench.quality_model import judge
+from bench.quality_model import judge, refuses, rejudge, summarise_by_part
 from bench.real_docs import find_real_docs
 from bench.real_models import fetch_hint, find_real_model
 from engine.rag.answer.marker_check import strip_markers, words
@@ -40,6 +40,59 @@ def test_a_fact_counts_as_cited_only_with_a_marker_on_a_passage_that_holds_it() 
     # A marker between the fact's words does not hide it.
     assert judge(text="Run git bisect [2] reset.", passages=PASSAGES, answer=fact)[0]
     assert judge(text="Nothing here [2].", passages=PASSAGES, answer=fact) == (False,) * 3
+
+
+@pytest.mark.parametrize(
+    ("reply", "refused"),
+    [
+        ("I don't know from these documents.", True),
+        ("Ich weiß es nicht aus diesen Dokumenten.", True),
+        ("Die Quellen enthalten keine Informationen dazu.", True),
+        ("Les sources ne mentionnent pas cette option.", True),
+        ("No lo sé a partir de estos documentos.", True),
+        ("Use dpkg --search to find the package [1].", False),
+        ("Utilisez lb clean --purge avant de reconstruire [2].", False),
+    ],
+)
+def test_a_model_s_refusal_is_heard_in_each_language_the_sets_ask_in(
+    reply: str, refused: bool
+) -> None:
+    assert refuses(reply) is refused
+
+
+def test_recorded_answers_are_judged_again_per_part_and_language() -> None:
+    def record(id_: str, language: str, raw: str, answerable: bool = True) -> dict:
+        return {
+            "id": id_,
+            "split": "blind",
+            "language": language,
+            "question": "Which command starts the search?",
+            "answer": "git bisect start" if answerable else "",
+            "answerable": answerable,
+            "gate_refused": False,
+            "raw": raw,
+            "passages": PASSAGES,
+            "fallback": "git bisect start begins the search [1].",
+        }
+
+    def embed(texts: list[str]):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        v = rng.normal(size=(len(texts), 8))
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    records = [
+        record("a", "de", "Mit git bisect start beginnt die Suche."),
+        record("b", "fr", "[2]"),  # bare: the extractive answer stands in, and states it
+        record("c", "fr", "Je ne sais pas d'après ces documents.", answerable=False),
+    ]
+    figures = summarise_by_part(rejudge(records, embed=embed))
+    assert figures["lang:de"]["stated"] == 1.0 and figures["lang:de"]["model_stated"] == 1.0
+    assert figures["lang:fr"]["stated"] == 1.0 and figures["lang:fr"]["model_stated"] == 0.0
+    assert figures["lang:fr"]["quoted_instead"] == 1
+    assert figures["lang:fr"]["refusal_recall"] == 1.0
+    assert figures["all"]["answerable"] == 2 and figures["blind"]["unanswerable"] == 1
 
 
 MODELS = ("smollm2-135m-instruct-q4_1", "qwen2.5-coder-0.5b-instruct-q4_k_m")
