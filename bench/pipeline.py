@@ -9,7 +9,7 @@ The store (pipeline_store.py) is in the paper's regime by default: the corpus pl
 IVF view of `--store-partitions` partitions (32, the paper's count) with
 `--store-resident` of them in memory and the rest read from the disk at every retrieval
 batch, so that retrieving a batch costs the same order as generating one (the profile
-prints both; docs/benchmarks.md, runs 7-8). `--store-rows 0` is the small regime (the
+prints both; docs/benchmarks-history.md, runs 7-8). `--store-rows 0` is the small regime (the
 corpus alone, 60 chunks in RAM, retrieval ~10× cheaper than generation: pipelining has
 little to hide there).
 

@@ -2,7 +2,7 @@
 passage it restates.
 
 The prompt asks the model to cite its sources as [n], and small models rarely do
-(SmolLM2-135M: almost never, docs/benchmarks.md). An answer without markers leaves the
+(SmolLM2-135M: almost never, docs/benchmarks-history.md). An answer without markers leaves the
 person nothing to click beside a claim, and the next turn of the conversation loses
 "the pages the last answer cited" (engine/rag/answer/conversation.py). So, once the answer
 is written and before it is final, every prose sentence of at least `MIN_WORDS`

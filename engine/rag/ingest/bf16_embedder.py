@@ -31,7 +31,7 @@ def bf16_applies() -> bool:
     (Linux's CPU flags), else a matmul timed once per process. The flags come
     first because the timing is a few milliseconds: on a busy machine it
     said "no" on this EPYC (AVX-512 BF16), and the embedder then ran in
-    float32 on ONNX Runtime at half the speed (docs/benchmarks.md, "int8")."""
+    float32 on ONNX Runtime at half the speed (docs/benchmarks-history.md, "int8")."""
     if cpu_flags() & _BF16_FLAGS:
         return True
     from engine.runtime.models.loading import cpu_bf16_is_fast

@@ -364,7 +364,7 @@ class Embedder:
         question several times beside the earlier question and a quoted passage of
         ~200 word pieces: in one batch, every short text was padded to the passage
         (0.26-0.45 s of a turn's 0.4 s search on this 2-core machine, against 0.06 s
-        grouped; docs/benchmarks.md). These encoders give a text the same vector
+        grouped; docs/benchmarks-history.md). These encoders give a text the same vector
         bit for bit whatever else is in its batch (checked there and in
         tests/engine/rag/ingest/test_openvino_embedder.py, test_onnx_embedder.py), so the
         vectors do not change.

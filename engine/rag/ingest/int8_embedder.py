@@ -18,7 +18,7 @@ not a back-end swap under the 0.999 rule: it was measured as a retrieval change
 (hit@1, hit@3, MRR of `ragdoll bench quality`) before it was made the default.
 An index holding float and int8 chunk vectors side by side is searched with the
 same question vector, each chunk vector near its float one: the two kinds
-need no re-embedding (docs/benchmarks.md gives the figures that say so).
+need no re-embedding (docs/benchmarks-history.md gives the figures that say so).
 
 The first time, making it takes one to three minutes on a laptop (NNCF's child
 process). Ingestion does not wait for it: `start_int8` tokenizes the calibration

@@ -66,7 +66,7 @@ _RELATED = 3  # closest sources named in a refusal
 # among the document's first k as a whole chunk. The gate reads this many of the
 # document's passages, and the answer is given the k led by the one whose sentence
 # answers. Reading more costs sentence embeddings; on the set's tuning half 5 to 12
-# found the same statements (docs/benchmarks.md, "Ask each document").
+# found the same statements (docs/benchmarks-history.md, "Ask each document").
 ONE_DOCUMENT_READ = 8
 
 

@@ -21,7 +21,7 @@ reading the weights (a GPU, layers streamed from disk). Where every weight is re
 in host memory and the CPU computes, a prompt of a few hundred tokens already keeps
 the cores busy on its own: a batched prefill saves no reading, computes the left
 padding too and ran slower per token (1.4x the CPU time of its four rows prefilled
-one by one, the 1.5B on 2 cores, docs/benchmarks.md, "Ask each document"), and its
+one by one, the 1.5B on 2 cores, docs/benchmarks-history.md, "Ask each document"), and its
 quantized sums differ in the last bits from a row's alone. There each row is
 prefilled alone and joins the batch's KV (`_Batch.start`, as a row joining a batch in
 flight does), its prompt's KV stored before the next row's, which then reuses their
