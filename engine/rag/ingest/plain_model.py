@@ -127,9 +127,33 @@ def onnx_plan(model: Any) -> str | None:
 def load_tokenizer(plain: PlainModel) -> Any:
     """The tokenizer the library would load for the model's Transformer module: its
     folder's, its length limit the module's (the library hands it so)."""
+    folder = Path(plain.tokenizer_folder)
+    named = _named_fast_tokenizer(folder)
+    if named is not None:
+        return named.from_pretrained(folder, model_max_length=plain.max_tokens)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(plain.tokenizer_folder, model_max_length=plain.max_tokens)
+    return AutoTokenizer.from_pretrained(folder, model_max_length=plain.max_tokens)
+
+
+def _named_fast_tokenizer(folder: Path) -> Any:
+    """The fast tokenizer class the folder's tokenizer_config.json names, the one
+    AutoTokenizer would choose, or None where the folder does not name one or has no
+    tokenizer.json. Imported by name because AutoTokenizer imports the models'
+    configuration classes and with them torch: about 1.4 CPU-seconds and a few hundred
+    MB of an engine's warm-up on the ONNX and OpenVINO paths, which need no torch."""
+    if not (folder / "tokenizer.json").is_file():
+        return None
+    name = _read(folder / "tokenizer_config.json", missing_ok=True).get("tokenizer_class")
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    import transformers
+
+    fast = name if name.endswith("Fast") else f"{name}Fast"
+    try:
+        return getattr(transformers, fast)
+    except (AttributeError, ImportError):
+        return None
 
 
 def _pooling_mode(config: dict[str, Any]) -> str | None:

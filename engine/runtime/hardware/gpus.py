@@ -2,7 +2,9 @@
 
 NVML (the optional `nvidia-ml-py` package, module `pynvml`) gives free memory without
 creating a CUDA context and the PCIe link; torch alone still gives names, totals and
-free memory. torch is imported inside the functions so that the CLI starts fast.
+free memory. torch is imported inside the functions so that the CLI starts fast, and not
+at all on a Linux machine without a GPU's device files: there it would cost an engine's
+warm-up about 1.5 CPU-seconds and a few hundred MB to learn that there is no GPU.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 # Big enough that launch overheads vanish, small enough for any GPU's free memory.
@@ -40,7 +44,27 @@ class _NvmlDevice:
     pcie_width: int | None
 
 
+# Where Linux shows a GPU torch can use: NVIDIA's driver (/dev/nvidia0, …), AMD's ROCm
+# (/dev/kfd) and WSL's GPU bridge (/dev/dxg).
+_LINUX_GPU_DEVICES = ("nvidia[0-9]*", "kfd", "dxg")
+
+
+def linux_without_gpu_devices(
+    *,
+    dev: Path = Path("/dev"),
+    nvidia_driver: Path = Path("/proc/driver/nvidia"),
+    platform_name: str = sys.platform,
+) -> bool:
+    """True on Linux when no GPU device file exists and NVIDIA's driver is not loaded
+    (CUDA may make the device files at its first call): torch would find no GPU."""
+    if not platform_name.startswith("linux") or nvidia_driver.exists():
+        return False
+    return not any(any(dev.glob(pattern)) for pattern in _LINUX_GPU_DEVICES)
+
+
 def detect_gpus(*, ram_total_bytes: int) -> tuple[GpuInfo, ...]:
+    if "torch" not in sys.modules and linux_without_gpu_devices():
+        return ()
     try:
         import torch
     except ImportError:

@@ -106,3 +106,32 @@ def test_a_stopped_load_ends_between_its_steps(tiny_model: Path, tmp_path: Path)
     with pytest.raises(LoadStopped):
         Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, stop=lambda: True)
     assert not list(tmp_path.glob("*.onnx"))  # stopped before any export began
+
+
+def test_the_bundled_tokenizer_loads_as_autotokenizer_would_without_torch() -> None:
+    """The class the folder names, as AutoTokenizer would choose it, gives the same
+    ids and offsets; and torch is not imported for it (AutoTokenizer imports it)."""
+    from transformers import AutoTokenizer
+
+    from engine.rag.ingest.plain_model import load_tokenizer
+
+    plain = read_plain_model(locate_embedder("all-MiniLM-L6-v2"))
+    assert plain is not None
+    named = load_tokenizer(plain)
+    auto = AutoTokenizer.from_pretrained(plain.tokenizer_folder, model_max_length=plain.max_tokens)
+    texts = ["How does apt-get update work?", "Wie sorge ich für Sicherheitsupdates?", "x" * 900]
+    for kw in ({}, {"add_special_tokens": False, "return_offsets_mapping": True}):
+        assert named(texts, **kw).data == auto(texts, **kw).data
+    assert named.model_max_length == auto.model_max_length == plain.max_tokens
+    code = (
+        "import sys\n"
+        "from engine.rag.ingest.embedder import locate_embedder\n"
+        "from engine.rag.ingest.plain_model import load_tokenizer, read_plain_model\n"
+        "load_tokenizer(read_plain_model(locate_embedder('all-MiniLM-L6-v2')))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=_REPO
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False"]

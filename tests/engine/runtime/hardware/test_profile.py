@@ -138,3 +138,25 @@ def test_hypothetical_machine(tmp_path: Path) -> None:
     apple = hypothetical_profile(base=base, gpu_bytes=16 * 2**30, unified=True)
     assert apple.memory_model == "unified"
     assert hypothetical_profile(base=base) is base
+
+
+def test_a_linux_machine_without_gpu_device_files_is_known_without_torch(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidiactl").touch()  # the control file alone is no GPU
+    driver = tmp_path / "proc-driver-nvidia"
+
+    def without(platform_name: str = "linux") -> bool:
+        return gpus.linux_without_gpu_devices(
+            dev=dev, nvidia_driver=driver, platform_name=platform_name
+        )
+
+    assert without()
+    assert not without("darwin")  # MPS: torch is asked
+    assert not without("win32")
+    for name in ("nvidia0", "kfd", "dxg"):
+        (dev / name).touch()
+        assert not without(), name
+        (dev / name).unlink()
+    driver.mkdir()  # NVIDIA's module loaded, its device files not made yet
+    assert not without()
