@@ -120,6 +120,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --model, the tokens of a first turn's answer the follow-up sees",
     )
     parser.add_argument(
+        "--set",
+        choices=("real", "blind"),
+        default="real",
+        help="blind: the blind multilingual conversations (bench/sets/conversations_blind.json) "
+        "over bench.blind_docs' corpus, per language, searched as the engine does without a "
+        "model (bench/conversation_blind.py); needs --index",
+    )
+    parser.add_argument(
+        "--embedder",
+        help="with --set blind: the embedder to index and ask with (a sentence-transformers "
+        "folder or cached id; default: the product's); give each its own --index",
+    )
+    parser.add_argument(
+        "--index", type=Path, help="with --set blind: keep the index here, reused when present"
+    )
+    parser.add_argument(
+        "--language", help="with --set blind: only these languages (comma-separated: de,fr)"
+    )
+    parser.add_argument(
+        "--ablate",
+        help="with --set blind: also measure with each of these rules switched off alone "
+        '(comma-separated names of bench/conversation_blind.py RULES, or "all")',
+    )
+    parser.add_argument(
         "--reranker",
         help='a cross-encoder (local folder or cached id) or "model" to re-order every '
         "question's candidates, as `ragdoll reranker` sets it; the home's own setting is "
@@ -128,6 +152,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "set", "real") == "blind":
+        from bench import conversation_blind
+
+        return conversation_blind.run(args)
     say: Callable[[str], None] = (lambda _: None) if args.json else print
     corpus = find_real_docs()
     if corpus is None:

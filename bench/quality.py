@@ -300,30 +300,12 @@ def measure(
     embedder: str | None = None,
     write: bool = False,
 ) -> dict[str, Any]:
-    from engine.paths import resolve_paths
     from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
-    from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
     from engine.rag.pipeline.answering import gated_retrieve_batch
     from engine.rag.pipeline.requests import Question
     from engine.rag.store.lance_store import LanceStore
 
-    # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
-    # answers; an ONNX export goes where the engine keeps its own.
-    model = Embedder(
-        environ=EngineEnviron.from_environ(),
-        model=embedder or DEFAULT_EMBEDDER,
-        cache_dir=resolve_paths().cache / "embedders",
-    )
-    ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
-    # As the engine does (EmbedderInForce.embed_sentences): another index embedder
-    # leaves an answer's sentences to the bundled one.
-    sentences = (
-        model
-        if scores_sentences(model)
-        else Embedder(
-            environ=EngineEnviron.from_environ(), cache_dir=resolve_paths().cache / "embedders"
-        )
-    )
+    model, sentences, ingest = indexed_with(corpus=corpus, index=index, embedder=embedder, say=say)
     store = LanceStore(scorer=EngineEnviron.from_environ().ivf_scorer, folder=index)
     answerer = _answerer(model=language_model) if language_model else None
     written: list[Any] = []
@@ -410,6 +392,35 @@ def measure(
         for o in outcomes
     ]
     return figures
+
+
+def indexed_with(
+    *, corpus: Path, index: Path, embedder: str | None, say: Callable[[str], None]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The embedder that indexes and asks (`embedder`: a folder or cached id; None: the
+    product's), the one that scores an answer's sentences, and the ingest's figures,
+    once `index` holds the corpus (`build_index`)."""
+    from engine.paths import resolve_paths
+    from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder, scores_sentences
+
+    # The engine's own choice of back-end (bf16 weights or ONNX on a CPU), as it
+    # answers; an ONNX export goes where the engine keeps its own.
+    model = Embedder(
+        environ=EngineEnviron.from_environ(),
+        model=embedder or DEFAULT_EMBEDDER,
+        cache_dir=resolve_paths().cache / "embedders",
+    )
+    ingest = build_index(corpus=corpus, index=index, embedder=model, say=say)
+    # As the engine does (EmbedderInForce.embed_sentences): another index embedder
+    # leaves an answer's sentences to the bundled one.
+    sentences = (
+        model
+        if scores_sentences(model)
+        else Embedder(
+            environ=EngineEnviron.from_environ(), cache_dir=resolve_paths().cache / "embedders"
+        )
+    )
+    return model, sentences, ingest
 
 
 def build_index(

@@ -1,0 +1,348 @@
+"""`ragdoll bench conversation --set blind`: follow-ups in four languages, on documents
+the follow-up detector was never tuned on.
+
+The set (bench/sets/conversations_blind.json) is two-turn conversations over the blind
+corpus of bench/blind_docs.py, in German, French, Spanish and English: a second turn
+that leans on the first ("Und wie mache ich das wieder rückgängig?", "Et pour le
+clavier ?", "¿Cómo lo inicializo la primera vez?"), or one that asks a new subject
+after an unrelated first turn ("standalone": it should be judged standalone and find
+its own page). Each turn goes through the product's path without a model: the first
+asked alone, the second resolved against it (engine/rag/answer/conversation.py
+`resolve`, the detector `looks_dependent`) and searched through the relevance gate
+(`RelevanceGate`: the history-aware search, the bonuses, the gate), as
+`Engine.ask_stream` does. The index is built as `ragdoll bench quality --set blind`
+builds it (`--embedder`, `--index`).
+
+Reported per language and kind: the second turn's right file (and page) first and in
+the top 3, the same asked alone, refused, and the detector's verdict (a follow-up
+taken for one, a standalone turn taken for standalone); "leaned": judged standalone
+but the earlier question weighed in its search (`lean` > 0).
+
+`--ablate` measures again with each rule switched off alone (`RULES`): a rule of the
+detector by emptying the word list or setting off the test it reads (the verdicts
+change, the searches of the turns whose verdict did not are reused), a part of the
+history-aware search by setting its bonus or search to nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SET_FILE = Path(__file__).with_name("sets") / "conversations_blind.json"
+TOP = 3
+K = 5  # the sources a question is given, as the product's default
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlindTurns:
+    id: str
+    language: str
+    kind: str  # "follow_up" | "standalone"
+    file: str
+    pages: tuple[int, ...] | None  # None: a file without pages
+    first: str
+    second: str
+    answer: str
+    also: tuple[str, ...] = ()  # other files that answer the second turn
+
+
+def load_set(*, file: Path = SET_FILE) -> list[BlindTurns]:
+    rows = json.loads(file.read_text(encoding="utf-8"))["rows"]
+    return [
+        BlindTurns(
+            id=r["id"],
+            language=r["language"],
+            kind=r["kind"],
+            file=r["file"],
+            pages=None if r["pages"] is None else tuple(r["pages"]),
+            first=r["first"],
+            second=r["second"],
+            answer=r["answer"],
+            also=tuple(r.get("also", ())),
+        )
+        for r in rows
+    ]
+
+
+# Each rule switched off alone: (module, attribute, value) set for the run. The
+# detector's rules are its word lists and its "few content words" test
+# (engine/rag/answer/conversation_dependence.py); "detector" takes every second turn
+# for standalone (searched as asked and hedged by `lean`); the rest are the
+# history-aware search's parts (engine/rag/pipeline/adapters.py, conversation.py).
+_DEP = "engine.rag.answer.conversation_dependence"
+_ADAPT = "engine.rag.pipeline.adapters"
+_CONV = "engine.rag.answer.conversation"
+RULES: dict[str, tuple[tuple[str, str, Any], ...]] = {
+    "openers": ((_DEP, "_OPENERS", ()),),
+    "closers": ((_DEP, "_CLOSERS", ()),),
+    "pronouns": ((_DEP, "_PRONOUNS", frozenset()),),
+    "possessives": ((_DEP, "_POSSESSIVES", frozenset()),),
+    "former/latter": ((_DEP, "_ALWAYS_BACK", frozenset()),),
+    "demonstratives": ((_DEP, "_DEMONSTRATIVES", frozenset()),),
+    "one/thing stand-ins": ((_DEP, "_ONES", frozenset()), (_DEP, "_THINGS", frozenset())),
+    "verb left out (auxiliaries)": ((_DEP, "_AUXILIARIES", frozenset()),),
+    "negated auxiliary": ((_DEP, "_NEGATED", frozenset()),),
+    "few content words": ((_DEP, "FEW_CONTENT_WORDS", -1),),
+    "every English word list": (
+        (_DEP, "_OPENERS", ()),
+        (_DEP, "_CLOSERS", ()),
+        (_DEP, "_PRONOUNS", frozenset()),
+        (_DEP, "_POSSESSIVES", frozenset()),
+        (_DEP, "_ALWAYS_BACK", frozenset()),
+        (_DEP, "_DEMONSTRATIVES", frozenset()),
+        (_DEP, "_ONES", frozenset()),
+        (_DEP, "_THINGS", frozenset()),
+        (_DEP, "_AUXILIARIES", frozenset()),
+    ),
+    "detector": ((_DEP, "looks_dependent", None), (_CONV, "looks_dependent", None)),
+    "hedge (lean)": ((_ADAPT, "lean", None),),
+    "cited/file bonuses": ((_ADAPT, "_favour_cited", None),),
+    "title bonus": ((_ADAPT, "_TITLE_BONUS", 0.0),),
+    "weak-cited bonus": ((_ADAPT, "_WEAK_CITED_BONUS", 0.0),),
+    "also searches": ((_CONV, "_also_searches", None),),
+}
+DETECTOR_RULES = frozenset(
+    name for name, sets in RULES.items() if all(m in (_DEP, _CONV) for m, _, _ in sets)
+) - {"also searches"}
+
+
+def _off(attribute: str) -> Any:
+    """What a function-valued rule is replaced by when switched off."""
+    if attribute == "looks_dependent":
+        return lambda question, *, specific=None: False
+    if attribute == "lean":
+        return lambda *, alone, with_history: 0.0
+    if attribute == "_favour_cited":
+        return lambda *, hits, question, scale=1.0, weak=0.0: list(hits)
+    if attribute == "_also_searches":
+        return lambda *, question, referents, last: ()
+    raise ValueError(attribute)
+
+
+@contextlib.contextmanager
+def switched_off(rule: str | None) -> Iterator[None]:
+    """The product with `rule` (a RULES key; None: nothing) switched off for the block."""
+    import importlib
+
+    saved: list[tuple[Any, str, Any]] = []
+    try:
+        for module_name, attribute, value in RULES[rule] if rule else ():
+            module = importlib.import_module(module_name)
+            saved.append((module, attribute, getattr(module, attribute)))
+            setattr(module, attribute, _off(attribute) if value is None else value)
+        yield
+    finally:
+        for module, attribute, value in reversed(saved):
+            setattr(module, attribute, value)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.blind_docs import find_blind_docs
+    from bench.quality import indexed_with
+
+    say = (lambda *_: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    corpus = find_blind_docs()
+    if corpus is None:
+        raise SystemExit("the blind documents are not there: `python -m bench.blind_docs`")
+    if args.index is None:
+        raise SystemExit("--set blind needs --index DIR (the blind corpus's index, kept there)")
+    turns = load_set()
+    if args.language:
+        turns = [t for t in turns if t.language in set(args.language.split(","))]
+    model, sentences, ingest = indexed_with(
+        corpus=corpus, index=args.index, embedder=args.embedder, say=say
+    )
+    rules: list[str | None] = [None]
+    if args.ablate:
+        wanted = list(RULES) if args.ablate == "all" else args.ablate.split(",")
+        unknown = sorted(set(wanted) - set(RULES))
+        if unknown:
+            raise SystemExit(f"unknown rules: {', '.join(unknown)} (known: {', '.join(RULES)})")
+        rules += wanted
+    figures = measure(
+        index=args.index, turns=turns, model=model, sentences=sentences, rules=rules, say=say
+    )
+    figures["ingest"] = ingest
+    figures["embedder"] = model.info.id
+    if not args.json:
+        print(report(figures))
+    return figures
+
+
+def measure(
+    *,
+    index: Path,
+    turns: list[BlindTurns],
+    model: Any,
+    sentences: Any,
+    rules: list[str | None],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    from engine.environ import EngineEnviron
+    from engine.rag.answer.conversation import resolve
+    from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
+    from engine.rag.pipeline.answer_stream import citation_for
+    from engine.rag.pipeline.answering import RelevanceGate, refusal_text
+    from engine.rag.pipeline.follow_up import specific_words
+    from engine.rag.pipeline.requests import Question
+    from engine.wire import Turn
+
+    store = _store(index=index, scorer=EngineEnviron.from_environ().ivf_scorer)
+    gate = RelevanceGate(
+        store=store,
+        embed=model.embed,
+        min_score=DEFAULT_MIN_SCORE,
+        sentence_embed=sentences.embed,
+        sentence_scale=sentences.semantic_scale,
+        ordinary_word=model.ordinary_word,
+    )
+    specific = specific_words(store)
+
+    def ask(question: Question) -> tuple[Any, float]:
+        (searched,) = gate.search([question])
+        return gate.judge(question, searched), searched.leaned
+
+    started = time.perf_counter()
+    try:
+        firsts: dict[str, Any] = {}
+        alone: dict[str, Any] = {}
+        for t in turns:
+            gated, _ = ask(Question(request_id=f"{t.id}-1", text=t.first, k=K))
+            found = gated.found
+            firsts[t.id] = Turn(
+                question=t.first,
+                answer=gated.extract.text
+                if found and gated.extract is not None
+                else refusal_text(hits=gated.hits, unknown=gated.unknown),
+                citations=[citation_for(i + 1, h) for i, h in enumerate(gated.hits)]
+                if found
+                else [],
+            )
+            alone[t.id], _ = ask(Question(request_id=f"{t.id}-a", text=t.second, k=K))
+        say(f"first turns and second turns alone: {time.perf_counter() - started:.0f} s")
+        runs: dict[str, Any] = {}
+        # A detector rule changes verdicts only: a turn whose verdict is the same is
+        # searched as before.
+        cache: dict[tuple[str, bool], tuple[Any, float]] = {}
+        for rule in rules:
+            began = time.perf_counter()
+            rows = []
+            with switched_off(rule):
+                for t in turns:
+                    follow = resolve(question=t.second, history=(firsts[t.id],), specific=specific)
+                    if follow is None:
+                        raise RuntimeError("a first turn with no question")
+                    key = (t.id, follow.dependent)
+                    reuse = rule is None or rule in DETECTOR_RULES
+                    if reuse and key in cache:
+                        gated, leaned = cache[key]
+                    else:
+                        question = Question(
+                            request_id=f"{t.id}-2", text=follow.query, k=K, conversation=follow
+                        )
+                        gated, leaned = ask(question)
+                        if reuse:
+                            cache[key] = (gated, leaned)
+                    rows.append(
+                        _row(
+                            turn=t,
+                            gated=gated,
+                            alone=alone[t.id],
+                            dependent=follow.dependent,
+                            leaned=leaned,
+                        )
+                    )
+            name = rule or "product"
+            runs[name] = {"rows": rows, "scores": _scores(rows)}
+            say(f"{name}: {time.perf_counter() - began:.0f} s")
+    finally:
+        store.close()
+    return {
+        "top": TOP,
+        "k": K,
+        "runs": runs,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _store(*, index: Path, scorer: Any) -> Any:
+    from engine.rag.store.lance_store import LanceStore
+
+    return LanceStore(scorer=scorer, folder=index)
+
+
+def _rank(turn: BlindTurns, hits: Any) -> int | None:
+    for i, hit in enumerate(hits[:K]):
+        name = Path(hit.chunk.path).name
+        if name in turn.also or (
+            name == turn.file and (turn.pages is None or hit.chunk.page in turn.pages)
+        ):
+            return i + 1
+    return None
+
+
+def _row(
+    *, turn: BlindTurns, gated: Any, alone: Any, dependent: bool, leaned: float
+) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "language": turn.language,
+        "kind": turn.kind,
+        "rank": _rank(turn, gated.hits),
+        "rank_alone": _rank(turn, alone.hits),
+        "refused": not gated.found,
+        "dependent": dependent,
+        "leaned": round(leaned, 3),
+        "top": [
+            Path(h.chunk.path).name + (f" p.{h.chunk.page}" if h.chunk.page else "")
+            for h in gated.hits[:TOP]
+        ],
+    }
+
+
+def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for language in [*sorted({r["language"] for r in rows}), "all"]:
+        for kind in ("follow_up", "standalone"):
+            part = [r for r in rows if r["kind"] == kind and language in ("all", r["language"])]
+            if not part:
+                continue
+            right_verdict = sum(r["dependent"] == (kind == "follow_up") for r in part)
+            out[f"{language}/{kind}"] = {
+                "n": len(part),
+                "first": sum(r["rank"] == 1 for r in part),
+                "top3": sum(r["rank"] is not None and r["rank"] <= TOP for r in part),
+                "top3_alone": sum(
+                    r["rank_alone"] is not None and r["rank_alone"] <= TOP for r in part
+                ),
+                "refused": sum(r["refused"] for r in part),
+                "right_verdict": right_verdict,
+                "leaned": sum(not r["dependent"] and r["leaned"] > 0 for r in part),
+            }
+    return out
+
+
+def report(figures: dict[str, Any]) -> str:
+    lines = [
+        f"second turn's right file/page (top {figures['top']} of {figures['k']}), "
+        f"load {figures['load_average']}",
+        "run | lang/kind | n | first | top3 | top3 alone | refused | right verdict | leaned",
+    ]
+    for name, run in figures["runs"].items():
+        for key, s in run["scores"].items():
+            lines.append(
+                f"{name} | {key} | {s['n']} | {s['first']} | {s['top3']} | {s['top3_alone']} | "
+                f"{s['refused']} | {s['right_verdict']} | {s['leaned']}"
+            )
+    return "\n".join(lines)
