@@ -213,7 +213,6 @@ def _measure(
 ) -> dict[str, Any]:
     os.environ["RAGDOLL_HOME"] = str(home)
     from engine.paths import resolve_paths
-    from engine.rag.pipeline.follow_up import specific_words
     from engine.service.core import Engine
 
     files = corpus_files(corpus)
@@ -285,9 +284,7 @@ def _measure(
             standalone = conversation_standalone.measure(
                 ask=lambda **kw: _ask(engine=engine, **kw), first_turns=[t for _, t in pairs]
             )
-            standalone["judged"] = conversation_standalone.judged(
-                specific=specific_words(engine.store)
-            )
+            standalone["judged"] = conversation_standalone.judged()
         reranker = engine.settings.reranker
     finally:
         if engine.settings.reranker != kept:

@@ -71,12 +71,12 @@ def measure(*, ask: Ask, first_turns: Sequence[Turn]) -> dict[str, Any]:
     }
 
 
-def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
-    """How the engine judges the text sets alone (`looks_dependent` with the collection's
-    word counts): all 117 quality-set questions and the first questions should stand
-    alone, the follow-ups lean on their first turn. The tuning sets' follow-ups and the
-    third set's standalone questions are judged too; only tuning questions are listed
-    as wrong (held-out ones are counted, not named)."""
+def judged() -> dict[str, Any]:
+    """How the engine judges the text sets alone (`looks_dependent`): all 117
+    quality-set questions and the first questions should stand alone, the follow-ups
+    lean on their first turn. The tuning sets' follow-ups and the third set's
+    standalone questions are judged too; only tuning questions are listed as wrong
+    (held-out ones are counted, not named)."""
     from bench.conversation_set import STANDALONE3, TUNING2, TUNING3
 
     firsts3 = [c.first for c in TUNING3] + list(STANDALONE3)
@@ -90,7 +90,7 @@ def judged(*, specific: Callable[[str], bool]) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for name, (questions, follow_ups) in sets.items():
-        rows = [(q, held, looks_dependent(q, specific=specific)) for q, held in questions]
+        rows = [(q, held, looks_dependent(q)) for q, held in questions]
         out[name] = {
             "tuned": [sum(d for _, h, d in rows if not h), sum(not h for _, h, _ in rows)],
             "held_out": [sum(d for _, h, d in rows if h), sum(h for _, h, _ in rows)],

@@ -38,7 +38,7 @@ from engine.rag.ingest.server_embedder import EmbeddingServerError
 from engine.rag.ingest.watcher import FolderChanges, FolderWatcher
 from engine.rag.pipeline.answer_stream import answer_events
 from engine.rag.pipeline.answering import NOT_FOUND_ANSWER as NOT_FOUND_ANSWER
-from engine.rag.pipeline.follow_up import needs_rewrite, specific_words
+from engine.rag.pipeline.follow_up import needs_rewrite
 from engine.rag.pipeline.serving import ServingPipeline, retire
 from engine.rag.pipeline.status_info import pipeline_info
 from engine.rag.store.lance_store import LanceStore
@@ -402,9 +402,7 @@ class Engine:
         serving = self.serving()
         follow_up = None
         if history:
-            follow_up = resolve(
-                question=question, history=tuple(history), specific=specific_words(self.store)
-            )
+            follow_up = resolve(question=question, history=tuple(history))
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         handle = serving.pipeline.submit(
             question=follow_up.query if follow_up is not None else question,

@@ -10,10 +10,9 @@ resolved into a `FollowUp`:
   earlier question's words in the full-text half and that question weighted more, and
   with the passage the last answer quoted blended in; the three rankings are fused.
   Passages of the files the last answer drew on (by their share of its sources), of
-  the pages it cited, next to the pages it quoted (less: next to those it only
-  cited), and under a section whose title holds a word the follow-up names ("the
-  cron one": "5.4 package.cron.*") move up by bonuses a better match outranks (the
-  weights: `ragdoll bench conversation`);
+  the pages it cited, and next to the pages it quoted (less: next to those it only
+  cited) move up by bonuses a better match outranks (the weights: `ragdoll bench
+  conversation`);
 - with a model, the model rewrites the question as a standalone search query first (a
   short generation through the pipeline, see engine/rag/pipeline/answering.py); the
   rewritten query is searched, its ranking fused with the history-aware searches above
@@ -34,11 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.rag.answer.conversation_dependence import GENERIC, content_words, looks_dependent
-from engine.rag.answer.extractive import content_words as stemmed_words
 from engine.wire_events import Citation, Turn
 
 # Earlier turns' embeddings count less than the question's own words (0.4: best of 0.3-0.5
@@ -59,13 +56,6 @@ _MARKER = re.compile(r"\[(\d+)\]")
 # and raised a follow-up's (median +0.06 to +0.08; `ragdoll bench conversation`).
 LEAN_FROM = 0.0
 LEAN_FULL = 0.08
-# `weakness`: how little a question finds searched alone (its own words, no history),
-# from its best match's cosine similarity: 0 at STRONG_ALONE or more, 1 at WEAK_ALONE
-# or less. Read off the tuning sets' questions searched alone before anything was
-# fused (`ragdoll bench conversation`): first questions 10th percentile 0.59,
-# quality-set questions 0.52, follow-ups median 0.44 (90th percentile 0.58).
-STRONG_ALONE = 0.60
-WEAK_ALONE = 0.35
 REWRITE_INSTRUCTIONS = (
     "Rewrite the last question of the conversation below as one standalone search query "
     "that names everything it refers to. Reply with the query only."
@@ -100,9 +90,6 @@ class FollowUp:
     files: tuple[tuple[str, float], ...] = ()
     # (path, page) of the passages the last answer quoted: its answer is often next to them.
     quoted: frozenset[tuple[str, int | None]] = frozenset()
-    # The follow-up's own words, stemmed (engine/rag/answer/extractive.py `stem`): a
-    # section whose title holds one is about what the follow-up names.
-    named: frozenset[str] = frozenset()
 
     @property
     def hedged(self) -> bool:
@@ -112,12 +99,7 @@ class FollowUp:
         return not self.dependent
 
 
-def resolve(
-    *,
-    question: str,
-    history: tuple[Turn, ...],
-    specific: Callable[[str], bool] | None = None,
-) -> FollowUp | None:
+def resolve(*, question: str, history: tuple[Turn, ...]) -> FollowUp | None:
     """The history-aware search for `question` (no model needed); None when there is
     no earlier turn. A question that names what it asks about (`dependent` False) is
     searched as asked and, hedged, history-aware (fused in by `lean`); the model
@@ -127,15 +109,13 @@ def resolve(
     its own words (borrowing the earlier question's words pulled the search back to
     the earlier answer's page), the earlier question it leans on blended lightly into
     its embedding (`context`). One that names nothing ("and the second one?") borrows
-    the earlier question's words into its search text and leans on it more.
-    `specific(word)`: whether the collection holds the word rarely enough for it to
-    name a subject (`looks_dependent`; engine/rag/answer/conversation_dependence.py)."""
+    the earlier question's words into its search text and leans on it more."""
     question = " ".join(question.split())
     last = _last_answered(history)
     if last is None:
         return None
-    dependent = looks_dependent(question, specific=specific)
-    referents = _referents(history, specific=specific)
+    dependent = looks_dependent(question)
+    referents = _referents(history)
     own = [w.casefold() for w in content_words(question)]
     if all(w in GENERIC for w in own):
         # Nothing of its own to search for: the earlier question's words join its own.
@@ -164,7 +144,6 @@ def resolve(
         also=also,
         files=_file_shares(last),
         quoted=frozenset((c.path, c.page) for c in _quoted(last)),
-        named=frozenset(title_words(text=" ".join(own))) - GENERIC,
     )
 
 
@@ -175,13 +154,6 @@ def lean(*, alone: float, with_history: float) -> float:
     better once the earlier question says what "mine" is."""
     gain = with_history - alone
     return min(1.0, max(0.0, (gain - LEAN_FROM) / (LEAN_FULL - LEAN_FROM)))
-
-
-def weakness(*, best: float) -> float:
-    """How weakly a question retrieves searched alone, 0 to 1, from its best match's
-    similarity: a question that leans on the earlier turn ("How do I find it?")
-    matches nothing well alone, one that names its subject matches its passage well."""
-    return min(1.0, max(0.0, (STRONG_ALONE - best) / (STRONG_ALONE - WEAK_ALONE)))
 
 
 def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[AlsoSearch, ...]:
@@ -202,12 +174,6 @@ def _also_searches(*, question: str, referents: list[str], last: Turn) -> tuple[
     if quoted and WITH_PASSAGE_WEIGHT > 0:
         out.append(AlsoSearch(text=question, blend=((quoted[0].text, WITH_PASSAGE_WEIGHT),)))
     return tuple(out)
-
-
-def title_words(*, text: str) -> set[str]:
-    """The stemmed words of a title or question ("5.4 package.cron.*" -> package,
-    cron), for telling whether a section's title names what a follow-up asks."""
-    return {w for w in stemmed_words(text) if len(w) > 1 and not w.isdigit()}
 
 
 def _quoted(turn: Turn) -> list[Citation]:
@@ -260,13 +226,13 @@ def rewrite_prompt_text(*, question: str, history: tuple[Turn, ...], max_turns: 
     return "\n".join(lines)
 
 
-def _referents(history: tuple[Turn, ...], *, specific: Callable[[str], bool] | None) -> list[str]:
+def _referents(history: tuple[Turn, ...]) -> list[str]:
     """The earlier questions a follow-up leans on: the last one, and the one before it
     when the last was itself a follow-up ("and the second one?" then "when was it?")."""
     questions: list[str] = []
     for turn in reversed(history[-2:]):
         questions.insert(0, " ".join(turn.question.split()))
-        if not looks_dependent(turn.question, specific=specific):
+        if not looks_dependent(turn.question):
             break
     return questions
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import StaleVectorsError
-from engine.rag.answer.conversation import lean, title_words, weakness
+from engine.rag.answer.conversation import lean
 from engine.rag.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.rag.answer.passages import Passage
 from engine.rag.pipeline.page_order import distinct_pages_first
@@ -79,7 +79,7 @@ def store_retrieve_batch(
                 **({"made_by": made_by[0]} if made_by else {}),
             )
             for i, result in zip(rows, results, strict=True):
-                hits, leaned, weak = _fused_with_also(
+                hits, leaned = _fused_with_also(
                     store=store,
                     embed=embed,
                     question=questions[i],
@@ -88,7 +88,7 @@ def store_retrieve_batch(
                     filters=filters,
                     made_by=made_by,
                 )
-                hits = _favour_cited(hits=hits, question=questions[i], scale=leaned, weak=weak)
+                hits = _favour_cited(hits=hits, question=questions[i], scale=leaned)
                 hedged = getattr(questions[i].conversation, "hedged", False)
                 if hedged and result.hits:
                     hits = _keeping(hits=hits, own=result.hits[0], within=_HEDGED_KEEPS_OWN)
@@ -140,10 +140,6 @@ _NEAR_PAGES = 2
 _NEAR_QUOTED_BONUS = 0.3 / (RRF_K + 1)
 _OWN_WEIGHT = 1.0
 _ALSO_WEIGHT = 1.0
-# A passage under a section whose title holds a word the follow-up names ("the cron
-# one": "5.4 package.cron.*"; "how are they processed": "4.7 Option processing"): the
-# document's own heading says it is about that.
-_TITLE_BONUS = 0.4 / (RRF_K + 1)
 # Near a page the last answer cited without quoting it: a weaker sign than a quoted one.
 _NEAR_CITED_BONUS = 0.15 / (RRF_K + 1)
 # A question judged standalone keeps its own best match first whatever the history
@@ -151,13 +147,6 @@ _NEAR_CITED_BONUS = 0.15 / (RRF_K + 1)
 # 17 -> 18 and 38 -> 39 against leaving it anywhere or within 2 or 3; a follow-up the
 # detector misses still gets the earlier subject's passages at ranks 2-3).
 _HEDGED_KEEPS_OWN = 1
-# A follow-up that finds little searched alone (`weakness` 1) asks about the place the
-# last answer came from: a page that answer cited gains this much more, by weakness.
-# One whose own words find their passage well (it names something new) gets the
-# bonuses above only. Chosen on the conversation tuning sets (`ragdoll bench
-# conversation`), follow-ups found out of 132: 94 at 0, 97 at 0.2 and 0.3, 99 at 0.4,
-# 100 at 0.5, 98 at 0.6 and 0.75, 97 at 1.0.
-_WEAK_CITED_BONUS = 0.5 / (RRF_K + 1)
 
 
 def _search_k(question: Question) -> int:
@@ -175,29 +164,24 @@ def _fused_with_also(
     k: int,
     filters: SearchFilters | None,
     made_by: list[str] | None = None,
-) -> tuple[list[SearchHit], float, float]:
+) -> tuple[list[SearchHit], float]:
     """A follow-up's ranking fused (reciprocal rank) with its other searches
     (FollowUp.also: the earlier question spelled out, the quoted passage): each
     catches follow-ups the others miss, so they weigh the same as its own. A question
     judged standalone (`hedged`) was searched as asked; its history-aware searches
     count by `lean` (the first of them against its own search's best similarity),
     and not at all when the earlier question does not help: its own ranking as it was.
-    Returns the ranking, how much the history weighed (1 for a follow-up) and how
-    weakly the question retrieves searched alone (`weakness`; a follow-up's own
-    words are searched once more for it, with no history blended in).
+    Returns the ranking and how much the history weighed (1 for a follow-up).
     `made_by` (the tagged path) notes these embeddings' embedder too: a swap since
     the first search is StaleVectorsError, and the batch is searched again."""
     hits = result.hits
     also = getattr(question.conversation, "also", ())
     if not also:
-        return list(hits), 1.0, 0.0
+        return list(hits), 1.0
     hedged = getattr(question.conversation, "hedged", False)
     asked = getattr(question.conversation, "question", question.text)
     items: list[tuple[str, tuple[tuple[str, float], ...]]] = [(asked, a.blend) for a in also]
     texts = [a.text for a in also]
-    if not hedged:  # a hedged question's own search is already its words alone
-        items.append((asked, ()))
-        texts.append(asked)  # only its best similarity is read (`weakness`)
     vectors = _embed_blended(items=items, embed=embed)
     if made_by is not None and len(set(made_by)) > 1:
         raise StaleVectorsError("the embedder was swapped while the follow-up was embedded")
@@ -208,15 +192,12 @@ def _fused_with_also(
         filters=filters,
         **({"made_by": made_by[0]} if made_by else {}),
     )
-    plain = result if hedged else results[-1]
-    results = results[: len(also)]
-    weak = weakness(best=plain.best_similarity)
     weight = _ALSO_WEIGHT
     leaned = 1.0
     if hedged:
         leaned = lean(alone=result.best_similarity, with_history=results[0].best_similarity)
         if leaned <= 0.0:
-            return list(hits), 0.0, weak
+            return list(hits), 0.0
         weight *= leaned
     score: dict[str, float] = {}
     best: dict[str, SearchHit] = {}
@@ -228,7 +209,7 @@ def _fused_with_also(
             if cid not in best or hit.similarity > best[cid].similarity:
                 best[cid] = hit
     order = sorted(score, key=lambda cid: -score[cid])
-    return [replace(best[cid], fused=score[cid]) for cid in order], leaned, weak
+    return [replace(best[cid], fused=score[cid]) for cid in order], leaned
 
 
 def _embed_blended(
@@ -268,13 +249,11 @@ def _keeping(*, hits: list[SearchHit], own: SearchHit, within: int) -> list[Sear
 
 
 def _favour_cited(
-    *, hits: Sequence[SearchHit], question: Question, scale: float = 1.0, weak: float = 0.0
+    *, hits: Sequence[SearchHit], question: Question, scale: float = 1.0
 ) -> list[SearchHit]:
     """A follow-up usually asks about the place the last answer came from: passages of
     a page (then a file) cited last turn move up, by a bonus a better match outranks.
-    `scale`: how much the earlier turn weighs (`lean`, for a question judged standalone);
-    `weak`: how little the question finds alone (`weakness`), which moves it closer
-    to the pages the last answer cited."""
+    `scale`: how much the earlier turn weighs (`lean`, for a question judged standalone)."""
     cited = getattr(question.conversation, "cited", None)
     if not cited or scale <= 0.0:
         return list(hits)
@@ -283,19 +262,16 @@ def _favour_cited(
 
     near_quoted = _pages_by_file(getattr(question.conversation, "quoted", ()))
     near_cited = _pages_by_file(cited)
-    named = getattr(question.conversation, "named", frozenset())
 
     def score(hit: SearchHit) -> float:
         c = hit.chunk
         bonus = _FILE_PRIOR * shares.get(c.path, 0.0)
-        if named and c.section and named & title_words(text=c.section):
-            bonus += _TITLE_BONUS
         if _near(c.page, near_quoted.get(c.path, ())):
             bonus += _NEAR_QUOTED_BONUS
         elif _near(c.page, near_cited.get(c.path, ())):
             bonus += _NEAR_CITED_BONUS
         if (c.path, c.page) in cited:
-            bonus += _SAME_PAGE_BONUS + weak * _WEAK_CITED_BONUS
+            bonus += _SAME_PAGE_BONUS
         elif c.path in files:
             bonus += _SAME_FILE_BONUS
         return hit.fused + scale * bonus

@@ -12,27 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from engine.rag.answer.conversation import FollowUp, rewritten
-from engine.rag.answer.conversation_dependence import specific_in_collection
 from engine.rag.pipeline.requests import Question
 
-if TYPE_CHECKING:
-    from engine.rag.store.lance_store import LanceStore
-
 log = logging.getLogger(__name__)
-
-
-def specific_words(store: LanceStore) -> Callable[[str], bool]:
-    """Whether a word is rare enough in the store's chunks to name a subject: how a
-    conversation's question naming few words is told from a follow-up. Each word is
-    one capped full-text count, asked only for such questions, once per question."""
-    return specific_in_collection(
-        holding=lambda word, cap: store.chunks_holding(word, cap=cap),
-        chunks=lambda: store.counts()[1],
-    )
 
 
 def needs_rewrite(*, follow_up: FollowUp | None, with_model: bool) -> bool:

@@ -428,18 +428,6 @@ class LanceStore:
         """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
         return self._chunks is not None and _search.holds_phrase(self.chunks, phrase=phrase)
 
-    def chunks_holding(self, word: str, *, cap: int) -> int | None:
-        """How many chunks hold `word` as the full-text index sees it, counted up
-        to `cap` (a cap keeps a common word's count as cheap as a rare one's); None
-        when there is no index to ask."""
-        if self._chunks is None:
-            return None
-        try:
-            query = self.chunks.search(word, query_type="fts").select(["chunk_id"]).limit(cap)
-            return query.to_arrow().num_rows
-        except (ValueError, RuntimeError, OSError):
-            return None
-
     def search_batch(
         self,
         *,

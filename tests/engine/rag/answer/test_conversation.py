@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
-from bench.real_docs import find_real_docs
 from engine.rag.answer.conversation import (
     PREVIOUS_QUESTION_WEIGHT,
     lean,
     looks_dependent,
     resolve,
     rewritten,
-    title_words,
-    weakness,
 )
-from engine.rag.ingest.parsers import parse_file
 from engine.wire import Citation, SearchedEvent, Turn
 
 
@@ -32,7 +26,7 @@ FIRST = Turn(
 
 
 def test_follow_ups_are_told_from_questions_that_stand_alone() -> None:
-    for q in ("what about POP3?", "And the second one?", "When was it?", "why?", "and how"):
+    for q in ("does it work over POP3?", "And the second one?", "When was it?", "Why not those?"):
         assert looks_dependent(q), q
     for q in (
         "How do I configure the exim mail transport for maildir delivery?",
@@ -43,9 +37,9 @@ def test_follow_ups_are_told_from_questions_that_stand_alone() -> None:
 
 
 def test_a_follow_up_weighs_in_the_earlier_question_and_its_pages() -> None:
-    follow = resolve(question="what about  POP3?", history=(FIRST,))
+    follow = resolve(question="does it  work over POP3?", history=(FIRST,))
     assert follow is not None and follow.dependent
-    assert follow.query == "what about POP3?"  # its own words are the search text
+    assert follow.query == "does it work over POP3?"  # its own words are the search text
     assert follow.context == FIRST.question
     assert follow.blend == ((FIRST.question, PREVIOUS_QUESTION_WEIGHT),)
     assert follow.cited == frozenset({("/docs/exim.pdf", 12)})
@@ -64,7 +58,7 @@ def test_a_question_that_names_its_subject_is_searched_as_asked_and_hedged() -> 
 
 
 def test_a_follow_up_is_not_hedged() -> None:
-    follow = resolve(question="what about POP3?", history=(FIRST,))
+    follow = resolve(question="does it work over POP3?", history=(FIRST,))
     assert follow is not None and follow.dependent and not follow.hedged
 
 
@@ -75,27 +69,20 @@ def test_lean_grows_with_what_the_earlier_question_adds() -> None:
     assert lean(alone=0.2, with_history=0.5) == 1.0
 
 
-def test_weakness_grows_as_the_question_alone_finds_less() -> None:
-    assert weakness(best=0.75) == 0.0  # names its subject: found well alone
-    assert weakness(best=0.6) == 0.0
-    assert 0.0 < weakness(best=0.55) < weakness(best=0.45) < 1.0
-    assert weakness(best=0.35) == weakness(best=0.1) == 1.0  # "How do I find it?"
-
-
 def test_no_history_no_follow_up() -> None:
     assert resolve(question="and the second one?", history=()) is None
 
 
 def test_a_chain_of_follow_ups_keeps_the_subject() -> None:
-    second = Turn(question="what about POP3?", answer="Use the pop3 transport.")
+    second = Turn(question="does it work over POP3?", answer="Use the pop3 transport.")
     follow = resolve(question="when was it added?", history=(FIRST, second))
     assert follow is not None
-    assert follow.context == f"{FIRST.question} / what about POP3?"
-    assert {text for text, _ in follow.blend} == {FIRST.question, "what about POP3?"}
+    assert follow.context == f"{FIRST.question} / does it work over POP3?"
+    assert {text for text, _ in follow.blend} == {FIRST.question, "does it work over POP3?"}
 
 
 def test_a_models_rewrite_replaces_the_query_but_keeps_the_pages() -> None:
-    follow = resolve(question="what about POP3?", history=(FIRST,))
+    follow = resolve(question="does it work over POP3?", history=(FIRST,))
     assert follow is not None
     better = rewritten(follow_up=follow, query=' "configure exim for POP3 delivery" ')
     assert better.query == "configure exim for POP3 delivery"
@@ -152,59 +139,3 @@ def test_a_follow_up_is_also_searched_with_the_earlier_question_and_the_quoted_p
     assert better.query == "when to include orig.tar.gz in an upload" and better.blend == ()
     assert better.also[0].text == follow.query and better.also[0].blend == follow.blend
     assert better.also[1:] == follow.also
-
-
-def test_a_follow_up_carries_the_words_it_names_for_matching_section_titles() -> None:
-    conffile = Turn(question="What is a conffile in a Debian package?", answer="A file [1].")
-    follow = resolve(question="And how is the cron one handled?", history=(conffile,))
-    assert follow is not None and follow.dependent
-    assert "cron" in follow.named and "one" not in follow.named  # "one" stands for something
-    # Real section titles of the New Maintainers' Guide and the LaTeX class guide.
-    assert follow.named & title_words(text="5.4 package.cron.*")
-    assert not follow.named & title_words(text="5.3 conffiles")
-    assert title_words(text="4.7 Option processing") & title_words(text="how are they processed?")
-    assert "4" not in title_words(text="4.7 Option processing")  # section numbers name nothing
-    # Nothing of its own to name: nothing to match a title with.
-    options = Turn(question="What choices does git rebase --empty accept?", answer="drop, keep")
-    second = resolve(question="And what does the second one do?", history=(options,))
-    assert second is not None and second.named == frozenset()
-
-
-@pytest.mark.parametrize(
-    ("file", "first", "follow_up", "heading"),
-    [
-        (
-            "maint-guide.pdf",
-            "What is a conffile in a Debian package?",
-            "And how is the cron one handled?",
-            "5.4 package.cron.*",
-        ),
-        (
-            "maint-guide.pdf",
-            "What goes into the debian/control file?",
-            "What about the copyright one?",
-            "4.2 copyright",
-        ),
-        (
-            "latex-clsguide.pdf",
-            "How do I declare options in a LaTeX class?",
-            "And how are they processed afterwards?",
-            "4.7 Option processing",
-        ),
-    ],
-)
-def test_of_a_real_manuals_headings_the_follow_ups_words_name_only_its_section(
-    file: str, first: str, follow_up: str, heading: str
-) -> None:
-    """On the headings of a real manual (the real-docs corpus, as the parser reads
-    them), the follow-up's words match the one section it asks about: not the
-    earlier question's, not every heading holding a common word."""
-    corpus = find_real_docs()
-    if corpus is None:
-        pytest.skip("the real documents are not fetched: python -m bench.real_docs")
-    doc = parse_file(path=corpus / file)
-    headings = [h.title for page in doc.pages for h in page.headings]
-    follow = resolve(question=follow_up, history=(Turn(question=first, answer="…"),))
-    assert follow is not None
-    matched = [t for t in headings if follow.named & title_words(text=t)]
-    assert matched == [heading]

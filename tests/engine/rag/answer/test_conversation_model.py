@@ -107,11 +107,11 @@ def test_a_source_found_again_costs_no_new_prefill(answerer: GenerativeAnswerer)
 
 def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> None:
     history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
-    follow = resolve(question="what about POP3?", history=history)
+    follow = resolve(question="does it work over POP3?", history=history)
     assert follow is not None
     request = answerer.rewrite_request(question=follow.question, history=history)
     prompt = answerer.tokenizer.decode(request.prompt_ids)
-    assert "exim for IMAP" in prompt and "what about POP3?" in prompt
+    assert "exim for IMAP" in prompt and "does it work over POP3?" in prompt
     assert request.max_new_tokens <= 48
     job = GenerationJob(
         request_id="r",
@@ -126,7 +126,7 @@ def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> Non
 
 def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
     history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
-    follow = resolve(question="what about POP3?", history=history)
+    follow = resolve(question="does it work over POP3?", history=history)
     assert follow is not None
     assert needs_rewrite(follow_up=follow, with_model=True)
     asked = new_question(text=follow.query, conversation=follow, rewrite=True)
@@ -141,7 +141,7 @@ def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
 
 def test_a_failed_rewrite_leaves_the_history_aware_query() -> None:
     history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
-    follow = resolve(question="what about POP3?", history=history)
+    follow = resolve(question="does it work over POP3?", history=history)
     assert follow is not None
     asked = new_question(text=follow.query, conversation=follow, rewrite=True)
     for text in (None, "", "  \n"):

@@ -71,7 +71,7 @@ def test_a_question_the_history_did_not_change_says_nothing() -> None:
 
 def test_a_follow_up_is_told_once_before_its_citations() -> None:
     # Its line comes from the pipeline's `Resolved`, before the search; none after it.
-    events = _events("And how do I undo that?", changed=True)
+    events = _events("And how do I undo it?", changed=True)
     (searched,) = [e for e in events if isinstance(e, SearchedEvent)]
     assert searched.rewritten_by == "history" and not searched.hedged
     assert searched.context == LOCALE.question

@@ -22,7 +22,7 @@ REWRITE = "configure exim for POP3 delivery"
 
 
 def follow_up() -> FollowUp:
-    follow = resolve(question="what about POP3?", history=HISTORY)
+    follow = resolve(question="does it work over POP3?", history=HISTORY)
     assert follow is not None and follow.dependent
     return follow
 

@@ -141,41 +141,6 @@ def _top(*, follow_up: str, ranking: list[ChunkRecord], turn: Turn = CONFFILE) -
     return [h.chunk.chunk_id for h in result.hits]
 
 
-def test_a_section_whose_title_names_what_the_follow_up_asks_moves_up() -> None:
-    def ranking(section: str) -> list[ChunkRecord]:
-        return [
-            _chunk("defs", "/d/debian-policy.pdf", 107, "10.7.1 Definitions"),
-            _chunk("versions", "/d/debian-policy.pdf", 169, "22.25 Version 3.9.3"),
-            _chunk("menus", "/d/debian-policy.pdf", 140, "9.6 Menus"),
-            _chunk("cron", "/d/maint-guide.pdf", 39, section),
-        ]
-
-    # "cron" is in the title of the Guide's section on cron files: it joins the top 3.
-    named = _top(
-        follow_up="And how is the cron one handled?", ranking=ranking("5.4 package.cron.*")
-    )
-    assert "cron" in named, named
-    # The same passage under a title that does not name it stays below Policy's.
-    untitled = _top(follow_up="And how is the cron one handled?", ranking=ranking("5.5 dirs"))
-    assert "cron" not in untitled, untitled
-
-
-def test_a_title_matches_the_follow_ups_words_by_their_stem() -> None:
-    declare = Turn(
-        question="How do I declare options in a LaTeX class?",
-        answer="This makes the option a declared option of the class [1].",
-        citations=[_cite(1, "/d/clsguide.pdf", 17, "4.3 Option declaration")],
-    )
-    ranking = [
-        _chunk("ident", "/d/clsguide.pdf", 10, "3.1 Identification"),
-        _chunk("declaring", "/d/clsguide.pdf", 12, "3.3 Declaring options"),
-        _chunk("moving", "/d/clsguide.pdf", 18, "4.5 Moving options around"),
-        _chunk("processing", "/d/clsguide.pdf", 21, "4.7 Option processing"),
-    ]
-    top = _top(follow_up="And how are they processed afterwards?", ranking=ranking, turn=declare)
-    assert top[0] == "processing", top  # "processed" and "processing" share their stem
-
-
 def test_a_page_next_to_one_the_last_answer_cited_without_quoting_it_moves_up() -> None:
     ranking = [
         _chunk("far", "/d/maint-guide.pdf", 50, "6.1 Complete (re)build"),
@@ -247,55 +212,3 @@ def _diluted(store: _LeaningStore):  # type: ignore[no-untyped-def]
         return [SearchResult(hits=r.hits, best_similarity=0.25, not_found=False) for r in results]
 
     return diluted
-
-
-class _AloneStore(_Store):
-    """Every search finds `ranked`; the follow-up's words searched alone (the text
-    with no earlier question's words) match their best passage with `alone`."""
-
-    def __init__(self, ranked: list[ChunkRecord], *, alone: float) -> None:
-        super().__init__({})
-        self.ranked, self.alone = ranked, alone
-
-    def search_batch(self, *, vectors, texts, k, filters=None):  # type: ignore[no-untyped-def,override]
-        self.texts.extend(texts)
-        hits = tuple(
-            SearchHit(chunk=c, similarity=0.5, fused=1.0 / (61 + i))
-            for i, c in enumerate(self.ranked[:k])
-        )
-        return [
-            SearchResult(
-                hits=hits, best_similarity=self.alone if t == "How do I find it?" else 0.5,
-                not_found=False,
-            )
-            for t in texts
-        ]  # fmt: skip
-
-
-def test_a_follow_up_that_finds_little_alone_goes_to_the_pages_the_last_answer_cited() -> None:
-    uuid = Turn(
-        question="What is a partition's UUID good for?",
-        answer="Permissions are kept per file [2].",  # it quoted the other page
-        citations=[
-            _cite(1, "/d/debian-reference.pdf", 184, "9.6.3 Accessing partition using UUID"),
-            _cite(2, "/d/debian-reference.pdf", 37, "1.2.3 Filesystem permissions"),
-        ],
-    )
-    # Every search ranks the page the answer cited (and did not quote) 20th.
-    ranking = [_chunk(f"p{p}", "/d/debian-reference.pdf", p) for p in range(100, 119)]
-    ranking.append(_chunk("blkid", "/d/debian-reference.pdf", 184, "9.6.4 LVM2"))
-
-    def top(alone: float) -> list[str]:
-        follow = resolve(question="How do I find it?", history=(uuid,))
-        assert follow is not None and follow.dependent
-        store = _AloneStore(ranking, alone=alone)
-        question = new_question(text=follow.query, k=3, conversation=follow)
-        (result,) = store_retrieve_batch(store=store, embed=_embed)([question])  # type: ignore[arg-type]
-        assert "How do I find it?" in store.texts  # its own words, searched alone too
-        return [h.chunk.chunk_id for h in result.hits]
-
-    # Alone, "How do I find it?" matches nothing well: the page the answer cited
-    # joins the top 3.
-    assert "blkid" in top(alone=0.3)
-    # A follow-up whose own words find their passage well is ranked by them.
-    assert "blkid" not in top(alone=0.7)

@@ -103,17 +103,6 @@ def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
     assert not store.holds_phrase("Raspberry Pi")
 
 
-def test_chunks_holding_counts_up_to_the_cap(store: LanceStore) -> None:
-    assert store.chunks_holding("gasket", cap=5) is None  # nothing indexed: unknown
-    texts = ["a gasket for the pump", "gaskets wear out", "the pump hums", "a zirconium valve"]
-    doc, pages, emb = _doc("a", texts)
-    store.replace_document(doc=doc, pages=pages, embedded=emb)
-    store.refresh_fulltext_index()
-    assert store.chunks_holding("gasket", cap=5) == 2  # stemmed, as search sees it
-    assert store.chunks_holding("pump", cap=1) == 1  # counted no further than asked
-    assert store.chunks_holding("wireguard", cap=5) == 0
-
-
 def test_search_survives_query_syntax_characters(store: LanceStore) -> None:
     doc, pages, emb = _doc("a", ['a "quoted" AND: (thing)'])
     store.replace_document(doc=doc, pages=pages, embedded=emb)
