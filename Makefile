@@ -40,12 +40,13 @@ run: $(STAMP)
 # Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on an
 # engine, a window or a child process, so two processes on CI's 2 cores kept them
 # busy 1.2 cores' worth (121 % CPU, quiet machine), and beside other work a process
-# gets a runnable task's share: 20 min 43 s in one process, 12 min 19 s in two, then
-# (after more tests) 13 min 07 s in three at load 5.4-5.8 (docs/benchmarks.md, "The
-# test suite's time"). TEST_WORKERS=0 runs it in one; `make test-full` runs in one
-# process: its benchmarks time themselves. pip skips compiling every installed
-# module (--no-compile): Python compiles what it imports, a few hundred files.
-TEST_WORKERS ?= 4
+# gets a runnable task's share. Clean clones beside two spinning processes: three
+# processes 13 min 07 s, four 15 min 24 s (they slowed each other more than they
+# gained); before, one process 20 min 43 s and two 12 min 19 s on a quiet machine
+# (docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0 runs it in one;
+# `make test-full` runs in one process: its benchmarks time themselves. pip skips
+# compiling every installed module (--no-compile): Python compiles what it imports.
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	-$(BIN)/python -m bench.real_docs --quiet --timeout 180
 	-$(BIN)/python -m bench.real_models --quiet --timeout 300 \
