@@ -40,10 +40,10 @@ run: $(STAMP)
 # Tests run in TEST_WORKERS processes (pytest-xdist): most of them wait on an
 # engine, a window or a child process, so two processes on CI's 2 cores kept them
 # busy 1.2 cores' worth (121 % CPU, quiet machine), and beside other work a process
-# gets a runnable task's share. Clean clones beside two spinning processes: three
-# processes 13 min 07 s, four 15 min 24 s (they slowed each other more than they
-# gained); before, one process 20 min 43 s and two 12 min 19 s on a quiet machine
-# (docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0 runs it in one;
+# gets a runnable task's share. Clean clones beside two spinning processes: two
+# processes 17 min 31 s, three 13 min 07 s and 15 min 38 s, four 15 min 24 s (they
+# slowed each other more than they gained); one process took 20 min 43 s, quiet
+# (2026-11-28; docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0: one;
 # `make test-full` runs in one process: its benchmarks time themselves. pip skips
 # compiling every installed module (--no-compile): Python compiles what it imports.
 TEST_WORKERS ?= 3
