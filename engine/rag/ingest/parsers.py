@@ -7,7 +7,6 @@ person can act on: the ingestion job shows it next to the file and moves on.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from types import MappingProxyType
 from engine.errors import LinkedPathError, ParseError
 from engine.rag.ingest.formats.base import NO_TEXT_REASON, PageText, ParsedDocument
 from engine.rag.ingest.safe_open import SWAPPED, open_listed
+from engine.rag.ingest.sandbox_child import load_callable
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -54,11 +54,7 @@ class FileFormat:
     reports_progress: bool = False
 
     def parser(self) -> Callable[..., ParsedDocument]:
-        if callable(self.parse):
-            return self.parse
-        module, _, name = self.parse.partition(":")
-        parse: Callable[..., ParsedDocument] = getattr(importlib.import_module(module), name)
-        return parse
+        return self.parse if callable(self.parse) else load_callable(self.parse)
 
 
 def _in(module: str, function: str) -> str:
