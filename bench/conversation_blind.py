@@ -198,9 +198,13 @@ def measure(
     try:
         firsts: dict[str, Any] = {}
         alone: dict[str, Any] = {}
+        asked_alone: list[dict[str, Any]] = []
         for t in turns:
             gated, _ = ask(Question(request_id=f"{t.id}-1", text=t.first, k=K))
             found = gated.found
+            asked_alone.append(
+                {"id": t.id, "turn": 1, "language": t.language, "refused": not found}
+            )
             firsts[t.id] = Turn(
                 question=t.first,
                 answer=gated.extract.text
@@ -211,6 +215,11 @@ def measure(
                 else [],
             )
             alone[t.id], _ = ask(Question(request_id=f"{t.id}-a", text=t.second, k=K))
+            if t.kind == "standalone":
+                refused = not alone[t.id].found
+                asked_alone.append(
+                    {"id": t.id, "turn": 2, "language": t.language, "refused": refused}
+                )
         say(f"first turns and second turns alone: {time.perf_counter() - started:.0f} s")
         runs: dict[str, Any] = {}
         # A detector rule changes verdicts only: a turn whose verdict is the same is
@@ -253,6 +262,7 @@ def measure(
         "top": TOP,
         "k": K,
         "runs": runs,
+        "questions_alone": _refusals(asked_alone),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
         "seconds": round(time.perf_counter() - started, 1),
@@ -316,8 +326,25 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _refusals(asked: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per language, the questions that need no earlier turn (every first turn and each
+    new-subject second turn, asked alone): all answerable, so each refusal is a wrong one."""
+    out: dict[str, Any] = {}
+    for language in [*sorted({a["language"] for a in asked}), "all"]:
+        part = [a for a in asked if language in ("all", a["language"])]
+        out[language] = {
+            "n": len(part),
+            "refused": sum(a["refused"] for a in part),
+            "refused_ids": [f"{a['id']}/{a['turn']}" for a in part if a["refused"]],
+        }
+    return out
+
+
 def report(figures: dict[str, Any]) -> str:
+    alone = figures.get("questions_alone", {})
     lines = [
+        "answerable questions asked alone (first turns, new-subject second turns), refused: "
+        + ", ".join(f"{lang} {s['refused']}/{s['n']}" for lang, s in alone.items()),
         f"second turn's right file/page (top {figures['top']} of {figures['k']}), "
         f"load {figures['load_average']}",
         "run | lang/kind | n | first | top3 | top3 alone | refused | right verdict | leaned",

@@ -242,6 +242,7 @@ class RelevanceGate:
                 question=question,
                 texts=[h.chunk.text for h in searched.hits],
                 holds=self._store.holds_word,
+                holds_form=lambda word, fixed: self._store.holds_form(word, fixed=fixed),
                 holds_phrase=self._store.holds_phrase,
                 ordinary=self._ordinary,
             )

@@ -424,6 +424,11 @@ class LanceStore:
         except (ValueError, RuntimeError, OSError):
             return True
 
+    def holds_form(self, word: str, *, fixed: int) -> bool:
+        """Whether a chunk holds another form of `word`: its first `fixed` letters and at
+        most two edits after them (`search.holds_form`)."""
+        return self._chunks is not None and _search.holds_form(self.chunks, word=word, fixed=fixed)
+
     def holds_phrase(self, phrase: str) -> bool:
         """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
         return self._chunks is not None and _search.holds_phrase(self.chunks, phrase=phrase)

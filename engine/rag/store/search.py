@@ -304,6 +304,22 @@ def holds_phrase(table: Any, *, phrase: str, look: int = 50) -> bool:
     return any(wanted in f" {plain_words(t)} " for t in texts)
 
 
+def holds_form(table: Any, *, word: str, fixed: int) -> bool:
+    """Whether a chunk holds a word that shares `word`'s first `fixed` letters and differs
+    from it by at most two edits after them, as the full-text index reads words (another
+    form of it: "borro" / "borrar", "compruebo" / "comprueba", whatever the index's
+    stemmer). Ask `holds_word`'s question first: without an index this scans and finds
+    nothing rather than failing. True when the index cannot be asked."""
+    from lancedb.query import MatchQuery
+
+    try:
+        match = MatchQuery(word, "text", fuzziness=2, prefix_length=fixed)
+        query = table.search(match, query_type="fts").select(["chunk_id"]).limit(1)
+        return query.to_arrow().num_rows > 0
+    except (ValueError, RuntimeError, OSError):
+        return True
+
+
 def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:
     """BM25's best chunk ids for one question. Only the ids: the rows of the
     few that become hits are read once for the batch (`_fetch_hits`), and

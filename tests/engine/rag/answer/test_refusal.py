@@ -122,6 +122,29 @@ def test_the_gate_refuses_nothing_for_lack_of_english_words() -> None:
     assert spanish == ["pybuild"]
 
 
+def test_a_word_the_collection_holds_in_another_form_is_not_unknown() -> None:
+    """A collection indexed with English rules stems no Spanish verb: the full-text
+    index is asked for a word sharing all but the last letters ("borro" / "borrar")."""
+    asked: list[tuple[str, int]] = []
+    collection = {"borrar", "comprueba", "python"}
+
+    def holds_form(word: str, fixed: int) -> bool:
+        asked.append((word, fixed))
+        return any(w[:fixed] == word[:fixed] and abs(len(w) - len(word)) <= 2 for w in collection)
+
+    unknown = unknown_words(
+        question="¿Cómo borro y compruebo un módulo de pybuild?",
+        texts=PASSAGES,
+        holds=lambda word: False,
+        holds_form=holds_form,
+    )
+    assert unknown == ["cómo", "módulo", "pybuild"]
+    # All but the last letter fixed.
+    assert ("borro", 4) in asked and ("compruebo", 8) in asked and ("pybuild", 6) in asked
+    # A word of four letters is too short to tell another form from another word.
+    assert all(len(word) > 4 for word, _ in asked)
+
+
 def test_another_form_is_an_inflection_or_a_compound_of_known_words() -> None:
     words = {"sicherheit", "updates", "installieren", "configurar", "slot", "paket"}
     assert another_form("installiert", words)

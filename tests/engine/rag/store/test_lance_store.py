@@ -91,6 +91,18 @@ def test_holds_word_asks_the_full_text_index(store: LanceStore) -> None:
     assert not store.holds_word("wireguard")
 
 
+def test_holds_form_finds_a_word_that_differs_in_its_last_letters(store: LanceStore) -> None:
+    texts = ["para borrar los archivos generados", "el guion comprueba el paquete"]
+    doc, pages, emb = _doc("a", texts)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()  # English rules: no Spanish stemming
+    assert not store.holds_word("borro") and not store.holds_word("compruebo")
+    assert store.holds_form("borro", fixed=4)  # "borrar": two edits after "borr"
+    assert store.holds_form("compruebo", fixed=8)  # "comprueba"
+    assert not store.holds_form("compramos", fixed=6)  # "compra": its sixth letter differs
+    assert not store.holds_form("pybuild", fixed=4)
+
+
 def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
     assert store.holds_phrase("Secure Boot")  # no full-text index yet: not known to be absent
     texts = ["boot the machine in secure mode", "the Secure\nBoot keys", "arch user repo"]
