@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.answer_match import contains
+
 SET_FILE = Path(__file__).with_name("sets") / "conversations_blind.json"
 TOP = 3
 K = 5  # the sources a question is given, as the product's default
@@ -217,8 +219,15 @@ def measure(
             alone[t.id], _ = ask(Question(request_id=f"{t.id}-a", text=t.second, k=K))
             if t.kind == "standalone":
                 refused = not alone[t.id].found
+                quoted = alone[t.id].extract.text if not refused else ""
                 asked_alone.append(
-                    {"id": t.id, "turn": 2, "language": t.language, "refused": refused}
+                    {
+                        "id": t.id,
+                        "turn": 2,
+                        "language": t.language,
+                        "refused": refused,
+                        "holds": bool(t.answer) and contains(quoted, t.answer),
+                    }
                 )
         say(f"first turns and second turns alone: {time.perf_counter() - started:.0f} s")
         runs: dict[str, Any] = {}
@@ -332,10 +341,14 @@ def _refusals(asked: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for language in [*sorted({a["language"] for a in asked}), "all"]:
         part = [a for a in asked if language in ("all", a["language"])]
+        judged = [a for a in part if "holds" in a]
         out[language] = {
             "n": len(part),
             "refused": sum(a["refused"] for a in part),
             "refused_ids": [f"{a['id']}/{a['turn']}" for a in part if a["refused"]],
+            # New-subject second turns carry an answer string; first turns do not.
+            "quote_holds": sum(a["holds"] for a in judged),
+            "quoted_of": len(judged),
         }
     return out
 
@@ -345,6 +358,8 @@ def report(figures: dict[str, Any]) -> str:
     lines = [
         "answerable questions asked alone (first turns, new-subject second turns), refused: "
         + ", ".join(f"{lang} {s['refused']}/{s['n']}" for lang, s in alone.items()),
+        "new-subject second turns asked alone, the quote holds the answer: "
+        + ", ".join(f"{lang} {s['quote_holds']}/{s['quoted_of']}" for lang, s in alone.items()),
         f"second turn's right file/page (top {figures['top']} of {figures['k']}), "
         f"load {figures['load_average']}",
         "run | lang/kind | n | first | top3 | top3 alone | refused | right verdict | leaned",

@@ -86,6 +86,9 @@ _CODE_TOKEN = re.compile(
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
+# A sentence that asks (the question marks of Latin, CJK and Arabic script, before any
+# closing quote or bracket). It states nothing: in a FAQ its answer is what follows it.
+_ASKS = re.compile(r"[?？؟][\"'”’)\]»]*$")
 # A short line that is a label and its value ("Version v1.2d, 1999/11/29", "Stand:
 # 03.12.2026", "ISBN 978-0-201"): a word of letters, then only tokens that hold a digit.
 # Title pages and forms state facts this way (a version, a date, a number) and in no
@@ -234,7 +237,11 @@ class SentenceTable:
     features: np.ndarray  # one row of FEATURES each
 
     def fullest_copy(self, i: int) -> int:
-        return _fullest_copy(candidates=self.candidates, every=self.every, where=self.where, best=i)
+        """The copy of candidate i the answer quotes (`_fullest_copy`), and when that asks
+        a question, the statement right after it in its passage: the question's answer,
+        which the answer then leads with (the question is quoted above it)."""
+        best = _fullest_copy(candidates=self.candidates, every=self.every, where=self.where, best=i)
+        return _answer_to(self.candidates, best)
 
     def quoted(self, i: int, *, alone: bool = False) -> list[str]:
         """Candidate i's quotation with its passage's marker; none when it is the
@@ -339,18 +346,37 @@ def _fullest_copy(
     *, candidates: list[_Candidate], every: list[_Candidate], where: list[int], best: int
 ) -> int:
     """Overlapping chunks hold the same sentence: quote the copy with the most of its
-    passage after it, where the fact that follows a question's words has room."""
+    passage after it, where the fact that follows a question's words has room. Only
+    sentences that state count: a FAQ's question stands once in its contents, among the
+    other questions and their numbers, and once over its answer."""
 
     def following(i: int) -> int:
         k = where[i]
         after = every[k + 1 : k + 1 + _AFTER + _MAX_SHORT_AROUND]
-        return sum(1 for c in after if c.passage is every[k].passage)
+        return sum(
+            1 for c in after if c.passage is every[k].passage and not c.short and not _asks(c.text)
+        )
 
     text = candidates[best].text.lower()
     copies = [i for i, c in enumerate(candidates) if c.text.lower() == text and not c.fragment] or [
         best
     ]
     return max(copies, key=lambda i: (following(i), i == best))
+
+
+def _asks(sentence: str) -> bool:
+    return bool(_ASKS.search(sentence.rstrip()))
+
+
+def _answer_to(candidates: list[_Candidate], i: int) -> int:
+    """The statement after candidate i in its passage when i asks; else i."""
+    c, j = candidates[i], i + 1
+    if not _asks(c.text) or j >= len(candidates):
+        return i
+    after = candidates[j]
+    if after.passage is not c.passage or after.fragment or _asks(after.text):
+        return i
+    return j
 
 
 def _window(candidates: list[_Candidate], i: int) -> list[str]:

@@ -456,3 +456,31 @@ def test_a_diagram_between_sentences_does_not_use_up_the_quotation() -> None:
     )
     assert answer.key.startswith("We want to make the topic branch")
     assert "git rebase --onto master next topic" in answer.text
+
+
+def test_a_question_in_the_text_is_answered_by_what_follows_it_not_by_its_contents_line() -> None:
+    """A FAQ holds each question twice: in its contents among the other questions, and
+    over its answer. The answer leads with the statement after the question, quoted
+    with the question above it, whatever the language."""
+    contents = passage(
+        1,
+        "Inhalt. 12.4. Wie melde ich einen Fehler in Debian? 12.5. Wie werde ich ein "
+        "Mitglied des Projekts? 12.6. Wo finde ich die Archive der Listen?",
+    )
+    answer_page = passage(
+        2,
+        "Die Listen werden archiviert. 12.4. Wie melde ich einen Fehler in Debian? "
+        "Benutzen Sie dafür das Programm reportbug aus dem gleichnamigen Paket. Es fragt "
+        "nach dem Paket und schickt den Bericht an die Fehlerdatenbank.",
+        page=7,
+    )
+    answerer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.1)
+    result = answerer.answer(
+        question="Wie melde ich einen Fehler in Debian?", passages=[contents, answer_page]
+    )
+    assert result.found
+    lead = result.text.split("\n\n")[0]
+    assert "reportbug" in lead and lead.endswith("[2].")
+    assert result.key.startswith("Benutzen Sie")
+    assert "Wie melde ich einen Fehler in Debian?" in result.text  # quoted above it
+    assert result.passage == 2
