@@ -205,7 +205,7 @@ def measure(
             gated, _ = ask(Question(request_id=f"{t.id}-1", text=t.first, k=K))
             found = gated.found
             asked_alone.append(
-                {"id": t.id, "turn": 1, "language": t.language, "refused": not found}
+                {"id": t.id, "turn": 1, "language": t.language, "refused": not found} | _why(gated)
             )
             firsts[t.id] = Turn(
                 question=t.first,
@@ -228,6 +228,7 @@ def measure(
                         "refused": refused,
                         "holds": bool(t.answer) and contains(quoted, t.answer),
                     }
+                    | _why(alone[t.id])
                 )
         say(f"first turns and second turns alone: {time.perf_counter() - started:.0f} s")
         runs: dict[str, Any] = {}
@@ -335,6 +336,13 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _why(gated: Any) -> dict[str, Any]:
+    """The gate's score of a question's best sentence (None: no passage was close
+    enough to read) and the words it found no chunk holds."""
+    score = gated.extract.score if gated.extract is not None else None
+    return {"score": score, "unknown": list(gated.unknown)}
+
+
 def _refusals(asked: list[dict[str, Any]]) -> dict[str, Any]:
     """Per language, the questions that need no earlier turn (every first turn and each
     new-subject second turn, asked alone): all answerable, so each refusal is a wrong one."""
@@ -345,7 +353,12 @@ def _refusals(asked: list[dict[str, Any]]) -> dict[str, Any]:
         out[language] = {
             "n": len(part),
             "refused": sum(a["refused"] for a in part),
-            "refused_ids": [f"{a['id']}/{a['turn']}" for a in part if a["refused"]],
+            # Each refusal with the gate's score and the words it took for never mentioned.
+            "refused_ids": [
+                f"{a['id']}/{a['turn']} {a['score']} {','.join(a['unknown'])}"
+                for a in part
+                if a["refused"]
+            ],
             # New-subject second turns carry an answer string; first turns do not.
             "quote_holds": sum(a["holds"] for a in judged),
             "quoted_of": len(judged),

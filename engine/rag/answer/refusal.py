@@ -81,7 +81,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _MIN_LETTERS = 3
 # Words with a capital and a lower-case letter ("Secure", "LaTeX", "IPv4"; not
 # "SQL", "NULL", whose runs are code), two or more in a row.
-_NAME_WORD = r"[A-Z][\w+#.-]*[a-z][\w+#.-]*"
+# A name's word may hold a dot ("Node.js") but not end in one: that is a sentence's end
+# ("Ich verwende Stable. Wie wechsle ich …" names nothing called "Stable Wie").
+_NAME_WORD = r"[A-Z][\w+#.-]*[a-z](?:[\w+#.-]*[\w+#-])?"
 _NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:\s+{_NAME_WORD})+(?![\w-])")
 
 

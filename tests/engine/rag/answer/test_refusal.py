@@ -76,6 +76,12 @@ def test_names_are_runs_of_capitalised_words_not_the_first_word_nor_code() -> No
         "LaTeX Beamer",
     ]
     assert names("Secure the Raspberry Pi") == ["Raspberry Pi"]
+    # A sentence's end is no name's middle, whatever the language capitalises.
+    assert names("Ich verwende Stable. Wie wechsle ich zu Testing?") == []
+    assert names("Is it in Debian Policy. Or in Node.js Express?") == [
+        "Debian Policy",
+        "Node.js Express",
+    ]
     # All capitals are SQL or an acronym, one capitalised word is no name of several.
     assert names("Does a BIGINT PRIMARY KEY column alias the rowid in SQLite?") == []
     assert names("What is the IPv4 MTU of Debian?") == []
