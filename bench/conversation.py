@@ -111,7 +111,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model",
         help="a language model (folder or .gguf): follow-ups are rewritten by it as the "
         "product does with a model; first answers are cut to --answer-tokens, the "
-        "standalone checks skipped (default: extractive mode, no model)",
+        "standalone checks skipped (default: extractive mode, no model); with --set "
+        "blind, every second turn is rewritten once and measured as the product uses "
+        "rewrites and with every follow-up rewritten",
     )
     parser.add_argument(
         "--answer-tokens",

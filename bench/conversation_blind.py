@@ -155,9 +155,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if unknown:
             raise SystemExit(f"unknown rules: {', '.join(unknown)} (known: {', '.join(RULES)})")
         rules += wanted
-    figures = measure(
-        index=args.index, turns=turns, model=model, sentences=sentences, rules=rules, say=say
-    )
+    rewriter = None
+    if args.model is not None:
+        rewriter = _model_rewriter(Path(args.model))
+        say(f"follow-ups rewritten by {Path(args.model).name}")
+    try:
+        figures = measure(
+            index=args.index,
+            turns=turns,
+            model=model,
+            sentences=sentences,
+            rules=rules,
+            say=say,
+            rewrite=rewriter.rewrite if rewriter is not None else None,
+        )
+    finally:
+        if rewriter is not None:
+            rewriter.close()
     figures["ingest"] = ingest
     figures["embedder"] = model.info.id
     if not args.json:
@@ -173,9 +187,14 @@ def measure(
     sentences: Any,
     rules: list[str | None],
     say: Callable[[str], None],
+    rewrite: Callable[[str, tuple[Any, ...]], str] | None = None,
 ) -> dict[str, Any]:
+    """Each rule's run; with `rewrite` (a language model's rewrite of a follow-up into a
+    standalone query), two runs more: "model, as the product" rewrites the follow-ups the
+    detector judges dependent (engine/rag/pipeline/follow_up.py `needs_rewrite`), "model,
+    every follow-up" rewrites every second turn."""
     from engine.environ import EngineEnviron
-    from engine.rag.answer.conversation import resolve
+    from engine.rag.answer.conversation import resolve, rewritten
     from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
     from engine.rag.pipeline.answer_stream import citation_for
     from engine.rag.pipeline.answering import RelevanceGate, refusal_text
@@ -266,6 +285,35 @@ def measure(
             name = rule or "product"
             runs[name] = {"rows": rows, "scores": _scores(rows)}
             say(f"{name}: {time.perf_counter() - began:.0f} s")
+        if rewrite is not None:
+            began = time.perf_counter()
+            written = {}
+            for t in turns:
+                follow = resolve(question=t.second, history=(firsts[t.id],))
+                if follow is None:
+                    raise RuntimeError("a first turn with no question")
+                text = rewrite(t.second, (firsts[t.id],)).strip().splitlines()
+                written[t.id] = (follow, text[0] if text else "")
+            say(f"rewrites: {time.perf_counter() - began:.0f} s")
+            for name, every in (("model, as the product", False), ("model, every follow-up", True)):
+                rows = []
+                for t in turns:
+                    follow, query = written[t.id]
+                    if every or follow.dependent:
+                        follow = rewritten(follow_up=follow, query=query)
+                    question = Question(
+                        request_id=f"{t.id}-2", text=follow.query, k=K, conversation=follow
+                    )
+                    gated, leaned = ask(question)
+                    row = _row(
+                        turn=t,
+                        gated=gated,
+                        alone=alone[t.id],
+                        dependent=follow.dependent,
+                        leaned=leaned,
+                    )
+                    rows.append(row | {"query": follow.query})
+                runs[name] = {"rows": rows, "scores": _scores(rows)}
     finally:
         store.close()
     return {
@@ -277,6 +325,30 @@ def measure(
         "cpus": os.cpu_count(),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ModelRewriter:
+    """A language model opened as the engine opens it, writing follow-up rewrites with
+    the product's request (`rewrite_request`: its instructions and prompt)."""
+
+    used: Any
+
+    def rewrite(self, question: str, history: tuple[Any, ...]) -> str:
+        answerer = self.used.answerer
+        request = answerer.rewrite_request(question=question, history=history)
+        ids = [event.token_id for event in answerer.stream_batch(requests=[request])]
+        return str(answerer.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def close(self) -> None:
+        self.used.close()
+
+
+def _model_rewriter(path: Path) -> _ModelRewriter:
+    from engine.rag.answer.in_use import open_model
+    from engine.runtime.models.resolve import resolve_model_path
+
+    return _ModelRewriter(used=open_model(model_path=resolve_model_path(model=str(path))))
 
 
 def _store(*, index: Path, scorer: Any) -> Any:
