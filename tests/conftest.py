@@ -66,8 +66,9 @@ def shared_engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
         yield running
 
 
-# Engines that a package's or the session's tests share, one per test process.
-_SHARED_ENGINES = ("api_engine", "batch_engine", "each_engine", "shared_engine")
+# What a package's or the session's tests share, made once in each test process that
+# uses it: engines, and the installer tests' bundle (3.4 CPU-s to build).
+_SHARED_FIXTURES = ("api_engine", "batch_engine", "each_engine", "shared_engine", "quick_bundle")
 
 
 @functools.cache
@@ -79,7 +80,7 @@ def _work_unit_of_file(path: str) -> str | None:
         text = (Path(__file__).resolve().parent.parent / path).read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
-    shared = [name for name in _SHARED_ENGINES if f"{name}:" in text or f"{name}," in text]
+    shared = [name for name in _SHARED_FIXTURES if f"{name}:" in text or f"{name}," in text]
     if shared:
         return shared[0]
     return path if 'scope="module"' in text else None
