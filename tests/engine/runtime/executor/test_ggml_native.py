@@ -35,8 +35,8 @@ _HALF_FIELDS = {
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
-    loaded = ggml_native._loaded(tmp_path_factory.mktemp("native"), ggml_native.find_compiler())
+def lib(native_cache: Path) -> ggml_native.Library:
+    loaded = ggml_native._loaded(native_cache, ggml_native.find_compiler())
     if loaded is None:
         pytest.skip("no C compiler here: the native kernel cannot be built")
     return loaded
@@ -94,10 +94,10 @@ def test_a_batchs_rows_equal_each_row_alone(lib: ggml_native.Library, qtype: Q) 
 
 
 @pytest.fixture(scope="module")
-def avx2_lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
+def avx2_lib(native_cache: Path) -> ggml_native.Library:
     """The library built without AVX-512: the 256-bit kernels a CPU without it runs."""
     loaded = ggml_native._loaded(
-        tmp_path_factory.mktemp("native-avx2"),
+        native_cache,
         ggml_native.find_compiler(),
         (*ggml_native.FLAGS, "-mno-avx512f"),
     )
