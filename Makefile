@@ -45,13 +45,18 @@ run: $(STAMP)
 # slowed each other more than they gained); one process took 20 min 43 s, quiet
 # (2026-11-28; docs/benchmarks.md, "The test suite's time"). TEST_WORKERS=0: one;
 # `make test-full` runs in one process: its benchmarks time themselves. pip skips
-# compiling every installed module (--no-compile): Python compiles what it imports.
+# compiling every installed module (--no-compile): Python compiles what it imports,
+# and the tests write what it compiled (PYTHONDONTWRITEBYTECODE unset for them): with
+# it set, as in this project's sessions, every engine, CLI and test process compiled
+# its imports again (an engine's imports 4.4 against 2.0 CPU-s, a test process's
+# collection 21 against 9; issue #41).
 TEST_WORKERS ?= 3
 test: $(STAMP)
 	-$(BIN)/python -m bench.real_docs --quiet --timeout 180
 	-$(BIN)/python -m bench.real_models --quiet --timeout 300 \
 		--only smollm2-135m-instruct-q4_1 --only qwen2.5-coder-0.5b-instruct-q4_k_m
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=20 tests
+	env -u PYTHONDONTWRITEBYTECODE QT_QPA_PLATFORM=offscreen \
+		$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=20 tests
 
 test-full: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import functools
 import os
 import sys
 import tempfile
@@ -63,6 +64,48 @@ def shared_engine(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
 
     with running_engine(home=tmp_path_factory.mktemp("shared-home")) as running:
         yield running
+
+
+# What a package's or the session's tests share, made once in each test process that
+# uses it: engines, and the installer tests' bundle (3.4 CPU-s to build).
+_SHARED_FIXTURES = ("api_engine", "batch_engine", "each_engine", "shared_engine", "quick_bundle")
+
+
+@functools.cache
+def _work_unit_of_file(path: str) -> str | None:
+    """The tests of the file at `path` (relative to the root) that must go to one test
+    process: those of an engine shared by a package (its name), or of a file with a
+    module-scoped fixture (the file's path); None: each test on its own."""
+    try:
+        text = (Path(__file__).resolve().parent.parent / path).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    shared = [name for name in _SHARED_FIXTURES if f"{name}:" in text or f"{name}," in text]
+    if shared:
+        return shared[0]
+    return path if 'scope="module"' in text else None
+
+
+def _work_unit(nodeid: str) -> str:
+    return _work_unit_of_file(nodeid.split("::", 1)[0]) or nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`-n N` (`make test`): each test goes to whichever process is free, as xdist's
+    `load` does, except that the tests of a shared or module-scoped fixture go to one
+    process. Under `load` a module-scoped fixture was set up again in every process
+    that got one of its tests: a module's engine or quick benchmark started up to three
+    times a run, a package's shared engine likewise (issue #41). xdist's own
+    `loadgroup` marks tests by changing a field pytest 9 no longer reads."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    return _SharedFixtureScheduling(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session", autouse=True)

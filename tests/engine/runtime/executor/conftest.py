@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +17,16 @@ from engine.runtime.planner.placement import Placement, StoreSpec, Tier, Workloa
 from engine.runtime.planner.planner import plan
 
 GIB = 2**30
+
+
+@pytest.fixture(scope="session")
+def native_cache() -> Path:
+    """Where the kernel tests build the native library: one folder for every test
+    process and run, as the embedder's ONNX export (tests/conftest.py). A build is
+    named by a digest of its sources, flags and compiler and written under a temporary
+    name, then renamed (ggml_native.build), so processes building at once never load
+    a partial one; each build cost about 2.6 CPU-seconds (issue #41)."""
+    return Path(tempfile.gettempdir()) / f"ragdoll-test-native-{getattr(os, 'getuid', int)()}"
 
 
 def make_placement(

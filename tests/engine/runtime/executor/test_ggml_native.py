@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as reference
 
 from bench.real_models import fetch_hint, find_real_model
 from engine.runtime.executor import ggml_native
 from engine.runtime.executor.quant import block_bytes
+from engine.runtime.models.gguf_header import read_header
 
 Q = GGMLQuantizationType
 # Where each format keeps its float16 scales (byte ranges inside a block): random bytes
@@ -34,8 +35,8 @@ _HALF_FIELDS = {
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
-    loaded = ggml_native._loaded(tmp_path_factory.mktemp("native"), ggml_native.find_compiler())
+def lib(native_cache: Path) -> ggml_native.Library:
+    loaded = ggml_native._loaded(native_cache, ggml_native.find_compiler())
     if loaded is None:
         pytest.skip("no C compiler here: the native kernel cannot be built")
     return loaded
@@ -93,10 +94,10 @@ def test_a_batchs_rows_equal_each_row_alone(lib: ggml_native.Library, qtype: Q) 
 
 
 @pytest.fixture(scope="module")
-def avx2_lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
+def avx2_lib(native_cache: Path) -> ggml_native.Library:
     """The library built without AVX-512: the 256-bit kernels a CPU without it runs."""
     loaded = ggml_native._loaded(
-        tmp_path_factory.mktemp("native-avx2"),
+        native_cache,
         ggml_native.find_compiler(),
         (*ggml_native.FLAGS, "-mno-avx512f"),
     )
@@ -199,14 +200,25 @@ def real_rows(
     name: str, tensors: tuple[str, ...], *, rows: int
 ) -> Iterator[tuple[Q, torch.Tensor, int]]:
     """(type, the first `rows` rows of stored bytes, columns) of each named tensor of
-    the real model `name`; skips the test when the model is not fetched."""
+    the real model `name`; skips the test when the model is not fetched. The tensor
+    table comes from the header reader the engine loads GGUF files with
+    (engine/runtime/models/gguf_header.py): `GGUFReader` spent 2-7 CPU-seconds a model
+    on the tokenizer's metadata before a tensor was touched (issue #41)."""
     path = find_real_model(name)
     if path is None:
         pytest.skip(fetch_hint(name))
-    reader = GGUFReader(str(path))
-    for tensor in (t for t in reader.tensors if t.name in tensors):
-        raw = torch.from_numpy(np.asarray(tensor.data).view(np.uint8).copy())
-        yield tensor.tensor_type, raw.view(int(tensor.shape[1]), -1)[:rows], int(tensor.shape[0])
+    header = read_header(path)
+    found = [t for t in header.tensors if t.name in tensors]
+    assert sorted(t.name for t in found) == sorted(tensors)
+    with path.open("rb") as f:
+        for tensor in found:
+            qtype, cols = Q(tensor.qtype), tensor.dims[0]
+            per, size = block_bytes(qtype)
+            row_bytes = cols // per * size
+            f.seek(tensor.start)
+            data = f.read(row_bytes * min(rows, tensor.dims[1]))
+            raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            yield qtype, raw.view(-1, row_bytes), cols
 
 
 @pytest.mark.parametrize("name", sorted(_REAL))

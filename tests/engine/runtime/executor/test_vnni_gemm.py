@@ -3,6 +3,8 @@ dequantize-then-matmul, and `kernel_forms.linear` choosing it for a prefill's ro
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from gguf import GGMLQuantizationType
@@ -19,8 +21,8 @@ Q = GGMLQuantizationType
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ggml_native.Library:
-    loaded = ggml_native._loaded(tmp_path_factory.mktemp("native"), ggml_native.find_compiler())
+def lib(native_cache: Path) -> ggml_native.Library:
+    loaded = ggml_native._loaded(native_cache, ggml_native.find_compiler())
     if loaded is None:
         pytest.skip("no C compiler here: the native kernel cannot be built")
     if not loaded.vnni:
