@@ -46,6 +46,14 @@ def test_gguf_greedy_tokens_match_transformers_on_dequantized_weights(
     folder = resolve_model_path(model=str(gguf_path))
     assert display_name(model_path=folder) == gguf_path.name
     assert resolve_model_path(model=str(gguf_path)) == folder  # made once, reused
+    # The tokenizer files are those AutoTokenizer makes of the file (the folder names the
+    # class itself rather than let AutoTokenizer rebuild the whole config first).
+    auto = tmp_path / "auto"
+    AutoTokenizer.from_pretrained(
+        gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True
+    ).save_pretrained(auto)
+    for made in auto.iterdir():
+        assert made.read_bytes() == (folder / made.name).read_bytes(), made.name
 
     original = AutoTokenizer.from_pretrained(hf)
     rebuilt = AutoTokenizer.from_pretrained(folder)
