@@ -10,6 +10,13 @@ of a tuning document, so a question has one right source in the mixed collection
 - Spanish: the Debian New Maintainers' Guide, typeset PDF (dblatex);
 - English: the short history of Debian (6 HTML files) and a two-column TUGboat paper.
 
+The second blind part (`"split": "blind2"`, written after the first part had judged three
+rounds of changes), in two more languages:
+
+- Italian: the aptitude user's manual, 14 of its HTML pages (`aptitude-doc-it`);
+- Portuguese: the Debian Edu / Skolelinux Bookworm manual, typeset PDF
+  (`debian-edu-doc-pt-pt`).
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -46,6 +53,22 @@ _FAQ_DE = (
     "uptodate",
 )
 _HISTORY_EN = ("detailed", "index", "intro", "leaders", "manifesto", "releases")
+_APTITUDE_IT = (
+    "pr01s02",
+    "pr01s03",
+    "pr01s04s02",
+    "ch01s01s04",
+    "ch01s02",
+    "ch02s01s04",
+    "ch02s02s02",
+    "ch02s02s03",
+    "ch02s02s05",
+    "ch02s02s06",
+    "ch02s03s02",
+    "ch02s04s01",
+    "ch02s06",
+    "ch03",
+)
 
 BLIND_DOCS: tuple[RealDoc, ...] = (
     *(
@@ -83,6 +106,22 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/texlive-doc/bibtex/babelbib/tugboat-babelbib.pdf",
         name="tugboat-babelbib.pdf",
         maker="LaTeX (TUGboat, two columns), English",
+    ),
+    # The second blind part (blind2).
+    *(
+        RealDoc(
+            package="aptitude-doc-it",
+            path=f"usr/share/doc/aptitude/html/it/{page}.html",
+            name=f"aptitude-it-{page}.html",
+            maker="DocBook (HTML), Italian",
+        )
+        for page in _APTITUDE_IT
+    ),
+    RealDoc(
+        package="debian-edu-doc-pt-pt",
+        path="usr/share/doc/debian-edu-doc-pt-pt/debian-edu-bookworm-manual.pdf",
+        name="debian-edu-manual.pt.pdf",
+        maker="DocBook (dblatex), European Portuguese",
     ),
 )
 

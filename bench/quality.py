@@ -20,7 +20,8 @@ without a model. Reported:
 
 `--set blind` asks the blind multilingual set instead (`blind_set.json` over the corpus of
 `bench/blind_docs.py`: Debian documents in German, French, Spanish and English the
-project was never tuned on), each language reported on its own row.
+project was never tuned on; its second part, split `blind2`, in Italian and Portuguese),
+each language reported on its own row; `--split blind2` asks one part alone.
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -67,12 +68,13 @@ QUICK_FILES = (
 )
 QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
-SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind")
+SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2")
 HELD_OUT = (
     "held",
     "held2",
     "held3",
     "blind",
+    "blind2",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -167,7 +169,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language",
         help="ask only the questions in these languages (comma-separated; the blind set's "
-        "de, en, es, fr): a model's answers take a while, so a part at a time",
+        "de, en, es, fr, it, pt): a model's answers take a while, so a part at a time",
     )
     parser.add_argument(
         "--model-ranking",
@@ -203,9 +205,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fetch = "bench.blind_docs" if blind else "bench.real_docs"
         raise SystemExit(f"the real documents are not there: fetch them with `python -m {fetch}`")
     everything = load_set(file=BLIND_SET_FILE if blind else SET_FILE)
-    questions = (
-        everything if blind else select(everything, quick=bool(args.quick), split=args.split)
-    )
+    questions = select(everything, quick=bool(args.quick) and not blind, split=args.split)
     if not blind:
         on_disk = {p.name for p in Path(corpus).iterdir()}
         questions = [q for q in questions if q.file is None or q.file in on_disk]
