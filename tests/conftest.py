@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import fcntl
 import functools
 import os
 import sys
@@ -110,14 +111,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 @pytest.fixture(scope="session", autouse=True)
 def embedder_exported() -> None:
-    """The bundled embedder's ONNX export, made once per machine before any test
-    waits on an engine (tens of seconds under load, paid by whichever test came first)."""
+    """The bundled embedder's ONNX export and the torch vectors its OpenVINO form is
+    checked against, made once per machine before any test waits on an engine (tens of
+    seconds under load, paid by whichever test came first). One test process makes
+    them while the others wait: on a fresh machine all three exported at once, and the
+    first engines each loaded torch for the check's vectors."""
     cache = Path(os.environ["RAGDOLL_EMBEDDER_CACHE"])
-    if any(cache.glob("model-*.onnx")):
-        return
-    from engine.rag.ingest.embedder import Embedder
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if any(cache.glob("model-*.onnx.probes.npz")):
+            return
+        from engine.rag.ingest.embedder import Embedder
 
-    Embedder(device="cpu", cache_dir=cache, backend="onnx")
+        Embedder(device="cpu", cache_dir=cache, backend="openvino")
 
 
 @pytest.fixture(scope="session")
