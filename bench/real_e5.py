@@ -275,8 +275,10 @@ def build_tokenizer(image: E5Image) -> Any:
     explicit replacements of the characters where the map differs from NFKC (tab,
     newline, carriage return, form feed, U+2028/2029, zero-width and no-break marks
     become a space; other control characters are dropped), then NFKC, then runs of
-    spaces collapsed to one, as the hub's tokenizer.json does. Multi-character rules of
-    the charsmap, if any, are not in the package and not reproduced.
+    spaces collapsed to one, as the hub's tokenizer.json does. Not reproduced: the
+    charsmap's multi-character rules, if any (not in the package), and 74 rare code points
+    the map leaves alone that the tokenizers library's newer NFKC changes (U+FF5E, U+32FF,
+    characters of Unicode 14).
     Pre-tokenizer: split on whitespace, then metaspace on each word, so each token's
     offsets cover its word and not the space before it."""
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
