@@ -21,7 +21,11 @@ without a model. Reported:
 `--set blind` asks the blind multilingual set instead (`blind_set.json` over the corpus of
 `bench/blind_docs.py`: Debian documents in German, French, Spanish and English the
 project was never tuned on; its second part, split `blind2`, in Italian and Portuguese),
-each language reported on its own row; `--split blind2` asks one part alone.
+each language reported on its own row; `--split blind2` asks one part alone. Its third
+part, split `cross`, asks in another language than the document that answers
+(`doc_language`): reported as its own row, then per question language (`cross asks en`)
+and per document language (`cross on de`); the per-language rows of the other parts
+leave it out.
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -68,13 +72,14 @@ QUICK_FILES = (
 )
 QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
-SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2")
+SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2", "cross")
 HELD_OUT = (
     "held",
     "held2",
     "held3",
     "blind",
     "blind2",
+    "cross",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -88,6 +93,7 @@ class QualityQuestion:
     also: tuple[tuple[str, tuple[int, ...]], ...]  # other (file, pages) that answer it
     answer: str  # a short string a right answer contains ("" when unanswerable)
     language: str = "en"  # the question's
+    doc_language: str | None = None  # the answering document's, where not the question's
 
     @property
     def answerable(self) -> bool:
@@ -123,6 +129,7 @@ def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
             also=tuple((a["file"], tuple(a.get("pages") or ())) for a in q.get("also") or ()),
             answer=q.get("answer") or "",
             language=q.get("language") or "en",
+            doc_language=q.get("doc_language"),
         )
         for q in raw["questions"]
     ]
@@ -354,11 +361,8 @@ def measure(
         part = [o for o in outcomes if split in ("all", o.question.split)]
         if part:
             figures[split] = summarise(part)
-    languages = sorted({o.question.language for o in outcomes})
-    if len(languages) > 1:
-        for language in languages:
-            part = [o for o in outcomes if o.question.language == language]
-            figures[f"lang:{language}"] = summarise(part)
+    for key, part in language_rows(outcomes).items():
+        figures[key] = summarise(part)
     if written:
         from bench.quality_model import describe_written, record, summarise_written
 
@@ -367,10 +371,8 @@ def measure(
             part = [o for o in written if split in ("all", o.question.split)]
             if part:
                 figures["written"][split] = summarise_written(part)
-        for language in languages if len(languages) > 1 else ():
-            part = [o for o in written if o.question.language == language]
-            if part:
-                figures["written"][f"lang:{language}"] = summarise_written(part)
+        for key, part in language_rows(written).items():
+            figures["written"][key] = summarise_written(part)
         figures["written_records"] = [record(o) for o in written]
         figures["written_outcomes"] = [describe_written(o) for o in written]
     figures["load_average_1m"] = round(os.getloadavg()[0], 2)
@@ -381,6 +383,7 @@ def measure(
             "id": o.question.id,
             "split": o.question.split,
             "language": o.question.language,
+            "doc_language": o.question.doc_language or o.question.language,
             "answerable": o.question.answerable,
             "rank": o.rank,
             "refused": o.refused,
@@ -392,6 +395,26 @@ def measure(
         for o in outcomes
     ]
     return figures
+
+
+def language_rows(outcomes: Sequence[Any]) -> dict[str, list[Any]]:
+    """The outcomes (anything with a `.question`) per language: `lang:X` for the questions
+    asked in the language of their documents (when more than one language is asked), and
+    for the cross-language part `lang:cross asks X` per question language and `lang:cross
+    on Y` per document language."""
+    rows: dict[str, list[Any]] = {}
+    same = [o for o in outcomes if o.question.split != "cross"]
+    languages = sorted({o.question.language for o in same})
+    for language in languages if len(languages) > 1 else ():
+        rows[f"lang:{language}"] = [o for o in same if o.question.language == language]
+    cross = [o for o in outcomes if o.question.split == "cross"]
+    for language in sorted({o.question.language for o in cross}):
+        rows[f"lang:cross asks {language}"] = [o for o in cross if o.question.language == language]
+    for language in sorted({o.question.doc_language or "" for o in cross}):
+        rows[f"lang:cross on {language}"] = [
+            o for o in cross if (o.question.doc_language or "") == language
+        ]
+    return rows
 
 
 def indexed_with(
@@ -568,8 +591,9 @@ def _describe(o: Outcome) -> str:
 def report(figures: dict[str, Any]) -> str:
     lines = ["quality on real documents (right file and page among the top 5 citations)"]
     header = "split  n   hit@1  hit@3  MRR    answer  sentence  refused:unans  ans  precision  ms"
-    lines.append(header)
     rows = [*SPLITS, *sorted(k for k in figures if k.startswith("lang:")), "all"]
+    width = max([5, *(len(k.removeprefix("lang:")) for k in rows if figures.get(k))])
+    lines.append(f"{'split':{width}}{header.removeprefix('split')}")
     for split in rows:
         f = figures.get(split)
         if not f:
@@ -577,7 +601,7 @@ def report(figures: dict[str, Any]) -> str:
         precision = "-" if f["refusal_precision"] is None else f"{f['refusal_precision']:.2f}"
         name = split.removeprefix("lang:")
         lines.append(
-            f"{name:5}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
+            f"{name:{width}}  {f['answerable']:<3} {f['hit_at_1']:.2f}   {f['hit_at_3']:.2f}   "
             f"{f['mrr']:.2f}   {f['answer_contains']:.2f}    {f['sentence_contains']:.2f}      "
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3}    "
             f"{f['answerable_refused']:.2f} {precision:>9}  {f['median_ms']}"

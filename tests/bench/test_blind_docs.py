@@ -1,14 +1,19 @@
 """The blind multilingual corpus and its set: every file a question names is one the
-fetcher takes, and the second blind part (blind2) is a held-out part of its own, in
-languages the first part does not ask in, that `--split` asks alone."""
+fetcher takes, the second blind part (blind2) is a held-out part of its own, in
+languages the first part does not ask in, that `--split` asks alone, and the third
+(cross) asks in another language than the document that answers, reported per question
+language and per document language."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench import quality
-from bench.blind_docs import BLIND_DOCS
-from bench.quality import BLIND_SET_FILE, load_set
+from bench.answer_match import contains
+from bench.blind_docs import BLIND_DOCS, find_blind_docs
+from bench.quality import BLIND_SET_FILE, QualityQuestion, load_set, summarise
 
 
 def _blind_set() -> list[quality.QualityQuestion]:
@@ -35,7 +40,7 @@ def test_the_second_part_asks_new_languages_with_enough_questions_in_each() -> N
         assert sum(q.answerable for q in part) >= 15, language
         assert sum(not q.answerable for q in part) >= 3, language
         assert all(q.id.startswith(language) for q in part)
-    assert {q.split for q in questions} == {"blind", "blind2"}
+    assert {q.split for q in questions} == {"blind", "blind2", "cross"}
     ids = Counter(q.id for q in questions)
     assert max(ids.values()) == 1
     texts = Counter(q.question.casefold() for q in questions)
@@ -58,3 +63,89 @@ def test_split_asks_one_part_of_the_blind_set_alone() -> None:
     second = quality.select(questions, quick=False, split="blind2")
     assert second and {q.split for q in second} == {"blind2"}
     assert quality.select(questions, quick=False, split="all") == questions
+
+
+def _cross() -> list[QualityQuestion]:
+    return [q for q in _blind_set() if q.split == "cross"]
+
+
+def test_the_cross_part_asks_in_another_language_than_the_document() -> None:
+    cross = _cross()
+    answerable = [q for q in cross if q.answerable]
+    assert len(answerable) >= 30 and len(cross) - len(answerable) >= 6
+    assert all(q.doc_language and q.doc_language != q.language for q in cross)
+    assert len({q.language for q in answerable}) >= 4
+    per_document = Counter(q.doc_language for q in answerable)
+    assert len(per_document) >= 5 and min(per_document.values()) >= 6, per_document
+    assert all(q.id.startswith("x") and q.held_out for q in cross)
+    others = {q.doc_language for q in cross if not q.answerable}
+    assert len(others) >= 4  # unanswerable ones near several documents' topics
+
+
+def test_split_cross_asks_the_cross_part_alone() -> None:
+    cross = quality.select(_blind_set(), quick=False, split="cross")
+    assert cross == _cross()
+
+
+def test_the_cross_part_is_its_own_row_per_question_and_document_language() -> None:
+    def q(i: int, split: str, language: str, doc: str | None = None) -> QualityQuestion:
+        return QualityQuestion(
+            id=str(i),
+            question="?",
+            split=split,
+            file="a.pdf",
+            pages=(1,),
+            also=(),
+            answer="x",
+            language=language,
+            doc_language=doc,
+        )
+
+    def outcome(question: QualityQuestion) -> quality.Outcome:
+        return quality.Outcome(
+            question=question,
+            rank=1,
+            refused=False,
+            contains_answer=True,
+            key_contains=True,
+            answer_text="x",
+            seconds=0.1,
+            score=None,
+        )
+
+    outcomes = [
+        outcome(q(1, "blind", "de")),
+        outcome(q(2, "blind", "en")),
+        outcome(q(3, "cross", "en", "de")),
+        outcome(q(4, "cross", "fr", "en")),
+        outcome(q(5, "cross", "en", "pt")),
+    ]
+    rows = quality.language_rows(outcomes)
+    # A cross question counts in no language's own row.
+    assert [o.question.id for o in rows["lang:en"]] == ["2"]
+    assert [o.question.id for o in rows["lang:cross asks en"]] == ["3", "5"]
+    assert [o.question.id for o in rows["lang:cross on de"]] == ["3"]
+    assert {"lang:cross asks fr", "lang:cross on en", "lang:cross on pt"} <= set(rows)
+    figures = {k: summarise(v) for k, v in rows.items()}
+    figures["cross"] = summarise(outcomes[2:])
+    lines = quality.report({**figures, "load_average_1m": 0.0, "cpus": 2}).splitlines()
+    for name in ("cross ", "cross asks en", "cross on pt", "de "):
+        assert any(line.startswith(name) for line in lines), (name, lines)
+
+
+def test_every_cross_answer_string_is_on_its_page() -> None:
+    """As each question was written: its answer string, in the document's language, is
+    on its file and page as the product's parser reads them."""
+    from engine.rag.ingest.parsers import parse_file
+
+    corpus = find_blind_docs()
+    if corpus is None:
+        pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
+    answerable = [q for q in _cross() if q.answerable]
+    pages = {}
+    for name in sorted({q.file for q in answerable}):
+        for page in parse_file(path=corpus / name).pages:
+            pages[(name, page.number)] = page.text
+    for q in answerable:
+        for page in q.pages or (None,):
+            assert contains(pages[(q.file, page)], q.answer), q.id
