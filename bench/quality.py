@@ -410,10 +410,12 @@ def language_rows(outcomes: Sequence[Any]) -> dict[str, list[Any]]:
     cross = [o for o in outcomes if o.question.split == "cross"]
     for language in sorted({o.question.language for o in cross}):
         rows[f"lang:cross asks {language}"] = [o for o in cross if o.question.language == language]
-    for language in sorted({o.question.doc_language or "" for o in cross}):
-        rows[f"lang:cross on {language}"] = [
-            o for o in cross if (o.question.doc_language or "") == language
-        ]
+
+    def document(o: Any) -> str:  # a recorded question may predate doc_language
+        return getattr(o.question, "doc_language", None) or ""
+
+    for language in sorted({document(o) for o in cross}):
+        rows[f"lang:cross on {language}"] = [o for o in cross if document(o) == language]
     return rows
 
 

@@ -243,6 +243,7 @@ def record(o: WrittenOutcome) -> dict[str, Any]:
         "id": o.question.id,
         "split": o.question.split,
         "language": getattr(o.question, "language", "en"),
+        "doc_language": getattr(o.question, "doc_language", None),
         "question": o.question.question,
         "answer": o.question.answer,
         "answerable": o.question.answerable,
@@ -296,6 +297,7 @@ class _RecordedQuestion:
     answer: str
     language: str
     answerable: bool
+    doc_language: str | None = None
 
 
 def rejudge(
@@ -319,6 +321,7 @@ def rejudge(
             answer=r.get("answer", ""),
             language=r.get("language", "en"),
             answerable=r["answerable"],
+            doc_language=r.get("doc_language"),
         )
         if r["gate_refused"]:
             final_text, note, markers, quoted = "", None, None, "no"
@@ -360,17 +363,25 @@ def rejudge(
 
 
 def summarise_by_part(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
-    """`summarise_written` of each split, each language and all together."""
+    """`summarise_written` of each split, each language (the cross-language part left
+    out) and all together; the cross-language part per question and document language,
+    as `bench.quality.language_rows` gives them."""
+    from bench.quality import language_rows
+
     figures: dict[str, Any] = {}
+    same = [o for o in outcomes if o.question.split != "cross"]
     keys = sorted({o.question.split for o in outcomes}) + sorted(
-        f"lang:{getattr(o.question, 'language', 'en')}" for o in outcomes
+        f"lang:{getattr(o.question, 'language', 'en')}" for o in same
     )
     for key in dict.fromkeys(keys):
         if key.startswith("lang:"):
-            part = [o for o in outcomes if getattr(o.question, "language", "en") == key[5:]]
+            part = [o for o in same if getattr(o.question, "language", "en") == key[5:]]
         else:
             part = [o for o in outcomes if o.question.split == key]
         figures[key] = summarise_written(part)
+    for key, part in language_rows(outcomes).items():
+        if key.startswith("lang:cross"):
+            figures[key] = summarise_written(part)
     figures["all"] = summarise_written(outcomes)
     return figures
 

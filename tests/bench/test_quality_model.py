@@ -87,6 +87,12 @@ def test_recorded_answers_are_judged_again_per_part_and_language() -> None:
         record("b", "fr", "[2]"),  # bare: the extractive answer stands in, and states it
         record("c", "fr", "Je ne sais pas d'après ces documents.", answerable=False),
     ]
+    cross = {**record("d", "en", "git bisect start"), "split": "cross", "doc_language": "de"}
+    figures = summarise_by_part(rejudge([*records, cross], embed=embed))
+    # The cross-language part: its own rows, in no language's own.
+    assert figures["lang:cross asks en"]["answerable"] == 1
+    assert figures["lang:cross on de"]["answerable"] == 1 and "lang:en" not in figures
+    assert figures["cross"]["answerable"] == 1
     figures = summarise_by_part(rejudge(records, embed=embed))
     assert figures["lang:de"]["stated"] == 1.0 and figures["lang:de"]["model_stated"] == 1.0
     assert figures["lang:fr"]["stated"] == 1.0 and figures["lang:fr"]["model_stated"] == 0.0
