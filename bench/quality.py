@@ -397,15 +397,15 @@ def measure(
     return figures
 
 
-def language_rows(outcomes: Sequence[Any]) -> dict[str, list[Any]]:
+def language_rows(outcomes: Sequence[Any], *, even_one: bool = False) -> dict[str, list[Any]]:
     """The outcomes (anything with a `.question`) per language: `lang:X` for the questions
-    asked in the language of their documents (when more than one language is asked), and
-    for the cross-language part `lang:cross asks X` per question language and `lang:cross
-    on Y` per document language."""
+    asked in the language of their documents (when more than one language is asked, or
+    `even_one`), and for the cross-language part `lang:cross asks X` per question language
+    and `lang:cross on Y` per document language."""
     rows: dict[str, list[Any]] = {}
     same = [o for o in outcomes if o.question.split != "cross"]
     languages = sorted({o.question.language for o in same})
-    for language in languages if len(languages) > 1 else ():
+    for language in languages if even_one or len(languages) > 1 else ():
         rows[f"lang:{language}"] = [o for o in same if o.question.language == language]
     cross = [o for o in outcomes if o.question.split == "cross"]
     for language in sorted({o.question.language for o in cross}):

@@ -368,20 +368,12 @@ def summarise_by_part(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
     as `bench.quality.language_rows` gives them."""
     from bench.quality import language_rows
 
-    figures: dict[str, Any] = {}
-    same = [o for o in outcomes if o.question.split != "cross"]
-    keys = sorted({o.question.split for o in outcomes}) + sorted(
-        f"lang:{getattr(o.question, 'language', 'en')}" for o in same
-    )
-    for key in dict.fromkeys(keys):
-        if key.startswith("lang:"):
-            part = [o for o in same if getattr(o.question, "language", "en") == key[5:]]
-        else:
-            part = [o for o in outcomes if o.question.split == key]
+    figures: dict[str, Any] = {
+        split: summarise_written([o for o in outcomes if o.question.split == split])
+        for split in sorted({o.question.split for o in outcomes})
+    }
+    for key, part in language_rows(outcomes, even_one=True).items():
         figures[key] = summarise_written(part)
-    for key, part in language_rows(outcomes).items():
-        if key.startswith("lang:cross"):
-            figures[key] = summarise_written(part)
     figures["all"] = summarise_written(outcomes)
     return figures
 
