@@ -17,6 +17,18 @@ rounds of changes), in two more languages:
 - Portuguese: the Debian Edu / Skolelinux Bookworm manual, typeset PDF
   (`debian-edu-doc-pt-pt`).
 
+The third blind part (`"split": "blind3"`, written on 2026-12-03, blind, before any run on
+it), in two languages the corpus had not had and one it had, none a translation of another
+document of the corpus:
+
+- Dutch: the Debian installation guide for amd64, 20 of its HTML pages
+  (`installation-guide-amd64`, the `nl` variant only);
+- Polish: the user's guide of the MWCLS document classes, typeset PDF (LaTeX), from
+  `texlive-lang-polish`;
+- Italian: the manual of the `verifica` document class (school tests), typeset PDF
+  (LaTeX), from `texlive-lang-italian`; its Italian sections, its implementation part is
+  in English.
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -68,6 +80,28 @@ _APTITUDE_IT = (
     "ch02s04s01",
     "ch02s06",
     "ch03",
+)
+_INSTALL_NL = (
+    "ch02s02",
+    "ch02s05",
+    "ch03s02",
+    "ch03s05",
+    "ch03s06",
+    "ch04s03",
+    "ch04s07",
+    "ch05s02",
+    "ch06s04",
+    "ch07s02",
+    "ch07s03",
+    "ch08s01",
+    "ch08s02",
+    "ch08s04",
+    "ch08s06",
+    "apcs02",
+    "apcs03",
+    "apcs04",
+    "apds02",
+    "apds05",
 )
 
 BLIND_DOCS: tuple[RealDoc, ...] = (
@@ -122,6 +156,28 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/debian-edu-doc-pt-pt/debian-edu-bookworm-manual.pdf",
         name="debian-edu-manual.pt.pdf",
         maker="DocBook (dblatex), European Portuguese",
+    ),
+    # The third blind part (blind3).
+    *(
+        RealDoc(
+            package="installation-guide-amd64",
+            path=f"usr/share/doc/installation-guide-amd64/nl/{page}.html",
+            name=f"install-nl-{page}.html",
+            maker="DocBook (HTML), Dutch",
+        )
+        for page in _INSTALL_NL
+    ),
+    RealDoc(
+        package="texlive-lang-polish",
+        path="usr/share/doc/texlive-doc/latex/mwcls/mwclsdoc.pdf",
+        name="mwcls.pl.pdf",
+        maker="LaTeX, Polish",
+    ),
+    RealDoc(
+        package="texlive-lang-italian",
+        path="usr/share/doc/texlive-doc/latex/verifica/verifica.pdf",
+        name="verifica.it.pdf",
+        maker="LaTeX, Italian",
     ),
 )
 

@@ -25,7 +25,9 @@ each language reported on its own row; `--split blind2` asks one part alone. Its
 part, split `cross`, asks in another language than the document that answers
 (`doc_language`): reported as its own row, then per question language (`cross asks en`)
 and per document language (`cross on de`); the per-language rows of the other parts
-leave it out.
+leave it out. Its fourth part, split `blind3` (`--split blind3`), over documents in Dutch,
+Polish and Italian new to the corpus, asks most questions in the document's language and
+some in another (those with a `doc_language`, reported with the cross-language rows).
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -72,7 +74,7 @@ QUICK_FILES = (
 )
 QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
-SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2", "cross")
+SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2", "cross", "blind3")
 HELD_OUT = (
     "held",
     "held2",
@@ -80,6 +82,7 @@ HELD_OUT = (
     "blind",
     "blind2",
     "cross",
+    "blind3",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -176,7 +179,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language",
         help="ask only the questions in these languages (comma-separated; the blind set's "
-        "de, en, es, fr, it, pt): a model's answers take a while, so a part at a time",
+        "de, en, es, fr, it, nl, pl, pt): a model's answers take a while, so a part at a time",
     )
     parser.add_argument(
         "--model-ranking",
@@ -397,17 +400,27 @@ def measure(
     return figures
 
 
+def _crosses(question: Any) -> bool:
+    """Asked in another language than the document's (the cross part, or a question that
+    names a doc_language other than its own)."""
+    if question.split == "cross":
+        return True
+    document = getattr(question, "doc_language", None)
+    return bool(document) and document != question.language
+
+
 def language_rows(outcomes: Sequence[Any], *, even_one: bool = False) -> dict[str, list[Any]]:
     """The outcomes (anything with a `.question`) per language: `lang:X` for the questions
     asked in the language of their documents (when more than one language is asked, or
     `even_one`), and for the cross-language part `lang:cross asks X` per question language
-    and `lang:cross on Y` per document language."""
+    and `lang:cross on Y` per document language. A question of another part with a
+    `doc_language` other than its own (blind3's cross-language ones) is a cross one too."""
     rows: dict[str, list[Any]] = {}
-    same = [o for o in outcomes if o.question.split != "cross"]
+    same = [o for o in outcomes if not _crosses(o.question)]
     languages = sorted({o.question.language for o in same})
     for language in languages if even_one or len(languages) > 1 else ():
         rows[f"lang:{language}"] = [o for o in same if o.question.language == language]
-    cross = [o for o in outcomes if o.question.split == "cross"]
+    cross = [o for o in outcomes if _crosses(o.question)]
     for language in sorted({o.question.language for o in cross}):
         rows[f"lang:cross asks {language}"] = [o for o in cross if o.question.language == language]
 
