@@ -193,6 +193,7 @@ def measure(
     standalone query), two runs more: "model, as the product" rewrites the follow-ups the
     detector judges dependent (engine/rag/pipeline/follow_up.py `needs_rewrite`), "model,
     every follow-up" rewrites every second turn."""
+    from bench.quality import ordinary_words
     from engine.environ import EngineEnviron
     from engine.rag.answer.conversation import resolve, rewritten
     from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
@@ -208,7 +209,7 @@ def measure(
         min_score=DEFAULT_MIN_SCORE,
         sentence_embed=sentences.embed,
         sentence_scale=sentences.semantic_scale,
-        ordinary_word=model.ordinary_word,
+        ordinary_word=ordinary_words(model),
     )
 
     def ask(question: Question) -> tuple[Any, float]:

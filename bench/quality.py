@@ -297,6 +297,19 @@ def quick_corpus(*, corpus: Path, folder: Path) -> Path:
     return folder
 
 
+def ordinary_words(model: Any) -> Callable[[str], bool]:
+    """The gate's test of a word of some language, as the engine gives it, with the table
+    of languages' own words made first (the engine's first questions may come before it:
+    a benchmark's figures may not)."""
+    from engine.paths import resolve_paths
+    from engine.rag.answer.word_languages import WordLanguages, either_ordinary
+
+    words = WordLanguages(cache=resolve_paths().ensure().cache)
+    if not words.wait():
+        print("  the table of languages' own words could not be made", file=sys.stderr)
+    return either_ordinary(words=words, embedder=model.ordinary_word)
+
+
 def measure(
     *,
     corpus: Path,
@@ -328,7 +341,7 @@ def measure(
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
             sentence_embed=sentences.embed,
             sentence_scale=sentences.semantic_scale,
-            ordinary_word=model.ordinary_word,
+            ordinary_word=ordinary_words(model),
         )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []

@@ -26,6 +26,7 @@ from engine.paths import Paths
 from engine.rag.answer.conversation import resolve
 from engine.rag.answer.model_ranker import MODEL_RANKER
 from engine.rag.answer.reranker import CandidateRanker
+from engine.rag.answer.word_languages import WordLanguages, either_ordinary
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
@@ -108,6 +109,8 @@ class Engine:
             closing=self._closing,
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
+        # Made in the background at the gate's first need (word_languages.py).
+        self.word_languages = WordLanguages(cache=self.paths.cache)
         # The language model in use, and choosing it (engine/service/model_choice.py).
         self.models = ModelChoice(
             paths=self.paths,
@@ -443,7 +446,9 @@ class Engine:
                     tagged=self.embed_tagged,
                     sentence_embed=self.in_force.embed_sentences,
                     sentence_scale=self.in_force.sentence_scale,
-                    ordinary_word=self.in_force.ordinary_word,
+                    ordinary_word=either_ordinary(
+                        words=self.word_languages, embedder=self.in_force.ordinary_word
+                    ),
                     model=model,
                     model_lock=self._answer_lock,
                     generation_fit=self._generation_fit() if model is not None else None,

@@ -27,11 +27,15 @@ which know no Spanish or German inflection. Without that, a German or Spanish qu
 ordinary words read as unknown and refused answerable questions; the check needs no word
 list of any language.
 
-Where the embedder's vocabulary is a multilingual SentencePiece model (multilingual-e5,
-bge-m3: 250,000 pieces learnt from text in a hundred languages), a word it holds whole is
-an ordinary word of some language ("tengo", "combien", "eigentlich"): its absence from
-the collection says nothing about the question (`ordinary`). Names and terms the
-question hinges on ("Docker", "pybuild", "nftables", "Flatpak") are cut into pieces.
+An ordinary word of some language is never unknown (`ordinary`): its absence from the
+collection says nothing about the question, which asks in the asker's own words, or in
+another language than the documents'. The engine's test (word_languages.py,
+`either_ordinary`) takes a word one language uses ten times as often as any other
+("nachsehen", "cuántos", "segno", "powieściach": wordfreq's frequencies of 42 languages),
+or one that the embedder's vocabulary holds whole where that is a multilingual
+SentencePiece model (multilingual-e5, bge-m3: "tengo", "combien", "eigentlich"). Names
+and terms the question hinges on ("Docker", "pybuild", "nftables", "Flatpak", "Kosovo")
+are used alike in many languages or not at all, and the vocabulary cuts them into pieces.
 
 A name of several capitalised words ("Arch User Repository", "Secure Boot",
 "Raspberry Pi") counts the same way as a whole: each of its words may occur in the

@@ -1,0 +1,161 @@
+"""A language's own words told from names and terms (engine/rag/answer/word_languages.py)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.rag.answer import word_languages
+from engine.rag.answer.refusal import unknown_words
+from engine.rag.answer.word_languages import (
+    WordLanguages,
+    either_ordinary,
+    main,
+    own_word_keys,
+    table_file,
+    word_key,
+)
+
+
+def _buckets(words: dict[str, float]) -> list[list[str]]:
+    """A cBpack list: bucket i holds the words of Zipf 9 - i/100."""
+    out: list[list[str]] = [[] for _ in range(801)]
+    for word, zipf in words.items():
+        out[round((9 - zipf) * 100)].append(word)
+    return out
+
+
+def test_a_word_one_language_uses_ten_times_as_often_is_its_own() -> None:
+    lists = [
+        ("de", _buckets({"nachsehen": 3.6, "docker": 2.8, "seltenwort": 1.8, "gleich": 3.0})),
+        ("en", _buckets({"docker": 3.0, "lookup": 3.5, "gleich": 2.0})),
+        ("es", _buckets({"docker": 2.2, "cuántos": 4.4, "lookup": 2.6})),
+    ]
+    keys = own_word_keys(iter(lists))
+    own = {w for w in ("nachsehen", "cuántos", "lookup", "gleich") if word_key(w) in keys}
+    # docker: within 1 of another language; seltenwort: too rare for the other lists'
+    # cut-off to show a tenfold share; lookup: only 0.9 ahead of Spanish.
+    assert own == {"nachsehen", "cuántos", "gleich"}
+    assert list(keys) == sorted(keys)
+
+
+def test_the_key_reads_a_word_as_the_lists_write_it() -> None:
+    assert word_key("Größe") == word_key("grösse")  # case-folded: ß is ss
+    assert word_key("cuántos") == word_key("cua\u0301ntos")  # NFC
+    assert word_key("Docker") == word_key("docker")
+
+
+@pytest.fixture(scope="module")
+def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table from wordfreq's real lists of five languages (all 42: ~12 s)."""
+    cache = tmp_path_factory.mktemp("word-languages")
+    file = table_file(cache)
+    assert file is not None, "wordfreq is a dependency of the engine"
+    assert main(["--out", str(file), "--languages", "de,en,es,fr,it"]) == 0
+    return cache
+
+
+def test_real_frequencies_tell_the_askers_words_from_names(real_cache: Path) -> None:
+    words = WordLanguages(cache=real_cache)
+    assert words.wait(timeout_s=5)
+    for word in ("nachsehen", "cuántos", "segno", "débutant", "Sicherheitsupdates"):
+        assert words.is_own(word), word
+    for word in ("docker", "Kosovo", "nftables", "pybuild", "flatpak", "chicago"):
+        assert not words.is_own(word), word
+
+
+def test_the_gate_holds_no_ordinary_word_against_a_question(real_cache: Path) -> None:
+    """A question in another language than the documents ("hago" over French pages)
+    holds its asker's own words; the name it hinges on still counts."""
+    words = WordLanguages(cache=real_cache)
+    passages = ["Pour construire l'image, lancez lb build dans le dossier de configuration."]
+    # What the full-text index of a mixed collection holds.
+    held = {"qué", "para", "construir", "imagen", "con"}
+    question = "¿Qué hago para construir la imagen con nftables?"
+
+    def unknown(ordinary: Callable[[str], bool] | None) -> list[str]:
+        return unknown_words(
+            question=question, texts=passages, holds=held.__contains__, ordinary=ordinary
+        )
+
+    assert unknown(None) == ["hago", "nftables"]
+    assert unknown(either_ordinary(words=words, embedder=lambda word: False)) == ["nftables"]
+    assert unknown(either_ordinary(words=words, embedder=lambda word: word == "nftables")) == []
+
+
+def test_nothing_is_own_until_the_table_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first question does not wait: the table is made in the background."""
+    release = threading.Event()
+    made: list[Path] = []
+
+    def make(*, out: Path) -> None:
+        made.append(out)
+        release.wait(10)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.save(out, np.sort(np.array([word_key("cuántos")], np.uint64)))
+
+    monkeypatch.setattr(word_languages, "make_in_child", make)
+    words = WordLanguages(cache=tmp_path)
+    assert not words.is_own("cuántos")
+    assert not words.wait(timeout_s=0.05)
+    assert not words.is_own("cuántos")
+    release.set()
+    assert words.wait(timeout_s=10)
+    assert words.is_own("cuántos") and not words.is_own("docker")
+    assert len(made) == 1
+    # Another engine start reads the file and makes nothing.
+    assert WordLanguages(cache=tmp_path).is_own("cuántos")
+    assert len(made) == 1
+
+
+def test_a_table_that_cannot_be_made_leaves_the_gate_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[Path] = []
+
+    def fail(*, out: Path) -> None:
+        calls.append(out)
+        raise RuntimeError("the child ended with 1: MemoryError")
+
+    monkeypatch.setattr(word_languages, "make_in_child", fail)
+    words = WordLanguages(cache=tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert not words.wait(timeout_s=10)
+    assert "MemoryError" in caplog.text
+    assert not words.is_own("cuántos")
+    assert len(calls) == 1  # not tried again at every question
+
+
+def test_an_unreadable_table_is_reported_and_not_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = table_file(tmp_path)
+    assert file is not None
+    file.parent.mkdir(parents=True)
+    file.write_bytes(b"not a table")
+    with caplog.at_level(logging.WARNING):
+        assert not WordLanguages(cache=tmp_path).is_own("cuántos")
+    assert "unreadable" in caplog.text
+
+
+def test_without_wordfreq_no_word_is_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(word_languages, "table_file", lambda cache: None)
+    words = WordLanguages(cache=tmp_path)
+    assert not words.is_own("cuántos")
+    assert not words.wait(timeout_s=1)
+
+
+@pytest.mark.slow
+def test_the_child_makes_the_table_of_every_language(tmp_path: Path) -> None:
+    """The engine's way: a child process over all 42 lists (~12 s, ~0.5 GB)."""
+    words = WordLanguages(cache=tmp_path)
+    assert words.wait(timeout_s=300)
+    assert words.is_own("powieściach") and words.is_own("cuántos")
+    assert not words.is_own("docker")
