@@ -29,6 +29,17 @@ document of the corpus:
   (LaTeX), from `texlive-lang-italian`; its Italian sections, its implementation part is
   in English.
 
+The fourth blind part (`"split": "blind4"`, written on 2026-12-03, blind, before any run on
+it), in three languages the corpus had not had, one of them in a non-Latin script, none a
+translation of another document of the corpus:
+
+- Czech: Petr Olšák's "První setkání s TeXem", a short introduction to plain TeX, csplain
+  and LaTeX, typeset PDF (csplain), from `texlive-lang-czechslovak`;
+- Russian: "STEAD3: Программирование модулей", the manual for writing modules of the
+  INSTEAD text-adventure engine, typeset PDF (LaTeX), from `instead-doc-ru`;
+- Swedish: the LifeLines genealogy program's user guide as one large HTML page (DocBook,
+  encoded in ISO-8859-1 without a charset declaration), from `lifelines-doc-sv`.
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -178,6 +189,25 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/texlive-doc/latex/verifica/verifica.pdf",
         name="verifica.it.pdf",
         maker="LaTeX, Italian",
+    ),
+    # The fourth blind part (blind4).
+    RealDoc(
+        package="texlive-lang-czechslovak",
+        path="usr/share/doc/texlive-doc/cstex/prvni.pdf",
+        name="prvni.cs.pdf",
+        maker="TeX (csplain), Czech",
+    ),
+    RealDoc(
+        package="instead-doc-ru",
+        path="usr/share/doc/instead/manual/pdf/ru/modules3-ru.pdf",
+        name="stead3-modules.ru.pdf",
+        maker="LaTeX, Russian",
+    ),
+    RealDoc(
+        package="lifelines-doc-sv",
+        path="usr/share/doc/lifelines-doc-sv/ll-userguide.sv.html",
+        name="lifelines-userguide.sv.html",
+        maker="DocBook (HTML, ISO-8859-1), Swedish",
     ),
 )
 

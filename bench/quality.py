@@ -27,7 +27,9 @@ part, split `cross`, asks in another language than the document that answers
 and per document language (`cross on de`); the per-language rows of the other parts
 leave it out. Its fourth part, split `blind3` (`--split blind3`), over documents in Dutch,
 Polish and Italian new to the corpus, asks most questions in the document's language and
-some in another (those with a `doc_language`, reported with the cross-language rows).
+some in another (those with a `doc_language`, reported with the cross-language rows). Its
+fifth part, split `blind4` (`--split blind4`), is built the same way over documents in
+Czech, Russian and Swedish new to the corpus.
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -74,7 +76,18 @@ QUICK_FILES = (
 )
 QUICK_UNANSWERABLE = 3  # per split
 TOP_K = 5  # citations per answer, as the chat asks for
-SPLITS = ("tune", "tune2", "held", "held2", "held3", "blind", "blind2", "cross", "blind3")
+SPLITS = (
+    "tune",
+    "tune2",
+    "held",
+    "held2",
+    "held3",
+    "blind",
+    "blind2",
+    "cross",
+    "blind3",
+    "blind4",
+)
 HELD_OUT = (
     "held",
     "held2",
@@ -83,6 +96,7 @@ HELD_OUT = (
     "blind2",
     "cross",
     "blind3",
+    "blind4",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -179,7 +193,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language",
         help="ask only the questions in these languages (comma-separated; the blind set's "
-        "de, en, es, fr, it, nl, pl, pt): a model's answers take a while, so a part at a time",
+        "cs, de, en, es, fr, it, nl, pl, pt, ru, sv): a model's answers take a while, so a "
+        "part at a time",
     )
     parser.add_argument(
         "--model-ranking",
@@ -427,7 +442,8 @@ def language_rows(outcomes: Sequence[Any], *, even_one: bool = False) -> dict[st
     asked in the language of their documents (when more than one language is asked, or
     `even_one`), and for the cross-language part `lang:cross asks X` per question language
     and `lang:cross on Y` per document language. A question of another part with a
-    `doc_language` other than its own (blind3's cross-language ones) is a cross one too."""
+    `doc_language` other than its own (blind3's and blind4's cross-language ones) is a cross
+    one too."""
     rows: dict[str, list[Any]] = {}
     same = [o for o in outcomes if not _crosses(o.question)]
     languages = sorted({o.question.language for o in same})
