@@ -218,8 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     table = own_word_keys(wordfreq_lists([x for x in args.languages.split(",") if x]))
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f"{out.stem}.{os.getpid()}.partial.npy")
-    np.save(partial, table)
-    os.replace(partial, out)
+    try:
+        np.save(partial, table)
+        os.replace(partial, out)
+    finally:  # a full disk leaves no half-written table behind
+        partial.unlink(missing_ok=True)
     return 0
 
 

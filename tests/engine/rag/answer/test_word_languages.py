@@ -152,6 +152,21 @@ def test_without_wordfreq_no_word_is_own(tmp_path: Path, monkeypatch: pytest.Mon
     assert not words.wait(timeout_s=1)
 
 
+def test_a_full_disk_leaves_no_half_written_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "own.npy"
+
+    def full(file: object, table: object) -> None:
+        Path(str(file)).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(word_languages.np, "save", full)
+    with pytest.raises(OSError, match="No space"):
+        main(["--out", str(out), "--languages", "sv"])
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_the_child_makes_the_table_of_every_language(tmp_path: Path) -> None:
     """The engine's way: a child process over all 42 lists (~12 s, ~0.5 GB)."""
