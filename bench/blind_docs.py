@@ -40,6 +40,18 @@ translation of another document of the corpus:
 - Swedish: the LifeLines genealogy program's user guide as one large HTML page (DocBook,
   encoded in ISO-8859-1 without a charset declaration), from `lifelines-doc-sv`.
 
+The fifth blind part (`"split": "blind5"`, written on 2026-12-03, blind, before any run on
+it), in three languages the corpus already had, over documents new to it, none a
+translation of another document of the corpus:
+
+- German: Dominik Bischoff's "Bilder einfügen in LaTeX: Ein How-To", a FAQ on pictures
+  and floats, typeset PDF (LaTeX), from `texlive-lang-german`;
+- Spanish: "Una guía esencial para el correcto uso de LaTeX2e", the Spanish l2tabu
+  (obsolete packages and commands), typeset PDF (LaTeX), from `texlive-lang-spanish`
+  (its German original is not in the corpus);
+- French: the TeXworks editor's French manual, 9 of its HTML pages (TeX4ht, ISO-8859-1),
+  from `texworks-help-fr`.
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -91,6 +103,17 @@ _APTITUDE_IT = (
     "ch02s04s01",
     "ch02s06",
     "ch03",
+)
+_TEXWORKS_FR = (
+    "Introduction",
+    "Installation",
+    "Priseenmain",
+    "CompilerTw",
+    "Allerplusloinoutilsdedition",
+    "Allerplusloinautresoutils",
+    "Expressionsregulieres",
+    "UsageavancelesScripts",
+    "Audeladecemanuel",
 )
 _INSTALL_NL = (
     "ch02s02",
@@ -208,6 +231,28 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/lifelines-doc-sv/ll-userguide.sv.html",
         name="lifelines-userguide.sv.html",
         maker="DocBook (HTML, ISO-8859-1), Swedish",
+    ),
+    # The fifth blind part (blind5).
+    RealDoc(
+        package="texlive-lang-german",
+        path="usr/share/doc/texlive-doc/latex/l2picfaq/l2picfaq.pdf",
+        name="l2picfaq.de.pdf",
+        maker="LaTeX, German",
+    ),
+    RealDoc(
+        package="texlive-lang-spanish",
+        path="usr/share/doc/texlive-doc/latex/l2tabu-spanish/l2tabues.pdf",
+        name="l2tabu.es.pdf",
+        maker="LaTeX (KOMA-Script), Spanish",
+    ),
+    *(
+        RealDoc(
+            package="texworks-help-fr",
+            path=f"usr/share/texworks-help/fr/{page}.html",
+            name=f"texworks-fr-{page}.html",
+            maker="TeX4ht (HTML, ISO-8859-1), French",
+        )
+        for page in _TEXWORKS_FR
     ),
 )
 

@@ -29,7 +29,8 @@ leave it out. Its fourth part, split `blind3` (`--split blind3`), over documents
 Polish and Italian new to the corpus, asks most questions in the document's language and
 some in another (those with a `doc_language`, reported with the cross-language rows). Its
 fifth part, split `blind4` (`--split blind4`), is built the same way over documents in
-Czech, Russian and Swedish new to the corpus.
+Czech, Russian and Swedish new to the corpus, and its sixth, split `blind5`
+(`--split blind5`), over documents in German, Spanish and French new to the corpus.
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -87,6 +88,7 @@ SPLITS = (
     "cross",
     "blind3",
     "blind4",
+    "blind5",
 )
 HELD_OUT = (
     "held",
@@ -97,6 +99,7 @@ HELD_OUT = (
     "cross",
     "blind3",
     "blind4",
+    "blind5",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -442,8 +445,8 @@ def language_rows(outcomes: Sequence[Any], *, even_one: bool = False) -> dict[st
     asked in the language of their documents (when more than one language is asked, or
     `even_one`), and for the cross-language part `lang:cross asks X` per question language
     and `lang:cross on Y` per document language. A question of another part with a
-    `doc_language` other than its own (blind3's and blind4's cross-language ones) is a cross
-    one too."""
+    `doc_language` other than its own (blind3's, blind4's and blind5's cross-language ones)
+    is a cross one too."""
     rows: dict[str, list[Any]] = {}
     same = [o for o in outcomes if not _crosses(o.question)]
     languages = sorted({o.question.language for o in same})

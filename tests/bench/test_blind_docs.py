@@ -4,7 +4,8 @@ languages the first part does not ask in, that `--split` asks alone, and the thi
 (cross) asks in another language than the document that answers, reported per question
 language and per document language; the fourth (blind3), over documents new to the
 corpus in languages it had not had, mostly in the document's language, some in another;
-the fifth (blind4) likewise, over yet other documents in yet other languages."""
+the fifth (blind4) likewise, over yet other documents in yet other languages; the sixth
+(blind5) over yet other documents in languages the corpus already had."""
 
 from __future__ import annotations
 
@@ -42,7 +43,14 @@ def test_the_second_part_asks_new_languages_with_enough_questions_in_each() -> N
         assert sum(q.answerable for q in part) >= 15, language
         assert sum(not q.answerable for q in part) >= 3, language
         assert all(q.id.startswith(language) for q in part)
-    assert {q.split for q in questions} == {"blind", "blind2", "cross", "blind3", "blind4"}
+    assert {q.split for q in questions} == {
+        "blind",
+        "blind2",
+        "cross",
+        "blind3",
+        "blind4",
+        "blind5",
+    }
     ids = Counter(q.id for q in questions)
     assert max(ids.values()) == 1
     texts = Counter(q.question.casefold() for q in questions)
@@ -208,7 +216,43 @@ def test_the_fifth_part_is_over_new_documents_in_languages_no_part_asked_in() ->
     assert quality.select(questions, quick=False, split="blind4") == fourth
 
 
-@pytest.mark.parametrize("split", ["blind3", "blind4"])
+def _blind5() -> list[QualityQuestion]:
+    return [q for q in _blind_set() if q.split == "blind5"]
+
+
+def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> None:
+    """blind5: its own documents (no other part names them), in at least three languages,
+    asked mostly in their own language, some in another (doc_language, askers in English,
+    German, French, Spanish or Italian) and some not answered at all."""
+    questions = _blind_set()
+    sixth = _blind5()
+    own = [q for q in sixth if q.doc_language is None]
+    crossing = [q for q in sixth if q.doc_language is not None]
+    languages = {q.language for q in own}
+    assert len(languages) >= 3, languages
+    for language in languages:
+        part = [q for q in own if q.language == language]
+        assert sum(q.answerable for q in part) >= 10, language
+        assert sum(not q.answerable for q in part) >= 2, language
+    assert sum(q.answerable for q in own) >= 30
+    assert sum(q.answerable for q in crossing) >= 10
+    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
+    assert {q.language for q in crossing} <= {"en", "de", "fr", "es", "it"}
+    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
+    assert sum(not q.answerable for q in sixth) >= 8
+    assert all(q.id.startswith("b5-") and q.held_out for q in sixth)
+    before = {
+        f
+        for q in questions
+        if q.split != "blind5"
+        for f, _ in ((q.file, q.pages), *q.also)
+        if f is not None
+    }
+    assert not {q.file for q in sixth if q.file is not None} & before
+    assert quality.select(questions, quick=False, split="blind5") == sixth
+
+
+@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5"])
 def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: str) -> None:
     def q(i: int, language: str, doc: str | None) -> QualityQuestion:
         return QualityQuestion(
@@ -238,14 +282,14 @@ def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: 
 
 def test_every_cross_answer_string_is_on_its_page() -> None:
     """As each question was written: its answer string, in the document's language, is
-    on its file and page as the product's parser reads them (the cross part, blind3 and
-    blind4)."""
+    on its file and page as the product's parser reads them (the cross part, blind3, blind4
+    and blind5)."""
     from engine.rag.ingest.parsers import parse_file
 
     corpus = find_blind_docs()
     if corpus is None:
         pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
-    answerable = [q for q in (*_cross(), *_blind3(), *_blind4()) if q.answerable]
+    answerable = [q for q in (*_cross(), *_blind3(), *_blind4(), *_blind5()) if q.answerable]
     pages = {}
     for name in sorted({q.file for q in answerable}):
         for page in parse_file(path=corpus / name).pages:
