@@ -25,6 +25,7 @@ from engine.errors import ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.conversation import resolve
 from engine.rag.answer.model_ranker import MODEL_RANKER
+from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import CandidateRanker
 from engine.rag.answer.word_languages import WordLanguages, either_ordinary
 from engine.rag.each.memo import EachMemo
@@ -259,6 +260,9 @@ class Engine:
                 self.embedder()
             except EmbeddingServerError as e:  # a question asks it again; the model loads
                 log.warning("the embeddings server is not answering: %s", e)
+            if not self._closing.is_set() and self.store.counts()[1] >= MIN_CHUNKS:
+                # Ready for the first question rather than made by it (word_languages.py).
+                self.word_languages.start()
             if not self._closing.is_set():
                 self.models.load_chosen()
         except Exception as e:  # shown in status; the engine keeps serving

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.service.core import NOT_FOUND_ANSWER, Engine
+from engine.service.model_choice import ModelChoice
 from engine.wire import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent
 
 
@@ -494,3 +496,28 @@ def test_closing_during_the_warm_up_stops_its_load_and_leaves_no_thread(
     assert warming is not None and not warming.is_alive()
     assert "warm-up failed" not in caplog.text
     assert engine.models.error() is None
+
+
+@pytest.mark.parametrize("chunks", [MIN_CHUNKS - 1, MIN_CHUNKS])
+def test_the_warm_up_starts_the_own_words_table_for_a_large_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int
+) -> None:
+    """Over a collection large enough for "never mentioned" (refusal.py), the table of
+    languages' own words is made at the engine's start, not by the first question."""
+    from engine.paths import resolve_paths
+    from engine.rag.answer.word_languages import WordLanguages
+    from engine.rag.store.lance_store import LanceStore
+
+    started = threading.Event()
+    monkeypatch.setattr(WordLanguages, "start", lambda self: started.set())
+    monkeypatch.setattr(LanceStore, "counts", lambda self: (1, chunks))
+    monkeypatch.setattr(Engine, "embedder", lambda self: None)
+    monkeypatch.setattr(ModelChoice, "load_chosen", lambda self: None)
+    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), watch=False)
+    try:
+        warming = engine._warming
+        assert warming is not None
+        warming.join(30)
+        assert started.is_set() == (chunks >= MIN_CHUNKS)
+    finally:
+        engine.close()

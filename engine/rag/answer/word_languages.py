@@ -21,7 +21,9 @@ own. None of this is a list of any language's words: it holds for every language
 frequencies cover, and a word they do not cover stays as refusal.py reads it.
 
 The table is made once per machine, by a child process (the lists take ~1 GB of memory
-as Python objects) in the background, and kept in the cache folder: the sorted 64-bit
+as Python objects) in the background, started by the engine's warm-up over a collection
+large enough for the gate to ask (else by the first question that asks), and kept in the
+cache folder: the sorted 64-bit
 hashes of every language's own words (about 4 million, 32 MB), memory-mapped. Until it is
 there `is_own` says False, so the gate reads a word as it did without it; a question
 never waits for it (`wait` is for benchmarks and tests).
@@ -70,8 +72,8 @@ def table_file(cache: Path) -> Path | None:
 
 
 class WordLanguages:
-    """The table of every language's own words, made in the background at the first
-    question that asks (`is_own`), then read from the cache folder."""
+    """The table of every language's own words, made in the background (`start`, or the
+    first `is_own`), then read from the cache folder."""
 
     def __init__(self, *, cache: Path) -> None:
         self._file = table_file(cache)
@@ -89,6 +91,11 @@ class WordLanguages:
         key = np.uint64(word_key(word))
         at = int(np.searchsorted(keys, key))
         return at < len(keys) and keys[at] == key
+
+    def start(self) -> None:
+        """Start making the table, unless it is made or under way (the engine's warm-up
+        over a collection large enough for the gate to ask)."""
+        self._start()
 
     def wait(self, *, timeout_s: float | None = None) -> bool:
         """Make the table now (or wait for the making under way); whether it is ready."""
