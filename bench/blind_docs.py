@@ -52,6 +52,19 @@ translation of another document of the corpus:
 - French: the TeXworks editor's French manual, 9 of its HTML pages (TeX4ht, ISO-8859-1),
   from `texworks-help-fr`.
 
+The sixth blind part (`"split": "blind6"`, written on 2026-12-03, blind, before any run on
+it), in three languages each with a close sister language the corpus already has (Slovak
+beside Czech, Ukrainian and Bulgarian beside Russian), over documents new to it, none a
+translation of another document of the corpus:
+
+- Slovak: the Debian reference card, two A4 pages (DocBook, dblatex), from
+  `debian-refcard` (the Slovak card only; no other language's card is in the corpus);
+- Ukrainian: the hyphenation rules of the 1960 Ukrainian orthography, typeset PDF
+  (pdfTeX, three pages), from `texlive-lang-cyrillic` (`ukrhyph`);
+- Bulgarian: the Bulgarian translation of the pst-eucl manual (Euclidean geometry with
+  PSTricks), typeset PDF (LaTeX, dvips, Ghostscript), from `texlive-lang-cyrillic` (its
+  originals are not in the corpus).
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -253,6 +266,25 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
             maker="TeX4ht (HTML, ISO-8859-1), French",
         )
         for page in _TEXWORKS_FR
+    ),
+    # The sixth blind part (blind6).
+    RealDoc(
+        package="debian-refcard",
+        path="usr/share/doc/debian-refcard/refcard-sk-a4.pdf.gz",
+        name="debian-refcard.sk.pdf",
+        maker="DocBook (dblatex; reference card, two pages), Slovak",
+    ),
+    RealDoc(
+        package="texlive-lang-cyrillic",
+        path="usr/share/doc/texlive-doc/generic/ukrhyph/rules60.pdf",
+        name="ukrhyph-rules60.uk.pdf",
+        maker="TeX (pdfTeX), Ukrainian",
+    ),
+    RealDoc(
+        package="texlive-lang-cyrillic",
+        path="usr/share/doc/texlive-doc/latex/pst-eucl-translation-bg/pst-eucl-docBG.pdf",
+        name="pst-eucl.bg.pdf",
+        maker="LaTeX (dvips, Ghostscript), Bulgarian",
     ),
 )
 

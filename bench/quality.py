@@ -29,8 +29,10 @@ leave it out. Its fourth part, split `blind3` (`--split blind3`), over documents
 Polish and Italian new to the corpus, asks most questions in the document's language and
 some in another (those with a `doc_language`, reported with the cross-language rows). Its
 fifth part, split `blind4` (`--split blind4`), is built the same way over documents in
-Czech, Russian and Swedish new to the corpus, and its sixth, split `blind5`
-(`--split blind5`), over documents in German, Spanish and French new to the corpus.
+Czech, Russian and Swedish new to the corpus, its sixth, split `blind5`
+(`--split blind5`), over documents in German, Spanish and French new to the corpus, and
+its seventh, split `blind6` (`--split blind6`), over documents in Slovak, Ukrainian and
+Bulgarian, each the close sister of a language the corpus has (Czech, Russian).
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -89,6 +91,7 @@ SPLITS = (
     "blind3",
     "blind4",
     "blind5",
+    "blind6",
 )
 HELD_OUT = (
     "held",
@@ -100,6 +103,7 @@ HELD_OUT = (
     "blind3",
     "blind4",
     "blind5",
+    "blind6",
 )  # never tuned on: no fit or tuning list may read them
 
 
@@ -196,8 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language",
         help="ask only the questions in these languages (comma-separated; the blind set's "
-        "cs, de, en, es, fr, it, nl, pl, pt, ru, sv): a model's answers take a while, so a "
-        "part at a time",
+        "bg, cs, de, en, es, fr, it, nl, pl, pt, ru, sk, sv, uk): a model's answers take a "
+        "while, so a part at a time",
     )
     parser.add_argument(
         "--model-ranking",
@@ -445,7 +449,7 @@ def language_rows(outcomes: Sequence[Any], *, even_one: bool = False) -> dict[st
     asked in the language of their documents (when more than one language is asked, or
     `even_one`), and for the cross-language part `lang:cross asks X` per question language
     and `lang:cross on Y` per document language. A question of another part with a
-    `doc_language` other than its own (blind3's, blind4's and blind5's cross-language ones)
+    `doc_language` other than its own (the cross-language ones of blind3 to blind6)
     is a cross one too."""
     rows: dict[str, list[Any]] = {}
     same = [o for o in outcomes if not _crosses(o.question)]

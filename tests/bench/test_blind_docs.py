@@ -5,7 +5,8 @@ languages the first part does not ask in, that `--split` asks alone, and the thi
 language and per document language; the fourth (blind3), over documents new to the
 corpus in languages it had not had, mostly in the document's language, some in another;
 the fifth (blind4) likewise, over yet other documents in yet other languages; the sixth
-(blind5) over yet other documents in languages the corpus already had."""
+(blind5) over yet other documents in languages the corpus already had; the seventh
+(blind6) over yet other documents in languages whose close sister the corpus has."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def test_the_second_part_asks_new_languages_with_enough_questions_in_each() -> N
         "blind3",
         "blind4",
         "blind5",
+        "blind6",
     }
     ids = Counter(q.id for q in questions)
     assert max(ids.values()) == 1
@@ -252,7 +254,50 @@ def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> N
     assert quality.select(questions, quick=False, split="blind5") == sixth
 
 
-@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5"])
+def _blind6() -> list[QualityQuestion]:
+    return [q for q in _blind_set() if q.split == "blind6"]
+
+
+def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
+    """blind6: its own documents (no other part names them), in at least three languages
+    no earlier part asked in, each the close sister of one an earlier part's documents are
+    in (Slovak of Czech; Ukrainian and Bulgarian of Russian), asked mostly in their own
+    language, some in another (doc_language, askers in English, German, French or Spanish)
+    and some not answered at all."""
+    questions = _blind_set()
+    seventh = _blind6()
+    earlier = {
+        q.doc_language or q.language for q in questions if q.split != "blind6" and q.answerable
+    }
+    own = [q for q in seventh if q.doc_language is None]
+    crossing = [q for q in seventh if q.doc_language is not None]
+    languages = {q.language for q in own}
+    sisters = {"sk": "cs", "uk": "ru", "bg": "ru", "ca": "es", "gl": "pt", "da": "sv", "nb": "sv"}
+    assert len(languages) >= 3 and not languages & earlier, languages
+    assert all(sisters.get(language) in earlier for language in languages), languages
+    for language in languages:
+        part = [q for q in own if q.language == language]
+        assert sum(q.answerable for q in part) >= 10, language
+        assert sum(not q.answerable for q in part) >= 2, language
+    assert sum(q.answerable for q in own) >= 30
+    assert sum(q.answerable for q in crossing) >= 6
+    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
+    assert {q.language for q in crossing} <= {"en", "de", "fr", "es"}
+    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
+    assert sum(not q.answerable for q in seventh) >= 6
+    assert all(q.id.startswith("b6-") and q.held_out for q in seventh)
+    before = {
+        f
+        for q in questions
+        if q.split != "blind6"
+        for f, _ in ((q.file, q.pages), *q.also)
+        if f is not None
+    }
+    assert not {q.file for q in seventh if q.file is not None} & before
+    assert quality.select(questions, quick=False, split="blind6") == seventh
+
+
+@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6"])
 def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: str) -> None:
     def q(i: int, language: str, doc: str | None) -> QualityQuestion:
         return QualityQuestion(
@@ -282,14 +327,15 @@ def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: 
 
 def test_every_cross_answer_string_is_on_its_page() -> None:
     """As each question was written: its answer string, in the document's language, is
-    on its file and page as the product's parser reads them (the cross part, blind3, blind4
-    and blind5)."""
+    on its file and page as the product's parser reads them (the cross part and blind3 to
+    blind6)."""
     from engine.rag.ingest.parsers import parse_file
 
     corpus = find_blind_docs()
     if corpus is None:
         pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
-    answerable = [q for q in (*_cross(), *_blind3(), *_blind4(), *_blind5()) if q.answerable]
+    later = (*_cross(), *_blind3(), *_blind4(), *_blind5(), *_blind6())
+    answerable = [q for q in later if q.answerable]
     pages = {}
     for name in sorted({q.file for q in answerable}):
         for page in parse_file(path=corpus / name).pages:
