@@ -112,12 +112,11 @@ class WordLanguages:
             file = self._file
             assert file is not None
             if file.exists():
-                try:
-                    self._keys = np.load(file, mmap_mode="r")
-                except (OSError, ValueError) as e:
-                    log.warning("the word-language table %s is unreadable (%s)", file, e)
-                    self._failed = True
-                return self._keys
+                self._keys = _read(file)
+                if self._keys is not None:
+                    return self._keys
+                # Unreadable (a damaged cache): made again, once.
+                file.unlink(missing_ok=True)
             if self._making is None or not self._making.is_alive():
                 if self._making is not None:  # it ended without a file
                     self._failed = True
@@ -133,6 +132,18 @@ class WordLanguages:
             make_in_child(out=file)
         except Exception as e:
             log.warning("the word-language table could not be made (%s)", e)
+
+
+def _read(file: Path) -> np.ndarray | None:
+    try:
+        keys = np.load(file, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        log.warning("the word-language table %s is unreadable (%s): making it again", file, e)
+        return None
+    if keys.dtype != np.uint64 or keys.ndim != 1:
+        log.warning("the word-language table %s is not a table: making it again", file)
+        return None
+    return keys
 
 
 def either_ordinary(

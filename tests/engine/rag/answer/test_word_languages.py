@@ -133,16 +133,33 @@ def test_a_table_that_cannot_be_made_leaves_the_gate_as_it_was(
     assert len(calls) == 1  # not tried again at every question
 
 
-def test_an_unreadable_table_is_reported_and_not_used(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("damage", [b"not a table", "floats"])
+def test_a_damaged_table_is_reported_and_made_again(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    damage: bytes | str,
 ) -> None:
     file = table_file(tmp_path)
     assert file is not None
     file.parent.mkdir(parents=True)
-    file.write_bytes(b"not a table")
+    if isinstance(damage, bytes):
+        file.write_bytes(damage)
+    else:
+        np.save(file, np.zeros(3))
+    made: list[Path] = []
+
+    def make(*, out: Path) -> None:
+        made.append(out)
+        np.save(out, np.array([word_key("cuántos")], np.uint64))
+
+    monkeypatch.setattr(word_languages, "make_in_child", make)
+    words = WordLanguages(cache=tmp_path)
     with caplog.at_level(logging.WARNING):
-        assert not WordLanguages(cache=tmp_path).is_own("cuántos")
-    assert "unreadable" in caplog.text
+        assert words.wait(timeout_s=10)
+    assert "making it again" in caplog.text
+    assert made == [file]
+    assert words.is_own("cuántos")
 
 
 def test_without_wordfreq_no_word_is_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
