@@ -326,7 +326,9 @@ def ordinary_words(model: Any) -> Callable[[str], bool]:
     from engine.paths import resolve_paths
     from engine.rag.answer.word_languages import WordLanguages, either_ordinary
 
-    words = WordLanguages(cache=resolve_paths().ensure().cache)
+    words = WordLanguages(
+        cache=EngineEnviron.from_environ().words_cache or resolve_paths().ensure().cache
+    )
     if not words.wait():
         print("  the table of languages' own words could not be made", file=sys.stderr)
     return either_ordinary(words=words, embedder=model.ordinary_word)

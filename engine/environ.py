@@ -30,6 +30,7 @@ REEMBED_BATCH_ENV = "RAGDOLL_REEMBED_BATCH"
 EMBEDDER_BACKEND_ENV = "RAGDOLL_EMBEDDER_BACKEND"
 EMBEDDER_CACHE_ENV = "RAGDOLL_EMBEDDER_CACHE"
 EMBEDDER_INT8_ENV = "RAGDOLL_EMBEDDER_INT8"
+WORDS_CACHE_ENV = "RAGDOLL_WORDS_CACHE"
 IVF_SCORER_ENV = "RAGDOLL_IVF_SCORER"
 TORCH_KERNELS_ENV = "RAGDOLL_TORCH_KERNELS"
 
@@ -72,6 +73,9 @@ class EngineEnviron:
     embedder_cache: Path | None = None
     # RAGDOLL_EMBEDDER_INT8 ("0"/"false"/"no"/"off": ingestion stays on the float path).
     embedder_int8: bool = True
+    # RAGDOLL_WORDS_CACHE: where the table of languages' own words is kept instead of the
+    # engine's cache (engine/rag/answer/word_languages.py; tests share one).
+    words_cache: Path | None = None
     # RAGDOLL_IVF_SCORER=auto|float32|int8: how the IVF view scores a partition.
     ivf_scorer: str = "auto"
     # RAGDOLL_TORCH_KERNELS=1: the torch forms instead of the native GGML kernels.
@@ -82,6 +86,7 @@ class EngineEnviron:
         """The values `env` (default: this process's environment) asks for."""
         env = os.environ if env is None else env
         cache = env.get(EMBEDDER_CACHE_ENV)
+        words = env.get(WORDS_CACHE_ENV)
         home = env.get(HOME_ENV)
         return cls(
             home=Path(home) if home else None,
@@ -93,6 +98,7 @@ class EngineEnviron:
             embedder_backend=env.get(EMBEDDER_BACKEND_ENV) or None,
             embedder_cache=Path(cache) if cache else None,
             embedder_int8=env.get(EMBEDDER_INT8_ENV, "1").strip() not in _OFF,
+            words_cache=Path(words) if words else None,
             ivf_scorer=env.get(IVF_SCORER_ENV, "auto").strip().lower(),
             torch_kernels=torch_kernels_forced(env),
         )

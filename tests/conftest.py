@@ -41,6 +41,14 @@ os.environ.setdefault(
 )
 
 
+# The table of languages' own words (engine/rag/answer/word_languages.py) once for all
+# tests and runs: making it takes 12 s and half a gigabyte.
+os.environ.setdefault(
+    "RAGDOLL_WORDS_CACHE",
+    os.path.join(tempfile.gettempdir(), f"ragdoll-test-words-{getattr(os, 'getuid', int)()}"),
+)
+
+
 @pytest.fixture
 def ragdoll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private RAGDOLL_HOME for one test."""

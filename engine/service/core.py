@@ -111,7 +111,7 @@ class Engine:
         )
         self.rankers = RankerChoice(paths=self.paths)  # the settings' (ranker_choice.py)
         # Made in the background at the gate's first need (word_languages.py).
-        self.word_languages = WordLanguages(cache=self.paths.cache)
+        self.word_languages = WordLanguages(cache=self.environ.words_cache or self.paths.cache)
         # The language model in use, and choosing it (engine/service/model_choice.py).
         self.models = ModelChoice(
             paths=self.paths,

@@ -52,6 +52,7 @@ def test_each_variable_is_read_with_its_meaning(tmp_path: Path) -> None:
             "RAGDOLL_EMBEDDER_BACKEND": "torch",
             "RAGDOLL_EMBEDDER_CACHE": str(tmp_path),
             "RAGDOLL_EMBEDDER_INT8": "off",
+            "RAGDOLL_WORDS_CACHE": str(tmp_path / "words"),
             "RAGDOLL_IVF_SCORER": " Float32 ",
             "RAGDOLL_TORCH_KERNELS": "yes",
             "RAGDOLL_HOME": str(tmp_path / "home"),
@@ -66,6 +67,7 @@ def test_each_variable_is_read_with_its_meaning(tmp_path: Path) -> None:
         embedder_backend="torch",
         embedder_cache=tmp_path,
         embedder_int8=False,
+        words_cache=tmp_path / "words",
         ivf_scorer="float32",
         torch_kernels=True,
     )
