@@ -122,9 +122,7 @@ def _join(
     return results
 
 
-def _until(condition: Callable[[], bool], timeout_s: float = 120) -> None:
-    # A guard against a hang, not a timing: a loaded 2-core machine (the suite's three
-    # processes beside two others) once took over 30 s to retrieve the joining question.
+def _until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "timed out"
