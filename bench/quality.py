@@ -93,18 +93,9 @@ SPLITS = (
     "blind5",
     "blind6",
 )
-HELD_OUT = (
-    "held",
-    "held2",
-    "held3",
-    "blind",
-    "blind2",
-    "cross",
-    "blind3",
-    "blind4",
-    "blind5",
-    "blind6",
-)  # never tuned on: no fit or tuning list may read them
+TUNED_ON = ("tune", "tune2")
+# Never tuned on: no fit or tuning list may read them.
+HELD_OUT = tuple(split for split in SPLITS if split not in TUNED_ON)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -145,8 +145,30 @@ def test_the_cross_part_is_its_own_row_per_question_and_document_language() -> N
         assert any(line.startswith(name) for line in lines), (name, lines)
 
 
-def _blind3() -> list[QualityQuestion]:
-    return [q for q in _blind_set() if q.split == "blind3"]
+def _part(split: str) -> list[QualityQuestion]:
+    return [q for q in _blind_set() if q.split == split]
+
+
+def _assert_each_language_asks(own: list[QualityQuestion], languages: set[str]) -> None:
+    """At least 10 answerable and 2 unanswerable questions in each language of a part."""
+    for language in languages:
+        part = [q for q in own if q.language == language]
+        assert sum(q.answerable for q in part) >= 10, language
+        assert sum(not q.answerable for q in part) >= 2, language
+
+
+def _assert_own_documents(questions: list[QualityQuestion], split: str) -> None:
+    """No other part names the part's files, and its quick form asks the part alone."""
+    part = [q for q in questions if q.split == split]
+    before = {
+        f
+        for q in questions
+        if q.split != split
+        for f, _ in ((q.file, q.pages), *q.also)
+        if f is not None
+    }
+    assert not {q.file for q in part if q.file is not None} & before
+    assert quality.select(questions, quick=False, split=split) == part
 
 
 def test_the_fourth_part_is_over_new_documents_in_new_languages() -> None:
@@ -154,34 +176,19 @@ def test_the_fourth_part_is_over_new_documents_in_new_languages() -> None:
     other parts' documents are not in, asked mostly in their own language, some in another
     (doc_language) and some not answered at all."""
     questions = _blind_set()
-    third = _blind3()
+    third = _part("blind3")
     earlier = {q.language for q in questions if q.split in ("blind", "blind2")}
     own = [q for q in third if q.doc_language is None]
     crossing = [q for q in third if q.doc_language is not None]
     languages = {q.language for q in own}
     assert len(languages) >= 3 and len(languages - earlier) >= 2, languages
-    for language in languages:
-        part = [q for q in own if q.language == language]
-        assert sum(q.answerable for q in part) >= 10, language
-        assert sum(not q.answerable for q in part) >= 2, language
+    _assert_each_language_asks(own, languages)
     assert sum(q.answerable for q in own) >= 35
     assert sum(q.answerable for q in crossing) >= 10
     assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
     assert sum(not q.answerable for q in third) >= 8
     assert all(q.id.startswith("b3-") and q.held_out for q in third)
-    before = {
-        f
-        for q in questions
-        if q.split != "blind3"
-        for f, _ in ((q.file, q.pages), *q.also)
-        if f is not None
-    }
-    assert not {q.file for q in third if q.file is not None} & before
-    assert quality.select(questions, quick=False, split="blind3") == third
-
-
-def _blind4() -> list[QualityQuestion]:
-    return [q for q in _blind_set() if q.split == "blind4"]
+    _assert_own_documents(questions, "blind3")
 
 
 def test_the_fifth_part_is_over_new_documents_in_languages_no_part_asked_in() -> None:
@@ -189,7 +196,7 @@ def test_the_fifth_part_is_over_new_documents_in_languages_no_part_asked_in() ->
     at least two of them new to every earlier part, asked mostly in their own language,
     some in another (doc_language) and some not answered at all."""
     questions = _blind_set()
-    fourth = _blind4()
+    fourth = _part("blind4")
     earlier = {
         q.doc_language or q.language for q in questions if q.split != "blind4" and q.answerable
     }
@@ -197,29 +204,14 @@ def test_the_fifth_part_is_over_new_documents_in_languages_no_part_asked_in() ->
     crossing = [q for q in fourth if q.doc_language is not None]
     languages = {q.language for q in own}
     assert len(languages) >= 3 and len(languages - earlier) >= 2, languages
-    for language in languages:
-        part = [q for q in own if q.language == language]
-        assert sum(q.answerable for q in part) >= 10, language
-        assert sum(not q.answerable for q in part) >= 2, language
+    _assert_each_language_asks(own, languages)
     assert sum(q.answerable for q in own) >= 30
     assert sum(q.answerable for q in crossing) >= 10
     assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
     assert {q.language for q in crossing} <= {"en", "de", "fr", "es"}
     assert sum(not q.answerable for q in fourth) >= 8
     assert all(q.id.startswith("b4-") and q.held_out for q in fourth)
-    before = {
-        f
-        for q in questions
-        if q.split != "blind4"
-        for f, _ in ((q.file, q.pages), *q.also)
-        if f is not None
-    }
-    assert not {q.file for q in fourth if q.file is not None} & before
-    assert quality.select(questions, quick=False, split="blind4") == fourth
-
-
-def _blind5() -> list[QualityQuestion]:
-    return [q for q in _blind_set() if q.split == "blind5"]
+    _assert_own_documents(questions, "blind4")
 
 
 def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> None:
@@ -227,15 +219,12 @@ def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> N
     asked mostly in their own language, some in another (doc_language, askers in English,
     German, French, Spanish or Italian) and some not answered at all."""
     questions = _blind_set()
-    sixth = _blind5()
+    sixth = _part("blind5")
     own = [q for q in sixth if q.doc_language is None]
     crossing = [q for q in sixth if q.doc_language is not None]
     languages = {q.language for q in own}
     assert len(languages) >= 3, languages
-    for language in languages:
-        part = [q for q in own if q.language == language]
-        assert sum(q.answerable for q in part) >= 10, language
-        assert sum(not q.answerable for q in part) >= 2, language
+    _assert_each_language_asks(own, languages)
     assert sum(q.answerable for q in own) >= 30
     assert sum(q.answerable for q in crossing) >= 10
     assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
@@ -243,19 +232,7 @@ def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> N
     assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
     assert sum(not q.answerable for q in sixth) >= 8
     assert all(q.id.startswith("b5-") and q.held_out for q in sixth)
-    before = {
-        f
-        for q in questions
-        if q.split != "blind5"
-        for f, _ in ((q.file, q.pages), *q.also)
-        if f is not None
-    }
-    assert not {q.file for q in sixth if q.file is not None} & before
-    assert quality.select(questions, quick=False, split="blind5") == sixth
-
-
-def _blind6() -> list[QualityQuestion]:
-    return [q for q in _blind_set() if q.split == "blind6"]
+    _assert_own_documents(questions, "blind5")
 
 
 def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
@@ -265,7 +242,7 @@ def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
     language, some in another (doc_language, askers in English, German, French or Spanish)
     and some not answered at all."""
     questions = _blind_set()
-    seventh = _blind6()
+    seventh = _part("blind6")
     earlier = {
         q.doc_language or q.language for q in questions if q.split != "blind6" and q.answerable
     }
@@ -275,10 +252,7 @@ def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
     sisters = {"sk": "cs", "uk": "ru", "bg": "ru", "ca": "es", "gl": "pt", "da": "sv", "nb": "sv"}
     assert len(languages) >= 3 and not languages & earlier, languages
     assert all(sisters.get(language) in earlier for language in languages), languages
-    for language in languages:
-        part = [q for q in own if q.language == language]
-        assert sum(q.answerable for q in part) >= 10, language
-        assert sum(not q.answerable for q in part) >= 2, language
+    _assert_each_language_asks(own, languages)
     assert sum(q.answerable for q in own) >= 30
     assert sum(q.answerable for q in crossing) >= 6
     assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
@@ -286,15 +260,7 @@ def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
     assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
     assert sum(not q.answerable for q in seventh) >= 6
     assert all(q.id.startswith("b6-") and q.held_out for q in seventh)
-    before = {
-        f
-        for q in questions
-        if q.split != "blind6"
-        for f, _ in ((q.file, q.pages), *q.also)
-        if f is not None
-    }
-    assert not {q.file for q in seventh if q.file is not None} & before
-    assert quality.select(questions, quick=False, split="blind6") == seventh
+    _assert_own_documents(questions, "blind6")
 
 
 @pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6"])
@@ -334,7 +300,7 @@ def test_every_cross_answer_string_is_on_its_page() -> None:
     corpus = find_blind_docs()
     if corpus is None:
         pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
-    later = (*_cross(), *_blind3(), *_blind4(), *_blind5(), *_blind6())
+    later = (*_cross(), *_part("blind3"), *_part("blind4"), *_part("blind5"), *_part("blind6"))
     answerable = [q for q in later if q.answerable]
     pages = {}
     for name in sorted({q.file for q in answerable}):

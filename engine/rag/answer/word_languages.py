@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import subprocess
 import sys
 import threading
 import unicodedata
@@ -43,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.rag.child_module import run_module
+
 log = logging.getLogger(__name__)
 
 LEAD = 1.0  # Zipf: the own language uses the word at least ten times as often
@@ -50,7 +51,6 @@ LIST_FLOOR = 1.0  # Zipf: wordfreq's large lists list no rarer word
 MIN_ZIPF = LIST_FLOOR + LEAD
 _TABLE_VERSION = 1
 _TIMEOUT_S = 600
-_ERROR_TAIL = 300
 
 
 def word_key(word: str) -> int:
@@ -163,22 +163,12 @@ def either_ordinary(
 def make_in_child(*, out: Path) -> None:
     """Runs this module in a child process (its lists' memory goes with it); raises
     with the child's last words when it fails, is killed or hangs."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine.rag.answer.word_languages", f"--out={out}"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            timeout=_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        raise RuntimeError(f"making the table took over {_TIMEOUT_S} s") from e
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
-        raise RuntimeError(f"the child ended with {done.returncode}: {lines[-1][-_ERROR_TAIL:]}")
+    run_module(
+        module="engine.rag.answer.word_languages",
+        args=[f"--out={out}"],
+        timeout_s=_TIMEOUT_S,
+        what="making the word-language table",
+    )
     if not out.exists():
         raise RuntimeError("the child wrote no table")
 

@@ -21,19 +21,18 @@ import contextlib
 import io
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.rag.child_module import run_module
 from engine.rag.ingest.openvino_embedder import declined_telemetry, import_openvino
 
 # The two activation x activation matmuls of a BERT layer as torch exports them.
 _ATTENTION_PRODUCTS = [r".*/attention/self/MatMul(_1)?$"]
 _TIMEOUT_S = 30 * 60  # 17-45 s on 2 loaded cores; a hung child must not hold ingestion
-_ERROR_TAIL = 600  # characters of the child's last stderr line kept in `.failed`
 
 
 def save_feeds(*, feeds: list[dict[str, np.ndarray]], file: Path) -> None:
@@ -59,33 +58,15 @@ def quantize_in_child(*, onnx: Path, out: Path, feeds: list[dict[str, np.ndarray
     when it fails, is killed or hangs."""
     file = out.with_name(f"{out.stem}.{os.getpid()}.feeds.npz")
     save_feeds(feeds=feeds, file=file)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "engine.rag.ingest.int8_quantizer",
-                f"--onnx={onnx}",
-                f"--feeds={file}",
-                f"--out={out}",
-            ],
-            stdin=subprocess.DEVNULL,
-            # NNCF draws progress bars on stdout: a `--json` bench's stdout must stay JSON.
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            timeout=_TIMEOUT_S,
-            check=False,
+        run_module(
+            module="engine.rag.ingest.int8_quantizer",
+            args=[f"--onnx={onnx}", f"--feeds={file}", f"--out={out}"],
+            timeout_s=_TIMEOUT_S,
+            what="the int8 quantization",
         )
-    except subprocess.TimeoutExpired as e:
-        raise RuntimeError(f"the int8 quantization took over {_TIMEOUT_S} s") from e
     finally:
         file.unlink(missing_ok=True)
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
-        tail = lines[-1][-_ERROR_TAIL:]  # the error, or the last words of a crash
-        raise RuntimeError(f"the int8 quantization process ended with {done.returncode}: {tail}")
     if not out.exists():
         raise RuntimeError("the int8 quantization process wrote no model")
 
