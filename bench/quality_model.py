@@ -10,6 +10,8 @@ replaced). Judged per question, against the set's answer string:
 - `claim_cited`: stated, and the very sentence stating it cites such a passage;
 - the model's own markers checked by the model-free attribution (kept, moved,
   dropped), and bare-marker answers, before they were made final;
+- `same_language`: of the written answers whose language the identifier is sure of
+  (engine/rag/ingest/language.py), the share in the question's language;
 - refusals: the gate's, or the model's "I don't know" (in English, German, French or
   Spanish: the blind set asks in all four), on answerable and unanswerable questions.
 `python -m bench.quality_model F.json …` judges the answers a run recorded (`--out`) again,
@@ -85,6 +87,7 @@ class WrittenOutcome:
     quoted: str = "no"  # "instead": the extractive answer shown instead of the model's
     passages: tuple[str, ...] = ()  # what the model was given, for judging again offline
     fallback: str | None = None  # the extractive answer the engine would fall back to
+    answered_in: str | None = None  # the final answer's language, when the guess is sure
 
 
 def written_outcome(
@@ -152,7 +155,16 @@ def written_outcome(
         tokens=tokens,
         passages=tuple(texts),
         fallback=gated.extract.text if gated.extract is not None else None,
+        answered_in=language_of(final.text),
     )
+
+
+def language_of(text: str) -> str | None:
+    """The language of an answer (markers aside), when the identifier is sure of it."""
+    from engine.rag.answer.marker_check import strip_markers
+    from engine.rag.ingest.language import text_language
+
+    return text_language(strip_markers(text)) if text.strip() else None
 
 
 def refuses(raw: str) -> bool:
@@ -187,6 +199,8 @@ def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
     def refused(o: WrittenOutcome) -> bool:
         return o.gate_refused or o.model_refused
 
+    told = [o for o in written if o.answered_in is not None]
+    asked_in = [o.answered_in == getattr(o.question, "language", "en") for o in told]
     return {
         "answerable": len(answerable),
         "unanswerable": len(unanswerable),
@@ -205,6 +219,7 @@ def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
         # the model's own words state the fact (before anything was quoted beside them)
         "model_stated": round(sum(_model_stated(o) for o in answerable) / n, 3),
         "quoted_instead": sum(o.quoted == "instead" for o in outcomes),
+        "same_language": round(sum(asked_in) / len(told), 3) if told else None,
         "median_s": round(statistics.median(o.seconds for o in written), 1) if written else None,
         "tokens_per_s": round(
             sum(o.tokens for o in written) / (sum(o.seconds for o in written) or 1), 2
@@ -262,6 +277,7 @@ def record(o: WrittenOutcome) -> dict[str, Any]:
         "final": o.final,
         "passages": list(o.passages),
         "fallback": o.fallback,
+        "answered_in": o.answered_in,
     }
 
 
@@ -270,7 +286,7 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
         f"answers written by {figures['model']} (fact stated; stated with a marker on a "
         "passage holding it; the stating sentence's own marker)",
         "split  n   stated  cited  claim  refused:ans  unans     markers kept  moved  "
-        "dropped  bare  s/answer  model-stated  quoted-instead",
+        "dropped  bare  s/answer  model-stated  quoted-instead  same-language",
     ]
     for split in (*splits, "all"):
         f = figures.get(split)
@@ -284,9 +300,13 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3} {f['model_markers']:<7} "
             f"{kept:>4}  {f['markers_moved']:<5}  {f['markers_dropped']:<7}  {f['bare']:<4}  "
             f"{f['median_s']}  {f.get('model_stated', 0):.2f}  "
-            f"{f.get('quoted_instead', 0)}"
+            f"{f.get('quoted_instead', 0):<14}  {_share(f.get('same_language'))}"
         )
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -357,6 +377,7 @@ def rejudge(
                 tokens=r.get("tokens", 0),
                 passages=tuple(r.get("passages") or ()),
                 fallback=r.get("fallback"),
+                answered_in=language_of(final_text),
             )
         )
     return out

@@ -34,6 +34,7 @@ from engine.rag.ingest.embedder import Embedder
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
+from engine.rag.ingest.language import preload as preload_language_identifier
 from engine.rag.ingest.pipeline import CommitPolicy
 from engine.rag.ingest.sandbox import SandboxLimits
 from engine.rag.ingest.server_embedder import EmbeddingServerError
@@ -265,6 +266,8 @@ class Engine:
                 self.word_languages.start()
             if not self._closing.is_set():
                 self.models.load_chosen()
+            if not self._closing.is_set() and self.models.current() is not None:
+                preload_language_identifier()  # the prompt names the question's language
         except Exception as e:  # shown in status; the engine keeps serving
             if self._closing.is_set():  # the store closed under it: not a failure
                 log.info("warm-up stopped: the engine is closing (%s)", e)

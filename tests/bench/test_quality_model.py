@@ -135,3 +135,32 @@ def test_the_quick_form_writes_answers_with_a_real_model(
         # Never a bare marker, never a marker past the five sources.
         assert len(words(strip_markers(r["final"]))) >= 3, r
         assert all(f"[{n}]" not in r["final"] for n in range(6, 12)), r
+
+
+def test_an_answer_in_another_language_than_the_question_is_counted() -> None:
+    def record(id_: str, language: str, raw: str) -> dict:
+        return {
+            "id": id_,
+            "split": "blind",
+            "language": language,
+            "question": "?",
+            "answer": "fast startup",
+            "answerable": True,
+            "gate_refused": False,
+            "raw": raw,
+            "passages": ["Windows' fast startup must be turned off first."],
+        }
+
+    def embed(texts: list[str]):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        return np.ones((len(texts), 4)) / 2.0
+
+    records = [
+        record("nl", "nl", "Je moet eerst de snelle opstart van Windows uitschakelen."),
+        record("en", "nl", "You must turn off fast startup in Windows before installing."),
+        record("de", "de", "Sie müssen zuerst den Schnellstart von Windows ausschalten."),
+    ]
+    figures = summarise_by_part(rejudge(records, embed=embed))
+    assert figures["lang:nl"]["same_language"] == 0.5
+    assert figures["lang:de"]["same_language"] == 1.0

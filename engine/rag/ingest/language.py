@@ -5,13 +5,18 @@ A document's languages are stored with it (`DocumentRecord.languages`: ISO 639-1
 the most text first). The collection's languages follow: the window offers a
 multilingual embedder when they are not English, and the full-text index stems
 with the collection's language (engine/rag/store/fulltext.py, `collection_languages`).
+A question's language, when the guess is confident, is named in the prompt
+(engine/rag/answer/prompt_turns.py): a small model asked in German by an English prompt
+otherwise often answers in English.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections import Counter
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 # Pages read for a guess: spread over the document, each cut to a sample; a long
@@ -41,6 +46,32 @@ def detect_languages(pages: Sequence[str]) -> tuple[str, ...]:
     if not total:
         return ()
     return tuple(lang for lang, n in votes.most_common() if n / total >= MIN_SHARE)
+
+
+def text_language(text: str) -> str | None:
+    """The language of a short text (a question), or None unless the guess is as
+    confident as a document page's vote must be (MIN_CONFIDENCE)."""
+    if not any(ch.isalpha() for ch in text):
+        return None
+    language, probability = _identifier().classify(text)
+    return str(language) if probability >= MIN_CONFIDENCE else None
+
+
+def preload() -> None:
+    """Load the identifier now (~1 s; the engine's warm-up), not at the first question."""
+    _identifier()
+
+
+def language_name(code: str) -> str | None:
+    """The English name of a language the identifier tells apart ("de" → "German")."""
+    return _names().get(code)
+
+
+@functools.cache
+def _names() -> dict[str, str]:
+    """resources/language_names.json (tools/make_language_names.py, from iso-codes)."""
+    text = resources.files("resources").joinpath("language_names.json").read_text("utf-8")
+    return dict(json.loads(text))
 
 
 def _spread(pages: Sequence[str]) -> list[str]:

@@ -176,3 +176,32 @@ def test_dropped_turns_are_summarised(tokenizer) -> None:  # type: ignore[no-unt
     )
     assert "[1]" not in summary and "Then more words" not in summary
     assert "Question number 0 about" not in summary  # the summary has a fixed size
+
+
+def test_a_question_in_german_asks_for_an_answer_in_german(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """A small model asked in German by the English system prompt answers in English
+    unless the language is named after the question."""
+    question = "Wie oft muss die Pumpe gewartet werden?"
+    prompt = build_prompt(
+        tokenizer=tokenizer, question=question, passages=_passages("eins"), max_prompt_tokens=4000
+    )
+    assert f"Question: {question}\nAnswer in German." in prompt
+    unsure = build_prompt(
+        tokenizer=tokenizer, question="pump?", passages=_passages("one"), max_prompt_tokens=4000
+    )
+    assert "Answer in" not in unsure.split("Question: pump?")[1]
+
+
+def test_a_german_conversation_keeps_its_start_with_the_language_named(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    first = "Wie oft muss die Pumpe gewartet werden?"
+    p1, p2 = _passages("eins"), _passages("zwei")
+    prompt1 = build_prompt(tokenizer=tokenizer, question=first, passages=p1, max_prompt_tokens=4000)
+    prompt2 = build_prompt(
+        tokenizer=tokenizer,
+        question="Und wie lange dauert das Wechseln des Ventils?",
+        passages=p2,
+        max_prompt_tokens=4000,
+        history=[_turn(first, p1, "Jedes Jahr [1].")],
+    )
+    assert prompt2.startswith(prompt1)  # the earlier turn as the model saw it, line and all
+    assert prompt2.count("Answer in German.") == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.blind_docs import find_blind_docs
-from engine.rag.ingest.language import detect_languages
+from engine.rag.ingest.language import detect_languages, language_name, text_language
 from engine.rag.ingest.parsers import parse_file
 
 
@@ -38,3 +38,31 @@ def test_two_languages_are_both_named_most_text_first() -> None:
 
 def test_pages_without_words_say_nothing() -> None:
     assert detect_languages(["12 34 56", "", "--- | --- |"]) == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "language"),
+    [
+        ("Mit welchem Paket fließt der Text um ein Bild herum?", "de"),
+        ("Quel raccourci clavier lance la composition dans TeXworks ?", "fr"),
+        ("¿Cuál es la forma más fácil de poner interlineado doble?", "es"),
+        ("Jak zainstalować pakiet z pliku?", "pl"),
+        ("How do I stop a script when a command fails?", "en"),
+    ],
+)
+def test_a_question_is_told_in_its_language(question: str, language: str) -> None:
+    assert text_language(question) == language
+
+
+def test_a_text_too_short_to_tell_names_no_language() -> None:
+    assert text_language("12 + 4 = ?") is None
+    assert text_language("") is None
+    assert text_language("pst-eucl?") is None
+
+
+def test_every_language_the_identifier_tells_has_an_english_name() -> None:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    codes = set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes) - {"zxx"}
+    assert {c for c in codes if not language_name(c)} == set()
+    assert (language_name("de"), language_name("uk")) == ("German", "Ukrainian")
