@@ -135,10 +135,10 @@ def test_quitting_stops_the_engine_unless_kept_running(
 ) -> None:
     client = FakeClient(started_here=True)
     window = make_window(client)
-    qtbot.waitUntil(window.keep_running_action.isEnabled, timeout=5000)
+    qtbot.waitUntil(window.keep_running_action.isEnabled, timeout=30_000)
     assert not window.keep_running_action.isChecked()  # the default: stop
     window.keep_running_action.trigger()
-    qtbot.waitUntil(lambda: window.bridge.keep_running, timeout=5000)
+    qtbot.waitUntil(lambda: window.bridge.keep_running, timeout=30_000)
     assert client.called("set_server_settings") == [{"keep_engine_running": True}]
     assert window.keep_running_action.isChecked()
     window.close()
