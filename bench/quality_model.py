@@ -164,7 +164,7 @@ def language_of(text: str) -> str | None:
     from engine.rag.answer.marker_check import strip_markers
     from engine.rag.ingest.language import text_language
 
-    return text_language(strip_markers(text)) if text.strip() else None
+    return text_language(strip_markers(text))  # None for an empty answer too
 
 
 def refuses(raw: str) -> bool:
