@@ -90,9 +90,8 @@ def run(args: argparse.Namespace) -> int:
                     return 0
             elif args.embedder:
                 client.set_embedder(embedder=args.embedder)
-            code = _show(client)
-            if args.wait:
-                code = _follow(client) or code
+            job = _show(client)
+            code = _follow(client, job_id=job) if args.wait and job is not None else 0
     except (EngineUnavailableError, EngineRequestError) as e:
         return fail(str(e))
     except (OSError, ValueError) as e:  # the key file
@@ -108,7 +107,8 @@ def server_line(server: EmbedServerInfo) -> str:
     )
 
 
-def _show(client: EngineClient) -> int:
+def _show(client: EngineClient) -> str | None:
+    """Print the embedder in force and any switch; return the switch's job, if one runs."""
     status = client.status()
     in_force = status.embedder_in_force or status.embedder
     print(f"embedder: {in_force}")
@@ -121,20 +121,19 @@ def _show(client: EngineClient) -> int:
         print(f"chosen: {status.embedder} (re-embedding resumes when the engine starts)")
     if status.embed_server is not None:
         print(server_line(status.embed_server))
-    return 0
+    return status.embedder_job
 
 
-def _follow(client: EngineClient) -> int:
-    status = client.status()
-    if status.embedder_job is None:
-        return 0
+def _follow(client: EngineClient, *, job_id: str) -> int:
+    # The job seen by `_show`, not a fresh status: a short switch can finish in between,
+    # and the status then names no job although the embedder line was never printed.
     last = ""
-    for p in client.ingest_events(job_id=status.embedder_job):
+    for p in client.ingest_events(job_id=job_id):
         line = f"{p.state}: {p.chunks_embedded:,} of {p.chunks_found:,} chunks"
         if line != last:
             print(line, flush=True)
             last = line
-    final = client.ingest_progress(job_id=status.embedder_job)
+    final = client.ingest_progress(job_id=job_id)
     if final.state != "done":
         return fail(f"the re-embedding {final.state}: {final.message or ''}".strip())
     print(f"embedder: {client.status().embedder_in_force}")
