@@ -65,6 +65,20 @@ translation of another document of the corpus:
   PSTricks), typeset PDF (LaTeX, dvips, Ghostscript), from `texlive-lang-cyrillic` (its
   originals are not in the corpus).
 
+The seventh blind part (`"split": "blind7"`, written on 2026-12-03, blind, before any run on
+it), in three languages the corpus already had and one it had not (Simplified Chinese),
+over documents new to it, none a translation of another document of the corpus:
+
+- German: Manuel Pégourié-Gonnard's "Eine Einführung in LuaLaTeX", the German translation
+  of the LuaLaTeX guide, typeset PDF (LaTeX, LuaTeX), from `texlive-lang-german` (its
+  English original is not in the corpus);
+- French: "LaTeX appliqué au droit français", the manual of the droit-fr class and
+  bibliography style for law theses, typeset PDF (LaTeX), from `texlive-lang-french`;
+- Spanish: the expEYES-17 user's manual (a school science kit), as an EPUB, from
+  `eyes17-manuals-es`;
+- Simplified Chinese: the Chinese translation of the Asymptote FAQ, typeset PDF (XeTeX),
+  from `texlive-lang-chinese` (its English original is not in the corpus).
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -285,6 +299,31 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/texlive-doc/latex/pst-eucl-translation-bg/pst-eucl-docBG.pdf",
         name="pst-eucl.bg.pdf",
         maker="LaTeX (dvips, Ghostscript), Bulgarian",
+    ),
+    # The seventh blind part (blind7).
+    RealDoc(
+        package="texlive-lang-german",
+        path="usr/share/doc/texlive-doc/latex/lualatex-doc-de/lualatex-doc-DE.pdf",
+        name="lualatex-doc.de.pdf",
+        maker="LaTeX (LuaTeX), German",
+    ),
+    RealDoc(
+        package="texlive-lang-french",
+        path="usr/share/doc/texlive-doc/latex/droit-fr/droit-fr.pdf",
+        name="droit-fr.fr.pdf",
+        maker="LaTeX, French",
+    ),
+    RealDoc(
+        package="eyes17-manuals-es",
+        path="usr/share/doc/eyes17/es/eyes17.epub",
+        name="expeyes17.es.epub",
+        maker="EPUB, Spanish",
+    ),
+    RealDoc(
+        package="texlive-lang-chinese",
+        path="usr/share/doc/texlive-doc/support/asymptote-faq-zh-cn/asymptote-faq-zh-cn.pdf",
+        name="asymptote-faq.zh.pdf",
+        maker="LaTeX (XeTeX, xdvipdfmx), Simplified Chinese",
     ),
 )
 

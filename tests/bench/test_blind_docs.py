@@ -6,7 +6,8 @@ language and per document language; the fourth (blind3), over documents new to t
 corpus in languages it had not had, mostly in the document's language, some in another;
 the fifth (blind4) likewise, over yet other documents in yet other languages; the sixth
 (blind5) over yet other documents in languages the corpus already had; the seventh
-(blind6) over yet other documents in languages whose close sister the corpus has."""
+(blind6) over yet other documents in languages whose close sister the corpus has; the
+eighth (blind7) over yet other documents, one of them in a CJK script."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ def test_the_second_part_asks_new_languages_with_enough_questions_in_each() -> N
         "blind4",
         "blind5",
         "blind6",
+        "blind7",
     }
     ids = Counter(q.id for q in questions)
     assert max(ids.values()) == 1
@@ -263,7 +265,32 @@ def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
     _assert_own_documents(questions, "blind6")
 
 
-@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6"])
+def test_the_eighth_part_is_over_new_documents_one_in_a_cjk_language() -> None:
+    """blind7: its own documents (no other part names them), in four languages, one of them
+    (Simplified Chinese) new to every earlier part, asked mostly in their own language, some
+    in another (doc_language, askers in English, German, French, Spanish or Italian), at
+    least one per document, and some not answered at all."""
+    questions = _blind_set()
+    eighth = _part("blind7")
+    earlier = {
+        q.doc_language or q.language for q in questions if q.split != "blind7" and q.answerable
+    }
+    own = [q for q in eighth if q.doc_language is None]
+    crossing = [q for q in eighth if q.doc_language is not None]
+    languages = {q.language for q in own}
+    assert len(languages) >= 4 and languages - earlier == {"zh"}, languages
+    _assert_each_language_asks(own, languages)
+    assert sum(q.answerable for q in own) >= 40
+    assert sum(q.answerable for q in crossing) >= 8
+    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
+    assert {q.language for q in crossing} <= {"en", "de", "fr", "es", "it"}
+    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
+    assert sum(not q.answerable for q in eighth) >= 8
+    assert all(q.id.startswith("b7-") and q.held_out for q in eighth)
+    _assert_own_documents(questions, "blind7")
+
+
+@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6", "blind7"])
 def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: str) -> None:
     def q(i: int, language: str, doc: str | None) -> QualityQuestion:
         return QualityQuestion(
@@ -294,13 +321,16 @@ def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: 
 def test_every_cross_answer_string_is_on_its_page() -> None:
     """As each question was written: its answer string, in the document's language, is
     on its file and page as the product's parser reads them (the cross part and blind3 to
-    blind6)."""
+    blind7)."""
     from engine.rag.ingest.parsers import parse_file
 
     corpus = find_blind_docs()
     if corpus is None:
         pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
-    later = (*_cross(), *_part("blind3"), *_part("blind4"), *_part("blind5"), *_part("blind6"))
+    later = (
+        *_cross(),
+        *(q for split in ("blind3", "blind4", "blind5", "blind6", "blind7") for q in _part(split)),
+    )
     answerable = [q for q in later if q.answerable]
     pages = {}
     for name in sorted({q.file for q in answerable}):
