@@ -40,7 +40,7 @@ from engine.rag.answer.passages import Passage
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.rag.answer.sentence_memo import SentenceMemo
-from engine.rag.answer.sentences import split_sentences
+from engine.rag.answer.sentences import UNSPACED, split_sentences, word_count
 
 NO_MODEL_NOTE = (
     "No language model is installed, so answers are quoted from your documents. "
@@ -446,7 +446,7 @@ def _candidates(passages: list[Passage]) -> list[_Candidate]:
                     position=position,
                     text=sentence,
                     fragment=fragment,
-                    short=len(sentence.split()) < _MIN_SENTENCE_WORDS and not is_field(sentence),
+                    short=word_count(sentence) < _MIN_SENTENCE_WORDS and not is_field(sentence),
                 )
             )
     return out
@@ -478,7 +478,28 @@ def _with_marker(sentence: str, *, index: int) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    """The words that carry meaning, stemmed; a run of a script written without spaces
+    (Chinese, Japanese, Thai) as its overlapping character pairs, the usual way to match
+    such text without a dictionary."""
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if UNSPACED.search(w):
+            out += _character_pairs(w)
+        elif w not in _STOPWORDS:
+            out.append(stem(w))
+    return out
+
+
+def _character_pairs(word: str) -> list[str]:
+    pairs: list[str] = []
+    for run in re.split(r"(" + UNSPACED.pattern + "+)", word):
+        if not run:
+            continue
+        if UNSPACED.match(run):
+            pairs += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
+        elif run not in _STOPWORDS:
+            pairs.append(stem(run))
+    return pairs
 
 
 def stem(word: str) -> str:

@@ -42,6 +42,9 @@ A name of several capitalised words ("Arch User Repository", "Secure Boot",
 manuals ("arch", "user", "repository") while the name never does. It is unknown when
 no retrieved passage holds it and `holds_phrase` (the store's) finds no chunk that
 does.
+
+A script written without spaces (Chinese, Japanese, Thai) has no words to look up:
+a run of it is a phrase, and the check stays silent on it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from engine.rag.answer.extractive import content_words, stem
+from engine.rag.answer.sentences import UNSPACED
 from engine.rag.store.search import plain_words
 
 UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
@@ -146,6 +150,8 @@ def _unknown_single(
     for word in dict.fromkeys(_WORD.findall(_NEGATED.sub(" ", question.lower()))):
         if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
             continue
+        if UNSPACED.search(word):
+            continue  # a run of Chinese or Japanese is a phrase, not a word: no verdict
         if stem(word) in seen or another_form(word, raw) or holds(word):
             continue
         # In the whole collection, only the last letter may change (and up to two be

@@ -33,9 +33,11 @@ _BEFORE_NUMBER = _words(
 _FOOTNOTE = re.compile(r"^[∗†‡⁎]\s?[^\W\d_]")
 _BULLET = re.compile(r"^\s*(?:[•▪◦‣∙·*–—-]|\(?\d{1,2}[.)]|\(?[a-zA-Z][)]|\([ivx]{1,4}\))\s+")
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
-_STARTS_SENTENCE = re.compile(r"[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ]")
+# What may stand before a sentence's first letter: a quote, a bracket, Spanish's
+# inverted marks.
+_OPENERS = "\"'“‘„«‹([¿¡"
 _INITIALS = re.compile(r"^(?:[A-Za-z]\.)*[A-Za-z]$")  # "J", "U.S", "e.g"
-_TERMINAL = ".!?…:;\"'”’)]"
+_TERMINAL = ".!?…:;\"'”’)]。！？｡」』）"
 _CONTINUES = ",-–(/&"
 _PROSE_STARTS = _words(
     "the a an and or but of to in on at by for with from as is are be was were it its "
@@ -44,6 +46,24 @@ _PROSE_STARTS = _words(
 _TERM_WORDS = 4  # a definition list's term is shorter; a line of prose is longer
 # Sentences longer than this are usually tables or run-on PDF text: split at semicolons.
 _LONG_SENTENCE_WORDS = 60
+# Letters of scripts written without spaces between words (Han, kana, Thai, Lao,
+# Myanmar, Khmer): a run of them is many words, so they are counted per
+# CHARACTERS_PER_WORD and their full-width stops end a sentence with no space after.
+UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d]"
+)
+CHARACTERS_PER_WORD = 2  # Chinese words average about 1.5 characters, Japanese 2-3
+# A sentence of those scripts: up to its full-width stop(s) and any closing quote.
+_FULLWIDTH_SENTENCE = re.compile(r".+?(?:[。！？｡]+[」』”’）)\]]*|$)", re.DOTALL)
+
+
+def word_count(text: str) -> int:
+    """Words of `text` in any script: its space-separated tokens, where a run of an
+    unspaced script counts one word per CHARACTERS_PER_WORD letters."""
+    unspaced = len(UNSPACED.findall(text))
+    spaced = len(UNSPACED.sub(" ", text).split())
+    return spaced + -(-unspaced // CHARACTERS_PER_WORD)
 
 
 def split_sentences(text: str, *, min_words: int = 4) -> list[str]:
@@ -52,7 +72,7 @@ def split_sentences(text: str, *, min_words: int = 4) -> list[str]:
     for segment in _segments(text):
         for sentence in _split_segment(segment):
             for part in _split_long(sentence):
-                if len(part.split()) >= min_words:
+                if word_count(part) >= min_words:
                     sentences.append(part)
     return sentences
 
@@ -94,7 +114,7 @@ def _starts_new_segment(*, previous: str, line: str, following: str, longest: in
         return True
     if previous[-1] in _TERMINAL or previous[-1] in _CONTINUES:
         return False  # the sentence splitter handles the first; the second runs on
-    if not _STARTS_SENTENCE.match(line):
+    if not _starts_sentence(line):
         return False  # a lowercase start continues the previous line
     # A line that stops well short of the paragraph's width without punctuation is a
     # heading, a label or a table row; a full-width line merely wrapped.
@@ -119,19 +139,26 @@ def _is_term(*, previous: str, line: str, following: str) -> bool:
         return False
     if len(line.split()) >= _TERM_WORDS or len(following.split()) < _TERM_WORDS:
         return False
-    if not _STARTS_SENTENCE.match(following):
+    if not _starts_sentence(following):
         return False
     return not _is_abbreviation(previous[:-1], line)
 
 
 def _split_segment(segment: str) -> list[str]:
     segment = " ".join(segment.split())
+    if UNSPACED.search(segment):
+        pieces = [m.group().strip() for m in _FULLWIDTH_SENTENCE.finditer(segment)]
+        return [s for piece in pieces if piece for s in _split_spaced(piece)]
+    return _split_spaced(segment)
+
+
+def _split_spaced(segment: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(segment):
         end = match.end()
         rest = segment[end:]
-        if not rest or not _STARTS_SENTENCE.match(rest):
+        if not rest or not _starts_sentence(rest):
             continue
         if match.group(1) == "." and _is_abbreviation(segment[start : match.start()], rest):
             continue
@@ -141,6 +168,20 @@ def _split_segment(segment: str) -> list[str]:
     if tail:
         sentences.append(tail)
     return sentences
+
+
+def _starts_sentence(text: str) -> bool:
+    """Whether `text` starts as a sentence does: a capital of any cased script (Latin,
+    Cyrillic, Greek, Armenian: "Šťastný", "Это", "Αυτή"), a digit, or a letter of a script
+    without case (Arabic, Hebrew, Devanagari, CJK), where nothing marks a start."""
+    head = text[1:2] if text[:1] in _OPENERS else text[:1]
+    if not head:
+        return False
+    return head.isdigit() or head.isupper() or head.istitle() or _uncased_letter(head)
+
+
+def _uncased_letter(ch: str) -> bool:
+    return ch.isalpha() and ch.lower() == ch.upper() == ch
 
 
 def _is_abbreviation(before: str, rest: str) -> bool:
@@ -158,7 +199,7 @@ def _is_abbreviation(before: str, rest: str) -> bool:
 
 
 def _split_long(sentence: str) -> list[str]:
-    if len(sentence.split()) <= _LONG_SENTENCE_WORDS:
+    if word_count(sentence) <= _LONG_SENTENCE_WORDS:
         return [sentence]
     parts = [p.strip() for p in re.split(r"(?<=;)\s+", sentence)]
     return [p for p in parts if p]

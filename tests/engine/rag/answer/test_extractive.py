@@ -484,3 +484,19 @@ def test_a_question_in_the_text_is_answered_by_what_follows_it_not_by_its_conten
     assert result.key.startswith("Benutzen Sie")
     assert "Wie melde ich einen Fehler in Debian?" in result.text  # quoted above it
     assert result.passage == 2
+
+
+def test_a_chinese_answer_sentence_is_found_by_its_shared_characters() -> None:
+    # Chinese has no spaces: its sentences were too "short" to score and their words
+    # never matched; character pairs give the overlap that picks the sentence.
+    passages = [
+        passage(1, "本手册介绍 Debian 系统的历史和社区。开发者每年在不同的城市开会一次。"),
+        passage(
+            2, "要更新软件包列表，请以 root 身份运行 apt update 命令。安装完成后需要重新启动。"
+        ),
+    ]
+    result = ExtractiveAnswerer(embed=blind).answer(
+        question="怎样更新软件包列表？", passages=passages, max_sentences=1
+    )
+    assert result.found and result.used_indices == [2]
+    assert result.key.startswith("要更新软件包列表")

@@ -160,3 +160,14 @@ def test_another_form_is_an_inflection_or_a_compound_of_known_words() -> None:
     assert not another_form("slots", words)
     assert not another_form("paketverwaltung", words)
     assert not another_form("docker", words)
+
+
+def test_a_run_of_chinese_or_japanese_is_no_unknown_word() -> None:
+    # Without spaces a run of Han or kana is a phrase ("如何更新软件包列表"), which no
+    # chunk holds whole: read as a word, it refused every question of such a collection.
+    unknown = unknown_words(
+        question="如何用 WireGuard 更新软件包列表？",
+        texts=["更新软件包列表用 apt update。"],
+        holds=lambda w: False,
+    )
+    assert unknown == ["wireguard"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.rag.answer.sentences import split_sentences
+from engine.rag.answer.sentences import split_sentences, word_count
 
 
 def test_plain_sentences_split_at_their_punctuation() -> None:
@@ -165,3 +165,44 @@ def test_lines_that_start_with_the_same_word_are_rows_read_alone() -> None:
     assert split_sentences(prose) == [
         "The palette is described in the next section, after the colour map."
     ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Это первое предложение о пакетах.", "Второе говорит совсем о другом."),
+        ("Αυτή είναι η πρώτη πρόταση εδώ.", "Δεύτερη πρόταση είναι αυτή εδώ."),
+        ("Šťastný je první věta tady.", "Žluťoučký kůň je druhá věta."),
+        ("Łódź leży w centrum kraju.", "Ślązacy mieszkają na południu kraju."),
+        ("Instale el paquete con apt primero.", "¿Cómo se actualiza la lista de paquetes?"),
+    ],
+)
+def test_a_capital_of_any_cased_script_starts_a_sentence(first: str, second: str) -> None:
+    # A capital outside Latin-1 (Cyrillic, Greek, Czech and Polish letters) or a
+    # Spanish inverted mark used to run two sentences into one.
+    assert split_sentences(f"{first} {second}") == [first, second]
+
+
+def test_chinese_and_japanese_sentences_end_at_their_full_width_stops() -> None:
+    first, second = (
+        "要安装一个软件包，请以 root 身份运行 apt install 加上名字。",
+        "更新软件包列表用 apt update 命令。",
+    )
+    chinese = first + second
+    assert split_sentences(chinese) == [first, second]
+    japanese = (
+        "パッケージをインストールするには実行します。一覧を更新するには別のコマンドを使います！"
+    )
+    assert split_sentences(japanese) == [
+        "パッケージをインストールするには実行します。",
+        "一覧を更新するには別のコマンドを使います！",
+    ]
+
+
+def test_a_run_of_an_unspaced_script_counts_as_many_words() -> None:
+    assert word_count("the pump is quiet") == 4
+    assert word_count("软件包管理工具") == 4  # seven characters, about two per word
+    assert word_count("Debian 使用 APT") == 3
+    # A short Chinese sentence is kept, as a short English one would be dropped.
+    assert split_sentences("更新软件包列表。") == ["更新软件包列表。"]
+    assert split_sentences("更新。") == []
