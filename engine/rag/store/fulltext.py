@@ -48,6 +48,10 @@ STEMMERS = {
     "tr": "Turkish",
 }
 DOMINANT = 0.8
+# Languages written without spaces between words: to "simple", a run of Chinese is one
+# token no query matches. ICU's word breaks find their words. Not for every collection:
+# on the English quality set ICU's breaks ranked worse (held3 first 0.62 -> 0.53).
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,11 +59,19 @@ class FulltextConfig:
     language: str = "English"  # the stemmer's and stop list's
     stem: bool = True
     remove_stop_words: bool = True
+    # Where words break: "simple" at spaces and punctuation; "icu" by Unicode's rules,
+    # with dictionaries for the scripts written without spaces (UNSPACED_LANGUAGES).
+    tokenizer: str = "simple"
 
     def fts(self) -> object:
         from lancedb.index import FTS
 
-        return FTS(language=self.language, stem=self.stem, remove_stop_words=self.remove_stop_words)
+        return FTS(
+            base_tokenizer=self.tokenizer,
+            language=self.language,
+            stem=self.stem,
+            remove_stop_words=self.remove_stop_words,
+        )
 
 
 ENGLISH = FulltextConfig()
@@ -91,10 +103,12 @@ def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     total = sum(shares.values())
     if not total:
         return ENGLISH
+    unspaced = sum(n for lang, n in shares.items() if lang in UNSPACED_LANGUAGES)
+    tokenizer = "icu" if unspaced / total >= MIN_SHARE else "simple"
     language, count = max(shares.items(), key=lambda kv: kv[1])
     if count / total >= DOMINANT and language in STEMMERS:
-        return FulltextConfig(language=STEMMERS[language])
-    return ENGLISH
+        return FulltextConfig(language=STEMMERS[language], tokenizer=tokenizer)
+    return FulltextConfig(tokenizer=tokenizer)
 
 
 def config_file(folder: Path, table: str) -> Path:

@@ -46,8 +46,17 @@ def test_one_language_holding_most_chunks_chooses_its_stemmer() -> None:
 def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
     assert fulltext_config({"de": 50, "fr": 50}) == ENGLISH
     assert fulltext_config({}) == ENGLISH
-    assert fulltext_config({"ja": 100}) == ENGLISH
     assert language_shares([_doc("", 10), _doc("fr", 3, status="error")]) == {}
+
+
+def test_a_collection_largely_chinese_or_japanese_breaks_words_by_icu() -> None:
+    assert fulltext_config({"zh": 100}) == FulltextConfig(tokenizer="icu")
+    assert fulltext_config({"ja": 30, "de": 70}) == FulltextConfig(tokenizer="icu")
+    assert fulltext_config({"ja": 5, "de": 95}) == FulltextConfig(language="German")
+    # A config file written before the tokenizer was recorded read as "simple".
+    assert FulltextConfig(language="French") == FulltextConfig(
+        language="French", tokenizer="simple"
+    )
 
 
 def test_collection_languages_by_their_share_of_chunks() -> None:
@@ -88,3 +97,18 @@ def test_stemming_per_language(
     table.create_index("text", config=config.fts(), replace=True)
     hits = table.search(word, query_type="fts").limit(3).to_arrow().num_rows
     assert (hits > 0) is found
+
+
+CHINESE = ["要更新软件包列表，请运行 apt update 命令。", "本手册介绍 Debian 系统的历史和社区。"]
+
+
+@pytest.mark.parametrize(("tokenizer", "found"), [("icu", True), ("simple", False)])
+def test_chinese_words_are_found_with_icu_word_breaks(
+    tmp_path: Path, tokenizer: str, found: bool
+) -> None:
+    table = lancedb.connect(str(tmp_path)).create_table(
+        "t", pa.table({"id": ["1", "2"], "text": CHINESE})
+    )
+    table.create_index("text", config=FulltextConfig(tokenizer=tokenizer).fts(), replace=True)
+    ids = table.search("软件包", query_type="fts").limit(2).to_arrow().column("id").to_pylist()
+    assert (ids == ["1"]) is found
