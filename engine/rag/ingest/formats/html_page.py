@@ -30,7 +30,10 @@ _HTML_DROP = frozenset(
         "form",
         "object",
         "embed",
-        "math",
+        # MathML's source copies (TeX, content markup): its presentation elements
+        # ("<mn>1</mn><mi>kΩ</mi>") are read as text.
+        "annotation",
+        "annotation-xml",
     }
 )
 # Elements that start a new paragraph (blank line) or a new line.
@@ -157,6 +160,9 @@ def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
         name = node.name.lower() if node.name else ""
         if name in _HTML_DROP:
             continue
+        if name == "img":
+            parts.append(_inline_alt(node))
+            continue
         heading = one_line(node.get_text(" ")) if name in _HTML_HEADINGS else ""
         marker = ""
         if name in _HTML_PARAGRAPHS:
@@ -173,6 +179,24 @@ def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
         stack.append(marker)
         stack.extend(reversed(list(node.children)))
     return parts
+
+
+def _inline_alt(image: Tag) -> str:
+    """The alt text of an image set in running text, where it stands for words: a
+    formula drawn as a picture ("una resistencia de <img alt="1~k\\Omega">"), a
+    symbol. A picture of its own (a figure, a screenshot) says nothing in the text."""
+    alt = " ".join(str(image.get("alt") or "").split())
+    if not alt or _FILE_NAME.search(alt):
+        return ""
+    parent = image.parent
+    inline = parent is not None and any(
+        isinstance(n, NavigableString) and n.strip() for n in parent.children
+    )
+    return f" {alt} " if inline else ""
+
+
+# An alt text that is only the picture's file name, as converters leave it.
+_FILE_NAME = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 
 
 def _join_html_parts(*, parts: list[str]) -> str:

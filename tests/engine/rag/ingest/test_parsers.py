@@ -266,6 +266,23 @@ def test_html_honours_declared_charset_and_survives_deep_nesting(tmp_path: Path)
     assert parse_file(path=tmp_path / "deep.html").pages[0].text == "deep text"
 
 
+def test_html_reads_formulas_in_running_text_but_not_pictures(tmp_path: Path) -> None:
+    # Sphinx draws inline maths as images with the TeX as alt text (the Spanish
+    # expEYES-17 manual's "una resistencia de carga de 1~k\\Omega"); dropped, the
+    # sentence lost its value. MathML is read without its TeX copy.
+    (tmp_path / "page.html").write_text(
+        '<p>Conecte una resistencia de <img class="math" src="m/7f.png" alt="1~k\\Omega"/>'
+        " en paralelo.</p>"
+        '<img alt="_images/halfwave-screen.png" src="x.png"/>'
+        '<p><img alt="The whole board, seen from above" src="board.png"></p>'
+        "<p>Energy is <math><mi>E</mi><mo>=</mo><mi>m</mi><msup><mi>c</mi><mn>2</mn></msup>"
+        '<annotation encoding="application/x-tex">E=mc^2</annotation></math> here.</p>',
+        encoding="utf-8",
+    )
+    text = parse_file(path=tmp_path / "page.html").pages[0].text
+    assert text == "Conecte una resistencia de 1~k\\Omega en paralelo.\n\nEnergy is E=mc2 here."
+
+
 def test_sample_collection_parses() -> None:
     folder = sample_collection_dir()
     assert folder == resource_path("samples")
