@@ -45,8 +45,9 @@ class QualityQuestion(Protocol):
 
 
 MAX_NEW_TOKENS = 160  # room for a few sentences: the set's facts are stated in one
-# "I don't know from these documents", as the model says it in the question's language:
-# the blind set asks in German, French and Spanish too (a judge, not the engine's rule).
+# "I don't know from these documents", as the model says it in the question's language
+# (the prompt asks for it): the blind set asks in German, French, Spanish, Italian,
+# Portuguese, Dutch, Polish and Chinese too (a judge, not the engine's rule).
 _DOES_NOT_KNOW = re.compile(
     r"\b(?:don't|do not|does not|doesn't|cannot|can't) (?:know|contain|mention|provide|"
     r"include|say|specify|answer|find)|\bno (?:information|mention)\b|\bnot (?:found|"
@@ -62,7 +63,20 @@ _DOES_NOT_KNOW = re.compile(
     # Spanish
     r"|\bno (?:lo )?sé\b|\bno (?:contienen|mencionan|especifican|proporcionan|indican|"
     r"incluyen|dicen)\b|\bno (?:se )?(?:menciona|especifica|indica)\b"
-    r"|\b(?:ninguna|no hay) información\b",
+    r"|\b(?:ninguna|no hay) información\b"
+    # Italian
+    r"|\bnon (?:lo )?so\b|\bnon (?:contengono|menzionano|specificano|forniscono|indicano)\b"
+    r"|\bnessuna informazione\b|\bnon (?:è|sono) (?:menzionat|specificat|indicat)"
+    # Portuguese
+    r"|\bnão (?:sei|sou capaz|contêm|mencionam|especificam|fornecem|indicam)\b"
+    r"|\bnenhuma informação\b|\bnão (?:é|são) (?:mencionad|especificad|indicad)"
+    # Dutch
+    r"|\bweet (?:ik )?(?:het )?niet\b|\bgeen informatie\b|\bniet (?:vermeld|genoemd)\b"
+    r"|\bbevatten (?:geen|niet)\b"
+    # Polish
+    r"|\bnie wiem\b|\bbrak informacji\b|\bnie (?:zawierają|wspominają|podają|określają)\b"
+    # Chinese
+    r"|没有(?:提到|提及|相关信息|说明|涉及)|未(?:提到|提及|说明)|无法(?:回答|确定|找到)|不知道",
     re.IGNORECASE,
 )
 
