@@ -294,14 +294,43 @@ def plain_words(text: str) -> str:
 
 def holds_phrase(table: Any, *, phrase: str, look: int = 50) -> bool:
     """Whether one of the `look` chunks BM25 ranks best for `phrase`'s words holds them
-    in a row (case, hyphens and line breaks aside). True when there is no index to ask."""
-    wanted = f" {plain_words(phrase)} "
+    together: within a run one word longer than the phrase, in any order and any of
+    their forms ("LuaTeX-spezifischen Makros" in "ein Makro LuaTeX-spezifisch"; case,
+    hyphens and line breaks aside). True when there is no index to ask."""
+    words = plain_words(phrase).split()
     try:
-        query = table.search(plain_words(phrase), query_type="fts").select(["text"])
+        query = table.search(" ".join(words), query_type="fts").select(["text"])
         texts = query.limit(look).to_arrow().column("text").to_pylist()
     except (ValueError, RuntimeError, OSError):
         return True
-    return any(wanted in f" {plain_words(t)} " for t in texts)
+    return any(_together(words, plain_words(t).split()) for t in texts)
+
+
+# A word's forms differ in at most this many final letters, the rest (this many at
+# least) shared: "makro" / "makros", "spezifisch" / "spezifischen".
+_FORM_ENDING = 3
+_FORM_STEM = 4
+
+
+def _together(words: list[str], tokens: list[str]) -> bool:
+    span = len(words) + 1
+    for start in range(max(1, len(tokens) - span + 1)):
+        window = tokens[start : start + span]
+        if all(any(_same_word(w, t) for t in window) for w in words):
+            return True
+    return False
+
+
+def _same_word(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    ending = max(len(a), len(b)) - shared
+    return shared >= _FORM_STEM and ending <= _FORM_ENDING
 
 
 def holds_form(table: Any, *, word: str, fixed: int) -> bool:

@@ -103,9 +103,14 @@ def test_holds_form_finds_a_word_that_differs_in_its_last_letters(store: LanceSt
     assert not store.holds_form("pybuild", fixed=4)
 
 
-def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
+def test_holds_phrase_wants_the_words_together(store: LanceStore) -> None:
     assert store.holds_phrase("Secure Boot")  # no full-text index yet: not known to be absent
-    texts = ["boot the machine in secure mode", "the Secure\nBoot keys", "arch user repo"]
+    texts = [
+        "boot the machine in secure mode",
+        "the Secure\nBoot keys",
+        "arch user repo",
+        "zeigen Sie, dass ein Makro LuaTeX-spezifisch ist",
+    ]
     doc, pages, emb = _doc("a", texts)
     store.replace_document(doc=doc, pages=pages, embedded=emb)
     store.refresh_fulltext_index()
@@ -113,6 +118,10 @@ def test_holds_phrase_wants_the_words_in_a_row(store: LanceStore) -> None:
     assert store.holds_phrase("secure-boot keys")
     assert not store.holds_phrase("Arch User Repository")  # each word, never in a row
     assert not store.holds_phrase("Raspberry Pi")
+    # German capitalises nouns: a "name" in a question may be held in another order
+    # and form.
+    assert store.holds_phrase("LuaTeX-spezifischen Makros")
+    assert not store.holds_phrase("Machine Mode")  # too far apart
 
 
 def test_search_survives_query_syntax_characters(store: LanceStore) -> None:
