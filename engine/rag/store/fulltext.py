@@ -62,19 +62,41 @@ class FulltextConfig:
     # Where words break: "simple" at spaces and punctuation; "icu" by Unicode's rules,
     # with dictionaries for the scripts written without spaces (UNSPACED_LANGUAGES).
     tokenizer: str = "simple"
+    # True: the index leaves out the most frequent words of every language
+    # (`common_words`), in place of `language`'s own stop list. False: an index built
+    # before, which leaves out only `language`'s.
+    every_language: bool = False
 
     def fts(self) -> object:
         from lancedb.index import FTS
 
+        stop = sorted(common_words()) if self.every_language else None
         return FTS(
             base_tokenizer=self.tokenizer,
             language=self.language,
             stem=self.stem,
             remove_stop_words=self.remove_stop_words,
+            custom_stop_words=stop,
         )
 
+    def left_out(self) -> frozenset[str]:
+        """The words this index leaves out, where known (every language's common ones);
+        a search for one finds nothing, which says nothing about the collection."""
+        return common_words() if self.every_language else frozenset()
 
-ENGLISH = FulltextConfig()
+
+def common_words() -> frozenset[str]:
+    """resources/common_words.json (tools/make_common_words.py, from wordfreq): the 50
+    most frequent words of each of 42 languages. Left out of the full-text index, so that
+    in a collection of several languages a question's "wie", "der" or "les" no longer
+    ranks every chunk of its own language above the answer written in another."""
+    from importlib import resources
+
+    text = resources.files("resources").joinpath("common_words.json").read_text("utf-8")
+    return frozenset(json.loads(text)["words"])
+
+
+ENGLISH = FulltextConfig(every_language=True)
 
 
 def language_shares(documents: Iterable[DocumentRecord]) -> dict[str, int]:
@@ -107,8 +129,8 @@ def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     tokenizer = "icu" if unspaced / total >= MIN_SHARE else "simple"
     language, count = max(shares.items(), key=lambda kv: kv[1])
     if count / total >= DOMINANT and language in STEMMERS:
-        return FulltextConfig(language=STEMMERS[language], tokenizer=tokenizer)
-    return FulltextConfig(tokenizer=tokenizer)
+        return FulltextConfig(language=STEMMERS[language], tokenizer=tokenizer, every_language=True)
+    return FulltextConfig(tokenizer=tokenizer, every_language=True)
 
 
 def config_file(folder: Path, table: str) -> Path:

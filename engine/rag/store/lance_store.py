@@ -93,6 +93,9 @@ class LanceStore:
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
         self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
+        # The words the full-text index leaves out, as its stored config says (read
+        # once; None until asked or after a rebuild).
+        self._left_out: frozenset[str] | None = None
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -412,17 +415,30 @@ class LanceStore:
                 documents=self.list_documents(),
                 force=force,
             )
+            self._left_out = None
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its
-        stemming). True when there is no index to ask: unknown is not absent."""
+        stemming). True when there is no index to ask, or when the index leaves the
+        word out (a common word of some language): unknown is not absent."""
         if self._chunks is None:
             return False
+        if word.lower() in self._fulltext_left_out():
+            return True
         try:
             query = self.chunks.search(word, query_type="fts").select(["chunk_id"]).limit(1)
             return query.to_arrow().num_rows > 0
         except (ValueError, RuntimeError, OSError):
             return True
+
+    def _fulltext_left_out(self) -> frozenset[str]:
+        if self._left_out is None:
+            config = None
+            if self.meta is not None:
+                file = fulltext.config_file(self.folder, self.meta.chunks_table)
+                config = fulltext.stored_config(file)
+            self._left_out = config.left_out() if config is not None else frozenset()
+        return self._left_out
 
     def holds_form(self, word: str, *, fixed: int) -> bool:
         """Whether a chunk holds another form of `word`: its first `fixed` letters and at

@@ -40,7 +40,7 @@ def _doc(languages: str, chunks: int, status: str = "indexed") -> DocumentRecord
 def test_one_language_holding_most_chunks_chooses_its_stemmer() -> None:
     shares = language_shares([_doc("de", 90), _doc("de,en", 5), _doc("en", 5)])
     assert shares == {"de": 95, "en": 5}
-    assert fulltext_config(shares) == FulltextConfig(language="German")
+    assert fulltext_config(shares) == FulltextConfig(language="German", every_language=True)
 
 
 def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
@@ -50,12 +50,14 @@ def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
 
 
 def test_a_collection_largely_chinese_or_japanese_breaks_words_by_icu() -> None:
-    assert fulltext_config({"zh": 100}) == FulltextConfig(tokenizer="icu")
-    assert fulltext_config({"ja": 30, "de": 70}) == FulltextConfig(tokenizer="icu")
-    assert fulltext_config({"ja": 5, "de": 95}) == FulltextConfig(language="German")
-    # A config file written before the tokenizer was recorded read as "simple".
+    icu = FulltextConfig(tokenizer="icu", every_language=True)
+    assert fulltext_config({"zh": 100}) == icu
+    assert fulltext_config({"ja": 30, "de": 70}) == icu
+    german = FulltextConfig(language="German", every_language=True)
+    assert fulltext_config({"ja": 5, "de": 95}) == german
+    # A config file written before either field was recorded reads as what it built.
     assert FulltextConfig(language="French") == FulltextConfig(
-        language="French", tokenizer="simple"
+        language="French", tokenizer="simple", every_language=False
     )
 
 
@@ -97,6 +99,20 @@ def test_stemming_per_language(
     table.create_index("text", config=config.fts(), replace=True)
     hits = table.search(word, query_type="fts").limit(3).to_arrow().num_rows
     assert (hits > 0) is found
+
+
+def test_every_language_s_common_words_are_left_out_of_the_index(tmp_path: Path) -> None:
+    # A German question's "wie" and "der" matched every German chunk and outranked the
+    # French page that answers it.
+    texts = ["Wie der Drucker eingerichtet wird", "Configurer l'imprimante réseau"]
+    table = lancedb.connect(str(tmp_path)).create_table(
+        "t", pa.table({"id": ["de", "fr"], "text": texts})
+    )
+    table.create_index("text", config=ENGLISH.fts(), replace=True)
+    assert table.search("wie der", query_type="fts").limit(2).to_arrow().num_rows == 0
+    assert table.search("imprimante", query_type="fts").limit(2).to_arrow().num_rows == 1
+    assert {"wie", "der", "les", "the", "của"} <= ENGLISH.left_out()
+    assert FulltextConfig().left_out() == frozenset()  # an older index: not known
 
 
 CHINESE = ["要更新软件包列表，请运行 apt update 命令。", "本手册介绍 Debian 系统的历史和社区。"]
