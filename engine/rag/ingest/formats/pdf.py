@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +50,12 @@ _WORD_GAP = 0.12
 # document (it costs about 10 µs a character; one generator makes a document).
 _SPACE_PROBE_PAGES = 4
 _PROBE_MIN_CHARS = 500
+# TeX's symbol fonts in the OMS encoding (cmsy, Latin Modern's LMMathSymbols): a PDF
+# without a Unicode map for them gives their glyphs' positions as ASCII letters, so
+# LaTeX manuals' "\director{⟨civilité⟩}" read "\director{hcivilitéi}", a word no
+# question holds.
+_OMS_LETTERS = {"f": "{", "g": "}", "h": "⟨", "i": "⟩", "j": "|", "k": "‖", "n": "\\"}
+_SYMBOL_FONT = re.compile(r"cmsy|mathsymbols", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +123,7 @@ def _text_layers(*, document: pdfium.PdfDocument) -> tuple[list[str], list[int]]
             continue
         try:
             textpage = page.get_textpage()
-            text = textpage.get_text_range()
+            text = _symbol_letters(textpage=textpage, text=textpage.get_text_range())
             if repair:
                 text, inserted = _repair_spaces(textpage=textpage, text=text)
                 repaired_any = repaired_any or inserted > 0
@@ -138,6 +145,30 @@ def _text_layers(*, document: pdfium.PdfDocument) -> tuple[list[str], list[int]]
             "PDF is damaged: no page could be read (its page tree is broken or too deep)"
         )
     return texts, unread
+
+
+def _symbol_letters(*, textpage: Any, text: str) -> str:
+    """`text` with the letters drawn in a TeX symbol font read as the symbols they are
+    (_OMS_LETTERS)."""
+    if textpage.count_chars() != len(text):  # beyond the BMP: indexes would not line up
+        return text
+    name = ctypes.create_string_buffer(128)
+    flags = ctypes.c_int()
+    symbol_font: dict[bytes, bool] = {}
+    out: list[str] | None = None
+    for index, ch in enumerate(text):
+        if ch not in _OMS_LETTERS:
+            continue
+        size = pdfium_raw.FPDFText_GetFontInfo(
+            textpage.raw, index, name, len(name), ctypes.byref(flags)
+        )
+        font = name.value if size else b""
+        if font not in symbol_font:
+            symbol_font[font] = bool(_SYMBOL_FONT.search(font.decode("latin-1")))
+        if symbol_font[font]:
+            out = out if out is not None else list(text)
+            out[index] = _OMS_LETTERS[ch]
+    return "".join(out) if out is not None else text
 
 
 def _repair_spaces(*, textpage: Any, text: str) -> tuple[str, int]:

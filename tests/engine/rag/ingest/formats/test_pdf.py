@@ -100,6 +100,16 @@ def test_outline_titles_become_chunk_sections_with_their_numbers(
     assert {c.section for c in chunks if c.page == 1} == {"1. Installing the pump"}
 
 
+def test_tex_symbol_font_letters_read_as_their_symbols() -> None:
+    # The LaTeX class guide draws "⟨dimen⟩" with cmsy's h and i, and no Unicode map:
+    # "hdimeni" was a word no question holds.
+    doc = parse_file(path=_real("latex-clsguide.pdf"))
+    page = doc.pages[7].text
+    assert "value of a ⟨dimen⟩ or ⟨skip⟩ register" in page
+    assert "hdimeni" not in page
+    assert "the" in page.split()  # the same letters in a text font stay letters
+
+
 def test_real_manual_keeps_its_words_sections_and_loses_running_headers() -> None:
     doc = parse_file(path=_real("maint-guide.pdf"))
     text = "\n".join(p.text for p in doc.pages)
