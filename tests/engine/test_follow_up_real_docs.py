@@ -69,6 +69,8 @@ def test_the_second_option_is_found_after_the_question_about_the_options(
     searched = follow["searched"]
     assert searched is not None and searched.rewritten_by == "history"
     assert searched.context == turn.question
-    top = follow["citations"][:3]
-    assert any("--empty" in c.text and "keep" in c.text for c in top)
+    # Among the five passages the answer is given (it was third while the full-text
+    # index still matched "one" of "the apply one does", which every language's
+    # common words now leave out).
+    assert any("--empty" in c.text and "keep" in c.text for c in follow["citations"][:5])
     assert follow["answer"]  # extractive mode follows the conversation

@@ -68,7 +68,7 @@ def test_the_files_are_german_and_searched_with_the_german_stemmer(engine: Engin
     assert meta is not None
     engine.store.refresh_fulltext_index()
     assert stored_config(config_file(engine.store.folder, meta.chunks_table)) == (
-        FulltextConfig(language="German")
+        FulltextConfig(language="German", every_language=True)
     )
 
 
