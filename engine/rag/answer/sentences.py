@@ -31,6 +31,9 @@ _BEFORE_NUMBER = _words(
 # on into whatever line stood above it on the page (a code line, a table of contents)
 # and is scored as part of that.
 _FOOTNOTE = re.compile(r"^[∗†‡⁎]\s?[^\W\d_]")
+# A word hyphenated across a line break, continued in lower case in any script
+# ("main-\ntenance", "пере-\nнести").
+_LINE_END_HYPHEN = re.compile(r"(\w)-\n\s*([^\W\d_])")
 _BULLET = re.compile(r"^\s*(?:[•▪◦‣∙·*–—-]|\(?\d{1,2}[.)]|\(?[a-zA-Z][)]|\([ivx]{1,4}\))\s+")
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
 # What may stand before a sentence's first letter: a quote, a bracket, Spanish's
@@ -83,7 +86,9 @@ def _segments(text: str) -> list[str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
     text = text.replace("\u00ad", "")  # soft hyphens from PDFs
     # A word hyphenated across a line break: "main-\ntenance" -> "maintenance".
-    text = re.sub(r"(\w)-\n\s*([a-z])", r"\1\2", text)
+    text = _LINE_END_HYPHEN.sub(
+        lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0), text
+    )
     segments: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in paragraph.split("\n") if line.strip()]

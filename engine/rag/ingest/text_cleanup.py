@@ -60,9 +60,10 @@ _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 # Table-of-contents leaders (". . . . . 12") cost a token per dot and mean nothing.
 _DOT_LEADER = re.compile(r"(?: ?\.){4,}")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-# "inter-\nnational": a letter, a hyphen at the end of a line, a lowercase word
-# on the next. Capitalised continuations ("Anglo-\nSaxon") keep their hyphen.
-_HYPHEN_BREAK = re.compile(r"(\w+)-\n[ \t]*([a-z]\S*)[ \t]*\n?")
+# "inter-\nnational", "пере-\nнести": a letter, a hyphen at the end of a line, a word
+# on the next. Capitalised continuations ("Anglo-\nSaxon") keep their hyphen
+# (`join_hyphenated_breaks` looks at the case, in any script).
+_HYPHEN_BREAK = re.compile(r"(\w+)-\n[ \t]*([^\W\d_]\S*)[ \t]*\n?")
 _HYPHENATED_WORD = re.compile(r"\b(\w+)-(\w+)\b")
 # PDFium's mark for a hyphen it found at a line end (it has already joined the
 # two lines); older builds use U+0002.
@@ -259,6 +260,8 @@ def join_hyphenated_breaks(*, text: str, keep_hyphen: frozenset[str] = frozenset
 
     def join(match: re.Match[str]) -> str:
         head, tail = match.group(1), match.group(2)
+        if not tail[0].islower():
+            return match.group(0)
         word_tail = re.match(r"\w*", tail)
         joined_word = f"{head}-{word_tail.group(0) if word_tail else tail}".lower()
         hyphen = "-" if joined_word in keep_hyphen else ""

@@ -206,3 +206,11 @@ def test_a_run_of_an_unspaced_script_counts_as_many_words() -> None:
     # A short Chinese sentence is kept, as a short English one would be dropped.
     assert split_sentences("更新软件包列表。") == ["更新软件包列表。"]
     assert split_sentences("更新。") == []
+
+
+def test_a_word_broken_across_lines_is_joined_in_any_script() -> None:
+    text = "Это слово нужно пере-\nнести на новую строку. Das ist eine Über-\nprüfung hier."
+    assert split_sentences(text) == [
+        "Это слово нужно перенести на новую строку.",
+        "Das ist eine Überprüfung hier.",
+    ]

@@ -25,8 +25,16 @@ def test_hyphenated_line_break_is_joined_and_punctuation_follows() -> None:
     )
 
 
+def test_a_break_continued_in_lower_case_is_joined_in_any_script() -> None:
+    # Only a-z continued a word before: "пере-\nнести" and "Straßen-\nübergang" kept
+    # their line-end hyphen and were two words no question holds.
+    text = "Можно пере-\nнести слово. Straßen-\nübergang hier."
+    assert join_hyphenated_breaks(text=text) == ("Можно перенести\nслово. Straßenübergang\nhier.")
+
+
 def test_capitalised_continuation_and_known_compounds_keep_their_hyphen() -> None:
     assert join_hyphenated_breaks(text="Anglo-\nSaxon") == "Anglo-\nSaxon"
+    assert join_hyphenated_breaks(text="Санкт-\nПетербург") == "Санкт-\nПетербург"
     joined = join_hyphenated_breaks(
         text="a well-\nknown fact", keep_hyphen=frozenset({"well-known"})
     )
