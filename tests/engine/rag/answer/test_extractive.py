@@ -500,3 +500,5 @@ def test_a_chinese_answer_sentence_is_found_by_its_shared_characters() -> None:
     )
     assert result.found and result.used_indices == [2]
     assert result.key.startswith("要更新软件包列表")
+    # The marker goes before the full-width stop, as before an English one.
+    assert result.text.startswith("要更新软件包列表，请以 root 身份运行 apt update 命令 [2]。")
