@@ -35,10 +35,10 @@ _MARKER_NEXT = re.compile(r"[ \t]*\[\d")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A sentence ends at terminal punctuation followed by a space or the line's end
 # ("file.txt" and "v1.2" go on).
-_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")
+_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|[。！？｡]+[」』”’）)\]]*")
 # What the marker goes before: closing punctuation, or the colon of a line that
 # introduces a list.
-_TRAILING = re.compile(r"[.!?:;,]+[\"'”’)\]]*\s*$")
+_TRAILING = re.compile(r"[.!?:;,。！？：；，]+[\"'”’)\]」』）]*\s*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +140,7 @@ def _marker_at(text: str, *, start: int, end: int) -> int:
     if at > 0 and sentence[at - 1].isspace() and len(run.rstrip()) > 1:
         # Punctuation after a space is a word of the sentence, not its end: bash's
         # "inverted with !." got "inverted with [3]!.". Only the last mark ends it.
-        marks = [i for i, ch in enumerate(run) if ch in ".!?:;,"]
+        marks = [i for i, ch in enumerate(run) if ch in ".!?:;,。！？：；，"]
         if len(marks) > 1:
             return start + at + marks[-1]
     return start + at

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.rag.answer.sentences import split_sentences
+from engine.rag.answer.sentences import CHARACTERS_PER_WORD, UNSPACED, split_sentences
 
 # The embedder's cosine of a claim and a passage's sentence above which the passage is
 # taken to hold the claim. all-MiniLM-L6-v2: a restatement scores 0.7-0.9, a sentence on
@@ -42,9 +42,13 @@ _ONE = r"\[\d+(?:\s*[,–-]\s*\d+)*\]"
 _BETWEEN = r"(?:[ \t]*(?:,|;|&|and|…|\.\.\.))*[ \t]*"  # only between two markers
 _RUN = re.compile(rf"[ \t]*{_ONE}(?:{_BETWEEN}{_ONE})*[ \t]*")
 # Where a claim starts: after a sentence's end, a line break or a list bullet.
-_CLAIM_START = re.compile(r"(?:[.!?]+[\"'”’)\]]*\s+|\n\s*(?:[-*•]\s+|\d+[.)]\s+)?)")
+# Chinese and Japanese end a sentence at a full-width stop, with no space after it.
+_CLAIM_START = re.compile(
+    r"(?:[.!?]+[\"'”’)\]]*\s+|[。！？｡]+[」』”’）)\]]*\s*|\n\s*(?:[-*•]\s+|\d+[.)]\s+)?)"
+)
 _CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)  # words of letters, in any script
+_CLOSING = ".!?:;,。！？：；，"  # what may close a claim before its marker
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +174,7 @@ def find_claims(answer: str) -> list[Claim]:
         before = answer[: run.start()]
         body = before.rstrip()
         body_end = len(body)
-        while body and body[-1] in ".!?:;,":
+        while body and body[-1] in _CLOSING:
             body = body[:-1]
         starts = [m.end() for m in _CLAIM_START.finditer(body)]
         start = starts[-1] if starts else 0
@@ -202,7 +206,16 @@ def strip_markers(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text)
+    """The words of `text`; a run of a script written without spaces (Chinese,
+    Japanese) counts a word per CHARACTERS_PER_WORD letters, as sentences.word_count."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        if UNSPACED.search(word):
+            step = CHARACTERS_PER_WORD
+            out += [word[i : i + step] for i in range(0, len(word), step)]
+        else:
+            out.append(word)
+    return out
 
 
 def _numbers(run: str) -> tuple[int, ...]:

@@ -96,3 +96,15 @@ def test_fill_marks_only_the_sentences_without_a_marker(embed) -> None:  # type:
     got = attribute_sources(answer=answer, passages=PASSAGES, embed=embed, fill=True)
     assert got.markers_added == 1
     assert got.text == answer.replace("the cellar.", "the cellar [1].")
+
+
+def test_a_chinese_sentence_takes_its_marker_before_its_full_width_stop() -> None:
+    def alike(texts: list[str]) -> np.ndarray:  # every text restates every passage
+        return np.ones((len(texts), 4), dtype=np.float32) / 2.0
+
+    answer = "Asymptote 先把源代码编译成虚拟机代码。然后由虚拟机解释执行这些代码。"
+    passage = "Asymptote 把源代码编译成虚拟机代码，然后由虚拟机解释执行。"
+    got = attribute_sources(answer=answer, passages=[passage], embed=alike)
+    assert (
+        got.text == "Asymptote 先把源代码编译成虚拟机代码 [1]。然后由虚拟机解释执行这些代码 [1]。"
+    )

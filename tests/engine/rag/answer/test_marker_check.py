@@ -111,3 +111,15 @@ def test_a_marker_after_a_paragraph_goes_to_the_sentence_its_passage_holds(embed
         "generated files [1]. This step is crucial for a healthy life and happy pets."
     )
     assert got.moved == 1
+
+
+def test_a_chinese_answer_s_claims_end_at_full_width_stops(embed) -> None:  # type: ignore[no-untyped-def]
+    claims = find_claims("Asymptote 是编译执行的 [1]。它先生成虚拟机代码 [2]。")
+    assert [(c.cited, c.text) for c in claims] == [
+        ((1,), "Asymptote 是编译执行的"),
+        ((2,), "它先生成虚拟机代码"),
+    ]
+    # Ten characters are about five words: a short Chinese answer is not bare (it was
+    # two "words", so the quote replaced it).
+    got = check_markers(answer="Asymptote 是解释执行的。", passages=[SET_PAGE], embed=embed)
+    assert not got.bare
