@@ -78,7 +78,7 @@ _STOPWORDS = _words(
     "every more most much many such own same other only both either neither nor per "
     "via s t get use using want need way make instead"
 )
-_TERMINAL = re.compile(r"([.!?…。！？｡]+)([\"'”’)\]」』）]*)$")
+_TERMINAL = re.compile(r"([.!?…。！？｡؟۔।॥]+)([\"'”’)\]」』）]*)$")
 # What a question names exactly: options, paths, identifiers with _ . / $ or digits,
 # CamelCase and ALLCAPS words, TeX commands ("\\def").
 _CODE_TOKEN = re.compile(

@@ -35,12 +35,14 @@ _FOOTNOTE = re.compile(r"^[∗†‡⁎]\s?[^\W\d_]")
 # ("main-\ntenance", "пере-\nнести").
 _LINE_END_HYPHEN = re.compile(r"(\w)-\n\s*([^\W\d_])")
 _BULLET = re.compile(r"^\s*(?:[•▪◦‣∙·*–—-]|\(?\d{1,2}[.)]|\(?[a-zA-Z][)]|\([ivx]{1,4}\))\s+")
-_BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)\s+")
+# A sentence's end before a space: Latin, Greek and Cyrillic stops, the Arabic
+# question mark and Urdu full stop, the Devanagari danda.
+_BOUNDARY = re.compile(r"([.!?…؟۔।॥]+)([\"'”’)\]]*)\s+")
 # What may stand before a sentence's first letter: a quote, a bracket, Spanish's
 # inverted marks.
 _OPENERS = "\"'“‘„«‹([¿¡"
 _INITIALS = re.compile(r"^(?:[A-Za-z]\.)*[A-Za-z]$")  # "J", "U.S", "e.g"
-_TERMINAL = ".!?…:;\"'”’)]。！？｡」』）"
+_TERMINAL = ".!?…:;\"'”’)]。！？｡」』）؟۔।॥"
 _CONTINUES = ",-–(/&"
 _PROSE_STARTS = _words(
     "the a an and or but of to in on at by for with from as is are be was were it its "

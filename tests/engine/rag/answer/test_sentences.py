@@ -214,3 +214,14 @@ def test_a_word_broken_across_lines_is_joined_in_any_script() -> None:
         "Это слово нужно перенести на новую строку.",
         "Das ist eine Überprüfung hier.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("यह पहला वाक्य है जो लंबा है।", "यह दूसरा वाक्य है जो भी लंबा है।"),
+        ("ما هو هذا الكتاب الجديد هنا؟", "هذا كتاب جديد عن البرمجة."),
+    ],
+)
+def test_devanagari_and_arabic_stops_end_a_sentence(first: str, second: str) -> None:
+    assert split_sentences(f"{first} {second}") == [first, second]
