@@ -7,7 +7,7 @@ The bridge calls `engine.client.EngineClient` itself; tests hand in a subclass
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QObject, Signal, Slot
@@ -28,6 +28,28 @@ Report = Callable[[Any], bool]
 
 def _ignore(_value: object) -> None:
     return None
+
+
+@dataclass(kw_only=True)
+class LatestReads:
+    """Repeated reads of one list (the documents, the watched folders, the status) run in
+    workers of their own, so their results can arrive out of order. A result is applied
+    only if no later read of its kind was applied first: a slow read issued before a
+    folder's removal must not put back the documents the removal's own read took away.
+    Used on the GUI thread only."""
+
+    _issued: int = 0
+    _applied: dict[str, int] = field(default_factory=dict)
+
+    def ticket(self) -> int:
+        self._issued += 1
+        return self._issued
+
+    def fresh(self, *, kind: str, ticket: int) -> bool:
+        if ticket < self._applied.get(kind, 0):
+            return False
+        self._applied[kind] = ticket
+        return True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,6 +36,7 @@ from app.batch.runner import BatchResult, BatchRun
 from app.bridge_plumbing import (
     ClientFactory,
     EngineOp,
+    LatestReads,
     MainThreadInvoker,
     connect_default,
     describe_error,
@@ -117,6 +118,7 @@ class EngineBridge(QObject):
         self._followed: set[str] = set()  # jobs adopted (not asked for here) already followed
         self._queue_paused: bool | None = None
         self._counts: tuple[int, int] | None = None  # documents, chunks at the last status
+        self._reads = LatestReads()
 
     # -- state ---------------------------------------------------------------
 
@@ -359,10 +361,13 @@ class EngineBridge(QObject):
     # -- plain calls -----------------------------------------------------------
 
     def refresh_status(self) -> None:
+        ticket = self._reads.ticket()
         self._submit(
             what="Reading the engine status",
             call=lambda c: c.status(),
-            on_result=self._status_read,
+            on_result=lambda status: (
+                self._reads.fresh(kind="status", ticket=ticket) and self._status_read(status)
+            ),
         )
 
     def _status_read(self, status: EngineStatus) -> None:
@@ -378,22 +383,21 @@ class EngineBridge(QObject):
         )
 
     def refresh_library(self) -> None:
-        """Watched folders, documents and the engine's list of files it could not read."""
-        self._submit(
-            what="Listing watched folders",
-            call=lambda c: c.folders(),
-            on_result=lambda value: emit(self.sig_folders, value),
-        )
-        self._submit(
-            what="Listing documents",
-            call=lambda c: c.documents(),
-            on_result=lambda value: emit(self.sig_documents, value),
-        )
-        self._submit(
-            what="Listing unreadable files",
-            call=lambda c: c.errors(),
-            on_result=lambda value: emit(self.sig_file_errors, value),
-        )
+        """Watched folders, documents and the engine's list of files it could not read;
+        an answer older than one already shown is dropped (`LatestReads`)."""
+        ticket = self._reads.ticket()
+        for kind, what, call, signal in (
+            ("folders", "Listing watched folders", lambda c: c.folders(), self.sig_folders),
+            ("documents", "Listing documents", lambda c: c.documents(), self.sig_documents),
+            ("errors", "Listing unreadable files", lambda c: c.errors(), self.sig_file_errors),
+        ):
+            self._submit(
+                what=what,
+                call=call,
+                on_result=lambda value, kind=kind, signal=signal: (
+                    self._reads.fresh(kind=kind, ticket=ticket) and emit(signal, value)
+                ),
+            )
 
     def set_model(self, *, model: str | None) -> None:
         """Switch the answer model; loading one can take many seconds."""

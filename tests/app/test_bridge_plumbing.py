@@ -8,7 +8,7 @@ import threading
 import pytest
 from pytestqt.qtbot import QtBot
 
-from app.bridge_plumbing import EngineOp, Report
+from app.bridge_plumbing import EngineOp, LatestReads, Report
 from app.engine_bridge import EngineBridge
 from engine.service.client import EngineClient
 from tests.app.fake_client import FakeClient
@@ -101,3 +101,43 @@ def test_an_op_has_a_call_or_a_follow() -> None:
         EngineOp(what="x")
     with pytest.raises(ValueError):
         EngineOp(what="x", call=lambda c: 1, follow=lambda c, r: 1)
+
+
+class _SlowFirstListing(FakeClient):
+    """The first documents() call is slow and answers what was there before a folder
+    went; the second answers at once with the folder gone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listings = 0
+        self.release = threading.Event()
+
+    def documents(self):  # type: ignore[no-untyped-def]
+        self.listings += 1
+        if self.listings == 1:
+            self.release.wait(5)
+            return ["stale"]
+        return []
+
+
+def test_a_slow_old_listing_never_overwrites_a_newer_one(qtbot: QtBot) -> None:
+    client = _SlowFirstListing()
+    bridge = connected_bridge(qtbot, client)
+    shown: list[object] = []
+    bridge.sig_documents.connect(shown.append)
+    # The connection's own listing is the slow one, from before the removal.
+    qtbot.waitUntil(lambda: client.listings == 1, timeout=5000)
+    bridge.refresh_library()  # after it: fast
+    qtbot.waitUntil(lambda: shown == [[]], timeout=5000)
+    client.release.set()
+    qtbot.wait(300)  # the old answer arrives now, and is dropped
+    assert shown == [[]]
+    bridge.close()
+
+
+def test_latest_reads_apply_in_order_of_asking() -> None:
+    reads = LatestReads()
+    first, second = reads.ticket(), reads.ticket()
+    assert reads.fresh(kind="documents", ticket=second)
+    assert not reads.fresh(kind="documents", ticket=first)
+    assert reads.fresh(kind="folders", ticket=first)  # each kind on its own
