@@ -490,9 +490,12 @@ def content_words(text: str) -> list[str]:
     return out
 
 
+_UNSPACED_RUN = re.compile(f"({UNSPACED.pattern}+)")  # split keeps the runs
+
+
 def _character_pairs(word: str) -> list[str]:
     pairs: list[str] = []
-    for run in re.split(r"(" + UNSPACED.pattern + "+)", word):
+    for run in _UNSPACED_RUN.split(word):
         if not run:
             continue
         if UNSPACED.match(run):

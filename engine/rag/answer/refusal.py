@@ -148,10 +148,10 @@ def _unknown_single(
         raw.update(w for w in _WORD.findall(text.lower()) if len(w) >= _MIN_PART)
     out = []
     for word in dict.fromkeys(_WORD.findall(_NEGATED.sub(" ", question.lower()))):
-        if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
-            continue
         if UNSPACED.search(word):
             continue  # a run of Chinese or Japanese is a phrase, not a word: no verdict
+        if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
+            continue
         if stem(word) in seen or another_form(word, raw) or holds(word):
             continue
         # In the whole collection, only the last letter may change (and up to two be

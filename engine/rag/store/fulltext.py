@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +126,13 @@ def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     if not total:
         return ENGLISH
     unspaced = sum(n for lang, n in shares.items() if lang in UNSPACED_LANGUAGES)
-    tokenizer = "icu" if unspaced / total >= MIN_SHARE else "simple"
     language, count = max(shares.items(), key=lambda kv: kv[1])
-    if count / total >= DOMINANT and language in STEMMERS:
-        return FulltextConfig(language=STEMMERS[language], tokenizer=tokenizer, every_language=True)
-    return FulltextConfig(tokenizer=tokenizer, every_language=True)
+    stemmed = count / total >= DOMINANT and language in STEMMERS
+    return replace(
+        ENGLISH,
+        language=STEMMERS[language] if stemmed else ENGLISH.language,
+        tokenizer="icu" if unspaced / total >= MIN_SHARE else "simple",
+    )
 
 
 def config_file(folder: Path, table: str) -> Path:
@@ -144,6 +146,12 @@ def stored_config(file: Path) -> FulltextConfig | None:
         return FulltextConfig(**data)
     except (OSError, ValueError, TypeError):
         return None
+
+
+def stored_left_out(file: Path) -> frozenset[str]:
+    """The words the index whose config is in `file` leaves out, where known."""
+    config = stored_config(file)
+    return config.left_out() if config is not None else frozenset()
 
 
 def remember_config(file: Path, config: FulltextConfig) -> None:

@@ -432,13 +432,10 @@ class LanceStore:
             return True
 
     def _fulltext_left_out(self) -> frozenset[str]:
-        if self._left_out is None:
-            config = None
-            if self.meta is not None:
-                file = fulltext.config_file(self.folder, self.meta.chunks_table)
-                config = fulltext.stored_config(file)
-            self._left_out = config.left_out() if config is not None else frozenset()
-        return self._left_out
+        if self._left_out is None and self.meta is not None:
+            file = fulltext.config_file(self.folder, self.meta.chunks_table)
+            self._left_out = fulltext.stored_left_out(file)
+        return self._left_out or frozenset()
 
     def holds_form(self, word: str, *, fixed: int) -> bool:
         """Whether a chunk holds another form of `word`: its first `fixed` letters and at

@@ -181,6 +181,10 @@ def _html_text_parts(*, root: Tag, headings: list[str]) -> list[str]:
     return parts
 
 
+# An alt text that is only the picture's file name, as converters leave it.
+_FILE_NAME = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
+
+
 def _inline_alt(image: Tag) -> str:
     """The alt text of an image set in running text, where it stands for words: a
     formula drawn as a picture ("una resistencia de <img alt="1~k\\Omega">"), a
@@ -193,10 +197,6 @@ def _inline_alt(image: Tag) -> str:
         isinstance(n, NavigableString) and n.strip() for n in parent.children
     )
     return f" {alt} " if inline else ""
-
-
-# An alt text that is only the picture's file name, as converters leave it.
-_FILE_NAME = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 
 
 def _join_html_parts(*, parts: list[str]) -> str:
