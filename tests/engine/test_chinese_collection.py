@@ -9,61 +9,34 @@ with a message where the weights or the document are absent."""
 
 from __future__ import annotations
 
-import shutil
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
 from bench.blind_docs import find_blind_docs
 from bench.real_e5 import find_real_e5
-from engine.paths import resolve_paths
 from engine.rag.store.fulltext import config_file, stored_config
 from engine.service.core import Engine
-from engine.service.settings import save_settings
-from engine.wire import CitationsEvent, DoneEvent, EngineSettings
+from tests.support.folder_engine import ask, folder_engine
 
 FILE = "asymptote-faq.zh.pdf"
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     corpus, e5 = find_blind_docs(), find_real_e5()
     if corpus is None:
         pytest.skip("the blind documents are not fetched: python -m bench.blind_docs")
     if e5 is None:
         pytest.skip("multilingual-e5-small is not converted: python -m bench.real_e5")
     root = tmp_path_factory.mktemp("chinese")
-    docs = root / "docs"
-    docs.mkdir()
-    shutil.copy2(corpus / FILE, docs / FILE)
     mp = pytest.MonkeyPatch()
-    mp.setenv("RAGDOLL_HOME", str(root / "home"))
-    mp.setenv("RAGDOLL_AUTO_PROFILE", "0")
-    mp.setenv("RAGDOLL_EMBEDDER_BACKEND", "torch")  # no ONNX export of a 470 MB model here
     # Read as a large collection, where a word no chunk holds raises the bar: a run of
     # Chinese, which no chunk holds whole, refused every question there.
     mp.setattr("engine.rag.pipeline.answering.MIN_CHUNKS", 1)
-    paths = resolve_paths().ensure()
-    save_settings(file=paths.settings_file, settings=EngineSettings(embedder=str(e5)))
-    running = Engine(paths=paths, warm_up=False, watch=False)
-    _, job = running.add_folder(path=str(docs))
-    version, progress = 0, job.snapshot()
-    while progress.state not in ("done", "failed", "cancelled"):
-        version, progress = job.wait_next(after=version, timeout_s=60.0)
-    assert progress.state == "done"
-    yield running
-    running.close()
+    with folder_engine(root=root, files=[corpus / FILE], embedder=e5) as running:
+        yield running
     mp.undo()
-
-
-def _ask(engine: Engine, question: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for event in engine.ask_stream(question=question):
-        if isinstance(event, CitationsEvent):
-            out["citations"] = event.citations
-        elif isinstance(event, DoneEvent):
-            out["answer"] = event.done.answer
-    return out
 
 
 def test_the_file_is_chinese_and_its_words_are_broken_by_icu(engine: Engine) -> None:
@@ -87,7 +60,7 @@ def test_the_file_is_chinese_and_its_words_are_broken_by_icu(engine: Engine) -> 
 def test_a_chinese_question_is_answered_from_its_page(
     engine: Engine, question: str, fact: str, page: int
 ) -> None:
-    out = _ask(engine, question)
+    out = ask(engine, question)
     assert "Not found in your documents" not in out["answer"]
     assert fact in out["answer"]
     assert out["citations"][0].page == page
