@@ -216,25 +216,51 @@ def test_the_fifth_part_is_over_new_documents_in_languages_no_part_asked_in() ->
     _assert_own_documents(questions, "blind4")
 
 
+def _assert_a_blind_part(
+    *,
+    split: str,
+    own_answerable: int,
+    crossing_answerable: int,
+    unanswerable: int,
+    askers: set[str],
+) -> set[str]:
+    """What every later blind part holds: its own documents, each language asking its
+    own, questions in another language (doc_language) on each document, by `askers`,
+    and unanswerable ones. Returns the languages its documents are in."""
+    questions = _blind_set()
+    part = _part(split)
+    own = [q for q in part if q.doc_language is None]
+    crossing = [q for q in part if q.doc_language is not None]
+    languages = {q.language for q in own}
+    _assert_each_language_asks(own, languages)
+    assert sum(q.answerable for q in own) >= own_answerable
+    assert sum(q.answerable for q in crossing) >= crossing_answerable
+    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
+    assert {q.language for q in crossing} <= askers
+    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
+    assert sum(not q.answerable for q in part) >= unanswerable
+    prefix = "b" + split.removeprefix("blind") + "-"
+    assert all(q.id.startswith(prefix) and q.held_out for q in part)
+    _assert_own_documents(questions, split)
+    return languages
+
+
+def _earlier_languages(split: str) -> set[str]:
+    return {q.doc_language or q.language for q in _blind_set() if q.split != split and q.answerable}
+
+
 def test_the_sixth_part_is_over_new_documents_in_languages_the_corpus_had() -> None:
     """blind5: its own documents (no other part names them), in at least three languages,
     asked mostly in their own language, some in another (doc_language, askers in English,
     German, French, Spanish or Italian) and some not answered at all."""
-    questions = _blind_set()
-    sixth = _part("blind5")
-    own = [q for q in sixth if q.doc_language is None]
-    crossing = [q for q in sixth if q.doc_language is not None]
-    languages = {q.language for q in own}
+    languages = _assert_a_blind_part(
+        split="blind5",
+        own_answerable=30,
+        crossing_answerable=10,
+        unanswerable=8,
+        askers={"en", "de", "fr", "es", "it"},
+    )
     assert len(languages) >= 3, languages
-    _assert_each_language_asks(own, languages)
-    assert sum(q.answerable for q in own) >= 30
-    assert sum(q.answerable for q in crossing) >= 10
-    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
-    assert {q.language for q in crossing} <= {"en", "de", "fr", "es", "it"}
-    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
-    assert sum(not q.answerable for q in sixth) >= 8
-    assert all(q.id.startswith("b5-") and q.held_out for q in sixth)
-    _assert_own_documents(questions, "blind5")
 
 
 def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
@@ -243,26 +269,17 @@ def test_the_seventh_part_is_over_new_documents_in_sister_languages() -> None:
     in (Slovak of Czech; Ukrainian and Bulgarian of Russian), asked mostly in their own
     language, some in another (doc_language, askers in English, German, French or Spanish)
     and some not answered at all."""
-    questions = _blind_set()
-    seventh = _part("blind6")
-    earlier = {
-        q.doc_language or q.language for q in questions if q.split != "blind6" and q.answerable
-    }
-    own = [q for q in seventh if q.doc_language is None]
-    crossing = [q for q in seventh if q.doc_language is not None]
-    languages = {q.language for q in own}
+    languages = _assert_a_blind_part(
+        split="blind6",
+        own_answerable=30,
+        crossing_answerable=6,
+        unanswerable=6,
+        askers={"en", "de", "fr", "es"},
+    )
+    earlier = _earlier_languages("blind6")
     sisters = {"sk": "cs", "uk": "ru", "bg": "ru", "ca": "es", "gl": "pt", "da": "sv", "nb": "sv"}
     assert len(languages) >= 3 and not languages & earlier, languages
     assert all(sisters.get(language) in earlier for language in languages), languages
-    _assert_each_language_asks(own, languages)
-    assert sum(q.answerable for q in own) >= 30
-    assert sum(q.answerable for q in crossing) >= 6
-    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
-    assert {q.language for q in crossing} <= {"en", "de", "fr", "es"}
-    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
-    assert sum(not q.answerable for q in seventh) >= 6
-    assert all(q.id.startswith("b6-") and q.held_out for q in seventh)
-    _assert_own_documents(questions, "blind6")
 
 
 def test_the_eighth_part_is_over_new_documents_one_in_a_cjk_language() -> None:
@@ -270,24 +287,14 @@ def test_the_eighth_part_is_over_new_documents_one_in_a_cjk_language() -> None:
     (Simplified Chinese) new to every earlier part, asked mostly in their own language, some
     in another (doc_language, askers in English, German, French, Spanish or Italian), at
     least one per document, and some not answered at all."""
-    questions = _blind_set()
-    eighth = _part("blind7")
-    earlier = {
-        q.doc_language or q.language for q in questions if q.split != "blind7" and q.answerable
-    }
-    own = [q for q in eighth if q.doc_language is None]
-    crossing = [q for q in eighth if q.doc_language is not None]
-    languages = {q.language for q in own}
-    assert len(languages) >= 4 and languages - earlier == {"zh"}, languages
-    _assert_each_language_asks(own, languages)
-    assert sum(q.answerable for q in own) >= 40
-    assert sum(q.answerable for q in crossing) >= 8
-    assert all(q.doc_language in languages and q.doc_language != q.language for q in crossing)
-    assert {q.language for q in crossing} <= {"en", "de", "fr", "es", "it"}
-    assert len({q.doc_language for q in crossing if q.answerable}) == len(languages)
-    assert sum(not q.answerable for q in eighth) >= 8
-    assert all(q.id.startswith("b7-") and q.held_out for q in eighth)
-    _assert_own_documents(questions, "blind7")
+    languages = _assert_a_blind_part(
+        split="blind7",
+        own_answerable=40,
+        crossing_answerable=8,
+        unanswerable=8,
+        askers={"en", "de", "fr", "es", "it"},
+    )
+    assert len(languages) >= 4 and languages - _earlier_languages("blind7") == {"zh"}, languages
 
 
 @pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6", "blind7"])
