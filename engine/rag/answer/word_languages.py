@@ -15,7 +15,11 @@ on the Zipf scale, no other language lists it), and a name or a term used alike 
 1 of each other). A word is a language's own (`is_own`) when that language uses it
 at least ten times (`LEAD`, 1 on the Zipf scale) as often as any other list, and often
 enough (`MIN_ZIPF`) that the other lists' cut-off (1.0: a word below it is not listed)
-cannot hide a tenfold share. A language whose list is short (wordfreq's "small" lists
+cannot hide a tenfold share. Or when two languages do, together: close languages share
+their forms ("vyslovuje": Slovak 3.54, Czech 3.53; "перенести": Russian 4.12, Ukrainian
+4.07; "milímetros": Portuguese and Spanish; "jeg": Danish and Norwegian), so neither
+leads the other, yet both use the word ten times as often as any third list. A name or
+a term is used alike by more than two ("docker": the third list is 0.3 behind). A language whose list is short (wordfreq's "small" lists
 stop at 3.0) hides its rarer words: a word shared with it may pass as another language's
 own. None of this is a list of any language's words: it holds for every language the
 frequencies cover, and a word they do not cover stays as refusal.py reads it.
@@ -49,7 +53,7 @@ log = logging.getLogger(__name__)
 LEAD = 1.0  # Zipf: the own language uses the word at least ten times as often
 LIST_FLOOR = 1.0  # Zipf: wordfreq's large lists list no rarer word
 MIN_ZIPF = LIST_FLOOR + LEAD
-_TABLE_VERSION = 1
+_TABLE_VERSION = 2  # 2: a word two languages share is their own
 _TIMEOUT_S = 600
 
 
@@ -174,9 +178,9 @@ def make_in_child(*, out: Path) -> None:
 
 
 def own_word_keys(lists: Iterator[tuple[str, list[list[str]]]]) -> np.ndarray:
-    """The sorted keys of the words one list uses `LEAD` more (Zipf) than every other
-    and at least `MIN_ZIPF`. `lists`: each language's frequency list, as wordfreq's
-    cBpack files hold it (list i holds the words of frequency -i centibels)."""
+    """The sorted keys of the words one list, or two together, use `LEAD` more (Zipf)
+    than every other and at least `MIN_ZIPF`. `lists`: each language's frequency list, as
+    wordfreq's cBpack files hold it (list i holds the words of frequency -i centibels)."""
     keys: list[np.ndarray] = []
     zipfs: list[np.ndarray] = []
     for _language, buckets in lists:
@@ -195,14 +199,27 @@ def own_word_keys(lists: Iterator[tuple[str, list[list[str]]]]) -> np.ndarray:
     first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
     best = zipf[starts]
-    second = np.zeros(len(starts), np.int16)
-    has_second = np.zeros(len(starts), bool)
-    after = starts + 1
-    inside = after < len(key)
-    has_second[inside] = ~first[after[inside]]
-    second[has_second] = zipf[after[has_second]]
-    own = (best >= round(MIN_ZIPF * 100)) & (best - second >= round(LEAD * 100))
-    return np.sort(key[starts[own]])
+    second = _next_language(first=first, zipf=zipf, at=starts + 1)
+    third = _next_language(first=first, zipf=zipf, at=starts + 2, before=second > 0)
+    floor, lead = round(MIN_ZIPF * 100), round(LEAD * 100)
+    alone = (best >= floor) & (best - second >= lead)
+    pair = (second >= floor) & (second - third >= lead)
+    return np.sort(key[starts[alone | pair]])
+
+
+def _next_language(
+    *, first: np.ndarray, zipf: np.ndarray, at: np.ndarray, before: np.ndarray | None = None
+) -> np.ndarray:
+    """The Zipf at each of `at` where it still holds the word that started before it
+    (`first` marks each word's first row; 0 where the word's rows ended: no such list).
+    `before`: where the row before `at` held it too."""
+    out = np.zeros(len(at), np.int16)
+    held = at < len(zipf)
+    held[held] = ~first[at[held]]
+    if before is not None:
+        held &= before
+    out[held] = zipf[at[held]]
+    return out
 
 
 def wordfreq_lists(languages: Sequence[str] = ()) -> Iterator[tuple[str, list[list[str]]]]:

@@ -35,13 +35,29 @@ def test_a_word_one_language_uses_ten_times_as_often_is_its_own() -> None:
         ("de", _buckets({"nachsehen": 3.6, "docker": 2.8, "seltenwort": 1.8, "gleich": 3.0})),
         ("en", _buckets({"docker": 3.0, "lookup": 3.5, "gleich": 2.0})),
         ("es", _buckets({"docker": 2.2, "cuántos": 4.4, "lookup": 2.6})),
+        ("fr", _buckets({"lookup": 1.8})),
     ]
     keys = own_word_keys(iter(lists))
     own = {w for w in ("nachsehen", "cuántos", "lookup", "gleich") if word_key(w) in keys}
     # docker: within 1 of another language; seltenwort: too rare for the other lists'
-    # cut-off to show a tenfold share; lookup: only 0.9 ahead of Spanish.
+    # cut-off to show a tenfold share; lookup: only 0.9 ahead of Spanish, which is only
+    # 0.8 ahead of French.
     assert own == {"nachsehen", "cuántos", "gleich"}
     assert list(keys) == sorted(keys)
+
+
+def test_a_word_two_close_languages_share_is_their_own() -> None:
+    """Czech and Slovak write many forms alike: neither leads, both lead the rest."""
+    lists = [
+        ("cs", _buckets({"vyslovuje": 3.53, "docker": 2.7, "nechám": 4.49})),
+        ("en", _buckets({"docker": 3.0})),
+        ("pl", _buckets({"docker": 2.6, "vyslovuje": 2.6})),
+        ("sk", _buckets({"vyslovuje": 3.54, "docker": 2.7, "nechám": 4.09})),
+    ]
+    keys = own_word_keys(iter(lists))
+    own = {w for w in ("vyslovuje", "docker", "nechám") if word_key(w) in keys}
+    # vyslovuje: Polish within 1 of the pair; docker: four lists alike.
+    assert own == {"nechám"}
 
 
 def test_the_key_reads_a_word_as_the_lists_write_it() -> None:
