@@ -11,18 +11,19 @@ The two differ in how languages use them. Word frequencies of 42 languages (word
 code Apache-2.0, data CC BY-SA 4.0: Wikipedia, subtitles, news, books, web text) show a
 language's own word used far more often in it than in any other ("cuántos": Spanish 4.4
 on the Zipf scale, no other language lists it), and a name or a term used alike in many
-("docker": English 3.0, German 2.8, French 2.8; "kosovo", "ipad", "chicago" within
-1 of each other). A word is a language's own (`is_own`) when that language uses it
-at least ten times (`LEAD`, 1 on the Zipf scale) as often as any other list, and often
-enough (`MIN_ZIPF`) that the other lists' cut-off (1.0: a word below it is not listed)
-cannot hide a tenfold share. Or when two languages do, together: close languages share
-their forms ("vyslovuje": Slovak 3.54, Czech 3.53; "перенести": Russian 4.12, Ukrainian
-4.07; "milímetros": Portuguese and Spanish; "jeg": Danish and Norwegian), so neither
-leads the other, yet both use the word ten times as often as any third list. A name or
-a term is used alike by more than two ("docker": the third list is 0.3 behind). A language whose list is short (wordfreq's "small" lists
-stop at 3.0) hides its rarer words: a word shared with it may pass as another language's
-own. None of this is a list of any language's words: it holds for every language the
-frequencies cover, and a word they do not cover stays as refusal.py reads it.
+("docker": English 3.0, German 2.8, French 2.8; "kosovo", "ipad", "chicago" within 1 of
+each other). A word is a language's own (`is_own`) when that language uses it at least
+ten times (`LEAD`, 1 on the Zipf scale) as often as any other list, and often enough
+(`MIN_ZIPF`) that the other lists' cut-off (1.0: a word below it is not listed) cannot
+hide a tenfold share. Or when two languages do, together: close languages share their
+forms ("vyslovuje": Slovak 3.54, Czech 3.53; "перенести": Russian 4.12, Ukrainian 4.07;
+"milímetros": Portuguese and Spanish; "jeg": Danish and Norwegian), so neither leads the
+other, yet both use the word ten times as often as any third list. A name or a term is
+used alike by more than two ("docker": the third list is 0.3 behind). A language whose
+list is short (wordfreq's "small" lists stop at 3.0) hides its rarer words: a word
+shared with it may pass as another language's own. None of this is a list of any
+language's words: it holds for every language the frequencies cover, and a word they do
+not cover stays as refusal.py reads it.
 
 The table is made once per machine, by a child process (the lists take ~1 GB of memory
 as Python objects) in the background, started by the engine's warm-up over a collection

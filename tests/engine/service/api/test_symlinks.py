@@ -20,6 +20,7 @@ from engine.rag.ingest.safe_open import SWAPPED
 from tests.support.engine import RunningEngine, running_engine
 
 SECRET = "The vault combination is 31-41-59."
+NUMBERED_PARAGRAPHS = 300  # the long file: ~3 s of chunking and embedding on 2 cores
 INSIDE = "The greenhouse is watered at dawn with rain water."
 
 
@@ -159,7 +160,7 @@ def test_what_an_older_version_read_through_a_link_out_leaves_at_the_next_start(
 
 
 def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_read(tmp_path: Path) -> None:
-    """The job lists docs/many (60 files) and docs/zdir/secret.md; paused while it
+    """The job lists docs/many (61 files) and docs/zdir/secret.md; paused while it
     reads many/, zdir is moved away and a link to an outside folder put in its place.
     The listed path docs/zdir/secret.md now leads out: it must not be read."""
     outside = tmp_path / "outside"
@@ -171,6 +172,15 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_read(tmp_path: P
         (docs / "many" / f"a{i:02d}.md").write_text(
             f"Seed tray {i} holds {i * 3} basil seedlings.\n", encoding="utf-8"
         )
+    # many/'s first file is long: the job is still reading it, or the short files after
+    # it, when the pause comes, however late the test's poll runs on a loaded machine
+    # (60 short files alone were sometimes all read before it). Not many/'s last: the
+    # job starts parsing the next file (zdir's) while it embeds one.
+    long_file = "\n\n".join(
+        f"Bed {i} of the walled garden grows {i % 7 + 2} rows of leeks and chard." * 12
+        for i in range(NUMBERED_PARAGRAPHS)
+    )
+    (docs / "many" / "a00-long.md").write_text(long_file + "\n", encoding="utf-8")
     (docs / "zdir").mkdir()
     (docs / "zdir" / "secret.md").write_text("The shed key hangs by the door.\n", "utf-8")
 
@@ -187,7 +197,7 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_read(tmp_path: P
             assert time.monotonic() < deadline, "the job did not pause"
             time.sleep(0.05)
         paused = client.ingest_progress(job_id=job.job_id)
-        assert paused.files_total == 61 and paused.files_done < 60, paused
+        assert paused.files_total == 62 and paused.files_done < 61, paused
 
         os.rename(docs / "zdir", tmp_path / "zdir-moved")
         os.symlink(outside, docs / "zdir")
