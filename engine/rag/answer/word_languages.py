@@ -19,7 +19,7 @@ hide a tenfold share. Or when two languages do, together: close languages share 
 forms ("vyslovuje": Slovak 3.54, Czech 3.53; "перенести": Russian 4.12, Ukrainian 4.07;
 "milímetros": Portuguese and Spanish; "jeg": Danish and Norwegian), so neither leads the
 other, yet both use the word ten times as often as any third list. A name or a term is
-used alike by more than two ("docker": the third list is 0.3 behind). A language whose
+used alike by more than two ("docker": French 2.78, German 2.75). A language whose
 list is short (wordfreq's "small" lists stop at 3.0) hides its rarer words: a word
 shared with it may pass as another language's own. None of this is a list of any
 language's words: it holds for every language the frequencies cover, and a word they do
