@@ -16,6 +16,7 @@ built again when the collection's language changes.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
@@ -83,6 +84,26 @@ class FulltextConfig:
         """The words this index leaves out, where known (every language's common ones);
         a search for one finds nothing, which says nothing about the collection."""
         return common_words() if self.every_language else frozenset()
+
+
+# Letters ASCII folding spells with others, where Unicode gives no decomposition
+# (tantivy's AsciiFoldingFilter, after Lucene's).
+_FOLDED_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"}
+)
+
+
+def ascii_folded(word: str) -> str:
+    """`word` (lower-case) as the index stores it (LanceDB's FTS folds to ASCII by
+    default): a Latin letter loses its accent ("pripojím" -> "pripojim", "größe" ->
+    "grosse"); other scripts are kept ("перенести"). A query the index does not analyse
+    (a fuzzy match) must be folded so to meet the stored words."""
+    out = []
+    for char in unicodedata.normalize("NFC", word).translate(_FOLDED_LETTERS):
+        parts = unicodedata.normalize("NFKD", char)
+        base = "".join(c for c in parts if not unicodedata.combining(c))
+        out.append(base if base.isascii() and base else char)
+    return "".join(out)
 
 
 def common_words() -> frozenset[str]:

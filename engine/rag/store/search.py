@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engine.rag.store.fulltext import ascii_folded
 from engine.rag.store.records import ChunkRecord, SearchFilters, SearchHit, SearchResult
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al.)
@@ -341,8 +342,12 @@ def holds_form(table: Any, *, word: str, fixed: int) -> bool:
     nothing rather than failing. True when the index cannot be asked."""
     from lancedb.query import MatchQuery
 
+    # A fuzzy match meets the stored words as given: fold it as the index folded them,
+    # or no accented word ("pripojím", "inštalátora") ever finds its other forms.
+    folded = ascii_folded(word)
+    fixed = max(0, fixed + len(folded) - len(word))
     try:
-        match = MatchQuery(word, "text", fuzziness=2, prefix_length=fixed)
+        match = MatchQuery(folded, "text", fuzziness=2, prefix_length=fixed)
         query = table.search(match, query_type="fts").select(["chunk_id"]).limit(1)
         return query.to_arrow().num_rows > 0
     except (ValueError, RuntimeError, OSError):

@@ -12,6 +12,7 @@ import pytest
 from engine.rag.store.fulltext import (
     ENGLISH,
     FulltextConfig,
+    ascii_folded,
     collection_languages,
     config_file,
     fulltext_config,
@@ -128,3 +129,11 @@ def test_chinese_words_are_found_with_icu_word_breaks(
     table.create_index("text", config=FulltextConfig(tokenizer=tokenizer).fts(), replace=True)
     ids = table.search("软件包", query_type="fts").limit(2).to_arrow().column("id").to_pylist()
     assert (ids == ["1"]) is found
+
+
+def test_a_word_is_folded_to_ascii_as_the_index_folds_it() -> None:
+    assert ascii_folded("pripojím") == "pripojim"
+    assert ascii_folded("straße") == "strasse" and ascii_folded("łódź") == "lodz"
+    assert ascii_folded("c\u0327a") == "ca"  # a decomposed accent too
+    assert ascii_folded("перенести") == "перенести"  # only Latin letters fold
+    assert ascii_folded("й") == "й"

@@ -106,6 +106,19 @@ def test_holds_form_finds_a_word_that_differs_in_its_last_letters(store: LanceSt
     assert not store.holds_form("pybuild", fixed=4)
 
 
+def test_holds_form_meets_accented_words_as_the_index_folds_them(store: LanceStore) -> None:
+    """The index stores "pripojí" as "pripoji"; a fuzzy match is not analysed, so an
+    unfolded "pripojím" met no stored word and read as never mentioned."""
+    texts = ["Ako sa pripojí na vzdialený počítač", "spustenie inštalátora", "Größe der Seite"]
+    doc, pages, emb = _doc("a", texts)
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.holds_form("pripojím", fixed=7)
+    assert store.holds_form("inštalátoru", fixed=10)
+    assert store.holds_form("größen", fixed=5)  # ß folds to two letters
+    assert not store.holds_form("prestavím", fixed=8)
+
+
 def test_holds_phrase_wants_the_words_together(store: LanceStore) -> None:
     assert store.holds_phrase("Secure Boot")  # no full-text index yet: not known to be absent
     texts = [
