@@ -261,6 +261,10 @@ class Engine:
                 self.embedder()
             except EmbeddingServerError as e:  # a question asks it again; the model loads
                 log.warning("the embeddings server is not answering: %s", e)
+            if not self._closing.is_set():
+                # An index built before the way words break changed (fulltext.py) is
+                # built again now, not at the next file added; a no-op when current.
+                self.store.refresh_fulltext_index()
             if not self._closing.is_set() and self.store.counts()[1] >= MIN_CHUNKS:
                 # Ready for the first question rather than made by it (word_languages.py).
                 self.word_languages.start()

@@ -46,7 +46,7 @@ def test_the_file_is_chinese_and_its_words_are_broken_by_icu(engine: Engine) -> 
     assert meta is not None
     engine.store.refresh_fulltext_index()
     config = stored_config(config_file(engine.store.folder, meta.chunks_table))
-    assert config is not None and config.tokenizer == "icu"
+    assert config is not None and config.tokenizer == "icu/split"
     assert engine.store.holds_word("希腊字母")  # a word inside a run of Chinese
 
 

@@ -529,3 +529,25 @@ def test_the_warm_up_starts_the_own_words_table_for_a_large_collection(
         assert started.is_set() == (chunks >= MIN_CHUNKS)
     finally:
         engine.close()
+
+
+def test_the_warm_up_brings_the_full_text_index_up_to_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection indexed before the full-text index's config changed gets the new one
+    at the engine's start (fulltext.refresh_index builds only what is stale)."""
+    from engine.paths import resolve_paths
+    from engine.rag.store.lance_store import LanceStore
+
+    refreshed = threading.Event()
+    monkeypatch.setattr(LanceStore, "refresh_fulltext_index", lambda self: refreshed.set())
+    monkeypatch.setattr(Engine, "embedder", lambda self: None)
+    monkeypatch.setattr(ModelChoice, "load_chosen", lambda self: None)
+    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), watch=False)
+    try:
+        warming = engine._warming
+        assert warming is not None
+        warming.join(30)
+        assert refreshed.is_set()
+    finally:
+        engine.close()

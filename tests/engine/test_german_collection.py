@@ -7,12 +7,13 @@ the multilingual model. Skipped with a message where the weights or the pages ar
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from bench.blind_docs import find_blind_docs
 from bench.real_e5 import find_real_e5
-from engine.rag.store.fulltext import FulltextConfig, config_file, stored_config
+from engine.rag.store.fulltext import ENGLISH, config_file, stored_config
 from engine.service.core import Engine
 from tests.support.folder_engine import ask, folder_engine
 
@@ -38,7 +39,7 @@ def test_the_files_are_german_and_searched_with_the_german_stemmer(engine: Engin
     assert meta is not None
     engine.store.refresh_fulltext_index()
     assert stored_config(config_file(engine.store.folder, meta.chunks_table)) == (
-        FulltextConfig(language="German", every_language=True)
+        replace(ENGLISH, language="German")
     )
 
 

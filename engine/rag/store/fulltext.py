@@ -9,8 +9,12 @@ before languages were detected, keeps the English stemmer, as before: its rules 
 mild (plural -s, -ed, -ing), so "paquet" still finds "paquets", where an index without a
 stemmer finds no inflected form at all.
 
+Words break by ICU's rules, then again at spaces and punctuation ("icu/split"): a run of
+Chinese, Japanese or Thai becomes its words wherever it stands, even in a collection
+that is mostly English, and "file.txt" still finds "file".
+
 The choice is kept beside the tables (one file per chunks table) so that the index is
-built again when the collection's language changes.
+built again when the collection's language (or the way words break) changes.
 """
 
 from __future__ import annotations
@@ -49,10 +53,6 @@ STEMMERS = {
     "tr": "Turkish",
 }
 DOMINANT = 0.8
-# Languages written without spaces between words: to "simple", a run of Chinese is one
-# token no query matches. ICU's word breaks find their words. Not for every collection:
-# on the English quality set ICU's breaks ranked worse (held3 first 0.62 -> 0.53).
-UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +60,12 @@ class FulltextConfig:
     language: str = "English"  # the stemmer's and stop list's
     stem: bool = True
     remove_stop_words: bool = True
-    # Where words break: "simple" at spaces and punctuation; "icu" by Unicode's rules,
-    # with dictionaries for the scripts written without spaces (UNSPACED_LANGUAGES).
+    # Where words break: "simple" at spaces and punctuation (a run of Chinese is one
+    # token no question matches); "icu" by Unicode's rules, with dictionaries for the
+    # scripts written without spaces (Chinese, Japanese, Thai…), but "file.txt",
+    # "foo_bar" and "3.5" stay one word; "icu/split" breaks ICU's words again where
+    # "simple" would. The default is what an index built before the field was recorded
+    # used.
     tokenizer: str = "simple"
     # True: the index leaves out the most frequent words of every language
     # (`common_words`), in place of `language`'s own stop list. False: an index built
@@ -117,7 +121,11 @@ def common_words() -> frozenset[str]:
     return frozenset(json.loads(text)["words"])
 
 
-ENGLISH = FulltextConfig(every_language=True)
+# Every index since 2026-12-04 breaks words with ICU, split as "simple" splits. ICU alone
+# ranked worse on the English quality set (held3 first 0.62 -> 0.53); split, it gives
+# the English set's figures within one question, and a Chinese question over a mixed
+# collection finds its words (docs/benchmarks.md, "ICU word breaks, split").
+ENGLISH = FulltextConfig(every_language=True, tokenizer="icu/split")
 
 
 def language_shares(documents: Iterable[DocumentRecord]) -> dict[str, int]:
@@ -146,14 +154,9 @@ def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     total = sum(shares.values())
     if not total:
         return ENGLISH
-    unspaced = sum(n for lang, n in shares.items() if lang in UNSPACED_LANGUAGES)
     language, count = max(shares.items(), key=lambda kv: kv[1])
     stemmed = count / total >= DOMINANT and language in STEMMERS
-    return replace(
-        ENGLISH,
-        language=STEMMERS[language] if stemmed else ENGLISH.language,
-        tokenizer="icu" if unspaced / total >= MIN_SHARE else "simple",
-    )
+    return replace(ENGLISH, language=STEMMERS[language] if stemmed else ENGLISH.language)
 
 
 def config_file(folder: Path, table: str) -> Path:

@@ -3,6 +3,7 @@ most of the text, English otherwise; built again when the language changes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import lancedb
@@ -41,7 +42,7 @@ def _doc(languages: str, chunks: int, status: str = "indexed") -> DocumentRecord
 def test_one_language_holding_most_chunks_chooses_its_stemmer() -> None:
     shares = language_shares([_doc("de", 90), _doc("de,en", 5), _doc("en", 5)])
     assert shares == {"de": 95, "en": 5}
-    assert fulltext_config(shares) == FulltextConfig(language="German", every_language=True)
+    assert fulltext_config(shares) == replace(ENGLISH, language="German")
 
 
 def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
@@ -50,12 +51,9 @@ def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
     assert language_shares([_doc("", 10), _doc("fr", 3, status="error")]) == {}
 
 
-def test_a_collection_largely_chinese_or_japanese_breaks_words_by_icu() -> None:
-    icu = FulltextConfig(tokenizer="icu", every_language=True)
-    assert fulltext_config({"zh": 100}) == icu
-    assert fulltext_config({"ja": 30, "de": 70}) == icu
-    german = FulltextConfig(language="German", every_language=True)
-    assert fulltext_config({"ja": 5, "de": 95}) == german
+def test_every_collection_breaks_words_by_icu_and_at_punctuation() -> None:
+    for shares in ({"zh": 100}, {"ja": 5, "de": 95}, {"en": 100}, {}):
+        assert fulltext_config(shares).tokenizer == "icu/split", shares
     # A config file written before either field was recorded reads as what it built.
     assert FulltextConfig(language="French") == FulltextConfig(
         language="French", tokenizer="simple", every_language=False
@@ -119,7 +117,9 @@ def test_every_language_s_common_words_are_left_out_of_the_index(tmp_path: Path)
 CHINESE = ["要更新软件包列表，请运行 apt update 命令。", "本手册介绍 Debian 系统的历史和社区。"]
 
 
-@pytest.mark.parametrize(("tokenizer", "found"), [("icu", True), ("simple", False)])
+@pytest.mark.parametrize(
+    ("tokenizer", "found"), [("icu/split", True), ("icu", True), ("simple", False)]
+)
 def test_chinese_words_are_found_with_icu_word_breaks(
     tmp_path: Path, tokenizer: str, found: bool
 ) -> None:
@@ -129,6 +129,21 @@ def test_chinese_words_are_found_with_icu_word_breaks(
     table.create_index("text", config=FulltextConfig(tokenizer=tokenizer).fts(), replace=True)
     ids = table.search("软件包", query_type="fts").limit(2).to_arrow().column("id").to_pylist()
     assert (ids == ["1"]) is found
+
+
+@pytest.mark.parametrize(("tokenizer", "found"), [("icu/split", True), ("icu", False)])
+def test_icu_words_are_split_again_at_punctuation(
+    tmp_path: Path, tokenizer: str, found: bool
+) -> None:
+    """ICU keeps "apt.conf" and "foo_bar" whole: a question's "conf" or "bar" finds them
+    only when they are split again, as the "simple" tokenizer splits them."""
+    text = ["edit apt.conf, then run foo_bar", "unrelated words here"]
+    rows = pa.table({"id": ["1", "2"], "text": text})
+    table = lancedb.connect(str(tmp_path)).create_table("t", rows)
+    table.create_index("text", config=FulltextConfig(tokenizer=tokenizer).fts(), replace=True)
+    for word in ("conf", "bar"):
+        ids = table.search(word, query_type="fts").limit(2).to_arrow().column("id").to_pylist()
+        assert (ids == ["1"]) is found, word
 
 
 def test_a_word_is_folded_to_ascii_as_the_index_folds_it() -> None:
