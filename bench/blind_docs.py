@@ -79,6 +79,21 @@ over documents new to it, none a translation of another document of the corpus:
 - Simplified Chinese: the Chinese translation of the Asymptote FAQ, typeset PDF (XeTeX),
   from `texlive-lang-chinese` (its English original is not in the corpus).
 
+The eighth blind part (`"split": "blind8"`, written on 2026-12-04, blind, before any run on
+it), in four languages the corpus had not had, two of them in a non-Latin script:
+
+- Japanese: the manual of KiCad's drawing sheet (title block) editor, Pl_Editor, one HTML
+  page (AsciiDoc), from `kicad-doc-ja` (its other manuals there are mostly untranslated
+  English; no KiCad document is in the corpus);
+- Korean: 10 HTML pages of the Korean GIMP user manual (DocBook), from `gimp-help-ko`
+  (the Korean Debian FAQ was passed over: it translates the German FAQ the corpus has);
+- Vietnamese: the Debian New Maintainers' Guide, 7 of its HTML chapters (DocBook), from
+  `maint-guide-vi`; its Spanish translation is in the corpus (the first part's typeset
+  PDF), so each question names the Spanish page that also answers it (`also`);
+- Indonesian: the Debian Reference, typeset PDF (DocBook, dblatex), from
+  `debian-reference-id` (its English original is only among the tuning documents, not in
+  this corpus).
+
 The questions over it are in `blind_set.json`: written from the documents' text before
 any run, never tuned on.
 """
@@ -164,6 +179,20 @@ _INSTALL_NL = (
     "apds02",
     "apds05",
 )
+
+_GIMP_KO = (
+    "gimp-first-steps",
+    "gimp-concepts-undo",
+    "gimp-tutorial-quickie-scale",
+    "gimp-tutorial-quickie-jpeg",
+    "gimp-tutorial-quickie-crop",
+    "gimp-tutorial-quickie-change-mode",
+    "gimp-concepts-patterns",
+    "gimp-using-brushes",
+    "font-problems",
+    "gimp-using-setup-tile-cache",
+)
+_MAINT_VI = ("first", "modify", "dreq", "build", "checkit", "update", "upload")
 
 BLIND_DOCS: tuple[RealDoc, ...] = (
     *(
@@ -324,6 +353,37 @@ BLIND_DOCS: tuple[RealDoc, ...] = (
         path="usr/share/doc/texlive-doc/support/asymptote-faq-zh-cn/asymptote-faq-zh-cn.pdf",
         name="asymptote-faq.zh.pdf",
         maker="LaTeX (XeTeX, xdvipdfmx), Simplified Chinese",
+    ),
+    # The eighth blind part (blind8).
+    RealDoc(
+        package="kicad-doc-ja",
+        path="usr/share/doc/kicad/help/ja/pl_editor.html",
+        name="kicad-pl-editor.ja.html",
+        maker="AsciiDoc (HTML), Japanese",
+    ),
+    *(
+        RealDoc(
+            package="gimp-help-ko",
+            path=f"usr/share/gimp/2.0/help/ko/{page}.html",
+            name=f"gimp-ko-{page}.html",
+            maker="DocBook (HTML), Korean",
+        )
+        for page in _GIMP_KO
+    ),
+    *(
+        RealDoc(
+            package="maint-guide-vi",
+            path=f"usr/share/doc/maint-guide-vi/html/{page}.vi.html",
+            name=f"maint-guide-vi-{page}.html",
+            maker="DocBook (HTML), Vietnamese",
+        )
+        for page in _MAINT_VI
+    ),
+    RealDoc(
+        package="debian-reference-id",
+        path="usr/share/debian-reference/debian-reference.id.pdf",
+        name="debian-reference.id.pdf",
+        maker="DocBook (dblatex), Indonesian",
     ),
 )
 

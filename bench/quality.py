@@ -32,9 +32,11 @@ fifth part, split `blind4` (`--split blind4`), is built the same way over docume
 Czech, Russian and Swedish new to the corpus, its sixth, split `blind5`
 (`--split blind5`), over documents in German, Spanish and French new to the corpus, and
 its seventh, split `blind6` (`--split blind6`), over documents in Slovak, Ukrainian and
-Bulgarian, each the close sister of a language the corpus has (Czech, Russian), and its
+Bulgarian, each the close sister of a language the corpus has (Czech, Russian), its
 eighth, split `blind7` (`--split blind7`), over documents in German, French, Spanish and
-Simplified Chinese new to the corpus.
+Simplified Chinese new to the corpus, and its ninth, split `blind8` (`--split blind8`),
+over documents in Japanese, Korean, Vietnamese and Indonesian, none of them a language an
+earlier part asked in.
 With `--model PATH` (a folder or a .gguf), the model also writes an answer to every
 question the gate lets through, judged as bench/quality_model.py says, per split.
 `--limit N` asks each split's first N answerable questions and a quarter as many
@@ -95,6 +97,7 @@ SPLITS = (
     "blind5",
     "blind6",
     "blind7",
+    "blind8",
 )
 TUNED_ON = ("tune", "tune2")
 # Never tuned on: no fit or tuning list may read them.

@@ -7,7 +7,9 @@ corpus in languages it had not had, mostly in the document's language, some in a
 the fifth (blind4) likewise, over yet other documents in yet other languages; the sixth
 (blind5) over yet other documents in languages the corpus already had; the seventh
 (blind6) over yet other documents in languages whose close sister the corpus has; the
-eighth (blind7) over yet other documents, one of them in a CJK script."""
+eighth (blind7) over yet other documents, one of them in a CJK script; the ninth (blind8)
+over yet other documents in four languages no earlier part had, two of them in a CJK
+script."""
 
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ def test_the_second_part_asks_new_languages_with_enough_questions_in_each() -> N
         "blind5",
         "blind6",
         "blind7",
+        "blind8",
     }
     ids = Counter(q.id for q in questions)
     assert max(ids.values()) == 1
@@ -297,7 +300,29 @@ def test_the_eighth_part_is_over_new_documents_one_in_a_cjk_language() -> None:
     assert len(languages) >= 4 and languages - _earlier_languages("blind7") == {"zh"}, languages
 
 
-@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6", "blind7"])
+def test_the_ninth_part_is_over_new_documents_in_four_new_languages() -> None:
+    """blind8: its own documents (no other part names them), in four languages no earlier
+    part asked in or had documents in (Japanese, Korean, Vietnamese, Indonesian), asked
+    mostly in their own language, some in another (doc_language, askers in English,
+    German, French, Spanish or Italian), at least one per document, and some not answered
+    at all. Its Vietnamese guide translates the first part's Spanish one: every question
+    over it names the Spanish page too (also)."""
+    languages = _assert_a_blind_part(
+        split="blind8",
+        own_answerable=48,
+        crossing_answerable=8,
+        unanswerable=8,
+        askers={"en", "de", "fr", "es", "it"},
+    )
+    assert languages == {"ja", "ko", "vi", "id"}, languages
+    assert not languages & _earlier_languages("blind8"), languages
+    over_vi = [q for q in _part("blind8") if q.answerable and q.file.startswith("maint-guide-vi")]
+    assert over_vi and all(
+        any(f == "maint-guide.es.pdf" and pages for f, pages in q.also) for q in over_vi
+    )
+
+
+@pytest.mark.parametrize("split", ["blind3", "blind4", "blind5", "blind6", "blind7", "blind8"])
 def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: str) -> None:
     def q(i: int, language: str, doc: str | None) -> QualityQuestion:
         return QualityQuestion(
@@ -328,7 +353,7 @@ def test_a_later_part_question_in_another_language_counts_as_a_cross_one(split: 
 def test_every_cross_answer_string_is_on_its_page() -> None:
     """As each question was written: its answer string, in the document's language, is
     on its file and page as the product's parser reads them (the cross part and blind3 to
-    blind7)."""
+    blind8)."""
     from engine.rag.ingest.parsers import parse_file
 
     corpus = find_blind_docs()
@@ -336,7 +361,11 @@ def test_every_cross_answer_string_is_on_its_page() -> None:
         pytest.skip("the blind documents are not fetched (python -m bench.blind_docs)")
     later = (
         *_cross(),
-        *(q for split in ("blind3", "blind4", "blind5", "blind6", "blind7") for q in _part(split)),
+        *(
+            q
+            for split in ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8")
+            for q in _part(split)
+        ),
     )
     answerable = [q for q in later if q.answerable]
     pages = {}
