@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import sys
 import threading
 import unicodedata
@@ -89,13 +90,15 @@ class WordLanguages:
 
     def is_own(self, word: str) -> bool:
         """Whether `word` is an ordinary word of one language rather than a name or a
-        term (False while the table is being made, or where it cannot be)."""
+        term (False while the table is being made, or where it cannot be). A Korean word
+        is read as the Korean list counts words: by its stem (`korean_stem`)."""
         keys = self._keys if self._keys is not None else self._start()
         if keys is None:
             return False
-        key = np.uint64(word_key(word))
-        at = int(np.searchsorted(keys, key))
-        return at < len(keys) and keys[at] == key
+        if _listed(keys, word):
+            return True
+        stem = korean_stem(word)
+        return stem is not None and _listed(keys, stem)
 
     def start(self) -> None:
         """Start making the table, unless it is made or under way (the engine's warm-up
@@ -137,6 +140,33 @@ class WordLanguages:
             make_in_child(out=file)
         except Exception as e:
             log.warning("the word-language table could not be made (%s)", e)
+
+
+def _listed(keys: np.ndarray, word: str) -> bool:
+    key = np.uint64(word_key(word))
+    at = int(np.searchsorted(keys, key))
+    return at < len(keys) and bool(keys[at] == key)
+
+
+_HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+def korean_stem(word: str) -> str | None:
+    """The first morpheme of a Korean word of several ("윈도우에서" -> "윈도우", "되나요" ->
+    "되"): the stem its particles and endings attach to. wordfreq's Korean list counts
+    morphemes, as MeCab splits them (its `tokenize`), so a word as a question writes it
+    is seldom listed whole, and read whole every Korean question's own words were "never
+    mentioned". None for any other word, or without MeCab's Korean dictionary."""
+    if not _HANGUL.search(word):
+        return None
+    try:
+        from wordfreq import tokenize
+
+        parts = tokenize(word, "ko")
+    except (ImportError, RuntimeError, OSError) as e:
+        log.debug("no Korean morphemes (%s)", e)
+        return None
+    return parts[0] if len(parts) > 1 else None
 
 
 def _read(file: Path) -> np.ndarray | None:

@@ -15,6 +15,7 @@ from engine.rag.answer.refusal import unknown_words
 from engine.rag.answer.word_languages import (
     WordLanguages,
     either_ordinary,
+    korean_stem,
     main,
     own_word_keys,
     table_file,
@@ -68,11 +69,11 @@ def test_the_key_reads_a_word_as_the_lists_write_it() -> None:
 
 @pytest.fixture(scope="module")
 def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A table from wordfreq's real lists of five languages (all 42: ~12 s)."""
+    """A table from wordfreq's real lists of six languages (all 42: ~12 s)."""
     cache = tmp_path_factory.mktemp("word-languages")
     file = table_file(cache)
     assert file is not None, "wordfreq is a dependency of the engine"
-    assert main(["--out", str(file), "--languages", "de,en,es,fr,it"]) == 0
+    assert main(["--out", str(file), "--languages", "de,en,es,fr,it,ko"]) == 0
     return cache
 
 
@@ -83,6 +84,21 @@ def test_real_frequencies_tell_the_askers_words_from_names(real_cache: Path) -> 
         assert words.is_own(word), word
     for word in ("docker", "Kosovo", "nftables", "pybuild", "flatpak", "chicago"):
         assert not words.is_own(word), word
+
+
+def test_a_korean_word_is_read_by_its_stem_as_the_korean_list_counts_words(
+    real_cache: Path,
+) -> None:
+    """The Korean list holds morphemes ("윈도우", "에서"), a question whole words with
+    their particles and endings ("윈도우에서 쓰는데 떴어요": 'I use it on Windows and
+    it showed up')."""
+    words = WordLanguages(cache=real_cache)
+    assert words.wait(timeout_s=5)
+    assert korean_stem("윈도우에서") == "윈도우" and korean_stem("docker") is None
+    for word in ("윈도우에서", "쓰는데", "떴어요", "컴퓨터라면", "하나요"):
+        assert words.is_own(word), word
+    # A term's stem is no Korean word: "gif를" ('the GIF', object) still counts.
+    assert not words.is_own("gif를") and not words.is_own("nftables를")
 
 
 def test_the_gate_holds_no_ordinary_word_against_a_question(real_cache: Path) -> None:
