@@ -512,23 +512,14 @@ def test_the_warm_up_starts_the_own_words_table_for_a_large_collection(
 ) -> None:
     """Over a collection large enough for "never mentioned" (refusal.py), the table of
     languages' own words is made at the engine's start, not by the first question."""
-    from engine.paths import resolve_paths
     from engine.rag.answer.word_languages import WordLanguages
     from engine.rag.store.lance_store import LanceStore
 
     started = threading.Event()
     monkeypatch.setattr(WordLanguages, "start", lambda self: started.set())
     monkeypatch.setattr(LanceStore, "counts", lambda self: (1, chunks))
-    monkeypatch.setattr(Engine, "embedder", lambda self: None)
-    monkeypatch.setattr(ModelChoice, "load_chosen", lambda self: None)
-    engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), watch=False)
-    try:
-        warming = engine._warming
-        assert warming is not None
-        warming.join(30)
-        assert started.is_set() == (chunks >= MIN_CHUNKS)
-    finally:
-        engine.close()
+    _warm_up(tmp_path, monkeypatch)
+    assert started.is_set() == (chunks >= MIN_CHUNKS)
 
 
 def test_the_warm_up_brings_the_full_text_index_up_to_date(
@@ -536,11 +527,18 @@ def test_the_warm_up_brings_the_full_text_index_up_to_date(
 ) -> None:
     """A collection indexed before the full-text index's config changed gets the new one
     at the engine's start (fulltext.refresh_index builds only what is stale)."""
-    from engine.paths import resolve_paths
     from engine.rag.store.lance_store import LanceStore
 
     refreshed = threading.Event()
     monkeypatch.setattr(LanceStore, "refresh_fulltext_index", lambda self: refreshed.set())
+    _warm_up(tmp_path, monkeypatch)
+    assert refreshed.is_set()
+
+
+def _warm_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine's warm-up run to its end (no embedder or model to load), then closed."""
+    from engine.paths import resolve_paths
+
     monkeypatch.setattr(Engine, "embedder", lambda self: None)
     monkeypatch.setattr(ModelChoice, "load_chosen", lambda self: None)
     engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}), watch=False)
@@ -548,6 +546,5 @@ def test_the_warm_up_brings_the_full_text_index_up_to_date(
         warming = engine._warming
         assert warming is not None
         warming.join(30)
-        assert refreshed.is_set()
     finally:
         engine.close()
