@@ -32,7 +32,7 @@ from engine.rag.answer.extractive import (
     ExtractiveAnswerer,
 )
 from engine.rag.answer.passages import Passage
-from engine.rag.answer.refusal import MIN_CHUNKS, refused, unknown_words
+from engine.rag.answer.refusal import MIN_CHUNKS, held, refused, unknown_words
 from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.pipeline.adapters import (
@@ -237,12 +237,16 @@ class RelevanceGate:
         read only when the collection is large enough for an absent word to count."""
         if not searched.large:
             return ()
+        store = self._store
+        answering = frozenset(h.chunk.path for h in searched.hits)
         return tuple(
             unknown_words(
                 question=question,
                 texts=[h.chunk.text for h in searched.hits],
-                holds=self._store.holds_word,
-                holds_form=lambda word, fixed: self._store.holds_form(word, fixed=fixed),
+                holds=lambda word: held(store.word_documents(word), answering=answering),
+                holds_form=lambda word, fixed: held(
+                    store.form_documents(word, fixed=fixed), answering=answering
+                ),
                 holds_phrase=self._store.holds_phrase,
                 ordinary=self._ordinary,
             )

@@ -421,15 +421,17 @@ class LanceStore:
         """Whether any chunk holds `word`, as the full-text index sees it (its
         stemming). True when there is no index to ask, or when the index leaves the
         word out (a common word of some language): unknown is not absent."""
+        return self.word_documents(word) != frozenset()
+
+    def word_documents(self, word: str) -> frozenset[str] | None:
+        """The documents (paths) whose chunks hold `word` (`search.word_documents`);
+        None when not known to be absent: no index to ask, or a word the index leaves
+        out (a common word of some language)."""
         if self._chunks is None:
-            return False
+            return frozenset()
         if word.lower() in self._fulltext_left_out():
-            return True
-        try:
-            query = self.chunks.search(word, query_type="fts").select(["chunk_id"]).limit(1)
-            return query.to_arrow().num_rows > 0
-        except (ValueError, RuntimeError, OSError):
-            return True
+            return None
+        return _search.word_documents(self.chunks, word=word)
 
     def _fulltext_left_out(self) -> frozenset[str]:
         if self._left_out is None and self.meta is not None:
@@ -439,8 +441,15 @@ class LanceStore:
 
     def holds_form(self, word: str, *, fixed: int) -> bool:
         """Whether a chunk holds another form of `word`: its first `fixed` letters and at
-        most two edits after them (`search.holds_form`)."""
-        return self._chunks is not None and _search.holds_form(self.chunks, word=word, fixed=fixed)
+        most two edits after them (`form_documents`)."""
+        return self.form_documents(word, fixed=fixed) != frozenset()
+
+    def form_documents(self, word: str, *, fixed: int) -> frozenset[str] | None:
+        """The documents whose chunks hold another form of `word`
+        (`search.form_documents`); None when the index cannot be asked."""
+        if self._chunks is None:
+            return frozenset()
+        return _search.form_documents(self.chunks, word=word, fixed=fixed)
 
     def holds_phrase(self, phrase: str) -> bool:
         """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""

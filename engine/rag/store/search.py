@@ -334,24 +334,40 @@ def _same_word(a: str, b: str) -> bool:
     return shared >= _FORM_STEM and ending <= _FORM_ENDING
 
 
-def holds_form(table: Any, *, word: str, fixed: int) -> bool:
-    """Whether a chunk holds a word that shares `word`'s first `fixed` letters and differs
-    from it by at most two edits after them, as the full-text index reads words (another
-    form of it: "borro" / "borrar", "compruebo" / "comprueba", whatever the index's
-    stemmer). Ask `holds_word`'s question first: without an index this scans and finds
-    nothing rather than failing. True when the index cannot be asked."""
+# The most chunks a word's documents are read from: enough to see it in several
+# documents, few enough to stay a quick lookup.
+_HOLDERS = 200
+
+
+def word_documents(table: Any, *, word: str) -> frozenset[str] | None:
+    """The documents (paths) whose chunks hold `word` as the full-text index reads words
+    (its stemming), from the best `_HOLDERS` chunks; None when the index cannot be
+    asked (not known to be absent)."""
+    return _documents(lambda: table.search(word, query_type="fts"))
+
+
+def form_documents(table: Any, *, word: str, fixed: int) -> frozenset[str] | None:
+    """The documents whose chunks hold a word that shares `word`'s first `fixed` letters
+    and differs from it by at most two edits after them, as the full-text index reads
+    words (another form of it: "borro" / "borrar", "compruebo" / "comprueba", whatever
+    the index's stemmer). Ask `word_documents` first: without an index this scans and
+    finds nothing rather than failing. None when the index cannot be asked."""
     from lancedb.query import MatchQuery
 
     # A fuzzy match meets the stored words as given: fold it as the index folded them,
     # or no accented word ("pripojím", "inštalátora") ever finds its other forms.
     folded = ascii_folded(word)
     fixed = max(0, fixed + len(folded) - len(word))
+    match = MatchQuery(folded, "text", fuzziness=2, prefix_length=fixed)
+    return _documents(lambda: table.search(match, query_type="fts"))
+
+
+def _documents(search: Any) -> frozenset[str] | None:
     try:
-        match = MatchQuery(folded, "text", fuzziness=2, prefix_length=fixed)
-        query = table.search(match, query_type="fts").select(["chunk_id"]).limit(1)
-        return query.to_arrow().num_rows > 0
+        rows = search().select(["path"]).limit(_HOLDERS).to_arrow()
     except (ValueError, RuntimeError, OSError):
-        return True
+        return None
+    return frozenset(rows.column("path").to_pylist())
 
 
 def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:

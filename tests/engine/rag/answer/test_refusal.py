@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from engine.rag.answer.refusal import (
+    SPREAD,
     UNKNOWN_WORD_PENALTY,
     another_form,
+    held,
     names,
     refused,
     unknown_words,
@@ -171,3 +173,15 @@ def test_a_run_of_chinese_or_japanese_is_no_unknown_word() -> None:
         holds=lambda w: False,
     )
     assert unknown == ["wireguard"]
+
+
+def test_a_word_held_only_by_another_few_documents_is_not_held_for_this_answer() -> None:
+    """ "Docker" in one chapter of another manual says nothing about the documents the
+    answer comes from; a word several documents use is the collection's own."""
+    answering = frozenset({"/docs/faq-de.html"})
+    assert held(frozenset({"/docs/faq-de.html", "/docs/ref.pdf"}), answering=answering)
+    assert not held(frozenset({"/docs/ref.pdf"}), answering=answering)
+    assert not held(frozenset(), answering=answering)
+    spread = frozenset(f"/docs/{i}.pdf" for i in range(SPREAD))
+    assert held(spread, answering=answering)
+    assert held(None, answering=answering)  # not known to be absent

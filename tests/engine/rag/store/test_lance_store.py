@@ -94,6 +94,18 @@ def test_holds_word_asks_the_full_text_index(store: LanceStore) -> None:
     assert store.holds_word("like") and store.holds_word("Der")
 
 
+def test_the_documents_that_hold_a_word_or_its_form(store: LanceStore) -> None:
+    for doc_id, texts in (("a", ["the gasket seals the pump"]), ("b", ["a gasket and a valve"])):
+        doc, pages, emb = _doc(doc_id, texts)
+        store.replace_document(doc=doc, pages=pages, embedded=emb)
+    store.refresh_fulltext_index()
+    assert store.word_documents("gaskets") == {"/docs/a.pdf", "/docs/b.pdf"}
+    assert store.word_documents("valve") == {"/docs/b.pdf"}
+    assert store.word_documents("wireguard") == frozenset()
+    assert store.word_documents("the") is None  # left out of the index: not known absent
+    assert store.form_documents("pumps", fixed=4) == {"/docs/a.pdf"}
+
+
 def test_holds_form_finds_a_word_that_differs_in_its_last_letters(store: LanceStore) -> None:
     texts = ["para borrar los archivos generados", "el guion comprueba el paquete"]
     doc, pages, emb = _doc("a", texts)
