@@ -439,11 +439,6 @@ class LanceStore:
             self._left_out = fulltext.stored_left_out(file)
         return self._left_out or frozenset()
 
-    def holds_form(self, word: str, *, fixed: int) -> bool:
-        """Whether a chunk holds another form of `word`: its first `fixed` letters and at
-        most two edits after them (`form_documents`)."""
-        return self.form_documents(word, fixed=fixed) != frozenset()
-
     def form_documents(self, word: str, *, fixed: int) -> frozenset[str] | None:
         """The documents whose chunks hold another form of `word`
         (`search.form_documents`); None when the index cannot be asked."""

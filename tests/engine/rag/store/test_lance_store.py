@@ -106,29 +106,29 @@ def test_the_documents_that_hold_a_word_or_its_form(store: LanceStore) -> None:
     assert store.form_documents("pumps", fixed=4) == {"/docs/a.pdf"}
 
 
-def test_holds_form_finds_a_word_that_differs_in_its_last_letters(store: LanceStore) -> None:
+def test_form_documents_hold_a_word_that_differs_in_its_last_letters(store: LanceStore) -> None:
     texts = ["para borrar los archivos generados", "el guion comprueba el paquete"]
     doc, pages, emb = _doc("a", texts)
     store.replace_document(doc=doc, pages=pages, embedded=emb)
     store.refresh_fulltext_index()  # English rules: no Spanish stemming
     assert not store.holds_word("borro") and not store.holds_word("compruebo")
-    assert store.holds_form("borro", fixed=4)  # "borrar": two edits after "borr"
-    assert store.holds_form("compruebo", fixed=8)  # "comprueba"
-    assert not store.holds_form("compramos", fixed=6)  # "compra": its sixth letter differs
-    assert not store.holds_form("pybuild", fixed=4)
+    assert store.form_documents("borro", fixed=4)  # "borrar": two edits after "borr"
+    assert store.form_documents("compruebo", fixed=8)  # "comprueba"
+    assert not store.form_documents("compramos", fixed=6)  # "compra": its sixth letter differs
+    assert not store.form_documents("pybuild", fixed=4)
 
 
-def test_holds_form_meets_accented_words_as_the_index_folds_them(store: LanceStore) -> None:
+def test_form_documents_meet_accented_words_as_the_index_folds_them(store: LanceStore) -> None:
     """The index stores "pripojí" as "pripoji"; a fuzzy match is not analysed, so an
     unfolded "pripojím" met no stored word and read as never mentioned."""
     texts = ["Ako sa pripojí na vzdialený počítač", "spustenie inštalátora", "Größe der Seite"]
     doc, pages, emb = _doc("a", texts)
     store.replace_document(doc=doc, pages=pages, embedded=emb)
     store.refresh_fulltext_index()
-    assert store.holds_form("pripojím", fixed=7)
-    assert store.holds_form("inštalátoru", fixed=10)
-    assert store.holds_form("größen", fixed=5)  # ß folds to two letters
-    assert not store.holds_form("prestavím", fixed=8)
+    assert store.form_documents("pripojím", fixed=7)
+    assert store.form_documents("inštalátoru", fixed=10)
+    assert store.form_documents("größen", fixed=5)  # ß folds to two letters
+    assert not store.form_documents("prestavím", fixed=8)
 
 
 def test_holds_phrase_wants_the_words_together(store: LanceStore) -> None:
