@@ -162,7 +162,7 @@ def _unknown_single(
         seen.update(content_words(text))
         raw.update(w for w in _WORD.findall(text.lower()) if len(w) >= _MIN_PART)
     out = []
-    for word in dict.fromkeys(_WORD.findall(_NEGATED.sub(" ", question.lower()))):
+    for word in dict.fromkeys(_question_words(question)):
         if UNSPACED.search(word):
             continue  # a run of Chinese or Japanese is a phrase, not a word: no verdict
         if len(word) < _MIN_LETTERS or word in COMMON_WORDS or not content_words(word):
@@ -176,6 +176,16 @@ def _unknown_single(
             continue
         out.append(word)
     return out
+
+
+# Korean writes a particle right after a foreign term ("XCF로", "GIMP를"): where a word
+# turns from another script to Hangul, the term ends.
+_INTO_HANGUL = re.compile(r"(?<=[^\W\uac00-\ud7a3])(?=[\uac00-\ud7a3])")
+
+
+def _question_words(question: str) -> list[str]:
+    words = _WORD.findall(_NEGATED.sub(" ", question.lower()))
+    return [part for w in words for part in _INTO_HANGUL.split(w)]
 
 
 # An inflection differs from its other forms in at most this many final letters, the

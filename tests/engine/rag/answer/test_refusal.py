@@ -185,3 +185,14 @@ def test_a_word_held_only_by_another_few_documents_is_not_held_for_this_answer()
     spread = frozenset(f"/docs/{i}.pdf" for i in range(SPREAD))
     assert held(spread, answering=answering)
     assert held(None, answering=answering)  # not known to be absent
+
+
+def test_a_term_with_a_korean_particle_is_read_as_the_term() -> None:
+    """ "XCF로" ('as XCF'): the particle follows the term without a space."""
+    held_words = {"xcf", "저장하면"}
+    unknown = unknown_words(
+        question="XCF로 저장하면 WireGuard를?",
+        texts=["다른 내용"],
+        holds=held_words.__contains__,
+    )
+    assert unknown == ["wireguard"]
