@@ -59,6 +59,7 @@ from collections.abc import Callable, Sequence
 
 from engine.rag.answer.extractive import content_words, stem
 from engine.rag.answer.sentences import UNSPACED
+from engine.rag.answer.word_languages import HANGUL
 from engine.rag.store.search import plain_words
 
 UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
@@ -180,7 +181,7 @@ def _unknown_single(
 
 # Korean writes a particle right after a foreign term ("XCF로", "GIMP를"): where a word
 # turns from another script to Hangul, the term ends.
-_INTO_HANGUL = re.compile(r"(?<=[^\W\uac00-\ud7a3])(?=[\uac00-\ud7a3])")
+_INTO_HANGUL = re.compile(f"(?<=[^\\W{HANGUL}])(?=[{HANGUL}])")
 
 
 def _question_words(question: str) -> list[str]:

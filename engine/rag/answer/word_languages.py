@@ -148,7 +148,9 @@ def _listed(keys: np.ndarray, word: str) -> bool:
     return at < len(keys) and bool(keys[at] == key)
 
 
-_HANGUL = re.compile("[\uac00-\ud7a3]")
+# Hangul syllables, as a character class's range.
+HANGUL = r"\uac00-\ud7a3"
+_HANGUL = re.compile(f"[{HANGUL}]")
 
 
 def korean_stem(word: str) -> str | None:

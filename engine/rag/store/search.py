@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -362,7 +362,7 @@ def form_documents(table: Any, *, word: str, fixed: int) -> frozenset[str] | Non
     return _documents(lambda: table.search(match, query_type="fts"))
 
 
-def _documents(search: Any) -> frozenset[str] | None:
+def _documents(search: Callable[[], Any]) -> frozenset[str] | None:
     try:
         rows = search().select(["path"]).limit(_HOLDERS).to_arrow()
     except (ValueError, RuntimeError, OSError):
