@@ -199,6 +199,13 @@ def refresh_index(
         remember_config(file, config)
 
 
+def document_languages(documents: Any) -> dict[str, frozenset[str]]:
+    """Each document's languages (its id's), from its documents table; those read before
+    languages were detected have none."""
+    rows = documents.search().select(["doc_id", "languages"]).limit(None).to_list()
+    return {r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows}
+
+
 def languages_of(documents: Any) -> tuple[str, ...]:
     """The collection's languages from its documents table (`collection_languages`),
     reading only the three columns they are weighed by."""

@@ -93,6 +93,7 @@ class LanceStore:
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
         self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
+        self._written_in: tuple[int, dict[str, frozenset[str]]] | None = None  # (version, ...)
         # The words the full-text index leaves out, as its stored config says (read
         # once; None until asked or after a rebuild).
         self._left_out: frozenset[str] | None = None
@@ -516,6 +517,25 @@ class LanceStore:
             not_found_below=not_found_below,
             pool=self._search_pool,
             view=view,
+            asked=self._asked(texts),
+        )
+
+    def _asked(self, texts: Sequence[str]) -> _search.Asked | None:
+        """The questions' languages and the documents' (`search.Asked`); None while no
+        document's language is known."""
+        version = self.documents.version
+        cached = self._written_in
+        if cached is None or cached[0] != version:
+            cached = (version, fulltext.document_languages(self.documents))
+            self._written_in = cached
+        written = cached[1]
+        if not any(written.values()):
+            return None
+        from engine.rag.ingest.language import text_language
+
+        return _search.Asked(
+            languages=tuple(text_language(t) for t in texts),
+            written_in=lambda doc_id: written.get(doc_id, frozenset()),
         )
 
     def hybrid_search(

@@ -10,6 +10,17 @@ the two ranked lists are fused by reciprocal rank and the hits' rows read in one
 lookup for the batch. Similarities are computed
 from the stored vectors, not taken from `_distance`, because each index kind
 reports its own distance (IVF-PQ: approximate cosine, HNSW-SQ: squared L2).
+
+A question asked in another language than the documents it is about is searched by
+meaning alone (`Asked`): its words can match another language's text only where a name
+is spelled alike, so BM25 ranks the chunks of the question's own language first,
+whatever they are about. The sign is the vector side's best chunks: when their documents are
+written in other languages than the question (both identified with confidence), the
+full-text list is left out of that question's fusion. On the blind multilingual set,
+questions asked across languages found the right page first 34 -> 37 of 103, in the top
+3 49 -> 52; none of the 355 asked in their documents' language moved, nor any turn of
+the blind conversations (docs/benchmarks.md, "Asked in another language: searched by
+meaning").
 """
 
 from __future__ import annotations
@@ -35,6 +46,12 @@ TEXT_WEIGHT = 1.0
 # all-MiniLM-L6-v2: answerable questions' best chunk scored 0.24-0.75 on the
 # fact corpus, unrelated questions' 0.08-0.23 (see engine/service/core.py).
 NOT_FOUND_SIMILARITY = 0.2
+# How many of the vector side's best chunks must be in documents of other languages for a
+# question to be searched by meaning alone (`Asked`). One alone also took a question's
+# own-language page from first place (3 of 355 + 170 searches, where the embedding's
+# best chunk was another language's page on the topic); two took none (1, 2 and 3 were
+# measured, docs/benchmarks.md).
+ACROSS_BEST = 2
 CHUNK_COLUMNS = list(ChunkRecord.__dataclass_fields__)
 _FTS_WORD = re.compile(r"[\w'-]+", re.UNICODE)
 _PLAIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -44,6 +61,27 @@ _FETCH_IDS = 1024  # chunk ids per `IN (...)` lookup
 # question: each component's relative error is at most 2**-11, and by
 # Cauchy-Schwarz their weighted sum at most that; doubled for safety.
 _VIEW_ERROR = 2 * 2.0**-11
+
+
+@dataclass(frozen=True, kw_only=True)
+class Asked:
+    """The languages of a batch's questions and of the documents (ISO 639-1 codes, as
+    engine/rag/ingest/language.py identifies them)."""
+
+    languages: tuple[str | None, ...]  # each question's, None where not identified
+    written_in: Callable[[str], frozenset[str]]  # a document id's languages (empty: unknown)
+
+    def across(self, i: int, *, best: Sequence[dict[str, Any]]) -> bool:
+        """Whether question i asks about documents written in other languages: each of
+        its vector search's best chunks `best` (rows) is such a document's."""
+        asked = self.languages[i] if i < len(self.languages) else None
+        if asked is None or not best:
+            return False
+        for row in best:
+            written = self.written_in(str(row.get("doc_id", "")))
+            if not written or asked in written:
+                return False
+        return True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,10 +142,12 @@ def search_batch(
     not_found_below: float = NOT_FOUND_SIMILARITY,
     pool: Executor | None = None,
     view: Any = None,
+    asked: Asked | None = None,
 ) -> list[SearchResult]:
     """For each question i (vectors[i], texts[i]): its top k chunks. With `view`
     (the store's IVF view, `ivf_view.py`) the vector side is its batched scan;
-    without, one LanceDB multi-vector query."""
+    without, one LanceDB multi-vector query. With `asked`, a question asked about
+    documents of another language is searched by its vector alone."""
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or len(vectors) != len(texts):
         raise ValueError("search_batch needs one text per vector, vectors shaped (n, dim)")
@@ -143,7 +183,10 @@ def search_batch(
         )
     if view is not None:
         vec_ids = _exact_order(table, found=found, fts_ids=fts_ids, vectors=vectors, k=k, rows=rows)
-    fused = [_fuse(vec_ids=v, fts_ids=f) for v, f in zip(vec_ids, fts_ids, strict=True)]
+    fused = [
+        _fuse(vec_ids=v, fts_ids=[] if _across(asked, i, v, rows) else f)
+        for i, (v, f) in enumerate(zip(vec_ids, fts_ids, strict=True))
+    ]
     _fetch_hits(table, fused=fused, k=k, rows=rows)
     return [
         _result(ranked=ranked, rows=rows, query=q, k=k, not_found_below=not_found_below)
@@ -388,6 +431,15 @@ def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[s
         return query.to_arrow().column("chunk_id").to_pylist()
     except (ValueError, RuntimeError, OSError):
         return []  # no FTS index yet on an old table: vector search alone
+
+
+def _across(
+    asked: Asked | None, i: int, vec_ids: list[str], rows: dict[str, dict[str, Any]]
+) -> bool:
+    if asked is None:
+        return False
+    best = [rows[c] for c in vec_ids[:ACROSS_BEST] if c in rows]
+    return len(best) == min(ACROSS_BEST, len(vec_ids)) and asked.across(i, best=best)
 
 
 def _fuse(*, vec_ids: list[str], fts_ids: list[str]) -> list[tuple[str, float]]:

@@ -27,7 +27,9 @@ def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _add(store: LanceStore, *, path: str, texts: list[str], vectors: np.ndarray) -> None:
+def _add(
+    store: LanceStore, *, path: str, texts: list[str], vectors: np.ndarray, languages: str = ""
+) -> None:
     doc_id = path.replace("/", "_")
     doc = DocumentRecord(
         doc_id=doc_id,
@@ -39,6 +41,7 @@ def _add(store: LanceStore, *, path: str, texts: list[str], vectors: np.ndarray)
         error=None,
         pages=1,
         chunks=len(texts),
+        languages=languages,
     )
     chunks = [
         ChunkRecord(
@@ -156,6 +159,69 @@ def test_not_found_when_best_similarity_is_weak(store: LanceStore) -> None:
     )
     assert weak.best_similarity < 0.6 and weak.not_found
     assert strong.best_similarity > 0.99 and not strong.not_found
+
+
+ENGLISH_QUESTION = "How do I replace the worn gasket of the water pump?"
+
+
+def _two_languages(
+    tmp_path: Path, *, german: str, english: str, mix: tuple[float, float, float] = (1, 0.8, 0.4)
+) -> tuple[LanceStore, np.ndarray]:
+    """A German manual whose chunks are nearest the English question's vector (`mix`: of
+    its first two chunks and the English one's), and an English one whose words the
+    question repeats; the question's vector."""
+    s = LanceStore(folder=tmp_path / "index", background=False)
+    s.ensure_embedder(embedder_id="test", dimension=DIM)
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng, 6)
+    _add(
+        s,
+        path="/docs/de/pumpe.pdf",
+        texts=["Die Dichtung der Wasserpumpe wird nach dem Lösen der vier Schrauben getauscht."]
+        + [f"Kapitel {i} beschreibt den Kessel und das Ventil." for i in range(2)],
+        vectors=vectors[:3],
+        languages=german,
+    )
+    _add(
+        s,
+        path="/docs/en/garden.pdf",
+        texts=["The garden pump has no gasket to replace: worn water seals are glued."]
+        + [f"Chapter {i} covers hoses and sprinklers." for i in range(2)],
+        vectors=vectors[3:],
+        languages=english,
+    )
+    s.refresh_fulltext_index()
+    question = mix[0] * vectors[0] + mix[1] * vectors[1] + mix[2] * vectors[3]
+    return s, question / np.linalg.norm(question)
+
+
+def test_a_question_about_documents_of_another_language_is_searched_by_meaning(
+    tmp_path: Path,
+) -> None:
+    store, question = _two_languages(tmp_path, german="de", english="en")
+    try:
+        (result,) = store.search_batch(vectors=question[None, :], texts=[ENGLISH_QUESTION], k=1)
+        assert result.hits[0].chunk.path == "/docs/de/pumpe.pdf"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("german", "english", "mix"),
+    [("", "", (1, 0.8, 0.4)), ("de,en", "en", (1, 0.8, 0.4)), ("de", "en", (1, 0, 0.9))],
+)
+def test_words_still_count_where_the_languages_are_unknown_or_shared(
+    tmp_path: Path, german: str, english: str, mix: tuple[float, float, float]
+) -> None:
+    # No document's language is known, or the German manual has English text too, or
+    # only the embedding's very best chunk is German (its second is the English
+    # manual's): the English words the question repeats rank the English manual first.
+    store, question = _two_languages(tmp_path, german=german, english=english, mix=mix)
+    try:
+        (result,) = store.search_batch(vectors=question[None, :], texts=[ENGLISH_QUESTION], k=1)
+        assert result.hits[0].chunk.path == "/docs/en/garden.pdf"
+    finally:
+        store.close()
 
 
 def test_empty_store_and_bad_batches(tmp_path: Path) -> None:
