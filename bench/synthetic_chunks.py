@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from engine.rag.store.fulltext import cut_words
 from engine.rag.store.lance_store import LanceStore, chunks_schema
 
 VOCAB = 5_000
@@ -56,6 +57,7 @@ def arrow_block(
     exts = np.array([".pdf", ".md", ".txt", ".docx"])[np.arange(start, start + n) % 4]
     paths = [f"/bench/f{i % 97}/doc{i // 40}{e}" for i, e in zip(ids, exts, strict=True)]
     flat_vectors = pa.array(vectors.reshape(-1), type=pa.float32())
+    texts = data.texts(n)
     return pa.table(
         {
             "chunk_id": [f"c{i}" for i in ids],
@@ -65,11 +67,12 @@ def arrow_block(
             "page": pa.array([1 + (i % 40) // 4 for i in ids], pa.int32()),
             "char_start": pa.array([0] * n, pa.int32()),
             "char_end": pa.array([200] * n, pa.int32()),
-            "text": data.texts(n),
+            "text": texts,
             "text_hash": [f"h{i}" for i in ids],
             "vector": pa.FixedSizeListArray.from_arrays(flat_vectors, data.dim),
             "ext": list(exts),
             "section": [""] * n,
+            "words": [cut_words(t) for t in texts],
         },
         schema=schema,
     )

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import DiskFullError
+from engine.rag.store.fulltext import cut_words
 from engine.rag.store.records import DocumentContent
 from engine.rag.store.schema import PAGES_SCHEMA
 from engine.rag.store.search import file_type
@@ -123,7 +124,7 @@ def replace_documents(
         for p in it.pages
     ]
     chunk_rows = [
-        {**c.__dict__, "vector": v, "ext": file_type(c.path)}
+        {**c.__dict__, "vector": v, "ext": file_type(c.path), "words": cut_words(c.text)}
         for it in items
         for c, v in zip(it.embedded.chunks, it.embedded.vectors.tolist(), strict=True)
     ]

@@ -4,14 +4,23 @@ LanceDB's FTS index takes one language per index (its stemmer and stop words). T
 collection's languages come from its documents (`DocumentRecord.languages`, weighed by
 their chunks): where one language holds DOMINANT of the text and the index knows it, its
 stemmer and stop words ("Sicherheitsaktualisierung" finds "Sicherheitsaktualisierungen",
-"actualización" finds "actualizaciones"). A collection of several languages, or one read
-before languages were detected, keeps the English stemmer, as before: its rules are
-mild (plural -s, -ed, -ing), so "paquet" still finds "paquets", where an index without a
-stemmer finds no inflected form at all.
+"actualización" finds "actualizaciones"). A collection read before languages were
+detected keeps the English stemmer, as before: its rules are mild (plural -s, -ed,
+-ing), so "paquet" still finds "paquets", where an index without a stemmer finds no
+inflected form at all.
 
 Words break by ICU's rules, then again at spaces and punctuation ("icu/split"): a run of
 Chinese, Japanese or Thai becomes its words wherever it stands, even in a collection
 that is mostly English, and "file.txt" still finds "file".
+
+A collection with no dominant language, or whose language has no stemmer here (Czech,
+Polish, Ukrainian, Bulgarian…), is searched over its words cut to their first CUT letters
+(`cut_words`, the `words` column, indexed apart): "nainštalovaných" and "nainštalovať"
+meet at "nainš", "перенести" and "переносить" at "перен". Cutting words to a few letters
+is a stemmer that needs no language (McNamee, Nicholas and Mayfield, "Addressing
+morphological variation in alphabetic languages", SIGIR 2009, measured it beside
+Snowball's). The `text` index stays, uncut, for the gate's word lookups: a word's first
+letters are no evidence that the collection names it ("powershell", "power").
 
 The choice is kept beside the tables (one file per chunks table) so that the index is
 built again when the collection's language (or the way words break) changes.
@@ -20,6 +29,7 @@ built again when the collection's language (or the way words break) changes.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -27,7 +37,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from engine.json_file import write_json
+from engine.rag.answer.sentences import UNSPACED
+from engine.rag.answer.word_languages import HANGUL
 from engine.rag.store.records import DocumentRecord
 
 # Tantivy's stemmers (LanceDB's FTS `language`), by ISO 639-1 code.
@@ -71,6 +85,9 @@ class FulltextConfig:
     # (`common_words`), in place of `language`'s own stop list. False: an index built
     # before, which leaves out only `language`'s.
     every_language: bool = False
+    # True: the search reads the `words` column's index (`cut_words`) in place of the
+    # stemmed `text` one (a collection of several languages, or of one with no stemmer).
+    cut: bool = False
 
     def fts(self) -> object:
         from lancedb.index import FTS
@@ -82,6 +99,19 @@ class FulltextConfig:
             stem=self.stem,
             remove_stop_words=self.remove_stop_words,
             custom_stop_words=stop,
+        )
+
+    def words_fts(self) -> object:
+        """The `words` column's index: cut words, unstemmed, without the common words
+        (cut as the words are)."""
+        from lancedb.index import FTS
+
+        return FTS(
+            base_tokenizer=self.tokenizer,
+            language=self.language,
+            stem=False,
+            remove_stop_words=True,
+            custom_stop_words=sorted({cut_words(w) for w in common_words()}),
         )
 
     def left_out(self) -> frozenset[str]:
@@ -128,6 +158,22 @@ def common_words() -> frozenset[str]:
 ENGLISH = FulltextConfig(every_language=True, tokenizer="icu/split")
 
 
+# Letters a word keeps in the `words` column (McNamee and Mayfield's five, taken before
+# any measurement here and not tuned).
+CUT = 5
+_WORD = re.compile(r"\w+", re.UNICODE)
+_WHOLE = re.compile(f"{UNSPACED.pattern}|[{HANGUL}]")
+
+
+def cut_words(text: str) -> str:
+    """`text` in lower case with each word cut to its first CUT letters; a word of a
+    script written without spaces (a run of many words) or of Hangul (a stem with its
+    particles, often shorter than CUT) is kept whole."""
+    return _WORD.sub(
+        lambda m: m.group() if _WHOLE.search(m.group()) else m.group()[:CUT], text.lower()
+    )
+
+
 def language_shares(documents: Iterable[DocumentRecord]) -> dict[str, int]:
     """Chunks per language, each document's counted for its first (main) language."""
     shares: Counter[str] = Counter()
@@ -155,8 +201,9 @@ def fulltext_config(shares: dict[str, int]) -> FulltextConfig:
     if not total:
         return ENGLISH
     language, count = max(shares.items(), key=lambda kv: kv[1])
-    stemmed = count / total >= DOMINANT and language in STEMMERS
-    return replace(ENGLISH, language=STEMMERS[language] if stemmed else ENGLISH.language)
+    if count / total >= DOMINANT and language in STEMMERS:
+        return replace(ENGLISH, language=STEMMERS[language])
+    return replace(ENGLISH, cut=True)
 
 
 def config_file(folder: Path, table: str) -> Path:
@@ -172,12 +219,6 @@ def stored_config(file: Path) -> FulltextConfig | None:
         return None
 
 
-def stored_left_out(file: Path) -> frozenset[str]:
-    """The words the index whose config is in `file` leaves out, where known."""
-    config = stored_config(file)
-    return config.left_out() if config is not None else frozenset()
-
-
 def remember_config(file: Path, config: FulltextConfig) -> None:
     write_json(file=file, data=asdict(config))
 
@@ -186,17 +227,50 @@ def refresh_index(
     *, table: Any, file: Path, documents: Iterable[DocumentRecord], force: bool
 ) -> None:
     """(Re)build `table`'s BM25 index over chunk text with the stemmer of the
-    `documents`' language, when it is missing, was built for another language, has
-    unindexed rows, or `force`; the config it was built with is kept in `file`."""
+    `documents`' language (and, for a collection searched over cut words, the `words`
+    column's), when it is missing, was built for another language, has unindexed rows,
+    or `force`; the config it was built with is kept in `file`."""
     config = fulltext_config(language_shares(documents))
-    stale = force or not any(i.index_type == "FTS" for i in table.list_indices())
+    built = {i.name for i in table.list_indices() if i.index_type == "FTS"}
+    wanted = {"text_idx", "words_idx"} if config.cut else {"text_idx"}
+    stale = force or not wanted <= built
     stale = stale or stored_config(file) not in (None, config)
     if not stale:
-        stats = table.index_stats("text_idx")
-        stale = bool(stats and stats.num_unindexed_rows > 0)
+        stale = any(_unindexed(table, name) for name in wanted)
     if stale and table.count_rows() > 0:
         table.create_index("text", config=config.fts(), replace=True)
+        if config.cut:
+            table.create_index("words", config=config.words_fts(), replace=True)
         remember_config(file, config)
+
+
+def _unindexed(table: Any, name: str) -> bool:
+    stats = table.index_stats(name)
+    return bool(stats and stats.num_unindexed_rows > 0)
+
+
+# Chunks given their cut words per write (`fill_words`).
+_FILL_BATCH = 4096
+
+
+def fill_words(table: Any) -> int:
+    """Give the chunks of a table written before the `words` column their cut words;
+    how many were filled. Call under the store's write lock: a chunk rewritten
+    meanwhile would get its old text's words."""
+    rows = (
+        table.search()
+        .where("words = '' AND text != ''")
+        .select(["chunk_id", "text"])
+        .limit(None)
+        .to_arrow()
+    )
+    ids, texts = rows.column("chunk_id").to_pylist(), rows.column("text").to_pylist()
+    for start in range(0, len(ids), _FILL_BATCH):
+        part = slice(start, start + _FILL_BATCH)
+        words = [cut_words(t) for t in texts[part]]
+        batch = pa.table({"chunk_id": ids[part], "words": words})
+        table.merge_insert("chunk_id").when_matched_update_all().execute(batch)
+    return len(ids)
 
 
 def document_languages(documents: Any) -> dict[str, frozenset[str]]:

@@ -94,9 +94,8 @@ class LanceStore:
         self._write_lock = threading.Lock()
         self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
         self._written_in: tuple[int, dict[str, frozenset[str]]] | None = None  # (version, ...)
-        # The words the full-text index leaves out, as its stored config says (read
-        # once; None until asked or after a rebuild).
-        self._left_out: frozenset[str] | None = None
+        # The full-text index's stored config, read once (False: none built yet).
+        self._fulltext: fulltext.FulltextConfig | bool | None = None
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -141,6 +140,11 @@ class LanceStore:
             # A store from before section titles: its chunks have none.
             log.info("adding the section column to %s", self.meta.chunks_table)
             table.add_columns({"section": "CAST('' AS STRING)"})
+        if "words" not in table.schema.names:
+            # A store from before cut words: filled when its search needs them
+            # (`refresh_fulltext_index`).
+            log.info("adding the cut-words column to %s", self.meta.chunks_table)
+            table.add_columns({"words": "CAST('' AS STRING)"})
         return table
 
     # -- the IVF view (ivf_view.py) ------------------------------------------
@@ -409,14 +413,20 @@ class LanceStore:
         compaction, committed meanwhile, preempts the index."""
         if self._chunks is None or self.meta is None:
             return
+        documents = self.list_documents()
+        if fulltext.fulltext_config(fulltext.language_shares(documents)).cut:
+            with self._write_lock:
+                filled = fulltext.fill_words(self.chunks)
+            if filled:
+                log.info("cut the words of %d chunks written before the column", filled)
         with self.maintainer.lock:
             fulltext.refresh_index(
                 table=self.chunks,
                 file=fulltext.config_file(self.folder, self.meta.chunks_table),
-                documents=self.list_documents(),
+                documents=documents,
                 force=force,
             )
-            self._left_out = None
+            self._fulltext = None
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its
@@ -430,26 +440,42 @@ class LanceStore:
         out (a common word of some language)."""
         if self._chunks is None:
             return frozenset()
-        if word.lower() in self._fulltext_left_out():
+        if word.lower() in self._fulltext_left_out() or self._fulltext_config() is None:
             return None
         return _search.word_documents(self.chunks, word=word)
 
     def _fulltext_left_out(self) -> frozenset[str]:
-        if self._left_out is None and self.meta is not None:
+        config = self._fulltext_config()
+        return config.left_out() if config is not None else frozenset()
+
+    def _fulltext_config(self) -> fulltext.FulltextConfig | None:
+        """The config the full-text index was built with; None when none was built."""
+        if self._fulltext is None and self.meta is not None:
             file = fulltext.config_file(self.folder, self.meta.chunks_table)
-            self._left_out = fulltext.stored_left_out(file)
-        return self._left_out or frozenset()
+            self._fulltext = fulltext.stored_config(file) or False
+        return self._fulltext or None
+
+    def _fts_column(self) -> str | None:
+        """The column whose full-text index search reads (None: no index yet)."""
+        config = self._fulltext_config()
+        if config is None:
+            return None
+        return "words" if config.cut else "text"
 
     def form_documents(self, word: str, *, fixed: int) -> frozenset[str] | None:
         """The documents whose chunks hold another form of `word`
         (`search.form_documents`); None when the index cannot be asked."""
         if self._chunks is None:
             return frozenset()
+        if self._fulltext_config() is None:
+            return None
         return _search.form_documents(self.chunks, word=word, fixed=fixed)
 
     def holds_phrase(self, phrase: str) -> bool:
         """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
-        return self._chunks is not None and _search.holds_phrase(self.chunks, phrase=phrase)
+        if self._chunks is None:
+            return False
+        return self._fulltext_config() is None or _search.holds_phrase(self.chunks, phrase=phrase)
 
     def search_batch(
         self,
@@ -518,6 +544,7 @@ class LanceStore:
             pool=self._search_pool,
             view=view,
             asked=self._asked(texts),
+            fts_column=self._fts_column(),
         )
 
     def _asked(self, texts: Sequence[str]) -> _search.Asked | None:

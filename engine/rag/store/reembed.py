@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engine.rag.store.fulltext import cut_words
 from engine.rag.store.records import IndexMeta, embedded_text
 from engine.rag.store.schema import chunks_schema
 from engine.rag.store.schema import slug as _slug
@@ -121,6 +122,7 @@ def _add(target: Any, *, rows: list[dict[str, Any]], embed: Embed) -> None:
     for row, vec in zip(rows, vectors, strict=True):
         row["vector"] = np.asarray(vec, dtype=np.float32).tolist()
         row["ext"] = file_type(row["path"])
+        row["words"] = cut_words(row["text"])
     target.add(pa.Table.from_pylist(rows, schema=target.schema))
 
 

@@ -49,6 +49,9 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             pa.field("ext", pa.string()),
             pa.field("section", pa.string()),
+            # The text with each word cut short, for the full-text search of a
+            # collection of several languages (fulltext.py, `cut_words`).
+            pa.field("words", pa.string()),
         ]
     )
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.rag.store.fulltext import ascii_folded
+from engine.rag.store.fulltext import ascii_folded, cut_words
 from engine.rag.store.records import ChunkRecord, SearchFilters, SearchHit, SearchResult
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al.)
@@ -143,11 +143,14 @@ def search_batch(
     pool: Executor | None = None,
     view: Any = None,
     asked: Asked | None = None,
+    fts_column: str | None = "text",
 ) -> list[SearchResult]:
     """For each question i (vectors[i], texts[i]): its top k chunks. With `view`
     (the store's IVF view, `ivf_view.py`) the vector side is its batched scan;
     without, one LanceDB multi-vector query. With `asked`, a question asked about
-    documents of another language is searched by its vector alone."""
+    documents of another language is searched by its vector alone. `fts_column`: the
+    column whose full-text index BM25 reads ("words": the cut words, fulltext.py
+    `cut_words`); None: there is none yet, vectors alone."""
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or len(vectors) != len(texts):
         raise ValueError("search_batch needs one text per vector, vectors shaped (n, dim)")
@@ -160,7 +163,9 @@ def search_batch(
     # BM25 runs in the pool while the vector query runs here: LanceDB releases
     # the GIL, so on a multi-core machine the two and the questions overlap.
     fts = [
-        pool.submit(_fulltext, table, text=t, limit=limit, where=where) if pool else None
+        pool.submit(_fulltext, table, text=t, limit=limit, where=where, column=fts_column)
+        if pool
+        else None
         for t in texts
     ]
     rows: dict[str, dict[str, Any]] = {}
@@ -179,7 +184,9 @@ def search_batch(
     for i, text in enumerate(texts):
         job = fts[i]
         fts_ids.append(
-            job.result() if job else _fulltext(table, text=text, limit=limit, where=where)
+            job.result()
+            if job
+            else _fulltext(table, text=text, limit=limit, where=where, column=fts_column)
         )
     if view is not None:
         vec_ids = _exact_order(table, found=found, fts_ids=fts_ids, vectors=vectors, k=k, rows=rows)
@@ -343,8 +350,8 @@ def holds_phrase(table: Any, *, phrase: str, look: int = 50) -> bool:
     hyphens and line breaks aside). True when there is no index to ask."""
     words = plain_words(phrase).split()
     try:
-        query = table.search(" ".join(words), query_type="fts").select(["text"])
-        texts = query.limit(look).to_arrow().column("text").to_pylist()
+        query = table.search(" ".join(words), query_type="fts", fts_columns="text")
+        texts = query.select(["text"]).limit(look).to_arrow().column("text").to_pylist()
     except (ValueError, RuntimeError, OSError):
         return True
     return any(_together(words, plain_words(t).split()) for t in texts)
@@ -386,7 +393,7 @@ def word_documents(table: Any, *, word: str) -> frozenset[str] | None:
     """The documents (paths) whose chunks hold `word` as the full-text index reads words
     (its stemming), from the best `_HOLDERS` chunks; None when the index cannot be
     asked (not known to be absent)."""
-    return _documents(lambda: table.search(word, query_type="fts"))
+    return _documents(lambda: table.search(word, query_type="fts", fts_columns="text"))
 
 
 def form_documents(table: Any, *, word: str, fixed: int) -> frozenset[str] | None:
@@ -413,7 +420,9 @@ def _documents(search: Callable[[], Any]) -> frozenset[str] | None:
     return frozenset(rows.column("path").to_pylist())
 
 
-def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[str]:
+def _fulltext(
+    table: Any, *, text: str, limit: int, where: str | None, column: str | None = "text"
+) -> list[str]:
     """BM25's best chunk ids for one question. Only the ids: the rows of the
     few that become hits are read once for the batch (`_fetch_hits`), and
     reading 40 rows with their vectors per question took about half of BM25's
@@ -421,10 +430,12 @@ def _fulltext(table: Any, *, text: str, limit: int, where: str | None) -> list[s
     # The FTS parser treats quotes, colons and AND/OR as syntax; a person's
     # question is plain words.
     words = [w for w in _FTS_WORD.findall(text) if w.upper() not in _FTS_SYNTAX]
-    if not words:
-        return []
+    if column == "words":
+        words = [cut_words(w) for w in words]
+    if not words or column is None:
+        return []  # no full-text index yet: vector search alone
     try:
-        query = table.search(" ".join(words), query_type="fts")
+        query = table.search(" ".join(words), query_type="fts", fts_columns=column)
         query = query.select(["chunk_id"]).limit(limit)
         if where:
             query = query.where(where, prefilter=True)

@@ -16,6 +16,7 @@ from engine.rag.answer.conversation import looks_dependent, resolve
 from engine.rag.ingest.embedder import Embedder
 from engine.rag.pipeline.adapters import store_retrieve_batch
 from engine.rag.pipeline.requests import new_question
+from engine.rag.store.fulltext import cut_words
 from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import embedded_text
 from engine.wire import Citation, Turn
@@ -153,7 +154,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Itera
                     "chunk_id": f"{file}:{page}:{i}", "doc_id": file, "path": f"/d/{file}",
                     "ordinal": i, "page": page, "char_start": 0, "char_end": len(text),
                     "text": text, "text_hash": f"h{i}", "vector": v.tolist(), "ext": ".pdf",
-                    "section": section,
+                    "section": section, "words": cut_words(text),
                 }
                 for i, ((file, page, section, text), v) in enumerate(
                     zip(PASSAGES, vectors, strict=True)

@@ -16,6 +16,7 @@ from engine.rag.store.fulltext import (
     ascii_folded,
     collection_languages,
     config_file,
+    cut_words,
     fulltext_config,
     language_shares,
     remember_config,
@@ -45,10 +46,22 @@ def test_one_language_holding_most_chunks_chooses_its_stemmer() -> None:
     assert fulltext_config(shares) == replace(ENGLISH, language="German")
 
 
-def test_mixed_or_unknown_or_unstemmable_collections_keep_english() -> None:
-    assert fulltext_config({"de": 50, "fr": 50}) == ENGLISH
+def test_mixed_or_unstemmable_collections_are_searched_over_cut_words() -> None:
+    assert fulltext_config({"de": 50, "fr": 50}) == replace(ENGLISH, cut=True)
+    assert fulltext_config({"cs": 100}) == replace(ENGLISH, cut=True)  # no Czech stemmer
+    # Languages not known (read before they were detected): the English stemmer, as before.
     assert fulltext_config({}) == ENGLISH
     assert language_shares([_doc("", 10), _doc("fr", 3, status="error")]) == {}
+    # A config file written before the field was recorded reads as what it built.
+    assert FulltextConfig(language="French").cut is False
+
+
+def test_words_are_cut_where_a_script_spaces_its_words() -> None:
+    assert cut_words("Nainštalovaných balíčkov") == "nainš balíč"
+    assert cut_words("перенести и переносить") == "перен и перен"
+    assert cut_words("dh_make file.txt v2.10") == "dh_ma file.txt v2.10"
+    # A run of Chinese is many words, a Korean word a stem with its particles: whole.
+    assert cut_words("安装软件包的命令 윈도우에서 XCF로") == "安装软件包的命令 윈도우에서 xcf로"
 
 
 def test_every_collection_breaks_words_by_icu_and_at_punctuation() -> None:

@@ -224,6 +224,40 @@ def test_words_still_count_where_the_languages_are_unknown_or_shared(
         store.close()
 
 
+def test_a_collection_of_several_languages_is_searched_over_cut_words(tmp_path: Path) -> None:
+    s = LanceStore(folder=tmp_path / "index", background=False)
+    s.ensure_embedder(embedder_id="test", dimension=DIM)
+    vectors = _unit(np.random.default_rng(5), 4)
+    _add(
+        s,
+        path="/docs/sk/manual.pdf",
+        texts=["Po inštalácii spustite powershell a nastavte nainštalované balíky."],
+        vectors=vectors[:1],
+        languages="sk",
+    )
+    _add(
+        s,
+        path="/docs/de/handbuch.pdf",
+        texts=["Ein anderer Text."],
+        vectors=vectors[1:2],
+        languages="de",
+    )
+    s.refresh_fulltext_index()
+    try:
+        # The question's "nainštalovaných" meets the page's "nainštalované" (the vector
+        # points at the German page, which the words then outrank).
+        (result,) = s.search_batch(
+            vectors=vectors[1:2], texts=["Kde nájdem zoznam nainštalovaných balíkov?"], k=1
+        )
+        assert result.hits[0].chunk.path == "/docs/sk/manual.pdf"
+        # The gate's lookups read whole words: "power" begins "powershell", but no chunk
+        # names it.
+        assert s.word_documents("power") == frozenset()
+        assert s.word_documents("powershell") == frozenset({"/docs/sk/manual.pdf"})
+    finally:
+        s.close()
+
+
 def test_empty_store_and_bad_batches(tmp_path: Path) -> None:
     s = LanceStore(folder=tmp_path / "i", background=False)
     s.ensure_embedder(embedder_id="test", dimension=DIM)

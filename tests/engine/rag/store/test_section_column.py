@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.rag.pipeline.answer_stream import citation_for
+from engine.rag.store.fulltext import cut_words
 from engine.rag.store.lance_store import DOCUMENTS_SCHEMA, LanceStore, chunks_schema
 from engine.rag.store.records import ChunkRecord, DocumentRecord, EmbeddedChunks, PageRecord
 from engine.wire import Citation, from_json_dict
@@ -19,7 +20,7 @@ DIM = 8
 
 def _old_index(folder: Path) -> None:
     db = lancedb.connect(str(folder))
-    old_schema = pa.schema([f for f in chunks_schema(DIM) if f.name != "section"])
+    old_schema = pa.schema([f for f in chunks_schema(DIM) if f.name not in ("section", "words")])
     row = {
         "chunk_id": "old:0",
         "doc_id": "old",
@@ -39,41 +40,52 @@ def _old_index(folder: Path) -> None:
     )
 
 
+def _write_new(
+    store: LanceStore, *, doc_id: str, text: str, section: str = "", languages: str = ""
+) -> None:
+    """A new document of one chunk whose vector is the second unit vector."""
+    path = f"/docs/{doc_id}.pdf"
+    doc = DocumentRecord(
+        doc_id=doc_id,
+        path=path,
+        size=1,
+        mtime=1.0,
+        content_hash="h",
+        status="indexed",
+        error=None,
+        pages=1,
+        chunks=1,
+        languages=languages,
+    )
+    chunk = ChunkRecord(
+        chunk_id=f"{doc_id}:0",
+        doc_id=doc_id,
+        path=path,
+        ordinal=0,
+        page=1,
+        char_start=0,
+        char_end=len(text),
+        text=text,
+        text_hash=doc_id,
+        section=section,
+    )
+    store.replace_document(
+        doc=doc,
+        pages=[PageRecord(doc_id=doc_id, page=1, text=text)],
+        embedded=EmbeddedChunks(
+            chunks=[chunk], vectors=np.asarray([[0.0, 1.0] + [0.0] * (DIM - 2)], np.float32)
+        ),
+    )
+
+
 def test_old_index_opens_and_new_chunks_keep_their_section(tmp_path: Path) -> None:
     folder = tmp_path / "index"
     _old_index(folder)
     store = LanceStore(folder=folder, background=False)
     try:
         assert store.chunk(chunk_id="old:0").section == ""  # type: ignore[union-attr]
-        doc = DocumentRecord(
-            doc_id="new",
-            path="/docs/new.pdf",
-            size=1,
-            mtime=1.0,
-            content_hash="h",
-            status="indexed",
-            error=None,
-            pages=1,
-            chunks=1,
-        )
-        chunk = ChunkRecord(
-            chunk_id="new:0",
-            doc_id="new",
-            path="/docs/new.pdf",
-            ordinal=0,
-            page=1,
-            char_start=0,
-            char_end=19,
-            text="gravel goes on top",
-            text_hash="n",
-            section="5.13 Other debian/* files",
-        )
-        store.replace_document(
-            doc=doc,
-            pages=[PageRecord(doc_id="new", page=1, text=chunk.text)],
-            embedded=EmbeddedChunks(
-                chunks=[chunk], vectors=np.asarray([[0.0, 1.0] + [0.0] * (DIM - 2)], np.float32)
-            ),
+        _write_new(
+            store, doc_id="new", text="gravel goes on top", section="5.13 Other debian/* files"
         )
         hits = store.hybrid_search(
             vector=np.asarray([0.0, 1.0] + [0.0] * (DIM - 2), np.float32), text="gravel", k=2
@@ -87,6 +99,28 @@ def test_old_index_opens_and_new_chunks_keep_their_section(tmp_path: Path) -> No
     # A client older than the field ignores it; one newer than the engine gets "".
     old_engine_json = {k: v for k, v in citation.__dict__.items() if k != "section"}
     assert from_json_dict(Citation, old_engine_json).section == ""
+
+
+def test_an_old_index_s_chunks_get_their_cut_words_when_its_search_needs_them(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "index"
+    _old_index(folder)
+    store = LanceStore(folder=folder, background=False)
+    try:
+        for n, languages in enumerate(("cs", "de")):  # several languages: cut words
+            _write_new(store, doc_id=f"new{n}", text=f"filler {n} text", languages=languages)
+        store.refresh_fulltext_index()
+        words = {r["chunk_id"]: r["words"] for r in store.chunks.to_arrow().to_pylist()}
+        assert words["old:0"] == cut_words("an old chunk of gravel")
+        # An inflected "gravelového" meets "gravel" in their first five letters, by the
+        # words alone (the question's vector points at the other chunks).
+        (hit,) = store.hybrid_search(
+            vector=np.asarray([0.0, 1.0] + [0.0] * (DIM - 2), np.float32), text="gravelového", k=1
+        )
+        assert hit.chunk.chunk_id == "old:0"
+    finally:
+        store.close()
 
 
 def test_documents_written_before_the_reader_column_count_as_read_by_reader_0(
