@@ -259,7 +259,7 @@ def fill_words(table: Any) -> int:
     meanwhile would get its old text's words."""
     rows = (
         table.search()
-        .where("words = '' AND text != ''")
+        .where("(words IS NULL OR words = '') AND text != ''")
         .select(["chunk_id", "text"])
         .limit(None)
         .to_arrow()
