@@ -123,6 +123,25 @@ def test_an_old_index_s_chunks_get_their_cut_words_when_its_search_needs_them(
         store.close()
 
 
+def test_chunks_written_without_their_words_are_filled(tmp_path: Path) -> None:
+    # A program that does not know the column writes its chunks with no words (NULL).
+    store = LanceStore(folder=tmp_path / "index", background=False)
+    store.ensure_embedder(embedder_id="t", dimension=DIM)
+    try:
+        for n, languages in enumerate(("cs", "de")):
+            _write_new(store, doc_id=f"new{n}", text=f"filler {n} text", languages=languages)
+        row = {f.name: None for f in store.chunks.schema}
+        row |= {"chunk_id": "bare:0", "doc_id": "bare", "path": "/docs/bare.txt", "ordinal": 0}
+        row |= {"text": "Überschriften nummerieren", "text_hash": "b", "ext": ".txt"}
+        row |= {"vector": [1.0] + [0.0] * (DIM - 1), "section": ""}
+        store.chunks.add(pa.Table.from_pylist([row], schema=store.chunks.schema))
+        store.refresh_fulltext_index()
+        words = {r["chunk_id"]: r["words"] for r in store.chunks.to_arrow().to_pylist()}
+        assert words["bare:0"] == "übers numme"
+    finally:
+        store.close()
+
+
 def test_documents_written_before_the_reader_column_count_as_read_by_reader_0(
     tmp_path: Path,
 ) -> None:
