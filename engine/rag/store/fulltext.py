@@ -223,17 +223,13 @@ def remember_config(file: Path, config: FulltextConfig) -> None:
     write_json(file=file, data=asdict(config))
 
 
-def refresh_index(
-    *, table: Any, file: Path, documents: Iterable[DocumentRecord], force: bool
-) -> None:
-    """(Re)build `table`'s BM25 index over chunk text with the stemmer of the
-    `documents`' language (and, for a collection searched over cut words, the `words`
-    column's), when it is missing, was built for another language, has unindexed rows,
+def refresh_index(*, table: Any, file: Path, config: FulltextConfig, force: bool) -> None:
+    """(Re)build `table`'s BM25 index over chunk text as `config` says (the collection's
+    `fulltext_config`; for a collection searched over cut words, the `words` column's
+    index too), when it is missing, was built with another config, has unindexed rows,
     or `force`; the config it was built with is kept in `file`."""
-    config = fulltext_config(language_shares(documents))
-    built = {i.name for i in table.list_indices() if i.index_type == "FTS"}
     wanted = {"text_idx", "words_idx"} if config.cut else {"text_idx"}
-    stale = force or not wanted <= built
+    stale = force or not wanted <= _built(table)
     stale = stale or stored_config(file) not in (None, config)
     if not stale:
         stale = any(_unindexed(table, name) for name in wanted)
@@ -242,6 +238,17 @@ def refresh_index(
         if config.cut:
             table.create_index("words", config=config.words_fts(), replace=True)
         remember_config(file, config)
+
+
+def words_missing(*, table: Any, file: Path, config: FulltextConfig) -> bool:
+    """Whether `config` searches cut words that the table may not hold yet: its `words`
+    index is not built, or was built with another config (an index written before the
+    column). Rows written since hold their words."""
+    return config.cut and ("words_idx" not in _built(table) or stored_config(file) != config)
+
+
+def _built(table: Any) -> set[str]:
+    return {i.name for i in table.list_indices() if i.index_type == "FTS"}
 
 
 def _unindexed(table: Any, name: str) -> bool:
@@ -273,20 +280,22 @@ def fill_words(table: Any) -> int:
     return len(ids)
 
 
-def document_languages(documents: Any) -> dict[str, frozenset[str]]:
-    """Each document's languages (its id's), from its documents table; those read before
-    languages were detected have none."""
-    rows = documents.search().select(["doc_id", "languages"]).limit(None).to_list()
-    return {r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows}
+@dataclass(frozen=True, kw_only=True)
+class DocumentLanguages:
+    """The languages of a documents table: the collection's, most text first
+    (`collection_languages`), and each document's (by its id; empty: not detected)."""
+
+    collection: tuple[str, ...]
+    by_document: dict[str, frozenset[str]]
 
 
-def languages_of(documents: Any) -> tuple[str, ...]:
-    """The collection's languages from its documents table (`collection_languages`),
-    reading only the three columns they are weighed by."""
-    rows = documents.search().select(["languages", "chunks", "status"]).limit(None).to_list()
+def languages_of(documents: Any) -> DocumentLanguages:
+    """The languages of a documents table, reading only the columns they come from."""
+    columns = ["doc_id", "languages", "chunks", "status"]
+    rows = documents.search().select(columns).limit(None).to_list()
     shares = language_shares(
         DocumentRecord(
-            doc_id="",
+            doc_id=r["doc_id"],
             path="",
             size=0,
             mtime=0.0,
@@ -299,4 +308,9 @@ def languages_of(documents: Any) -> tuple[str, ...]:
         )
         for r in rows
     )
-    return collection_languages(shares)
+    return DocumentLanguages(
+        collection=collection_languages(shares),
+        by_document={
+            r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows
+        },
+    )

@@ -92,8 +92,8 @@ class LanceStore:
         self.folder = folder
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
-        self._languages: tuple[int, tuple[str, ...]] | None = None  # (documents version, ...)
-        self._written_in: tuple[int, dict[str, frozenset[str]]] | None = None  # (version, ...)
+        # (documents version, their languages): read again when the documents change.
+        self._languages: tuple[int, fulltext.DocumentLanguages] | None = None
         # The full-text index's stored config, read once (False: none built yet).
         self._fulltext: fulltext.FulltextConfig | bool | None = None
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
@@ -389,15 +389,18 @@ class LanceStore:
         return PageRecord(doc_id=r["doc_id"], page=r["page"], text=r["text"])
 
     def collection_languages(self) -> tuple[str, ...]:
-        """The collection's languages, most text first (engine/rag/ingest/language.py); read
-        again only when the documents table changed (the window asks every few seconds)."""
+        """The collection's languages, most text first (engine/rag/ingest/language.py)."""
+        return self._document_languages().collection
+
+    def _document_languages(self) -> fulltext.DocumentLanguages:
+        """Read again only when the documents table changed (the window asks every few
+        seconds, and every search batch asks)."""
         version = self.documents.version
         cached = self._languages
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        languages = fulltext.languages_of(self.documents)
-        self._languages = (version, languages)
-        return languages
+        if cached is None or cached[0] != version:
+            cached = (version, fulltext.languages_of(self.documents))
+            self._languages = cached
+        return cached[1]
 
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0
@@ -413,19 +416,15 @@ class LanceStore:
         compaction, committed meanwhile, preempts the index."""
         if self._chunks is None or self.meta is None:
             return
-        documents = self.list_documents()
-        if fulltext.fulltext_config(fulltext.language_shares(documents)).cut:
+        config = fulltext.fulltext_config(fulltext.language_shares(self.list_documents()))
+        file = fulltext.config_file(self.folder, self.meta.chunks_table)
+        if fulltext.words_missing(table=self.chunks, file=file, config=config):
             with self._write_lock:
                 filled = fulltext.fill_words(self.chunks)
             if filled:
                 log.info("cut the words of %d chunks written before the column", filled)
         with self.maintainer.lock:
-            fulltext.refresh_index(
-                table=self.chunks,
-                file=fulltext.config_file(self.folder, self.meta.chunks_table),
-                documents=documents,
-                force=force,
-            )
+            fulltext.refresh_index(table=self.chunks, file=file, config=config, force=force)
             self._fulltext = None
 
     def holds_word(self, word: str) -> bool:
@@ -550,20 +549,12 @@ class LanceStore:
     def _asked(self, texts: Sequence[str]) -> _search.Asked | None:
         """The questions' languages and the documents' (`search.Asked`); None while no
         document's language is known."""
-        version = self.documents.version
-        cached = self._written_in
-        if cached is None or cached[0] != version:
-            cached = (version, fulltext.document_languages(self.documents))
-            self._written_in = cached
-        written = cached[1]
+        written = self._document_languages().by_document
         if not any(written.values()):
             return None
         from engine.rag.ingest.language import text_language
 
-        return _search.Asked(
-            languages=tuple(text_language(t) for t in texts),
-            written_in=lambda doc_id: written.get(doc_id, frozenset()),
-        )
+        return _search.Asked(languages=tuple(text_language(t) for t in texts), written_in=written)
 
     def hybrid_search(
         self,

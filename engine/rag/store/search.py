@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -69,7 +69,7 @@ class Asked:
     engine/rag/ingest/language.py identifies them)."""
 
     languages: tuple[str | None, ...]  # each question's, None where not identified
-    written_in: Callable[[str], frozenset[str]]  # a document id's languages (empty: unknown)
+    written_in: Mapping[str, frozenset[str]]  # by document id (missing or empty: unknown)
 
     def across(self, i: int, *, best: Sequence[dict[str, Any]]) -> bool:
         """Whether question i asks about documents written in other languages: each of
@@ -78,7 +78,7 @@ class Asked:
         if asked is None or not best:
             return False
         for row in best:
-            written = self.written_in(str(row.get("doc_id", "")))
+            written = self.written_in.get(str(row.get("doc_id", "")), frozenset())
             if not written or asked in written:
                 return False
         return True
