@@ -39,9 +39,12 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     folder = resolve_model_path(model=spec["model"])
     longest = max([len(spec["speed_prompt"])] + [len(p) for p in spec["agreement"]])
+    device = str(spec.get("device", "cpu"))
     in_use = open_model(
         model_path=folder,
-        device="cpu",
+        device=device,
+        # The engine's own choice where the user left the weights as stored (GPU form).
+        decode_at_load=bool(spec.get("decode_at_load", False)),
         paths=resolve_paths(),
         stop_at_eos=False,
         # The model alone, as llama.cpp runs it: no index shares the memory.
@@ -57,6 +60,7 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
         "decode_mode": executor.store.decode,
         "layers_in_ram": in_use.owner.placement.layer_tiers.count("cpu"),
         "layers": len(in_use.owner.placement.layer_tiers),
+        "device": executor.device.type,
     }
     ids = list(spec["speed_prompt"])
     cache = executor.new_cache()
@@ -70,6 +74,7 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
         cache=cache,
         phase="prefill",
     )
+    _synchronize(executor.device)
     out["prefill_s"] = time.perf_counter() - began
     before = read_bytes()
     began = time.perf_counter()
@@ -83,6 +88,7 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
             cache=cache,
             phase="decode",
         )
+    _synchronize(executor.device)
     out["decode_s"] = time.perf_counter() - began
     out["decode_read_bytes"] = read_bytes() - before
     del cache
@@ -95,6 +101,11 @@ def _executor(spec: dict[str, Any]) -> dict[str, Any]:
     out["agreement_tokens"] = [generate_ids(model=executor, requests=[r])[0] for r in requests]
     in_use.close()
     return out
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _llama(spec: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +143,44 @@ def _llama(spec: dict[str, Any]) -> dict[str, Any]:
         "decode_read_bytes": decode_read,
         "agreement_tokens": agreement,
     }
+
+
+def _transformers(spec: dict[str, Any]) -> dict[str, Any]:
+    """transformers' own GGUF loading (decoded to bfloat16 at load) on the GPU, with its
+    KV cache: the peer the GPU form has where llama.cpp is not built."""
+    from transformers import AutoModelForCausalLM
+
+    gguf = Path(spec["model"])
+    device = torch.device(str(spec.get("device", "cuda")))
+    start = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16
+    ).to(device)
+    model.eval()
+    _synchronize(device)
+    out: dict[str, Any] = {"load_s": time.perf_counter() - start, "device": device.type}
+
+    def greedy(prompt: list[int], tokens: int) -> tuple[list[int], float, float]:
+        with torch.inference_mode():
+            began = time.perf_counter()
+            step = model(input_ids=torch.tensor([prompt], device=device), use_cache=True)
+            _synchronize(device)
+            prefill_s = time.perf_counter() - began
+            chosen: list[int] = []
+            began = time.perf_counter()
+            for _ in range(tokens):
+                token = step.logits[:, -1].argmax(-1, keepdim=True)
+                chosen.append(int(token.item()))
+                step = model(input_ids=token, past_key_values=step.past_key_values, use_cache=True)
+            _synchronize(device)
+            return chosen, prefill_s, time.perf_counter() - began
+
+    _, out["prefill_s"], out["decode_s"] = greedy(list(spec["speed_prompt"]), int(spec["tokens"]))
+    out["decode_read_bytes"] = 0
+    out["agreement_tokens"] = [
+        greedy(list(p), int(spec["agreement_tokens"]))[0] for p in spec["agreement"]
+    ]
+    return out
 
 
 def _reference(spec: dict[str, Any]) -> dict[str, Any]:
@@ -193,11 +242,15 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         out = _executor(spec)
     elif kind == "llama.cpp":
         out = _llama(spec)
+    elif kind == "transformers":
+        out = _transformers(spec)
     elif kind == "reference":
         out = _reference(spec)
     else:
         raise ValueError(f"unknown system {kind!r}")
     out["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if torch.cuda.is_available():
+        out["peak_device_bytes"] = torch.cuda.max_memory_allocated()
     return out
 
 
