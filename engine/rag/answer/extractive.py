@@ -146,9 +146,12 @@ class ExtractiveAnswerer:
         self._memo = memo  # sentence vectors kept from earlier answers
         self._weights = weights  # the choice's (engine/rag/answer/sentence_choice.py)
 
-    def table(self, *, question: str, passages: list[Passage]) -> SentenceTable | None:
+    def table(
+        self, *, question: str, passages: list[Passage], across: bool = False
+    ) -> SentenceTable | None:
         """Every candidate sentence with its features (engine/rag/answer/sentence_choice.py);
-        None when there is nothing to score."""
+        None when there is nothing to score. `across`: the question is asked in another
+        language than the passages' (`SemanticScale.across`)."""
         every = _candidates(passages)
         # Scored: whole sentences; `every` also keeps the short lines for quoting.
         where = [i for i, c in enumerate(every) if not c.short]
@@ -164,15 +167,18 @@ class ExtractiveAnswerer:
             vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
         scale = self._scale()
-        base = sentence_features(
-            question=question,
-            sentences=scored,
-            semantic=scale.apply(sentence_vectors @ vectors[0]),
-        )
+        cosines = sentence_vectors @ vectors[0]
+        base = sentence_features(question=question, sentences=scored, semantic=scale.apply(cosines))
         features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
         features[:, : base.shape[1]] = base
         features[:, _COLUMN["fragment"]] = [c.fragment for c in candidates]
         relevance = features @ RELEVANCE.vector()
+        gate = relevance
+        if across:
+            # Only the gate reads the scale of another language: the choice among
+            # sentences stays that of the sentences' own scale.
+            lifted = scale.across().apply(cosines) - base[:, 0]
+            gate = relevance + RELEVANCE.semantic * lifted
         features[:, _COLUMN["neighbour"]] = _neighbour_best(candidates, relevance)
         features[:, _COLUMN["rank"]] = [1.0 - c.rank / len(passages) for c in candidates]
         return SentenceTable(
@@ -182,20 +188,26 @@ class ExtractiveAnswerer:
             vectors=sentence_vectors,
             scale=scale,
             relevance=relevance,
+            gate=gate,
             features=features,
         )
 
     def answer(
-        self, *, question: str, passages: list[Passage], max_sentences: int = 3
+        self,
+        *,
+        question: str,
+        passages: list[Passage],
+        max_sentences: int = 3,
+        across: bool = False,
     ) -> ExtractiveAnswer:
-        table = self.table(question=question, passages=passages)
+        table = self.table(question=question, passages=passages, across=across)
         if table is None or max_sentences < 1:
             return _not_found()
-        candidates, relevance = table.candidates, table.relevance
+        candidates = table.candidates
         score = table.features @ self._weights.vector()
 
         best = int(np.argmax(score))
-        gate = float(relevance[best])
+        gate = float(table.gate[best])
         if gate < self._min_score:
             return _not_found()
         best = table.fullest_copy(best)
@@ -233,7 +245,8 @@ class SentenceTable:
     candidates: list[_Candidate]  # the scored ones
     vectors: np.ndarray  # their embeddings (rows)
     scale: SemanticScale  # of the embedder that made them
-    relevance: np.ndarray  # the gate's score of each (RELEVANCE)
+    relevance: np.ndarray  # each one's relevance (RELEVANCE), as the choice reads it
+    gate: np.ndarray  # as the gate reads it: the relevance, across languages on their scale
     features: np.ndarray  # one row of FEATURES each
 
     def fullest_copy(self, i: int) -> int:

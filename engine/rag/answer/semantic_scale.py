@@ -13,12 +13,20 @@ MiniLM's by its two fixed points, what unrelated sentences score and 1:
 CALIBRATION sentences, about unrelated things in several languages), so the mapping holds
 for an embedder nobody tuned for, in any language it reads. MiniLM's own scale is the
 identity.
+
+A question asked in another language than its passages' (`across`) cannot reach 1: the
+closest another language comes to a sentence is its translation, which multilingual-e5-
+small puts at about 0.92 (unrelated 0.79). Across languages the scale's top point is
+therefore what the embedder gives a translation (`translated`: the mean cosine of the
+TRANSLATIONS pairs), measured the same way as `unrelated`. An embedder that puts
+translations nearer unrelated sentences than identical ones (an English-only one) reads
+no other language, and keeps its one scale.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +43,34 @@ CALIBRATION = (
     "Compramos fruta fresca en el mercado del pueblo.",
     "Il museo espone quadri del Rinascimento.",
 )
+# The same kind of sentences, each with its translation into another language.
+TRANSLATIONS = (
+    (
+        "The recipe needs two eggs and a cup of flour.",
+        "Das Rezept braucht zwei Eier und eine Tasse Mehl.",
+    ),
+    (
+        "Heavy rain is expected in the north on Sunday.",
+        "Se esperan fuertes lluvias en el norte el domingo.",
+    ),
+    ("She plays the violin in a small orchestra.", "Elle joue du violon dans un petit orchestre."),
+    ("Der Zug nach Berlin fährt um acht Uhr ab.", "The train to Berlin leaves at eight o'clock."),
+    (
+        "Mein Großvater hat den Garten selbst angelegt.",
+        "Mio nonno ha realizzato il giardino da solo.",
+    ),
+    ("Le chat dort sur le canapé toute la journée.", "El gato duerme en el sofá todo el día."),
+    (
+        "La bibliothèque ferme à dix-huit heures le samedi.",
+        "Die Bibliothek schließt samstags um achtzehn Uhr.",
+    ),
+    ("El partido de fútbol terminó empatado.", "The football match ended in a draw."),
+    (
+        "Compramos fruta fresca en el mercado del pueblo.",
+        "Nous achetons des fruits frais au marché du village.",
+    ),
+    ("Il museo espone quadri del Rinascimento.", "O museu expõe quadros do Renascimento."),
+)
 # all-MiniLM-L6-v2's mean cosine between the CALIBRATION sentences (measured by
 # tests/engine/rag/answer/test_semantic_scale.py, which holds this to the bundled model).
 REFERENCE = 0.151
@@ -43,11 +79,22 @@ REFERENCE = 0.151
 @dataclass(frozen=True, kw_only=True)
 class SemanticScale:
     unrelated: float = REFERENCE  # the embedder's mean cosine between unrelated sentences
+    translated: float | None = None  # its mean cosine between translations (None: unknown)
+    top: float = 1.0  # the cosine that maps to 1
+
+    def across(self) -> SemanticScale:
+        """The scale for a question asked in another language than its passages: the
+        top point is a translation's cosine, where the embedder reads other languages."""
+        if self.translated is None:
+            return self
+        if self.translated - self.unrelated < (1.0 - self.unrelated) / 2:
+            return self  # translations nearer unrelated sentences: no other language read
+        return replace(self, top=self.translated)
 
     def apply(self, cosine: np.ndarray | float) -> np.ndarray:
-        if abs(self.unrelated - REFERENCE) < 1e-6:
+        if abs(self.unrelated - REFERENCE) < 1e-6 and self.top == 1.0:
             return np.asarray(cosine, dtype=np.float32)
-        stretch = (1.0 - REFERENCE) / max(1e-3, 1.0 - self.unrelated)
+        stretch = (1.0 - REFERENCE) / max(1e-3, self.top - self.unrelated)
         return np.asarray(
             REFERENCE + (np.asarray(cosine, dtype=np.float32) - self.unrelated) * stretch,
             dtype=np.float32,
@@ -62,4 +109,7 @@ def measure_scale(embed: Callable[[list[str]], np.ndarray]) -> SemanticScale:
     vectors = np.asarray(embed(list(CALIBRATION)), dtype=np.float32)
     sims = vectors @ vectors.T
     upper = sims[np.triu_indices(len(CALIBRATION), 1)]
-    return SemanticScale(unrelated=round(float(upper.mean()), 4))
+    first = np.asarray(embed([a for a, _ in TRANSLATIONS]), dtype=np.float32)
+    second = np.asarray(embed([b for _, b in TRANSLATIONS]), dtype=np.float32)
+    translated = float((first * second).sum(axis=1).mean())
+    return SemanticScale(unrelated=round(float(upper.mean()), 4), translated=round(translated, 4))

@@ -47,7 +47,7 @@ from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
 from engine.rag.pipeline.stages import DONE, GenerationJob, Incoming
 from engine.rag.store.records import SearchHit
-from engine.rag.store.search import NOT_FOUND_SIMILARITY
+from engine.rag.store.search import ACROSS_BEST, NOT_FOUND_SIMILARITY
 
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerativeAnswerer
@@ -259,12 +259,19 @@ class RelevanceGate:
         one_document = _one_document(question)
         if _checked(hits, one_document=one_document):
             asked = _gate_text(question, leaned=searched.leaned)
-            extract = self._extractive.answer(question=asked, passages=passages_of(hits))
+            across = self._store.asked_across(
+                question=question.text, doc_ids=[h.chunk.doc_id for h in hits[:ACROSS_BEST]]
+            )
+            extract = self._extractive.answer(
+                question=asked, passages=passages_of(hits), across=across
+            )
             if one_document and len(hits) > question.k:
                 hits = _led_by(hits, extract=extract, k=question.k)
                 if extract.found:
                     # Read again as the answer is given them: the [n] markers number these.
-                    extract = self._extractive.answer(question=asked, passages=passages_of(hits))
+                    extract = self._extractive.answer(
+                        question=asked, passages=passages_of(hits), across=across
+                    )
             unknown = self.unknown(question=question.text, searched=searched)
             if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):
                 extract = ExtractiveAnswer(

@@ -556,6 +556,13 @@ class LanceStore:
 
         return _search.Asked(languages=tuple(text_language(t) for t in texts), written_in=written)
 
+    def asked_across(self, *, question: str, doc_ids: Sequence[str]) -> bool:
+        """Whether `question` is asked in another language than every one of the
+        documents `doc_ids` is written in (`search.Asked.across`)."""
+        asked = self._asked([question])
+        rows = [{"doc_id": d} for d in doc_ids]
+        return asked is not None and asked.across(0, best=rows)
+
     def hybrid_search(
         self,
         *,

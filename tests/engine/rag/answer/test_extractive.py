@@ -502,3 +502,17 @@ def test_a_chinese_answer_sentence_is_found_by_its_shared_characters() -> None:
     assert result.key.startswith("要更新软件包列表")
     # The marker goes before the full-width stop, as before an English one.
     assert result.text.startswith("要更新软件包列表，请以 root 身份运行 apt update 命令 [2]。")
+
+
+def test_asked_in_another_language_the_gate_reads_the_translation_scale_and_the_choice_stays() -> (
+    None
+):
+    from engine.rag.answer.semantic_scale import SemanticScale
+
+    scale = SemanticScale(unrelated=0.1, translated=0.6)
+    answerer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.0, scale=lambda: scale)
+    question = "How long does the warranty cover parts?"
+    same = answerer.answer(question=question, passages=[WARRANTY, FILTER])
+    across = answerer.answer(question=question, passages=[WARRANTY, FILTER], across=True)
+    assert across.key == same.key and across.text == same.text
+    assert across.score > same.score

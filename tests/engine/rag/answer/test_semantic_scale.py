@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from bench.real_e5 import find_real_e5
-from engine.rag.answer.semantic_scale import IDENTITY, REFERENCE, SemanticScale, measure_scale
+from engine.rag.answer.semantic_scale import (
+    IDENTITY,
+    REFERENCE,
+    TRANSLATIONS,
+    SemanticScale,
+    measure_scale,
+)
 from engine.rag.ingest.embedder import Embedder
 
 
@@ -41,3 +47,36 @@ def test_multilingual_e5_is_put_on_minilm_scale() -> None:
     )
     assert float(scale.apply(q @ other)) < 0.3
     assert float(scale.apply(q @ answer)) > 0.5
+    # Its translations land between unrelated sentences and identical ones, nearer these.
+    assert scale.translated is not None
+    assert scale.translated - scale.unrelated > (1 - scale.unrelated) / 2
+
+
+def test_across_languages_a_translation_is_the_top_of_the_scale() -> None:
+    scale = SemanticScale(unrelated=0.8, translated=0.92)
+    across = scale.across()
+    assert across.apply(0.8) == pytest.approx(REFERENCE)
+    assert across.apply(0.92) == pytest.approx(1.0)
+    assert across.apply(0.86) > scale.apply(0.86)
+
+
+def test_an_embedder_that_reads_one_language_keeps_its_one_scale() -> None:
+    # Translations nearer its unrelated sentences than identical ones: no other language.
+    english_only = SemanticScale(unrelated=0.15, translated=0.4)
+    assert english_only.across() == english_only
+    assert IDENTITY.across() == IDENTITY
+    assert SemanticScale(unrelated=0.8).across().apply(0.9) == SemanticScale(unrelated=0.8).apply(
+        0.9
+    )
+
+
+def test_measuring_finds_where_translations_land() -> None:
+    pair_of = {text: i for i, pair in enumerate(TRANSLATIONS) for text in pair}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        # A sentence and its translation share one direction; the pairs are orthogonal.
+        return np.stack([np.eye(len(TRANSLATIONS), dtype=np.float32)[pair_of[t]] for t in texts])
+
+    scale = measure_scale(embed)
+    assert scale.translated == pytest.approx(1.0)
+    assert scale.unrelated == pytest.approx(0.0)

@@ -63,6 +63,9 @@ class FakeStore:
     def holds_phrase(self, phrase: str) -> bool:
         return self.knows_everything or any(phrase.lower() in t.lower() for t in TEXTS)
 
+    def asked_across(self, *, question: str, doc_ids: Sequence[str]) -> bool:
+        return False  # one English manual
+
     def search_batch(
         self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
     ) -> list[SearchResult]:

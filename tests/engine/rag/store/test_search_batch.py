@@ -224,6 +224,25 @@ def test_words_still_count_where_the_languages_are_unknown_or_shared(
         store.close()
 
 
+@pytest.mark.parametrize(
+    ("german", "doc_ids", "across"),
+    [
+        ("de", ["_docs_de_pumpe.pdf"], True),
+        ("de", ["_docs_de_pumpe.pdf", "_docs_en_garden.pdf"], False),
+        ("de,en", ["_docs_de_pumpe.pdf"], False),
+        ("", ["_docs_de_pumpe.pdf"], False),
+    ],
+)
+def test_a_question_is_asked_across_languages_only_where_every_document_is_written_in_others(
+    tmp_path: Path, german: str, doc_ids: list[str], across: bool
+) -> None:
+    store, _ = _two_languages(tmp_path, german=german, english="en")
+    try:
+        assert store.asked_across(question=ENGLISH_QUESTION, doc_ids=doc_ids) is across
+    finally:
+        store.close()
+
+
 def test_a_collection_of_several_languages_is_searched_over_cut_words(tmp_path: Path) -> None:
     s = LanceStore(folder=tmp_path / "index", background=False)
     s.ensure_embedder(embedder_id="test", dimension=DIM)
