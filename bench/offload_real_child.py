@@ -176,7 +176,6 @@ def _transformers(spec: dict[str, Any]) -> dict[str, Any]:
             return chosen, prefill_s, time.perf_counter() - began
 
     _, out["prefill_s"], out["decode_s"] = greedy(list(spec["speed_prompt"]), int(spec["tokens"]))
-    out["decode_read_bytes"] = 0
     out["agreement_tokens"] = [
         greedy(list(p), int(spec["agreement_tokens"]))[0] for p in spec["agreement"]
     ]

@@ -17,10 +17,10 @@ identity.
 A question asked in another language than its passages' (`across`) cannot reach 1: the
 closest another language comes to a sentence is its translation, which multilingual-e5-
 small puts at about 0.92 (unrelated 0.79). Across languages the scale's top point is
-therefore what the embedder gives a translation (`translated`: the mean cosine of the
-TRANSLATIONS pairs), measured the same way as `unrelated`. An embedder that puts
-translations nearer unrelated sentences than identical ones (an English-only one) reads
-no other language, and keeps its one scale.
+therefore what the embedder gives a translation (`translated`: the mean cosine between
+each CALIBRATION sentence and its TRANSLATED one), measured with `unrelated`. An
+embedder that puts translations nearer unrelated sentences than identical ones (an
+English-only one) reads no other language, and keeps its one scale.
 """
 
 from __future__ import annotations
@@ -43,33 +43,18 @@ CALIBRATION = (
     "Compramos fruta fresca en el mercado del pueblo.",
     "Il museo espone quadri del Rinascimento.",
 )
-# The same kind of sentences, each with its translation into another language.
-TRANSLATIONS = (
-    (
-        "The recipe needs two eggs and a cup of flour.",
-        "Das Rezept braucht zwei Eier und eine Tasse Mehl.",
-    ),
-    (
-        "Heavy rain is expected in the north on Sunday.",
-        "Se esperan fuertes lluvias en el norte el domingo.",
-    ),
-    ("She plays the violin in a small orchestra.", "Elle joue du violon dans un petit orchestre."),
-    ("Der Zug nach Berlin fährt um acht Uhr ab.", "The train to Berlin leaves at eight o'clock."),
-    (
-        "Mein Großvater hat den Garten selbst angelegt.",
-        "Mio nonno ha realizzato il giardino da solo.",
-    ),
-    ("Le chat dort sur le canapé toute la journée.", "El gato duerme en el sofá todo el día."),
-    (
-        "La bibliothèque ferme à dix-huit heures le samedi.",
-        "Die Bibliothek schließt samstags um achtzehn Uhr.",
-    ),
-    ("El partido de fútbol terminó empatado.", "The football match ended in a draw."),
-    (
-        "Compramos fruta fresca en el mercado del pueblo.",
-        "Nous achetons des fruits frais au marché du village.",
-    ),
-    ("Il museo espone quadri del Rinascimento.", "O museu expõe quadros do Renascimento."),
+# Each CALIBRATION sentence translated into another language, in the same order.
+TRANSLATED = (
+    "Das Rezept braucht zwei Eier und eine Tasse Mehl.",
+    "Se esperan fuertes lluvias en el norte el domingo.",
+    "Elle joue du violon dans un petit orchestre.",
+    "The train to Berlin leaves at eight o'clock.",
+    "Mio nonno ha realizzato il giardino da solo.",
+    "El gato duerme en el sofá todo el día.",
+    "Die Bibliothek schließt samstags um achtzehn Uhr.",
+    "The football match ended in a draw.",
+    "Nous achetons des fruits frais au marché du village.",
+    "O museu expõe quadros do Renascimento.",
 )
 # all-MiniLM-L6-v2's mean cosine between the CALIBRATION sentences (measured by
 # tests/engine/rag/answer/test_semantic_scale.py, which holds this to the bundled model).
@@ -109,7 +94,6 @@ def measure_scale(embed: Callable[[list[str]], np.ndarray]) -> SemanticScale:
     vectors = np.asarray(embed(list(CALIBRATION)), dtype=np.float32)
     sims = vectors @ vectors.T
     upper = sims[np.triu_indices(len(CALIBRATION), 1)]
-    first = np.asarray(embed([a for a, _ in TRANSLATIONS]), dtype=np.float32)
-    second = np.asarray(embed([b for _, b in TRANSLATIONS]), dtype=np.float32)
-    translated = float((first * second).sum(axis=1).mean())
+    translations = np.asarray(embed(list(TRANSLATED)), dtype=np.float32)
+    translated = float((vectors * translations).sum(axis=1).mean())
     return SemanticScale(unrelated=round(float(upper.mean()), 4), translated=round(translated, 4))

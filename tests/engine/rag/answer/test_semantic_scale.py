@@ -9,9 +9,10 @@ import pytest
 
 from bench.real_e5 import find_real_e5
 from engine.rag.answer.semantic_scale import (
+    CALIBRATION,
     IDENTITY,
     REFERENCE,
-    TRANSLATIONS,
+    TRANSLATED,
     SemanticScale,
     measure_scale,
 )
@@ -71,11 +72,13 @@ def test_an_embedder_that_reads_one_language_keeps_its_one_scale() -> None:
 
 
 def test_measuring_finds_where_translations_land() -> None:
-    pair_of = {text: i for i, pair in enumerate(TRANSLATIONS) for text in pair}
+    pair_of = {
+        text: i for i, pair in enumerate(zip(CALIBRATION, TRANSLATED, strict=True)) for text in pair
+    }
 
     def embed(texts: list[str]) -> np.ndarray:
         # A sentence and its translation share one direction; the pairs are orthogonal.
-        return np.stack([np.eye(len(TRANSLATIONS), dtype=np.float32)[pair_of[t]] for t in texts])
+        return np.stack([np.eye(len(TRANSLATED), dtype=np.float32)[pair_of[t]] for t in texts])
 
     scale = measure_scale(embed)
     assert scale.translated == pytest.approx(1.0)
