@@ -53,6 +53,7 @@ from engine.rag.store.schema import document_of as _document
 from engine.rag.store.schema import slug as _slug
 from engine.rag.store.search import NOT_FOUND_SIMILARITY
 from engine.rag.store.search import quote as _quote
+from engine.rag.store.word_index import WordIndex
 from engine.runtime.planner.placement import Placement
 
 __all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema"]
@@ -92,10 +93,6 @@ class LanceStore:
         self.folder = folder
         self._meta_file = folder / "meta.json"
         self._write_lock = threading.Lock()
-        # (documents version, their languages): read again when the documents change.
-        self._languages: tuple[int, fulltext.DocumentLanguages] | None = None
-        # The full-text index's stored config, read once (False: none built yet).
-        self._fulltext: fulltext.FulltextConfig | bool | None = None
         self.use_view = True  # False: LanceDB answers the vector side (benchmarks compare)
         # Old versions of the journal and pages kept for readers in flight: their
         # reads are point lookups of milliseconds.
@@ -106,6 +103,11 @@ class LanceStore:
         self._connect(resident_bytes)
         self.meta: IndexMeta | None = self._read_meta()
         self._chunks = self._open_chunks()
+        self.words = WordIndex(
+            chunks=lambda: self._chunks,
+            documents=lambda: self.documents,
+            config_file=self._fulltext_file,
+        )
         self.view: IvfView | None = self._open_view()
         self.maintainer = IndexMaintainer(
             table=lambda: self._chunks,
@@ -390,17 +392,7 @@ class LanceStore:
 
     def collection_languages(self) -> tuple[str, ...]:
         """The collection's languages, most text first (engine/rag/ingest/language.py)."""
-        return self._document_languages().collection
-
-    def _document_languages(self) -> fulltext.DocumentLanguages:
-        """Read again only when the documents table changed (the window asks every few
-        seconds, and every search batch asks)."""
-        version = self.documents.version
-        cached = self._languages
-        if cached is None or cached[0] != version:
-            cached = (version, fulltext.languages_of(self.documents))
-            self._languages = cached
-        return cached[1]
+        return self.words.languages().collection
 
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0
@@ -425,7 +417,11 @@ class LanceStore:
                 log.info("cut the words of %d chunks written before the column", filled)
         with self.maintainer.lock:
             fulltext.refresh_index(table=self.chunks, file=file, config=config, force=force)
-            self._fulltext = None
+            self.words.forget_config()
+
+    def _fulltext_file(self) -> Path | None:
+        meta = self.meta
+        return fulltext.config_file(self.folder, meta.chunks_table) if meta is not None else None
 
     def holds_word(self, word: str) -> bool:
         """Whether any chunk holds `word`, as the full-text index sees it (its
@@ -434,47 +430,16 @@ class LanceStore:
         return self.word_documents(word) != frozenset()
 
     def word_documents(self, word: str) -> frozenset[str] | None:
-        """The documents (paths) whose chunks hold `word` (`search.word_documents`);
-        None when not known to be absent: no index to ask, or a word the index leaves
-        out (a common word of some language)."""
-        if self._chunks is None:
-            return frozenset()
-        if word.lower() in self._fulltext_left_out() or self._fulltext_config() is None:
-            return None
-        return _search.word_documents(self.chunks, word=word)
-
-    def _fulltext_left_out(self) -> frozenset[str]:
-        config = self._fulltext_config()
-        return config.left_out() if config is not None else frozenset()
-
-    def _fulltext_config(self) -> fulltext.FulltextConfig | None:
-        """The config the full-text index was built with; None when none was built."""
-        if self._fulltext is None and self.meta is not None:
-            file = fulltext.config_file(self.folder, self.meta.chunks_table)
-            self._fulltext = fulltext.stored_config(file) or False
-        return self._fulltext or None
-
-    def _fts_column(self) -> str | None:
-        """The column whose full-text index search reads (None: no index yet)."""
-        config = self._fulltext_config()
-        if config is None:
-            return None
-        return "words" if config.cut else "text"
+        """`WordIndex.word_documents`."""
+        return self.words.word_documents(word)
 
     def form_documents(self, word: str, *, fixed: int) -> frozenset[str] | None:
-        """The documents whose chunks hold another form of `word`
-        (`search.form_documents`); None when the index cannot be asked."""
-        if self._chunks is None:
-            return frozenset()
-        if self._fulltext_config() is None:
-            return None
-        return _search.form_documents(self.chunks, word=word, fixed=fixed)
+        """`WordIndex.form_documents`."""
+        return self.words.form_documents(word, fixed=fixed)
 
     def holds_phrase(self, phrase: str) -> bool:
-        """Whether a chunk holds `phrase`'s words in a row (`search.holds_phrase`)."""
-        if self._chunks is None:
-            return False
-        return self._fulltext_config() is None or _search.holds_phrase(self.chunks, phrase=phrase)
+        """`WordIndex.holds_phrase`."""
+        return self.words.holds_phrase(phrase)
 
     def search_batch(
         self,
@@ -542,26 +507,13 @@ class LanceStore:
             not_found_below=not_found_below,
             pool=self._search_pool,
             view=view,
-            asked=self._asked(texts),
-            fts_column=self._fts_column(),
+            asked=self.words.asked(texts),
+            fts_column=self.words.column(),
         )
 
-    def _asked(self, texts: Sequence[str]) -> _search.Asked | None:
-        """The questions' languages and the documents' (`search.Asked`); None while no
-        document's language is known."""
-        written = self._document_languages().by_document
-        if not any(written.values()):
-            return None
-        from engine.rag.ingest.language import text_language
-
-        return _search.Asked(languages=tuple(text_language(t) for t in texts), written_in=written)
-
     def asked_across(self, *, question: str, doc_ids: Sequence[str]) -> bool:
-        """Whether `question` is asked in another language than every one of the
-        documents `doc_ids` is written in (`search.Asked.across`)."""
-        asked = self._asked([question])
-        rows = [{"doc_id": d} for d in doc_ids]
-        return asked is not None and asked.across(0, best=rows)
+        """`WordIndex.asked_across`."""
+        return self.words.asked_across(question=question, doc_ids=doc_ids)
 
     def hybrid_search(
         self,
