@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
@@ -47,6 +48,11 @@ from engine.runtime.planner.model_spec import PREFILL_CHUNK_TOKENS
 from engine.runtime.planner.placement import Placement
 
 Phase = Literal["prefill", "decode"]
+
+# Attention on a GPU, without cuDNN's: cuDNN builds a plan for each new key length, and
+# every decode step is one (2.4 ms of CPU a call on an H200, 63% of a SmolLM2-sized
+# step; docs/executor.md, "GPU form"). The others compute the same attention.
+GPU_ATTENTION = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
 
 
 class _Head(nn.Module):
@@ -147,7 +153,7 @@ class StreamingModel:
         self._layer_types: list[str] = _layer_types(config)
         # engine/runtime/executor/decoder.py computes the layers where it can: on a CPU, in the
         # kernel forms (the store then holds the layers as that module reads them).
-        lean = lean and self.device.type == "cpu" and compressed and decoder.runs(config)
+        kernel_lean = lean and self.device.type == "cpu" and compressed and decoder.runs(config)
         self.store = WeightStore(
             model_dir=model_dir,
             homes=unit_homes(placement),
@@ -159,9 +165,9 @@ class StreamingModel:
             compressed=compressed,
             decode=decode,
             repack_cache=repack_cache,
-            lean=lean,
+            lean=kernel_lean,
         )
-        self._lean = lean and self.store.decode in KERNEL_MODES
+        self._lean = kernel_lean and self.store.decode in KERNEL_MODES
         self._shape = decoder.Shape.of(config)
         lib = ggml_native.library() if self._lean else None
         self._native_layers = (
@@ -171,6 +177,11 @@ class StreamingModel:
         )
         self._order = [EMBED] + [layer_unit(i) for i in range(len(self._layers))] + [HEAD]
         self._packed = any(self.store.is_packed(u) for u in self._order)
+        # A model held decoded is computed by the decoder too, on any device: plain torch
+        # operations instead of the Hugging Face modules' per-call parameter binding, and
+        # the KV written in place instead of concatenated at every step (docs/executor.md,
+        # "GPU form"). Not with KV on the host: tiered attention is the modules' own.
+        self._dense = lean and decoder.runs(config) and not self._packed and not self._lean
         self._fault_hook = fault_hook
         # Resident packed units' bindings (packed.bind_matrices), reused every step.
         self._bindings: dict[str, tuple[dict[str, torch.Tensor], MatrixBinding]] = {}
@@ -312,8 +323,12 @@ class StreamingModel:
         # A step of a few rows is the kernels' work and many small operations: those on
         # one torch thread, the kernels on every core (kernel_forms.single_torch_thread).
         few_rows = self._lean and native_step(input_ids.numel())
+        gpu = self.device.type == "cuda"
         try:
-            with single_torch_thread() if few_rows else contextlib.nullcontext():
+            with (
+                single_torch_thread() if few_rows else contextlib.nullcontext(),
+                sdpa_kernel(list(GPU_ATTENTION)) if gpu else contextlib.nullcontext(),
+            ):
                 return self._forward(
                     input_ids=input_ids.to(self.device),
                     attention_mask=attention_mask.to(self.device),
@@ -336,7 +351,7 @@ class StreamingModel:
         cache: DynamicCache,
         tail: int | None,
     ) -> torch.Tensor:
-        if self._lean:
+        if self._lean or (self._dense and not self.kv_host_layers):
             return self._lean_forward(
                 input_ids=input_ids,
                 attention_mask=attention_mask,

@@ -94,6 +94,67 @@ def test_the_decoder_computes_what_the_transformers_modules_do(q8_dir: Path) -> 
         modules.close()
 
 
+def _dense_model(folder: Path, *, lean: bool, kv_host_layers: int | None = None) -> StreamingModel:
+    return StreamingModel(
+        model_dir=folder,
+        placement=make_placement(model_dir=folder, layer_tiers=["cpu"] * 4),
+        dtype=torch.float32,
+        lean=lean,
+        kv_host_layers=kv_host_layers,
+    )
+
+
+def _counting_layers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = decoder.layer
+
+    def counted(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decoder, "layer", counted)
+    return calls
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_a_model_held_decoded_is_computed_by_the_decoder(
+    family: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = request.getfixturevalue(f"{family}_dir")  # float32 safetensors: nothing packed
+    dense, modules = _dense_model(folder, lean=True), _dense_model(folder, lean=False)
+    try:
+        assert dense._dense and not dense._lean and not modules._dense
+        want = _logits(modules)
+        calls = _counting_layers(monkeypatch)
+        got = _logits(dense)
+        assert len(calls) == 4 * len(got)  # every layer of every forward
+        real = _padded_batch()[1].bool()
+        assert torch.allclose(got[0][real], want[0][real], rtol=1e-4, atol=1e-4)
+        for g, w in zip(got[1:], want[1:], strict=True):
+            assert torch.allclose(g, w, rtol=1e-4, atol=1e-4)
+    finally:
+        dense.close()
+        modules.close()
+
+
+def test_kv_on_the_host_is_attended_to_by_the_modules(
+    llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiered, modules = (
+        _dense_model(llama_dir, lean=True, kv_host_layers=2),
+        _dense_model(llama_dir, lean=False),
+    )
+    try:
+        calls = _counting_layers(monkeypatch)
+        got, want = _logits(tiered), _logits(modules)
+        assert calls == []  # tiered attention is the modules' own
+        for g, w in zip(got[1:], want[1:], strict=True):
+            assert torch.allclose(g, w, rtol=1e-4, atol=1e-4)
+    finally:
+        tiered.close()
+        modules.close()
+
+
 def test_streamed_layers_give_the_resident_tokens(q8_dir: Path) -> None:
     requests = [GenerationRequest(prompt_ids=(1, 40, 41, 42), max_new_tokens=6)]
     resident = _model(q8_dir, lean=True)

@@ -195,3 +195,51 @@ def test_an_architecture_it_does_not_run_is_refused_by_name(
     ).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="runs llama, mistral, qwen2 models; this one is 'gemma2'"):
         StreamingModel(model_dir=tmp_path, placement=make_placement(model_dir=llama_dir))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_decode_steps_on_a_gpu_never_run_cudnn_attention(llama_dir: Path) -> None:
+    """cuDNN plans anew for each key length, so a decode step (a new length each time)
+    would pay that plan; the executor's attention runs without it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from engine.runtime.hardware.profile import synthetic_profile
+    from engine.runtime.planner.model_spec import load_model_spec
+    from engine.runtime.planner.placement import StoreSpec, Workload
+    from engine.runtime.planner.planner import plan
+
+    gib = 1 << 30
+    placement = plan(
+        hardware=synthetic_profile(gpu_bytes=8 * gib, ram_bytes=16 * gib, disk_bytes=100 * gib),
+        model=load_model_spec(source=llama_dir),
+        store=StoreSpec.default(),
+        workload=Workload(batch=1, context_tokens=256),
+    )
+    model = StreamingModel(model_dir=llama_dir, placement=placement, dtype=torch.bfloat16)
+    try:
+        assert model.device.type == "cuda" and model._dense
+        cache = model.new_cache()
+        ids = torch.tensor([PROMPTS[0]])
+        mask = torch.ones_like(ids)
+        model.forward(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions_of(mask),
+            cache=cache,
+            phase="prefill",
+        )
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for step in range(3):
+                mask = torch.cat([mask, torch.ones(1, 1, dtype=mask.dtype)], dim=1)
+                model.forward(
+                    input_ids=torch.tensor([[7 + step]]),
+                    attention_mask=mask,
+                    position_ids=torch.tensor([[mask.shape[1] - 1]]),
+                    cache=cache,
+                    phase="decode",
+                )
+        names = {e.key for e in prof.key_averages()}
+        assert any("attention" in n for n in names)
+        assert not any("cudnn_attention" in n for n in names)
+    finally:
+        model.close()
