@@ -22,7 +22,10 @@ then the passage around it as a quotation (the sentence before and the two after
 whole sentences only, with the short lines between them: option names and command
 lines under 4 words, which are never scored) so that a fact stated next to the
 sentence that repeats the question's words is not lost; a second passage is
-quoted too when its best sentence is nearly as good and says something else. The
+quoted too when its best sentence is nearly as good and says something else, or, where
+the answer sentence is not in the search's first passage, that passage's best sentence
+when it is relevant enough to answer by itself (the search and the sentence scores
+disagree: both are shown). The
 text is meant to be shown literally (never as Markdown): `key` is the sentence the
 window highlights inside the quotation.
 """
@@ -219,6 +222,10 @@ class ExtractiveAnswerer:
                 best=best,
                 floor=max(self._min_score, float(score[best]) - _SECOND_MARGIN),
             )
+            if second is None:
+                second = _first_passage_best(
+                    table=table, score=score, best=best, min_score=self._min_score
+                )
             if second is not None:
                 chosen.append(second)
         key = candidates[best]
@@ -339,20 +346,41 @@ def _neighbour_best(candidates: list[_Candidate], relevance: np.ndarray) -> np.n
 def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float) -> int | None:
     """The best sentence of another passage nearly as good as the first, unless it
     repeats it (overlapping chunks hold the same text) or sits in its window."""
-    candidates, vectors, relevance = table.candidates, table.vectors, table.relevance
-    first = candidates[best]
-    shown = {s.lower() for s in _window(table.every, table.where[best])}
     for i in np.argsort(-score):
         i = int(i)
-        c = candidates[i]
-        if score[i] < floor or relevance[i] <= 0:
+        if score[i] < floor or table.relevance[i] <= 0:
             return None
-        if c.passage is first.passage or c.text.lower() in shown:
-            continue
-        if float(table.scale.apply(vectors[i] @ vectors[best])) >= _DUPLICATE_SIMILARITY:
-            continue
-        return i
+        if _says_more(table=table, i=i, best=best):
+            return i
     return None
+
+
+def _says_more(*, table: SentenceTable, i: int, best: int) -> bool:
+    """Whether candidate i, quoted after the answer sentence `best`, is another passage's
+    and neither repeats it (overlapping chunks hold the same text) nor sits in its
+    window."""
+    c, first = table.candidates[i], table.candidates[best]
+    shown = {s.lower() for s in _window(table.every, table.where[best])}
+    if c.passage is first.passage or c.text.lower() in shown:
+        return False
+    return float(table.scale.apply(table.vectors[i] @ table.vectors[best])) < _DUPLICATE_SIMILARITY
+
+
+def _first_passage_best(
+    *, table: SentenceTable, score: np.ndarray, best: int, min_score: float
+) -> int | None:
+    """Where the answer sentence is not in the search's first passage: that passage's best
+    sentence, when it is relevant enough to answer by itself. The search ranked the
+    passage first over its words, its meaning and its context; the sentence scores
+    read one sentence each, so where they disagree both are quoted."""
+    candidates = table.candidates
+    mine = [i for i, c in enumerate(candidates) if c.rank == 0]
+    if candidates[best].rank == 0 or not mine:
+        return None
+    i = max(mine, key=lambda j: float(score[j]))
+    if float(table.gate[i]) < min_score or not _says_more(table=table, i=i, best=best):
+        return None
+    return i
 
 
 def _fullest_copy(

@@ -25,7 +25,10 @@ A word the passages hold in another form is not unknown either, in any language:
 inflection (it and a passage's word differ only in their last few letters: "configuro" /
 "configurar", "installiert" / "installieren") or a compound whose parts the passages
 hold ("Sicherheitsupdates": "Sicherheit" and "Updates", with or without the linking
-"s"). Nor is a word the collection holds in another form (`holds_form`, with `held` over
+"s"), or a word sharing most of its letters in one run with a passage's word, where a
+language changes a word's front or middle ("nenastavím" / "nastaví", "унаследован" /
+"пронаследован"; blind set: 4 fewer answerable questions refused, no unanswerable one
+answered). Nor is a word the collection holds in another form (`holds_form`, with `held` over
 the store's `form_documents`: the full-text index finds a word that shares all but its
 last letter, "borro" / "borrar", "compruebo" / "comprueba"): a collection of several
 languages is indexed with English stemming rules, which know no Spanish or German
@@ -54,6 +57,7 @@ a run of it is a phrase, and the check stays silent on it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -194,6 +198,10 @@ def _question_words(question: str) -> list[str]:
 _ENDING = 3
 _MIN_STEM = 5
 _MIN_PART = 4
+# A run of letters shared with a passage's word, to count as the same word in another
+# form: at least this many letters, and this share of the question's word.
+_MIN_RUN = 7
+_MOST = 0.6
 
 
 def another_form(word: str, words: set[str]) -> bool:
@@ -204,7 +212,20 @@ def another_form(word: str, words: set[str]) -> bool:
             shared = _shared_prefix(word, w)
             if len(word) - shared <= _ENDING and len(w) - shared <= _ENDING:
                 return True
-    return _compound(word, words)
+    return _compound(word, words) or _shares_most(word, words)
+
+
+def _shares_most(word: str, words: set[str]) -> bool:
+    """Whether one of `words` holds a run of `word`'s letters that is most of it and at
+    least _MIN_RUN long: the same word with a prefix or an infix ("nenastavím" /
+    "nastaví", "унаследован" / "пронаследован", "mengonfigurasinya" /
+    "mengkonfigurasinya") or a compound that shares its longer part ("släktdatabasen" /
+    "databasen"), in a language whose forms change at the front as well as at the end."""
+    run = max(_MIN_RUN, math.ceil(_MOST * len(word)))
+    if len(word) < run:
+        return False
+    joined = " ".join(w for w in words if len(w) >= run)
+    return any(word[i : i + run] in joined for i in range(len(word) - run + 1))
 
 
 def _shared_prefix(a: str, b: str) -> int:

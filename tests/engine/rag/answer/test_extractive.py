@@ -516,3 +516,21 @@ def test_asked_in_another_language_the_gate_reads_the_translation_scale_and_the_
     across = answerer.answer(question=question, passages=[WARRANTY, FILTER], across=True)
     assert across.key == same.key and across.text == same.text
     assert across.score > same.score
+
+
+def test_the_search_s_first_passage_is_quoted_when_the_answer_sentence_is_elsewhere() -> None:
+    first = passage(4, "Wash the air filter monthly in the kitchen sink.")
+    elsewhere = passage(9, "The air filter is cleaned often with warm water.")
+    question = "How often is the air filter cleaned with warm water?"
+    answerer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.3)
+    result = answerer.answer(question=question, passages=[first, elsewhere])
+    assert result.key == "The air filter is cleaned often with warm water."
+    assert result.used_indices == [4, 9]
+    assert "kitchen sink" in result.text.split("\n\n", 1)[1]
+    # Not when that passage says nothing relevant enough to answer by itself.
+    unrelated = passage(4, "The warranty covers parts and labour for two years.")
+    alone = answerer.answer(question=question, passages=[unrelated, elsewhere])
+    assert alone.used_indices == [9]
+    # Nor when the answer sentence is the first passage's own.
+    led = answerer.answer(question=question, passages=[elsewhere, first])
+    assert led.used_indices[0] == 9 and led.key == result.key

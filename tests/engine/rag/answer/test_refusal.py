@@ -164,6 +164,19 @@ def test_another_form_is_an_inflection_or_a_compound_of_known_words() -> None:
     assert not another_form("docker", words)
 
 
+def test_a_word_with_a_prefix_or_an_infix_is_another_form() -> None:
+    # Languages whose forms change at the front: a negation, an aspect prefix, an infix.
+    assert another_form("nenastavím", {"nastaví"})
+    assert another_form("унаследован", {"пронаследован"})
+    assert another_form("mengonfigurasinya", {"mengkonfigurasinya"})
+    # A compound whose longer part the passages hold.
+    assert another_form("släktdatabasen", {"databasen", "släkten"})
+    # Shared letters that are not most of the word, or too few, tell nothing.
+    assert not another_form("docker", {"dockerfile"})
+    assert not another_form("kubernetes", {"kubectl", "netes"})
+    assert not another_form("zeichnungsrahmen", {"zeichnen", "rahmens"})
+
+
 def test_a_run_of_chinese_or_japanese_is_no_unknown_word() -> None:
     # Without spaces a run of Han or kana is a phrase ("如何更新软件包列表"), which no
     # chunk holds whole: read as a word, it refused every question of such a collection.
