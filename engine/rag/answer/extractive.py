@@ -346,24 +346,31 @@ def _neighbour_best(candidates: list[_Candidate], relevance: np.ndarray) -> np.n
 def _second(*, table: SentenceTable, score: np.ndarray, best: int, floor: float) -> int | None:
     """The best sentence of another passage nearly as good as the first, unless it
     repeats it (overlapping chunks hold the same text) or sits in its window."""
+    says_more = _says_more_than(table=table, best=best)
     for i in np.argsort(-score):
         i = int(i)
         if score[i] < floor or table.relevance[i] <= 0:
             return None
-        if _says_more(table=table, i=i, best=best):
+        if says_more(i):
             return i
     return None
 
 
-def _says_more(*, table: SentenceTable, i: int, best: int) -> bool:
+def _says_more_than(*, table: SentenceTable, best: int) -> Callable[[int], bool]:
     """Whether candidate i, quoted after the answer sentence `best`, is another passage's
     and neither repeats it (overlapping chunks hold the same text) nor sits in its
     window."""
-    c, first = table.candidates[i], table.candidates[best]
+    first = table.candidates[best]
     shown = {s.lower() for s in _window(table.every, table.where[best])}
-    if c.passage is first.passage or c.text.lower() in shown:
-        return False
-    return float(table.scale.apply(table.vectors[i] @ table.vectors[best])) < _DUPLICATE_SIMILARITY
+
+    def says_more(i: int) -> bool:
+        c = table.candidates[i]
+        if c.passage is first.passage or c.text.lower() in shown:
+            return False
+        similarity = float(table.scale.apply(table.vectors[i] @ table.vectors[best]))
+        return similarity < _DUPLICATE_SIMILARITY
+
+    return says_more
 
 
 def _first_passage_best(
@@ -378,7 +385,7 @@ def _first_passage_best(
     if candidates[best].rank == 0 or not mine:
         return None
     i = max(mine, key=lambda j: float(score[j]))
-    if float(table.gate[i]) < min_score or not _says_more(table=table, i=i, best=best):
+    if float(table.gate[i]) < min_score or not _says_more_than(table=table, best=best)(i):
         return None
     return i
 

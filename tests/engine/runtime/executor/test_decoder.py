@@ -76,6 +76,14 @@ def _logits(model: StreamingModel) -> list[torch.Tensor]:
     return out
 
 
+def _assert_same_logits(got: list[torch.Tensor], want: list[torch.Tensor]) -> None:
+    """The prefill's logits at the real (unpadded) tokens, then every decode step's."""
+    real = _padded_batch()[1].bool()
+    assert torch.allclose(got[0][real], want[0][real], rtol=1e-4, atol=1e-4)
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
 def test_the_decoder_computes_what_the_transformers_modules_do(q8_dir: Path) -> None:
     lean, modules = _model(q8_dir, lean=True), _model(q8_dir, lean=False)
     try:
@@ -85,10 +93,7 @@ def test_the_decoder_computes_what_the_transformers_modules_do(q8_dir: Path) -> 
         for g, w in zip(got, want, strict=True):
             # Only the pad rows' own (unread) positions may differ: compare real tokens.
             assert g.shape == w.shape
-        real = _padded_batch()[1].bool()
-        assert torch.allclose(got[0][real], want[0][real], rtol=1e-4, atol=1e-4)
-        for g, w in zip(got[1:], want[1:], strict=True):
-            assert torch.allclose(g, w, rtol=1e-4, atol=1e-4)
+        _assert_same_logits(got, want)
     finally:
         lean.close()
         modules.close()
@@ -128,10 +133,7 @@ def test_a_model_held_decoded_is_computed_by_the_decoder(
         calls = _counting_layers(monkeypatch)
         got = _logits(dense)
         assert len(calls) == 4 * len(got)  # every layer of every forward
-        real = _padded_batch()[1].bool()
-        assert torch.allclose(got[0][real], want[0][real], rtol=1e-4, atol=1e-4)
-        for g, w in zip(got[1:], want[1:], strict=True):
-            assert torch.allclose(g, w, rtol=1e-4, atol=1e-4)
+        _assert_same_logits(got, want)
     finally:
         dense.close()
         modules.close()
