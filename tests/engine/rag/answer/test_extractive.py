@@ -534,3 +534,21 @@ def test_the_search_s_first_passage_is_quoted_when_the_answer_sentence_is_elsewh
     # Nor when the answer sentence is the first passage's own.
     led = answerer.answer(question=question, passages=[elsewhere, first])
     assert led.used_indices[0] == 9 and led.key == result.key
+
+
+def test_the_search_s_first_passage_is_quoted_after_a_second_sentence_too() -> None:
+    first = passage(4, "Wash the air filter monthly in the kitchen sink.")
+    best = passage(9, "The air filter is cleaned often with care.")
+    second = passage(6, "Only warm water cleans an air filter well.")
+    question = "How often is the air filter cleaned with warm water?"
+    answerer = ExtractiveAnswerer(embed=bag_of_words, min_score=0.3)
+    result = answerer.answer(question=question, passages=[first, best, second])
+    assert result.key == "The air filter is cleaned often with care."
+    assert result.used_indices == [4, 6, 9]
+    # The answer sentence stands alone in its passage (not quoted again), then the
+    # second sentence, then the search's first passage.
+    quoted = result.text.split("\n\n")[1:]
+    assert [q.rsplit("[", 1)[1] for q in quoted] == ["6]", "4]"]
+    # No more sentences than asked for: the first passage then waits its turn.
+    two = answerer.answer(question=question, passages=[first, best, second], max_sentences=2)
+    assert two.used_indices == [6, 9]
