@@ -103,11 +103,19 @@ def pip(*args: str) -> None:
 
 def build_app_wheel(*, into: Path) -> None:
     """setuptools builds in the checkout's build/ folder, so two builds at once (two test
-    workers, two `make dist`) trip over each other's files; one at a time, then."""
-    lock = REPO / "build" / ".wheel.lock"
+    workers, two `make dist`) trip over each other's files; one at a time, then. And it
+    copies the sources over what an earlier build left there without removing a module
+    since deleted or moved, which the wheel would then ship: each build starts empty."""
+    build_dir = REPO / "build"
+    lock = build_dir / ".wheel.lock"
     lock.parent.mkdir(exist_ok=True)
     with lock.open("w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
+        for left in build_dir.iterdir():
+            if left.is_dir():
+                shutil.rmtree(left)
+            elif left != lock:
+                left.unlink()
         pip("wheel", "--no-deps", "--quiet", "-w", str(into), str(REPO))
 
 

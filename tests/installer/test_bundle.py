@@ -147,6 +147,25 @@ def test_dry_run_from_a_folder_of_wheels_uses_no_index(bundle: Path, tmp_path: P
     assert "--no-warn-conflicts" in torch_cmd and "--no-warn-conflicts" not in app_cmd
 
 
+def test_a_wheel_build_starts_from_an_empty_build_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module an earlier build copied to build/lib and the checkout has since deleted
+    # would be shipped in the next wheel (setuptools copies over, never removes).
+    import installer.linux.build_bundle as build_bundle
+
+    stale = tmp_path / "build" / "lib" / "engine" / "moved_away.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("x = 1\n")
+    seen: list[list[Path]] = []
+    monkeypatch.setattr(build_bundle, "REPO", tmp_path)
+    monkeypatch.setattr(
+        build_bundle, "pip", lambda *args: seen.append(sorted((tmp_path / "build").rglob("*")))
+    )
+    build_app_wheel(into=tmp_path / "out")
+    assert seen == [[tmp_path / "build" / ".wheel.lock"]]
+
+
 @pytest.mark.slow
 def test_two_wheel_builds_at_once_both_finish(tmp_path: Path) -> None:
     # Two test workers each build the quick bundle; unlocked, one of them failed about
