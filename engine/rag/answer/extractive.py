@@ -22,10 +22,10 @@ then the passage around it as a quotation (the sentence before and the two after
 whole sentences only, with the short lines between them: option names and command
 lines under 4 words, which are never scored) so that a fact stated next to the
 sentence that repeats the question's words is not lost; a second passage is
-quoted too when its best sentence is nearly as good and says something else, or, where
-the answer sentence is not in the search's first passage, that passage's best sentence
-when it is relevant enough to answer by itself (the search and the sentence scores
-disagree: both are shown). The
+quoted too when its best sentence is nearly as good and says something else; and where
+no sentence quoted so far is from the search's first passage, that passage's best
+sentence follows when it is relevant enough to answer by itself (the search and the
+sentence scores disagree: both are shown). The
 text is meant to be shown literally (never as Markdown): `key` is the sentence the
 window highlights inside the quotation.
 """
