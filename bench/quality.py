@@ -380,6 +380,7 @@ def measure(
                         gated=gated,
                         answerer=answerer,
                         embed=sentences.embed,
+                        scale=sentences.semantic_scale(),
                     )
                 )
                 say(describe_written(written[-1]))

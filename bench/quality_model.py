@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerativeAnswerer
 
@@ -110,8 +112,11 @@ def written_outcome(
     gated: Any,
     answerer: GenerativeAnswerer,
     embed: Callable[[list[str]], Any],
+    scale: SemanticScale = IDENTITY,
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> WrittenOutcome:
+    """The model's answer to `question` from `gated`'s passages, made final as the
+    engine makes it (`scale`: `embed`'s, engine/rag/answer/semantic_scale.py), judged."""
     from engine.rag.answer.written_answer import finish_written
     from engine.rag.pipeline.adapters import passages_of
 
@@ -148,6 +153,7 @@ def written_outcome(
         passages=texts,
         embed=embed,
         fallback=gated.extract.text if gated.extract is not None else None,
+        scale=scale,
     )
     stated, cited, claim_cited = judge(text=final.text, passages=texts, answer=question.answer)
     return WrittenOutcome(
@@ -338,11 +344,13 @@ def rejudge(
     records: Sequence[dict[str, Any]],
     *,
     embed: Callable[[list[str]], Any],
+    scale: SemanticScale = IDENTITY,
     made_final: Callable[..., Any] | None = None,
 ) -> list[WrittenOutcome]:
     """The recorded raw answers (`record`'s rows, with their passages) made final by the
     code as it is now and judged again: post-processing compared on the same answers,
-    with no model run. `made_final` stands in for `finish_written` (to compare forms)."""
+    with no model run. `scale`: `embed`'s. `made_final` stands in for `finish_written`
+    (to compare forms)."""
     from engine.rag.answer.written_answer import finish_written
 
     finish = made_final or finish_written
@@ -365,6 +373,7 @@ def rejudge(
                 passages=r["passages"],
                 embed=embed,
                 fallback=r.get("fallback"),
+                scale=scale,
             )
             final_text, note, markers = final.text, final.note, final.markers
             quoted = "instead" if note is not None else "no"
@@ -440,15 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = resolve_paths().cache / "embedders"
     model = Embedder(environ=environ, model=args.embedder or DEFAULT_EMBEDDER, cache_dir=cache)
     sentences = model if scores_sentences(model) else Embedder(environ=environ, cache_dir=cache)
-    made_final = None
-    if args.raw_cosines:
-        from functools import partial
-
-        from engine.rag.answer.semantic_scale import IDENTITY
-        from engine.rag.answer.written_answer import finish_written
-
-        made_final = partial(finish_written, scale=IDENTITY)
-    outcomes = rejudge(records, embed=sentences.embed, made_final=made_final)
+    scale = IDENTITY if args.raw_cosines or sentences is not model else model.semantic_scale()
+    outcomes = rejudge(records, embed=sentences.embed, scale=scale)
     if args.show:
         for o in outcomes:
             print(describe_written(o))

@@ -202,6 +202,7 @@ class Engine:
             pipeline=lambda: self.serving().pipeline,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,
+            sentence_scale=self.in_force.sentence_scale,
         )
         self._warming: threading.Thread | None = None
         if warm_up:
@@ -434,6 +435,7 @@ class Engine:
             cancel=cancel,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
+            scale=self.in_force.sentence_scale(),
         )
 
     def serving(self) -> ServingPipeline:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.each.run import Submitter
 from engine.rag.each.session import ask_each
 from engine.rag.each.whole import fit_for
@@ -173,11 +174,13 @@ class EachAPI:
         pipeline: Callable[[], Submitter],
         unfinished: Callable[[], list[IngestProgress]],
         embed: Callable[[list[str]], np.ndarray],
+        sentence_scale: Callable[[], SemanticScale],
     ) -> None:
         """`model()`: the language model in use; `settings()`: the settings in force;
         `pipeline()`: the pipelines to submit to (built on first use); `unfinished()`:
         ingestion jobs still running (a row says its document may change); `embed`: an
-        answer's sentences, as the chat's answers embed them."""
+        answer's sentences, as the chat's answers embed them, and `sentence_scale()` the
+        scale of their cosines now."""
         self._store = store
         self._folders = folders
         self._memo = memo  # re-runs reuse rows
@@ -186,6 +189,7 @@ class EachAPI:
         self._pipeline = pipeline
         self._unfinished = unfinished
         self._embed = embed
+        self._sentence_scale = sentence_scale
 
     def stream(
         self, *, request: EachRequest, cancel: threading.Event | None = None
@@ -215,4 +219,5 @@ class EachAPI:
             cancel=cancel,
             unfinished=self._unfinished,
             embed=self._embed,
+            scale=self._sentence_scale(),
         )

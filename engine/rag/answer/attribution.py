@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.rag.answer.extractive import content_words
-from engine.rag.answer.sentences import split_sentences
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.rag.answer.sentences import asks, split_sentences
 
-# all-MiniLM-L6-v2 cosine: a sentence restating a passage's sentence scores 0.7-0.9,
-# one on the same topic saying something else about 0.4-0.6.
+# all-MiniLM-L6-v2 cosine (another embedder's is put on its scale first:
+# engine/rag/answer/semantic_scale.py): a sentence restating a passage's sentence
+# scores 0.7-0.9, one on the same topic saying something else about 0.4-0.6.
 MIN_SIMILARITY = 0.6
 MIN_WORDS = 4  # content words a sentence needs to be worth a marker
 _CITED = re.compile(r"\[(\d+)(?:\s*[,-]\s*\d+)*\]")
@@ -52,12 +54,16 @@ def attribute_sources(
     answer: str,
     passages: Sequence[str],
     embed: Callable[[list[str]], np.ndarray],
+    scale: SemanticScale = IDENTITY,
+    across: Sequence[bool] = (),
     fill: bool = False,
 ) -> Attributed:
     """`answer` with [n] after each sentence that restates passage n (1-based, in the
     order given); unchanged when it cites a passage already or nothing matches. With
     `fill`, an answer that cites some passages gets markers on its sentences that
-    carry none (engine/rag/answer/written_answer.py checks the ones it has)."""
+    carry none (engine/rag/answer/written_answer.py checks the ones it has). `scale`
+    puts `embed`'s cosines on the scale MIN_SIMILARITY is set on; `across[n - 1]`:
+    passage n is in another language than the answer (read on a translation's scale)."""
     cites = cites_any(answer, count=len(passages))
     if not passages or not answer.strip() or (cites and not fill):
         return Attributed(text=answer, markers_added=0)
@@ -76,7 +82,10 @@ def attribute_sources(
         return Attributed(text=answer, markers_added=0)
     said = [answer[start:end] for start, end in spans]
     vectors = np.asarray(embed([*said, *texts]), dtype=np.float32)
-    similarity = vectors[: len(said)] @ vectors[len(said) :].T
+    similarity = scale.apply_across(
+        vectors[: len(said)] @ vectors[len(said) :].T,
+        across=[bool(across) and across[n - 1] for n in owners],
+    )
     best = similarity.argmax(axis=1)
     out = answer
     added = 0
@@ -121,7 +130,7 @@ def _prose_sentences(answer: str) -> list[tuple[int, int]]:
         begin = 0
         for cut in cuts:
             text = body[begin:cut]
-            if len(content_words(text)) >= MIN_WORDS:
+            if len(content_words(text)) >= MIN_WORDS and not asks(text):
                 lead = len(text) - len(text.lstrip())
                 spans.append((start_of_line + begin + lead, start_of_line + cut))
             begin = cut

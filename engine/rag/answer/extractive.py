@@ -43,7 +43,7 @@ from engine.rag.answer.passages import Passage
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.rag.answer.sentence_memo import SentenceMemo
-from engine.rag.answer.sentences import UNSPACED, split_sentences, word_count
+from engine.rag.answer.sentences import UNSPACED, asks, split_sentences, word_count
 
 NO_MODEL_NOTE = (
     "No language model is installed, so answers are quoted from your documents. "
@@ -89,9 +89,6 @@ _CODE_TOKEN = re.compile(
     r"[a-z]+[A-Z]\w*|\w*\d\w*)"
 )
 _SECTION_NUMBER = re.compile(r"^\d+(\.\d+)*\s")
-# A sentence that asks (the question marks of Latin, CJK and Arabic script, before any
-# closing quote or bracket). It states nothing: in a FAQ its answer is what follows it.
-_ASKS = re.compile(r"[?？؟][\"'”’)\]»]*$")
 # A short line that is a label and its value ("Version v1.2d, 1999/11/29", "Stand:
 # 03.12.2026", "ISBN 978-0-201"): a word of letters, then only tokens that hold a digit.
 # Title pages and forms state facts this way (a version, a date, a number) and in no
@@ -409,7 +406,7 @@ def _fullest_copy(
         k = where[i]
         after = every[k + 1 : k + 1 + _AFTER + _MAX_SHORT_AROUND]
         return sum(
-            1 for c in after if c.passage is every[k].passage and not c.short and not _asks(c.text)
+            1 for c in after if c.passage is every[k].passage and not c.short and not asks(c.text)
         )
 
     text = candidates[best].text.lower()
@@ -419,17 +416,13 @@ def _fullest_copy(
     return max(copies, key=lambda i: (following(i), i == best))
 
 
-def _asks(sentence: str) -> bool:
-    return bool(_ASKS.search(sentence.rstrip()))
-
-
 def _answer_to(candidates: list[_Candidate], i: int) -> int:
     """The statement after candidate i in its passage when i asks; else i."""
     c, j = candidates[i], i + 1
-    if not _asks(c.text) or j >= len(candidates):
+    if not asks(c.text) or j >= len(candidates):
         return i
     after = candidates[j]
-    if after.passage is not c.passage or after.fragment or _asks(after.text):
+    if after.passage is not c.passage or after.fragment or asks(after.text):
         return i
     return j
 

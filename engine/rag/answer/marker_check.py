@@ -27,12 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.rag.answer.sentences import CHARACTERS_PER_WORD, UNSPACED, split_sentences
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.rag.answer.sentences import CHARACTERS_PER_WORD, UNSPACED, asks, split_sentences
 
 # The embedder's cosine of a claim and a passage's sentence above which the passage is
-# taken to hold the claim. all-MiniLM-L6-v2: a restatement scores 0.7-0.9, a sentence on
-# the same topic saying something else 0.4-0.6; the `set -e` claim scored 0.47 against
-# the `shopt` page and 0.62 against The Set Builtin's.
+# taken to hold the claim, on all-MiniLM-L6-v2's scale (another embedder's cosines are
+# put on it first: engine/rag/answer/semantic_scale.py). MiniLM: a restatement scores
+# 0.7-0.9, a sentence on the same topic saying something else 0.4-0.6; the `set -e`
+# claim scored 0.47 against the `shopt` page and 0.62 against The Set Builtin's.
 SUPPORT = 0.55
 MIN_CLAIM_WORDS = 3  # fewer words than this cannot be compared with a passage
 MIN_ANSWER_WORDS = 3  # an answer with fewer words than this, markers aside, is bare
@@ -79,10 +81,14 @@ def check_markers(
     answer: str,
     passages: Sequence[str],
     embed: Callable[[list[str]], np.ndarray],
+    scale: SemanticScale = IDENTITY,
+    across: Sequence[bool] = (),
     support: float = SUPPORT,
 ) -> CheckedMarkers:
     """`answer` with each marker kept, moved to the passage that holds its claim, or
-    dropped (passages numbered from 1 in the order given)."""
+    dropped (passages numbered from 1 in the order given). `scale` puts `embed`'s
+    cosines on the scale `support` is set on; `across[n - 1]`: passage n is in another
+    language than the answer (read on a translation's scale)."""
     claims = find_claims(answer)
     bare = len(words(strip_markers(answer))) < MIN_ANSWER_WORDS
     if not claims:
@@ -98,7 +104,10 @@ def check_markers(
     best: dict[str, np.ndarray] = {}  # claim text -> best similarity per passage
     if said and sentences:
         vectors = np.asarray(embed([*said, *sentences]), dtype=np.float32)
-        similarity = vectors[: len(said)] @ vectors[len(said) :].T
+        similarity = scale.apply_across(
+            vectors[: len(said)] @ vectors[len(said) :].T,
+            across=[bool(across) and across[n - 1] for n in owners],
+        )
         for text, row in zip(said, similarity, strict=True):
             per_passage = np.full(len(passages), -1.0, dtype=np.float32)
             for column, n in enumerate(owners):
@@ -111,7 +120,8 @@ def check_markers(
     for claim in reversed(claims):
         if _quoted(answer=answer, claim=claim, passages=squashed):
             continue  # "[1] 25647" copied from a page that prints it: the page's words
-        scores = best.get(claim.text)
+        # A sentence that asks (the model repeating the question) states nothing to cite.
+        scores = None if _asking(answer, claim) else best.get(claim.text)
         cited = [n for n in dict.fromkeys(claim.cited) if 1 <= n <= len(passages)]
         keep: list[int] = []
         back: tuple[int, int] | None = None  # (where, n): the marker goes to an earlier sentence
@@ -154,12 +164,19 @@ def _earlier_home(
     sentence on its line that a passage it names holds."""
     for where, text in claim.earlier:
         scores = best.get(text)
-        if scores is None:
+        if scores is None or asks(text):
             continue
         for n in cited:
             if scores[n - 1] >= support:
                 return where, n
     return None
+
+
+def _asking(answer: str, claim: Claim) -> bool:
+    """Whether the claim's sentence asks, its marker run before the question mark
+    ("… guillemets [2]?") or after it."""
+    after = answer[claim.end :].lstrip()
+    return asks(claim.text) or asks(claim.text + after[:1])
 
 
 def find_claims(answer: str) -> list[Claim]:

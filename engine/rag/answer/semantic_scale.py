@@ -25,7 +25,7 @@ English-only one) reads no other language, and keeps its one scale.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -84,6 +84,16 @@ class SemanticScale:
             REFERENCE + (np.asarray(cosine, dtype=np.float32) - self.unrelated) * stretch,
             dtype=np.float32,
         )
+
+    def apply_across(self, cosine: np.ndarray, *, across: Sequence[bool]) -> np.ndarray:
+        """`cosine` (a row per text, a column per text it is read against) on this
+        scale, where the columns marked in `across` are in another language than the
+        rows: those on the scale of a translation (`across`)."""
+        out = self.apply(cosine)
+        other = np.asarray(across, dtype=bool)
+        if other.any():
+            out[:, other] = self.across().apply(np.asarray(cosine)[:, other])
+        return out
 
 
 IDENTITY = SemanticScale()

@@ -210,3 +210,13 @@ def _split_long(sentence: str) -> list[str]:
         return [sentence]
     parts = [p.strip() for p in re.split(r"(?<=;)\s+", sentence)]
     return [p for p in parts if p]
+
+
+# A sentence that asks (the question marks of Latin, CJK and Arabic script, before any
+# closing quote or bracket). It states nothing: in a FAQ its answer is what follows it,
+# and a written answer that repeats the question cites nothing with it.
+_ASKS = re.compile(r"[?？؟][\"'”’)\]»]*$")
+
+
+def asks(sentence: str) -> bool:
+    return bool(_ASKS.search(sentence.rstrip()))

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.rag.answer.attribution import attribute_sources
-from engine.rag.answer.marker_check import CheckedMarkers, check_markers
+from engine.rag.answer.marker_check import CheckedMarkers, check_markers, strip_markers
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.rag.ingest.language import text_language
 
 BARE_NOTE = (
     "The model answered only {reply}; shown instead are the sentences of your documents "
@@ -33,17 +35,40 @@ def finish_written(
     passages: Sequence[str],
     embed: Callable[[list[str]], np.ndarray],
     fallback: str | None,
+    scale: SemanticScale = IDENTITY,
 ) -> FinalAnswer:
     """The answer the person sees for the model's `answer` to `passages`; `fallback`
-    (the extractive answer) stands in for an answer that is only markers."""
-    checked = check_markers(answer=answer, passages=passages, embed=embed)
+    (the extractive answer) stands in for an answer that is only markers. `scale`:
+    `embed`'s (engine/rag/answer/semantic_scale.py), read on a translation's scale
+    against a passage in another language than the answer."""
+    languages = [text_language(p) for p in passages]
+    across = _across(answer=answer, languages=languages)
+    checked = check_markers(
+        answer=answer, passages=passages, embed=embed, scale=scale, across=across
+    )
     if checked.bare and fallback:
-        quoted = attribute_sources(answer=fallback, passages=passages, embed=embed).text
+        quoted = attribute_sources(
+            answer=fallback,
+            passages=passages,
+            embed=embed,
+            scale=scale,
+            across=_across(answer=fallback, languages=languages),
+        ).text
         reply = " ".join(answer.split())
         if len(reply) > _REPLY_CHARS:
             reply = reply[:_REPLY_CHARS] + "…"
         note = BARE_NOTE.format(reply=f"“{reply}”" if reply else "nothing")
         return FinalAnswer(text=quoted, note=note, markers=checked)
     # Then every sentence left without a marker gets the passage it restates, if any.
-    filled = attribute_sources(answer=checked.text, passages=passages, embed=embed, fill=True)
+    filled = attribute_sources(
+        answer=checked.text, passages=passages, embed=embed, scale=scale, across=across, fill=True
+    )
     return FinalAnswer(text=filled.text, note=None, markers=checked)
+
+
+def _across(*, answer: str, languages: Sequence[str | None]) -> list[bool]:
+    """Which passages (of `languages`, None where the guess is unsure) are in another
+    language than `answer`: a small model asked in one language often answers in
+    another, or quotes its passages' own."""
+    said = text_language(strip_markers(answer))
+    return [said is not None and lang is not None and lang != said for lang in languages]

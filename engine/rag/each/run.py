@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.each.memo import AnsweredHow, EachMemo
 from engine.rag.each.whole import WholeFit
 from engine.rag.pipeline.answer_stream import answer_events
@@ -73,6 +74,7 @@ def each_events(
     cancel: threading.Event | None = None,
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
+    scale: SemanticScale = IDENTITY,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[EachEvent]:
     """The plan, a row per document as it finishes, then the summary."""
@@ -133,6 +135,7 @@ def each_events(
                 stop=stop,
                 unfinished=unfinished,
                 embed=embed,
+                scale=scale,
                 clock=clock,
                 started=submitted,
             )
@@ -179,6 +182,7 @@ def _row(
     stop: threading.Event,
     unfinished: Callable[[], Sequence[IngestProgress]],
     embed: Callable[[list[str]], np.ndarray] | None,
+    scale: SemanticScale,
     clock: Callable[[], float],
     started: float,
 ) -> DocumentAnswer:
@@ -196,7 +200,9 @@ def _row(
         )
 
     try:
-        events = answer_events(handle=handle, cancel=stop, unfinished=unfinished, embed=embed)
+        events = answer_events(
+            handle=handle, cancel=stop, unfinished=unfinished, embed=embed, scale=scale
+        )
         for event in events:
             if isinstance(event, CitationsEvent):
                 citations = list(event.citations)

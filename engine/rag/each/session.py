@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.each.memo import AnsweredHow, EachMemo
 from engine.rag.each.run import EachJob, Submitter, each_events
 from engine.rag.each.scope import documents_in
@@ -33,6 +34,7 @@ def ask_each(
     cancel: threading.Event | None = None,
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
+    scale: SemanticScale = IDENTITY,
 ) -> Iterator[EachEvent]:
     """Checks the request now (ScopeError, ValueError: nothing has been asked), then
     returns the run's events. `model`: the language model answering (None:
@@ -76,4 +78,5 @@ def ask_each(
         cancel=cancel,
         unfinished=unfinished,
         embed=embed,
+        scale=scale,
     )

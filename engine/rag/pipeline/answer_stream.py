@@ -13,6 +13,7 @@ import numpy as np
 
 from engine.rag.answer.conversation import FollowUp
 from engine.rag.answer.extractive import NO_MODEL_NOTE
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.written_answer import finish_written
 from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
 from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Resolved, Retrieved
@@ -37,6 +38,7 @@ def answer_events(
     cancel: threading.Event | None,
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
+    scale: SemanticScale = IDENTITY,
 ) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: a follow-up's "searched for" once
     the pipeline resolved it (rewritten by the model, when one is in use), the
@@ -45,8 +47,8 @@ def answer_events(
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
     "not found" then means "not found yet". With `embed` (sentence vectors), done's
     text is the written answer made final (engine/rag/answer/written_answer.py: markers
-    added, checked against their passages, a bare-marker answer replaced); the tokens
-    stay as the model wrote them."""
+    added, checked against their passages, a bare-marker answer replaced), its cosines
+    read on `scale` (`embed`'s); the tokens stay as the model wrote them."""
     gated: GatedHits | None = None
     pieces: list[str] = []
     outcome: Finished | None = None
@@ -99,6 +101,7 @@ def answer_events(
                 passages=[h.chunk.text for h in gated.hits],
                 embed=embed,
                 fallback=gated.extract.text if gated.extract is not None else None,
+                scale=scale,
             )
             text, note = final.text, final.note
         done = AnswerDone(

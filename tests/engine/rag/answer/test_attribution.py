@@ -108,3 +108,13 @@ def test_a_chinese_sentence_takes_its_marker_before_its_full_width_stop() -> Non
     assert (
         got.text == "Asymptote 先把源代码编译成虚拟机代码 [1]。然后由虚拟机解释执行这些代码 [1]。"
     )
+
+
+def test_a_sentence_that_asks_gets_no_marker(embed) -> None:  # type: ignore[no-untyped-def]
+    answer = (
+        "Is the honey extracted in late August and stored in the cellar? "
+        "The honey is taken out of the hives at the end of August, then kept in the cellar."
+    )
+    got = attribute_sources(answer=answer, passages=PASSAGES, embed=embed)
+    assert got.text == answer[:-1] + " [1]."
+    assert got.markers_added == 1

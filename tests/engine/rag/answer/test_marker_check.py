@@ -123,3 +123,25 @@ def test_a_chinese_answer_s_claims_end_at_full_width_stops(embed) -> None:  # ty
     # two "words", so the quote replaced it).
     got = check_markers(answer="Asymptote 是解释执行的。", passages=[SET_PAGE], embed=embed)
     assert not got.bare
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Which builtin changes the values of shell options? [1]",
+        "Which builtin changes the values of shell options [1]?",
+    ],
+)
+def test_a_sentence_that_asks_cites_nothing(embed, answer: str) -> None:  # type: ignore[no-untyped-def]
+    # A small model often repeats the question; the page holds its words, not an answer.
+    got = check_markers(answer=answer, passages=[SET_PAGE, SHOPT_PAGE], embed=embed)
+    assert "[" not in got.text and got.kept == 0 and got.dropped == 1
+
+
+def test_a_marker_the_statement_loses_does_not_go_back_to_the_question(embed) -> None:  # type: ignore[no-untyped-def]
+    answer = (
+        "Which builtin changes the values of shell options? "
+        "Bash was written by Brian Fox for the GNU Project in 1989 [1]."
+    )
+    got = check_markers(answer=answer, passages=[SET_PAGE, SHOPT_PAGE], embed=embed)
+    assert "[" not in got.text and got.moved == 0

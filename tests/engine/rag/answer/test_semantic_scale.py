@@ -83,3 +83,13 @@ def test_measuring_finds_where_translations_land() -> None:
     scale = measure_scale(embed)
     assert scale.translated == pytest.approx(1.0)
     assert scale.unrelated == pytest.approx(0.0)
+
+
+def test_columns_in_another_language_are_read_on_a_translation_s_scale() -> None:
+    scale = SemanticScale(unrelated=0.8, translated=0.92)
+    cosine = np.array([[0.88, 0.88]], dtype=np.float32)
+    got = scale.apply_across(cosine, across=[False, True])
+    assert got[0, 0] == pytest.approx(float(scale.apply(0.88)))
+    assert got[0, 1] == pytest.approx(float(scale.across().apply(0.88)))
+    assert got[0, 1] > got[0, 0]
+    assert np.array_equal(scale.apply_across(cosine, across=[False, False]), scale.apply(cosine))

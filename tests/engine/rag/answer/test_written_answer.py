@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.answer.written_answer import finish_written
 from engine.rag.ingest.embedder import Embedder
 
@@ -44,3 +45,64 @@ def test_an_answer_with_words_keeps_them_and_loses_a_wrong_marker(embed) -> None
 def test_a_bare_answer_without_a_fallback_stays_what_it_was_less_its_markers(embed) -> None:  # type: ignore[no-untyped-def]
     got = finish_written(answer="Yes, [2]", passages=PASSAGES, embed=embed, fallback=None)
     assert got.text == "Yes," and got.note is None and got.markers.bare
+
+
+# An embedder whose cosines sit where multilingual-e5-small's do: unrelated sentences
+# about 0.8, translations about 0.92 (engine/rag/answer/semantic_scale.py).
+E5_LIKE = SemanticScale(unrelated=0.8, translated=0.92)
+CLAIM = "The statement does nothing when the table exists already."
+SAME_TOPIC = "The statement creates the table with the columns given in the list."  # says else
+GERMAN = "Die Anweisung tut nichts, wenn die Tabelle schon vorhanden ist und so weiter."
+
+
+def _compressed(cosines: dict[str, float]):  # type: ignore[no-untyped-def]
+    """Vectors with e5's crowding: any two texts 0.8 apart, the claim `cosines[t]` from t."""
+    dim = 64
+    common = np.zeros(dim, dtype=np.float32)
+    common[0] = 1.0
+    claim_axis = np.zeros(dim, dtype=np.float32)
+    claim_axis[1] = 1.0
+
+    def vector(text: str) -> np.ndarray:
+        seed = int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "little") % 2**32
+        own = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+        own[:2] = 0.0
+        own /= np.linalg.norm(own)
+        if text == CLAIM:
+            spread = claim_axis
+        elif text in cosines:
+            a = (cosines[text] - 0.8) / 0.2  # the share of the claim's own direction
+            spread = a * claim_axis + np.sqrt(max(0.0, 1 - a * a)) * own
+        else:
+            spread = own
+        return np.sqrt(0.8) * common + np.sqrt(0.2) * spread
+
+    return lambda texts: np.stack([vector(t.strip()) for t in texts])
+
+
+def test_a_crowded_embedder_s_cosine_is_read_on_its_scale() -> None:
+    # Raw, 0.86 passes the check's bar (0.55) as every pair of e5's sentences does; on
+    # e5's scale it is a sentence on the same topic saying something else.
+    embed = _compressed({SAME_TOPIC: 0.86})
+    answer = f"{CLAIM} [1]"
+    raw = finish_written(answer=answer, passages=[SAME_TOPIC], embed=embed, fallback=None)
+    assert raw.text == answer and raw.markers.kept == 1
+    scaled = finish_written(
+        answer=answer, passages=[SAME_TOPIC], embed=embed, fallback=None, scale=E5_LIKE
+    )
+    assert scaled.text == CLAIM and scaled.markers.dropped == 1
+
+
+def test_a_passage_in_another_language_than_the_answer_is_read_as_a_translation() -> None:
+    # 0.89 from an English claim is near a translation of it in German, and a sentence
+    # saying something else in English.
+    embed = _compressed({GERMAN: 0.89, SAME_TOPIC: 0.89})
+    answer = f"{CLAIM} [1]"
+    german = finish_written(
+        answer=answer, passages=[GERMAN], embed=embed, fallback=None, scale=E5_LIKE
+    )
+    assert german.text == answer and german.markers.kept == 1
+    english = finish_written(
+        answer=answer, passages=[SAME_TOPIC], embed=embed, fallback=None, scale=E5_LIKE
+    )
+    assert english.markers.kept == 0

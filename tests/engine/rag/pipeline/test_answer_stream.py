@@ -99,3 +99,32 @@ def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
     (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
     assert done.mode == "generative"
     assert done.answer == "UTF-8 is the modern and preferred choice today [1]."
+
+
+def test_a_written_answer_is_read_on_the_embedder_s_scale() -> None:
+    """A cosine of 0.85 restates a passage on MiniLM's scale; on an embedder that puts
+    unrelated sentences at 0.8 (multilingual-e5) it does not, and earns no marker."""
+    from engine.rag.answer.semantic_scale import SemanticScale
+    from engine.wire import DoneEvent
+
+    def done_for(scale: SemanticScale | None) -> str:
+        handle = RequestHandle(question=new_question(text="Why UTF-8?", k=3), submitted=0.0)
+        handle.served_by = "a model"
+        found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+        handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+        handle.emit(Piece(text="UTF-8 is the modern and preferred choice today."))
+        handle.emit(Finished(status="done"))
+
+        def embed(texts: list[str]) -> np.ndarray:  # every pair of texts 0.85 apart
+            out = np.zeros((len(texts), len(texts) + 1), dtype=np.float32)
+            out[:, 0] = np.sqrt(0.85)
+            out[np.arange(len(texts)), np.arange(len(texts)) + 1] = np.sqrt(0.15)
+            return out
+
+        extra = {} if scale is None else {"scale": scale}
+        events = list(answer_events(handle=handle, cancel=None, embed=embed, **extra))
+        (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
+        return done.answer
+
+    assert done_for(None).endswith("[1].")
+    assert "[" not in done_for(SemanticScale(unrelated=0.8, translated=0.92))
