@@ -41,7 +41,9 @@ another language than the documents'. The engine's test (word_languages.py,
 `either_ordinary`) takes a word one language uses ten times as often as any other
 ("nachsehen", "cuántos", "segno", "powieściach": wordfreq's frequencies of 42 languages),
 or one that the embedder's vocabulary holds whole where that is a multilingual
-SentencePiece model (multilingual-e5, bge-m3: "tengo", "combien", "eigentlich"). Names
+SentencePiece model (multilingual-e5, bge-m3: "tengo", "combien", "eigentlich"), or one
+the language identifier reads alone as a language, as sure as a page's vote must be
+("пересоздаётся", "zeichnungsrahmen": forms no frequency list holds). Names
 and terms the question hinges on ("Docker", "pybuild", "nftables", "Flatpak", "Kosovo")
 are used alike in many languages or not at all, and the vocabulary cuts them into pieces.
 

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.rag.child_module import run_module
+from engine.rag.ingest.language import text_language
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +188,16 @@ def either_ordinary(
     *, words: WordLanguages, embedder: Callable[[str], bool]
 ) -> Callable[[str], bool]:
     """The gate's test of a word of some language (refusal.py, `ordinary`): one language's
-    own word (`words`), or one the embedder's multilingual vocabulary holds whole
-    (`Embedder.ordinary_word`). Each finds words the other misses: wordfreq's lists are cut
-    at a frequency, and the vocabulary knows only the commonest forms."""
+    own word (`words`), one the embedder's multilingual vocabulary holds whole
+    (`Embedder.ordinary_word`), or one the language identifier reads, alone, as a language
+    with the confidence a page's vote needs (`text_language`). Each finds words the others
+    miss: wordfreq's lists are cut at a frequency, the vocabulary knows only the commonest
+    forms, and the identifier's letter n-grams know a language's rarer inflections
+    ("пересоздаётся", "zeichnungsrahmen"), where a name or a term reads as no language
+    ("nftables", "docker": 0.13 at most on the blind set's unknown names)."""
 
     def ordinary(word: str) -> bool:
-        return words.is_own(word) or embedder(word)
+        return words.is_own(word) or embedder(word) or text_language(word) is not None
 
     return ordinary
 

@@ -223,3 +223,17 @@ def test_the_child_makes_the_table_of_every_language(tmp_path: Path) -> None:
     assert words.wait(timeout_s=300)
     assert words.is_own("powieściach") and words.is_own("cuántos")
     assert not words.is_own("docker")
+
+
+def test_a_word_the_language_identifier_reads_is_ordinary_without_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rarer inflections and compounds that no frequency list holds read, alone, as their
+    language; names and terms read as none."""
+    monkeypatch.setattr(word_languages, "make_in_child", lambda *, out: None)
+    words = WordLanguages(cache=tmp_path)  # no table: is_own says False
+    ordinary = either_ordinary(words=words, embedder=lambda word: False)
+    for word in ("пересоздаётся", "світлотінь", "zeichnungsrahmen", "되돌리는"):
+        assert ordinary(word), word
+    for word in ("nftables", "docker", "wireguard", "flatpak", "pybuild", "nextcloud"):
+        assert not ordinary(word), word
