@@ -345,15 +345,12 @@ def rejudge(
     *,
     embed: Callable[[list[str]], Any],
     scale: SemanticScale = IDENTITY,
-    made_final: Callable[..., Any] | None = None,
 ) -> list[WrittenOutcome]:
     """The recorded raw answers (`record`'s rows, with their passages) made final by the
     code as it is now and judged again: post-processing compared on the same answers,
-    with no model run. `scale`: `embed`'s. `made_final` stands in for `finish_written`
-    (to compare forms)."""
+    with no model run. `scale`: `embed`'s."""
     from engine.rag.answer.written_answer import finish_written
 
-    finish = made_final or finish_written
     out = []
     for r in records:
         q = _RecordedQuestion(
@@ -368,7 +365,7 @@ def rejudge(
         if r["gate_refused"]:
             final_text, note, markers, quoted = "", None, None, "no"
         else:
-            final = finish(
+            final = finish_written(
                 answer=r["raw"],
                 passages=r["passages"],
                 embed=embed,

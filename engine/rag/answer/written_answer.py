@@ -41,7 +41,9 @@ def finish_written(
     (the extractive answer) stands in for an answer that is only markers. `scale`:
     `embed`'s (engine/rag/answer/semantic_scale.py), read on a translation's scale
     against a passage in another language than the answer."""
-    languages = [text_language(p) for p in passages]
+    # Only a scale that knows a translation's cosine reads another language apart: the
+    # bundled MiniLM's does not, and its answers need no language guessed.
+    languages = [text_language(p) for p in passages] if scale.across() != scale else None
     across = _across(answer=answer, languages=languages)
     checked = check_markers(
         answer=answer, passages=passages, embed=embed, scale=scale, across=across
@@ -66,9 +68,11 @@ def finish_written(
     return FinalAnswer(text=filled.text, note=None, markers=checked)
 
 
-def _across(*, answer: str, languages: Sequence[str | None]) -> list[bool]:
-    """Which passages (of `languages`, None where the guess is unsure) are in another
-    language than `answer`: a small model asked in one language often answers in
-    another, or quotes its passages' own."""
+def _across(*, answer: str, languages: Sequence[str | None] | None) -> list[bool]:
+    """Which passages (of `languages`, None where the guess is unsure; no list: none
+    asked) are in another language than `answer`: a small model asked in one language
+    often answers in another, or quotes its passages' own."""
+    if languages is None:
+        return []
     said = text_language(strip_markers(answer))
     return [said is not None and lang is not None and lang != said for lang in languages]
