@@ -16,12 +16,10 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, PretrainedConfig
-from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
-from engine.runtime.executor import decoder, ggml_native
+from engine.runtime.executor import decoder, ggml_native, hf_modules
 from engine.runtime.executor.checkpoint import EMBED, HEAD, layer_unit
 from engine.runtime.executor.kernel_forms import native_step, single_torch_thread
 from engine.runtime.executor.kv import (
@@ -53,18 +51,6 @@ Phase = Literal["prefill", "decode"]
 # every decode step is one (2.4 ms of CPU a call on an H200, 63% of a SmolLM2-sized
 # step; docs/executor.md, "GPU form"). The others compute the same attention.
 GPU_ATTENTION = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
-
-
-class _Head(nn.Module):
-    """Final norm + LM head as one unit (they always travel together)."""
-
-    def __init__(self, *, norm: nn.Module, lm_head: nn.Module) -> None:
-        super().__init__()
-        self.norm = norm
-        self.lm_head = lm_head
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(self.norm(hidden))
 
 
 def compute_device(placement: Placement) -> torch.device:
@@ -147,10 +133,10 @@ class StreamingModel:
             # Attention runs where each layer's KV is (the same SDPA arithmetic).
             use_tiered_attention(model.config)
         self._layers = list(model.model.layers)
-        self._head = _Head(norm=model.model.norm, lm_head=model.lm_head)
+        self._head = hf_modules.Head(norm=model.model.norm, lm_head=model.lm_head)
         # Rotary tables are computed from the config, not stored: build them for real.
         self._rotary: nn.Module = type(model.model.rotary_emb)(config=config).to(self.device)
-        self._layer_types: list[str] = _layer_types(config)
+        self._layer_types: list[str] = hf_modules.layer_types(config)
         # engine/runtime/executor/decoder.py computes the layers where it can: on a CPU, in the
         # kernel forms (the store then holds the layers as that module reads them).
         kernel_lean = lean and self.device.type == "cpu" and compressed and decoder.runs(config)
@@ -360,7 +346,14 @@ class StreamingModel:
                 tail=tail,
             )
         hidden = self._with_unit(EMBED, lambda t: self._embed_rows(input_ids, t))  # (B, T, H)
-        masks = self._masks(hidden, attention_mask, position_ids, cache)
+        masks = hf_modules.masks(
+            hidden,
+            config=self.config,
+            kinds=self._layer_types,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            cache=cache,
+        )
         rotary = self._rotary(hidden, position_ids)  # (cos, sin), each (B, T, head_dim)
         for i, layer in enumerate(self._layers):
             hidden = self._call(
@@ -509,8 +502,8 @@ class StreamingModel:
             tensors = self.store.resident(unit)
             if self.store.is_packed(unit):  # resident, computed per matrix
                 with bound(self._binding(unit, module, tensors)) as small:
-                    return _apply(module, small, args, kwargs)
-            return _apply(module, tensors, args, kwargs)
+                    return hf_modules.apply(module, tensors=small, args=args, kwargs=kwargs)
+            return hf_modules.apply(module, tensors=tensors, args=args, kwargs=kwargs)
         assert self.prefetcher is not None
         tensors = self.prefetcher.get(unit)
         try:
@@ -523,9 +516,9 @@ class StreamingModel:
                     buffer=self.store.matrix_buffer,
                     workspace=self.store.workspace,
                 ) as small:
-                    out = _apply(module, small, args, kwargs)
+                    out = hf_modules.apply(module, tensors=small, args=args, kwargs=kwargs)
             else:
-                out = _apply(module, tensors, args, kwargs)
+                out = hf_modules.apply(module, tensors=tensors, args=args, kwargs=kwargs)
         finally:
             del tensors  # our reference goes before the slot is handed back
             self.prefetcher.release(unit)
@@ -549,50 +542,6 @@ class StreamingModel:
         )
         self._bindings[unit] = (tensors, binding)
         return binding
-
-    def _masks(
-        self,
-        hidden: torch.Tensor,
-        attention_mask: torch.Tensor,
-        position_ids: torch.Tensor,
-        cache: DynamicCache,
-    ) -> dict[str, torch.Tensor | None]:
-        kwargs = {
-            "config": self.config,
-            "inputs_embeds": hidden,
-            "attention_mask": attention_mask,
-            "past_key_values": cache,
-            "position_ids": position_ids,
-        }
-        masks: dict[str, torch.Tensor | None] = {}
-        if "full_attention" in self._layer_types:
-            masks["full_attention"] = create_causal_mask(**kwargs)  # type: ignore[arg-type]
-        if "sliding_attention" in self._layer_types:
-            masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)  # type: ignore[arg-type]
-        return masks
-
-
-def _apply(
-    module: nn.Module, tensors: dict[str, torch.Tensor], args: tuple, kwargs: dict
-) -> torch.Tensor:
-    # A unit's tensors name every parameter its module uses (the store hands the tied
-    # head the embedding's matrix under lm_head's name), so functional_call's search for
-    # tied parameters, a walk of the module at every call (about 4 % of a resident int4
-    # decode step's time on one thread), has nothing to find.
-    return functional_call(module, tensors, args, kwargs, tie_weights=False)
-
-
-def _layer_types(config: PretrainedConfig) -> list[str]:
-    types = getattr(config, "layer_types", None)
-    if types:
-        return list(types)
-    # Mistral has no layer_types: every layer uses the window when one is set.
-    kind = (
-        "sliding_attention"
-        if config.model_type == "mistral" and getattr(config, "sliding_window", None)
-        else "full_attention"
-    )
-    return [kind] * config.num_hidden_layers
 
 
 def _config_dtype(config: PretrainedConfig) -> torch.dtype:
