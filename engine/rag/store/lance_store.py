@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from engine.errors import StaleVectorsError
 from engine.json_file import write_json
-from engine.rag.store import doc_writes, fulltext, view_upkeep
+from engine.rag.store import doc_writes, fulltext, table_upkeep, view_upkeep
 from engine.rag.store import search as _search
 from engine.rag.store.ann_index import IndexMaintainer, IndexPolicy, IndexState, index_state
 from engine.rag.store.ivf_view import IvfView
@@ -46,7 +46,6 @@ from engine.rag.store.schema import (
     DOCUMENTS_SCHEMA,
     PAGES_SCHEMA,
     chunks_schema,
-    with_reader_column,
 )
 from engine.rag.store.schema import chunk_of as _chunk
 from engine.rag.store.schema import document_of as _document
@@ -58,12 +57,6 @@ from engine.runtime.planner.placement import Placement
 
 __all__ = ["DOCUMENTS_SCHEMA", "PAGES_SCHEMA", "LanceStore", "chunks_schema"]
 log = logging.getLogger(__name__)
-# Columns with a scalar index once the table has rows: point lookups (chunk(),
-# a document's rows) and the file-type filter then read an index, not the table.
-_CHUNK_SCALAR_INDICES = {"chunk_id": "BTREE", "doc_id": "BTREE", "ext": "BITMAP"}
-# SQL for the `ext` column of a store written before it existed: the lower-case
-# extension with its dot, as `search.file_type` computes it for new rows.
-_EXT_SQL = r"lower(regexp_replace(path, '^.*?(\.[^./\\]*)?$', '\1'))"
 
 
 class LanceStore:
@@ -127,27 +120,16 @@ class LanceStore:
             read_consistency_interval=datetime.timedelta(0),
             session=self._session,
         )
-        self.documents = with_reader_column(self._open_or_create("documents", DOCUMENTS_SCHEMA))
+        self.documents = table_upkeep.with_document_columns(
+            self._open_or_create("documents", DOCUMENTS_SCHEMA)
+        )
         self.pages = self._open_or_create("pages", PAGES_SCHEMA)
 
     def _open_chunks(self) -> Any:
         if self.meta is None:
             return None
-        table = self._db.open_table(self.meta.chunks_table)
-        if "ext" not in table.schema.names:
-            # A store from before file-type filters: derive the column in place.
-            log.info("adding the file-type column to %s", self.meta.chunks_table)
-            table.add_columns({"ext": _EXT_SQL})
-        if "section" not in table.schema.names:
-            # A store from before section titles: its chunks have none.
-            log.info("adding the section column to %s", self.meta.chunks_table)
-            table.add_columns({"section": "CAST('' AS STRING)"})
-        if "words" not in table.schema.names:
-            # A store from before cut words: filled when its search needs them
-            # (`refresh_fulltext_index`).
-            log.info("adding the cut-words column to %s", self.meta.chunks_table)
-            table.add_columns({"words": "CAST('' AS STRING)"})
-        return table
+        name = self.meta.chunks_table
+        return table_upkeep.with_chunk_columns(self._db.open_table(name), name=name)
 
     # -- the IVF view (ivf_view.py) ------------------------------------------
 
@@ -555,17 +537,7 @@ class LanceStore:
         return self.maintainer.run_once(force_optimize=force_optimize)
 
     def ensure_scalar_indices(self) -> None:
-        from lancedb.index import Bitmap, BTree
-
-        configs = {"BTREE": BTree, "BITMAP": Bitmap}
-        wanted = [(self._chunks, col, kind) for col, kind in _CHUNK_SCALAR_INDICES.items()]
-        wanted.append((self.pages, "page_key", "BTREE"))
-        for table, column, kind in wanted:
-            if table is None or table.count_rows() == 0:
-                continue
-            have = {tuple(getattr(i, "columns", [])) for i in table.list_indices()}
-            if (column,) not in have:
-                table.create_index(column, config=configs[kind](), replace=True)
+        table_upkeep.ensure_scalar_indices(chunks=self._chunks, pages=self.pages)
 
     def resident_row_bytes(self) -> int | None:
         """What one chunk takes resident in the IVF view's layout (its vector as

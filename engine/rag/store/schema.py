@@ -60,17 +60,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()[:40] or "embedder"
 
 
-def with_reader_column(documents: Any) -> Any:
-    """`documents`, given the reader column when it was written before there was
-    one: its files count as read by reader 0, so the next scan reads them again."""
-    if "reader" not in documents.schema.names:
-        documents.add_columns({"reader": "CAST(0 AS INT)"})
-    if "languages" not in documents.schema.names:
-        # Unknown until the file is read again (READER_VERSION 3 detects them).
-        documents.add_columns({"languages": "CAST('' AS STRING)"})
-    return documents
-
-
 def document_of(r: dict[str, Any]) -> DocumentRecord:
     """A documents row as a record; a row written without a reader (by a program that
     does not know the column) counts as read by reader 0."""

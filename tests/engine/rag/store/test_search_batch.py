@@ -2,18 +2,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lancedb
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from engine.rag.store.ann_index import IndexPolicy
-from engine.rag.store.lance_store import LanceStore, chunks_schema
+from engine.rag.store.lance_store import LanceStore
 from engine.rag.store.records import (
     ChunkRecord,
     DocumentRecord,
     EmbeddedChunks,
-    IndexMeta,
     PageRecord,
     SearchFilters,
 )
@@ -284,42 +281,6 @@ def test_empty_store_and_bad_batches(tmp_path: Path) -> None:
     assert r.hits == () and r.not_found
     with pytest.raises(ValueError):
         s.search_batch(vectors=np.zeros((2, DIM), np.float32), texts=["x"], k=3)
-
-
-def test_old_store_gains_the_type_column(tmp_path: Path) -> None:
-    folder = tmp_path / "old"
-    db = lancedb.connect(str(folder))
-    old_schema = pa.schema([f for f in chunks_schema(DIM) if f.name != "ext"])
-    row = {
-        "chunk_id": "d:0",
-        "doc_id": "d",
-        "path": "/x/y.z/Report.PDF",
-        "ordinal": 0,
-        "page": 1,
-        "char_start": 0,
-        "char_end": 4,
-        "text": "text",
-        "text_hash": "t",
-        "vector": [1.0] + [0.0] * (DIM - 1),
-    }
-    plain = {**row, "chunk_id": "d:1", "path": "/x/y.z/README"}
-    db.create_table("chunks_old_16", pa.Table.from_pylist([row, plain], schema=old_schema))
-    meta = IndexMeta(embedder_id="old", dimension=DIM, chunks_table="chunks_old_16")
-    (folder / "meta.json").write_text(
-        '{"embedder_id": "old", "dimension": 16, "chunks_table": "chunks_old_16"}'
-    )
-    s = LanceStore(folder=folder, background=False)
-    assert s.meta == meta
-    cols = s.chunks.to_arrow().select(["chunk_id", "ext"]).to_pydict()
-    exts = dict(zip(cols["chunk_id"], cols["ext"], strict=True))
-    assert exts == {"d:0": ".pdf", "d:1": ""}
-    (r,) = s.search_batch(
-        vectors=np.ones((1, DIM), np.float32),
-        texts=["text"],
-        k=5,
-        filters=SearchFilters(types=("pdf",)),
-    )
-    assert [h.chunk.chunk_id for h in r.hits] == ["d:0"]
 
 
 def test_lookups_use_scalar_indices(store: LanceStore) -> None:
