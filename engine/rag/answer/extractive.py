@@ -1,7 +1,9 @@
 """Answers without a language model: the sentence that states the fact, in its passage.
 
 Every sentence of the retrieved passages is scored against the question:
-- its embedding's cosine similarity with the question's;
+- its embedding's cosine similarity with the question's, or its pair's with the
+  sentence before it where the two together read closer than either alone
+  (engine/rag/answer/sentence_pairs.py);
 - lexical overlap, each question word weighted by how rare it is among the candidate
   sentences (embedders are weak on names, codes and numbers, and a word every sentence
   shares says nothing);
@@ -43,6 +45,7 @@ from engine.rag.answer.passages import Passage
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.rag.answer.sentence_memo import SentenceMemo
+from engine.rag.answer.sentence_pairs import paired_cosines, previous_in_passage
 from engine.rag.answer.sentences import UNSPACED, asks, split_sentences, word_count
 
 NO_MODEL_NOTE = (
@@ -167,7 +170,15 @@ class ExtractiveAnswerer:
             vectors = np.asarray(self._embed([question, *scored]), dtype=np.float32)
         sentence_vectors = vectors[1:]
         scale = self._scale()
-        cosines = sentence_vectors @ vectors[0]
+        before = previous_in_passage([c.passage for c in candidates])
+        read = paired_cosines(
+            question=vectors[0],
+            vectors=sentence_vectors,
+            texts=scored,
+            before=before,
+            embed=self._embed_kept,
+        )
+        cosines = read.cosines
         base = sentence_features(question=question, sentences=scored, semantic=scale.apply(cosines))
         features = np.zeros((len(candidates), len(FEATURES)), dtype=np.float32)
         features[:, : base.shape[1]] = base
@@ -190,7 +201,14 @@ class ExtractiveAnswerer:
             relevance=relevance,
             gate=gate,
             features=features,
+            before=before,
+            paired=read.paired,
         )
+
+    def _embed_kept(self, texts: list[str]) -> np.ndarray:
+        if self._memo is None:
+            return np.asarray(self._embed(texts), dtype=np.float32)
+        return self._memo.rows(texts=texts, embed=self._embed)
 
     def answer(
         self,
@@ -228,7 +246,8 @@ class ExtractiveAnswerer:
             if first is not None:
                 chosen.append(first)
         key = candidates[best]
-        parts = [_with_marker(key.text, index=key.passage.index)]
+        lead = table.lead(best)
+        parts = [_with_marker(lead, index=key.passage.index)]
         for i in chosen:
             parts += table.quoted(i, alone=i == best)
         used = sorted({candidates[i].passage.index for i in chosen})
@@ -236,7 +255,7 @@ class ExtractiveAnswerer:
             text="\n\n".join(parts),
             used_indices=used,
             found=True,
-            key=key.text,
+            key=lead,
             score=round(gate, 4),
             passage=key.passage.index,
         )
@@ -254,6 +273,21 @@ class SentenceTable:
     relevance: np.ndarray  # each one's relevance (RELEVANCE), as the choice reads it
     gate: np.ndarray  # as the gate reads it: the relevance, across languages on their scale
     features: np.ndarray  # one row of FEATURES each
+    before: list[int]  # the scored sentence before each in its passage (-1: none)
+    paired: np.ndarray  # bool: scored with the sentence before it (sentence_pairs.py)
+
+    def lead(self, i: int) -> str:
+        """What the answer leads with for candidate i: the sentence, and the one before
+        it where the two were scored together (a sentence that leans on its predecessor,
+        "It is called .linesrc", says nothing alone), when the two stand next to each
+        other in the quotation."""
+        text = self.candidates[i].text
+        prior = self.before[i]
+        if not self.paired[i] or prior < 0 or self.where[prior] != self.where[i] - 1:
+            return text
+        if self.candidates[prior].fragment:
+            return text
+        return f"{self.candidates[prior].text} {text}"
 
     def fullest_copy(self, i: int) -> int:
         """The copy of candidate i the answer quotes (`_fullest_copy`), and when that asks
@@ -266,7 +300,7 @@ class SentenceTable:
         """Candidate i's quotation with its passage's marker; none when it is the
         answer sentence (`alone`) and its window holds nothing else."""
         window = _window(self.every, self.where[i])
-        if len(window) <= 1 and alone:
+        if alone and (len(window) <= 1 or " ".join(window) == self.lead(i)):
             return []
         return [f"“{' '.join(window)}” [{self.candidates[i].passage.index}]"]
 
@@ -275,7 +309,8 @@ class SentenceTable:
         passage: the sentence, then its quotation (the copy the answer would quote)."""
         best = self.fullest_copy(i)
         key = self.candidates[best]
-        parts = [_with_marker(key.text, index=key.passage.index), *self.quoted(best, alone=True)]
+        lead = _with_marker(self.lead(best), index=key.passage.index)
+        parts = [lead, *self.quoted(best, alone=True)]
         return "\n\n".join(parts)
 
 

@@ -38,6 +38,13 @@ class SentenceMemo:
     def embed(self, *, first: str, texts: Sequence[str], embed: Embed) -> np.ndarray:
         """`first`'s vector (never kept: a question) then each of `texts`', in one
         call to `embed` for those not kept."""
+        return self._vectors(first=[first], texts=texts, embed=embed)
+
+    def rows(self, *, texts: Sequence[str], embed: Embed) -> np.ndarray:
+        """Each of `texts`' vectors, embedding only those not kept (no call when none)."""
+        return self._vectors(first=[], texts=texts, embed=embed)
+
+    def _vectors(self, *, first: list[str], texts: Sequence[str], embed: Embed) -> np.ndarray:
         key = self._key()
         with self._lock:
             if key != self._owner:
@@ -47,20 +54,27 @@ class SentenceMemo:
             for t in known:
                 self._rows.move_to_end(t)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
-        fresh = np.asarray(embed([first, *missing]), dtype=np.float32)
+        asked = [*first, *missing]
+        fresh = np.asarray(embed(asked), dtype=np.float32) if asked else None
+        made = fresh[len(first) :] if fresh is not None else []
         with self._lock:
             self.hits += len(texts) - sum(t in missing for t in texts)
             self.misses += len(missing)
             if key == self._owner and self._size:
-                for t, row in zip(missing, fresh[1:], strict=True):
+                for t, row in zip(missing, made, strict=True):
                     self._rows[t] = row
                 while len(self._rows) > self._size:
                     self._rows.popitem(last=False)
-        rows = dict(zip(missing, fresh[1:], strict=True)) | known
-        out = np.empty((1 + len(texts), fresh.shape[1]), dtype=np.float32)
-        out[0] = fresh[0]
+        rows = dict(zip(missing, made, strict=True)) | known
+        if fresh is None and not known:
+            return np.empty((0, 0), dtype=np.float32)
+        width = fresh.shape[1] if fresh is not None else next(iter(known.values())).shape[0]
+        out = np.empty((len(first) + len(texts), width), dtype=np.float32)
+        if first:
+            assert fresh is not None
+            out[: len(first)] = fresh[: len(first)]
         for i, t in enumerate(texts):
-            out[i + 1] = rows[t]
+            out[len(first) + i] = rows[t]
         return out
 
     def clear(self) -> None:

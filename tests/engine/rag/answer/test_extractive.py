@@ -17,6 +17,7 @@ from engine.rag.answer.extractive import (
     is_field,
 )
 from engine.rag.answer.passages import Passage
+from engine.rag.answer.sentence_pairs import PAIRS_READ
 
 
 def _words(text: str) -> frozenset[str]:
@@ -138,14 +139,19 @@ def test_no_sentences_at_all_does_not_call_the_embedder() -> None:
     assert embed.calls == []
 
 
-def test_all_sentences_are_embedded_in_one_batch_with_the_question_first() -> None:
+def test_all_sentences_are_embedded_in_one_batch_with_the_question_first_then_pairs() -> None:
     embed = CountingEmbed()
     ExtractiveAnswerer(embed=embed).answer(
         question="How often is the air filter cleaned?", passages=[WARRANTY, FILTER]
     )
-    assert len(embed.calls) == 1
+    assert len(embed.calls) == 2
     assert embed.calls[0][0] == "How often is the air filter cleaned?"
     assert len(embed.calls[0]) == 1 + 6
+    # Then the most promising of the sentences that follow another in their passage,
+    # each with that one (engine/rag/answer/sentence_pairs.py): two in each passage.
+    assert len(embed.calls[1]) == min(4, PAIRS_READ)
+    pair = "Regular maintenance keeps the unit efficient. The air filter is cleaned every month"
+    assert any(text.startswith(pair) for text in embed.calls[1])
 
 
 def test_pdf_text_keeps_abbreviations_decimals_and_wrapped_lines_together() -> None:
@@ -552,3 +558,20 @@ def test_the_search_s_first_passage_is_quoted_after_a_second_sentence_too() -> N
     # No more sentences than asked for: the first passage then waits its turn.
     two = answerer.answer(question=question, passages=[first, best, second], max_sentences=2)
     assert two.used_indices == [6, 9]
+
+
+def test_a_sentence_that_leans_on_the_one_before_leads_with_it() -> None:
+    # "It is called linesrc" holds the fact but names nothing the question asks about;
+    # read with the sentence before it, it answers (engine/rag/answer/sentence_pairs.py),
+    # and the answer leads with both, since "It is called linesrc" says nothing alone.
+    lines = passage(
+        1,
+        "Lines keeps its settings between sessions. Lines reads a configuration file at "
+        "every start. It is called linesrc on UNIX and lines.cfg on Windows. The window "
+        "opens after that.",
+    )
+    result = ask("What is the configuration file of lines called?", [lines])
+    lead = "Lines reads a configuration file at every start. It is called linesrc on UNIX"
+    assert result.key.startswith(lead)
+    assert result.text.startswith(lead)
+    assert result.text.count("It is called linesrc") == 2  # the lead, then the quotation

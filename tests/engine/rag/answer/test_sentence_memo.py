@@ -32,6 +32,19 @@ def test_kept_sentences_are_not_embedded_again_and_vectors_are_the_same() -> Non
     assert (memo.hits, memo.misses) == (1, 3)
 
 
+def test_rows_alone_embed_only_what_is_not_kept_and_nothing_when_all_are() -> None:
+    embed = _CountingEmbed()
+    memo = SentenceMemo(size=10)
+    memo.embed(first="q1", texts=["alpha one"], embed=embed)
+    embed.texts.clear()
+    rows = memo.rows(texts=["alpha one", "beta two"], embed=embed)
+    assert embed.texts == ["beta two"]
+    assert np.allclose(rows, embed(["alpha one", "beta two"]))
+    embed.texts.clear()
+    memo.rows(texts=["beta two", "alpha one"], embed=embed)
+    assert embed.texts == []
+
+
 def test_the_oldest_go_first_and_another_embedder_empties_it() -> None:
     embed = _CountingEmbed()
     owner = ["minilm"]
