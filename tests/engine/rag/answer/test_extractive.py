@@ -575,3 +575,16 @@ def test_a_sentence_that_leans_on_the_one_before_leads_with_it() -> None:
     assert result.key.startswith(lead)
     assert result.text.startswith(lead)
     assert result.text.count("It is called linesrc") == 2  # the lead, then the quotation
+
+
+def test_a_pair_is_not_led_with_a_sentence_cut_at_the_passage_start() -> None:
+    # The passage's first sentence began in the chunk before: it is never quoted, so the
+    # answer leads with the sentence alone, as its quotation shows it.
+    cut = passage(
+        1,
+        "configuration file of lines at every start of the program. It is called linesrc "
+        "on UNIX and lines.cfg on Windows. The window opens after that.",
+    )
+    result = ask("What is the configuration file of lines called?", [cut])
+    assert result.key == "It is called linesrc on UNIX and lines.cfg on Windows."
+    assert "every start" not in result.text
