@@ -435,7 +435,9 @@ def _fullest_copy(
     """Overlapping chunks hold the same sentence: quote the copy with the most of its
     passage after it, where the fact that follows a question's words has room. Only
     sentences that state count: a FAQ's question stands once in its contents, among the
-    other questions and their numbers, and once over its answer."""
+    other questions and their numbers, and once over its answer. A question's copy that
+    a statement follows directly (its answer, `_answer_to`) comes first: in the contents
+    the next question follows it, and the next section's text after that."""
 
     def following(i: int) -> int:
         k = where[i]
@@ -448,7 +450,7 @@ def _fullest_copy(
     copies = [i for i, c in enumerate(candidates) if c.text.lower() == text and not c.fragment] or [
         best
     ]
-    return max(copies, key=lambda i: (following(i), i == best))
+    return max(copies, key=lambda i: (_answer_to(candidates, i) != i, following(i), i == best))
 
 
 def _answer_to(candidates: list[_Candidate], i: int) -> int:

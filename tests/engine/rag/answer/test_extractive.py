@@ -588,3 +588,25 @@ def test_a_pair_is_not_led_with_a_sentence_cut_at_the_passage_start() -> None:
     result = ask("What is the configuration file of lines called?", [cut])
     assert result.key == "It is called linesrc on UNIX and lines.cfg on Windows."
     assert "every start" not in result.text
+
+
+def test_of_a_question_s_copies_the_one_its_answer_follows_is_quoted() -> None:
+    # A FAQ's question stands in its contents, before the next question and the next
+    # section's text, and over its answer: the answer is the copy a statement follows.
+    contents = passage(
+        1,
+        "Can the system update itself automatically? How do I download updates only once "
+        "for several machines? Debian takes care that system updates run safely and in "
+        "order. Every package is checked before it is installed. The archive keeps older "
+        "versions for a while.",
+    )
+    faq = passage(
+        2,
+        "Some people record their sessions with the script program. Can the system update "
+        "itself automatically? Yes. The cron-apt tool updates the system regularly from a "
+        "cron job. It can also only download the packages.",
+    )
+    for passages in ([contents, faq], [faq, contents]):
+        result = ask("Can the system update itself automatically?", passages)
+        assert result.key == "The cron-apt tool updates the system regularly from a cron job."
+        assert result.passage == 2
