@@ -100,7 +100,7 @@ class WrittenOutcome:
     dropped: int
     seconds: float
     tokens: int
-    quoted: str = "no"  # "instead": the extractive answer shown instead of the model's
+    quoted: str = "no"  # FinalAnswer.quoted: "instead" of the model's answer, "after" it
     passages: tuple[str, ...] = ()  # what the model was given, for judging again offline
     fallback: str | None = None  # the extractive answer the engine would fall back to
     answered_in: str | None = None  # the final answer's language, when the guess is sure
@@ -165,8 +165,8 @@ def written_outcome(
         stated=stated,
         cited=cited,
         claim_cited=claim_cited,
-        model_refused=refuses(raw) and final.note is None,
-        quoted="instead" if final.note is not None else "no",
+        model_refused=refuses(raw) and final.quoted != "instead",
+        quoted=final.quoted,
         bare=final.markers.bare,
         kept=final.markers.kept,
         moved=final.markers.moved,
@@ -239,6 +239,7 @@ def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
         # the model's own words state the fact (before anything was quoted beside them)
         "model_stated": round(sum(_model_stated(o) for o in answerable) / n, 3),
         "quoted_instead": sum(o.quoted == "instead" for o in outcomes),
+        "quoted_after": sum(o.quoted == "after" for o in outcomes),
         "same_language": round(sum(asked_in) / len(told), 3) if told else None,
         "median_s": round(statistics.median(o.seconds for o in written), 1) if written else None,
         "tokens_per_s": round(
@@ -306,7 +307,7 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
         f"answers written by {figures['model']} (fact stated; stated with a marker on a "
         "passage holding it; the stating sentence's own marker)",
         "split  n   stated  cited  claim  refused:ans  unans     markers kept  moved  "
-        "dropped  bare  s/answer  model-stated  quoted-instead  same-language",
+        "dropped  bare  s/answer  model-stated  quoted-instead  quoted-after  same-language",
     ]
     for split in (*splits, "all"):
         f = figures.get(split)
@@ -320,7 +321,8 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3} {f['model_markers']:<7} "
             f"{kept:>4}  {f['markers_moved']:<5}  {f['markers_dropped']:<7}  {f['bare']:<4}  "
             f"{f['median_s']}  {f.get('model_stated', 0):.2f}  "
-            f"{f.get('quoted_instead', 0):<14}  {_share(f.get('same_language'))}"
+            f"{f.get('quoted_instead', 0):<14}  {f.get('quoted_after', 0):<12}  "
+            f"{_share(f.get('same_language'))}"
         )
     return "\n".join(lines)
 
@@ -373,7 +375,7 @@ def rejudge(
                 scale=scale,
             )
             final_text, note, markers = final.text, final.note, final.markers
-            quoted = "instead" if note is not None else "no"
+            quoted = final.quoted
         stated, cited, claim_cited = judge(
             text=final_text, passages=r.get("passages") or [], answer=q.answer
         )

@@ -1,5 +1,6 @@
 """A model's answer made final: a bare-marker answer gives way to the sources' best
-sentences with a note; any other keeps its words, its markers checked."""
+sentences with a note; any other keeps its words, its markers checked, and one no passage
+bears out is followed by the sources' best sentences, with a note."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.rag.answer.semantic_scale import SemanticScale
-from engine.rag.answer.written_answer import finish_written
+from engine.rag.answer.written_answer import UNSUPPORTED_NOTE, finish_written
 from engine.rag.ingest.embedder import Embedder
 
 PASSAGES = [
@@ -45,6 +46,26 @@ def test_an_answer_with_words_keeps_them_and_loses_a_wrong_marker(embed) -> None
 def test_a_bare_answer_without_a_fallback_stays_what_it_was_less_its_markers(embed) -> None:  # type: ignore[no-untyped-def]
     got = finish_written(answer="Yes, [2]", passages=PASSAGES, embed=embed, fallback=None)
     assert got.text == "Yes," and got.note is None and got.markers.bare
+
+
+UNSUPPORTED = "Restart the computer and try the installation again tomorrow morning [2]."
+
+
+def test_an_answer_no_passage_bears_out_is_followed_by_the_sources_sentences(embed) -> None:  # type: ignore[no-untyped-def]
+    got = finish_written(answer=UNSUPPORTED, passages=PASSAGES, embed=embed, fallback=EXTRACT)
+    # The model's words stay, its wrong marker gone; what the documents say follows.
+    words = UNSUPPORTED.replace(" [2]", "")
+    assert got.text == f"{words}\n\n{EXTRACT[:-1]} [1]."
+    assert got.note == UNSUPPORTED_NOTE and got.quoted == "after"
+    assert got.markers.dropped == 1
+
+
+def test_a_supported_answer_or_no_fallback_adds_nothing(embed) -> None:  # type: ignore[no-untyped-def]
+    reply = "If the table already exists, the statement does nothing and raises no error [1]."
+    supported = finish_written(answer=reply, passages=PASSAGES, embed=embed, fallback=EXTRACT)
+    assert supported.text == reply and supported.quoted == "no"
+    alone = finish_written(answer=UNSUPPORTED, passages=PASSAGES, embed=embed, fallback=None)
+    assert alone.text == UNSUPPORTED.replace(" [2]", "") and alone.note is None
 
 
 # An embedder whose cosines sit where multilingual-e5-small's do: unrelated sentences

@@ -127,4 +127,8 @@ def test_a_written_answer_is_read_on_the_embedder_s_scale() -> None:
         return done.answer
 
     assert done_for(None).endswith("[1].")
-    assert "[" not in done_for(SemanticScale(unrelated=0.8, translated=0.92))
+    model_words, *quoted = done_for(SemanticScale(unrelated=0.8, translated=0.92)).split("\n\n")
+    assert "[" not in model_words
+    # An answer left with no marker is followed by what the documents say
+    # (engine/rag/answer/written_answer.py).
+    assert quoted == ["UTF-8 [1]."]
