@@ -6,7 +6,7 @@ sentences a passage supports followed by them, each with a note saying so.
 
 A small model often answers beside its passages: on the blind set the real 1.5B's words
 held the fact for 0.19–0.46 of the answerable questions a part, where the extractive
-quote of the same passages held it for 0.56–0.70 (docs/benchmarks.md). An answer left
+quote of the same passages held it for 0.55–0.68 (docs/benchmarks.md). An answer left
 with no marker is one the documents do not bear out, and the person is shown what they
 do say, rather than the model's words alone."""
 
