@@ -201,6 +201,13 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
     assert all(r.status == "done" and r.latency_s > 0 and r.tokens == 0 for r in latest)
 
 
+def _the_model_s_words(answer: str, *, streamed: str) -> bool:
+    """Whether the final `answer` is the `streamed` words, made final: a random model's
+    words are borne out by no passage, so the sources' sentences may follow them
+    (engine/rag/answer/written_answer.py)."""
+    return answer == streamed or answer.startswith(f"{streamed.rstrip()}\n\n")
+
+
 def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> None:
     engine = with_model
     serving = engine.serving()
@@ -218,12 +225,13 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
     for question, events in zip(questions, results, strict=True):
         citations, done = events[0].citations, events[-1].done
         assert done.mode == "generative" and done.model == "tiny-llama"
-        assert done.answer == "".join(e.text for e in events if isinstance(e, TokenEvent))
+        streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
+        assert _the_model_s_words(done.answer, streamed=streamed)
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
         alone = "".join(in_use.answerer.stream(question=question, passages=passages))
-        assert done.answer == alone, question
+        assert streamed == alone, question
     info = engine.status().pipeline
     assert info is not None
     assert [b.size for b in info.batches if b.worker == "generation"][-1] == len(questions)
@@ -394,7 +402,9 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
         alone = "".join(in_use.answerer.stream(question=question, passages=passages))
-        assert done.mode == "generative" and done.answer == alone, question
+        streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
+        assert done.mode == "generative" and streamed == alone, question
+        assert _the_model_s_words(done.answer, streamed=streamed)
 
 
 def test_a_model_change_moves_the_waiting_questions_to_the_new_model(
