@@ -63,30 +63,18 @@ def finish_written(
         answer=answer, passages=passages, embed=embed, scale=scale, across=across
     )
     if checked.bare and fallback:
-        quoted = attribute_sources(
-            answer=fallback,
-            passages=passages,
-            embed=embed,
-            scale=scale,
-            across=_across(answer=fallback, languages=languages),
-        ).text
         reply = " ".join(answer.split())
         if len(reply) > _REPLY_CHARS:
             reply = reply[:_REPLY_CHARS] + "…"
         note = BARE_NOTE.format(reply=f"“{reply}”" if reply else "nothing")
+        quoted = _marked(fallback, passages=passages, embed=embed, scale=scale, languages=languages)
         return FinalAnswer(text=quoted, note=note, markers=checked, quoted="instead")
     # Then every sentence left without a marker gets the passage it restates, if any.
     filled = attribute_sources(
         answer=checked.text, passages=passages, embed=embed, scale=scale, across=across, fill=True
     )
     if fallback and filled.text.strip() and not cites_any(filled.text, count=len(passages)):
-        quoted = attribute_sources(
-            answer=fallback,
-            passages=passages,
-            embed=embed,
-            scale=scale,
-            across=_across(answer=fallback, languages=languages),
-        ).text
+        quoted = _marked(fallback, passages=passages, embed=embed, scale=scale, languages=languages)
         return FinalAnswer(
             text=f"{filled.text.rstrip()}\n\n{quoted}",
             note=UNSUPPORTED_NOTE,
@@ -94,6 +82,24 @@ def finish_written(
             quoted="after",
         )
     return FinalAnswer(text=filled.text, note=None, markers=checked)
+
+
+def _marked(
+    fallback: str,
+    *,
+    passages: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    scale: SemanticScale,
+    languages: Sequence[str | None] | None,
+) -> str:
+    """The extractive answer `fallback`, each sentence marked with the passage it restates."""
+    return attribute_sources(
+        answer=fallback,
+        passages=passages,
+        embed=embed,
+        scale=scale,
+        across=_across(answer=fallback, languages=languages),
+    ).text
 
 
 def _across(*, answer: str, languages: Sequence[str | None] | None) -> list[bool]:
