@@ -36,7 +36,8 @@ import numpy as np
 
 from bench.quality import TOP_K, contains, load_set
 from engine.environ import EngineEnviron
-from engine.rag.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswerer, content_words
+from engine.rag.answer.content_words import content_words
+from engine.rag.answer.extractive import DEFAULT_MIN_SCORE, ExtractiveAnswerer
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.refusal import refused
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, ChoiceWeights

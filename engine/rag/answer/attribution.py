@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.rag.answer.extractive import content_words
+from engine.rag.answer.content_words import content_words
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentences import asks, split_sentences
 

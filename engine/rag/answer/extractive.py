@@ -41,12 +41,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.rag.answer.content_words import content_words
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_choice import CHOICE_WEIGHTS, FEATURES, RELEVANCE, ChoiceWeights
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.answer.sentence_pairs import paired_cosines, previous_in_passage
-from engine.rag.answer.sentences import UNSPACED, asks, split_sentences, word_count
+from engine.rag.answer.sentences import asks, split_sentences, word_count
 
 NO_MODEL_NOTE = (
     "No language model is installed, so answers are quoted from your documents. "
@@ -70,20 +71,6 @@ _MAX_SHORT_AROUND = 3  # lines a quotation reaches past its sentence for short o
 _DUPLICATE_SIMILARITY = 0.82  # MiniLM: paraphrases score 0.82-0.92, related sentences ~0.65
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOPWORDS = _words(
-    "a an the and or but if of to in on at by for with from into onto about as is are "
-    "was were be been being do does did done have has had having it its this that "
-    "these those there here what which who whom whose when where why how can could "
-    "should would will shall may might must not no yes i you he she we they me my "
-    "your our their his her them us so than then too very just also any all some each "
-    "every more most much many such own same other only both either neither nor per "
-    "via s t get use using want need way make instead"
-)
 _TERMINAL = re.compile(r"([.!?…。！？｡؟۔।॥]+)([\"'”’)\]」』）]*)$")
 # What a question names exactly: options, paths, identifiers with _ . / $ or digits,
 # CamelCase and ALLCAPS words, TeX commands ("\\def").
@@ -560,44 +547,3 @@ def _with_marker(sentence: str, *, index: int) -> str:
         return f"{sentence.rstrip(',;: ')} [{index}]."
     body = sentence[: match.start()].rstrip()
     return f"{body} [{index}]{match.group(1)}{match.group(2)}"
-
-
-def content_words(text: str) -> list[str]:
-    """The words that carry meaning, stemmed; a run of a script written without spaces
-    (Chinese, Japanese, Thai) as its overlapping character pairs, the usual way to match
-    such text without a dictionary."""
-    out: list[str] = []
-    for w in _WORD.findall(text.lower()):
-        if UNSPACED.search(w):
-            out += _character_pairs(w)
-        elif w not in _STOPWORDS:
-            out.append(stem(w))
-    return out
-
-
-_UNSPACED_RUN = re.compile(f"({UNSPACED.pattern}+)")  # split keeps the runs
-
-
-def _character_pairs(word: str) -> list[str]:
-    pairs: list[str] = []
-    for run in _UNSPACED_RUN.split(word):
-        if not run:
-            continue
-        if UNSPACED.match(run):
-            pairs += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
-        elif run not in _STOPWORDS:
-            pairs.append(stem(run))
-    return pairs
-
-
-def stem(word: str) -> str:
-    # Just enough to match "filters"/"filter", "cleaned"/"cleaning"/"clean",
-    # "ignore"/"ignored"/"ignores" and "copies"/"copy".
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    # "ignore" and "ignor(ed)" meet without the final e.
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word

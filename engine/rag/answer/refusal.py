@@ -63,7 +63,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 
-from engine.rag.answer.extractive import content_words, stem
+from engine.rag.answer.content_words import content_words, stem
 from engine.rag.answer.sentences import UNSPACED
 from engine.rag.answer.word_languages import HANGUL
 from engine.rag.store.search import plain_words

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.errors import ModelLoadError
-from engine.rag.answer.extractive import content_words
+from engine.rag.answer.content_words import content_words
 from engine.rag.answer.sentences import split_sentences
 from engine.rag.store.records import SearchHit
 
