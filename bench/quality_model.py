@@ -448,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = resolve_paths().cache / "embedders"
     model = Embedder(environ=environ, model=args.embedder or DEFAULT_EMBEDDER, cache_dir=cache)
     sentences = model if scores_sentences(model) else Embedder(environ=environ, cache_dir=cache)
-    scale = IDENTITY if args.raw_cosines or sentences is not model else model.semantic_scale()
+    scale = IDENTITY if args.raw_cosines else sentences.semantic_scale()
     outcomes = rejudge(records, embed=sentences.embed, scale=scale)
     if args.show:
         for o in outcomes:

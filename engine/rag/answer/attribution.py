@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.rag.answer.content_words import content_words
-from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, passage_similarity
 from engine.rag.answer.sentences import asks, split_sentences
 
 # all-MiniLM-L6-v2 cosine (another embedder's is put on its scale first:
@@ -81,10 +81,8 @@ def attribute_sources(
     if not texts:
         return Attributed(text=answer, markers_added=0)
     said = [answer[start:end] for start, end in spans]
-    vectors = np.asarray(embed([*said, *texts]), dtype=np.float32)
-    similarity = scale.apply_across(
-        vectors[: len(said)] @ vectors[len(said) :].T,
-        across=[bool(across) and across[n - 1] for n in owners],
+    similarity = passage_similarity(
+        said=said, sentences=texts, owners=owners, embed=embed, scale=scale, across=across
     )
     best = similarity.argmax(axis=1)
     out = answer

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, passage_similarity
 from engine.rag.answer.sentences import CHARACTERS_PER_WORD, UNSPACED, asks, split_sentences
 
 # The embedder's cosine of a claim and a passage's sentence above which the passage is
@@ -103,10 +103,8 @@ def check_markers(
     said = [t for t in every if len(words(t)) >= MIN_CLAIM_WORDS]
     best: dict[str, np.ndarray] = {}  # claim text -> best similarity per passage
     if said and sentences:
-        vectors = np.asarray(embed([*said, *sentences]), dtype=np.float32)
-        similarity = scale.apply_across(
-            vectors[: len(said)] @ vectors[len(said) :].T,
-            across=[bool(across) and across[n - 1] for n in owners],
+        similarity = passage_similarity(
+            said=said, sentences=sentences, owners=owners, embed=embed, scale=scale, across=across
         )
         for text, row in zip(said, similarity, strict=True):
             per_passage = np.full(len(passages), -1.0, dtype=np.float32)

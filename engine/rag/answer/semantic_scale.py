@@ -99,6 +99,26 @@ class SemanticScale:
 IDENTITY = SemanticScale()
 
 
+def passage_similarity(
+    *,
+    said: Sequence[str],
+    sentences: Sequence[str],
+    owners: Sequence[int],
+    embed: Callable[[list[str]], np.ndarray],
+    scale: SemanticScale,
+    across: Sequence[bool],
+) -> np.ndarray:
+    """Each of an answer's sentences `said` (rows) against each passage sentence
+    (columns; `owners[j]`: the passage of sentence j, from 1), embedded in one call, on
+    `scale`; where `across[n - 1]`, passage n is in another language than the answer and
+    read on a translation's scale (an empty `across`: none is)."""
+    vectors = np.asarray(embed([*said, *sentences]), dtype=np.float32)
+    return scale.apply_across(
+        vectors[: len(said)] @ vectors[len(said) :].T,
+        across=[bool(across) and across[n - 1] for n in owners],
+    )
+
+
 def measure_scale(embed: Callable[[list[str]], np.ndarray]) -> SemanticScale:
     """The scale of the embedder behind `embed` (L2-normalised rows)."""
     vectors = np.asarray(embed(list(CALIBRATION)), dtype=np.float32)
