@@ -104,6 +104,10 @@ class WrittenOutcome:
     passages: tuple[str, ...] = ()  # what the model was given, for judging again offline
     fallback: str | None = None  # the extractive answer the engine would fall back to
     answered_in: str | None = None  # the final answer's language, when the guess is sure
+    # From the request to the model's first piece, and to the first checked text shown
+    # (a sentence at a time; the answer's end when nothing showed before it).
+    first_token_s: float | None = None
+    first_shown_s: float | None = None
 
 
 def written_outcome(
@@ -117,7 +121,7 @@ def written_outcome(
 ) -> WrittenOutcome:
     """The model's answer to `question` from `gated`'s passages, made final as the
     engine makes it (`scale`: `embed`'s, engine/rag/answer/semantic_scale.py), judged."""
-    from engine.rag.answer.written_answer import finish_written
+    from engine.rag.answer.written_answer import Checking
     from engine.rag.pipeline.adapters import passages_of
 
     if not gated.found:
@@ -139,22 +143,30 @@ def written_outcome(
             tokens=0,
         )
     passages = passages_of(gated.hits)
-    started = time.perf_counter()
-    raw = "".join(
-        answerer.stream(
-            question=question.question, passages=passages, max_new_tokens=max_new_tokens
-        )
-    )
-    seconds = time.perf_counter() - started
-    tokens = answerer.last_generation.generated_tokens if answerer.last_generation else 0
     texts = [p.text for p in passages]
-    final = finish_written(
-        answer=raw,
+    # Checked as the engine checks it, a sentence at a time as it is written.
+    checking = Checking(
         passages=texts,
         embed=embed,
         fallback=gated.extract.text if gated.extract is not None else None,
         scale=scale,
     )
+    pieces: list[str] = []
+    first_token = first_shown = None
+    started = time.perf_counter()
+    stream = answerer.stream(
+        question=question.question, passages=passages, max_new_tokens=max_new_tokens
+    )
+    for piece in stream:
+        pieces.append(piece)
+        if first_token is None and piece:
+            first_token = time.perf_counter() - started
+        if checking.feed(piece) and first_shown is None:
+            first_shown = time.perf_counter() - started
+    raw = "".join(pieces)
+    _, final = checking.finish()
+    seconds = time.perf_counter() - started
+    tokens = answerer.last_generation.generated_tokens if answerer.last_generation else 0
     stated, cited, claim_cited = judge(text=final.text, passages=texts, answer=question.answer)
     return WrittenOutcome(
         question=question,
@@ -172,6 +184,8 @@ def written_outcome(
         moved=final.markers.moved,
         dropped=final.markers.dropped,
         seconds=seconds,
+        first_token_s=first_token,
+        first_shown_s=first_shown if first_shown is not None else seconds,
         tokens=tokens,
         passages=tuple(texts),
         fallback=gated.extract.text if gated.extract is not None else None,
@@ -245,7 +259,14 @@ def summarise_written(outcomes: Sequence[WrittenOutcome]) -> dict[str, Any]:
         "tokens_per_s": round(
             sum(o.tokens for o in written) / (sum(o.seconds for o in written) or 1), 2
         ),
+        "first_token_s": _median([o.first_token_s for o in written]),
+        "first_shown_s": _median([o.first_shown_s for o in written]),
     }
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 2) if known else None
 
 
 def _model_stated(o: WrittenOutcome) -> bool:
@@ -293,6 +314,8 @@ def record(o: WrittenOutcome) -> dict[str, Any]:
         "moved": o.moved,
         "dropped": o.dropped,
         "seconds": round(o.seconds, 1),
+        "first_token_s": o.first_token_s,
+        "first_shown_s": o.first_shown_s,
         "tokens": o.tokens,
         "raw": o.raw,
         "final": o.final,
@@ -307,7 +330,8 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
         f"answers written by {figures['model']} (fact stated; stated with a marker on a "
         "passage holding it; the stating sentence's own marker)",
         "split  n   stated  cited  claim  refused:ans  unans     markers kept  moved  "
-        "dropped  bare  s/answer  model-stated  quoted-instead  quoted-after  same-language",
+        "dropped  bare  s/answer  first-token  first-shown  model-stated  quoted-instead  "
+        "quoted-after  same-language",
     ]
     for split in (*splits, "all"):
         f = figures.get(split)
@@ -320,7 +344,8 @@ def report_written(figures: dict[str, Any], *, splits: Sequence[str]) -> str:
             f"{f['claim_cited']:.2f}   {f['answerable_refused']:.2f}         "
             f"{f['refusal_recall']:.2f} of {f['unanswerable']:<3} {f['model_markers']:<7} "
             f"{kept:>4}  {f['markers_moved']:<5}  {f['markers_dropped']:<7}  {f['bare']:<4}  "
-            f"{f['median_s']}  {f.get('model_stated', 0):.2f}  "
+            f"{f['median_s']}  {f.get('first_token_s')}  {f.get('first_shown_s')}  "
+            f"{f.get('model_stated', 0):.2f}  "
             f"{f.get('quoted_instead', 0):<14}  {f.get('quoted_after', 0):<12}  "
             f"{_share(f.get('same_language'))}"
         )
@@ -396,6 +421,8 @@ def rejudge(
                 moved=markers.moved if markers else 0,
                 dropped=markers.dropped if markers else 0,
                 seconds=r.get("seconds", 0.0),
+                first_token_s=r.get("first_token_s"),
+                first_shown_s=r.get("first_shown_s"),
                 tokens=r.get("tokens", 0),
                 passages=tuple(r.get("passages") or ()),
                 fallback=r.get("fallback"),

@@ -201,11 +201,20 @@ def test_concurrent_questions_share_batches_and_each_gets_its_own_answer(
     assert all(r.status == "done" and r.latency_s > 0 and r.tokens == 0 for r in latest)
 
 
-def _the_model_s_words(answer: str, *, streamed: str) -> bool:
-    """Whether the final `answer` is the `streamed` words, made final: a random model's
-    words are borne out by no passage, so the sources' sentences may follow them
-    (engine/rag/answer/written_answer.py)."""
-    return answer == streamed or answer.startswith(f"{streamed.rstrip()}\n\n")
+def _the_model_s_words(engine: Engine, *, streamed: str, alone: str, passages: list[str]) -> bool:
+    """Whether `streamed` is the model's words `alone`, made final: markers checked
+    against `passages` and, a random model's words being borne out by none, perhaps
+    followed by the sources' sentences (engine/rag/answer/written_answer.py)."""
+    from engine.rag.answer.written_answer import finish_written
+
+    checked = finish_written(
+        answer=alone,
+        passages=passages,
+        embed=engine.in_force.embed_sentences,
+        fallback=None,
+        scale=engine.in_force.sentence_scale(),
+    ).text
+    return streamed == checked or streamed.startswith(f"{checked.rstrip()}\n\n")
 
 
 def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> None:
@@ -226,12 +235,13 @@ def test_batched_model_answers_equal_each_question_alone(with_model: Engine) -> 
         citations, done = events[0].citations, events[-1].done
         assert done.mode == "generative" and done.model == "tiny-llama"
         streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
-        assert _the_model_s_words(done.answer, streamed=streamed)
+        assert done.answer == streamed  # what streams is checked as it is written
         passages = [
             Passage(index=c.index, text=c.text, path=c.path, page=c.page) for c in citations
         ]
         alone = "".join(in_use.answerer.stream(question=question, passages=passages))
-        assert streamed == alone, question
+        texts = [c.text for c in citations]
+        assert _the_model_s_words(engine, streamed=streamed, alone=alone, passages=texts), question
     info = engine.status().pipeline
     assert info is not None
     assert [b.size for b in info.batches if b.worker == "generation"][-1] == len(questions)
@@ -403,8 +413,9 @@ def test_a_question_asked_while_a_batch_decodes_joins_it(with_model: Engine) -> 
         ]
         alone = "".join(in_use.answerer.stream(question=question, passages=passages))
         streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
-        assert done.mode == "generative" and streamed == alone, question
-        assert _the_model_s_words(done.answer, streamed=streamed)
+        assert done.mode == "generative" and done.answer == streamed, question
+        texts = [c.text for c in citations]
+        assert _the_model_s_words(engine, streamed=streamed, alone=alone, passages=texts), question
 
 
 def test_a_model_change_moves_the_waiting_questions_to_the_new_model(

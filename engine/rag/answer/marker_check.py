@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,7 +42,8 @@ MIN_ANSWER_WORDS = 3  # an answer with fewer words than this, markers aside, is 
 _MARKER = re.compile(r"\[(\d+(?:\s*[,–-]\s*\d+)*)\]")
 _ONE = r"\[\d+(?:\s*[,–-]\s*\d+)*\]"
 _BETWEEN = r"(?:[ \t]*(?:,|;|&|and|…|\.\.\.))*[ \t]*"  # only between two markers
-_RUN = re.compile(rf"[ \t]*{_ONE}(?:{_BETWEEN}{_ONE})*[ \t]*")
+MARKER_RUN = rf"{_ONE}(?:{_BETWEEN}{_ONE})*"
+_RUN = re.compile(rf"[ \t]*{MARKER_RUN}[ \t]*")
 # Where a claim starts: after a sentence's end, a line break or a list bullet.
 # Chinese and Japanese end a sentence at a full-width stop, with no space after it.
 _CLAIM_START = re.compile(
@@ -84,15 +85,25 @@ def check_markers(
     scale: SemanticScale = IDENTITY,
     across: Sequence[bool] = (),
     support: float = SUPPORT,
+    before: str = "",
 ) -> CheckedMarkers:
     """`answer` with each marker kept, moved to the passage that holds its claim, or
     dropped (passages numbered from 1 in the order given). `scale` puts `embed`'s
     cosines on the scale `support` is set on; `across[n - 1]`: passage n is in another
-    language than the answer (read on a translation's scale)."""
+    language than the answer (read on a translation's scale). `before`: the text that
+    stood before `answer` on its line since the last marker, already shown (an answer
+    checked as it is written): its sentences vouch for the first marker run as earlier
+    sentences do, but cannot take it, so the run stays where it is."""
     claims = find_claims(answer)
     bare = len(words(strip_markers(answer))) < MIN_ANSWER_WORDS
     if not claims:
         return CheckedMarkers(text=answer, kept=0, moved=0, dropped=0, bare=bare)
+    before = before[before.rfind("\n") + 1 :]  # its own line's
+    cuts = [0, *(m.end() for m in _CLAIM_START.finditer(before)), len(before)]
+    shown = [strip_markers(before[a:b]).strip() for a, b in itertools.pairwise(cuts)][::-1]
+    vouching = tuple((-1, t) for t in shown if t)  # -1: nowhere to move the marker to
+    if vouching and "\n" not in answer[: claims[0].start]:
+        claims[0] = replace(claims[0], earlier=(*claims[0].earlier, *vouching))
     owners: list[int] = []
     sentences: list[str] = []
     for n, passage in enumerate(passages, start=1):
@@ -133,6 +144,10 @@ def check_markers(
         elif back is None and scores is not None and float(scores.max()) >= support:
             keep = [int(scores.argmax()) + 1]
             moved += 1
+        elif back is not None and back[0] < 0:  # vouched for by what is shown: stays
+            keep = [back[1]]
+            kept += 1
+            back = None
         elif back is not None:
             moved += 1
         else:

@@ -14,7 +14,7 @@ import numpy as np
 from engine.rag.answer.conversation import FollowUp
 from engine.rag.answer.extractive import NO_MODEL_NOTE
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
-from engine.rag.answer.written_answer import finish_written
+from engine.rag.answer.written_answer import Checking
 from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
 from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Resolved, Retrieved
 from engine.rag.store.records import SearchHit
@@ -48,9 +48,11 @@ def answer_events(
     "not found" then means "not found yet". With `embed` (sentence vectors), done's
     text is the written answer made final (engine/rag/answer/written_answer.py: markers
     added, checked against their passages, a bare-marker answer replaced), its cosines
-    read on `scale` (`embed`'s); the tokens stay as the model wrote them."""
+    read on `scale` (`embed`'s), and the text is shown a sentence at a time, each as
+    checked, so what streams is done's text; without `embed`, as the model wrote it."""
     gated: GatedHits | None = None
     pieces: list[str] = []
+    checking: Checking | None = None
     outcome: Finished | None = None
     try:
         while outcome is None:
@@ -71,7 +73,13 @@ def answer_events(
                 yield CitationsEvent(citations=[citation_for(i + 1, h) for i, h in enumerate(hits)])
             elif isinstance(event, Piece) and event.text:
                 pieces.append(event.text)
-                yield TokenEvent(text=event.text)
+                # A model's pieces only (a request handed over to a model after its
+                # retrieval is served by it from here).
+                if checking is None and embed is not None and handle.served_by is not None:
+                    checking = _checking(gated=gated, embed=embed, scale=scale)
+                shown = checking.feed(event.text) if checking is not None else event.text
+                if shown:
+                    yield TokenEvent(text=shown)
             elif isinstance(event, Finished):
                 outcome = event
     finally:
@@ -95,14 +103,12 @@ def answer_events(
         completion = handle.tokens
         text = "".join(pieces)
         note = None
-        if embed is not None:
-            final = finish_written(
-                answer=text,
-                passages=[h.chunk.text for h in gated.hits],
-                embed=embed,
-                fallback=gated.extract.text if gated.extract is not None else None,
-                scale=scale,
-            )
+        if checking is None and embed is not None:  # the model wrote nothing
+            checking = _checking(gated=gated, embed=embed, scale=scale)
+        if checking is not None:
+            tail, final = checking.finish()
+            if tail:
+                yield TokenEvent(text=tail)
             text, note = final.text, final.note
         done = AnswerDone(
             answer=text,
@@ -114,6 +120,23 @@ def answer_events(
             finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
         )
     yield DoneEvent(done=done)
+
+
+def _checking(
+    *,
+    gated: GatedHits | None,
+    embed: Callable[[list[str]], np.ndarray],
+    scale: SemanticScale,
+) -> Checking | None:
+    """The check of a model's answer to the passages found (None when none was)."""
+    if gated is None or not gated.found:
+        return None
+    return Checking(
+        passages=[h.chunk.text for h in gated.hits],
+        embed=embed,
+        fallback=gated.extract.text if gated.extract is not None else None,
+        scale=scale,
+    )
 
 
 def follow_up_search(follow_up: FollowUp) -> SearchedEvent | None:

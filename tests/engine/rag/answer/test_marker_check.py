@@ -113,6 +113,27 @@ def test_a_marker_after_a_paragraph_goes_to_the_sentence_its_passage_holds(embed
     assert got.moved == 1
 
 
+def test_a_sentence_already_shown_vouches_for_the_marker_after_it(embed) -> None:  # type: ignore[no-untyped-def]
+    """Checked as it is written, the fact's sentence is shown before the marker comes:
+    it cannot take the marker, which stays where the model put it."""
+    passages = [
+        "The first step of the Autotools workflow is usually that upstream runs "
+        "autoreconf -i -f in the source directory and distributes the generated files.",
+        "Building the package needs a clean chroot with the build dependencies installed.",
+    ]
+    shown = (
+        "Upstream usually runs autoreconf -i -f in the source directory and distributes the "
+        "generated files. "
+    )
+    later = "This step is crucial for a healthy life and happy pets. [1]"
+    got = check_markers(answer=later, passages=passages, embed=embed, before=shown)
+    assert got.text == later and got.kept == 1
+    # A line break between them, or nothing shown: no sentence vouches for it.
+    for before in (shown + "\n", ""):
+        alone = check_markers(answer=later, passages=passages, embed=embed, before=before)
+        assert "[" not in alone.text and alone.dropped == 1
+
+
 def test_a_chinese_answer_s_claims_end_at_full_width_stops(embed) -> None:  # type: ignore[no-untyped-def]
     claims = find_claims("Asymptote 是编译执行的 [1]。它先生成虚拟机代码 [2]。")
     assert [(c.cited, c.text) for c in claims] == [

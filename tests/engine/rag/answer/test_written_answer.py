@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.rag.answer.semantic_scale import SemanticScale
-from engine.rag.answer.written_answer import UNSUPPORTED_NOTE, finish_written
+from engine.rag.answer.written_answer import UNSUPPORTED_NOTE, Checking, finish_written
 from engine.rag.ingest.embedder import Embedder
 
 PASSAGES = [
@@ -66,6 +66,48 @@ def test_a_supported_answer_or_no_fallback_adds_nothing(embed) -> None:  # type:
     assert supported.text == reply and supported.quoted == "no"
     alone = finish_written(answer=UNSUPPORTED, passages=PASSAGES, embed=embed, fallback=None)
     assert alone.text == UNSUPPORTED.replace(" [2]", "") and alone.note is None
+
+
+def _streamed(answer: str, *, embed, step: int = 3) -> tuple[list[tuple[int, str]], str, object]:  # type: ignore[no-untyped-def]
+    """(each (characters fed, text shown) along the way, the text shown at the end, the
+    final answer) for `answer` written `step` characters at a time."""
+    checking = Checking(passages=PASSAGES, embed=embed, fallback=EXTRACT)
+    shown = []
+    for at in range(0, len(answer), step):
+        if text := checking.feed(answer[at : at + step]):
+            shown.append((at + step, text))
+    tail, final = checking.finish()
+    return shown, tail, final
+
+
+def test_an_answer_streams_a_checked_sentence_at_a_time_and_ends_as_checked_whole(embed) -> None:  # type: ignore[no-untyped-def]
+    first = "If the table already exists, the statement does nothing and raises no error [2]. "
+    second = "The shopt builtin toggles optional shell behavior settings."
+    shown, tail, final = _streamed(first + second, embed=embed)
+    # The first sentence's words stream up to its marker; the sentence, its marker
+    # moved to the page that holds it, is whole as soon as the second begins; no raw
+    # marker is ever shown.
+    assert shown[0][1] == "If the"  # three words: not bare
+    by_the_second = "".join(t for at, t in shown if at <= len(first) + 3)
+    assert by_the_second.startswith(first.replace("[2]", "[1]"))
+    assert not any("[2]" in t for at, t in shown if at <= len(first) + 3)
+    assert "".join(t for _, t in shown) + tail == final.text  # type: ignore[attr-defined]
+    assert final == finish_written(  # type: ignore[comparison-overlap]
+        answer=first + second, passages=PASSAGES, embed=embed, fallback=EXTRACT
+    )
+    assert final.text.endswith(second[:-1] + " [2].")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("reply", ["Yes, [2]", UNSUPPORTED])
+def test_a_bare_or_unsupported_answer_shows_only_checked_text_then_the_sources(
+    embed, reply: str
+) -> None:  # type: ignore[no-untyped-def]
+    shown, tail, final = _streamed(reply, embed=embed)
+    assert "".join(t for _, t in shown) + tail == final.text  # type: ignore[attr-defined]
+    assert all("[2]" not in t for _, t in shown)
+    assert final.text.endswith(EXTRACT[:-1] + " [1].")  # type: ignore[attr-defined]
+    if reply == "Yes, [2]":
+        assert shown == []  # nothing before it is known not to be bare: it is replaced
 
 
 # An embedder whose cosines sit where multilingual-e5-small's do: unrelated sentences

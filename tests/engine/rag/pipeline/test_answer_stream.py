@@ -80,7 +80,7 @@ def test_a_follow_up_is_told_once_before_its_citations() -> None:
 
 
 def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
-    """The tokens stay as the model wrote them; done's text carries the [n]."""
+    """Done's text carries the [n], and so does the text streamed before it."""
     from engine.wire import DoneEvent, TokenEvent
 
     handle = RequestHandle(question=new_question(text="Why UTF-8?", k=3), submitted=0.0)
@@ -95,10 +95,48 @@ def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
         return np.ones((len(texts), 4), dtype=np.float32) / 2.0
 
     events = list(answer_events(handle=handle, cancel=None, embed=embed))
-    assert [e.text for e in events if isinstance(e, TokenEvent)] == [written]
     (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
     assert done.mode == "generative"
     assert done.answer == "UTF-8 is the modern and preferred choice today [1]."
+    # The words stream as they come; the last one waits for its marker.
+    streamed = [e.text for e in events if isinstance(e, TokenEvent)]
+    assert streamed == ["UTF-8 is the modern and preferred choice", " today [1]."]
+
+
+def test_a_marker_no_passage_bears_out_never_streams() -> None:
+    """What an OpenAI client reads, streamed or whole, is the checked answer: a marker
+    to a passage that is not there never reaches it (engine/service/api)."""
+    from engine.service.api.openai_answer import AnswerAsked, collect, shaped
+    from engine.wire import DoneEvent, TokenEvent
+
+    handle = RequestHandle(question=new_question(text="Why UTF-8?", k=3), submitted=0.0)
+    handle.served_by = "a model"
+    found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+    handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+    written = "UTF-8 is the modern and preferred choice [4]. It is the default on Debian."
+    for at in range(0, len(written), 5):
+        handle.emit(Piece(text=written[at : at + 5]))
+    handle.emit(Finished(status="done"))
+
+    def embed(texts: list[str]) -> np.ndarray:  # every sentence is every other's
+        return np.ones((len(texts), 4), dtype=np.float32) / 2.0
+
+    events = list(answer_events(handle=handle, cancel=None, embed=embed))
+    tokens = [e.text for e in events if isinstance(e, TokenEvent)]
+    (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
+    assert done.answer.startswith("UTF-8 is the modern and preferred choice [1].")
+    # A word at a time, never the wrong marker: the first sentence's is checked first.
+    assert len(tokens) > 2 and "".join(tokens) == done.answer
+    assert not any("[4]" in t for t in tokens) and "[4]" not in done.answer
+
+    def tokenizer(text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        return {"input_ids": list(range(len(text.split())))}
+
+    asked = AnswerAsked(question="Why UTF-8?", history=[], sources_in_text=False)
+    _, content, _ = collect(
+        shaped(events=iter(events), asked=asked, tokenizer=tokenizer, extractive=False)
+    )
+    assert content == done.answer
 
 
 def test_a_written_answer_is_read_on_the_embedder_s_scale() -> None:
