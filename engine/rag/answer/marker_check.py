@@ -199,7 +199,9 @@ def find_claims(answer: str) -> list[Claim]:
     claims: list[Claim] = []
     for run in _RUN.finditer(answer):
         cited = _numbers(run.group())
-        if not cited:
+        if not cited or _code(
+            answer, at=run.start() + len(run.group()) - len(run.group().lstrip())
+        ):
             continue
         before = answer[: run.start()]
         body = before.rstrip()
@@ -229,6 +231,19 @@ def find_claims(answer: str) -> list[Claim]:
             )
         )
     return claims
+
+
+def _code(answer: str, *, at: int) -> bool:
+    """Whether the bracket at `at` is code's, not a marker: an index written onto a name
+    ("arr[1]", "${arr[1]}") or inside an inline code span on its line. A marker stands
+    after a space (the real 1.5B put one before all its 87 markers on four blind parts)
+    or after a sentence's end; a script written without spaces puts it onto a letter,
+    which is no ASCII one."""
+    before = answer[at - 1] if at else ""
+    if before and before.isascii() and (before.isalnum() or before in "_$}"):
+        return True
+    line = answer[answer.rfind("\n", 0, at) + 1 : at]
+    return line.count("`") % 2 == 1
 
 
 def strip_markers(text: str) -> str:

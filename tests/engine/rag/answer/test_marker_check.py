@@ -134,6 +134,19 @@ def test_a_sentence_already_shown_vouches_for_the_marker_after_it(embed) -> None
         assert "[" not in alone.text and alone.dropped == 1
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Use `${arr[1]}` to read the second element of the array.",
+        "Read the second element with ${arr[1]} in bash.",
+        "The list x[2] holds the third value of the example.",
+    ],
+)
+def test_an_index_in_code_is_not_a_marker(embed, answer: str) -> None:  # type: ignore[no-untyped-def]
+    got = check_markers(answer=answer, passages=[SET_PAGE, SHOPT_PAGE, JOBS_PAGE], embed=embed)
+    assert got.text == answer and got.kept + got.moved + got.dropped == 0
+
+
 def test_a_chinese_answer_s_claims_end_at_full_width_stops(embed) -> None:  # type: ignore[no-untyped-def]
     claims = find_claims("Asymptote 是编译执行的 [1]。它先生成虚拟机代码 [2]。")
     assert [(c.cited, c.text) for c in claims] == [
