@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.rag.answer.content_words import content_words
+from engine.rag.answer.marker_check import in_code
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale, passage_similarity
 from engine.rag.answer.sentences import asks, split_sentences
 
@@ -98,12 +99,18 @@ def attribute_sources(
 
 
 def cites_any(answer: str, *, count: int) -> bool:
-    return any(1 <= int(n) <= count for n in _CITED.findall(answer))
+    return any(
+        1 <= int(m.group(1)) <= count
+        for m in _CITED.finditer(answer)
+        if not in_code(answer, at=m.start())
+    )
 
 
 def _carries_marker(answer: str, *, start: int, end: int) -> bool:
     """A marker inside the sentence, or right after its end ("… fails. [2]")."""
-    return bool(_CITED.search(answer[start:end]) or _MARKER_NEXT.match(answer, end))
+    inside = any(not in_code(answer, at=m.start()) for m in _CITED.finditer(answer, start, end))
+    after = _MARKER_NEXT.match(answer, end)
+    return inside or (after is not None and not in_code(answer, at=after.end() - 2))
 
 
 def _prose_sentences(answer: str) -> list[tuple[int, int]]:

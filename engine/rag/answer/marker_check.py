@@ -199,7 +199,7 @@ def find_claims(answer: str) -> list[Claim]:
     claims: list[Claim] = []
     for run in _RUN.finditer(answer):
         cited = _numbers(run.group())
-        if not cited or _code(
+        if not cited or in_code(
             answer, at=run.start() + len(run.group()) - len(run.group().lstrip())
         ):
             continue
@@ -233,7 +233,7 @@ def find_claims(answer: str) -> list[Claim]:
     return claims
 
 
-def _code(answer: str, *, at: int) -> bool:
+def in_code(answer: str, *, at: int) -> bool:
     """Whether the bracket at `at` is code's, not a marker: an index written onto a name
     ("arr[1]", "${arr[1]}") or inside an inline code span on its line. A marker stands
     after a space (the real 1.5B put one before all its 87 markers on four blind parts)

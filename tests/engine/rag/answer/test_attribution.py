@@ -118,3 +118,8 @@ def test_a_sentence_that_asks_gets_no_marker(embed) -> None:  # type: ignore[no-
     got = attribute_sources(answer=answer, passages=PASSAGES, embed=embed)
     assert got.text == answer[:-1] + " [1]."
     assert got.markers_added == 1
+
+
+def test_an_index_in_code_cites_nothing() -> None:
+    assert cites_any("See the manual [1].", count=3)
+    assert not cites_any("Read it with `${arr[1]}` or ${arr[2]} in bash.", count=3)
