@@ -2,7 +2,7 @@
 /v1/completions, /v1/models, /v1/embeddings), re-exported by engine/wire.py.
 
 Field names follow the OpenAI API so that its clients parse them unchanged;
-`citations` is RAGDoll's extension, ignored by clients that do not know it.
+`citations` and `note` are RAGDoll's extensions, ignored by clients that do not know them.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ class OpenAIChatCompletion:
     choices: list[OpenAIChoice]
     citations: list[Citation]
     usage: OpenAIUsage | None = None  # not counted: the extractive mode has no tokenizer
+    # RAGDoll's extension: what the window says beside the answer (the sources' sentences
+    # shown after or instead of the model's, no model installed, documents still being
+    # added); absent when there is nothing to say.
+    note: str | None = None
     object: Literal["chat.completion"] = "chat.completion"
 
 
@@ -83,6 +87,7 @@ class OpenAIChatCompletionChunk:
     # With `stream_options.include_usage`: null on every chunk but the last, which has
     # no choices and the whole answer's usage (OpenAI's layout).
     usage: OpenAIUsage | None = None
+    note: str | None = None  # as OpenAIChatCompletion's, on the chunk that finishes
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
 
 
@@ -104,6 +109,7 @@ class OpenAICompletion:
     choices: list[OpenAICompletionChoice]
     citations: list[Citation] | None = None
     usage: OpenAIUsage | None = None
+    note: str | None = None  # as OpenAIChatCompletion's (streamed: on the finishing piece)
     object: Literal["text_completion"] = "text_completion"
 
 

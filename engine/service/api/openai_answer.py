@@ -54,6 +54,7 @@ class Text:
 class Ended:
     finish_reason: Literal["stop", "length"]
     usage: OpenAIUsage
+    note: str | None = None  # the answer's note (AnswerDone.note)
 
 
 Shaped = CitationsEvent | Text | Ended
@@ -170,6 +171,7 @@ def shaped(
         usage=OpenAIUsage(
             prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
         ),
+        note=done.note if done is not None else None,
     )
 
 

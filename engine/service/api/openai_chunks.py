@@ -26,8 +26,9 @@ DONE_LINE = "data: [DONE]\n\n"
 
 def _line(value: Any, *, include_usage: bool) -> str:
     data = to_json_dict(value)
-    if data.get("citations") is None:
-        del data["citations"]
+    for extension in ("citations", "note"):  # RAGDoll's, only where they say something
+        if data.get(extension) is None:
+            data.pop(extension, None)
     if not include_usage:
         del data["usage"]
     return f"data: {json.dumps(data)}\n\n"
@@ -40,7 +41,7 @@ def _chunks(
     include_usage: bool,
 ) -> Iterator[str]:
     """The one event loop of both streams: `chunk(text=, first=, finish=, citations=,
-    usage=, empty=)` builds the route's own chunk object."""
+    usage=, empty=, note=)` builds the route's own chunk object."""
     for event in events:
         if isinstance(event, CitationsEvent):
             yield _line(
@@ -49,7 +50,8 @@ def _chunks(
         elif isinstance(event, Text):
             yield _line(chunk(text=event.text), include_usage=include_usage)
         elif isinstance(event, Ended):
-            yield _line(chunk(text=None, finish=event.finish_reason), include_usage=include_usage)
+            finishing = chunk(text=None, finish=event.finish_reason, note=event.note)
+            yield _line(finishing, include_usage=include_usage)
             if include_usage:
                 yield _line(chunk(empty=True, usage=event.usage), include_usage=True)
     yield DONE_LINE
@@ -71,6 +73,7 @@ def chat_chunks(
         citations: Any = None,
         usage: Any = None,
         empty: bool = False,
+        note: str | None = None,
     ) -> OpenAIChatCompletionChunk:
         if first:
             delta = OpenAIDelta(role="assistant", content="")
@@ -84,6 +87,7 @@ def chat_chunks(
             choices=choices,
             citations=citations,
             usage=usage,
+            note=note,
         )
 
     return _chunks(events, chunk=chunk, include_usage=include_usage)
@@ -105,6 +109,7 @@ def completion_chunks(
         citations: Any = None,
         usage: Any = None,
         empty: bool = False,
+        note: str | None = None,
     ) -> OpenAICompletion:
         choice = OpenAICompletionChoice(index=0, text=text or "", finish_reason=finish)
         return OpenAICompletion(
@@ -114,6 +119,7 @@ def completion_chunks(
             choices=[] if empty else [choice],
             citations=citations,
             usage=usage,
+            note=note,
         )
 
     return _chunks(events, chunk=chunk, include_usage=include_usage)

@@ -149,6 +149,7 @@ def openai_router(
                 ],
                 citations=answer.citations,
                 usage=ended.usage,
+                note=ended.note,
             ),
         )
 
@@ -192,6 +193,7 @@ def openai_router(
                 ],
                 citations=answer.citations,
                 usage=ended.usage,
+                note=ended.note,
             ),
         )
 

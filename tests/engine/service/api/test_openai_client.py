@@ -36,6 +36,9 @@ def test_streams_a_chat_with_citations(api_engine: RunningEngine) -> None:
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert "4,200" in text
     assert chunks[-1].choices[0].finish_reason == "stop"
+    # No model: the note the window shows says so, on the finishing chunk only.
+    notes = [getattr(c, "note", None) for c in chunks]
+    assert notes[-1] and "No language model" in notes[-1] and not any(notes[:-1])
     assert {c.id for c in chunks} == {chunks[0].id}
     # A citation leads to the passage through the engine's source endpoint.
     source = api_engine.client.source(chunk_id=first["chunk_id"])
@@ -52,6 +55,7 @@ def test_whole_answer_carries_citations(api_engine: RunningEngine) -> None:
     assert completion.model == EXTRACTIVE_MODEL_ID  # what answered, not what was asked
     assert "August" in (completion.choices[0].message.content or "")
     assert completion.citations[0]["path"].endswith("bees.md")  # type: ignore[attr-defined]
+    assert "No language model" in completion.note  # type: ignore[attr-defined]
 
 
 def test_unanswerable_question_says_so_without_citations(api_engine: RunningEngine) -> None:
