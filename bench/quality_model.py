@@ -121,8 +121,8 @@ def written_outcome(
 ) -> WrittenOutcome:
     """The model's answer to `question` from `gated`'s passages, made final as the
     engine makes it (`scale`: `embed`'s, engine/rag/answer/semantic_scale.py), judged."""
-    from engine.rag.answer.written_answer import Checking
     from engine.rag.pipeline.adapters import passages_of
+    from engine.rag.pipeline.answer_stream import checking_for
 
     if not gated.found:
         return WrittenOutcome(
@@ -145,12 +145,8 @@ def written_outcome(
     passages = passages_of(gated.hits)
     texts = [p.text for p in passages]
     # Checked as the engine checks it, a sentence at a time as it is written.
-    checking = Checking(
-        passages=texts,
-        embed=embed,
-        fallback=gated.extract.text if gated.extract is not None else None,
-        scale=scale,
-    )
+    checking = checking_for(gated=gated, embed=embed, scale=scale)
+    assert checking is not None  # passages were found
     pieces: list[str] = []
     first_token = first_shown = None
     started = time.perf_counter()

@@ -76,7 +76,7 @@ def answer_events(
                 # A model's pieces only (a request handed over to a model after its
                 # retrieval is served by it from here).
                 if checking is None and embed is not None and handle.served_by is not None:
-                    checking = _checking(gated=gated, embed=embed, scale=scale)
+                    checking = checking_for(gated=gated, embed=embed, scale=scale)
                 shown = checking.feed(event.text) if checking is not None else event.text
                 if shown:
                     yield TokenEvent(text=shown)
@@ -104,7 +104,7 @@ def answer_events(
         text = "".join(pieces)
         note = None
         if checking is None and embed is not None:  # the model wrote nothing
-            checking = _checking(gated=gated, embed=embed, scale=scale)
+            checking = checking_for(gated=gated, embed=embed, scale=scale)
         if checking is not None:
             tail, final = checking.finish()
             if tail:
@@ -122,13 +122,14 @@ def answer_events(
     yield DoneEvent(done=done)
 
 
-def _checking(
+def checking_for(
     *,
     gated: GatedHits | None,
     embed: Callable[[list[str]], np.ndarray],
     scale: SemanticScale,
 ) -> Checking | None:
-    """The check of a model's answer to the passages found (None when none was)."""
+    """The check of a model's answer to the passages found (None when none was), the
+    extractive answer its fallback (engine/rag/answer/written_answer.py)."""
     if gated is None or not gated.found:
         return None
     return Checking(
