@@ -391,7 +391,7 @@ class MainWindow(QMainWindow):
         self._set_ready(True)
         self.chat.question.setFocus()
         if self._show_welcome and not welcome_seen():
-            self.show_welcome()
+            self.show_welcome(in_use=status.model)
 
     def _on_connect_failed(self, message: str) -> None:
         self.busy.hide()
@@ -445,13 +445,15 @@ class MainWindow(QMainWindow):
         self.engine_label.setText(f"{what} failed")
         self.banner.show_error(f"{what} failed: {message}")
 
-    def show_welcome(self) -> WelcomeDialog:
-        """The welcome, window-modal and not blocking: its choices apply when it closes."""
+    def show_welcome(self, *, in_use: str | None = None) -> WelcomeDialog:
+        """The welcome, window-modal and not blocking: its choices apply when it closes.
+        `in_use`: the model the engine already answers with."""
         self.welcome = WelcomeDialog(
             choose_model_folder=self._choose_model_folder,
             choose_model_file=self._choose_model_file,
             add_samples=not self.adding_on_start,
             opening=self.opening,
+            in_use=in_use,
             parent=self,
         )
         self.welcome.finished.connect(self._on_welcome_finished)
@@ -468,6 +470,8 @@ class MainWindow(QMainWindow):
             self.library.add_sample_collection()
         if choice.model:
             self.model_actions.set_model(choice.model)
+        elif choice.model_off:
+            self.model_actions.set_model(None)
         elif choice.open_models:
             self.model_chooser.models_action.trigger()
 

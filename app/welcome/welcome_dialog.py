@@ -47,8 +47,10 @@ EXTRACTIVE_NOTE = (
 @dataclass(frozen=True, kw_only=True)
 class WelcomeChoice:
     add_samples: bool
-    model: str | None  # a model folder or GGUF file, or None for extractive answers
+    model: str | None  # a model folder or GGUF file newly chosen, or None
     open_models: bool = False  # show Recommended models next, to download one
+    # The model the engine already used is turned off: extractive answers from now on.
+    model_off: bool = False
 
 
 def recommended_hint() -> str:
@@ -72,10 +74,12 @@ class WelcomeDialog(QDialog):
         choose_model_file: FolderChooser = choose_gguf_dialog,
         add_samples: bool = True,
         opening: list[str] | None = None,
+        in_use: str | None = None,
         parent: QWidget | None = None,
     ) -> None:
         """`opening`: folders the window was asked to add (`ragdoll open`); the
-        sample collection is then not offered ticked."""
+        sample collection is then not offered ticked. `in_use`: the model the engine
+        already answers with (chosen from the command line before the first start)."""
         super().__init__(parent)
         self.setObjectName("welcome")
         self.setWindowTitle("Welcome to RAGDoll")
@@ -83,6 +87,8 @@ class WelcomeDialog(QDialog):
         self._choose_model_folder = choose_model_folder
         self._choose_model_file = choose_model_file
         self._model: str | None = None
+        self._in_use = in_use
+        self._recommended = False  # Recommended models asked for
 
         title = QLabel("Welcome to RAGDoll")
         title.setObjectName("paneTitle")
@@ -130,7 +136,11 @@ class WelcomeDialog(QDialog):
         # Enter must press Get started whatever has the focus, never open a picker.
         for button in (self.models_button, self.choose_button, self.gguf_button):
             button.setAutoDefault(False)
-        self.model_label = QLabel("No model chosen")
+        self.model_label = QLabel(
+            f"In use: {file_name(path=in_use)}" if in_use else "No model chosen"
+        )
+        if in_use:
+            self.model_label.setToolTip(in_use)
         self.model_label.setObjectName("quiet")
         self.model_label.setTextFormat(Qt.TextFormat.PlainText)
         model_row = QHBoxLayout()
@@ -184,6 +194,8 @@ class WelcomeDialog(QDialog):
         # width, so ask the layout how tall it is at this width, or lines are cut.
         self.resize(DIALOG_WIDTH, layout.totalHeightForWidth(DIALOG_WIDTH))
         self.setMinimumHeight(layout.totalHeightForWidth(DIALOG_WIDTH))
+        if in_use:  # now that the two share a parent, so checking one clears the other
+            self.generative.setChecked(True)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
@@ -192,6 +204,7 @@ class WelcomeDialog(QDialog):
 
     def _want_recommended(self) -> None:
         self._model = None
+        self._recommended = True
         self.generative.setChecked(True)
         self.model_label.setText("Recommended models open after Get started")
         self.model_label.setToolTip("")
@@ -200,6 +213,7 @@ class WelcomeDialog(QDialog):
         folder = chooser(self)
         if folder:
             self._model = folder
+            self._recommended = False
             self.model_label.setText(file_name(path=folder))
             self.model_label.setToolTip(folder)
             self.generative.setChecked(True)
@@ -207,9 +221,11 @@ class WelcomeDialog(QDialog):
     def choice(self) -> WelcomeChoice:
         generative = self.generative.isChecked()
         model = self._model if generative else None
+        kept = generative and model is None and self._in_use is not None and not self._recommended
         return WelcomeChoice(
             add_samples=self.samples.isChecked(),
             model=model,
             # Asking for a model without a folder: the list is where to get one.
-            open_models=generative and model is None,
+            open_models=generative and model is None and not kept,
+            model_off=not generative and self._in_use is not None,
         )

@@ -42,6 +42,39 @@ def test_a_gguf_file_can_be_chosen_in_the_welcome(qtbot: QtBot) -> None:
     assert not dialog.gguf_button.autoDefault()  # Enter still means Get started
 
 
+def test_a_model_already_in_use_is_shown_chosen_and_kept(qtbot: QtBot) -> None:
+    dialog = WelcomeDialog(
+        choose_model_folder=lambda parent: None,
+        in_use="/home/me/models/qwen2.5-1.5b-instruct-q4_k_m.gguf",
+    )
+    qtbot.addWidget(dialog)
+    assert dialog.generative.isChecked() and not dialog.extractive.isChecked()
+    assert dialog.model_label.text() == "In use: qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    kept = dialog.choice()
+    assert kept.model is None and not kept.open_models and not kept.model_off
+    dialog.extractive.setChecked(True)
+    off = dialog.choice()
+    assert off.model_off and off.model is None and not off.open_models
+    dialog.models_button.click()  # Recommended models: the list opens next
+    wanted = dialog.choice()
+    assert wanted.open_models and not wanted.model_off
+
+
+def test_quoting_chosen_over_the_model_in_use_turns_it_off(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    client = FakeClient(model="/models/qwen.gguf")
+    window = make_window(client, show_welcome=True)
+    qtbot.waitUntil(lambda: window.welcome is not None and window.welcome.isVisible(), timeout=5000)
+    welcome = window.welcome
+    assert welcome is not None and welcome.model_label.text() == "In use: qwen.gguf"
+    welcome.samples.setChecked(False)
+    welcome.extractive.setChecked(True)
+    welcome.start_button.click()
+    qtbot.waitUntil(lambda: bool(client.called("set_model")), timeout=5000)
+    assert client.called("set_model")[0]["model"] is None
+
+
 def test_enter_presses_get_started_which_has_the_visible_focus(qtbot: QtBot) -> None:
     picked: list[str] = []
     dialog = WelcomeDialog(choose_model_folder=lambda parent: picked.append("picker") or None)
