@@ -60,6 +60,9 @@ class AnswerDone:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: Literal["stop", "length"] = "stop"  # "length": cut at max_tokens
+    # Where in `answer` the documents' own sentences begin, when a model's answer is
+    # followed or replaced by them (None: nowhere): shown as written, not as Markdown.
+    quoted_from: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -499,7 +499,11 @@ class ChatPane(QWidget):
 
     def _on_done(self, done: AnswerDone) -> None:
         # Every answer not written by a model is quoted: shown as literal text.
-        self._end_stream(note=done.note or "", quoted=done.mode != "generative")
+        self._end_stream(
+            note=done.note or "",
+            quoted=done.mode != "generative",
+            quoted_from=done.quoted_from,
+        )
 
     def _on_failed(self, message: str) -> None:
         self._end_stream(error=message)

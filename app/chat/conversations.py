@@ -42,6 +42,9 @@ class Exchange:
     error: str = ""
     # Quoted from the documents (no language model): shown literally, never as Markdown.
     quoted: bool = False
+    # Where the documents' own sentences begin in a model's answer (after it, or in place
+    # of bare markers): from there on it is shown literally too. None: nowhere.
+    quoted_from: int | None = None
     searched: str = ""  # the query a follow-up was searched as ("" when as asked)
 
 
@@ -167,6 +170,10 @@ def from_json(data: Any) -> Conversation:
         raise ValueError(f"missing or wrong field: {e}") from e
 
 
+def _offset(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _exchange(data: Any) -> Exchange:
     if not isinstance(data, dict):
         raise TypeError("an exchange is not an object")
@@ -178,6 +185,7 @@ def _exchange(data: Any) -> Exchange:
         stopped=bool(data.get("stopped", False)),
         error=str(data.get("error", "")),
         quoted=bool(data.get("quoted", False)),
+        quoted_from=_offset(data.get("quoted_from")),
         searched=str(data.get("searched", "")),
     )
 

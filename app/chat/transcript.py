@@ -114,26 +114,39 @@ def write_question(*, cursor: QTextCursor, question: str, first: bool) -> None:
     cursor.setCharFormat(QTextCharFormat())
 
 
-def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, dark: bool) -> None:
-    """The answer part of an exchange, at `cursor` (the end of the document)."""
-    cursor.setCharFormat(QTextCharFormat())
-    citations = list(exchange.citations)
-    if exchange.answer and exchange.quoted:
-        # Quotations are the documents' own text: "~/test.sh ... ~" or "gnuplot*gray"
-        # must read as written, so they are escaped, never parsed as Markdown.
-        cursor.insertHtml(quoted_html(text=exchange.answer, citations=citations))
-    elif exchange.answer:
-        cursor.insertFragment(
-            markdown_fragment(text=exchange.answer, citations=citations, dark=dark)
-        )
-    elif streaming and citations:
+def write_waiting(*, cursor: QTextCursor, exchange: Exchange, streaming: bool) -> None:
+    """What stands where no answer text is yet: what the engine is doing, or none came."""
+    if streaming and exchange.citations:
         # The sources are on screen: the search is over, the model reads them.
-        found = f"{len(citations)} passage{'s' if len(citations) != 1 else ''}"
+        n = len(exchange.citations)
+        found = f"{n} passage{'s' if n != 1 else ''}"
         cursor.insertHtml(f'<span class="pending">Writing the answer from {found}…</span>')
     elif streaming:
         cursor.insertHtml('<span class="pending">Searching your documents…</span>')
     elif not exchange.error and not exchange.stopped:
         cursor.insertHtml('<span class="note">(no answer)</span>')
+
+
+def write_answer(*, cursor: QTextCursor, exchange: Exchange, streaming: bool, dark: bool) -> None:
+    """The answer part of an exchange, at `cursor` (the end of the document)."""
+    cursor.setCharFormat(QTextCharFormat())
+    citations = list(exchange.citations)
+    written, quoted = exchange.answer, ""
+    if exchange.quoted:
+        written, quoted = "", exchange.answer
+    elif exchange.quoted_from is not None and not streaming:
+        at = min(exchange.quoted_from, len(exchange.answer))
+        written, quoted = exchange.answer[:at].rstrip(), exchange.answer[at:].lstrip("\n")
+    if written:
+        cursor.insertFragment(markdown_fragment(text=written, citations=citations, dark=dark))
+    if quoted:
+        if written:
+            cursor.insertBlock(spaced(top=8))
+        # Quotations are the documents' own text: "~/test.sh ... ~" or "gnuplot*gray"
+        # must read as written, so they are escaped, never parsed as Markdown.
+        cursor.insertHtml(quoted_html(text=quoted, citations=citations))
+    if not exchange.answer:
+        write_waiting(cursor=cursor, exchange=exchange, streaming=streaming)
     if exchange.stopped:
         # insertHtml drops a leading space ("the column(stopped)"): a plain one first.
         cursor.insertText(" ")

@@ -152,6 +152,33 @@ def test_a_quoted_answer_in_the_chat_window_stays_literal(qtbot: QtBot, tmp_path
     assert "Use make [1]." in pane.transcript.toPlainText()  # the model's Markdown renders
 
 
+def test_the_sources_sentences_after_a_model_answer_stay_literal(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    from app.chat.chat_pane import ChatPane
+    from app.chat.conversations import ConversationStore
+    from engine.wire import AnswerDone, CitationsEvent, DoneEvent, TokenEvent
+
+    store = ConversationStore(folder=tmp_path)
+    pane = ChatPane(store=store)
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.loaded, timeout=5000)
+    pane.set_ready(True)
+    written = "Use **make** to skip them."
+    answer = f"{written}\n\n{QUOTED}"
+    stream = pane.ask(question="How do I skip broken builds?")
+    stream.deliver(CitationsEvent(citations=CITATIONS))
+    stream.deliver(TokenEvent(text=answer))
+    done = AnswerDone(answer=answer, mode="generative", model="m", quoted_from=len(written) + 2)
+    stream.deliver(DoneEvent(done=done))
+    shown = pane.transcript.toPlainText()
+    assert "Use make to skip them." in shown  # the model's Markdown renders
+    assert "~/test.sh ~ and gnuplot*gray*scale __init__" in shown  # the documents' text as written
+    (saved,) = store.load_all()
+    assert saved.exchanges[-1].quoted_from == len(written) + 2
+
+
 def test_a_long_code_line_wraps_instead_of_scrolling_the_transcript_sideways(
     qtbot: QtBot,
 ) -> None:

@@ -72,6 +72,9 @@ class FinalAnswer:
     # "instead": the sources' sentences in place of the model's bare markers; "after":
     # following an answer no passage supports; "no": the model's answer alone.
     quoted: str = "no"
+    # Where in `text` the sources' own sentences begin (None: nowhere), so that a
+    # reader shows them as written, not as the model's Markdown.
+    quoted_from: int | None = None
 
 
 class Checking:
@@ -134,7 +137,9 @@ class Checking:
             text = self._marked(self._fallback)
             self._dropped = len(_MARKER_RUN.findall(self._written))  # all of them gone
             markers = self._markers(bare=True)
-            return text, FinalAnswer(text=text, note=note, markers=markers, quoted="instead")
+            return text, FinalAnswer(
+                text=text, note=note, markers=markers, quoted="instead", quoted_from=0
+            )
         tail = self._check_to(len(self._written), last=True)
         shown = "".join(self._shown)
         if self._fallback and shown.strip() and not cites_any(shown, count=len(self._passages)):
@@ -144,6 +149,7 @@ class Checking:
                 note=UNSUPPORTED_NOTE,
                 markers=self._markers(bare=bare),
                 quoted="after",
+                quoted_from=len(shown) + 2,
             )
         return tail, FinalAnswer(text=shown, note=None, markers=self._markers(bare=bare))
 

@@ -103,13 +103,14 @@ def answer_events(
         completion = handle.tokens
         text = "".join(pieces)
         note = None
+        quoted_from = None
         if checking is None and embed is not None:  # the model wrote nothing
             checking = checking_for(gated=gated, embed=embed, scale=scale)
         if checking is not None:
             tail, final = checking.finish()
             if tail:
                 yield TokenEvent(text=tail)
-            text, note = final.text, final.note
+            text, note, quoted_from = final.text, final.note, final.quoted_from
         done = AnswerDone(
             answer=text,
             mode="generative",
@@ -118,6 +119,7 @@ def answer_events(
             prompt_tokens=handle.prompt_tokens or None,
             completion_tokens=completion,
             finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
+            quoted_from=quoted_from,
         )
     yield DoneEvent(done=done)
 

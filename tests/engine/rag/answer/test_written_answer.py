@@ -31,7 +31,7 @@ def embed():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("reply", ["[2]", "Yes, [2]", "[1], …, [2]", ""])
 def test_a_bare_marker_answer_shows_the_sources_sentences_and_says_so(embed, reply: str) -> None:  # type: ignore[no-untyped-def]
     got = finish_written(answer=reply, passages=PASSAGES, embed=embed, fallback=EXTRACT)
-    assert got.text == EXTRACT[:-1] + " [1]."
+    assert got.text == EXTRACT[:-1] + " [1]." and got.quoted_from == 0
     assert got.note is not None and "closest to the question" in got.note
     assert (reply.split(",")[0] or "nothing") in got.note
 
@@ -57,13 +57,14 @@ def test_an_answer_no_passage_bears_out_is_followed_by_the_sources_sentences(emb
     words = UNSUPPORTED.replace(" [2]", "")
     assert got.text == f"{words}\n\n{EXTRACT[:-1]} [1]."
     assert got.note == UNSUPPORTED_NOTE and got.quoted == "after"
+    assert got.text[got.quoted_from :] == f"{EXTRACT[:-1]} [1]."  # where the quotation begins
     assert got.markers.dropped == 1
 
 
 def test_a_supported_answer_or_no_fallback_adds_nothing(embed) -> None:  # type: ignore[no-untyped-def]
     reply = "If the table already exists, the statement does nothing and raises no error [1]."
     supported = finish_written(answer=reply, passages=PASSAGES, embed=embed, fallback=EXTRACT)
-    assert supported.text == reply and supported.quoted == "no"
+    assert supported.text == reply and supported.quoted == "no" and supported.quoted_from is None
     alone = finish_written(answer=UNSUPPORTED, passages=PASSAGES, embed=embed, fallback=None)
     assert alone.text == UNSUPPORTED.replace(" [2]", "") and alone.note is None
 

@@ -162,11 +162,14 @@ def test_a_written_answer_is_read_on_the_embedder_s_scale() -> None:
         extra = {} if scale is None else {"scale": scale}
         events = list(answer_events(handle=handle, cancel=None, embed=embed, **extra))
         (done,) = [e.done for e in events if isinstance(e, DoneEvent)]
-        return done.answer
+        return done
 
-    assert done_for(None).endswith("[1].")
-    model_words, *quoted = done_for(SemanticScale(unrelated=0.8, translated=0.92)).split("\n\n")
+    supported = done_for(None)
+    assert supported.answer.endswith("[1].") and supported.quoted_from is None
+    unsupported = done_for(SemanticScale(unrelated=0.8, translated=0.92))
+    model_words, *quoted = unsupported.answer.split("\n\n")
     assert "[" not in model_words
     # An answer left with no marker is followed by what the documents say
-    # (engine/rag/answer/written_answer.py).
+    # (engine/rag/answer/written_answer.py), and the reader is told where they begin.
     assert quoted == ["UTF-8 [1]."]
+    assert unsupported.answer[unsupported.quoted_from :] == "UTF-8 [1]."
