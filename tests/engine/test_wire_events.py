@@ -71,6 +71,7 @@ def test_the_wire_format_is_the_documented_one() -> None:
         "prompt_tokens": None,
         "completion_tokens": None,
         "finish_reason": "stop",
+        "quoted_from": None,
     }
     assert frames[4] == 'event: error\ndata: {"message": "boom"}\n\n'
     progress = encode_sse(ProgressEvent(progress=IngestProgress(job_id="j", state="done")))
