@@ -410,7 +410,9 @@ class MainWindow(QMainWindow):
         if activity and self.activity_panel is not None:
             self.activity_panel.show_status(status)
         profiling = status.profiling is not None and status.profiling.state == "running"
-        if activity or profiling:
+        # A chosen model still loading: asked again until it answers (or fails).
+        loading = status.answer_mode == "extractive" and bool(status.model)
+        if activity or profiling or (loading and not status.model_error):
             self._profiling_poll.start(1000 if activity else 2000)
         self.mode_label.setText(
             mode_text(

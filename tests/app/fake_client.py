@@ -238,6 +238,7 @@ class FakeClient(EngineClient):
     started_here: bool = False
     keep_running: bool = False
     model: str | None = None
+    loading: bool = False  # the model is chosen and still loading: answers are quoted
     embedder: str = "fake-embedder"
     embedder_job: str | None = None  # a re-embedding after set_embedder
     reranker: str | None = None  # what set_reranker saved
@@ -289,7 +290,9 @@ class FakeClient(EngineClient):
             embedder=self.embedder,
             # As the engine: the server's model while a model server writes the answers.
             model=self.server.model if self.server else self.model,
-            answer_mode="generative" if self.model or self.server else "extractive",
+            answer_mode="generative"
+            if (self.model and not self.loading) or self.server
+            else "extractive",
             profiling=self.profiling,
             pipeline=self.pipeline,
             embedder_in_force=self.embedder,
