@@ -136,6 +136,7 @@ class Outcome:
     seconds: float
     score: float | None  # the answer sentence's relevance; None: no chunk was close enough
     unknown: tuple[str, ...] = ()  # the question's words no chunk holds (the refusal's cue)
+    translated: str = ""  # searched too: the model's translation of the question
 
 
 def load_set(*, file: Path = SET_FILE) -> list[QualityQuestion]:
@@ -368,9 +369,15 @@ def measure(
         outcomes = []
         for q in questions:
             started = time.perf_counter()
-            (gated,) = retrieve([Question(request_id=q.id, text=q.question, k=TOP_K)])
+            # With a model, as the engine asks: translated first where the collection
+            # is not written in the question's language.
+            translated = translation(question=q.question, answerer=answerer, store=store)
+            asked = Question(request_id=q.id, text=q.question, k=TOP_K, translated=translated)
+            (gated,) = retrieve([asked])
             seconds = time.perf_counter() - started
-            outcomes.append(_outcome(question=q, gated=gated, seconds=seconds))
+            outcomes.append(
+                _outcome(question=q, gated=gated, seconds=seconds, translated=translated)
+            )
             if write and answerer is not None:
                 from bench.quality_model import describe_written, written_outcome
 
@@ -427,6 +434,7 @@ def measure(
             "refused": o.refused,
             "score": o.score,
             "unknown": list(o.unknown),
+            "translated": o.translated,
             "contains": o.contains_answer,
             "sentence_contains": o.key_contains,
         }
@@ -543,7 +551,26 @@ def build_index(
         store.close()
 
 
-def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcome:
+def translation(*, question: str, answerer: GenerativeAnswerer | None, store: Any) -> str:
+    """What the engine searches besides `question` (engine/rag/answer/translation.py):
+    the model's translation into the collection's language, or "" (no model, or the
+    question is in one of the collection's languages)."""
+    from engine.rag.answer.translation import searched_translation, translation_target
+
+    if answerer is None:
+        return ""
+    target = translation_target(question=question, shares=store.language_shares())
+    if target is None:
+        return ""
+    request = answerer.translate_request(question=question, language=target)
+    ids = [event.token_id for event in answerer.stream_batch(requests=[request])]
+    text = str(answerer.tokenizer.decode(ids, skip_special_tokens=True))
+    return searched_translation(question=question, text=text)
+
+
+def _outcome(
+    *, question: QualityQuestion, gated: Any, seconds: float, translated: str = ""
+) -> Outcome:
     refused = not gated.found
     answer_text = "" if refused or gated.extract is None else gated.extract.text
     rank = None
@@ -563,6 +590,7 @@ def _outcome(*, question: QualityQuestion, gated: Any, seconds: float) -> Outcom
         seconds=seconds,
         score=gated.extract.score if gated.extract is not None and gated.extract.score else None,
         unknown=tuple(gated.unknown),
+        translated=translated,
     )
 
 

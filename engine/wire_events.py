@@ -144,7 +144,9 @@ class SearchedEvent(StreamEvent):
     rewrite of it. Sent for a follow-up asked within a conversation (before its
     search), and for a question judged standalone whose results the earlier turn
     changed (`hedged`: searched as asked and history-aware, the rankings fused; sent
-    after its search, since only the search tells)."""
+    after its search, since only the search tells). Also for a question asked in a
+    language the collection is not written in, which a model translated (`query`, with
+    `rewritten_by` "model"): searched as asked and as translated, the rankings fused."""
 
     def shown(self) -> str:
         """ "searched for: …" as the window and the CLI write it."""

@@ -27,6 +27,7 @@ from engine.rag.answer.conversation import resolve
 from engine.rag.answer.model_ranker import MODEL_RANKER
 from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import CandidateRanker
+from engine.rag.answer.translation import translation_target
 from engine.rag.answer.word_languages import WordLanguages, either_ordinary
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
@@ -419,6 +420,16 @@ class Engine:
         if history:
             follow_up = resolve(question=question, history=tuple(history))
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
+        with_model = serving.answerer is not None
+        rewrite = needs_rewrite(follow_up=follow_up, with_model=with_model)
+        translate_to = None
+        if with_model and not rewrite:
+            # Asked in a language the collection is not written in: the model translates
+            # it first, and the translation is searched too (a follow-up the model
+            # rewrites is not: its rewrite is the search text).
+            translate_to = translation_target(
+                question=question, shares=self.store.language_shares()
+            )
         handle = serving.pipeline.submit(
             question=follow_up.query if follow_up is not None else question,
             priority=priority,
@@ -427,7 +438,8 @@ class Engine:
             filters=None if filters.empty else filters,
             conversation=follow_up,
             # With a model, the pipeline rewrites a follow-up before its retrieval.
-            rewrite=needs_rewrite(follow_up=follow_up, with_model=serving.answerer is not None),
+            rewrite=rewrite,
+            translate_to=translate_to,
             cancel=cancel,
         )
         yield from answer_events(

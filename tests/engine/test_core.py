@@ -569,3 +569,28 @@ def _warm_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         warming.join(30)
     finally:
         engine.close()
+
+
+def test_a_question_in_a_language_no_document_is_in_is_translated_first(
+    with_model: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The facts are English: with a model, a German question is translated into English
+    by it before its search (engine/rag/answer/translation.py), and answered; an English
+    question is not."""
+    assert with_model.store.language_shares().keys() == {"en"}
+    answerer = with_model.serving().answerer
+    assert answerer is not None
+    asked: list[str] = []
+    translate = answerer.translate_request
+
+    def noted(*, question: str, language: str, max_new_tokens: int = 64) -> Any:
+        asked.append(language)
+        return translate(question=question, language=language, max_new_tokens=max_new_tokens)
+
+    monkeypatch.setattr(answerer, "translate_request", noted)
+    german = "Wann endet der Mietvertrag für das Büro und um wie viele Jahre verlängert er sich?"
+    events = list(with_model.ask_stream(question=german, max_new_tokens=4))
+    assert asked == ["en"]
+    assert isinstance(events[-1], DoneEvent)
+    list(with_model.ask_stream(question="When does the office lease end?", max_new_tokens=4))
+    assert asked == ["en"]

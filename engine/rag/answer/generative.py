@@ -196,22 +196,42 @@ class GenerativeAnswerer:
         from engine.rag.answer.conversation import REWRITE_INSTRUCTIONS, rewrite_prompt_text
 
         user = rewrite_prompt_text(question=question, history=tuple(history))
+        return self._instructed(
+            system=REWRITE_INSTRUCTIONS, user=user, cue="Query:", max_new_tokens=max_new_tokens
+        )
+
+    def translate_request(
+        self, *, question: str, language: str, max_new_tokens: int = 64
+    ) -> GenerationRequest:
+        """A question's translation into `language` (engine/rag/answer/translation.py)."""
+        from engine.rag.answer.translation import instructions
+
+        return self._instructed(
+            system=instructions(language=language),
+            user=question,
+            cue="Translation:",
+            max_new_tokens=max_new_tokens,
+        )
+
+    def _instructed(
+        self, *, system: str, user: str, cue: str, max_new_tokens: int
+    ) -> GenerationRequest:
+        """A short request: `system`'s instructions for `user`'s text, in the model's
+        chat template (merged into the user's turn where it has no system role), or as
+        plain text ending in `cue` for a model without one."""
         if getattr(self.tokenizer, "chat_template", None):
-            messages = [
-                {"role": "system", "content": REWRITE_INSTRUCTIONS},
-                {"role": "user", "content": user},
-            ]
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             try:
                 prompt = self.tokenizer.apply_chat_template(
                     messages, tokenize=False, add_generation_prompt=True
                 )
             except Exception:  # a template without a system role
-                merged = [{"role": "user", "content": f"{REWRITE_INSTRUCTIONS}\n\n{user}"}]
+                merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
                 prompt = self.tokenizer.apply_chat_template(
                     merged, tokenize=False, add_generation_prompt=True
                 )
         else:
-            prompt = f"{REWRITE_INSTRUCTIONS}\n\n{user}\n\nQuery:"
+            prompt = f"{system}\n\n{user}\n\n{cue}"
         return self._request(prompt=prompt, max_new_tokens=max_new_tokens)
 
     def _request(self, *, prompt: str, max_new_tokens: int) -> GenerationRequest:

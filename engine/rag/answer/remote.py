@@ -140,6 +140,18 @@ class RemoteAnswerer:
         ]
         return _request(messages=messages, max_new_tokens=max_new_tokens)
 
+    def translate_request(
+        self, *, question: str, language: str, max_new_tokens: int = 64
+    ) -> ServerRequest:
+        """A question's translation into `language` (engine/rag/answer/translation.py)."""
+        from engine.rag.answer.translation import instructions
+
+        messages = [
+            {"role": "system", "content": instructions(language=language)},
+            {"role": "user", "content": question},
+        ]
+        return _request(messages=messages, max_new_tokens=max_new_tokens)
+
     # -- answers ---------------------------------------------------------------------
 
     def deltas(

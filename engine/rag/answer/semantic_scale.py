@@ -76,6 +76,11 @@ class SemanticScale:
             return self  # translations nearer unrelated sentences: no other language read
         return replace(self, top=self.translated)
 
+    def reads_across(self) -> bool:
+        """Whether the embedder reads other languages: its translations lie nearer an
+        identical sentence than unrelated ones (`across` has a scale of its own)."""
+        return self.across() != self
+
     def apply(self, cosine: np.ndarray | float) -> np.ndarray:
         if abs(self.unrelated - REFERENCE) < 1e-6 and self.top == 1.0:
             return np.asarray(cosine, dtype=np.float32)

@@ -107,7 +107,7 @@ class Checking:
         self._scale = scale
         # Only a scale that knows a translation's cosine reads another language apart:
         # the bundled MiniLM's does not, and its answers need no language guessed.
-        self._languages = [text_language(p) for p in passages] if scale.across() != scale else None
+        self._languages = [text_language(p) for p in passages] if scale.reads_across() else None
         self._written = ""  # as the model wrote it
         self._checked_to = 0  # of _written
         self._shown: list[str] = []  # each sentence (or code line) as shown

@@ -17,7 +17,7 @@ from engine.rag.answer.extractive import NOT_FOUND_TEXT, ExtractiveAnswerer
 from engine.rag.answer.passages import Passage
 from engine.rag.pipeline.page_order import distinct_pages_first
 from engine.rag.pipeline.requests import Piece, Question
-from engine.rag.pipeline.stages import DONE, GenerationJob, Stream
+from engine.rag.pipeline.stages import DONE, GenerationJob, RowFailed, Stream
 from engine.rag.store.records import SearchFilters, SearchHit, SearchResult
 from engine.rag.store.search import RRF_K
 
@@ -88,6 +88,15 @@ def store_retrieve_batch(
                     filters=filters,
                     made_by=made_by,
                 )
+                hits = _fused_with_translation(
+                    store=store,
+                    embed=embed,
+                    question=questions[i],
+                    hits=hits,
+                    k=k,
+                    filters=filters,
+                    made_by=made_by,
+                )
                 hits = _favour_cited(hits=hits, question=questions[i], scale=leaned)
                 hedged = getattr(questions[i].conversation, "hedged", False)
                 if hedged and result.hits:
@@ -149,9 +158,16 @@ _NEAR_CITED_BONUS = 0.15 / (RRF_K + 1)
 _HEDGED_KEEPS_OWN = 1
 
 
+# A translated question's candidates in each of its two searches, so that a page one of
+# them ranks below its k can rise in the fusion (as measured: docs/benchmarks.md).
+_TRANSLATED_CANDIDATES = 20
+
+
 def _search_k(question: Question) -> int:
     if getattr(question.conversation, "cited", None):
         return max(question.k, _FOLLOW_UP_CANDIDATES)
+    if question.translated:
+        return max(question.k, _TRANSLATED_CANDIDATES)
     return question.k
 
 
@@ -199,17 +215,52 @@ def _fused_with_also(
         if leaned <= 0.0:
             return list(hits), 0.0
         weight *= leaned
+    lists = [(list(hits), _OWN_WEIGHT)] + [(list(r.hits), weight) for r in results]
+    return _reciprocal_rank(lists), leaned
+
+
+def _reciprocal_rank(lists: Sequence[tuple[list[SearchHit], float]]) -> list[SearchHit]:
+    """Rankings (each with its weight) fused by reciprocal rank, best first; a chunk in
+    several keeps its best similarity."""
     score: dict[str, float] = {}
     best: dict[str, SearchHit] = {}
-    lists = [(list(hits), _OWN_WEIGHT)] + [(list(r.hits), weight) for r in results]
-    for ranked, w in lists:
+    for ranked, weight in lists:
         for rank, hit in enumerate(ranked):
             cid = hit.chunk.chunk_id
-            score[cid] = score.get(cid, 0.0) + w / (RRF_K + rank + 1)
+            score[cid] = score.get(cid, 0.0) + weight / (RRF_K + rank + 1)
             if cid not in best or hit.similarity > best[cid].similarity:
                 best[cid] = hit
     order = sorted(score, key=lambda cid: -score[cid])
-    return [replace(best[cid], fused=score[cid]) for cid in order], leaned
+    return [replace(best[cid], fused=score[cid]) for cid in order]
+
+
+def _fused_with_translation(
+    *,
+    store: LanceStore,
+    embed: Embed,
+    question: Question,
+    hits: list[SearchHit],
+    k: int,
+    filters: SearchFilters | None,
+    made_by: list[str] | None = None,
+) -> list[SearchHit]:
+    """A question's ranking fused (reciprocal rank, the two weighed alike) with its
+    translation's (engine/rag/answer/translation.py): the translation's words meet the
+    pages' in the full-text search, where the question's own meet none, and the
+    question's own vector keeps what it found. `made_by` as in `_fused_with_also`."""
+    if not question.translated:
+        return hits
+    vectors = np.asarray(embed([question.translated]), dtype=np.float32)
+    if made_by is not None and len(set(made_by)) > 1:
+        raise StaleVectorsError("the embedder was swapped while the translation was embedded")
+    (result,) = store.search_batch(
+        vectors=vectors,
+        texts=[question.translated],
+        k=k,
+        filters=filters,
+        **({"made_by": made_by[0]} if made_by else {}),
+    )
+    return _reciprocal_rank([(hits, 1.0), (list(result.hits), 1.0)])
 
 
 def _embed_blended(
@@ -313,6 +364,11 @@ def extractive_generate_batch(*, embed: Embed) -> Callable[[Sequence[GenerationJ
     def generate(jobs: Sequence[GenerationJob]) -> Stream:
         for job in jobs:
             if job.cancel.is_set():
+                continue
+            if job.question.rewrite or job.question.translate_to:
+                # Handed over from a model's pipelines (the model was turned off): no
+                # model writes it here, and the question is searched as it stands.
+                yield job.request_id, RowFailed(message="no language model is in use")
                 continue
             hits = hits_of(job.hits)
             answer = answerer.answer(question=job.question.text, passages=passages_of(hits))
@@ -438,6 +494,8 @@ def _request(
         return answerer.rewrite_request(
             question=getattr(conversation, "question", q.text), history=history
         )
+    if q.translate_to:
+        return answerer.translate_request(question=q.text, language=q.translate_to)
     return answerer.prompt_request(
         question=getattr(conversation, "question", q.text),
         passages=passages(job),

@@ -16,7 +16,14 @@ from engine.rag.answer.extractive import NO_MODEL_NOTE
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.written_answer import Checking
 from engine.rag.pipeline.answering import GatedHits, refusal_text, still_adding_note
-from engine.rag.pipeline.requests import Finished, Piece, RequestHandle, Resolved, Retrieved
+from engine.rag.pipeline.requests import (
+    Finished,
+    Piece,
+    RequestHandle,
+    Resolved,
+    Retrieved,
+    Translated,
+)
 from engine.rag.store.records import SearchHit
 from engine.wire import (
     AnswerDone,
@@ -63,6 +70,9 @@ def answer_events(
                 searched = follow_up_search(event.conversation)
                 if searched is not None:
                     yield searched
+            elif isinstance(event, Translated):
+                # Shown as a model's rewrite is: "searched for: …" the translation.
+                yield SearchedEvent(query=event.text, rewritten_by="model")
             elif isinstance(event, Retrieved):
                 gated = event.hits if isinstance(event.hits, GatedHits) else None
                 found = gated is not None and gated.found

@@ -33,7 +33,7 @@ from engine.rag.answer.extractive import (
 )
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.refusal import MIN_CHUNKS, held, refused, unknown_words
-from engine.rag.answer.semantic_scale import SemanticScale
+from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
 from engine.rag.pipeline.adapters import (
     Embed,
@@ -197,6 +197,7 @@ class RelevanceGate:
         (engine/rag/answer/semantic_scale.py); `ordinary_word` tells a word of some
         language from a name (engine/rag/answer/refusal.py)."""
         self._ordinary = ordinary_word
+        self._sentence_scale = sentence_scale or (lambda: IDENTITY)
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
         self._reranker = reranker
@@ -259,8 +260,15 @@ class RelevanceGate:
         one_document = _one_document(question)
         if _checked(hits, one_document=one_document):
             asked = _gate_text(question, leaned=searched.leaned)
+            read = question.text
+            if question.translated and not self._sentence_scale().reads_across():
+                # An embedder of one language reads the question only as translated into
+                # the documents' (engine/rag/answer/translation.py). One that reads both
+                # reads it as asked: taking the better of the two let through unanswerable
+                # questions (docs/benchmarks.md).
+                asked = read = question.translated
             across = self._store.asked_across(
-                question=question.text, doc_ids=[h.chunk.doc_id for h in hits[:ACROSS_BEST]]
+                question=read, doc_ids=[h.chunk.doc_id for h in hits[:ACROSS_BEST]]
             )
             extract = self._extractive.answer(
                 question=asked, passages=passages_of(hits), across=across

@@ -25,6 +25,17 @@ def needs_rewrite(*, follow_up: FollowUp | None, with_model: bool) -> bool:
     return with_model and follow_up is not None and follow_up.dependent
 
 
+def after_translation(*, question: Question, text: str | None) -> Question:
+    """The translation's end (engine/rag/answer/translation.py): `question` searched also
+    as what the model wrote (`text`; None when it failed: as asked only)."""
+    from engine.rag.answer.translation import searched_translation
+
+    translated = searched_translation(question=question.text, text=text)
+    if not translated:
+        log.info("the translation of a question gave no search text: searching it as asked")
+    return dataclasses.replace(question, translate_to=None, translated=translated)
+
+
 def after_rewrite(*, question: Question, text: str | None) -> Question:
     """The rewrite stage's end: `question` as retrieval searches it, from what the model
     wrote (`text`; None when the rewrite failed). The first line is the query (a model

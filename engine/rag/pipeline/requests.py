@@ -45,6 +45,11 @@ class Question:
     # The model rewrites this follow-up into a search query before its retrieval (the
     # pipeline's rewrite stage, follow_up.py); False once rewritten.
     rewrite: bool = False
+    # The model translates the question into this language before its retrieval (the
+    # same stage, engine/rag/answer/translation.py); None once translated.
+    translate_to: str | None = None
+    # The question's translation, searched too: its ranking fused with the question's.
+    translated: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +58,14 @@ class Resolved:
     then rewritten by the model when the pipeline's rewrite stage ran on it."""
 
     conversation: FollowUp
+
+
+@dataclass(frozen=True, kw_only=True)
+class Translated:
+    """How a question asked in a language the collection is not written in is searched,
+    before its retrieval: also as the model's translation `text`."""
+
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +86,7 @@ class Finished:
     error: str = ""
 
 
-Event = Resolved | Retrieved[H] | Piece | Finished
+Event = Resolved | Translated | Retrieved[H] | Piece | Finished
 
 
 class CancelFlag(Protocol):
@@ -230,6 +243,8 @@ class RequestHandle(Generic[S, H]):
         self.question = question
         if question.conversation is not None:
             self.emit(Resolved(conversation=question.conversation))
+        if question.translated:
+            self.emit(Translated(text=question.translated))
 
     def hold(self, *, searched: S) -> None:
         """Generation may start before the relevance gate's verdict (from `searched`,
@@ -312,6 +327,7 @@ def new_question(
     request_id: str | None = None,
     conversation: FollowUp | None = None,
     rewrite: bool = False,
+    translate_to: str | None = None,
 ) -> Question:
     """A Question with a fresh id, after checking what a caller could get wrong."""
     if not text.strip():
@@ -322,6 +338,8 @@ def new_question(
         raise ValueError("k and max_new_tokens must be at least 1")
     if rewrite and conversation is None:
         raise ValueError("only a follow-up of a conversation is rewritten")
+    if translate_to and rewrite:
+        raise ValueError("a follow-up that is rewritten is not translated too")
     return Question(
         request_id=request_id or uuid.uuid4().hex,
         text=text.strip(),
@@ -332,4 +350,5 @@ def new_question(
         filters=filters,
         conversation=conversation,
         rewrite=rewrite,
+        translate_to=translate_to or None,
     )

@@ -32,13 +32,14 @@ from typing import Generic
 from engine.rag.answer.conversation import FollowUp
 from engine.rag.pipeline.batch_worker import BatchFailed, BatchWorker
 from engine.rag.pipeline.batching import BatchModel
-from engine.rag.pipeline.follow_up import after_rewrite
+from engine.rag.pipeline.follow_up import after_rewrite, after_translation
 from engine.rag.pipeline.policies import Fits, Placing, Scheduling
 from engine.rag.pipeline.requests import (
     Event,
     Finished,
     H,
     Piece,
+    Question,
     RequestHandle,
     Retrieved,
     S,
@@ -159,11 +160,14 @@ class Pipeline(Generic[S, H]):
         on_event: Callable[[Event[H]], None] | None = None,
         conversation: FollowUp | None = None,
         rewrite: bool = False,
+        translate_to: str | None = None,
         cancel: threading.Event | None = None,
     ) -> RequestHandle[S, H]:
         """Queue a question for retrieval, or, with `rewrite` (a follow-up, see
-        follow_up.py), for its rewrite first; ValueError on an empty question or bad
-        limits. A follow-up's reader hears how it is searched (`Resolved`) before its
+        follow_up.py), for its rewrite first, or with `translate_to` (a language code,
+        engine/rag/answer/translation.py), for its translation first; ValueError on an
+        empty question or bad limits. A follow-up's reader hears how it is searched
+        (`Resolved`), a translated question's its translation (`Translated`), before its
         retrieval. Once `cancel` is set the request leaves whichever queue holds it, or its
         generation batch at the next decode step, and finishes "cancelled"."""
         if request_id is not None:
@@ -180,6 +184,7 @@ class Pipeline(Generic[S, H]):
             request_id=request_id,
             conversation=conversation,
             rewrite=rewrite,
+            translate_to=translate_to,
         )
 
         def counted(event: Event[H]) -> None:
@@ -202,8 +207,9 @@ class Pipeline(Generic[S, H]):
         return handle
 
     def _enqueue(self, handle: RequestHandle[S, H], *, retrieved: bool) -> None:
-        """Into the queue of the request's next stage (a rewrite is a generation row)."""
-        if handle.question.rewrite:
+        """Into the queue of the request's next stage (a rewrite or a translation is a
+        generation row)."""
+        if _rewritten_first(handle.question):
             self.generation.enqueue(handle, priority=self._scheduling.rewrite_priority)
         else:
             (self.generation if retrieved else self.retrieval).enqueue(handle)
@@ -401,7 +407,7 @@ class Pipeline(Generic[S, H]):
         joined = 0
 
         def job_of(h: RequestHandle[S, H]) -> GenerationJob[S, H]:
-            if h.question.rewrite:
+            if _rewritten_first(h.question):
                 rewriting[h.request_id] = []
                 return GenerationJob(
                     request_id=h.request_id, question=h.question, hits=None, cancel=h.cancel_event
@@ -499,12 +505,22 @@ class Pipeline(Generic[S, H]):
         """A follow-up's rewrite is over (`text`: what the model wrote, None when it
         failed): the question goes on to retrieval with its search query, here or, after
         a hand-over (a model change), in the pipelines that took this one's work."""
-        h.resolved(question=after_rewrite(question=h.question, text=text))
+        question = h.question
+        if question.translate_to:
+            h.resolved(question=after_translation(question=question, text=text))
+        else:
+            h.resolved(question=after_rewrite(question=question, text=text))
         successor = self._successor
         if successor is not None:
             successor.adopt(handle=h, retrieved=False)
         else:
             self.retrieval.enqueue(h)
+
+
+def _rewritten_first(question: Question) -> bool:
+    """Whether the question's first stage is a generation row: a follow-up's rewrite or
+    a translation."""
+    return question.rewrite or question.translate_to is not None
 
 
 def _finish_cancelled(members: Sequence[RequestHandle[S, H]]) -> None:

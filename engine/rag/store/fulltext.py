@@ -33,7 +33,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -283,10 +283,12 @@ def fill_words(table: Any) -> int:
 @dataclass(frozen=True, kw_only=True)
 class DocumentLanguages:
     """The languages of a documents table: the collection's, most text first
-    (`collection_languages`), and each document's (by its id; empty: not detected)."""
+    (`collection_languages`), each document's (by its id; empty: not detected), and the
+    chunks each language's documents hold (`language_shares`)."""
 
     collection: tuple[str, ...]
     by_document: dict[str, frozenset[str]]
+    shares: dict[str, int] = field(default_factory=dict)
 
 
 def languages_of(documents: Any) -> DocumentLanguages:
@@ -309,6 +311,7 @@ def languages_of(documents: Any) -> DocumentLanguages:
         for r in rows
     )
     return DocumentLanguages(
+        shares=shares,
         collection=collection_languages(shares),
         by_document={
             r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows

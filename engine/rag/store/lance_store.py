@@ -376,6 +376,10 @@ class LanceStore:
         """The collection's languages, most text first (engine/rag/ingest/language.py)."""
         return self.words.languages().collection
 
+    def language_shares(self) -> dict[str, int]:
+        """The chunks of the documents written in each language (their main one)."""
+        return dict(self.words.languages().shares)
+
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0
         return self.documents.count_rows("status = 'indexed'"), chunks

@@ -66,6 +66,8 @@ def test_an_embedder_that_reads_one_language_keeps_its_one_scale() -> None:
     english_only = SemanticScale(unrelated=0.15, translated=0.4)
     assert english_only.across() == english_only
     assert IDENTITY.across() == IDENTITY
+    assert not english_only.reads_across() and not IDENTITY.reads_across()
+    assert SemanticScale(unrelated=0.8, translated=0.92).reads_across()
     assert SemanticScale(unrelated=0.8).across().apply(0.9) == SemanticScale(unrelated=0.8).apply(
         0.9
     )

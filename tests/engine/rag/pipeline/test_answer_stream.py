@@ -79,6 +79,24 @@ def test_a_follow_up_is_told_once_before_its_citations() -> None:
     assert events.index(searched) < first_citations
 
 
+def test_a_translated_question_says_what_it_was_searched_as_before_its_citations() -> None:
+    import dataclasses
+
+    asked = new_question(text="Wie wähle ich die Systemsprache?", k=3, translate_to="en")
+    handle = RequestHandle(question=asked, submitted=0.0)
+    translated = "How do I choose the system language?"
+    # As the pipeline tells it at the translation's end, before retrieval.
+    handle.resolved(question=dataclasses.replace(asked, translate_to=None, translated=translated))
+    found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+    handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+    handle.emit(Finished(status="done"))
+    events = list(answer_events(handle=handle, cancel=None))
+    (searched,) = [e for e in events if isinstance(e, SearchedEvent)]
+    assert searched.shown() == translated and searched.rewritten_by == "model"
+    first_citations = next(i for i, e in enumerate(events) if isinstance(e, CitationsEvent))
+    assert events.index(searched) < first_citations
+
+
 def test_a_written_answer_that_cites_nothing_is_done_with_markers() -> None:
     """Done's text carries the [n], and so does the text streamed before it."""
     from engine.wire import DoneEvent, TokenEvent

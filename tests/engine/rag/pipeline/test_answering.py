@@ -8,6 +8,7 @@ import numpy as np
 
 from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import RERANK_CANDIDATES
+from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.pipeline.answering import (
     NOT_FOUND_ANSWER,
     ONE_DOCUMENT_READ,
@@ -264,3 +265,39 @@ def test_a_document_that_does_not_state_it_is_refused_with_its_first_k() -> None
     (searched,) = gate.search([question])  # chunks 0-7: filler only
     gated = gate.judge(question, searched)
     assert not gated.found and [h.chunk.ordinal for h in gated.hits] == [0, 1, 2]
+
+
+def test_an_embedder_of_one_language_reads_a_translated_question_as_translated() -> None:
+    def sentence_embed(texts: list[str]) -> np.ndarray:
+        """An embedder of one language: the German question is like no sentence."""
+        rows = []
+        for t in texts:
+            if "filter" in t.lower():
+                rows.append([1.0, 0.0, 0.0])
+            elif "luftsieb" in t.lower():
+                rows.append([0.0, 0.0, 1.0])
+            else:
+                rows.append([0.0, 1.0, 0.0])
+        return np.array(rows, np.float32)
+
+    german = "Wie reinige ich das Luftsieb?"
+    asked = [Question(request_id="1", text=german, k=5)]
+    translated = [
+        Question(request_id="1", text=german, k=5, translated="How is the air filter cleaned?")
+    ]
+    # The bundled MiniLM's scale: it reads no other language.
+    one_language = gated_retrieve_batch(
+        store=FakeStore(), embed=embed, reranker=FilterFirst(), sentence_embed=sentence_embed
+    )
+    assert not one_language(asked)[0].found
+    (found,) = one_language(translated)
+    assert found.found and "warm water" in found.extract.text
+    # An embedder that reads both languages reads the question as asked.
+    many = gated_retrieve_batch(
+        store=FakeStore(),
+        embed=embed,
+        reranker=FilterFirst(),
+        sentence_embed=sentence_embed,
+        sentence_scale=lambda: SemanticScale(unrelated=0.2, translated=0.9),
+    )
+    assert not many(translated)[0].found

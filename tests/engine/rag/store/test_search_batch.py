@@ -270,6 +270,8 @@ def test_a_collection_of_several_languages_is_searched_over_cut_words(tmp_path: 
         # names it.
         assert s.word_documents("power") == frozenset()
         assert s.word_documents("powershell") == frozenset({"/docs/sk/manual.pdf"})
+        # Each language's documents' chunks (engine/rag/answer/translation.py reads them).
+        assert s.language_shares() == {"sk": 1, "de": 1}
     finally:
         s.close()
 
