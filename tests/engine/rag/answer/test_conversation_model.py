@@ -124,6 +124,22 @@ def test_a_rewrite_runs_as_a_generation_row(answerer: GenerativeAnswerer) -> Non
     assert any(isinstance(p, Piece) and p.tokens for _, p in out)
 
 
+def test_a_translation_runs_as_a_short_generation_row(answerer: GenerativeAnswerer) -> None:
+    question = "Wie halte ich ein Paket auf seiner Version?"
+    request = answerer.translate_request(question=question, language="en")
+    prompt = answerer.tokenizer.decode(request.prompt_ids)
+    assert "into English" in prompt and question in prompt
+    assert request.max_new_tokens <= 64
+    job = GenerationJob(
+        request_id="t",
+        question=new_question(text=question, translate_to="en"),
+        hits=None,
+        cancel=threading.Event(),
+    )
+    out = list(generate_rows(answerer=answerer, jobs=[job], passages=lambda _: []))
+    assert out[-1] == ("t", DONE)
+
+
 def test_with_a_model_the_rewrite_becomes_the_search_query() -> None:
     history = (Turn(question="How do I configure exim for IMAP?", answer="Use maildir."),)
     follow = resolve(question="does it work over POP3?", history=history)

@@ -90,3 +90,22 @@ def test_a_cancelled_row_is_never_sent() -> None:
         )  # type: ignore[arg-type]
         assert len(stub.state.requests) == 1
     assert set(ends) == {"q0"}
+
+
+def test_a_translation_row_asks_the_server_to_translate() -> None:
+    with model_server_stub() as stub:
+        answerer = RemoteAnswerer(endpoint=ServerEndpoint(url=stub.url, model="stub-model"))
+        question = "Wie halte ich ein Paket auf seiner Version?"
+        job = GenerationJob(
+            request_id="t",
+            question=Question(request_id="t", text=question, translate_to="en"),
+            hits=None,
+            cancel=threading.Event(),
+        )
+        _, ends = _collect(
+            generate_rows(answerer=answerer, jobs=[job], passages=lambda job: [])  # type: ignore[arg-type]
+        )
+        assert ends == {"t": DONE}
+        (sent,) = stub.state.requests
+        system, user = sent["messages"]
+        assert "into English" in system["content"] and user["content"] == question
