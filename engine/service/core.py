@@ -24,6 +24,7 @@ from engine.environ import EngineEnviron
 from engine.errors import ModelLoadError
 from engine.paths import Paths
 from engine.rag.answer.conversation import resolve
+from engine.rag.answer.extractive import quoted_note
 from engine.rag.answer.model_ranker import MODEL_RANKER
 from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import CandidateRanker
@@ -442,12 +443,17 @@ class Engine:
             translate_to=translate_to,
             cancel=cancel,
         )
+        settings = self.settings
         yield from answer_events(
             handle=handle,
             cancel=cancel,
             unfinished=self.ingestion.unfinished,
             embed=self.in_force.embed_sentences,  # [n] for an answer that cites nothing
             scale=self.in_force.sentence_scale(),
+            # Why a quoted answer is quoted, as it stood when the question was asked.
+            quoted_note=quoted_note(
+                chosen=bool(settings.server_url or settings.model), error=self.models.error()
+            ),
         )
 
     def serving(self) -> ServingPipeline:

@@ -594,3 +594,35 @@ def test_a_question_in_a_language_no_document_is_in_is_translated_first(
     assert isinstance(events[-1], DoneEvent)
     list(with_model.ask_stream(question="When does the office lease end?", max_new_tokens=4))
     assert asked == ["en"]
+
+
+def test_a_quoted_answer_says_the_chosen_model_failed_to_load(tmp_path: Path) -> None:
+    """A model chosen before and gone at this start (its folder emptied): the answers
+    are quoted, and each says the chosen model is not in use and why, not that none
+    is installed."""
+    import json
+
+    from engine.paths import resolve_paths
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.txt").write_text("The greenhouse is watered every morning at six.")
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
+    paths.config.mkdir(parents=True, exist_ok=True)
+    gone = tmp_path / "models" / "tiny-llama"
+    gone.mkdir(parents=True)
+    (paths.config / "settings.json").write_text(json.dumps({"model": str(gone)}))
+    engine = Engine(paths=paths, warm_up=True)
+    try:
+        _, job = engine.add_folder(path=str(docs))
+        version = 0
+        while job.snapshot().state not in ("done", "failed", "cancelled"):
+            version, _ = job.wait_next(after=version, timeout_s=1.0)
+        _until(lambda: engine.models.error() is not None, timeout_s=60)
+        events = list(engine.ask_stream(question="When is the greenhouse watered?"))
+        done = events[-1]
+        assert isinstance(done, DoneEvent) and done.done.mode == "extractive"
+        assert done.done.note is not None
+        assert "not in use" in done.done.note and "No language model" not in done.done.note
+    finally:
+        engine.close()

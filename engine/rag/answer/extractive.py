@@ -54,6 +54,25 @@ NO_MODEL_NOTE = (
     'To get written answers, add one with "ragdoll model /path/to/model" '
     "or the 'Model…' button in the window."
 )
+LOADING_NOTE = (
+    "The language model is still loading, so this answer is quoted from your documents; "
+    "ask again in a moment for a written one."
+)
+FAILED_NOTE = (
+    "The chosen language model is not in use ({error}), so answers are quoted from your documents."
+)
+
+
+def quoted_note(*, chosen: bool, error: str | None) -> str:
+    """What an answer quoted for want of a model says why: none chosen, the chosen one
+    still loading, or the chosen one failed (`error`)."""
+    if chosen and error:
+        return FAILED_NOTE.format(error=error)
+    if chosen:
+        return LOADING_NOTE
+    return NO_MODEL_NOTE
+
+
 NOT_FOUND_TEXT = "Your documents do not seem to answer this question."
 
 # The relevance (semantic + lexical) the best sentence needs for an answer, with

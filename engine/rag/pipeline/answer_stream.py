@@ -46,11 +46,14 @@ def answer_events(
     unfinished: Callable[[], Sequence[IngestProgress]] = list,
     embed: Callable[[list[str]], np.ndarray] | None = None,
     scale: SemanticScale = IDENTITY,
+    quoted_note: str = NO_MODEL_NOTE,
 ) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: a follow-up's "searched for" once
     the pipeline resolved it (rewritten by the model, when one is in use), the
     citations once retrieved (none when nothing relevant was found), the text as it
     is written, then done.
+    An answer quoted for want of a model says why (`quoted_note`: none chosen, the chosen
+    one still loading or failed; engine/rag/answer/extractive.py `quoted_note`).
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
     "not found" then means "not found yet". With `embed` (sentence vectors), done's
     text is the written answer made final (engine/rag/answer/written_answer.py: markers
@@ -108,7 +111,7 @@ def answer_events(
         )
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
-        done = AnswerDone(answer=text, mode="extractive", note=NO_MODEL_NOTE)
+        done = AnswerDone(answer=text, mode="extractive", note=quoted_note)
     else:
         completion = handle.tokens
         text = "".join(pieces)

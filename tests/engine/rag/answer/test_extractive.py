@@ -15,6 +15,7 @@ from engine.rag.answer.extractive import (
     ExtractiveAnswer,
     ExtractiveAnswerer,
     is_field,
+    quoted_note,
 )
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.sentence_pairs import PAIRS_READ
@@ -245,6 +246,13 @@ def test_no_model_note_says_how_to_add_a_model() -> None:
     assert "\n" not in NO_MODEL_NOTE
     assert "ragdoll model /path/to/model" in NO_MODEL_NOTE
     assert "Model…" in NO_MODEL_NOTE
+
+
+def test_a_quoted_answer_says_why_no_model_wrote_it() -> None:
+    assert quoted_note(chosen=False, error=None) == NO_MODEL_NOTE
+    assert "still loading" in quoted_note(chosen=True, error=None)
+    failed = quoted_note(chosen=True, error="the file is not a GGUF model")
+    assert "not in use (the file is not a GGUF model)" in failed
 
 
 @pytest.fixture(scope="module")
