@@ -193,6 +193,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --model: rank only, write no answers (the ranker sweep)",
     )
     parser.add_argument(
+        "--no-translate",
+        action="store_true",
+        help="with --model: search a question in a language no document is in as asked "
+        "only, not also as the model translates it (engine/rag/answer/translation.py)",
+    )
+    parser.add_argument(
         "--limit", type=int, help="each split's first N answerable questions (N/4 unanswerable)"
     )
     parser.add_argument(
@@ -260,6 +266,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             min_score=args.min_score,
             embedder=args.embedder,
             write=bool(args.model) and not args.no_write,
+            translate=not getattr(args, "no_translate", False),
         )
         if args.rerank_latency:
             from bench.quality_rerank import rerank_latency
@@ -344,6 +351,7 @@ def measure(
     min_score: float | None = None,
     embedder: str | None = None,
     write: bool = False,
+    translate: bool = True,
 ) -> dict[str, Any]:
     from engine.rag.answer.extractive import DEFAULT_MIN_SCORE
     from engine.rag.pipeline.answering import gated_retrieve_batch
@@ -371,7 +379,11 @@ def measure(
             started = time.perf_counter()
             # With a model, as the engine asks: translated first where the collection
             # is not written in the question's language.
-            translated = translation(question=q.question, answerer=answerer, store=store)
+            translated = (
+                translation(question=q.question, answerer=answerer, store=store)
+                if translate
+                else ""
+            )
             asked = Question(request_id=q.id, text=q.question, k=TOP_K, translated=translated)
             (gated,) = retrieve([asked])
             seconds = time.perf_counter() - started
