@@ -8,8 +8,9 @@ translated into the language most of the collection is written in (the pipeline'
 rewrite stage: a short generation row, as a follow-up's rewrite is), and retrieval
 searches the translation too, its ranking fused with the question's own
 (engine/rag/pipeline/adapters.py). The answer is still written in the question's
-language, and the gate still reads the question as asked. Measured in
-docs/benchmarks.md ("Asked in a language the collection is not written in").
+language. The relevance gate reads the question as asked where the embedder reads both
+languages, and as translated where it reads one (engine/rag/pipeline/answering.py).
+Measured in docs/benchmarks.md ("Asked in a language none of the documents is in").
 """
 
 from __future__ import annotations
