@@ -19,6 +19,15 @@ from engine.service.model_choice import ModelChoice
 from engine.wire import AnswerEvent, CitationsEvent, DoneEvent, TokenEvent
 
 
+def _added(engine: Engine, docs: Path) -> str:
+    """`docs` added as a watched folder, once its first ingestion ends: how it ended."""
+    _, job = engine.add_folder(path=str(docs))
+    version = 0
+    while job.snapshot().state not in ("done", "failed", "cancelled"):
+        version, _ = job.wait_next(after=version, timeout_s=1.0)
+    return job.snapshot().state
+
+
 def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan(
     tmp_path: Path,
 ) -> None:
@@ -33,10 +42,7 @@ def test_choosing_a_model_gives_the_index_its_resident_budget_from_the_same_plan
     paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
     engine = Engine(paths=paths, warm_up=False)
     try:
-        _, job = engine.add_folder(path=str(docs))
-        version = 0
-        while job.snapshot().state not in ("done", "failed", "cancelled"):
-            version, _ = job.wait_next(after=version, timeout_s=1.0)
+        _added(engine, docs)
         engine.models.set_model(model=str(model))
         placement = engine.placement()
         assert placement is not None and placement.resident_partition_bytes > 0
@@ -80,11 +86,7 @@ def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         (docs / name).write_text(text + "\n", encoding="utf-8")
     engine = Engine(paths=resolve_paths(env={"RAGDOLL_HOME": str(root / "home")}), warm_up=False)
     try:
-        _, job = engine.add_folder(path=str(docs))
-        version = 0
-        while job.snapshot().state not in ("done", "failed", "cancelled"):
-            version, _ = job.wait_next(after=version, timeout_s=1.0)
-        assert job.snapshot().state == "done"
+        assert _added(engine, docs) == "done"
         yield engine
     finally:
         engine.close()
@@ -600,24 +602,20 @@ def test_a_quoted_answer_says_the_chosen_model_failed_to_load(tmp_path: Path) ->
     """A model chosen before and gone at this start (its folder emptied): the answers
     are quoted, and each says the chosen model is not in use and why, not that none
     is installed."""
-    import json
-
     from engine.paths import resolve_paths
+    from engine.service.settings import save_settings
+    from engine.wire import EngineSettings
 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "note.txt").write_text("The greenhouse is watered every morning at six.")
-    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
-    paths.config.mkdir(parents=True, exist_ok=True)
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")}).ensure()
     gone = tmp_path / "models" / "tiny-llama"
     gone.mkdir(parents=True)
-    (paths.config / "settings.json").write_text(json.dumps({"model": str(gone)}))
+    save_settings(file=paths.settings_file, settings=EngineSettings(model=str(gone)))
     engine = Engine(paths=paths, warm_up=True)
     try:
-        _, job = engine.add_folder(path=str(docs))
-        version = 0
-        while job.snapshot().state not in ("done", "failed", "cancelled"):
-            version, _ = job.wait_next(after=version, timeout_s=1.0)
+        _added(engine, docs)
         _until(lambda: engine.models.error() is not None, timeout_s=60)
         events = list(engine.ask_stream(question="When is the greenhouse watered?"))
         done = events[-1]

@@ -282,13 +282,16 @@ def fill_words(table: Any) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class DocumentLanguages:
-    """The languages of a documents table: the collection's, most text first
-    (`collection_languages`), each document's (by its id; empty: not detected), and the
-    chunks each language's documents hold (`language_shares`)."""
+    """The languages of a documents table: each document's (by its id; empty: not
+    detected), and the chunks each language's documents hold (`language_shares`)."""
 
-    collection: tuple[str, ...]
     by_document: dict[str, frozenset[str]]
     shares: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def collection(self) -> tuple[str, ...]:
+        """The collection's languages, most text first (`collection_languages`)."""
+        return collection_languages(self.shares)
 
 
 def languages_of(documents: Any) -> DocumentLanguages:
@@ -312,7 +315,6 @@ def languages_of(documents: Any) -> DocumentLanguages:
     )
     return DocumentLanguages(
         shares=shares,
-        collection=collection_languages(shares),
         by_document={
             r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows
         },
