@@ -82,8 +82,10 @@ class EngineOp(Generic[T]):
 
 
 def connect_default() -> EngineClient:
-    """Attach to the person's engine, starting one if none runs."""
-    return EngineClient.connect(paths=resolve_paths(), start=True)
+    """Attach to the person's engine, starting one if none runs: one that stops when
+    this window's process ends, even without closing (killed, crashed), unless the
+    person keeps it running to watch folders."""
+    return EngineClient.connect(paths=resolve_paths(), start=True, stop_with_caller=True)
 
 
 def describe_error(*, error: BaseException) -> str:

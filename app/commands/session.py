@@ -13,8 +13,9 @@ from engine.service.client import EngineClient
 
 @contextmanager
 def engine_session(*, keep: bool = False) -> Iterator[EngineClient]:
-    """Yield a client; an engine started here is stopped afterwards unless `keep`."""
-    client = EngineClient.connect(paths=resolve_paths(), start=True)
+    """Yield a client; an engine started here is stopped afterwards unless `keep`
+    (also when the command is killed: it stops with this process)."""
+    client = EngineClient.connect(paths=resolve_paths(), start=True, stop_with_caller=not keep)
     try:
         yield client
     finally:

@@ -75,9 +75,20 @@ class EngineClient:
         )
 
     @classmethod
-    def connect(cls, *, paths: Paths, start: bool = True, wait_s: float = 60.0) -> EngineClient:
-        """Attach to the user's engine, starting one when `start` and none runs."""
-        handle = ensure_engine(paths=paths, start=start, wait_s=wait_s)
+    def connect(
+        cls,
+        *,
+        paths: Paths,
+        start: bool = True,
+        wait_s: float = 60.0,
+        stop_with_caller: bool = False,
+    ) -> EngineClient:
+        """Attach to the user's engine, starting one when `start` and none runs; one
+        started with `stop_with_caller` stops when this process ends, however it ends,
+        unless the person keeps it running."""
+        handle = ensure_engine(
+            paths=paths, start=start, wait_s=wait_s, stop_with_caller=stop_with_caller
+        )
         return cls(endpoint=handle.endpoint, started_here=handle.started_here)
 
     def close(self) -> None:

@@ -106,7 +106,19 @@ def _lock_file(handle: IO[str]) -> None:
 
 
 def this_process() -> ProcessRecord:
-    return ProcessRecord(pid=os.getpid(), started=_start_time(os.getpid()) or 0.0)
+    return process_record(pid=os.getpid())
+
+
+def process_record(*, pid: int) -> ProcessRecord:
+    """Process `pid` as it runs now (started 0.0: none runs, and none ever matches)."""
+    return ProcessRecord(pid=pid, started=_start_time(pid) or 0.0)
+
+
+def process_runs(*, process: ProcessRecord) -> bool:
+    """Whether `process` still runs: its pid, started when it was (not a pid reused by a
+    program started since)."""
+    started = _start_time(process.pid)
+    return process.started > 0 and started is not None and _same_time(started, process.started)
 
 
 def write_endpoint(*, paths: Paths, url: str, process: ProcessRecord) -> None:
@@ -213,10 +225,15 @@ def engine_alive(*, endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
     return prove_identity(endpoint=endpoint, timeout_s=timeout_s) == "proven"
 
 
-def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineHandle:
+def ensure_engine(
+    *, paths: Paths, start: bool, wait_s: float = 60.0, stop_with_caller: bool = False
+) -> EngineHandle:
     """Attach to the user's engine, or start one. The token is sent to no one before
     the endpoint's process is the lock's holder and it proved it holds the token: a
-    dead engine's endpoint file leads to whatever took its port since."""
+    dead engine's endpoint file leads to whatever took its port since.
+
+    `stop_with_caller`: an engine started here stops when this process ends, however
+    it ends, unless the person keeps the engine running (engine/service/owner.py)."""
     endpoint = read_endpoint(paths=paths)
     if endpoint is not None and _recorded_process_runs(paths=paths, endpoint=endpoint):
         # Listening but maybe slow to answer: wait for it rather than call it gone
@@ -243,7 +260,7 @@ def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineH
             )
     if not start:
         raise EngineUnavailableError("no engine is running (start one with `ragdoll engine`)")
-    process = start_engine_process(paths=paths)
+    process = start_engine_process(paths=paths, owner=this_process() if stop_with_caller else None)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         endpoint = read_endpoint(paths=paths)
@@ -269,8 +286,11 @@ def ensure_engine(*, paths: Paths, start: bool, wait_s: float = 60.0) -> EngineH
     )
 
 
-def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
-    """A detached `python -m engine`: it outlives the window when asked to."""
+def start_engine_process(
+    *, paths: Paths, owner: ProcessRecord | None = None
+) -> subprocess.Popen[bytes]:
+    """A detached `python -m engine`: it outlives the window when asked to. With an
+    `owner`, the engine stops when that process is gone (unless kept running)."""
     paths.ensure()
     fd = os.open(paths.engine_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     log = os.fdopen(fd, "ab")
@@ -280,8 +300,9 @@ def start_engine_process(*, paths: Paths) -> subprocess.Popen[bytes]:
     else:
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     env = engine_environment(os.environ)  # engine/service/offline.py
+    owned = ["--stop-with", str(owner.pid)] if owner is not None else []
     return subprocess.Popen(
-        [sys.executable, "-m", "engine"],
+        [sys.executable, "-m", "engine", *owned],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,

@@ -371,13 +371,22 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_hosts: tuple[str, ...] = (),
+    stop_with: int | None = None,
 ) -> int:
     """Run the engine until shutdown. Returns the process exit code.
 
     `host` other than a loopback address exposes the engine to the network: only
     on explicit request (`ragdoll engine --listen`), with a warning, and still
-    token-only."""
-    from engine.service.launcher import EngineLock, remove_endpoint, this_process, write_endpoint
+    token-only. `stop_with`: the pid of the program the engine was started for; it
+    stops when that process is gone, unless kept running (engine/service/owner.py)."""
+    from engine.service.launcher import (
+        EngineLock,
+        process_record,
+        remove_endpoint,
+        this_process,
+        write_endpoint,
+    )
+    from engine.service.owner import OwnerWatch
 
     if os.name == "posix":
         # Everything the engine writes (index, logs, settings, the parsing child's
@@ -412,11 +421,13 @@ def serve(
         def request_shutdown() -> None:
             holder["server"].should_exit = True
 
+        server_settings = ServerSettingsStore(file=paths.config / "server.json")
         app = create_app(
             engine=engine,
             token=token,
             request_shutdown=request_shutdown,
             host_policy=HostPolicy.for_listen_address(address=host, extra=allow_hosts),
+            server_settings=server_settings,
             lifecycle=lifecycle,
         )
         config = uvicorn.Config(
@@ -432,9 +443,24 @@ def serve(
         url = f"http://{_local_address(host)}:{bound_port}"
         write_endpoint(paths=paths, url=url, process=process)
         log.info("engine %s listening on %s (pid %d)", VERSION, url, os.getpid())
+        owner = None
+        if stop_with is not None:
+
+            def owner_gone() -> None:
+                _begin_shutdown(engine, lifecycle)
+                request_shutdown()
+
+            owner = OwnerWatch(
+                owner=process_record(pid=stop_with),
+                keep_running=lambda: server_settings.value.keep_engine_running,
+                stop=owner_gone,
+            )
+            owner.start()
         try:
             server.run(sockets=[sock])
         finally:
+            if owner is not None:
+                owner.close()
             _begin_shutdown(engine, lifecycle)
             engine.close()
             remove_endpoint(paths=paths, pid=os.getpid())
@@ -552,6 +578,7 @@ def serve_here(args: argparse.Namespace) -> int:
         host=args.listen,
         port=args.port,
         allow_hosts=tuple(n.lower() for n in args.allow_host),
+        stop_with=args.stop_with,
     )
     # The process ends when this returns (`python -m engine`, `ragdoll engine`), with
     # the engine closed and its endpoint removed. The interpreter's last collection

@@ -1,5 +1,5 @@
-"""The network flags of `ragdoll engine` and `python -m engine` (kept light:
-`ragdoll --help` imports this)."""
+"""The flags of `ragdoll engine` and `python -m engine`: where it listens, and whom it
+stops with (kept light: `ragdoll --help` imports this)."""
 
 from __future__ import annotations
 
@@ -24,4 +24,12 @@ def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="with --listen: a further host name clients may use (repeatable)",
+    )
+    parser.add_argument(
+        "--stop-with",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="stop when process PID ends, unless the engine is kept running to watch "
+        "folders (what the window asks of an engine it starts)",
     )
