@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.rag.answer.generative import GenerativeAnswerer
     from engine.rag.answer.reranker import CandidateRanker
+    from engine.rag.answer.word_languages import Ordinary
 
 from bench.answer_match import contains
 from engine.environ import EngineEnviron
@@ -324,7 +325,7 @@ def quick_corpus(*, corpus: Path, folder: Path) -> Path:
     return folder
 
 
-def ordinary_words(model: Any) -> Callable[[str], bool]:
+def ordinary_words(model: Any) -> Ordinary:
     """The gate's test of a word of some language, as the engine gives it, with the table
     of languages' own words made first (the engine's first questions may come before it:
     a benchmark's figures may not)."""

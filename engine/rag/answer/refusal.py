@@ -40,9 +40,12 @@ collection says nothing about the question, which asks in the asker's own words,
 another language than the documents'. The engine's test (word_languages.py,
 `either_ordinary`) takes a word one language uses ten times as often as any other
 ("nachsehen", "cuántos", "segno", "powieściach": wordfreq's frequencies of 42 languages),
-or one that the embedder's vocabulary holds whole where that is a multilingual
-SentencePiece model (multilingual-e5, bge-m3: "tengo", "combien", "eigentlich"), or one
-the language identifier reads alone as a language, as sure as a page's vote must be
+or an inflection of such a word of the question's language that no two lists hold
+("impedisco" / "impediscono", "съединят" / "съединява"; blind set: 5 more answerable
+questions answered, one unanswerable Polish one let through), or one that the embedder's
+vocabulary holds whole where that is a multilingual SentencePiece model
+(multilingual-e5, bge-m3: "tengo", "combien", "eigentlich"), or one the language
+identifier reads alone as a language, as sure as a page's vote must be
 ("пересоздаётся", "zeichnungsrahmen": forms no frequency list holds). Names
 and terms the question hinges on ("Docker", "pybuild", "nftables", "Flatpak", "Kosovo")
 are used alike in many languages or not at all, and the vocabulary cuts them into pieces.
@@ -65,7 +68,8 @@ from collections.abc import Callable, Sequence
 
 from engine.rag.answer.content_words import content_words, stem
 from engine.rag.answer.sentences import UNSPACED
-from engine.rag.answer.word_languages import HANGUL
+from engine.rag.answer.word_languages import ENDING, HANGUL, MIN_STEM, Ordinary
+from engine.rag.ingest.language import text_language
 from engine.rag.store.search import plain_words
 
 UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
@@ -118,16 +122,17 @@ def unknown_words(
     holds: Callable[[str], bool],
     holds_form: Callable[[str, int], bool] | None = None,
     holds_phrase: Callable[[str], bool] | None = None,
-    ordinary: Callable[[str], bool] | None = None,
+    ordinary: Ordinary | None = None,
 ) -> list[str]:
     """The question's words that none of `texts` holds and `holds` says no chunk does
     (nor, with `holds_form(word, fixed)`, a word sharing its first `fixed` letters),
     then its names of several words that none of `texts` holds and `holds_phrase`
-    says no chunk does. `ordinary`: whether a word is an ordinary word of some language
-    (never unknown)."""
+    says no chunk does. `ordinary(word, the question's language)`: whether a word is an
+    ordinary word of some language (never unknown)."""
     out = _unknown_single(question=question, texts=texts, holds=holds, holds_form=holds_form)
-    if ordinary is not None:
-        out = [w for w in out if not ordinary(w)]
+    if ordinary is not None and out:
+        language = text_language(question)
+        out = [w for w in out if not ordinary(w, language)]
     if holds_phrase is not None:
         out += _unknown_names(question=question, texts=texts, holds_phrase=holds_phrase)
     return out
@@ -195,10 +200,8 @@ def _question_words(question: str) -> list[str]:
     return [part for w in words for part in _INTO_HANGUL.split(w)]
 
 
-# An inflection differs from its other forms in at most this many final letters, the
-# rest (at least _MIN_STEM letters) shared; a compound's parts have _MIN_PART at least.
-_ENDING = 3
-_MIN_STEM = 5
+# An inflection differs from its other forms in at most ENDING final letters, the rest
+# (at least MIN_STEM letters) shared; a compound's parts have _MIN_PART at least.
 _MIN_PART = 4
 # A run of letters shared with a passage's word, to count as the same word in another
 # form: at least this many letters, and this share of the question's word.
@@ -208,11 +211,11 @@ _MOST = 0.6
 
 def another_form(word: str, words: set[str]) -> bool:
     """Whether `words` (lower-case) hold `word` inflected or its parts as a compound."""
-    head = word[:_MIN_STEM]
+    head = word[:MIN_STEM]
     for w in words:
-        if len(word) > _MIN_STEM and w.startswith(head):
+        if len(word) > MIN_STEM and w.startswith(head):
             shared = _shared_prefix(word, w)
-            if len(word) - shared <= _ENDING and len(w) - shared <= _ENDING:
+            if len(word) - shared <= ENDING and len(w) - shared <= ENDING:
                 return True
     return _compound(word, words) or _shares_most(word, words)
 

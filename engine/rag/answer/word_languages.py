@@ -25,13 +25,25 @@ shared with it may pass as another language's own. None of this is a list of any
 language's words: it holds for every language the frequencies cover, and a word they do
 not cover stays as refusal.py reads it.
 
+A language's rarer inflections are in no list, or in its own alone below the lead's
+floor ("impedisco", "съединят", "prestavím", "cliquable"), and read as unknown: the
+blind set's answerable questions were refused for them. Such a word is the question's
+language's own (`inflects_own`) when it and one of that language's own words differ only
+in their last few letters, as refusal.py's `another_form` reads an inflection
+("impedisco" / "impediscono", "съединят" / "съединява"), and no two lists hold the word
+itself: a name or a term is listed alike by many ("docker", "chicago", "macbook") and
+many languages inflect it ("docked", "chicagoan", "macbooku"). The question's language
+is the identifier's; a word's other forms are looked for in that language's words only.
+
 The table is made once per machine, by a child process (the lists take ~1 GB of memory
 as Python objects) in the background, started by the engine's warm-up over a collection
 large enough for the gate to ask (else by the first question that asks), and kept in the
-cache folder: the sorted 64-bit
-hashes of every language's own words (about 4 million, 32 MB), memory-mapped. Until it is
-there `is_own` says False, so the gate reads a word as it did without it; a question
-never waits for it (`wait` is for benchmarks and tests).
+cache folder, memory-mapped: in one file, the sorted 64-bit hashes of every language's
+own words (about 3 million), of the words two or more lists hold, and of each language's
+own words' stems (the language with the word cut by up to `ENDING` letters, at least
+`MIN_STEM` left). Until it is there `is_own` and `inflects_own` say False, so the gate
+reads a word as it did without it; a question never waits for it (`wait` is for
+benchmarks and tests).
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,14 +69,64 @@ log = logging.getLogger(__name__)
 LEAD = 1.0  # Zipf: the own language uses the word at least ten times as often
 LIST_FLOOR = 1.0  # Zipf: wordfreq's large lists list no rarer word
 MIN_ZIPF = LIST_FLOOR + LEAD
-_TABLE_VERSION = 2  # 2: a word two languages share is their own
+# An inflection differs from its other forms in at most this many final letters, the
+# rest (at least MIN_STEM letters) shared (refusal.py reads passages' words alike).
+ENDING = 3
+MIN_STEM = 5
+# 2: a word two languages share is their own; 3: the shared words and own stems too.
+_TABLE_VERSION = 3
 _TIMEOUT_S = 600
+# The identifier's codes where wordfreq's lists name the language otherwise.
+_LIST_CODES = {"no": "nb", "tl": "fil", "hr": "sh", "sr": "sh", "bs": "sh"}
 
 
 def word_key(word: str) -> int:
     """The 64-bit key of `word` as the frequency lists write it (NFC, case-folded)."""
-    text = unicodedata.normalize("NFC", word).casefold().encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+    return _key(folded(word))
+
+
+def folded(word: str) -> str:
+    return unicodedata.normalize("NFC", word).casefold()
+
+
+def stem_key(*, language: str, stem: str) -> int:
+    """The key of a stem (`folded`) of `language`'s own words (wordfreq's code)."""
+    return _key(f"{language}:{stem}")
+
+
+def _key(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def stems(word: str) -> list[str]:
+    """`word` cut by 0 to ENDING final letters, MIN_STEM letters at least left."""
+    return [word[: len(word) - k] for k in range(ENDING + 1) if len(word) - k >= MIN_STEM]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WordTables:
+    """The table's three sorted key arrays."""
+
+    own: np.ndarray  # every language's own words
+    shared: np.ndarray  # the words two or more lists hold
+    stems: np.ndarray  # (language, stem) of each language's own words
+
+    def to_array(self) -> np.ndarray:
+        """One array, as the file holds it: the three lengths, then each part."""
+        head = np.array([len(self.own), len(self.shared), len(self.stems)], np.uint64)
+        return np.concatenate([head, self.own, self.shared, self.stems]).astype(np.uint64)
+
+    @classmethod
+    def from_array(cls, array: np.ndarray) -> WordTables | None:
+        """The parts of `to_array`'s array (None: not such an array)."""
+        if array.dtype != np.uint64 or array.ndim != 1 or len(array) < 3:
+            return None
+        own, shared, stem = (int(n) for n in array[:3])
+        if 3 + own + shared + stem != len(array):
+            return None
+        a, b = 3 + own, 3 + own + shared
+        return cls(own=array[3:a], shared=array[a:b], stems=array[b:])
 
 
 def table_file(cache: Path) -> Path | None:
@@ -85,7 +148,7 @@ class WordLanguages:
     def __init__(self, *, cache: Path) -> None:
         self._file = table_file(cache)
         self._lock = threading.Lock()
-        self._keys: np.ndarray | None = None
+        self._tables: WordTables | None = None
         self._making: threading.Thread | None = None
         self._failed = self._file is None
 
@@ -93,13 +156,24 @@ class WordLanguages:
         """Whether `word` is an ordinary word of one language rather than a name or a
         term (False while the table is being made, or where it cannot be). A Korean word
         is read as the Korean list counts words: by its stem (`korean_stem`)."""
-        keys = self._keys if self._keys is not None else self._start()
-        if keys is None:
+        tables = self._tables if self._tables is not None else self._start()
+        if tables is None:
             return False
-        if _listed(keys, word):
+        if _listed(tables.own, word_key(word)):
             return True
         stem = korean_stem(word)
-        return stem is not None and _listed(keys, stem)
+        return stem is not None and _listed(tables.own, word_key(stem))
+
+    def inflects_own(self, word: str, *, language: str) -> bool:
+        """Whether `word` is an inflection of an own word of `language` (the identifier's
+        code) that no two lists hold (see the module's docstring; False while the table
+        is being made, or where it cannot be)."""
+        tables = self._tables if self._tables is not None else self._start()
+        if tables is None or _listed(tables.shared, word_key(word)):
+            return False
+        code = _LIST_CODES.get(language, language)
+        forms = stems(folded(word))
+        return any(_listed(tables.stems, stem_key(language=code, stem=s)) for s in forms)
 
     def start(self) -> None:
         """Start making the table, unless it is made or under way (the engine's warm-up
@@ -114,16 +188,16 @@ class WordLanguages:
             making.join(timeout_s)
         return self._start() is not None
 
-    def _start(self) -> np.ndarray | None:
+    def _start(self) -> WordTables | None:
         with self._lock:
-            if self._keys is not None or self._failed:
-                return self._keys
+            if self._tables is not None or self._failed:
+                return self._tables
             file = self._file
             assert file is not None
             if file.exists():
-                self._keys = _read(file)
-                if self._keys is not None:
-                    return self._keys
+                self._tables = _read(file)
+                if self._tables is not None:
+                    return self._tables
                 # Unreadable (a damaged cache): made again, once.
                 file.unlink(missing_ok=True)
             if self._making is None or not self._making.is_alive():
@@ -143,9 +217,8 @@ class WordLanguages:
             log.warning("the word-language table could not be made (%s)", e)
 
 
-def _listed(keys: np.ndarray, word: str) -> bool:
-    key = np.uint64(word_key(word))
-    at = int(np.searchsorted(keys, key))
+def _listed(keys: np.ndarray, key: int) -> bool:
+    at = int(np.searchsorted(keys, np.uint64(key)))
     return at < len(keys) and bool(keys[at] == key)
 
 
@@ -172,23 +245,26 @@ def korean_stem(word: str) -> str | None:
     return parts[0] if len(parts) > 1 else None
 
 
-def _read(file: Path) -> np.ndarray | None:
+def _read(file: Path) -> WordTables | None:
     try:
-        keys = np.load(file, mmap_mode="r")
+        array = np.load(file, mmap_mode="r")
     except (OSError, ValueError) as e:
         log.warning("the word-language table %s is unreadable (%s): making it again", file, e)
         return None
-    if keys.dtype != np.uint64 or keys.ndim != 1:
+    tables = WordTables.from_array(array)
+    if tables is None:
         log.warning("the word-language table %s is not a table: making it again", file)
-        return None
-    return keys
+    return tables
 
 
-def either_ordinary(
-    *, words: WordLanguages, embedder: Callable[[str], bool]
-) -> Callable[[str], bool]:
+# The gate's test of a word, given the question's language (None: not sure of it).
+Ordinary = Callable[[str, "str | None"], bool]
+
+
+def either_ordinary(*, words: WordLanguages, embedder: Callable[[str], bool]) -> Ordinary:
     """The gate's test of a word of some language (refusal.py, `ordinary`): one language's
-    own word (`words`), one the embedder's multilingual vocabulary holds whole
+    own word (`words`), an inflection of one of the question's language's own words
+    (`inflects_own`), one the embedder's multilingual vocabulary holds whole
     (`Embedder.ordinary_word`), or one the language identifier reads, alone, as a language
     with the confidence a page's vote needs (`text_language`). Each finds words the others
     miss: wordfreq's lists are cut at a frequency, the vocabulary knows only the commonest
@@ -196,8 +272,13 @@ def either_ordinary(
     ("пересоздаётся", "zeichnungsrahmen"), where a name or a term reads as no language
     ("nftables", "docker": 0.13 at most on the blind set's unknown names)."""
 
-    def ordinary(word: str) -> bool:
-        return words.is_own(word) or embedder(word) or text_language(word) is not None
+    def ordinary(word: str, language: str | None) -> bool:
+        return (
+            words.is_own(word)
+            or (language is not None and words.inflects_own(word, language=language))
+            or embedder(word)
+            or text_language(word) is not None
+        )
 
     return ordinary
 
@@ -215,34 +296,72 @@ def make_in_child(*, out: Path) -> None:
         raise RuntimeError("the child wrote no table")
 
 
-def own_word_keys(lists: Iterator[tuple[str, list[list[str]]]]) -> np.ndarray:
-    """The sorted keys of the words one list, or two together, use `LEAD` more (Zipf)
-    than every other and at least `MIN_ZIPF`. `lists`: each language's frequency list, as
-    wordfreq's cBpack files hold it (list i holds the words of frequency -i centibels)."""
+def word_tables(lists: Iterator[tuple[str, list[list[str]]]]) -> WordTables:
+    """The table from `lists`: each language's frequency list, as wordfreq's cBpack files
+    hold it (list i holds the words of frequency -i centibels). Own: the words one list,
+    or two together, use `LEAD` more (Zipf) than every other and at least `MIN_ZIPF`;
+    shared: the words two lists or more hold; stems: each own word's `stems` under the
+    language (or two) it is the own word of."""
+    floor, lead = round(MIN_ZIPF * 100), round(LEAD * 100)
+    languages: list[str] = []
+    frequent: list[list[str]] = []  # each list's words of MIN_ZIPF at least: own ones' pool
     keys: list[np.ndarray] = []
     zipfs: list[np.ndarray] = []
-    for _language, buckets in lists:
+    for language, buckets in lists:
         words = [(w, 900 - i) for i, bucket in enumerate(buckets) for w in bucket]
         keys.append(np.fromiter((word_key(w) for w, _ in words), np.uint64, len(words)))
         zipfs.append(np.fromiter((z for _, z in words), np.int16, len(words)))
+        languages.append(language)
+        # A list runs from its most frequent word down: its own words are at its start.
+        frequent.append([w for w, z in words if z >= floor])
         del words
+    empty = np.zeros(0, np.uint64)
     if not keys:
-        return np.zeros(0, np.uint64)
+        return WordTables(own=empty, shared=empty, stems=empty)
+    which = np.concatenate([np.full(len(k), i, np.int16) for i, k in enumerate(keys)])
     key = np.concatenate(keys)
     zipf = np.concatenate(zipfs)
-    del keys, zipfs
+    del zipfs
     order = np.lexsort((-zipf, key))  # by key, the most frequent language first
-    key, zipf = key[order], zipf[order]
+    key, zipf, which = key[order], zipf[order], which[order]
+    del order
     first = np.ones(len(key), bool)
     first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
     best = zipf[starts]
     second = _next_language(first=first, zipf=zipf, at=starts + 1)
     third = _next_language(first=first, zipf=zipf, at=starts + 2, before=second > 0)
-    floor, lead = round(MIN_ZIPF * 100), round(LEAD * 100)
     alone = (best >= floor) & (best - second >= lead)
     pair = (second >= floor) & (second - third >= lead)
-    return np.sort(key[starts[alone | pair]])
+    lists_holding = np.diff(np.append(starts, len(key)))
+    shared = np.sort(key[starts[lists_holding >= 2]])
+    own = np.sort(key[starts[alone | pair]])
+    del first, zipf
+    # Each own word under the language(s) it is the own word of: the leading list, and
+    # the second where two lead together.
+    leaders = np.concatenate([starts[alone | pair], starts[pair] + 1])
+    stem_keys = [
+        _stem_keys(
+            language=language,
+            words=words,
+            keys=firsts[: len(words)],
+            own=np.sort(key[leaders[which[leaders] == i]]),
+        )
+        for i, (language, words, firsts) in enumerate(zip(languages, frequent, keys, strict=True))
+    ]
+    stems_all = np.unique(np.concatenate(stem_keys)) if stem_keys else empty
+    return WordTables(own=own, shared=shared, stems=stems_all)
+
+
+def _stem_keys(*, language: str, words: list[str], keys: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """The stem keys of those of `words` (one language's, `keys` theirs) that `own` holds."""
+    found = [
+        stem_key(language=language, stem=s)
+        for w, m in zip(words, np.isin(keys, own), strict=True)
+        if m and w.isalpha()
+        for s in stems(folded(w))
+    ]
+    return np.array(found, np.uint64)
 
 
 def _next_language(
@@ -278,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default="", help="only these lists (comma-separated)")
     args = parser.parse_args(argv)
     out: Path = args.out
-    table = own_word_keys(wordfreq_lists([x for x in args.languages.split(",") if x]))
+    chosen = [x for x in args.languages.split(",") if x]
+    table = word_tables(wordfreq_lists(chosen)).to_array()
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f"{out.stem}.{os.getpid()}.partial.npy")
     try:

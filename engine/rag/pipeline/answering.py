@@ -35,6 +35,7 @@ from engine.rag.answer.passages import Passage
 from engine.rag.answer.refusal import MIN_CHUNKS, held, refused, unknown_words
 from engine.rag.answer.semantic_scale import IDENTITY, SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
+from engine.rag.answer.word_languages import Ordinary
 from engine.rag.pipeline.adapters import (
     Embed,
     Stream,
@@ -188,7 +189,7 @@ class RelevanceGate:
         memo: SentenceMemo | None = None,
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
-        ordinary_word: Callable[[str], bool] | None = None,
+        ordinary_word: Ordinary | None = None,
     ) -> None:
         """`sentence_embed` scores the passages' sentences (default: `embed`): the
         engine gives the bundled embedder's when another one, English only, indexes
@@ -325,7 +326,7 @@ def gated_retrieve_batch(
     memo: SentenceMemo | None = None,
     sentence_embed: Embed | None = None,
     sentence_scale: Callable[[], SemanticScale] | None = None,
-    ordinary_word: Callable[[str], bool] | None = None,
+    ordinary_word: Ordinary | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:

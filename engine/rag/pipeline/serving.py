@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from engine.rag.answer.semantic_scale import SemanticScale
 from engine.rag.answer.sentence_memo import SentenceMemo
+from engine.rag.answer.word_languages import Ordinary
 from engine.rag.pipeline.adapters import Embed, TaggedEmbed
 from engine.rag.pipeline.answering import RelevanceGate, gated_generate_batch, may_pass, settled
 from engine.rag.pipeline.governor import GovernorPolicy, PlacementGovernor
@@ -50,7 +51,7 @@ class ServingPipeline:
         tagged: TaggedEmbed | None = None,
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
-        ordinary_word: Callable[[str], bool] | None = None,
+        ordinary_word: Ordinary | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the

@@ -209,3 +209,21 @@ def test_a_term_with_a_korean_particle_is_read_as_the_term() -> None:
         holds=held_words.__contains__,
     )
     assert unknown == ["wireguard"]
+
+
+def test_ordinary_is_asked_with_the_questions_language() -> None:
+    """An inflection is looked for among the words of the language the question is
+    written in (word_languages.py, `inflects_own`); a question too short to tell asks
+    with None."""
+    asked: list[tuple[str, str | None]] = []
+
+    def ordinary(word: str, language: str | None) -> bool:
+        asked.append((word, language))
+        return word == "impedisco"
+
+    italian = "Come impedisco che il documento venga stampato con il nftables del sistema?"
+    unknown = unknown_words(
+        question=italian, texts=PASSAGES, holds=lambda word: False, ordinary=ordinary
+    )
+    assert "impedisco" not in unknown and "nftables" in unknown
+    assert ("impedisco", "it") in asked and ("nftables", "it") in asked
