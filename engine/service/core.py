@@ -428,8 +428,10 @@ class Engine:
             # Asked in a language the collection is not written in: the model translates
             # it first, and the translation is searched too (a follow-up the model
             # rewrites is not: its rewrite is the search text).
+            # The documents the question may reach decide: a folder of German documents
+            # in a mostly English collection answers German questions as asked.
             translate_to = translation_target(
-                question=question, shares=self.store.language_shares()
+                question=question, shares=self.store.language_shares(filters=filters)
             )
         handle = serving.pipeline.submit(
             question=follow_up.query if follow_up is not None else question,

@@ -590,12 +590,28 @@ def test_a_question_in_a_language_no_document_is_in_is_translated_first(
         return translate(question=question, language=language, max_new_tokens=max_new_tokens)
 
     monkeypatch.setattr(answerer, "translate_request", noted)
-    german = "Wann endet der Mietvertrag für das Büro und um wie viele Jahre verlängert er sich?"
-    events = list(with_model.ask_stream(question=german, max_new_tokens=4))
+    german_question = (
+        "Wann endet der Mietvertrag für das Büro und um wie viele Jahre verlängert er sich?"
+    )
+    events = list(with_model.ask_stream(question=german_question, max_new_tokens=4))
     assert asked == ["en"]
     assert isinstance(events[-1], DoneEvent)
     list(with_model.ask_stream(question="When does the office lease end?", max_new_tokens=4))
     assert asked == ["en"]
+    # Asked of a folder of German documents (in a collection mostly English): the
+    # documents the question may reach are German, so it is searched as asked.
+    whole = with_model.store.language_shares
+    german = {"de": 40}
+
+    def shares(*, filters: Any = None) -> dict[str, int]:
+        return german if filters is not None and filters.folders else whole(filters=filters)
+
+    monkeypatch.setattr(with_model.store, "language_shares", shares)
+    events = list(
+        with_model.ask_stream(question=german_question, folders=("/de",), max_new_tokens=4)
+    )
+    assert asked == ["en"]
+    assert isinstance(events[-1], DoneEvent)
 
 
 def test_a_quoted_answer_says_the_chosen_model_failed_to_load(tmp_path: Path) -> None:

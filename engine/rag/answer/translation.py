@@ -4,7 +4,8 @@ model in use into the collection's language and searched in it too.
 The multilingual embedder finds a page across languages, if less well than in its own
 language, and the full-text search finds nothing: a question shares no words with a page
 in another language, save names. With a language model in use, the question is first
-translated into the language most of the collection is written in (the pipeline's
+translated into the language most of the collection is written in (of the documents
+the question may reach: a question asked of a folder reads that folder's; the pipeline's
 rewrite stage: a short generation row, as a follow-up's rewrite is), and retrieval
 searches the translation too, its ranking fused with the question's own
 (engine/rag/pipeline/adapters.py). The answer is still written in the question's

@@ -50,7 +50,7 @@ from engine.rag.store.schema import (
 from engine.rag.store.schema import chunk_of as _chunk
 from engine.rag.store.schema import document_of as _document
 from engine.rag.store.schema import slug as _slug
-from engine.rag.store.search import NOT_FOUND_SIMILARITY
+from engine.rag.store.search import NOT_FOUND_SIMILARITY, filters_accept
 from engine.rag.store.search import quote as _quote
 from engine.rag.store.word_index import WordIndex
 from engine.runtime.planner.placement import Placement
@@ -376,9 +376,14 @@ class LanceStore:
         """The collection's languages, most text first (engine/rag/ingest/language.py)."""
         return self.words.languages().collection
 
-    def language_shares(self) -> dict[str, int]:
-        """The chunks of the documents written in each language (their main one)."""
-        return dict(self.words.languages().shares)
+    def language_shares(self, *, filters: SearchFilters | None = None) -> dict[str, int]:
+        """The chunks of the documents written in each language (their main one): of the
+        whole collection, or of the documents `filters` let a search reach."""
+        if filters is None or filters.empty:
+            return dict(self.words.languages().shares)
+        return fulltext.language_shares(
+            d for d in self.list_documents() if filters_accept(filters, path=d.path)
+        )
 
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0

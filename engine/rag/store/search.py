@@ -124,6 +124,17 @@ def filter_expression(filters: SearchFilters | None) -> str | None:
     return " AND ".join(parts)
 
 
+def filters_accept(filters: SearchFilters | None, *, path: str) -> bool:
+    """Whether a document at `path` is one `filter_expression` lets through."""
+    if filters is None or filters.empty:
+        return True
+    if filters.folders and not any(path.startswith(folder_prefix(f)) for f in filters.folders):
+        return False
+    if filters.types and file_type(path) not in {normalise_type(t) for t in filters.types}:
+        return False
+    return not filters.paths or path in filters.paths
+
+
 def folder_prefix(folder: str) -> str:
     # "/docs/a" must not match "/docs/ab/x.pdf".
     folder = folder.rstrip("/\\") or folder

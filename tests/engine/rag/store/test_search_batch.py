@@ -14,6 +14,7 @@ from engine.rag.store.records import (
     PageRecord,
     SearchFilters,
 )
+from engine.rag.store.search import filters_accept
 
 DIM = 16
 WORDS = ["pump", "gasket", "valve", "filter", "boiler", "rotor", "sensor", "relay"]
@@ -124,6 +125,30 @@ def test_filters_by_folder_and_type(store: LanceStore) -> None:
         vectors=vectors[:1], texts=texts[:1], k=5, filters=SearchFilters(types=("docx",))
     )
     assert nothing[0].hits == () and nothing[0].not_found
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        SearchFilters(folders=("/docs/a",)),
+        SearchFilters(types=("txt", ".MD")),
+        SearchFilters(folders=("/docs/a/", "/docs/ab"), types=("pdf",)),
+        SearchFilters(paths=("/docs/ab/three.pdf", "/docs/a")),
+        SearchFilters(types=("docx",)),
+    ],
+)
+def test_a_filter_read_on_a_path_lets_through_what_the_search_does(
+    store: LanceStore, filters: SearchFilters
+) -> None:
+    """`filters_accept` (the documents a filtered question may reach: which languages
+    they are written in) and the search's `where` read a filter alike."""
+    (result,) = store.search_batch(
+        vectors=_unit(np.random.default_rng(5), 1), texts=["note"], k=50, filters=filters
+    )
+    every = {d.path for d in store.list_documents()}
+    assert {h.chunk.path for h in result.hits} == {
+        p for p in every if filters_accept(filters, path=p)
+    }
 
 
 def test_a_paths_filter_keeps_to_those_files_alone(store: LanceStore) -> None:
@@ -272,6 +297,10 @@ def test_a_collection_of_several_languages_is_searched_over_cut_words(tmp_path: 
         assert s.word_documents("powershell") == frozenset({"/docs/sk/manual.pdf"})
         # Each language's documents' chunks (engine/rag/answer/translation.py reads them).
         assert s.language_shares() == {"sk": 1, "de": 1}
+        # Of the documents a filtered search reaches.
+        assert s.language_shares(filters=SearchFilters(folders=("/docs/de",))) == {"de": 1}
+        assert s.language_shares(filters=SearchFilters(types=("txt",))) == {}
+        assert s.language_shares(filters=SearchFilters(types=("PDF",))) == {"sk": 1, "de": 1}
     finally:
         s.close()
 
