@@ -309,13 +309,17 @@ class EmbedServerInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class EmbedderOffer:
-    """A multilingual embedder the window offers when the collection is not in English
-    and the embedder in force reads English only (engine/rag/ingest/embedder_offer.py)."""
+    """A multilingual embedder the window offers when the collection is not in English,
+    or questions are asked in another language, and the embedder in force reads English
+    only (engine/rag/ingest/embedder_offer.py)."""
 
     repo_id: str  # on the Hugging Face hub; downloaded only when the person accepts
     name: str
     download_bytes: int
     languages: list[str]  # the collection's (ISO 639-1), most text first
+    # The languages other than English that questions were asked in since the engine
+    # started (ISO 639-1), most asked first.
+    asked: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

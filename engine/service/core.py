@@ -58,6 +58,7 @@ from engine.service.folders import FolderRegistry
 from engine.service.model_choice import ModelChoice
 from engine.service.profiling.auto_profile import AutoProfiler
 from engine.service.profiling.engine_inputs import EngineProfilingInputs
+from engine.service.question_languages import QuestionLanguages
 from engine.service.ranker_choice import RankerChoice, setting_of
 from engine.service.settings import SettingsFile
 from engine.service.status_view import engine_status
@@ -101,6 +102,7 @@ class Engine:
         self._settings = SettingsFile(file=paths.settings_file)
         self.store = LanceStore(folder=paths.index_dir, scorer=self.environ.ivf_scorer)
         self.folders = FolderRegistry(file=paths.folders_file)
+        self.question_languages = QuestionLanguages()  # what the embedder offer reads
         # Set by `close`: the warm-up and the loads it runs stop at their next step.
         self._closing = threading.Event()
         self.in_force = EmbedderInForce(
@@ -296,6 +298,7 @@ class Engine:
             profiler=self.profiler,
             pipeline=self.pipeline_info(),
             embed_servers=self.embed_servers,
+            asked=self.question_languages.heard(),
         )
 
     def pipeline_info(self) -> PipelineInfo | None:
@@ -416,6 +419,7 @@ class Engine:
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
+        self.question_languages.note(question)
         serving = self.serving()
         follow_up = None
         if history:

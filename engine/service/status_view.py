@@ -8,6 +8,7 @@ its job); this puts their answers together as the wire's `EngineStatus`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
@@ -29,9 +30,10 @@ def engine_status(
     profiler: AutoProfiler,
     pipeline: PipelineInfo | None,
     embed_servers: EmbedServerChoice | None = None,
+    asked: Sequence[str] = (),
 ) -> EngineStatus:
     """`settings`: those in force; `pipeline`: the serving pipelines' state (None before
-    the first question)."""
+    the first question); `asked`: the languages questions were asked in, most first."""
     documents, chunks = store.counts()
     meta = store.meta
     switch = embedders.active()
@@ -60,5 +62,6 @@ def engine_status(
         embedder_offer=embedder_offer(
             languages=languages,
             embedder=meta.embedder_id if meta is not None else settings.embedder,
+            asked=asked,
         ),
     )

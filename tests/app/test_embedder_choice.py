@@ -110,3 +110,19 @@ def test_a_collection_not_in_english_is_offered_a_multilingual_embedder(
         {"embedder": "/models/intfloat--multilingual-e5-small"}
     ]
     qtbot.waitUntil(lambda: not chooser.offer_action.isVisible(), timeout=5000)
+
+
+def test_questions_in_another_language_are_named_in_the_offer() -> None:
+    """An English collection asked in German: the offer says whose language it is for."""
+    from app.models_pane.model_chooser import offer_text
+
+    offer = EmbedderOffer(
+        repo_id="intfloat/multilingual-e5-small",
+        name="multilingual-e5-small",
+        download_bytes=471_000_000,
+        languages=["en"],
+        asked=["de"],
+    )
+    assert offer_text(offer) == (
+        "Questions in German: use multilingual-e5-small, a multilingual embedder (471 MB download)…"
+    )

@@ -640,3 +640,21 @@ def test_a_quoted_answer_says_the_chosen_model_failed_to_load(tmp_path: Path) ->
         assert "not in use" in done.done.note and "No language model" not in done.done.note
     finally:
         engine.close()
+
+
+def test_questions_in_another_language_than_the_documents_bring_the_embedders_offer(
+    local_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """English facts indexed with the English-only MiniLM: German questions bring the
+    multilingual embedder's offer (engine/rag/ingest/embedder_offer.py), English ones
+    do not."""
+    from engine.service.question_languages import QuestionLanguages
+
+    monkeypatch.setattr(local_engine, "question_languages", QuestionLanguages())
+    list(local_engine.ask_stream(question="When does the office lease end?"))
+    assert local_engine.status().languages == ["en"]
+    assert local_engine.status().embedder_offer is None
+    german = "Wann endet der Mietvertrag für das Büro und um wie viele Jahre verlängert er sich?"
+    list(local_engine.ask_stream(question=german))
+    offer = local_engine.status().embedder_offer
+    assert offer is not None and offer.asked == ["de"]

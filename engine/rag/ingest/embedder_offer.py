@@ -1,4 +1,5 @@
-"""The multilingual embedder the window offers for a collection not in English.
+"""The multilingual embedder the window offers for a collection not in English, or for
+questions asked in another language than English.
 
 The bundled all-MiniLM-L6-v2 was trained on English: a German question over German
 pages finds them by shared names and commands at best. multilingual-e5-small reads about
@@ -22,11 +23,22 @@ NAME = "multilingual-e5-small"
 DOWNLOAD_BYTES = 471_000_000
 
 
-def embedder_offer(*, languages: Sequence[str], embedder: str) -> EmbedderOffer | None:
-    """The offer for a collection in `languages` indexed by `embedder`; None when the
-    collection is English (or its languages unknown) or the embedder is multilingual."""
-    if not languages or all(lang == "en" for lang in languages) or is_multilingual(embedder):
+def embedder_offer(
+    *, languages: Sequence[str], embedder: str, asked: Sequence[str] = ()
+) -> EmbedderOffer | None:
+    """The offer for a collection in `languages` indexed by `embedder`, asked questions
+    in `asked` (engine/service/question_languages.py); None when the embedder is
+    multilingual, the collection's languages are unknown (nothing indexed yet), or the
+    collection and the questions are all English."""
+    other = [lang for lang in asked if lang != "en"]
+    if not languages or is_multilingual(embedder):
+        return None
+    if all(lang == "en" for lang in languages) and not other:
         return None
     return EmbedderOffer(
-        repo_id=REPO_ID, name=NAME, download_bytes=DOWNLOAD_BYTES, languages=list(languages)
+        repo_id=REPO_ID,
+        name=NAME,
+        download_bytes=DOWNLOAD_BYTES,
+        languages=list(languages),
+        asked=other,
     )

@@ -1,0 +1,30 @@
+"""engine/rag/ingest/embedder_offer.py: the multilingual embedder is offered for a
+collection not in English, and for questions asked in another language than English,
+while the embedder in force reads English only."""
+
+from __future__ import annotations
+
+from engine.rag.ingest.embedder_offer import NAME, embedder_offer
+
+ENGLISH_ONLY = "all-MiniLM-L6-v2"
+
+
+def test_a_collection_not_in_english_is_offered_the_multilingual_embedder() -> None:
+    offer = embedder_offer(languages=["de", "en"], embedder=ENGLISH_ONLY)
+    assert offer is not None and offer.name == NAME
+    assert offer.languages == ["de", "en"] and offer.asked == []
+
+
+def test_questions_in_another_language_than_english_are_offered_it_too() -> None:
+    """German questions about English documents: the bundled embedder reads neither the
+    questions nor, for the marker check, the answers written in German."""
+    assert embedder_offer(languages=["en"], embedder=ENGLISH_ONLY, asked=["en"]) is None
+    offer = embedder_offer(languages=["en"], embedder=ENGLISH_ONLY, asked=["en", "de", "fr"])
+    assert offer is not None
+    assert offer.languages == ["en"] and offer.asked == ["de", "fr"]
+
+
+def test_nothing_is_offered_to_a_multilingual_embedder_or_an_empty_collection() -> None:
+    multilingual = "/models/intfloat--multilingual-e5-small"
+    assert embedder_offer(languages=["de"], embedder=multilingual, asked=["de"]) is None
+    assert embedder_offer(languages=[], embedder=ENGLISH_ONLY, asked=["de"]) is None
