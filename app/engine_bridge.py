@@ -48,6 +48,7 @@ from app.qt_compat import emit, emit_drops_a_reference
 from engine.errors import EngineUnavailableError
 from engine.service.client import EngineClient, grant_folders
 from engine.wire import (
+    EmbedderOffer,
     EngineSettings,
     EngineStatus,
     IngestProgress,
@@ -107,6 +108,7 @@ class EngineBridge(QObject):
         self._restarting = False
         self._restarts: list[float] = []
         self._probed_profiling: ProfilingStatus | None = None
+        self._probed_offer: EmbedderOffer | None = None
         self._health = QTimer(self)
         self._health.setInterval(health_interval_ms)
         self._health.timeout.connect(self._probe)
@@ -290,9 +292,15 @@ class EngineBridge(QObject):
                 # two probes) still changed the library: show it.
                 self.refresh_library()
             # The engine starts timing the machine by itself once idle: the banner,
-            # the status bar and the panes follow its progress too.
-            if counts_changed or status.profiling != self._probed_profiling:
+            # the status bar and the panes follow its progress too; and it offers the
+            # multilingual embedder once questions come in another language.
+            changed = (
+                status.profiling != self._probed_profiling
+                or status.embedder_offer != self._probed_offer
+            )
+            if counts_changed or changed:
                 self._probed_profiling = status.profiling
+                self._probed_offer = status.embedder_offer
                 emit(self.sig_status, status)
 
     def _counts_changed(self, *, status: EngineStatus) -> bool:

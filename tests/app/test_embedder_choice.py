@@ -126,3 +126,24 @@ def test_questions_in_another_language_are_named_in_the_offer() -> None:
     assert offer_text(offer) == (
         "Questions in German: use multilingual-e5-small, a multilingual embedder (471 MB download)…"
     )
+
+
+def test_an_offer_the_engine_makes_later_shows_without_any_other_change(
+    qtbot: QtBot, make_window: MakeWindow
+) -> None:
+    """The engine offers the embedder once a question comes in another language: the
+    window's probe shows it, though no document or job changed."""
+    client = FakeClient(step_s=0.05)
+    window = make_window(client)
+    chooser = window.model_chooser
+    qtbot.wait(300)
+    assert not chooser.offer_action.isVisible()
+    client.embedder_offer = EmbedderOffer(
+        repo_id="intfloat/multilingual-e5-small",
+        name="multilingual-e5-small",
+        download_bytes=471_000_000,
+        languages=["en"],
+        asked=["de"],
+    )
+    qtbot.waitUntil(chooser.offer_action.isVisible, timeout=10_000)
+    assert chooser.offer_action.text().startswith("Questions in German:")
