@@ -33,6 +33,7 @@ from engine.rag.answer.word_languages import WordLanguages, either_ordinary
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.embedder_offer import across_note
 from engine.rag.ingest.embedder_switch import EmbedderSwitch
 from engine.rag.ingest.jobs import IngestJob, IngestQueue
 from engine.rag.ingest.journal import remove_orphans
@@ -427,16 +428,15 @@ class Engine:
         filters = SearchFilters(folders=tuple(folders), types=tuple(types))
         with_model = serving.answerer is not None
         rewrite = needs_rewrite(follow_up=follow_up, with_model=with_model)
+        # The documents the question may reach decide: a folder of German documents in
+        # a mostly English collection answers German questions as asked.
+        shares = self.store.language_shares(filters=filters)
         translate_to = None
         if with_model and not rewrite:
             # Asked in a language the collection is not written in: the model translates
             # it first, and the translation is searched too (a follow-up the model
             # rewrites is not: its rewrite is the search text).
-            # The documents the question may reach decide: a folder of German documents
-            # in a mostly English collection answers German questions as asked.
-            translate_to = translation_target(
-                question=question, shares=self.store.language_shares(filters=filters)
-            )
+            translate_to = translation_target(question=question, shares=shares)
         handle = serving.pipeline.submit(
             question=follow_up.query if follow_up is not None else question,
             priority=priority,
@@ -459,6 +459,11 @@ class Engine:
             # Why a quoted answer is quoted, as it stood when the question was asked.
             quoted_note=quoted_note(
                 chosen=bool(settings.server_url or settings.model), error=self.models.error()
+            ),
+            refusal_note=across_note(
+                question=question,
+                documents=sorted(shares, key=lambda lang: -shares[lang]),
+                reads_across=self.in_force.sentence_scale().reads_across(),
             ),
         )
 

@@ -658,3 +658,12 @@ def test_questions_in_another_language_than_the_documents_bring_the_embedders_of
     list(local_engine.ask_stream(question=german))
     offer = local_engine.status().embedder_offer
     assert offer is not None and offer.asked == ["de"]
+    # A German question refused says why the English-only embedder found nothing.
+    refused = list(local_engine.ask_stream(question="Wie hoch ist der Eiffelturm in Paris?"))
+    assert isinstance(refused[-1], DoneEvent)
+    done = refused[-1].done
+    assert done.mode == "none"
+    assert done.note is not None and "Your question is in German" in done.note
+    english = list(local_engine.ask_stream(question="How tall is the Eiffel Tower in Paris?"))
+    assert isinstance(english[-1], DoneEvent)
+    assert english[-1].done.mode == "none" and not english[-1].done.note

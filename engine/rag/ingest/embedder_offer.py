@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.rag.ingest.embedder import is_multilingual
+from engine.rag.ingest.language import language_name, text_language
 from engine.wire import EmbedderOffer
 
 REPO_ID = "intfloat/multilingual-e5-small"
@@ -41,4 +42,21 @@ def embedder_offer(
         download_bytes=DOWNLOAD_BYTES,
         languages=list(languages),
         asked=other,
+    )
+
+
+def across_note(*, question: str, documents: Sequence[str], reads_across: bool) -> str | None:
+    """What a refusal adds when `question` is surely in a language none of its
+    `documents` (their languages) is written in and the embedder in force reads one
+    language only (`reads_across`: measured, engine/rag/answer/semantic_scale.py): why
+    nothing was found, and the offer that would find it. None otherwise."""
+    asked = text_language(question)
+    if asked is None or not documents or asked in documents or reads_across:
+        return None
+    name = language_name(asked) or asked
+    written = " and ".join(language_name(code) or code for code in documents[:2])
+    return (
+        f"Your question is in {name} and your documents in {written}: the embedder in use "
+        "reads one language, and finds pages in another by the names they share at best. "
+        f"Model… offers {NAME}, which reads both."
     )

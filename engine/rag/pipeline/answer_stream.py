@@ -47,6 +47,7 @@ def answer_events(
     embed: Callable[[list[str]], np.ndarray] | None = None,
     scale: SemanticScale = IDENTITY,
     quoted_note: str = NO_MODEL_NOTE,
+    refusal_note: str | None = None,
 ) -> Iterator[AnswerEvent]:
     """A pipeline request's events as ask_stream's: a follow-up's "searched for" once
     the pipeline resolved it (rewritten by the model, when one is in use), the
@@ -55,11 +56,13 @@ def answer_events(
     An answer quoted for want of a model says why (`quoted_note`: none chosen, the chosen
     one still loading or failed; engine/rag/answer/extractive.py `quoted_note`).
     A refusal notes the `unfinished()` ingestion jobs that still have files to read:
-    "not found" then means "not found yet". With `embed` (sentence vectors), done's
-    text is the written answer made final (engine/rag/answer/written_answer.py: markers
-    added, checked against their passages, a bare-marker answer replaced), its cosines
-    read on `scale` (`embed`'s), and the text is shown a sentence at a time, each as
-    checked, so what streams is done's text; without `embed`, as the model wrote it."""
+    "not found" then means "not found yet"; and `refusal_note`, when given (why the
+    search could not read the question: engine/rag/ingest/embedder_offer.py). With
+    `embed` (sentence vectors), done's text is the written answer made final
+    (engine/rag/answer/written_answer.py: markers added, checked against their passages,
+    a bare-marker answer replaced), its cosines read on `scale` (`embed`'s), and the text
+    is shown a sentence at a time, each as checked, so what streams is done's text;
+    without `embed`, as the model wrote it."""
     gated: GatedHits | None = None
     pieces: list[str] = []
     checking: Checking | None = None
@@ -106,9 +109,8 @@ def answer_events(
         yield CitationsEvent(citations=[])
     if gated is None or not gated.found:
         answer = refusal_text(hits=gated.hits, unknown=gated.unknown) if gated is not None else ""
-        done = AnswerDone(
-            answer=answer, mode="none", note=still_adding_note(unfinished=unfinished())
-        )
+        notes = [n for n in (still_adding_note(unfinished=unfinished()), refusal_note) if n]
+        done = AnswerDone(answer=answer, mode="none", note=" ".join(notes) or None)
     elif model is None:
         text = gated.extract.text if gated.extract is not None else "".join(pieces)
         done = AnswerDone(answer=text, mode="extractive", note=quoted_note)

@@ -4,7 +4,7 @@ while the embedder in force reads English only."""
 
 from __future__ import annotations
 
-from engine.rag.ingest.embedder_offer import NAME, embedder_offer
+from engine.rag.ingest.embedder_offer import NAME, across_note, embedder_offer
 
 ENGLISH_ONLY = "all-MiniLM-L6-v2"
 
@@ -28,3 +28,17 @@ def test_nothing_is_offered_to_a_multilingual_embedder_or_an_empty_collection() 
     multilingual = "/models/intfloat--multilingual-e5-small"
     assert embedder_offer(languages=["de"], embedder=multilingual, asked=["de"]) is None
     assert embedder_offer(languages=[], embedder=ENGLISH_ONLY, asked=["de"]) is None
+
+
+def test_a_refusal_says_when_the_embedder_cannot_read_the_questions_language() -> None:
+    german = "Wie sorge ich dafür, dass Sicherheitsupdates automatisch installiert werden?"
+    note = across_note(question=german, documents=["en"], reads_across=False)
+    assert note is not None
+    assert note.startswith("Your question is in German and your documents in English:")
+    assert NAME in note
+    # Not when the documents are in the question's language, the embedder reads across,
+    # or the question's language is not sure.
+    assert across_note(question=german, documents=["de", "en"], reads_across=False) is None
+    assert across_note(question=german, documents=["en"], reads_across=True) is None
+    assert across_note(question="ok?", documents=["en"], reads_across=False) is None
+    assert across_note(question=german, documents=[], reads_across=False) is None
