@@ -86,6 +86,9 @@ def build_menus(
     model_menu.addAction(model_chooser.extractive_action)
     for action in model_chooser.ranking_actions():
         model_menu.addAction(action)
+    model_menu.addSeparator()
+    for action in model_chooser.embedder_actions():
+        model_menu.addAction(action)
 
     hardware_menu = window.menuBar().addMenu("&Hardware")
     hardware = QAction("Show &hardware and placement…", window)

@@ -310,16 +310,23 @@ class ModelChooser(QToolButton):
         self.offer_action.setVisible(False)
         self.offer_action.triggered.connect(self.accept_offer)
         self._offer: EmbedderOffer | None = None
-        menu.addAction(self.embedder_label)
-        menu.addAction(self.offer_action)
-        menu.addAction(self.choose_embedder_action)
-        menu.addAction(self.choose_embedder_gguf_action)
-        menu.addAction(self.embed_server_action)
-        menu.addAction(self.default_embedder_action)
+        for action in self.embedder_actions():
+            menu.addAction(action)
         self.setMenu(menu)
 
     def ranking_actions(self) -> tuple[QAction, ...]:
         return (self.rank_action, self.ranker_label, self.no_ranker_action)
+
+    def embedder_actions(self) -> tuple[QAction, ...]:
+        """The embedder's part of the menu (the window's Model menu shows it too)."""
+        return (
+            self.embedder_label,
+            self.offer_action,
+            self.choose_embedder_action,
+            self.choose_embedder_gguf_action,
+            self.embed_server_action,
+            self.default_embedder_action,
+        )
 
     def choose_folder(self) -> None:
         folder = self._choose_folder(self)

@@ -147,3 +147,5 @@ def test_an_offer_the_engine_makes_later_shows_without_any_other_change(
     )
     qtbot.waitUntil(chooser.offer_action.isVisible, timeout=10_000)
     assert chooser.offer_action.text().startswith("Questions in German:")
+    # In the window's Model menu too, where a person looks first.
+    assert chooser.offer_action in window.menuBar().actions()[1].menu().actions()
