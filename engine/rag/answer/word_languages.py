@@ -215,6 +215,11 @@ class WordLanguages:
             make_in_child(out=file)
         except Exception as e:
             log.warning("the word-language table could not be made (%s)", e)
+            return
+        # A table of another version or wordfreq release is never read again.
+        for old in file.parent.glob("own-words-wordfreq*.npy"):
+            if old != file:
+                old.unlink(missing_ok=True)
 
 
 def _listed(keys: np.ndarray, key: int) -> bool:

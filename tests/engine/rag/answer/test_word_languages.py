@@ -185,6 +185,12 @@ def test_nothing_is_own_until_the_table_is_made(
         np.save(out, _table(own=["cuántos"]))
 
     monkeypatch.setattr(word_languages, "make_in_child", make)
+    # The table of an earlier version, left by an older engine.
+    current = table_file(tmp_path)
+    assert current is not None
+    old = current.with_name("own-words-wordfreq3.1.1-v2.npy")
+    old.parent.mkdir(parents=True)
+    np.save(old, np.array([word_key("cuántos")], np.uint64))
     words = WordLanguages(cache=tmp_path)
     assert not words.is_own("cuántos")
     assert not words.wait(timeout_s=0.05)
@@ -193,6 +199,7 @@ def test_nothing_is_own_until_the_table_is_made(
     assert words.wait(timeout_s=10)
     assert words.is_own("cuántos") and not words.is_own("docker")
     assert len(made) == 1
+    assert list(old.parent.iterdir()) == [made[0]]  # the older table is gone
     # Another engine start reads the file and makes nothing.
     assert WordLanguages(cache=tmp_path).is_own("cuántos")
     assert len(made) == 1
