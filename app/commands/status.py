@@ -46,5 +46,18 @@ def run(args: argparse.Namespace) -> int:
         )
     if status.embed_server is not None:  # the documents' text goes there: say so
         print(server_line(status.embed_server))
+    if status.languages:
+        print(f"languages: {', '.join(status.languages)}")
+    offer = status.embedder_offer
+    if offer is not None:
+        why = (
+            f"questions asked in {', '.join(offer.asked)}"
+            if all(code == "en" for code in offer.languages)
+            else f"documents in {', '.join(offer.languages)}"
+        )
+        print(
+            f"offered: {offer.repo_id} ({offer.download_bytes / 1e6:.0f} MB download), which "
+            f"reads {why} (accept it in the window: Model…)"
+        )
     print(f"data: {paths.data}")
     return 0
