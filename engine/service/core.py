@@ -450,6 +450,7 @@ class Engine:
             cancel=cancel,
         )
         settings = self.settings
+        meta = self.store.meta  # the index's: its embedder embeds the question
         yield from answer_events(
             handle=handle,
             cancel=cancel,
@@ -463,7 +464,7 @@ class Engine:
             refusal_note=across_note(
                 question=question,
                 documents=sorted(shares, key=lambda lang: -shares[lang]),
-                reads_across=self.in_force.sentence_scale().reads_across(),
+                embedder=meta.embedder_id if meta is not None else settings.embedder,
             ),
         )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.rag.ingest.embedder import is_multilingual
+from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, is_multilingual
 from engine.rag.ingest.language import language_name, text_language
 from engine.wire import EmbedderOffer
 
@@ -45,18 +45,18 @@ def embedder_offer(
     )
 
 
-def across_note(*, question: str, documents: Sequence[str], reads_across: bool) -> str | None:
+def across_note(*, question: str, documents: Sequence[str], embedder: str) -> str | None:
     """What a refusal adds when `question` is surely in a language none of its
-    `documents` (their languages) is written in and the embedder in force reads one
-    language only (`reads_across`: measured, engine/rag/answer/semantic_scale.py): why
-    nothing was found, and the offer that would find it. None otherwise."""
+    `documents` (their languages) is written in and the embedder in force (`embedder`,
+    the index's) is the bundled English-only one: why nothing was found, and the offer
+    that would find it. None otherwise (another embedder's reach is not known by name)."""
     asked = text_language(question)
-    if asked is None or not documents or asked in documents or reads_across:
+    if asked is None or not documents or asked in documents or embedder != DEFAULT_EMBEDDER:
         return None
     name = language_name(asked) or asked
     written = " and ".join(language_name(code) or code for code in documents[:2])
     return (
-        f"Your question is in {name} and your documents in {written}: the embedder in use "
-        "reads one language, and finds pages in another by the names they share at best. "
-        f"Model… offers {NAME}, which reads both."
+        f"Your question is in {name} and your documents in {written}: the bundled "
+        "embedder reads English only, and finds pages in another language by the names "
+        f"they share at best. Model… offers {NAME}, which reads both."
     )

@@ -32,13 +32,15 @@ def test_nothing_is_offered_to_a_multilingual_embedder_or_an_empty_collection() 
 
 def test_a_refusal_says_when_the_embedder_cannot_read_the_questions_language() -> None:
     german = "Wie sorge ich dafür, dass Sicherheitsupdates automatisch installiert werden?"
-    note = across_note(question=german, documents=["en"], reads_across=False)
+    note = across_note(question=german, documents=["en"], embedder=ENGLISH_ONLY)
     assert note is not None
     assert note.startswith("Your question is in German and your documents in English:")
     assert NAME in note
-    # Not when the documents are in the question's language, the embedder reads across,
-    # or the question's language is not sure.
-    assert across_note(question=german, documents=["de", "en"], reads_across=False) is None
-    assert across_note(question=german, documents=["en"], reads_across=True) is None
-    assert across_note(question="ok?", documents=["en"], reads_across=False) is None
-    assert across_note(question=german, documents=[], reads_across=False) is None
+    # Not when the documents are in the question's language, the embedder is another
+    # (multilingual, or one whose reach its name does not tell), or the question's
+    # language is not sure.
+    assert across_note(question=german, documents=["de", "en"], embedder=ENGLISH_ONLY) is None
+    for other in ("/models/intfloat--multilingual-e5-small", "server:nomic@http://box"):
+        assert across_note(question=german, documents=["en"], embedder=other) is None
+    assert across_note(question="ok?", documents=["en"], embedder=ENGLISH_ONLY) is None
+    assert across_note(question=german, documents=[], embedder=ENGLISH_ONLY) is None
