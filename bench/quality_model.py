@@ -145,7 +145,7 @@ def written_outcome(
     passages = passages_of(gated.hits)
     texts = [p.text for p in passages]
     # Checked as the engine checks it, a sentence at a time as it is written.
-    checking = checking_for(gated=gated, embed=embed, scale=scale)
+    checking = checking_for(gated=gated, embed=embed, scale=scale, question=question.question)
     assert checking is not None  # passages were found
     pieces: list[str] = []
     first_token = first_shown = None
@@ -394,6 +394,7 @@ def rejudge(
                 embed=embed,
                 fallback=r.get("fallback"),
                 scale=scale,
+                question=r.get("question", ""),
             )
             final_text, note, markers = final.text, final.note, final.markers
             quoted = final.quoted

@@ -10,6 +10,11 @@ the window shows once the answer is done, and the two never differ. A marker's c
 its earlier sentences and a sentence's "[n]" after its full stop are all read within
 the sentence that holds them, so a sentence's check needs nothing written after it.
 
+A small model sometimes writes the question back and nothing else (the real 1.5B, 3
+of 180 recorded answers: "Po inštalácii som zistil, že mám zlé rozloženie klávesnice.
+Ako ho prestavím? [3]"): an answer no word of which the question lacks says nothing, and
+is followed by the sources' sentences as an unsupported one is (`ECHO_NOTE`).
+
 A small model often answers beside its passages: on the blind set the real 1.5B's words
 held the fact for 0.19–0.46 of the answerable questions a part, where the extractive
 quote of the same passages held it for 0.55–0.68 (docs/benchmarks.md). An answer left
@@ -44,6 +49,10 @@ BARE_NOTE = (
 UNSUPPORTED_NOTE = (
     "Your documents do not bear out the model's answer; below it are the sentences of "
     "your documents closest to the question."
+)
+ECHO_NOTE = (
+    "The model only repeated the question; below it are the sentences of your documents "
+    "closest to the question."
 )
 _REPLY_CHARS = 40
 # Where a finished sentence gives way to the next: after its full stop and any marker
@@ -94,11 +103,14 @@ class Checking:
         embed: Callable[[list[str]], np.ndarray],
         fallback: str | None,
         scale: SemanticScale = IDENTITY,
+        question: str = "",
     ) -> None:
         """`fallback` (the extractive answer) stands in for an answer that is only
         markers; `scale`: `embed`'s (engine/rag/answer/semantic_scale.py), read on a
-        translation's scale against a passage in another language than the answer."""
+        translation's scale against a passage in another language than the answer;
+        `question`: as asked (an answer that only repeats it is followed by `fallback`)."""
         self._passages = list(passages)
+        self._question = question
         memo = SentenceMemo(size=4096)  # the passages' sentences, embedded once an answer
         self._embed: Callable[[list[str]], np.ndarray] = lambda texts: memo.rows(
             texts=texts, embed=embed
@@ -142,11 +154,13 @@ class Checking:
             )
         tail = self._check_to(len(self._written), last=True)
         shown = "".join(self._shown)
-        if self._fallback and shown.strip() and not cites_any(shown, count=len(self._passages)):
+        echo = repeats(question=self._question, answer=shown)
+        unsupported = not cites_any(shown, count=len(self._passages))
+        if self._fallback and shown.strip() and (echo or unsupported):
             after = f"\n\n{self._marked(self._fallback)}"
             return tail + after, FinalAnswer(
                 text=shown + after,
-                note=UNSUPPORTED_NOTE,
+                note=ECHO_NOTE if echo else UNSUPPORTED_NOTE,
                 markers=self._markers(bare=bare),
                 quoted="after",
                 quoted_from=len(shown) + 2,
@@ -258,12 +272,22 @@ def finish_written(
     embed: Callable[[list[str]], np.ndarray],
     fallback: str | None,
     scale: SemanticScale = IDENTITY,
+    question: str = "",
 ) -> FinalAnswer:
     """The answer the person sees for the model's whole `answer` to `passages`, as
     `Checking` makes it when fed the answer as it is written."""
-    checking = Checking(passages=passages, embed=embed, fallback=fallback, scale=scale)
+    checking = Checking(
+        passages=passages, embed=embed, fallback=fallback, scale=scale, question=question
+    )
     checking.feed(answer)
     return checking.finish()[1]
+
+
+def repeats(*, question: str, answer: str) -> bool:
+    """Whether `answer`, markers aside, holds no word that `question` lacks (a script
+    written without spaces read in `words`' pieces): the question written back."""
+    said = {w.casefold() for w in words(strip_markers(answer))}
+    return bool(question.strip()) and bool(said) and said <= {w.casefold() for w in words(question)}
 
 
 def _finished(text: str, *, after: int) -> list[int]:

@@ -92,7 +92,9 @@ def answer_events(
                 # A model's pieces only (a request handed over to a model after its
                 # retrieval is served by it from here).
                 if checking is None and embed is not None and handle.served_by is not None:
-                    checking = checking_for(gated=gated, embed=embed, scale=scale)
+                    checking = checking_for(
+                        gated=gated, embed=embed, scale=scale, question=asked_question(handle)
+                    )
                 shown = checking.feed(event.text) if checking is not None else event.text
                 if shown:
                     yield TokenEvent(text=shown)
@@ -120,7 +122,9 @@ def answer_events(
         note = None
         quoted_from = None
         if checking is None and embed is not None:  # the model wrote nothing
-            checking = checking_for(gated=gated, embed=embed, scale=scale)
+            checking = checking_for(
+                gated=gated, embed=embed, scale=scale, question=asked_question(handle)
+            )
         if checking is not None:
             tail, final = checking.finish()
             if tail:
@@ -139,14 +143,22 @@ def answer_events(
     yield DoneEvent(done=done)
 
 
+def asked_question(handle: RequestHandle) -> str:
+    """The question as the person asked it (a follow-up's search text is another)."""
+    question = handle.question
+    return question.conversation.question if question.conversation else question.text
+
+
 def checking_for(
     *,
     gated: GatedHits | None,
     embed: Callable[[list[str]], np.ndarray],
     scale: SemanticScale,
+    question: str = "",
 ) -> Checking | None:
-    """The check of a model's answer to the passages found (None when none was), the
-    extractive answer its fallback (engine/rag/answer/written_answer.py)."""
+    """The check of a model's answer to `question` (as asked) from the passages found
+    (None when none was), the extractive answer its fallback
+    (engine/rag/answer/written_answer.py)."""
     if gated is None or not gated.found:
         return None
     return Checking(
@@ -154,6 +166,7 @@ def checking_for(
         embed=embed,
         fallback=gated.extract.text if gated.extract is not None else None,
         scale=scale,
+        question=question,
     )
 
 

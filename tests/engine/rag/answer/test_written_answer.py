@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from engine.rag.answer.semantic_scale import SemanticScale
-from engine.rag.answer.written_answer import UNSUPPORTED_NOTE, Checking, finish_written
+from engine.rag.answer.written_answer import (
+    ECHO_NOTE,
+    UNSUPPORTED_NOTE,
+    Checking,
+    finish_written,
+    repeats,
+)
 from engine.rag.ingest.embedder import Embedder
 
 PASSAGES = [
@@ -170,3 +176,25 @@ def test_a_passage_in_another_language_than_the_answer_is_read_as_a_translation(
         answer=answer, passages=[SAME_TOPIC], embed=embed, fallback=None, scale=E5_LIKE
     )
     assert english.markers.kept == 0
+
+
+def test_an_answer_that_only_repeats_the_question_is_followed_by_the_sources(embed) -> None:  # type: ignore[no-untyped-def]
+    """The real 1.5B wrote a Slovak question back as its answer, a marker after it; an
+    answer that adds a word to the question is an answer."""
+    question = "Does CREATE TABLE IF NOT EXISTS raise an error when the table already exists?"
+    echo = "Does CREATE TABLE IF NOT EXISTS raise an error when the table already exists? [1]"
+    got = finish_written(
+        answer=echo, passages=PASSAGES, embed=embed, fallback=EXTRACT, question=question
+    )
+    assert got.note == ECHO_NOTE and got.quoted == "after"
+    assert got.text[got.quoted_from :] == f"{EXTRACT[:-1]} [1]."
+    answered = "No, CREATE TABLE IF NOT EXISTS raises no error when the table already exists [1]."
+    got = finish_written(
+        answer=answered, passages=PASSAGES, embed=embed, fallback=EXTRACT, question=question
+    )
+    assert got.note is None and got.text == answered
+    assert repeats(question="Ako ho prestavím?", answer="Ako ho prestavím? [3]")
+    japanese = "文字の大きさを枠内に収める設定はありますか？"
+    assert repeats(question=japanese, answer=japanese)
+    assert not repeats(question="Ako ho prestavím?", answer="Použite setupcon [3].")
+    assert not repeats(question="", answer="Anything")
