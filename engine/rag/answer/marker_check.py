@@ -130,7 +130,8 @@ def check_markers(
         if _quoted(answer=answer, claim=claim, passages=squashed):
             continue  # "[1] 25647" copied from a page that prints it: the page's words
         # A sentence that asks (the model repeating the question) states nothing to cite.
-        scores = None if _asking(answer, claim) else best.get(claim.text)
+        asking = _asking(answer, claim)
+        scores = None if asking else best.get(claim.text)
         cited = [n for n in dict.fromkeys(claim.cited) if 1 <= n <= len(passages)]
         keep: list[int] = []
         back: tuple[int, int] | None = None  # (where, n): the marker goes to an earlier sentence
@@ -144,6 +145,9 @@ def check_markers(
         elif back is None and scores is not None and float(scores.max()) >= support:
             keep = [int(scores.argmax()) + 1]
             moved += 1
+        elif back is not None and back[0] < 0 and asking:  # shown, but a question cites nothing
+            dropped += len(set(claim.cited))
+            back = None
         elif back is not None and back[0] < 0:  # vouched for by what is shown: stays
             keep = [back[1]]
             kept += 1

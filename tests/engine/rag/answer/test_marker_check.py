@@ -132,6 +132,11 @@ def test_a_sentence_already_shown_vouches_for_the_marker_after_it(embed) -> None
     for before in (shown + "\n", ""):
         alone = check_markers(answer=later, passages=passages, embed=embed, before=before)
         assert "[" not in alone.text and alone.dropped == 1
+    # A question after it cites nothing, vouched for or not (the real 1.5B wrote a
+    # question back, its marker after the question mark).
+    asked = "Does upstream have to run it again for every release? [1]"
+    got = check_markers(answer=asked, passages=passages, embed=embed, before=shown)
+    assert got.text == asked.removesuffix(" [1]") and got.dropped == 1 and got.kept == 0
 
 
 @pytest.mark.parametrize(
