@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
-from engine.wire import EmbedderOffer
+from engine.rag.ingest.embedder_offer import embedder_offer
 from tests.app.conftest import MakeWindow
 from tests.app.fake_client import FakeClient, request_error
 
@@ -86,12 +86,7 @@ def test_a_collection_not_in_english_is_offered_a_multilingual_embedder(
     the embedder from the hub (only then) and switches to the downloaded folder, which
     re-embeds the collection; the offer goes once the switch is made."""
     client = FakeClient(step_s=0.05)
-    client.embedder_offer = EmbedderOffer(
-        repo_id="intfloat/multilingual-e5-small",
-        name="multilingual-e5-small",
-        download_bytes=471_000_000,
-        languages=["de", "fr"],
-    )
+    client.embedder_offer = embedder_offer(languages=["de", "fr"], embedder="all-MiniLM-L6-v2")
     window = make_window(client)
     chooser = window.model_chooser
     qtbot.waitUntil(chooser.offer_action.isVisible, timeout=5000)
@@ -116,13 +111,7 @@ def test_questions_in_another_language_are_named_in_the_offer() -> None:
     """An English collection asked in German: the offer says whose language it is for."""
     from app.models_pane.model_chooser import offer_text
 
-    offer = EmbedderOffer(
-        repo_id="intfloat/multilingual-e5-small",
-        name="multilingual-e5-small",
-        download_bytes=471_000_000,
-        languages=["en"],
-        asked=["de"],
-    )
+    offer = embedder_offer(languages=["en"], embedder="all-MiniLM-L6-v2", asked=["de"])
     assert offer_text(offer) == (
         "Questions in German: use multilingual-e5-small, a multilingual embedder (471 MB download)…"
     )
@@ -138,12 +127,8 @@ def test_an_offer_the_engine_makes_later_shows_without_any_other_change(
     chooser = window.model_chooser
     qtbot.wait(300)
     assert not chooser.offer_action.isVisible()
-    client.embedder_offer = EmbedderOffer(
-        repo_id="intfloat/multilingual-e5-small",
-        name="multilingual-e5-small",
-        download_bytes=471_000_000,
-        languages=["en"],
-        asked=["de"],
+    client.embedder_offer = embedder_offer(
+        languages=["en"], embedder="all-MiniLM-L6-v2", asked=["de"]
     )
     qtbot.waitUntil(chooser.offer_action.isVisible, timeout=10_000)
     assert chooser.offer_action.text().startswith("Questions in German:")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.commands import status as status_command
+from engine.rag.ingest.embedder_offer import embedder_offer
 from engine.wire import EmbedderOffer, EngineStatus
 
 
@@ -50,13 +51,7 @@ def _printed(
 def test_the_offer_for_questions_in_another_language_is_printed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    offer = EmbedderOffer(
-        repo_id="intfloat/multilingual-e5-small",
-        name="multilingual-e5-small",
-        download_bytes=471_000_000,
-        languages=["en"],
-        asked=["de"],
-    )
+    offer = embedder_offer(languages=["en"], embedder="all-MiniLM-L6-v2", asked=["de"])
     out = _printed(monkeypatch, capsys, offer)
     assert "languages: en\n" in out
     assert (
