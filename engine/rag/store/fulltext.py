@@ -28,12 +28,13 @@ built again when the collection's language (or the way words break) changes.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -283,10 +284,20 @@ def fill_words(table: Any) -> int:
 @dataclass(frozen=True, kw_only=True)
 class DocumentLanguages:
     """The languages of a documents table: each document's (by its id; empty: not
-    detected), and the chunks each language's documents hold (`language_shares`)."""
+    detected), and the chunks each language's documents hold (`language_shares`), of
+    the whole table (`shares`) or of the documents at the paths a search may reach
+    (`shares_of`)."""
 
     by_document: dict[str, frozenset[str]]
-    shares: dict[str, int] = field(default_factory=dict)
+    documents: tuple[DocumentRecord, ...] = ()  # path, status, chunks, languages read
+
+    @functools.cached_property
+    def shares(self) -> dict[str, int]:
+        return language_shares(self.documents)
+
+    def shares_of(self, reached: Callable[[str], bool]) -> dict[str, int]:
+        """The shares of the documents whose path `reached` accepts."""
+        return language_shares(d for d in self.documents if reached(d.path))
 
     @property
     def collection(self) -> tuple[str, ...]:
@@ -296,25 +307,24 @@ class DocumentLanguages:
 
 def languages_of(documents: Any) -> DocumentLanguages:
     """The languages of a documents table, reading only the columns they come from."""
-    columns = ["doc_id", "languages", "chunks", "status"]
+    columns = ["doc_id", "path", "languages", "chunks", "status"]
     rows = documents.search().select(columns).limit(None).to_list()
-    shares = language_shares(
-        DocumentRecord(
-            doc_id=r["doc_id"],
-            path="",
-            size=0,
-            mtime=0.0,
-            content_hash="",
-            status=r["status"],
-            error=None,
-            pages=None,
-            chunks=r["chunks"] or 0,
-            languages=r["languages"] or "",
-        )
-        for r in rows
-    )
     return DocumentLanguages(
-        shares=shares,
+        documents=tuple(
+            DocumentRecord(
+                doc_id=r["doc_id"],
+                path=r["path"],
+                size=0,
+                mtime=0.0,
+                content_hash="",
+                status=r["status"],
+                error=None,
+                pages=None,
+                chunks=r["chunks"] or 0,
+                languages=r["languages"] or "",
+            )
+            for r in rows
+        ),
         by_document={
             r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows
         },

@@ -379,11 +379,10 @@ class LanceStore:
     def language_shares(self, *, filters: SearchFilters | None = None) -> dict[str, int]:
         """The chunks of the documents written in each language (their main one): of the
         whole collection, or of the documents `filters` let a search reach."""
+        languages = self.words.languages()  # read again only when the documents change
         if filters is None or filters.empty:
-            return dict(self.words.languages().shares)
-        return fulltext.language_shares(
-            d for d in self.list_documents() if filters_accept(filters, path=d.path)
-        )
+            return dict(languages.shares)
+        return languages.shares_of(lambda path: filters_accept(filters, path=path))
 
     def counts(self) -> tuple[int, int]:
         chunks = self._chunks.count_rows() if self._chunks is not None else 0
