@@ -321,6 +321,11 @@ class EmbedderOffer:
     # started (ISO 639-1), most asked first.
     asked: list[str] = field(default_factory=list)
 
+    @property
+    def for_questions(self) -> bool:
+        """Offered for the questions' languages (`asked`): the documents are English."""
+        return all(code == "en" for code in self.languages)
+
 
 @dataclass(frozen=True, kw_only=True)
 class EngineStatus:

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if offer is not None:
         why = (
             f"questions asked in {', '.join(offer.asked)}"
-            if all(code == "en" for code in offer.languages)
+            if offer.for_questions
             else f"documents in {', '.join(offer.languages)}"
         )
         print(

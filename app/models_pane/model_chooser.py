@@ -139,9 +139,8 @@ LANGUAGE_NAMES = {
 def offer_text(offer: EmbedderOffer) -> str:
     """The menu item that offers a multilingual embedder for the collection's languages,
     or, for an English collection, for the languages questions are asked in."""
-    documents = [code for code in offer.languages if code != "en"]
-    whose = "Documents" if documents else "Questions"
-    shown = offer.languages if documents else offer.asked
+    whose = "Questions" if offer.for_questions else "Documents"
+    shown = offer.asked if offer.for_questions else offer.languages
     names = " and ".join(LANGUAGE_NAMES.get(code, code) for code in shown[:2])
     size = f"{offer.download_bytes / 1e6:.0f} MB"
     return f"{whose} in {names}: use {offer.name}, a multilingual embedder ({size} download)…"
