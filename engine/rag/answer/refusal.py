@@ -54,7 +54,10 @@ A name of several capitalised words ("Arch User Repository", "Secure Boot",
 "Raspberry Pi") counts the same way as a whole: each of its words may occur in the
 manuals ("arch", "user", "repository") while the name never does. It is unknown when
 no retrieved passage holds it and `holds_phrase` (the store's) finds no chunk that
-does.
+does. A sentence's first word has its capital from where it stands, and a language
+that writes every noun with a capital (German) gives one to its ordinary words: neither
+is part of a name ("Setelah Alt-SysRq", "LuaLaTeX Probleme" refused answerable
+questions of the blind set).
 
 A script written without spaces (Chinese, Japanese, Thai) has no words to look up:
 a run of it is a phrase, and the check stays silent on it.
@@ -113,6 +116,10 @@ _MIN_LETTERS = 3
 # ("Ich verwende Stable. Wie wechsle ich …" names nothing called "Stable Wie").
 _NAME_WORD = r"[A-Z][\w+#.-]*[a-z](?:[\w+#.-]*[\w+#-])?"
 _NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:\s+{_NAME_WORD})+(?![\w-])")
+# Where a sentence ends and the next, capitalised whatever its first word is, begins.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# The identifier's codes of the languages that capitalise every noun.
+_CAPITALISED_NOUNS = frozenset({"de", "lb"})
 
 
 def unknown_words(
@@ -130,11 +137,18 @@ def unknown_words(
     says no chunk does. `ordinary(word, the question's language)`: whether a word is an
     ordinary word of some language (never unknown)."""
     out = _unknown_single(question=question, texts=texts, holds=holds, holds_form=holds_form)
+    language = text_language(question) if ordinary is not None else None
     if ordinary is not None and out:
-        language = text_language(question)
         out = [w for w in out if not ordinary(w, language)]
     if holds_phrase is not None:
-        out += _unknown_names(question=question, texts=texts, holds_phrase=holds_phrase)
+        nouns = (
+            (lambda word: ordinary(word, language))
+            if ordinary is not None and capitalises_nouns(language)
+            else None
+        )
+        out += _unknown_names(
+            question=question, texts=texts, holds_phrase=holds_phrase, ordinary=nouns
+        )
     return out
 
 
@@ -144,20 +158,56 @@ def held(documents: frozenset[str] | None, *, answering: frozenset[str]) -> bool
     return documents is None or bool(documents & answering) or len(documents) >= SPREAD
 
 
-def names(question: str) -> list[str]:
-    """The names of several capitalised words in `question`, its first word left out
-    (a question starts with a capital whatever it is)."""
-    first = question.lstrip()
-    rest = first[len(first.split(maxsplit=1)[0]) :] if first else ""
-    return list(dict.fromkeys(" ".join(m.split()) for m in _NAME.findall(rest)))
+def names(question: str, *, ordinary: Callable[[str], bool] | None = None) -> list[str]:
+    """The names of several capitalised words in `question`. A sentence's first word is
+    left out (a sentence starts with a capital whatever it is), and where `ordinary` is
+    given, every word it says is an ordinary word: the question's language capitalises
+    its nouns (`capitalises_nouns`), so their capital names nothing."""
+    found: list[str] = []
+    for sentence in _SENTENCE_END.split(question):
+        words = sentence.split(maxsplit=1)
+        rest = words[1] if len(words) > 1 else ""
+        for run in _NAME.findall(f" {rest}"):
+            found += _named_parts(run.split(), ordinary=ordinary)
+    return list(dict.fromkeys(found))
+
+
+def _named_parts(words: list[str], *, ordinary: Callable[[str], bool] | None) -> list[str]:
+    """The runs of two or more of `words` that `ordinary` does not cut."""
+    if ordinary is None:
+        return [" ".join(words)]
+    parts: list[str] = []
+    run: list[str] = []
+    for word in [*words, ""]:
+        if word and not ordinary(word.lower()):
+            run.append(word)
+            continue
+        if len(run) > 1:
+            parts.append(" ".join(run))
+        run = []
+    return parts
+
+
+def capitalises_nouns(language: str | None) -> bool:
+    """Whether `language` (the identifier's code) writes every noun with a capital, as
+    German and Luxembourgish do: a German question's "Probleme", "Warnung" or "Name" is
+    no part of a name ("LuaLaTeX Probleme" never occurs in a German manual, and read as
+    one refused the question that asked for it)."""
+    return language in _CAPITALISED_NOUNS
 
 
 def _unknown_names(
-    *, question: str, texts: Sequence[str], holds_phrase: Callable[[str], bool]
+    *,
+    question: str,
+    texts: Sequence[str],
+    holds_phrase: Callable[[str], bool],
+    ordinary: Callable[[str], bool] | None,
 ) -> list[str]:
     joined = f" {' '.join(plain_words(t) for t in texts)} "
     return [
-        n for n in names(question) if f" {plain_words(n)} " not in joined and not holds_phrase(n)
+        n
+        for n in names(question, ordinary=ordinary)
+        if f" {plain_words(n)} " not in joined and not holds_phrase(n)
     ]
 
 

@@ -6,6 +6,7 @@ from engine.rag.answer.refusal import (
     SPREAD,
     UNKNOWN_WORD_PENALTY,
     another_form,
+    capitalises_nouns,
     held,
     names,
     refused,
@@ -87,6 +88,52 @@ def test_names_are_runs_of_capitalised_words_not_the_first_word_nor_code() -> No
     # All capitals are SQL or an acronym, one capitalised word is no name of several.
     assert names("Does a BIGINT PRIMARY KEY column alias the rowid in SQLite?") == []
     assert names("What is the IPv4 MTU of Debian?") == []
+    # Every sentence starts with a capital, not only the question's first.
+    assert names("Sistem hang total. Setelah Alt-SysRq, tombol apa?") == []
+    assert names("It hangs. Secure Boot is on and Raspberry Pi OS stops.") == ["Raspberry Pi"]
+
+
+def test_a_language_that_capitalises_its_nouns_names_nothing_by_them() -> None:
+    german = {"paket", "probleme", "warnung", "name", "editor"}
+
+    def ordinary(word: str) -> bool:
+        return word in german
+
+    assert names("Wieso macht das Paket soul unter LuaLaTeX Probleme?", ordinary=ordinary) == []
+    assert names("Woher kommt der Name Debian?", ordinary=ordinary) == []
+    # A name's own words stay one: what the asker's language does not use.
+    assert names(
+        "Zeigt der Editor Visual Studio Code die Warnung Underfull?", ordinary=ordinary
+    ) == ["Visual Studio Code"]
+    assert capitalises_nouns("de")
+    assert not capitalises_nouns("en")
+    assert not capitalises_nouns(None)
+
+
+def test_a_german_question_s_capitalised_nouns_are_no_unknown_name() -> None:
+    question = "Wieso macht das Paket soul unter LuaLaTeX Probleme?"
+    asked: list[str] = []
+
+    def holds_phrase(phrase: str) -> bool:
+        asked.append(phrase)
+        return False
+
+    unknown = unknown_words(
+        question=question,
+        texts=["Das Paket soul arbeitet unter LuaLaTeX nicht wie erwartet."],
+        holds=lambda word: True,
+        holds_phrase=holds_phrase,
+        ordinary=lambda word, language: language == "de" and word == "probleme",
+    )
+    assert unknown == []
+    assert asked == []
+    # Read as English capitals, the same words were one name never mentioned.
+    assert unknown_words(
+        question=question,
+        texts=["Das Paket soul arbeitet unter LuaLaTeX nicht wie erwartet."],
+        holds=lambda word: True,
+        holds_phrase=holds_phrase,
+    ) == ["LuaLaTeX Probleme"]
 
 
 def test_negated_auxiliaries_and_pronouns_are_never_unknown() -> None:
