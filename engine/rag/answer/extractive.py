@@ -87,6 +87,10 @@ _SECOND_MARGIN = 0.16
 _MIN_SENTENCE_WORDS = 4  # shorter lines are quoted around an answer, never scored
 _AFTER = 2  # whole sentences quoted after the answer sentence (tune split: 1 -> 2 helped)
 _MAX_SHORT_AROUND = 3  # lines a quotation reaches past its sentence for short ones
+_BEYOND = _AFTER + _MAX_SHORT_AROUND  # lines read past a passage's end, at most
+# Characters of the page after a passage that `Passage.after` holds: room for _BEYOND
+# lines (two sentences of a manual are 200-400).
+BEYOND_CHARS = 800
 _DUPLICATE_SIMILARITY = 0.82  # MiniLM: paraphrases score 0.82-0.92, related sentences ~0.65
 
 
@@ -129,6 +133,9 @@ class _Candidate:
     # where the fact often is ("--first-parent" above its description). A field
     # (`is_field`: a label and its value) is short too, but scored.
     short: bool = False
+    # From the text after the passage on its page (`Passage.after`): quoted where the
+    # quotation reaches the passage's end, never scored.
+    beyond: bool = False
 
 
 class ExtractiveAnswerer:
@@ -162,8 +169,9 @@ class ExtractiveAnswerer:
         None when there is nothing to score. `across`: the question is asked in another
         language than the passages' (`SemanticScale.across`)."""
         every = _candidates(passages)
-        # Scored: whole sentences; `every` also keeps the short lines for quoting.
-        where = [i for i, c in enumerate(every) if not c.short]
+        # Scored: whole sentences; `every` also keeps the short lines and what follows
+        # each passage on its page, for quoting.
+        where = [i for i, c in enumerate(every) if not c.short and not c.beyond]
         candidates = [every[i] for i in where]
         if not candidates or not question.strip():
             return None
@@ -449,7 +457,9 @@ def _fullest_copy(
         k = where[i]
         after = every[k + 1 : k + 1 + _AFTER + _MAX_SHORT_AROUND]
         return sum(
-            1 for c in after if c.passage is every[k].passage and not c.short and not asks(c.text)
+            1
+            for c in after
+            if c.passage is every[k].passage and not (c.short or c.beyond) and not asks(c.text)
         )
 
     text = candidates[best].text.lower()
@@ -512,7 +522,8 @@ def _with_introduced(candidates: list[_Candidate], i: int) -> str:
         return c.text
     parts = [c.text]
     for j in range(i + 1, min(i + 1 + _MAX_SHORT_AROUND, len(candidates))):
-        if candidates[j].passage is not c.passage or not candidates[j].short:
+        following = candidates[j]
+        if following.passage is not c.passage or not following.short or following.beyond:
             break
         parts.append(candidates[j].text)
     return " ".join(parts)
@@ -538,6 +549,22 @@ def _candidates(passages: list[Passage]) -> list[_Candidate]:
                     text=sentence,
                     fragment=fragment,
                     short=word_count(sentence) < _MIN_SENTENCE_WORDS and not is_field(sentence),
+                )
+            )
+        # The chunk ends where the chunker's window did, often inside a FAQ's answer or
+        # right after "you get the following:"; a quotation that reaches it goes on
+        # (blind set: the quote held 12 more facts, 5 of them German).
+        beyond = split_sentences(passage.after, min_words=1)[:_BEYOND]
+        for position, sentence in enumerate(beyond, start=len(sentences)):
+            out.append(
+                _Candidate(
+                    passage=passage,
+                    rank=rank,
+                    position=position,
+                    text=sentence,
+                    fragment=False,
+                    short=word_count(sentence) < _MIN_SENTENCE_WORDS and not is_field(sentence),
+                    beyond=True,
                 )
             )
     return out

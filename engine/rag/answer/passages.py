@@ -13,3 +13,8 @@ class Passage:
     text: str
     path: str
     page: int | None  # 1-based; None for formats without pages
+    # What follows the passage on its page (a bounded slice, "" when not read): an
+    # extractive quotation that reaches the passage's end goes on into it, since the
+    # passage's edge is only where the chunker's window stopped. Never scored or cited
+    # apart: it is the same page.
+    after: str = ""

@@ -342,9 +342,20 @@ def _near(page: int | None, pages: Sequence[int]) -> bool:
     return page is not None and any(abs(page - p) <= _NEAR_PAGES for p in pages)
 
 
-def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
+def passages_of(
+    hits: Sequence[SearchHit], *, following: dict[str, str] | None = None
+) -> list[Passage]:
+    """The hits as numbered passages; `following`: what follows each chunk on its page,
+    by chunk id (`LanceStore.following_text`), for a quotation to go on into."""
+    after = following or {}
     return [
-        Passage(index=i + 1, text=h.chunk.text, path=h.chunk.path, page=h.chunk.page)
+        Passage(
+            index=i + 1,
+            text=h.chunk.text,
+            path=h.chunk.path,
+            page=h.chunk.page,
+            after=after.get(h.chunk.chunk_id, ""),
+        )
         for i, h in enumerate(hits)
     ]
 

@@ -26,6 +26,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from engine.rag.answer.extractive import (
+    BEYOND_CHARS,
     DEFAULT_MIN_SCORE,
     NOT_FOUND_TEXT,
     ExtractiveAnswer,
@@ -271,15 +272,20 @@ class RelevanceGate:
             across = self._store.asked_across(
                 question=read, doc_ids=[h.chunk.doc_id for h in hits[:ACROSS_BEST]]
             )
+            following = self._store.following_text(
+                chunks=[h.chunk for h in hits], chars=BEYOND_CHARS
+            )
             extract = self._extractive.answer(
-                question=asked, passages=passages_of(hits), across=across
+                question=asked, passages=passages_of(hits, following=following), across=across
             )
             if one_document and len(hits) > question.k:
                 hits = _led_by(hits, extract=extract, k=question.k)
                 if extract.found:
                     # Read again as the answer is given them: the [n] markers number these.
                     extract = self._extractive.answer(
-                        question=asked, passages=passages_of(hits), across=across
+                        question=asked,
+                        passages=passages_of(hits, following=following),
+                        across=across,
                     )
             unknown = self.unknown(question=question.text, searched=searched)
             if extract.found and refused(score=extract.score, unknown=unknown, min_score=min_score):

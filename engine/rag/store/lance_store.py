@@ -372,6 +372,27 @@ class LanceStore:
         r = rows[0]
         return PageRecord(doc_id=r["doc_id"], page=r["page"], text=r["text"])
 
+    def following_text(self, *, chunks: Sequence[ChunkRecord], chars: int) -> dict[str, str]:
+        """What follows each chunk on its page, up to `chars` characters, by chunk id
+        ("" for a page's last chunk): one read of the pages table for all of them."""
+        keys = list(dict.fromkeys(f"{c.doc_id}:{c.page}" for c in chunks))
+        if not keys or chars <= 0:
+            return {}
+        listed = ", ".join(_quote(k) for k in keys)
+        rows = (
+            self.pages.search()
+            .where(f"page_key IN ({listed})")
+            .select(["page_key", "text"])
+            .limit(len(keys))
+            .to_list()
+        )
+        texts = {r["page_key"]: r["text"] for r in rows}
+        out: dict[str, str] = {}
+        for c in chunks:
+            text = texts.get(f"{c.doc_id}:{c.page}", "")
+            out[c.chunk_id] = text[c.char_end : c.char_end + chars]
+        return out
+
     def collection_languages(self) -> tuple[str, ...]:
         """The collection's languages, most text first (engine/rag/ingest/language.py)."""
         return self.words.languages().collection

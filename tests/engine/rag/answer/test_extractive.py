@@ -618,3 +618,63 @@ def test_of_a_question_s_copies_the_one_its_answer_follows_is_quoted() -> None:
         result = ask("Can the system update itself automatically?", passages)
         assert result.key == "The cron-apt tool updates the system regularly from a cron job."
         assert result.passage == 2
+
+
+def test_a_quotation_that_reaches_its_passage_s_end_goes_on_into_its_page() -> None:
+    # The chunker's window stopped right after "the following:"; the command is on the
+    # same page, after it.
+    cut = Passage(
+        index=1,
+        text=(
+            "Regular maintenance keeps the unit efficient. To see which firmware the unit "
+            "runs, open a terminal and run the following:"
+        ),
+        path="doc.pdf",
+        page=3,
+        after=" unit-info --firmware. It prints the version and the build date. "
+        "The next section covers the pump. The pump needs no maintenance.",
+    )
+    result = ask("Which firmware does the unit run?", [cut, WARRANTY])
+    assert result.found and result.passage == 1
+    assert "unit-info --firmware" in result.text
+    assert "It prints the version and the build date." in result.text
+    # As far as the quotation reaches, no further.
+    assert "no maintenance" not in result.text
+    assert result.used_indices == [1]
+
+
+def test_what_follows_a_passage_is_quoted_never_chosen() -> None:
+    # The text after the passage answers better than any of its own sentences, but it
+    # was not what the search found: the answer sentence is the passage's own.
+    read_on = Passage(
+        index=1,
+        text="The warranty covers parts and labour for two years. Keep the receipt.",
+        path="doc.pdf",
+        page=1,
+        after="The air filter is cleaned every month with warm water.",
+    )
+    result = ask("How often is the air filter cleaned?", [read_on, FILTER])
+    assert result.key == "The air filter is cleaned every month with warm water."
+    assert result.passage == 2
+
+
+def test_a_quotation_short_of_its_passage_s_end_does_not_read_on() -> None:
+    whole = Passage(
+        index=2,
+        text=FILTER.text,
+        path="doc.pdf",
+        page=1,
+        after=" Replace the filter after five years. Order it from the dealer.",
+    )
+    quiet = ask("How often is the air filter cleaned?", [WARRANTY, FILTER])
+    read_on = ask("How often is the air filter cleaned?", [WARRANTY, whole])
+    assert read_on.key == quiet.key
+    assert "five years" in read_on.text  # the quotation reached the end
+    short = Passage(
+        index=2,
+        text=FILTER.text + " Dry it in the sun. Fit it back with its arrow up.",
+        path="doc.pdf",
+        page=1,
+        after=" Replace the filter after five years.",
+    )
+    assert "five years" not in ask("How often is the air filter cleaned?", [short]).text

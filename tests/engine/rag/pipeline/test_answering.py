@@ -46,6 +46,7 @@ class FakeStore:
         self.asked_k: list[int] = []
         self.knows_everything = knows_everything
         self.chunks = chunks
+        self.after: dict[str, str] = {}  # what follows a chunk on its page, by chunk id
 
     def counts(self) -> tuple[int, int]:
         return 1, self.chunks
@@ -66,6 +67,9 @@ class FakeStore:
 
     def asked_across(self, *, question: str, doc_ids: Sequence[str]) -> bool:
         return False  # one English manual
+
+    def following_text(self, *, chunks: Sequence[ChunkRecord], chars: int) -> dict[str, str]:
+        return {c.chunk_id: self.after.get(c.chunk_id, "")[:chars] for c in chunks}
 
     def search_batch(
         self, *, vectors: np.ndarray, texts: Sequence[str], k: int, filters: SearchFilters | None
@@ -114,6 +118,16 @@ class PagedStore(FakeStore):
         self.asked_k.append(k)
         hits = tuple(hit(i, page=i // 2) for i in range(k))
         return [SearchResult(hits=hits, best_similarity=0.5, not_found=False) for _ in texts]
+
+
+def test_the_gate_s_quotation_goes_on_into_the_page_after_its_chunk() -> None:
+    store = FakeStore()
+    store.after["d:17"] = " Dry it in the sun before fitting it back."
+    retrieve = gated_retrieve_batch(store=store, embed=embed, reranker=FilterFirst())
+    (gated,) = retrieve([Question(request_id="1", text="How is the air filter cleaned?", k=5)])
+    assert gated.found and "Dry it in the sun" in gated.extract.text
+    # What a model is given stays the chunks' own text.
+    assert "Dry it in the sun" not in " ".join(p.text for p in gated.passages)
 
 
 def test_after_the_reranker_the_top_k_are_distinct_pages() -> None:

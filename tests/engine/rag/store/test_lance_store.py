@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,23 @@ def test_pages_and_chunks_read_back(store: LanceStore) -> None:
     assert chunk is not None and chunk.page is None
     page = store.page(doc_id="a", page=None)
     assert page is not None and page.text == "first text"
+
+
+def test_what_follows_a_chunk_on_its_page_is_read_back(store: LanceStore) -> None:
+    doc, pages, emb = _doc("a", ["first page", "second page"])
+    store.replace_document(doc=doc, pages=pages, embedded=emb)
+    whole = store.page(doc_id="a", page=1)
+    assert whole is not None
+    chunk = store.chunk(chunk_id="a:0")
+    assert chunk is not None
+    cut = replace(chunk, char_end=3, chunk_id="cut")
+    following = store.following_text(chunks=[chunk, cut], chars=4)
+    assert following == {
+        "a:0": whole.text[chunk.char_end : chunk.char_end + 4],
+        "cut": whole.text[3:7],
+    }
+    assert following["cut"]  # the page goes on after the cut chunk
+    assert store.following_text(chunks=[], chars=4) == {}
 
 
 def test_changed_embedder_rebuilds_vectors_and_keeps_chunks(tmp_path: Path) -> None:
