@@ -68,7 +68,7 @@ class EmbedderInForce:
         with self._lock:
             if self._embedder is None:
                 swaps = self._swaps
-                loaded = self._load_in_force()  # seconds: a switch may finish meanwhile
+                loaded = self._load_in_force(swaps=swaps)  # seconds: a switch may finish
                 with self._swap_lock:
                     if self._swaps == swaps:  # else the swap's embedder stays
                         self._embedder = loaded
@@ -147,7 +147,7 @@ class EmbedderInForce:
                     raise
         raise AssertionError("unreachable")
 
-    def _load_in_force(self) -> Embedder:
+    def _load_in_force(self, *, swaps: int) -> Embedder:
         self._attached.wait()
         assert self._switch is not None
         embedder = self._switch.load_in_force(chosen=self._chosen())
@@ -156,9 +156,16 @@ class EmbedderInForce:
         embedder = self.load(self._chosen())
         if self._closing.is_set():  # the store is closing: the next start records it
             raise LoadStopped("the engine closed while the embedder loaded")
-        stale = self._store.ensure_embedder(
-            embedder_id=embedder.info.id, dimension=embedder.info.dimension
-        )
+        with self._store.exclusive():
+            # A switch that put another embedder's index in force while this one loaded
+            # (a new user choosing the multilingual embedder during the first warm-up)
+            # decided the index: re-embedding it for this one left the index of one
+            # embedder and questions asked with the other, refused as stale.
+            if self._swaps != swaps:
+                return embedder  # `get` keeps the swapped one
+            stale = self._store.ensure_embedder(
+                embedder_id=embedder.info.id, dimension=embedder.info.dimension
+            )
         if stale:
             self._reembed(embedder)
         return embedder

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from engine.environ import REEMBED_BATCH_ENV
 from engine.errors import EmbedderError
 from engine.paths import resolve_paths
-from engine.rag.ingest.embedder import DEFAULT_EMBEDDER
+from engine.rag.ingest.embedder import DEFAULT_EMBEDDER, Embedder
 from engine.rag.store.lance_store import LanceStore
 from engine.service.core import Engine
 from engine.wire_events import DoneEvent
@@ -156,3 +157,43 @@ def test_kill_9_mid_switch_keeps_the_old_index_and_the_switch_goes_on(
         assert store.meta is not None and store.meta.dimension == 32
     finally:
         store.close()
+
+
+def test_a_switch_chosen_while_the_first_embedder_loads_decides_the_new_index(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    # A new user chooses another embedder while the engine's start still loads the
+    # bundled one for an empty collection: the index must be the chosen embedder's,
+    # and questions asked with it (they were refused as stale vectors).
+    paths = resolve_paths(env={"RAGDOLL_HOME": str(tmp_path / "home")})
+    engine = Engine(paths=paths, warm_up=False, watch=False)
+    released = threading.Event()
+    load = engine.in_force.load
+
+    def slow_load(model: str) -> Embedder:
+        if model == DEFAULT_EMBEDDER:
+            assert released.wait(timeout=120)
+        return load(model)
+
+    engine.in_force.load = slow_load  # type: ignore[method-assign]
+    try:
+        starting = threading.Thread(target=engine.embedder)
+        starting.start()
+        engine.set_embedder(embedder=str(tiny_model))
+        job = engine.embedders.active()
+        assert job is not None
+        wait_until(lambda: job[1].snapshot().state == "done", timeout_s=180)
+        released.set()
+        starting.join(timeout=120)
+        assert not starting.is_alive()
+        assert engine.store.meta is not None
+        assert engine.store.meta.embedder_id == str(tiny_model)
+        assert engine.embedder().info.id == str(tiny_model)
+        folder = tmp_path / "docs"
+        _docs(folder)
+        _, added = engine.add_folder(path=str(folder))
+        wait_until(lambda: added.snapshot().state == "done", timeout_s=180)
+        assert engine.retrieve(question="which birds hunt at night", k=1)
+    finally:
+        released.set()
+        engine.close()

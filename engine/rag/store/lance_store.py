@@ -8,6 +8,7 @@ leaves either the old or the new version.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -227,6 +228,14 @@ class LanceStore:
     def _write_meta(self, meta: IndexMeta) -> None:
         write_json(file=self._meta_file, data=meta.__dict__, indent=None)
         self.meta = meta
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The store's write lock, for a decision about the index that no write may
+        come between: which embedder a new index is made for (the embedder in force
+        at the engine's start and a switch both may ask, engine/service/embedder_in_force.py)."""
+        with self._write_lock:
+            yield
 
     def ensure_embedder(self, *, embedder_id: str, dimension: int) -> bool:
         """Make the chunks table match this embedder. Returns True when the
