@@ -75,6 +75,29 @@ def test_onnx_encodes_in_two_threads_at_once(tiny_model: Path, tmp_path: Path) -
     assert len(results) == 10 and all(np.allclose(r, want, atol=1e-5) for r in results)
 
 
+def test_two_models_exported_at_once_both_take_the_onnx_path(tmp_path: Path) -> None:
+    # torch's exporter is one per process: two exports at once failed each other, and
+    # the loser was marked never to be tried again.
+    models = [
+        write_random_embedder(tmp_path / "first", hidden=32),
+        write_random_embedder(tmp_path / "second", hidden=48),
+    ]
+    cache = tmp_path / "cache"
+    backends: dict[str, str] = {}
+
+    def load(model: Path) -> None:
+        embedder = Embedder(model=str(model), device="cpu", cache_dir=cache, backend="onnx")
+        backends[model.name] = embedder.backend
+
+    threads = [threading.Thread(target=load, args=(m,)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert backends == {"first": "onnx", "second": "onnx"}
+    assert not list(cache.glob("*.failed"))
+
+
 def test_torch_is_kept_when_asked_or_without_a_cache(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
