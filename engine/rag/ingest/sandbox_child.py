@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ParseError
+from engine.rag.child_module import die_with_parent
 
 EXIT_OUT_OF_MEMORY = 3
 
@@ -26,18 +27,6 @@ EXIT_OUT_OF_MEMORY = 3
 def load_callable(spec: str) -> Callable[..., Any]:
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)
-
-
-def _die_with_parent(parent: int) -> None:
-    """If the engine is killed while a parse runs, this process goes too."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(0)
 
 
 def _limit_resources(*, memory_mb: int, nice: int) -> None:
@@ -89,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nice", type=int, default=0)
     p.add_argument("--parser", default="engine.rag.ingest.parsers:parse_file")
     args = p.parse_args(argv)
-    _die_with_parent(args.parent)
+    die_with_parent(args.parent)  # an engine killed mid-parse takes its child along
     conn = Connection(args.fd)
     parse = load_callable(args.parser)  # imported before the limit: imports map memory
     _limit_resources(memory_mb=args.memory_mb, nice=args.nice)
