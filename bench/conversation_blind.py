@@ -210,6 +210,7 @@ def measure(
         sentence_embed=sentences.embed,
         sentence_scale=sentences.semantic_scale,
         ordinary_word=ordinary_words(model),
+        small_ordinary=ordinary_words(model, small=True),
     )
 
     def ask(question: Question) -> tuple[Any, float]:

@@ -325,19 +325,25 @@ def quick_corpus(*, corpus: Path, folder: Path) -> Path:
     return folder
 
 
-def ordinary_words(model: Any) -> Ordinary:
-    """The gate's test of a word of some language, as the engine gives it, with the table
-    of languages' own words made first (the engine's first questions may come before it:
-    a benchmark's figures may not)."""
+def ordinary_words(model: Any, *, small: bool = False) -> Ordinary:
+    """The gate's test of a word of some language, as the engine gives it (`small`: the
+    one for a collection under MIN_CHUNKS chunks), with the table of languages' own words
+    made first (the engine's first questions may come before it: a benchmark's figures
+    may not)."""
     from engine.paths import resolve_paths
-    from engine.rag.answer.word_languages import WordLanguages, either_ordinary
+    from engine.rag.answer.word_languages import (
+        WordLanguages,
+        either_ordinary,
+        small_collection_ordinary,
+    )
 
     words = WordLanguages(
         cache=EngineEnviron.from_environ().words_cache or resolve_paths().ensure().cache
     )
     if not words.wait():
         print("  the table of languages' own words could not be made", file=sys.stderr)
-    return either_ordinary(words=words, embedder=model.ordinary_word)
+    test = small_collection_ordinary if small else either_ordinary
+    return test(words=words, embedder=model.ordinary_word)
 
 
 def measure(
@@ -373,6 +379,7 @@ def measure(
             sentence_embed=sentences.embed,
             sentence_scale=sentences.semantic_scale,
             ordinary_word=ordinary_words(model),
+            small_ordinary=ordinary_words(model, small=True),
         )
         retrieve([Question(request_id="warm", text="warm up", k=TOP_K)])
         outcomes = []

@@ -26,10 +26,13 @@ from engine.paths import Paths
 from engine.rag.answer.conversation import resolve
 from engine.rag.answer.extractive import quoted_note
 from engine.rag.answer.model_ranker import MODEL_RANKER
-from engine.rag.answer.refusal import MIN_CHUNKS
 from engine.rag.answer.reranker import CandidateRanker
 from engine.rag.answer.translation import translation_target
-from engine.rag.answer.word_languages import WordLanguages, either_ordinary
+from engine.rag.answer.word_languages import (
+    WordLanguages,
+    either_ordinary,
+    small_collection_ordinary,
+)
 from engine.rag.each.memo import EachMemo
 from engine.rag.ingest.discovery import IgnoreRules
 from engine.rag.ingest.embedder import Embedder
@@ -271,7 +274,7 @@ class Engine:
                 # An index built before the way words break changed (fulltext.py) is
                 # built again now, not at the next file added; a no-op when current.
                 self.store.refresh_fulltext_index()
-            if not self._closing.is_set() and self.store.counts()[1] >= MIN_CHUNKS:
+            if not self._closing.is_set() and self.store.counts()[1] > 0:
                 # Ready for the first question rather than made by it (word_languages.py).
                 self.word_languages.start()
             if not self._closing.is_set():
@@ -490,6 +493,9 @@ class Engine:
                     sentence_embed=self.in_force.embed_sentences,
                     sentence_scale=self.in_force.sentence_scale,
                     ordinary_word=either_ordinary(
+                        words=self.word_languages, embedder=self.in_force.ordinary_word
+                    ),
+                    small_ordinary=small_collection_ordinary(
                         words=self.word_languages, embedder=self.in_force.ordinary_word
                     ),
                     model=model,

@@ -529,12 +529,13 @@ def test_closing_during_the_warm_up_stops_its_load_and_leaves_no_thread(
     assert engine.models.error() is None
 
 
-@pytest.mark.parametrize("chunks", [MIN_CHUNKS - 1, MIN_CHUNKS])
-def test_the_warm_up_starts_the_own_words_table_for_a_large_collection(
+@pytest.mark.parametrize("chunks", [0, 1, MIN_CHUNKS])
+def test_the_warm_up_starts_the_own_words_table_for_any_collection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int
 ) -> None:
-    """Over a collection large enough for "never mentioned" (refusal.py), the table of
-    languages' own words is made at the engine's start, not by the first question."""
+    """Over any collection (every one reads "never mentioned" with it, refusal.py), the
+    table of languages' own words is made at the engine's start, not by the first
+    question; an empty one asks nothing."""
     from engine.rag.answer.word_languages import WordLanguages
     from engine.rag.store.lance_store import LanceStore
 
@@ -542,7 +543,7 @@ def test_the_warm_up_starts_the_own_words_table_for_a_large_collection(
     monkeypatch.setattr(WordLanguages, "start", lambda self: started.set())
     monkeypatch.setattr(LanceStore, "counts", lambda self: (1, chunks))
     _warm_up(tmp_path, monkeypatch)
-    assert started.is_set() == (chunks >= MIN_CHUNKS)
+    assert started.is_set() == (chunks > 0)
 
 
 def test_the_warm_up_brings_the_full_text_index_up_to_date(

@@ -76,10 +76,12 @@ from engine.rag.ingest.language import text_language
 from engine.rag.store.search import plain_words
 
 UNKNOWN_WORD_PENALTY = 0.3  # tune split, PDFium index: 0.25-0.3 refuse 0.80, 0.02
-# Absence is evidence only in a collection large enough to use a paraphrase's
-# ordinary words: over a few files most of a question's words are missing (the
-# project's 33-question test on generated manuals lost 9 answers to the penalty);
-# the benchmark's manuals are 6,129 chunks.
+# Absence is evidence with the gate's own test only in a collection large enough to
+# use a paraphrase's ordinary words: over a few files most of a question's words are
+# missing (the project's 33-question test on generated manuals lost 9 answers to the
+# penalty); the benchmark's manuals are 6,129 chunks. A smaller collection is read with
+# a looser test (word_languages.py, `small_collection_ordinary`), and not at all
+# without one.
 MIN_CHUNKS = 1000
 # A word in this many documents of the collection is its own vocabulary, held whichever
 # documents the answer comes from (3: the English set's answerable questions all still

@@ -164,6 +164,17 @@ class WordLanguages:
         stem = korean_stem(word)
         return stem is not None and _listed(tables.own, word_key(stem))
 
+    def common(self, word: str) -> bool:
+        """Whether `word` is one language's own or two or more lists hold it: a word
+        some language uses, name or not. True while the table is not there (being made,
+        or not to be made here): a small collection's test (`small_collection_ordinary`)
+        then holds no absent word against a question, as before there was a table."""
+        tables = self._tables if self._tables is not None else self._start()
+        if tables is None:
+            return True
+        key = word_key(word)
+        return _listed(tables.own, key) or _listed(tables.shared, key)
+
     def inflects_own(self, word: str, *, language: str) -> bool:
         """Whether `word` is an inflection of an own word of `language` (the identifier's
         code) that no two lists hold (see the module's docstring; False while the table
@@ -286,6 +297,21 @@ def either_ordinary(*, words: WordLanguages, embedder: Callable[[str], bool]) ->
         )
 
     return ordinary
+
+
+def small_collection_ordinary(*, words: WordLanguages, embedder: Callable[[str], bool]) -> Ordinary:
+    """The gate's test in a collection of fewer than refusal.py's MIN_CHUNKS chunks: a
+    few files miss most of a paraphrase's ordinary words, and wordfreq's own words leave
+    out many common English ones ("birds", "belong", "vacation": Filipino, Malay or
+    Finnish web text uses them a fifth as often), so any word the lists know counts as
+    ordinary there (`common`); what still counts against a question is a term no two
+    lists hold ("nftables", "pybuild") or a word none does."""
+    ordinary = either_ordinary(words=words, embedder=embedder)
+
+    def small(word: str, language: str | None) -> bool:
+        return words.common(word) or ordinary(word, language)
+
+    return small
 
 
 def make_in_child(*, out: Path) -> None:

@@ -137,7 +137,7 @@ class Searched:
     ones the verdict keeps, so a prompt made from them is the answer's prompt."""
 
     hits: tuple[SearchHit, ...]
-    large: bool  # the collection is large enough for absent words to count (refusal.py)
+    large: bool  # of MIN_CHUNKS chunks or more: absent words read as refusal.py says
     leaned: float = 0.0  # how much the conversation's earlier turn weighed (SearchResult)
     history_changed: bool = False  # SearchResult.history_changed
     # A question of one document: `hits` are the passages the gate reads, more than the
@@ -191,14 +191,17 @@ class RelevanceGate:
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
         ordinary_word: Ordinary | None = None,
+        small_ordinary: Ordinary | None = None,
     ) -> None:
         """`sentence_embed` scores the passages' sentences (default: `embed`): the
         engine gives the bundled embedder's when another one, English only, indexes
         the collection (engine/rag/ingest/embedder.py, `scores_sentences`);
         `sentence_scale` puts its cosines on the scale the gate was set on
         (engine/rag/answer/semantic_scale.py); `ordinary_word` tells a word of some
-        language from a name (engine/rag/answer/refusal.py)."""
+        language from a name (engine/rag/answer/refusal.py), and `small_ordinary` does
+        in a collection under MIN_CHUNKS chunks (None: no absent word counts there)."""
         self._ordinary = ordinary_word
+        self._small_ordinary = small_ordinary
         self._sentence_scale = sentence_scale or (lambda: IDENTITY)
         self._store = store
         self._search = store_retrieve_batch(store=store, embed=embed, tagged=tagged)
@@ -238,7 +241,8 @@ class RelevanceGate:
     def unknown(self, *, question: str, searched: Searched) -> tuple[str, ...]:
         """The question's words no chunk of the collection holds (engine/rag/answer/refusal.py),
         read only when the collection is large enough for an absent word to count."""
-        if not searched.large:
+        ordinary = self._ordinary if searched.large else self._small_ordinary
+        if not searched.large and (ordinary is None or not searched.hits):
             return ()
         store = self._store
         answering = frozenset(h.chunk.path for h in searched.hits)
@@ -251,7 +255,7 @@ class RelevanceGate:
                     store.form_documents(word, fixed=fixed), answering=answering
                 ),
                 holds_phrase=self._store.holds_phrase,
-                ordinary=self._ordinary,
+                ordinary=ordinary,
             )
         )
 
@@ -333,6 +337,7 @@ def gated_retrieve_batch(
     sentence_embed: Embed | None = None,
     sentence_scale: Callable[[], SemanticScale] | None = None,
     ordinary_word: Ordinary | None = None,
+    small_ordinary: Ordinary | None = None,
 ) -> Callable[[Sequence[Question]], list[GatedHits]]:
     """One embedding call and one batched search for the batch (per-question k and
     folder / type filters, see store_retrieve_batch), then the gate per question:
@@ -352,6 +357,7 @@ def gated_retrieve_batch(
         sentence_embed=sentence_embed,
         sentence_scale=sentence_scale,
         ordinary_word=ordinary_word,
+        small_ordinary=small_ordinary,
     )
 
     def retrieve(questions: Sequence[Question]) -> list[GatedHits]:

@@ -52,6 +52,7 @@ class ServingPipeline:
         sentence_embed: Embed | None = None,
         sentence_scale: Callable[[], SemanticScale] | None = None,
         ordinary_word: Ordinary | None = None,
+        small_ordinary: Ordinary | None = None,
     ) -> None:
         """`model` (None: extractive answers) brings the answerer and the owner of its
         placement; the workers apply the owner's placements through its hooks, the
@@ -78,6 +79,7 @@ class ServingPipeline:
             sentence_embed=sentence_embed,
             sentence_scale=sentence_scale,
             ordinary_word=ordinary_word,
+            small_ordinary=small_ordinary,
         )
         self.pipeline = Pipeline(
             stages=Stages(

@@ -277,4 +277,6 @@ def test_terminal_escapes_in_a_questions_file_are_made_harmless(
     with out.open(encoding="utf-8-sig", newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["question"].startswith("\\x1b[2J\\x1b]0;pwned\\x07What is")
-    assert "Biscuit" in row["answer"]
+    # The escapes are sent as their visible letters: words no document holds, which the
+    # gate may hold against the question (refusal.py); answered or refused, it is shown.
+    assert "Biscuit" in row["answer"] or "never mention" in row["answer"]

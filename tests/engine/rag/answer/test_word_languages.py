@@ -18,6 +18,7 @@ from engine.rag.answer.word_languages import (
     either_ordinary,
     korean_stem,
     main,
+    small_collection_ordinary,
     stem_key,
     table_file,
     word_key,
@@ -169,6 +170,29 @@ def test_the_gate_holds_no_ordinary_word_against_a_question(real_cache: Path) ->
     assert unknown(None) == ["hago", "nftables"]
     assert unknown(either_ordinary(words=words, embedder=lambda word: False)) == ["nftables"]
     assert unknown(either_ordinary(words=words, embedder=lambda word: word == "nftables")) == []
+
+
+def test_a_small_collection_takes_any_word_the_lists_know_as_ordinary(real_cache: Path) -> None:
+    """Common English words that other languages' web text uses too are no language's
+    own ("birds", "belong"); in a collection of a few files their absence says nothing.
+    A term no two lists hold still counts."""
+    words = WordLanguages(cache=real_cache)
+    assert words.wait(timeout_s=5)
+    small = small_collection_ordinary(words=words, embedder=lambda word: False)
+    for word in ("birds", "belong", "vacation", "docker"):
+        assert small(word, "en") and words.common(word), word
+    for word in ("nftables", "pybuild", "wireguard"):
+        assert not small(word, "en") and not words.common(word), word
+
+
+def test_until_the_table_is_made_every_word_is_common(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(word_languages, "make_in_child", lambda *, out: release.wait(10))
+    words = WordLanguages(cache=tmp_path)
+    assert words.common("nftables")  # a small collection's gate stays as it was
+    release.set()
 
 
 def test_nothing_is_own_until_the_table_is_made(

@@ -164,10 +164,23 @@ def test_a_question_naming_what_no_document_mentions_needs_a_better_sentence() -
     store = FakeStore(knows_everything=True)
     (known,) = gated_retrieve_batch(store=store, embed=embed, min_score=bar)(question)
     assert known.found and known.unknown == ()
-    # A small collection misses most words of a paraphrase: absence says nothing there.
+    # A small collection misses most words of a paraphrase: absence says nothing there
+    # without a test of words for it, and with one counts only what that test does not
+    # know as a word (a term no two word lists hold).
     small = FakeStore(chunks=MIN_CHUNKS - 1)
     (few,) = gated_retrieve_batch(store=small, embed=embed, min_score=bar)(question)
     assert few.found and few.unknown == ()
+    asked: list[str] = []
+
+    def known(word: str, language: str | None) -> bool:
+        asked.append(word)
+        return word != "kubernetes"
+
+    read = gated_retrieve_batch(store=small, embed=embed, min_score=bar, small_ordinary=known)
+    (tested,) = read(question)
+    assert not tested.found and tested.unknown == ("kubernetes",)
+    (paraphrase,) = read([Question(request_id="2", text="How is the air filter washed?", k=20)])
+    assert paraphrase.found and "washed" in asked  # absent, but a word: nothing against it
 
 
 def test_a_refusal_while_files_are_left_to_read_says_the_answer_may_come() -> None:
