@@ -49,6 +49,28 @@ os.environ.setdefault(
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _word_table() -> None:
+    """Made before the first test on a machine that has none: every engine with
+    documents asks for it (the gate reads a small collection's absent words with it), and
+    engines that each began making it would each pay 35 s and 0.8 GB of a child. One
+    worker makes it; the others wait for it."""
+    from engine.rag.answer.word_languages import make_in_child, table_file
+
+    cache = Path(os.environ["RAGDOLL_WORDS_CACHE"])
+    file = table_file(cache)
+    if file is None or file.exists():
+        return
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with open(file.parent / "making.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not file.exists():
+            try:
+                make_in_child(out=file)
+            except RuntimeError as e:  # engines then answer as without it
+                print(f"the word table could not be made: {e}", file=sys.stderr)
+
+
 @pytest.fixture
 def ragdoll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private RAGDOLL_HOME for one test."""
