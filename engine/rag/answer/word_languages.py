@@ -36,19 +36,20 @@ many languages inflect it ("docked", "chicagoan", "macbooku"). The question's la
 is the identifier's; a word's other forms are looked for in that language's words only.
 
 The table is made once per machine, by a child process (the lists take ~1 GB of memory
-as Python objects) in the background, started by the engine's warm-up over a collection
-large enough for the gate to ask (else by the first question that asks), and kept in the
-cache folder, memory-mapped: in one file, the sorted 64-bit hashes of every language's
-own words (about 3 million), of the words two or more lists hold, and of each language's
-own words' stems (the language with the word cut by up to `ENDING` letters, at least
-`MIN_STEM` left). Until it is there `is_own` and `inflects_own` say False, so the gate
-reads a word as it did without it; a question never waits for it (`wait` is for
-benchmarks and tests).
+as Python objects) in the background, started by the engine's warm-up over any collection
+(else by the first question that asks), and kept in the cache folder, memory-mapped: in
+one file, the sorted 64-bit hashes of every language's own words (about 3 million), of the
+words two or more lists hold, of the words some list uses at `COMMON_ZIPF` or more, and of
+each language's own words' stems (the language with the word cut by up to `ENDING`
+letters, at least `MIN_STEM` left). Until it is there `is_own` and `inflects_own` say
+False, so the gate reads a word as it did without it; a question never waits for it
+(`wait` is for benchmarks and tests).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -68,13 +69,17 @@ log = logging.getLogger(__name__)
 
 LEAD = 1.0  # Zipf: the own language uses the word at least ten times as often
 LIST_FLOOR = 1.0  # Zipf: wordfreq's large lists list no rarer word
+# Zipf: a word some list uses this often is a word of the language, a small collection's
+# gate reads (`common`): "birds" 4.6, "belong" 4.4 in English; a term most lists hold
+# rarely, "kubernetes" 2.3, "nftables" none.
+COMMON_ZIPF = 3.0
 MIN_ZIPF = LIST_FLOOR + LEAD
 # An inflection differs from its other forms in at most this many final letters, the
 # rest (at least MIN_STEM letters) shared (refusal.py reads passages' words alike).
 ENDING = 3
 MIN_STEM = 5
 # 2: a word two languages share is their own; 3: the shared words and own stems too.
-_TABLE_VERSION = 3
+_TABLE_VERSION = 4
 _TIMEOUT_S = 600
 # The identifier's codes where wordfreq's lists name the language otherwise.
 _LIST_CODES = {"no": "nb", "tl": "fil", "hr": "sh", "sr": "sh", "bs": "sh"}
@@ -106,27 +111,30 @@ def stems(word: str) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class WordTables:
-    """The table's three sorted key arrays."""
+    """The table's four sorted key arrays."""
 
     own: np.ndarray  # every language's own words
     shared: np.ndarray  # the words two or more lists hold
     stems: np.ndarray  # (language, stem) of each language's own words
+    common: np.ndarray  # the words some list uses at COMMON_ZIPF or more
 
     def to_array(self) -> np.ndarray:
-        """One array, as the file holds it: the three lengths, then each part."""
-        head = np.array([len(self.own), len(self.shared), len(self.stems)], np.uint64)
-        return np.concatenate([head, self.own, self.shared, self.stems]).astype(np.uint64)
+        """One array, as the file holds it: the four lengths, then each part."""
+        parts = [self.own, self.shared, self.stems, self.common]
+        head = np.array([len(p) for p in parts], np.uint64)
+        return np.concatenate([head, *parts]).astype(np.uint64)
 
     @classmethod
     def from_array(cls, array: np.ndarray) -> WordTables | None:
         """The parts of `to_array`'s array (None: not such an array)."""
-        if array.dtype != np.uint64 or array.ndim != 1 or len(array) < 3:
+        if array.dtype != np.uint64 or array.ndim != 1 or len(array) < 4:
             return None
-        own, shared, stem = (int(n) for n in array[:3])
-        if 3 + own + shared + stem != len(array):
+        lengths = [int(n) for n in array[:4]]
+        if 4 + sum(lengths) != len(array):
             return None
-        a, b = 3 + own, 3 + own + shared
-        return cls(own=array[3:a], shared=array[a:b], stems=array[b:])
+        ends = np.cumsum([4, *lengths])
+        own, shared, stems, common = (array[a:b] for a, b in itertools.pairwise(ends))
+        return cls(own=own, shared=shared, stems=stems, common=common)
 
 
 def table_file(cache: Path) -> Path | None:
@@ -165,15 +173,16 @@ class WordLanguages:
         return stem is not None and _listed(tables.own, word_key(stem))
 
     def common(self, word: str) -> bool:
-        """Whether `word` is one language's own or two or more lists hold it: a word
-        some language uses, name or not. True while the table is not there (being made,
-        or not to be made here): a small collection's test (`small_collection_ordinary`)
-        then holds no absent word against a question, as before there was a table."""
+        """Whether `word` is one language's own or some list uses it at `COMMON_ZIPF`
+        or more: a word of some language, name or not. True while the table is not
+        there (being made, or not to be made here): a small collection's test
+        (`small_collection_ordinary`) then holds no absent word against a question, as
+        before there was a table."""
         tables = self._tables if self._tables is not None else self._start()
         if tables is None:
             return True
         key = word_key(word)
-        return _listed(tables.own, key) or _listed(tables.shared, key)
+        return _listed(tables.own, key) or _listed(tables.common, key)
 
     def inflects_own(self, word: str, *, language: str) -> bool:
         """Whether `word` is an inflection of an own word of `language` (the identifier's
@@ -348,7 +357,7 @@ def word_tables(lists: Iterator[tuple[str, list[list[str]]]]) -> WordTables:
         del words
     empty = np.zeros(0, np.uint64)
     if not keys:
-        return WordTables(own=empty, shared=empty, stems=empty)
+        return WordTables(own=empty, shared=empty, stems=empty, common=empty)
     which = np.concatenate([np.full(len(k), i, np.int16) for i, k in enumerate(keys)])
     key = np.concatenate(keys)
     zipf = np.concatenate(zipfs)
@@ -367,6 +376,7 @@ def word_tables(lists: Iterator[tuple[str, list[list[str]]]]) -> WordTables:
     lists_holding = np.diff(np.append(starts, len(key)))
     shared = np.sort(key[starts[lists_holding >= 2]])
     own = np.sort(key[starts[alone | pair]])
+    common = np.sort(key[starts[best >= round(COMMON_ZIPF * 100)]])
     del first, zipf
     # Each own word under the language(s) it is the own word of: the leading list, and
     # the second where two lead together.
@@ -381,7 +391,7 @@ def word_tables(lists: Iterator[tuple[str, list[list[str]]]]) -> WordTables:
         for i, (language, words, firsts) in enumerate(zip(languages, frequent, keys, strict=True))
     ]
     stems_all = np.unique(np.concatenate(stem_keys)) if stem_keys else empty
-    return WordTables(own=own, shared=shared, stems=stems_all)
+    return WordTables(own=own, shared=shared, stems=stems_all, common=common)
 
 
 def _stem_keys(*, language: str, words: list[str], keys: np.ndarray, own: np.ndarray) -> np.ndarray:
