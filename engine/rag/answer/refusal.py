@@ -169,7 +169,7 @@ def names(question: str, *, ordinary: Callable[[str], bool] | None = None) -> li
     for sentence in _SENTENCE_END.split(question):
         words = sentence.split(maxsplit=1)
         rest = words[1] if len(words) > 1 else ""
-        for run in _NAME.findall(f" {rest}"):
+        for run in _NAME.findall(rest):
             found += _named_parts(run.split(), ordinary=ordinary)
     return list(dict.fromkeys(found))
 

@@ -181,8 +181,7 @@ class WordLanguages:
         tables = self._tables if self._tables is not None else self._start()
         if tables is None:
             return True
-        key = word_key(word)
-        return _listed(tables.own, key) or _listed(tables.common, key)
+        return self.is_own(word) or _listed(tables.common, word_key(word))
 
     def inflects_own(self, word: str, *, language: str) -> bool:
         """Whether `word` is an inflection of an own word of `language` (the identifier's

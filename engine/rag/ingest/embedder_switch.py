@@ -172,13 +172,11 @@ class EmbedderSwitch:
             return "done"
         if meta is None:  # no index yet: nothing to re-embed
             with self._store.exclusive():  # unless the engine's start makes one meanwhile
-                stale = self._store.ensure_embedder(
+                if not self._store.ensure_embedder(
                     embedder_id=new.info.id, dimension=new.info.dimension
-                )
-                if not stale:
+                ):
                     self._on_swap(new)
-            if not stale:
-                return "done"
+                    return "done"
             meta = self._store.meta
             assert meta is not None  # made by the engine's start: re-embedded below
         log.info("re-embedding the collection with %s (was %s)", target, meta.embedder_id)

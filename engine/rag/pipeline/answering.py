@@ -240,7 +240,8 @@ class RelevanceGate:
 
     def unknown(self, *, question: str, searched: Searched) -> tuple[str, ...]:
         """The question's words no chunk of the collection holds (engine/rag/answer/refusal.py),
-        read only when the collection is large enough for an absent word to count."""
+        read with the small collection's test under MIN_CHUNKS chunks, and not at all
+        there without one."""
         ordinary = self._ordinary if searched.large else self._small_ordinary
         if not searched.large and (ordinary is None or not searched.hits):
             return ()

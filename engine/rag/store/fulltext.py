@@ -288,8 +288,11 @@ class DocumentLanguages:
     the whole table (`shares`) or of the documents at the paths a search may reach
     (`shares_of`)."""
 
-    by_document: dict[str, frozenset[str]]
     documents: tuple[DocumentRecord, ...] = ()  # path, status, chunks, languages read
+
+    @functools.cached_property
+    def by_document(self) -> dict[str, frozenset[str]]:
+        return {d.doc_id: frozenset(filter(None, d.languages.split(","))) for d in self.documents}
 
     @functools.cached_property
     def shares(self) -> dict[str, int]:
@@ -324,8 +327,5 @@ def languages_of(documents: Any) -> DocumentLanguages:
                 languages=r["languages"] or "",
             )
             for r in rows
-        ),
-        by_document={
-            r["doc_id"]: frozenset(filter(None, (r["languages"] or "").split(","))) for r in rows
-        },
+        )
     )
