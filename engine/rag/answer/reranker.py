@@ -41,6 +41,7 @@ from engine.errors import ModelLoadError
 from engine.rag.answer.content_words import content_words
 from engine.rag.answer.sentences import split_sentences
 from engine.rag.store.records import SearchHit
+from engine.runtime.models.process_wide import one_at_a_time
 
 RERANK_CANDIDATES = 20  # what retrieval hands the cross-encoder per question
 # ms-marco-MiniLM-L-6-v2: 22.7 M parameters, about 91 MB of fp32 weights.
@@ -87,11 +88,12 @@ class Reranker:
 
         location = str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
         try:
-            self._model: Any = CrossEncoder(
-                location,
-                device=device,
-                max_length=_MAX_TOKENS if focus_words is None else FOCUS_MAX_TOKENS,
-            )
+            with one_at_a_time():
+                self._model: Any = CrossEncoder(
+                    location,
+                    device=device,
+                    max_length=_MAX_TOKENS if focus_words is None else FOCUS_MAX_TOKENS,
+                )
         except Exception as e:  # the library raises many types; one clear error out
             raise ModelLoadError(
                 f"could not load the reranker {model!r} (a local folder or a model in the "

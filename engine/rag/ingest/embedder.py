@@ -64,6 +64,7 @@ from engine.rag.ingest.plain_model import (
 )
 from engine.rag.ingest.priority_gate import PriorityGate
 from engine.runtime.hardware.gpus import GpuInfo
+from engine.runtime.models.process_wide import one_at_a_time
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +252,8 @@ class Embedder:
                 from sentence_transformers import SentenceTransformer
 
                 try:
-                    loaded = SentenceTransformer(self._location, device=self.device)
+                    with one_at_a_time():
+                        loaded = SentenceTransformer(self._location, device=self.device)
                 except Exception as e:  # the library raises many types; one clear error out
                     raise EmbedderError(f"could not load the embedder {self._name!r}: {e}") from e
                 loaded.eval()

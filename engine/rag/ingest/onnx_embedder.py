@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engine.rag.ingest.plain_model import PlainModel
+from engine.runtime.models.process_wide import one_at_a_time
 
 log = logging.getLogger(__name__)
 
@@ -127,17 +128,13 @@ class OnnxEncoder:
         return pooled / np.clip(norms, 1e-12, None)
 
 
-# torch.onnx.export keeps its state in a process-wide flag (GLOBALS.in_onnx_export), so
-# two exports at once fail each other, and the one that failed was marked never to be
-# tried again: at a first start with multilingual-e5 in force, the bundled MiniLM (the
-# sentence scorer) and e5 export together, and e5 stayed on torch. The lock is the
-# module's because the state it guards is the process's.
-_ONE_EXPORT_AT_A_TIME = threading.Lock()
-
-
 def export_onnx(*, model: Any, file: Path) -> None:
-    """Write the model's transformer (token ids → last hidden state) as ONNX."""
-    with _ONE_EXPORT_AT_A_TIME:
+    """Write the model's transformer (token ids → last hidden state) as ONNX.
+
+    One export in the process at a time (process_wide): at a first start with
+    multilingual-e5 in force, the bundled MiniLM (the sentence scorer) and e5 exported
+    together, and the one that failed was marked never to be tried again."""
+    with one_at_a_time():
         _export(model=model, file=file)
 
 

@@ -41,6 +41,7 @@ from engine.runtime.executor.packed import (
 )
 from engine.runtime.executor.prefetch import Prefetcher
 from engine.runtime.executor.weights import WeightStore, unit_homes
+from engine.runtime.models.process_wide import one_at_a_time
 from engine.runtime.planner.demotion import demoted
 from engine.runtime.planner.model_spec import PREFILL_CHUNK_TOKENS
 from engine.runtime.planner.placement import Placement
@@ -118,7 +119,7 @@ class StreamingModel:
         self.device = device or compute_device(placement)
         self.dtype = dtype or _config_dtype(config)
         self.placement = placement
-        with torch.device("meta"):
+        with one_at_a_time(), torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=self.dtype)
         # An override (tests, benchmarks) holds until an out-of-memory moves KV down.
         self._kv_fixed = kv_host_layers is not None

@@ -25,6 +25,8 @@ from transformers import (
     Qwen2Config,
 )
 
+from engine.runtime.models.process_wide import one_at_a_time
+
 Architecture = Literal["llama", "qwen2", "mistral"]
 
 BOS_TOKEN = "<s>"
@@ -126,7 +128,8 @@ def write_random_model(
     torch.manual_seed(seed)
     # Built directly in the target dtype: building in float32 and converting would hold
     # both copies at once, which matters for the benchmark-sized models.
-    model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    with one_at_a_time():
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
