@@ -209,6 +209,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "while, so a part at a time",
     )
     parser.add_argument(
+        "--ids",
+        help="ask only these questions (comma-separated ids, as --show prints them): a "
+        "subset chosen by a rule, asked before and after a change",
+    )
+    parser.add_argument(
         "--model-ranking",
         help="with --reranker model: CANDIDATES,RANK_WEIGHT to sweep (default: the product's)",
     )
@@ -249,6 +254,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "language", None):
         wanted = set(args.language.split(","))
         questions = [q for q in questions if q.language in wanted]
+    if getattr(args, "ids", None):
+        asked = set(args.ids.split(","))
+        questions = [q for q in questions if q.id in asked]
     if args.limit:
         questions = limit(questions, per_split=args.limit)
     temp = Path(tempfile.mkdtemp(prefix="ragdoll-bench-quality-"))

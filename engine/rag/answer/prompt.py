@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 
 from engine.rag.answer.passages import Passage
-from engine.rag.answer.prompt_turns import Shown, fit_turns, source_block, user_text
+from engine.rag.answer.prompt_turns import Shown, answer_in, fit_turns, source_block, user_text
 from engine.wire_events import Turn
 
 # Below this many tokens a truncated source is more confusing than useful.
@@ -95,9 +95,17 @@ def _fit(
     """The parts `_render` takes (system, sources, question, turns), fitted to the budget."""
     system = load_system_prompt()
     question = " ".join(question.split())
+    line = answer_in(question=question, passages=[p.text for p in passages])
 
     def render(blocks: list[str], q: str, turns: list[tuple[str, str]]) -> str:
-        return _render(tokenizer=tokenizer, system=system, sources=blocks, question=q, turns=turns)
+        return _render(
+            tokenizer=tokenizer,
+            system=system,
+            sources=blocks,
+            question=q,
+            turns=turns,
+            answer_in=line,
+        )
 
     frame = count_prompt_tokens(tokenizer=tokenizer, prompt=render([], question, []))
     if frame > max_prompt_tokens:
@@ -157,7 +165,13 @@ def _fit(
     while turns and count_prompt_tokens(tokenizer=tokenizer, prompt=prompt) > max_prompt_tokens:
         turns = turns[1:]  # rare: template overhead the estimate missed
         prompt = render(blocks, question, turns)
-    return {"system": system, "sources": blocks, "question": question, "turns": turns}
+    return {
+        "system": system,
+        "sources": blocks,
+        "question": question,
+        "turns": turns,
+        "answer_in": line,
+    }
 
 
 def count_prompt_tokens(*, tokenizer: Any, prompt: str) -> int:
@@ -178,12 +192,15 @@ def _render(
     sources: list[str],
     question: str,
     turns: Sequence[tuple[str, str]] = (),
+    answer_in: str = "",
 ) -> str:
     if not getattr(tokenizer, "chat_template", None):
-        user = user_text(sources=sources, question=question)
+        user = user_text(sources=sources, question=question, answer_in=answer_in)
         earlier = "".join(f"{u}\n\nAnswer: {a}\n\n" for u, a in turns)
         return f"{system}\n\n{earlier}{user}\n\nAnswer:"
-    messages = prompt_messages(system=system, sources=sources, question=question, turns=turns)
+    messages = prompt_messages(
+        system=system, sources=sources, question=question, turns=turns, answer_in=answer_in
+    )
     dialogue, user = messages[1:-1], messages[-1]["content"]
     try:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -203,13 +220,15 @@ def prompt_messages(
     sources: Sequence[str],
     question: str,
     turns: Sequence[tuple[str, str]] = (),
+    answer_in: str = "",
 ) -> list[dict[str, str]]:
     """System, the earlier turns (each question with its sources, then the answer),
-    then this turn's sources and question: the stable layout a prefix cache serves."""
+    then this turn's sources and question (`answer_in`: prompt_turns.answer_in's line):
+    the stable layout a prefix cache serves."""
     dialogue: list[dict[str, str]] = []
     for u, a in turns:
         dialogue += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
-    user = user_text(sources=list(sources), question=question)
+    user = user_text(sources=list(sources), question=question, answer_in=answer_in)
     return [{"role": "system", "content": system}, *dialogue, {"role": "user", "content": user}]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from engine.rag.answer.passages import Passage
 from engine.rag.answer.sentences import split_sentences
-from engine.rag.ingest.language import language_name, text_language
+from engine.rag.ingest.language import language_name, question_language
 from engine.wire_events import Citation, Turn
 
 # The words of a repeated source's start that name it in its reference.
@@ -69,19 +69,20 @@ def reference_block(passage: Passage) -> str:
     return f'[{passage.index}] ({where}) the passage shown above that begins "{opening}{more}"'
 
 
-def user_text(*, sources: Sequence[str], question: str) -> str:
+def user_text(*, sources: Sequence[str], question: str, answer_in: str = "") -> str:
     sources_text = "\n\n".join(sources) if sources else "(no sources were found)"
-    return f"Sources:\n{sources_text}\n\nQuestion: {question}{_answer_in(question)}"
+    return f"Sources:\n{sources_text}\n\nQuestion: {question}{answer_in}"
 
 
-def _answer_in(question: str) -> str:
-    """The question's language, named after it when the guess is confident: with the
-    system prompt's "in the language of the question" alone, the real 1.5B answered a
-    quarter to a third of Dutch, Italian and German questions in English. The same
-    question always gets the same line, so an earlier turn renders as the model saw it
-    (the prefix cache's stable start). A longer line that also repeated the rule on
-    unknowns made it state fewer facts (docs/benchmarks.md)."""
-    code = text_language(question)
+def answer_in(*, question: str, passages: Sequence[str]) -> str:
+    """The line naming the question's language after it, when it can be told
+    (`question_language`, with the turn's passages as the evidence of what the asker
+    reads): with the system prompt's "in the language of the question" alone, the real
+    1.5B answered a quarter to a third of Dutch, Italian and German questions in
+    English. A turn gets the same line whenever it is rendered, so an earlier turn reads
+    as the model saw it (the prefix cache's stable start). A longer line that also
+    repeated the rule on unknowns made it state fewer facts (docs/benchmarks.md)."""
+    code = question_language(question, sources=passages)
     name = language_name(code) if code is not None else None
     return f"\nAnswer in {name}." if name else ""
 
@@ -93,7 +94,9 @@ def render_turns(turns: Sequence[Turn], *, shown: Shown) -> list[tuple[str, str]
     for turn in turns:
         blocks = [shown.block(_passage(c)) for c in turn.citations]
         question = " ".join(turn.question.split())
-        out.append((user_text(sources=blocks, question=question), turn.answer.strip()))
+        line = answer_in(question=question, passages=[c.text for c in turn.citations])
+        user = user_text(sources=blocks, question=question, answer_in=line)
+        out.append((user, turn.answer.strip()))
     return out
 
 

@@ -205,3 +205,31 @@ def test_a_german_conversation_keeps_its_start_with_the_language_named(tokenizer
     )
     assert prompt2.startswith(prompt1)  # the earlier turn as the model saw it, line and all
     assert prompt2.count("Answer in German.") == 2
+
+
+def _spanish(n: int = 2) -> list[Passage]:
+    text = "Para firmar el paquete, ejecuta debsign con el nombre del fichero de cambios."
+    return [Passage(index=i + 1, text=text, path="guia.pdf", page=i) for i in range(n)]
+
+
+def test_a_short_spanish_question_over_spanish_sources_asks_for_spanish(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """A guess short of a page's confidence names the language where the sources are
+    in it, in the turn asked and when the turn is history."""
+    first = "¿Cómo se firma un paquete con debsign?"
+    prompt1 = build_prompt(
+        tokenizer=tokenizer, question=first, passages=_spanish(), max_prompt_tokens=4000
+    )
+    assert f"Question: {first}\nAnswer in Spanish." in prompt1
+    english = build_prompt(
+        tokenizer=tokenizer, question=first, passages=_passages("one"), max_prompt_tokens=4000
+    )
+    assert "Answer in" not in english.split(f"Question: {first}")[1]
+    prompt2 = build_prompt(
+        tokenizer=tokenizer,
+        question="¿Y qué clave usa por defecto?",
+        passages=_spanish(3),
+        max_prompt_tokens=4000,
+        history=[_turn(first, _spanish(), "Con debsign [1].")],
+    )
+    assert prompt2.startswith(prompt1)
+    assert prompt2.count("Answer in Spanish.") == 2

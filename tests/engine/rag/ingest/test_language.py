@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from bench.blind_docs import find_blind_docs
-from engine.rag.ingest.language import detect_languages, language_name, text_language
+from engine.rag.ingest.language import (
+    detect_languages,
+    language_name,
+    question_language,
+    text_language,
+)
 from engine.rag.ingest.parsers import parse_file
 
 
@@ -66,3 +71,30 @@ def test_every_language_the_identifier_tells_has_an_english_name() -> None:
     codes = set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes) - {"zxx"}
     assert {c for c in codes if not language_name(c)} == set()
     assert (language_name("de"), language_name("uk")) == ("German", "Ukrainian")
+
+
+_SPANISH = (
+    "Para firmar el paquete, ejecuta debsign con el nombre del fichero de cambios; la "
+    "orden te pedirá la frase de contraseña de tu clave GPG dos veces."
+)
+_ENGLISH = (
+    "To sign the package, run debsign with the name of the changes file; it asks for "
+    "the passphrase of your GPG key twice."
+)
+
+
+def test_a_short_question_is_told_by_the_sources_it_reads() -> None:
+    # Spanish 0.52 beside Galician and Aragonese: below a page's confidence alone.
+    question = "¿Cómo se firma un paquete con debsign?"
+    assert text_language(question) is None
+    assert question_language(question, sources=[_ENGLISH, _SPANISH]) == "es"
+    assert question_language(question, sources=[_ENGLISH]) is None
+    assert question_language(question, sources=[]) is None
+
+
+def test_sources_never_name_a_language_the_question_is_unlikely_in() -> None:
+    assert question_language("Wie signiere ich ein Paket?", sources=[_ENGLISH]) == "de"
+    # Read as Nigerian Pidgin at 0.69: English sources do not make it that.
+    assert question_language("how do i get it changed?", sources=[_ENGLISH]) is None
+    assert question_language("dh_make?", sources=[_SPANISH]) is None
+    assert question_language("42 ?", sources=[_SPANISH]) is None
