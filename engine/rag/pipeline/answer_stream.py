@@ -37,6 +37,9 @@ from engine.wire import (
 )
 
 CANCEL_POLL_S = 0.05  # how often a waiting answer looks at its caller's cancel flag
+# Said beside a written answer the length limit cut: its last sentence is unfinished
+# (a list of steps at 256 tokens), which otherwise reads as the model's whole answer.
+CUT_NOTE = "The answer stops at its length limit ({tokens} tokens): the model had not finished."
 
 
 def answer_events(
@@ -130,6 +133,10 @@ def answer_events(
             if tail:
                 yield TokenEvent(text=tail)
             text, note, quoted_from = final.text, final.note, final.quoted_from
+        limit = handle.question.max_new_tokens
+        cut = completion >= limit and not asked_to_stop
+        if cut:
+            note = " ".join(n for n in (note, CUT_NOTE.format(tokens=limit)) if n)
         done = AnswerDone(
             answer=text,
             mode="generative",
@@ -137,7 +144,7 @@ def answer_events(
             model=model,
             prompt_tokens=handle.prompt_tokens or None,
             completion_tokens=completion,
-            finish_reason="length" if completion >= handle.question.max_new_tokens else "stop",
+            finish_reason="length" if completion >= limit else "stop",
             quoted_from=quoted_from,
         )
     yield DoneEvent(done=done)

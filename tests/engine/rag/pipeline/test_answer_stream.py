@@ -191,3 +191,27 @@ def test_a_written_answer_is_read_on_the_embedder_s_scale() -> None:
     # (engine/rag/answer/written_answer.py), and the reader is told where they begin.
     assert quoted == ["UTF-8 [1]."]
     assert unsupported.answer[unsupported.quoted_from :] == "UTF-8 [1]."
+
+
+def test_a_written_answer_the_length_limit_cut_says_so() -> None:
+    from engine.rag.pipeline.answer_stream import CUT_NOTE
+    from engine.wire import DoneEvent
+
+    def done_of(tokens: int) -> object:
+        handle = RequestHandle(
+            question=new_question(text="Why UTF-8?", k=3, max_new_tokens=8), submitted=0.0
+        )
+        handle.served_by = "a model"
+        found = ExtractiveAnswer(text="UTF-8 [1].", used_indices=[1], found=True, score=0.8)
+        handle.emit(Retrieved(hits=GatedHits(hits=(_hit(),), extract=found)))
+        handle.emit(Piece(text="UTF-8 is the modern and preferred", tokens=tokens))
+        handle.emit(Finished(status="done"))
+        (done,) = [
+            e.done for e in answer_events(handle=handle, cancel=None) if isinstance(e, DoneEvent)
+        ]
+        return done
+
+    cut = done_of(8)
+    assert cut.finish_reason == "length" and cut.note == CUT_NOTE.format(tokens=8)
+    whole = done_of(5)
+    assert whole.finish_reason == "stop" and whole.note is None
