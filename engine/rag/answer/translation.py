@@ -11,7 +11,7 @@ searches the translation too, its ranking fused with the question's own
 (engine/rag/pipeline/adapters.py). The answer is still written in the question's
 language. The relevance gate reads the question as asked where the embedder reads both
 languages, and as translated where it reads one (engine/rag/pipeline/answering.py).
-Measured in docs/benchmarks.md ("Asked in a language none of the documents is in").
+Measured in docs/benchmarks-history.md ("Asked in a language none of the documents is in").
 """
 
 from __future__ import annotations

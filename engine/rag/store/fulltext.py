@@ -155,7 +155,7 @@ def common_words() -> frozenset[str]:
 # Every index since 2026-12-04 breaks words with ICU, split as "simple" splits. ICU alone
 # ranked worse on the English quality set (held3 first 0.62 -> 0.53); split, it gives
 # the English set's figures within one question, and a Chinese question over a mixed
-# collection finds its words (docs/benchmarks.md, "ICU word breaks, split").
+# collection finds its words (docs/benchmarks-history.md, "ICU word breaks, split").
 ENGLISH = FulltextConfig(every_language=True, tokenizer="icu/split")
 
 

@@ -19,7 +19,7 @@ written in other languages than the question (both identified with confidence), 
 full-text list is left out of that question's fusion. On the blind multilingual set,
 questions asked across languages found the right page first 34 -> 37 of 103, in the top
 3 49 -> 52; none of the 355 asked in their documents' language moved, nor any turn of
-the blind conversations (docs/benchmarks.md, "Asked in another language: searched by
+the blind conversations (docs/benchmarks-history.md, "Asked in another language: searched by
 meaning").
 """
 
