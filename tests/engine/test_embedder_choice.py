@@ -180,9 +180,16 @@ def test_a_switch_chosen_while_the_first_embedder_loads_decides_the_new_index(
         starting = threading.Thread(target=engine.embedder)
         starting.start()
         engine.set_embedder(embedder=str(tiny_model))
-        job = engine.embedders.active()
-        assert job is not None
-        wait_until(lambda: job[1].snapshot().state == "done", timeout_s=180)
+
+        def switched() -> bool:  # an empty collection's switch may be done already
+            meta = engine.store.meta
+            return (
+                engine.embedders.active() is None
+                and meta is not None
+                and (meta.embedder_id == str(tiny_model))
+            )
+
+        wait_until(switched, timeout_s=180)
         released.set()
         starting.join(timeout=120)
         assert not starting.is_alive()
