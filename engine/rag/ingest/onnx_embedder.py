@@ -60,31 +60,54 @@ def onnx_file(*, location: str, cache_dir: Path) -> Path:
     return cache_dir / f"{Path(location).name[:40]}-{_digest(location)}.onnx"
 
 
+class SharedTokenizer:
+    """One tokenizer for every encoder of a model (the question's and ingestion's), one
+    call at a time: a fast tokenizer's call sets its padding and truncation on the one
+    Rust object, so two threads may not call it at once. A copy per thread cost a
+    multilingual vocabulary (multilingual-e5's 250,002 pieces) about 270 MB each, and an
+    engine held five or six; tokenising a batch takes milliseconds beside its inference."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        self._lock = threading.Lock()
+
+    def features(self, texts: list[str], *, max_tokens: int) -> Any:
+        with self._lock:
+            return self._tokenizer(
+                texts,
+                padding=True,
+                truncation="longest_first",
+                max_length=max_tokens,
+                return_tensors="np",
+            )
+
+
 class OnnxEncoder:
     """`encode(texts)`: the model's L2-normalised vectors, via ONNX Runtime.
-    One instance may encode in several threads at once (each call tokenises
-    with a tokenizer copy of its own; a session's `run` is thread-safe)."""
+    One instance may encode in several threads at once (they take turns only to
+    tokenise; a session's `run` is thread-safe)."""
 
     def __init__(
-        self, *, session: Any, tokenizer: Any, pooling: str, max_tokens: int, file: Path
+        self,
+        *,
+        session: Any,
+        tokenizer: SharedTokenizer,
+        pooling: str,
+        max_tokens: int,
+        file: Path,
     ) -> None:
         self._session = session
         self._file = file
         self._inputs = {i.name for i in session.get_inputs()}
         self._pooling = pooling
         self._max_tokens = max_tokens
-        self._tokenizers = [tokenizer]
-        self._spare = threading.Lock()
+        self._tokenizer = tokenizer
 
     def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
-        tokenizer = self._take_tokenizer()
-        try:
-            parts = []
-            for start in range(0, len(texts), batch_size):
-                parts.append(self._batch(tokenizer, texts[start : start + batch_size]))
-        finally:
-            with self._spare:
-                self._tokenizers.append(tokenizer)
+        parts = [
+            self._batch(texts[start : start + batch_size])
+            for start in range(0, len(texts), batch_size)
+        ]
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
     def sibling(self) -> OnnxEncoder:
@@ -95,26 +118,14 @@ class OnnxEncoder:
         its batches yield the cores to a question as torch's pool does."""
         return OnnxEncoder(
             session=_session(self._file),
-            tokenizer=copy.deepcopy(self._tokenizers[0]),
+            tokenizer=self._tokenizer,
             pooling=self._pooling,
             max_tokens=self._max_tokens,
             file=self._file,
         )
 
-    def _take_tokenizer(self) -> Any:
-        with self._spare:
-            if len(self._tokenizers) > 1:
-                return self._tokenizers.pop()
-            return copy.deepcopy(self._tokenizers[0])
-
-    def _batch(self, tokenizer: Any, texts: list[str]) -> np.ndarray:
-        features = tokenizer(
-            texts,
-            padding=True,
-            truncation="longest_first",
-            max_length=self._max_tokens,
-            return_tensors="np",
-        )
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        features = self._tokenizer.features(texts, max_tokens=self._max_tokens)
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in features.items() if k in self._inputs}
         if "token_type_ids" in self._inputs and "token_type_ids" not in feed:
             feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
@@ -200,7 +211,9 @@ def load_onnx_encoder(
             export_onnx(model=torch_model(), file=file)
         encoder = OnnxEncoder(
             session=_session(file),
-            tokenizer=copy.deepcopy(tokenizer),
+            # The engine's own calls (chunking, piece counts) go through `tokenizer`
+            # unlocked: the encoders' one copy is theirs.
+            tokenizer=SharedTokenizer(copy.deepcopy(tokenizer)),
             pooling=plain.pooling,
             max_tokens=plain.max_tokens,
             file=file,

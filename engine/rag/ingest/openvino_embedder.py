@@ -31,6 +31,7 @@ from engine.rag.ingest.onnx_embedder import (
     MIN_COSINE,
     PROBES,
     OnnxEncoder,
+    SharedTokenizer,
     _mark,
     export_onnx,
     onnx_file,
@@ -146,7 +147,7 @@ class OpenVinoEncoder(OnnxEncoder):
         file = self._file if file is None else file
         return OpenVinoEncoder(
             session=OpenVinoSession(compiled=compile_openvino(file=file, precision=self.precision)),
-            tokenizer=copy.deepcopy(self._tokenizers[0]),
+            tokenizer=self._tokenizer,
             pooling=self._pooling,
             max_tokens=self._max_tokens,
             file=file,
@@ -182,7 +183,7 @@ def load_openvino_encoder(
             export_onnx(model=torch_model(), file=file)
         encoder = OpenVinoEncoder(
             session=OpenVinoSession(compiled=compile_openvino(file=file, precision=precision)),
-            tokenizer=copy.deepcopy(tokenizer),
+            tokenizer=SharedTokenizer(copy.deepcopy(tokenizer)),
             pooling=plain.pooling,
             max_tokens=plain.max_tokens,
             file=file,

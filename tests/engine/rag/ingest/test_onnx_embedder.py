@@ -13,6 +13,7 @@ import pytest
 from engine.environ import EMBEDDER_BACKEND_ENV, EngineEnviron
 from engine.rag.ingest import onnx_embedder
 from engine.rag.ingest.embedder import Embedder
+from engine.rag.ingest.onnx_embedder import OnnxEncoder
 from engine.rag.ingest.plain_model import onnx_plan
 from tests.support.tiny_embedder import write_random_embedder
 
@@ -178,3 +179,28 @@ def test_ingestion_encodes_on_a_session_whose_threads_have_its_priority(
     if (os.cpu_count() or 1) > 1:
         assert niced() - before
     assert fast._onnx_background is not None and fast._onnx_background is not fast._onnx
+
+
+def test_the_question_s_encoder_and_ingestion_s_share_one_tokenizer(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    # A tokenizer copy per thread cost multilingual-e5's vocabulary about 270 MB each:
+    # the encoders take turns to tokenise instead, and encode at once.
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=tmp_path, backend="onnx")
+    encoder = fast._onnx
+    assert encoder is not None
+    ingestion = encoder.sibling()
+    assert ingestion._tokenizer is encoder._tokenizer
+    want = encoder.encode(TEXTS, batch_size=2)
+    results: list[np.ndarray] = []
+
+    def work(which: OnnxEncoder) -> None:
+        for _ in range(5):
+            results.append(which.encode(TEXTS, batch_size=2))
+
+    threads = [threading.Thread(target=work, args=(e,)) for e in (encoder, ingestion, encoder)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 15 and all(np.allclose(r, want, atol=1e-5) for r in results)
