@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -120,15 +121,41 @@ def openvino_precision() -> str:
 
 
 def compile_openvino(*, file: Path, precision: str) -> Any:
-    """The ONNX file compiled for this CPU, one stream (the engine orders its
-    encodes itself) over the runtime's own choice of threads."""
+    """The model file (ONNX, or OpenVINO's IR) compiled for this CPU, one stream (the
+    engine orders its encodes itself) over the runtime's own choice of threads."""
     ov = import_openvino()
     core = ov.Core()
     return core.compile_model(
-        core.read_model(str(file)),
+        str(ir_file(ov=ov, core=core, file=file)),
         "CPU",
         {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY"},
     )
+
+
+def ir_file(*, ov: Any, core: Any, file: Path) -> Path:
+    """An ONNX file's OpenVINO IR beside it (`<name>.ov.xml` and `.bin`), written once;
+    an IR file as it is; the ONNX file itself when the IR cannot be written. Compiled
+    from the IR, the weights are the .bin file's pages, mapped: the question's and
+    ingestion's compiled copies share them and the system may take them back, where a
+    compile from ONNX held its own copy (multilingual-e5: about 470 MB each)."""
+    if file.suffix == ".xml":
+        return file
+    xml = file.with_name(f"{file.stem}.ov.xml")
+    if xml.exists() and xml.with_suffix(".bin").exists():
+        return xml
+    # Written under names of this thread's own, then renamed: .bin first, so an .xml
+    # is never without its weights.
+    part = file.with_name(f".{file.stem}.{os.getpid()}.{threading.get_ident()}.ov.xml")
+    try:
+        ov.save_model(core.read_model(str(file)), str(part), compress_to_fp16=False)
+        part.with_suffix(".bin").replace(xml.with_suffix(".bin"))
+        part.replace(xml)
+    except (OSError, RuntimeError) as e:  # a full disk: compiled from ONNX, as before
+        log.warning("embedder %s: no OpenVINO IR written (%s)", file.name, e)
+        for leftover in (part, part.with_suffix(".bin")):
+            leftover.unlink(missing_ok=True)
+        return file
+    return xml
 
 
 class OpenVinoEncoder(OnnxEncoder):

@@ -55,6 +55,27 @@ def test_openvino_gives_float32_torchs_vectors_on_every_path(
         assert np.min(np.sum(got * want, axis=1)) >= 0.999
     again = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache, backend="openvino")
     assert again.backend == "openvino" and exported.stat().st_mtime_ns == stamp
+    # Compiled from an IR written once beside the export: its weights are mapped pages.
+    [ir] = list(cache.glob("*.ov.xml"))
+    assert ir.with_suffix(".bin").stat().st_size > 0 and not list(cache.glob(".*"))
+
+
+@needs_openvino
+def test_an_ir_that_cannot_be_written_compiles_from_onnx(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ov = openvino_embedder.import_openvino()
+
+    def full_disk(*_: object, **__: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ov, "save_model", full_disk)
+    cache = tmp_path / "cache"
+    fast = Embedder(model=str(tiny_model), device="cpu", cache_dir=cache, backend="openvino")
+    assert fast.backend == "openvino"
+    want = Embedder(model=str(tiny_model), device="cpu", backend="torch").embed(TEXTS)
+    assert np.min(np.sum(fast.embed(TEXTS) * want, axis=1)) >= 0.999
+    assert not list(cache.glob("*.ov.*")) and not list(cache.glob(".*"))
 
 
 @needs_openvino
