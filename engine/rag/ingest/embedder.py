@@ -242,6 +242,11 @@ class Embedder:
             max_tokens = self._model.max_seq_length
         self.query_prefix, self.document_prefix = task_prefixes(model=model, prompts=prompts)
         self.info = EmbedderInfo(id=model, dimension=int(dim or 0), max_tokens=int(max_tokens))
+        if self._onnx is not None:
+            # The library's model was loaded only to export or to make the probes'
+            # vectors (a first start): its weights and tokenizer are not held for the
+            # engine's life (multilingual-e5: about 0.7 GB); a later need loads it again.
+            self._model = None
 
     def _torch_model(self) -> Any:
         """The library's model of this embedder (sentence_transformers, torch), loaded at
