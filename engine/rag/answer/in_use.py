@@ -16,6 +16,7 @@ from engine.paths import Paths, resolve_paths
 from engine.rag.answer.generative import GenerativeAnswerer
 from engine.rag.answer.remote import RemoteAnswerer
 from engine.runtime.hardware.profile import HardwareProfile, load_profile
+from engine.runtime.heap import give_back_freed_memory
 from engine.runtime.models.loading import load_model, read_model_files
 from engine.runtime.planner.model_spec import ModelSpec, load_model_spec
 from engine.runtime.planner.owner import PlacedStore, PlacementOwner, PlacementRequest, plan_model
@@ -125,6 +126,7 @@ def open_model(
     answerer = GenerativeAnswerer(
         model=loaded, placement=in_force, on_degrade=owner.demoted, stop_at_eos=stop_at_eos
     )
+    give_back_freed_memory()  # what reading and repacking the layers freed
     return ModelInUse(owner=owner, answerer=answerer)
 
 

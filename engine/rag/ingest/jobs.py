@@ -29,6 +29,7 @@ from engine.rag.ingest.priority import lower_this_thread
 from engine.rag.ingest.sandbox import ParseSandbox, SandboxLimits
 from engine.rag.store.doc_writes import disk_full_error, is_disk_full
 from engine.rag.store.lance_store import LanceStore
+from engine.runtime.heap import give_back_freed_memory
 from engine.wire import FINAL_STATES, DiskFull, FileError, IngestProgress, IngestQueueState
 
 log = logging.getLogger(__name__)
@@ -306,6 +307,8 @@ class IngestQueue:
                     self._finish(job, state="cancelled")
                     continue
                 self._run(job, sandbox)
+                if self._queue.empty():
+                    give_back_freed_memory()
         finally:
             sandbox.close()
 

@@ -48,6 +48,7 @@ from engine.rag.pipeline.requests import (
 from engine.rag.pipeline.stages import GenerationJob, RowFailed, Stages, _Done
 from engine.rag.pipeline.status import PipelineStatus, RequestRecord
 from engine.rag.store.records import SearchFilters
+from engine.runtime.heap import give_back_freed_memory
 from engine.runtime.planner.placement import Placement
 from engine.runtime.planner.profiling import PowerLawFit
 from engine.wire import Priority
@@ -499,6 +500,8 @@ class Pipeline(Generic[S, H]):
                 rewritten(h, None)  # the stream ended without the rewrite's end
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
+        if self.idle():  # an answer's working memory, given back between questions
+            give_back_freed_memory()
         return joined
 
     def _rewritten(self, h: RequestHandle[S, H], *, text: str | None) -> None:
