@@ -54,6 +54,7 @@ class BatchWorker:
         name: str,
         run_batch: Callable[[list[RequestHandle]], int | None],
         model: BatchModel,
+        after_batch: Callable[[], None] | None = None,
         cap: int,
         cap_of: Callable[[Placement], int],
         apply_placement: ApplyPlacement | None,
@@ -64,8 +65,10 @@ class BatchWorker:
     ) -> None:
         """`defer(waited, waiting)`: how many seconds more the next batch may wait
         for company, given how long its oldest request has waited and how many wait
-        (0 or less: form it now)."""
+        (0 or less: form it now). `after_batch`: called once a batch is recorded, in
+        this worker's thread, outside its lock."""
         self.name = name
+        self._after_batch = after_batch
         self._defer = defer
         self._fixed_batch = fixed_batch
         self._run_batch = run_batch
@@ -169,6 +172,8 @@ class BatchWorker:
                         )
                     )
                     self._batches += 1
+        if self._after_batch is not None:
+            self._after_batch()
         return True
 
     @property

@@ -119,6 +119,7 @@ class Pipeline(Generic[S, H]):
         self.generation = BatchWorker(
             name="generation",
             run_batch=self._generate,
+            after_batch=self._between_answers,
             model=BatchModel(profiled=fits.generation),
             cap=scheduling.generation_cap or _generation_cap(placement),
             cap_of=_generation_cap,
@@ -500,9 +501,13 @@ class Pipeline(Generic[S, H]):
                 rewritten(h, None)  # the stream ended without the rewrite's end
             elif not h.done:
                 h.emit(Finished(status="error", error="generation ended without an answer"))
-        if self.idle():  # an answer's working memory, given back between questions
-            give_back_freed_memory()
         return joined
+
+    def _between_answers(self) -> None:
+        """After a generation batch is recorded: with nothing else in flight, the
+        answers' working memory goes back to the system (not timed as the batch's)."""
+        if self.idle():
+            give_back_freed_memory()
 
     def _rewritten(self, h: RequestHandle[S, H], *, text: str | None) -> None:
         """A follow-up's rewrite is over (`text`: what the model wrote, None when it
