@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e), code=2)
     history = history_of(conversation.value) if conversation is not None else []
     try:
-        with engine_session(keep=args.keep_engine) as client:
+        with engine_session(keep=args.keep_engine, answers=True) as client:
             if args.json:
                 answer = client.ask(question=question, k=args.k, history=history)
                 if conversation is not None:
@@ -217,7 +217,7 @@ def _run_file(args: argparse.Namespace) -> int:
 
     interrupted = False
     try:
-        with engine_session(keep=args.keep_engine) as client:
+        with engine_session(keep=args.keep_engine, answers=True) as client:
             batch = BatchRun(
                 questions=[q.text for q in questions],
                 ask=lambda q: client.ask_stream(

@@ -57,7 +57,7 @@ def run_each(args: argparse.Namespace) -> int:
     run = EachRun(on_row=lambda row: _progress(run=run, row=row))
     interrupted = False
     try:
-        with engine_session(keep=args.keep_engine) as client:
+        with engine_session(keep=args.keep_engine, answers=True) as client:
             errors: list[BaseException] = []
 
             def read() -> None:

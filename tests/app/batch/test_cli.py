@@ -107,7 +107,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeClient:
     client = FakeClient()
 
     @contextmanager
-    def session(*, keep: bool = False) -> Iterator[FakeClient]:
+    def session(*, keep: bool = False, answers: bool = False) -> Iterator[FakeClient]:
         yield client
 
     monkeypatch.setattr(ask_command, "engine_session", session)
@@ -171,7 +171,7 @@ def test_one_question_shows_the_markers_the_window_shows(
     client = _MarkingClient()
 
     @contextmanager
-    def session(*, keep: bool = False) -> Iterator[FakeClient]:
+    def session(*, keep: bool = False, answers: bool = False) -> Iterator[FakeClient]:
         yield client
 
     monkeypatch.setattr(ask_command, "engine_session", session)
