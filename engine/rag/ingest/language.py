@@ -56,10 +56,8 @@ def detect_languages(pages: Sequence[str]) -> tuple[str, ...]:
 def text_language(text: str) -> str | None:
     """The language of a short text (a question), or None unless the guess is as
     confident as a document page's vote must be (MIN_CONFIDENCE)."""
-    if not any(ch.isalpha() for ch in text):
-        return None
-    language, probability = _identifier().classify(text)
-    return str(language) if probability >= MIN_CONFIDENCE else None
+    language, probability = _guess(text)
+    return language if probability >= MIN_CONFIDENCE else None
 
 
 def question_language(question: str, *, sources: Sequence[str]) -> str | None:
@@ -68,14 +66,21 @@ def question_language(question: str, *, sources: Sequence[str]) -> str | None:
     sources are evidence of what the asker reads, never a guess of their own: an
     English follow-up the identifier half reads as Nigerian Pidgin ("how do i get it
     changed?", 0.69) is named nothing over English sources, as before."""
-    if not any(ch.isalpha() for ch in question):
-        return None
-    language, probability = _identifier().classify(question)
+    language, probability = _guess(question)
     if probability >= MIN_CONFIDENCE:
-        return str(language)
+        return language
     if probability >= LIKELY and any(text_language(s) == language for s in sources):
-        return str(language)
+        return language
     return None
+
+
+def _guess(text: str) -> tuple[str, float]:
+    """The identifier's language and probability for `text`; probability 0 without a
+    letter to read."""
+    if not any(ch.isalpha() for ch in text):
+        return "", 0.0
+    language, probability = _identifier().classify(text)
+    return str(language), float(probability)
 
 
 def preload() -> None:

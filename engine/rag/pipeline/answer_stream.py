@@ -134,8 +134,7 @@ def answer_events(
                 yield TokenEvent(text=tail)
             text, note, quoted_from = final.text, final.note, final.quoted_from
         limit = handle.question.max_new_tokens
-        cut = completion >= limit and not asked_to_stop
-        if cut:
+        if completion >= limit and not asked_to_stop:
             note = " ".join(n for n in (note, CUT_NOTE.format(tokens=limit)) if n)
         done = AnswerDone(
             answer=text,
